@@ -1,0 +1,56 @@
+//! Chapter 1, Scaled dot-product attention: prints every number the chapter
+//! quotes and draws its figure.
+//!
+//! ```text
+//! cargo run --release --example ch01_attention
+//! ```
+
+mod plot;
+
+use attn::show::matrix;
+use attn::softmax::{naive_softmax, softmax};
+use attn::{attention, scaled_dot_product_attention};
+use ndarray::{array, Array2};
+
+fn main() -> Result<(), attn::AttnError> {
+    println!("== Softmax of [1000, -1000, 0] ==");
+    let logits = array![1000.0_f32, -1000.0, 0.0];
+    println!("naive:  {}", naive_softmax(&logits));
+    println!("stable: {}", softmax(&logits));
+
+    println!("\n== Worked example: 3 queries, 4 keys, d_k = 4, d_v = 2 ==");
+    let (q, k, v) = attention::worked_example();
+    let scores = q.dot(&k.t()) / 2.0;
+    println!("scores = QKᵀ/√d_k:\n{}", matrix(&scores, 4));
+    let a = scaled_dot_product_attention(&q, &k, &v)?;
+    println!("weights:\n{}", matrix(&a.weights, 4));
+    println!("output:\n{}", matrix(&a.output, 4));
+
+    println!("\n== Shape errors ==");
+    let wide = Array2::<f32>::zeros((3, 64));
+    let narrow = Array2::<f32>::zeros((4, 32));
+    let err = scaled_dot_product_attention(&wide, &narrow, &v).unwrap_err();
+    println!("{err}");
+
+    println!("\n== Self-attention on a sentence (Q = K = V = X) ==");
+    let (words, x) = attention::sentence_example();
+    let a = scaled_dot_product_attention(&x, &x, &x)?;
+    println!("weights (rows: queries, columns: keys {words:?}):");
+    println!("{}", matrix(&a.weights, 2));
+    let path = plot::heatmap(
+        "ch01-sentence-weights.svg",
+        &plot::Heatmap {
+            title: "Self-attention weights, Q = K = V = X (hand-made embeddings)",
+            row_labels: &words,
+            col_labels: &words,
+            x_desc: "key (attended to)",
+            y_desc: "query (attending)",
+            value_desc: "attention weight",
+            range: (0.0, 1.0),
+            annotate: Some(2),
+        },
+        &a.weights,
+    );
+    println!("wrote {}", path.display());
+    Ok(())
+}

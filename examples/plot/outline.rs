@@ -1,0 +1,141 @@
+//! Turns the `<text>` elements that plotters writes into `<path>` outlines of
+//! the embedded font, so a figure does not depend on the reader's fonts.
+//!
+//! plotters' SVG backend writes each label as
+//! `<text x=".." y=".." dy=".." text-anchor=".." font-family=".." font-size=".."
+//! opacity=".." fill=".." [transform=".."]>\nTEXT\n</text>`; we lay the text
+//! out with the font's advances and kerning, as a browser would, and emit the
+//! glyph curves instead.
+
+use ab_glyph::{Font, FontRef, OutlineCurve, Point};
+use std::fmt::Write;
+
+/// Replaces every `<text>` element of `svg` by a filled path in `font`.
+pub fn text_to_paths(svg: &str, font: &'static [u8]) -> String {
+    let font = FontRef::try_from_slice(font).expect("a valid TrueType font");
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(start) = rest.find("<text ") {
+        out.push_str(&rest[..start]);
+        let tag_end = start + rest[start..].find('>').expect("closed <text> tag");
+        let close = tag_end + rest[tag_end..].find("</text>").expect("</text>");
+        let attrs = parse_attributes(&rest[start + "<text ".len()..tag_end]);
+        let text = unescape(rest[tag_end + 1..close].trim_matches('\n'));
+        out.push_str(&text_path(&font, &attrs, &text));
+        rest = &rest[close + "</text>".len()..];
+        rest = rest.strip_prefix('\n').unwrap_or(rest);
+    }
+    out.push_str(rest);
+    out
+}
+
+fn parse_attributes(s: &str) -> Vec<(String, String)> {
+    let mut attrs = Vec::new();
+    let mut rest = s.trim();
+    while let Some(eq) = rest.find("=\"") {
+        let key = rest[..eq].trim().to_string();
+        let value_end = eq + 2 + rest[eq + 2..].find('"').expect("closing quote");
+        attrs.push((key, unescape(&rest[eq + 2..value_end])));
+        rest = &rest[value_end + 1..];
+    }
+    attrs
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
+}
+
+/// One `<path>` (empty if the text has no visible glyphs) for one label.
+fn text_path(font: &FontRef, attrs: &[(String, String)], text: &str) -> String {
+    let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
+    let num = |k: &str| get(k).and_then(|v| v.parse::<f32>().ok()).unwrap_or(0.0);
+    let size = num("font-size");
+    let units = font.units_per_em().unwrap_or(1000.0);
+    let scale = size / units;
+
+    // Horizontal layout: advances plus kerning, in font units.
+    let glyphs: Vec<_> = text.chars().map(|c| font.glyph_id(c)).collect();
+    let mut pen = Vec::with_capacity(glyphs.len());
+    let mut x = 0.0;
+    for (i, &g) in glyphs.iter().enumerate() {
+        if i > 0 {
+            x += font.kern_unscaled(glyphs[i - 1], g);
+        }
+        pen.push(x);
+        x += font.h_advance_unscaled(g);
+    }
+    let width = x * scale;
+    let shift = match get("text-anchor") {
+        Some("middle") => -width / 2.0,
+        Some("end") => -width,
+        _ => 0.0,
+    };
+    let x_height = font
+        .outline(font.glyph_id('x'))
+        .map(|o| o.bounds.max.y)
+        .unwrap_or(0.5 * units)
+        * scale;
+    let dy = match get("dy") {
+        Some("0.76em") => 0.76 * size,
+        Some("0.5ex") => 0.5 * x_height,
+        Some("-0.5ex") => -0.5 * x_height,
+        _ => 0.0,
+    };
+    let (x0, baseline) = (num("x") + shift, num("y") + dy);
+
+    let mut d = String::new();
+    for (&g, &px) in glyphs.iter().zip(&pen) {
+        let Some(outline) = font.outline(g) else {
+            continue;
+        };
+        // Font units are y-up; SVG is y-down.
+        let at = |p: Point| (x0 + (px + p.x) * scale, baseline - p.y * scale);
+        let mut last: Option<Point> = None;
+        for curve in &outline.curves {
+            let (start, end) = match *curve {
+                OutlineCurve::Line(a, b) => (a, b),
+                OutlineCurve::Quad(a, _, b) => (a, b),
+                OutlineCurve::Cubic(a, _, _, b) => (a, b),
+            };
+            if last != Some(start) {
+                let (sx, sy) = at(start);
+                write!(d, "M{sx:.2} {sy:.2}").unwrap();
+            }
+            match *curve {
+                OutlineCurve::Line(_, b) => {
+                    let (bx, by) = at(b);
+                    write!(d, "L{bx:.2} {by:.2}").unwrap();
+                }
+                OutlineCurve::Quad(_, c, b) => {
+                    let ((cx, cy), (bx, by)) = (at(c), at(b));
+                    write!(d, "Q{cx:.2} {cy:.2} {bx:.2} {by:.2}").unwrap();
+                }
+                OutlineCurve::Cubic(_, c1, c2, b) => {
+                    let ((ax, ay), (cx, cy), (bx, by)) = (at(c1), at(c2), at(b));
+                    write!(d, "C{ax:.2} {ay:.2} {cx:.2} {cy:.2} {bx:.2} {by:.2}").unwrap();
+                }
+            }
+            last = Some(end);
+        }
+    }
+    if d.is_empty() {
+        return String::new();
+    }
+    let mut path = format!("<path d=\"{d}\"");
+    for key in ["fill", "opacity", "transform"] {
+        if let Some(v) = get(key) {
+            write!(path, " {key}=\"{}\"", escape(v)).unwrap();
+        }
+    }
+    // Keep the words searchable and readable by screen readers.
+    write!(path, "><title>{}</title></path>\n", escape(text)).unwrap();
+    path
+}

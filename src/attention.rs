@@ -1,0 +1,237 @@
+//! Scaled dot-product attention,
+//! `Attention(Q, K, V) = softmax(QKᵀ / √d_k) V`.
+//!
+//! Shapes: `Q` is `n×d_k` (one row per query), `K` is `m×d_k` (one row per
+//! key), `V` is `m×d_v` (one row per value; value `j` belongs to key `j`).
+//! The scores `QKᵀ/√d_k` and the weights are `n×m`; the output is `n×d_v`.
+//! `n` and `m` may differ (cross-attention, chapter 3).
+
+use ndarray::{array, Array2, ArrayRef2};
+
+use crate::error::{check_not_empty, AttnError};
+use crate::softmax::softmax_rows;
+
+/// What attention returns: the mixed values and the weights that mixed them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attention {
+    /// `n×d_v`: row `i` is the weighted average of the value rows for query `i`.
+    pub output: Array2<f32>,
+    /// `n×m`: row `i` is query `i`'s distribution over the `m` keys.
+    pub weights: Array2<f32>,
+}
+
+// ANCHOR: check_shapes
+/// Checks that `Q` (`n×d_k`), `K` (`m×d_k`) and `V` (`m×d_v`) fit together,
+/// and that they hold only finite numbers.
+pub fn check_qkv(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<(), AttnError> {
+    check_not_empty("queries", q.dim())?;
+    check_not_empty("keys", k.dim())?;
+    check_not_empty("values", v.dim())?;
+    if k.ncols() != q.ncols() {
+        return Err(AttnError::KeyWidthMismatch {
+            queries: q.dim(),
+            keys: k.dim(),
+        });
+    }
+    if v.nrows() != k.nrows() {
+        return Err(AttnError::KeyValueCountMismatch {
+            keys: k.dim(),
+            values: v.dim(),
+        });
+    }
+    for (name, x) in [("queries", q), ("keys", k), ("values", v)] {
+        if let Some(&bad) = x.iter().find(|x| !x.is_finite()) {
+            return Err(AttnError::InvalidArgument {
+                name,
+                value: bad,
+                requirement: "must hold only finite numbers",
+            });
+        }
+    }
+    Ok(())
+}
+// ANCHOR_END: check_shapes
+
+// ANCHOR: attention
+/// `softmax(QKᵀ / √d_k) V` for `Q`: `n×d_k`, `K`: `m×d_k`, `V`: `m×d_v`.
+///
+/// Returns the `n×d_v` output and the `n×m` weights, or an error naming the
+/// shapes if they do not fit together.
+pub fn scaled_dot_product_attention(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Attention, AttnError> {
+    check_qkv(q, k, v)?;
+    let d_k = q.ncols() as f32;
+    let scores = q.dot(&k.t()) / d_k.sqrt(); // n×m: how well query i matches key j
+    let weights = softmax_rows(&scores); // n×m: each row sums to 1
+    let output = weights.dot(v); // n×d_v: each row a weighted average of values
+    Ok(Attention { output, weights })
+}
+// ANCHOR_END: attention
+
+// ANCHOR: worked_example
+/// The chapter's worked example: 3 queries and 4 keys of width `d_k = 4`
+/// (so `√d_k = 2`), and 4 values of width `d_v = 2`. Returns `(Q, K, V)`.
+///
+/// The keys are one-hot, so `QKᵀ` just reads off query entries. Query 0
+/// points at key 0, query 1 at keys 1 and 2 equally, query 2 at nothing.
+pub fn worked_example() -> (Array2<f32>, Array2<f32>, Array2<f32>) {
+    let q = array![
+        [4.0, 0.0, 0.0, 0.0], // scores 2, 0, 0, 0
+        [0.0, 2.0, 2.0, 0.0], // scores 0, 1, 1, 0
+        [0.0, 0.0, 0.0, 0.0], // scores 0, 0, 0, 0
+    ];
+    let k = array![
+        [1.0, 0.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 1.0, 0.0],
+        [0.0, 0.0, 0.0, 1.0],
+    ];
+    let v = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]];
+    (q, k, v)
+}
+// ANCHOR_END: worked_example
+
+// ANCHOR: sentence_example
+/// A six-word sentence with hand-made 5-dimensional embeddings, used for the
+/// chapter's heatmap. The features are
+/// `[article, noun, verb, preposition, animal-or-thing]`; there are no learned
+/// weights yet, so the chapter uses `Q = K = V = X`.
+pub fn sentence_example() -> (Vec<&'static str>, Array2<f32>) {
+    let words = vec!["the", "cat", "sat", "on", "the", "mat"];
+    let x = array![
+        [2.0, 0.0, 0.0, 0.0, 0.0], // the
+        [0.0, 2.0, 0.0, 0.0, 1.0], // cat
+        [0.0, 0.0, 2.0, 0.0, 0.5], // sat
+        [0.0, 0.0, 0.0, 2.0, 0.0], // on
+        [2.0, 0.0, 0.0, 0.0, 0.0], // the
+        [0.0, 2.0, 0.0, 0.0, 1.0], // mat
+    ];
+    (words, x)
+}
+// ANCHOR_END: sentence_example
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_abs_diff_eq;
+
+    // ANCHOR: worked_example_test
+    #[test]
+    fn worked_example_matches_the_hand_computation() {
+        let (q, k, v) = worked_example();
+        let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
+
+        // By hand, in f64: scores are [2,0,0,0], [0,1,1,0], [0,0,0,0].
+        let e = std::f64::consts::E;
+        let (w00, w01) = (e * e / (e * e + 3.0), 1.0 / (e * e + 3.0));
+        let (w10, w11) = (1.0 / (2.0 + 2.0 * e), e / (2.0 + 2.0 * e));
+        let weights = array![
+            [w00, w01, w01, w01],
+            [w10, w11, w11, w10],
+            [0.25, 0.25, 0.25, 0.25],
+        ];
+        // Output row i = Σ_j w_ij v_j with v = [1,0], [0,1], [1,1], [0,0].
+        let output = array![
+            [w00 + w01, 2.0 * w01],
+            [w10 + w11, 2.0 * w11],
+            [0.5, 0.5],
+        ];
+        assert_abs_diff_eq!(a.weights, weights.mapv(|w| w as f32), epsilon = 1e-6);
+        assert_abs_diff_eq!(a.output, output.mapv(|o| o as f32), epsilon = 1e-6);
+    }
+    // ANCHOR_END: worked_example_test
+
+    #[test]
+    fn n_and_m_may_differ_and_shapes_follow() {
+        let q = Array2::<f32>::ones((2, 8));
+        let k = Array2::<f32>::ones((5, 8));
+        let v = Array2::<f32>::ones((5, 3));
+        let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
+        assert_eq!(a.output.dim(), (2, 3));
+        assert_eq!(a.weights.dim(), (2, 5));
+        for row in a.weights.rows() {
+            assert_abs_diff_eq!(row.sum(), 1.0, epsilon = 1e-6);
+        }
+    }
+
+    #[test]
+    fn accepts_views_as_well_as_owned_arrays() {
+        let (q, k, v) = worked_example();
+        let owned = scaled_dot_product_attention(&q, &k, &v).unwrap();
+        let viewed = scaled_dot_product_attention(&q.view(), &k.view(), &v.view()).unwrap();
+        assert_eq!(owned, viewed);
+    }
+
+    // ANCHOR: shape_errors
+    #[test]
+    fn shape_errors_name_both_shapes() {
+        let q = Array2::<f32>::zeros((3, 64));
+        let k = Array2::<f32>::zeros((4, 32));
+        let v = Array2::<f32>::zeros((4, 2));
+        let err = scaled_dot_product_attention(&q, &k, &v).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "keys have d_k = 32 but queries have d_k = 64 (queries: 3×64, keys: 4×32)"
+        );
+
+        let k = Array2::<f32>::zeros((4, 64));
+        let v = Array2::<f32>::zeros((5, 2));
+        let err = scaled_dot_product_attention(&q, &k, &v).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "values have m = 5 rows but keys have m = 4 (keys: 4×64, values: 5×2)"
+        );
+
+        let empty = Array2::<f32>::zeros((0, 64));
+        let err = scaled_dot_product_attention(&empty, &k, &v).unwrap_err();
+        assert_eq!(
+            err,
+            AttnError::Empty {
+                name: "queries",
+                shape: (0, 64)
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "queries are empty (shape 0×64): attention needs at least one row and one column"
+        );
+    }
+    // ANCHOR_END: shape_errors
+
+    #[test]
+    fn empty_keys_values_and_non_finite_inputs_are_errors() {
+        let q = Array2::<f32>::zeros((3, 4));
+        let none = Array2::<f32>::zeros((0, 4));
+        let err = scaled_dot_product_attention(&q, &none, &none).unwrap_err();
+        assert!(matches!(err, AttnError::Empty { name: "keys", .. }));
+        let k = Array2::<f32>::zeros((2, 4));
+        let thin = Array2::<f32>::zeros((2, 0));
+        let err = scaled_dot_product_attention(&q, &k, &thin).unwrap_err();
+        assert!(matches!(err, AttnError::Empty { name: "values", .. }));
+
+        let mut bad = Array2::<f32>::zeros((2, 4));
+        bad[[1, 2]] = f32::NAN;
+        let err = scaled_dot_product_attention(&q, &bad, &k).unwrap_err();
+        assert_eq!(err.to_string(), "keys must hold only finite numbers, got NaN");
+    }
+
+    #[test]
+    fn sentence_example_weights_are_rows_of_probabilities() {
+        let (words, x) = sentence_example();
+        assert_eq!(words.len(), x.nrows());
+        let a = scaled_dot_product_attention(&x, &x, &x).unwrap();
+        // "cat" attends most to itself and to "mat", its fellow noun.
+        let cat = a.weights.row(1);
+        let best = cat.iter().cloned().fold(f32::MIN, f32::max);
+        assert_eq!(cat[1], best);
+        assert_eq!(cat[5], best);
+        assert!(cat[5] > cat[2] && cat[2] > cat[0]);
+    }
+}

@@ -1,0 +1,137 @@
+//! The one error type of the crate.
+//!
+//! Every public function checks the shapes of its arguments before it touches
+//! the data, and reports a mismatch with both shapes in the message, e.g.
+//! `keys have d_k = 32 but queries have d_k = 64 (queries: 3×64, keys: 4×32)`.
+
+use std::fmt;
+
+/// A shape as `(rows, columns)`, printed as `rows×columns`.
+pub type Shape = (usize, usize);
+
+/// What can be wrong with the arguments of a function in this crate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttnError {
+    /// Queries and keys must have the same width `d_k`, since scores are
+    /// their dot products.
+    KeyWidthMismatch {
+        /// Shape of `Q`, `n×d_k`.
+        queries: Shape,
+        /// Shape of `K`, `m×d_k`.
+        keys: Shape,
+    },
+    /// Keys and values must have the same number of rows `m`: value `j`
+    /// belongs to key `j`.
+    KeyValueCountMismatch {
+        /// Shape of `K`, `m×d_k`.
+        keys: Shape,
+        /// Shape of `V`, `m×d_v`.
+        values: Shape,
+    },
+    /// An input with no rows or no columns: there is nothing to attend over.
+    Empty {
+        /// Which argument was empty (`"queries"`, `"keys"`, `"values"`, …).
+        name: &'static str,
+        /// Its shape.
+        shape: Shape,
+    },
+    /// A batch of queries, keys and values whose batch sizes differ.
+    BatchSizeMismatch {
+        /// Batch size of `Q`.
+        queries: usize,
+        /// Batch size of `K`.
+        keys: usize,
+        /// Batch size of `V`.
+        values: usize,
+    },
+    /// A scalar argument outside its allowed range (e.g. a temperature ≤ 0).
+    InvalidArgument {
+        /// The argument's name.
+        name: &'static str,
+        /// The value given.
+        value: f32,
+        /// What the value must satisfy, e.g. `"must be finite and > 0"`.
+        requirement: &'static str,
+    },
+}
+
+/// Formats a shape the way the book writes it: `3×64`.
+fn shape(s: Shape) -> String {
+    format!("{}×{}", s.0, s.1)
+}
+
+impl fmt::Display for AttnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AttnError::KeyWidthMismatch { queries, keys } => write!(
+                f,
+                "keys have d_k = {} but queries have d_k = {} (queries: {}, keys: {})",
+                keys.1,
+                queries.1,
+                shape(queries),
+                shape(keys)
+            ),
+            AttnError::KeyValueCountMismatch { keys, values } => write!(
+                f,
+                "values have m = {} rows but keys have m = {} (keys: {}, values: {})",
+                values.0,
+                keys.0,
+                shape(keys),
+                shape(values)
+            ),
+            AttnError::Empty { name, shape: s } => write!(
+                f,
+                "{name} are empty (shape {}): attention needs at least one row and one column",
+                shape(s)
+            ),
+            AttnError::BatchSizeMismatch {
+                queries,
+                keys,
+                values,
+            } => write!(
+                f,
+                "batch sizes differ: queries {queries}, keys {keys}, values {values}"
+            ),
+            AttnError::InvalidArgument {
+                name,
+                value,
+                requirement,
+            } => write!(f, "{name} {requirement}, got {value}"),
+        }
+    }
+}
+
+impl std::error::Error for AttnError {}
+
+/// Checks that an input has at least one row and one column.
+pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnError> {
+    if s.0 == 0 || s.1 == 0 {
+        return Err(AttnError::Empty { name, shape: s });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_both_shapes() {
+        let e = AttnError::KeyWidthMismatch {
+            queries: (3, 64),
+            keys: (4, 32),
+        };
+        assert_eq!(
+            e.to_string(),
+            "keys have d_k = 32 but queries have d_k = 64 (queries: 3×64, keys: 4×32)"
+        );
+        let e = AttnError::KeyValueCountMismatch {
+            keys: (4, 8),
+            values: (5, 2),
+        };
+        assert_eq!(
+            e.to_string(),
+            "values have m = 5 rows but keys have m = 4 (keys: 4×8, values: 5×2)"
+        );
+    }
+}

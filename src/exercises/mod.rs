@@ -1,0 +1,6 @@
+//! Solutions to the end-of-chapter exercises, one module a chapter.
+//!
+//! The book shows them in collapsed blocks; they are compiled and tested here
+//! like every other listing.
+
+pub mod ch01;

@@ -1,0 +1,35 @@
+//! # attn — the library behind *Attention, Tested*
+//!
+//! Every listing in the book is code from this crate, and every number the
+//! book quotes is printed by a chapter example and asserted by a test. The
+//! modules follow the order in which the book teaches them:
+//!
+//! | module | chapter |
+//! | --- | --- |
+//! | [`softmax`] | 1. Scaled dot-product attention (a softmax that cannot overflow) |
+//! | [`attention`] | 1. Scaled dot-product attention |
+//! | [`exercises`] | solutions to the end-of-chapter exercises |
+//!
+//! Shapes follow the book's notation: `n` queries, `m` keys and values,
+//! width `d_k` for queries and keys, `d_v` for values. All arithmetic is `f32`.
+//!
+//! Every public function checks its inputs and returns an [`AttnError`] that
+//! names the offending shapes, rather than panicking inside `ndarray`.
+#![deny(missing_docs)]
+
+pub mod attention;
+pub mod error;
+pub mod exercises;
+pub mod show;
+pub mod softmax;
+
+pub use attention::{scaled_dot_product_attention, Attention};
+pub use error::AttnError;
+
+/// The chapters of the book, doctested: every `rust` fence in them is compiled
+/// and run by `cargo test`, exactly as `mdbook test` does.
+#[cfg(doctest)]
+pub mod chapters {
+    #[doc = include_str!("../book/ch01-scaled-dot-product-attention.md")]
+    pub struct Ch01ScaledDotProductAttention;
+}
