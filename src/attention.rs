@@ -138,11 +138,7 @@ mod tests {
             [0.25, 0.25, 0.25, 0.25],
         ];
         // Output row i = Σ_j w_ij v_j with v = [1,0], [0,1], [1,1], [0,0].
-        let output = array![
-            [w00 + w01, 2.0 * w01],
-            [w10 + w11, 2.0 * w11],
-            [0.5, 0.5],
-        ];
+        let output = array![[w00 + w01, 2.0 * w01], [w10 + w11, 2.0 * w11], [0.5, 0.5],];
         assert_abs_diff_eq!(a.weights, weights.mapv(|w| w as f32), epsilon = 1e-6);
         assert_abs_diff_eq!(a.output, output.mapv(|o| o as f32), epsilon = 1e-6);
     }
@@ -219,7 +215,10 @@ mod tests {
         let mut bad = Array2::<f32>::zeros((2, 4));
         bad[[1, 2]] = f32::NAN;
         let err = scaled_dot_product_attention(&q, &bad, &k).unwrap_err();
-        assert_eq!(err.to_string(), "keys must hold only finite numbers, got NaN");
+        assert_eq!(
+            err.to_string(),
+            "keys must hold only finite numbers, got NaN"
+        );
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub use error::AttnError;
 /// and run by `cargo test`, exactly as `mdbook test` does.
 #[cfg(doctest)]
 pub mod chapters {
+    #[doc = include_str!("../book/introduction.md")]
+    pub struct Introduction;
     #[doc = include_str!("../book/ch01-scaled-dot-product-attention.md")]
     pub struct Ch01ScaledDotProductAttention;
 }

@@ -119,12 +119,12 @@ fn draw_heatmap(
         if let Some(decimals) = h.annotate {
             let t = (x - lo) / (hi - lo);
             let ink = if t > 0.6 { BLACK } else { WHITE };
-            let style = TextStyle::from((FAMILY, 14).into_font())
-                .color(&ink)
-                .pos(plotters::style::text_anchor::Pos::new(
+            let style = TextStyle::from((FAMILY, 14).into_font()).color(&ink).pos(
+                plotters::style::text_anchor::Pos::new(
                     plotters::style::text_anchor::HPos::Center,
                     plotters::style::text_anchor::VPos::Center,
-                ));
+                ),
+            );
             chart
                 .draw_series(std::iter::once(Text::new(
                     format!("{x:.decimals$}"),
@@ -175,4 +175,3 @@ pub fn heatmap(name: &str, h: &Heatmap, values: &ndarray::Array2<f32>) -> PathBu
     let height = (150 + 50 * n as u32).max(360);
     render(name, (width, height), |root| draw_heatmap(root, h, values))
 }
-

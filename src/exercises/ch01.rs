@@ -69,7 +69,10 @@ mod tests {
         let cold = softmax_with_temperature(&x, 0.01).unwrap();
         assert!(cold[0] > 0.999_999, "τ → 0 puts all weight on the max");
         let hot = softmax_with_temperature(&x, 1.0e4).unwrap();
-        assert!(hot.iter().all(|p| (p - 0.25).abs() < 1e-3), "τ → ∞ is uniform");
+        assert!(
+            hot.iter().all(|p| (p - 0.25).abs() < 1e-3),
+            "τ → ∞ is uniform"
+        );
 
         for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
             assert!(softmax_with_temperature(&x, bad).is_err());

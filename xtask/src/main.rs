@@ -1,1 +1,208 @@
-fn main(){}
+//! The book's two commands (README):
+//!
+//! - `cargo xtask serve`: install the pinned book tools if missing, draw every
+//!   figure, build the book and serve it on http://localhost:3000.
+//! - `cargo xtask test`: every check CI runs; stops at the first failure.
+//!
+//! and one helper, `cargo xtask figures`, which only redraws the figures.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+/// The book tools, pinned: (crate, version). Installed with `cargo install --locked`.
+const BOOK_TOOLS: [(&str, &str); 3] = [
+    ("mdbook", "0.5.4"),
+    ("mdbook-katex", "0.10.0"),
+    ("mdbook-linkcheck2", "0.13.0"),
+];
+
+/// A dedicated target dir for `mdbook test -L`: wiped before every build, so it
+/// holds exactly one build of each crate (otherwise rustc finds several
+/// candidates for `extern crate attn` and fails with E0464).
+const MDBOOK_DEPS: &str = "target/mdbook-deps";
+
+type Step = Result<(), String>;
+
+fn main() -> ExitCode {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    let start = Instant::now();
+    let result = match task.as_str() {
+        "serve" => serve(),
+        "test" => test(),
+        "figures" => figures(),
+        _ => {
+            eprintln!("usage: cargo xtask serve | test | figures");
+            return ExitCode::from(2);
+        }
+    };
+    let secs = start.elapsed().as_secs_f64();
+    match result {
+        Ok(()) => {
+            eprintln!("\nxtask {task}: ok ({secs:.0} s)");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("\nxtask {task}: FAILED ({secs:.0} s): {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The reader's command.
+fn serve() -> Step {
+    ensure_book_tools()?;
+    figures()?;
+    run(Command::new("mdbook").args(["serve", "--hostname", "127.0.0.1", "--port", "3000"]))
+}
+
+/// The contributor's and CI's command.
+fn test() -> Step {
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo()
+        .args(["doc", "--no-deps", "--package", "attn", "--locked"])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
+    run(cargo().args(["test", "--workspace", "--locked"]))?;
+    ensure_book_tools()?;
+    mdbook_test()?;
+    figures()?;
+    figures_unchanged()?;
+    mdbook_build()
+}
+
+/// `mdbook test` against a fresh build of the library alone.
+fn mdbook_test() -> Step {
+    let deps = root().join(MDBOOK_DEPS);
+    if deps.exists() {
+        std::fs::remove_dir_all(&deps).map_err(|e| format!("wiping {MDBOOK_DEPS}: {e}"))?;
+    }
+    run(cargo().args(["build", "--lib", "--locked", "--target-dir", MDBOOK_DEPS]))?;
+    run(Command::new("mdbook").args(["test", "-L", &format!("{MDBOOK_DEPS}/debug/deps")]))
+}
+
+/// `mdbook build` with KaTeX and the link checker; any ERROR line fails.
+fn mdbook_build() -> Step {
+    eprintln!("\n==> mdbook build");
+    let output = capture(&mut Command::new("mdbook").arg("build"))?;
+    eprint!("{output}");
+    let errors: Vec<&str> = output.lines().filter(|l| l.contains("ERROR")).collect();
+    if !errors.is_empty() {
+        return Err(format!(
+            "mdbook build reported errors:\n{}",
+            errors.join("\n")
+        ));
+    }
+    Ok(())
+}
+
+/// Runs every chapter example, each of which writes its figures.
+fn figures() -> Step {
+    for example in examples()? {
+        run(cargo().args(["run", "--release", "--locked", "--example", &example]))?;
+    }
+    Ok(())
+}
+
+/// Fails if regenerating the figures changed anything git knows about.
+fn figures_unchanged() -> Step {
+    let status = capture(Command::new("git").args(["status", "--porcelain", "book/figures"]))?;
+    if !status.trim().is_empty() {
+        let diff = capture(Command::new("git").args(["diff", "--stat", "book/figures"]))?;
+        return Err(format!(
+            "regenerated figures differ from the committed ones:\n{status}{diff}\n\
+             Run `cargo xtask figures` and commit book/figures, or make the example deterministic."
+        ));
+    }
+    println!("figures: regenerated, identical to the committed ones");
+    Ok(())
+}
+
+/// The example names: every `examples/NAME.rs` (subfolders are shared modules).
+fn examples() -> Result<Vec<String>, String> {
+    let dir = root().join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("reading {}: {e}", dir.display()))?
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let is_rs = path.extension()? == "rs";
+            is_rs.then(|| path.file_stem()?.to_str().map(String::from))?
+        })
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Installs each pinned book tool that `cargo install --list` does not show.
+fn ensure_book_tools() -> Step {
+    let installed = capture(cargo().args(["install", "--list"]))?;
+    for (name, version) in BOOK_TOOLS {
+        if installed
+            .lines()
+            .any(|l| l.starts_with(&format!("{name} v{version}:")))
+        {
+            continue;
+        }
+        eprintln!("installing {name} {version} (once; a few minutes)");
+        run(cargo().args(["install", "--locked", name, "--version", version]))?;
+    }
+    Ok(())
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn describe(cmd: &Command) -> String {
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy()).collect();
+    format!("{} {}", cmd.get_program().to_string_lossy(), args.join(" "))
+}
+
+/// Runs a command in the repository root, streaming its output.
+fn run(cmd: &mut Command) -> Step {
+    let what = describe(cmd);
+    eprintln!("\n==> {what}");
+    let status = cmd
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("could not start `{what}`: {e}"))?;
+    if !status.success() {
+        return Err(format!("`{what}` failed ({status})"));
+    }
+    Ok(())
+}
+
+/// Runs a command in the repository root, printing and returning its output.
+fn capture(cmd: &mut Command) -> Result<String, String> {
+    let what = describe(cmd);
+    let out = cmd
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("could not start `{what}`: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        return Err(format!("`{what}` failed ({}):\n{text}", out.status));
+    }
+    Ok(text)
+}
