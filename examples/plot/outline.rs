@@ -138,6 +138,6 @@ fn text_path(font: &FontRef, attrs: &[(String, String)], text: &str) -> String {
         }
     }
     // Keep the words searchable and readable by screen readers.
-    write!(path, "><title>{}</title></path>\n", escape(text)).unwrap();
+    writeln!(path, "><title>{}</title></path>", escape(text)).unwrap();
     path
 }

@@ -92,7 +92,7 @@ fn mdbook_test() -> Step {
 /// `mdbook build` with KaTeX and the link checker; any ERROR line fails.
 fn mdbook_build() -> Step {
     eprintln!("\n==> mdbook build");
-    let output = capture(&mut Command::new("mdbook").arg("build"))?;
+    let output = capture(Command::new("mdbook").arg("build"))?;
     eprint!("{output}");
     let errors: Vec<&str> = output.lines().filter(|l| l.contains("ERROR")).collect();
     if !errors.is_empty() {
