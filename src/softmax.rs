@@ -102,6 +102,13 @@ mod tests {
     // ANCHOR_END: shift_invariance
 
     #[test]
+    fn naive_softmax_fails_the_shift_by_100_of_exercise_3() {
+        let x = array![0.5_f32, -1.25, 2.0, 0.0];
+        let shifted = naive_softmax(&x.mapv(|x_j| x_j + 100.0));
+        assert!(shifted.iter().all(|p| p.is_nan()), "{shifted}");
+    }
+
+    #[test]
     fn rows_sum_to_one_and_a_fully_masked_row_is_zero() {
         let inf = f32::INFINITY;
         let scores = array![[1.0_f32, 2.0, 3.0], [-inf, -inf, -inf], [-inf, 0.0, -inf]];

@@ -27,12 +27,13 @@ fn assert_quoted(block: &str) {
 fn softmax_overflow_block() {
     let logits = array![1000.0_f32, -1000.0, 0.0];
     assert_quoted(&format!(
-        "naive:  {}\nstable: {}",
+        "naive:  {}\nstable: {}\nexp overflows f32 above ln(f32::MAX) = {:.2}",
         naive_softmax(&logits),
-        softmax(&logits)
+        softmax(&logits),
+        f32::MAX.ln()
     ));
-    // "e^x overflows f32 once x passes ln(f32::MAX) ≈ 88.72"
-    assert!((f32::MAX.ln() - 88.72).abs() < 0.005);
+    // The prose: "e^x overflows f32 once x passes ln(f32::MAX) ≈ 88.72".
+    assert_quoted("$\\ln(\\text{f32::MAX}) \\approx 88.72$");
     assert!(88.72_f32.exp().is_finite() && 88.73_f32.exp().is_infinite());
 }
 
@@ -47,9 +48,13 @@ fn worked_example_block() {
         matrix(&a.weights, 4),
         matrix(&a.output, 4)
     ));
-    // The hand check in the prose: e² / (e² + 3) = 7.389 / 10.389 ≈ 0.7112.
+    // The hand check, printed by the example and repeated in the prose.
     let e2 = std::f32::consts::E.powi(2);
-    assert_eq!(format!("{:.3} {:.3}", e2, e2 + 3.0), "7.389 10.389");
+    assert_quoted(&format!(
+        "query 0: e²/(e²+3) = {e2:.3}/{:.3} = {:.4}",
+        e2 + 3.0,
+        e2 / (e2 + 3.0)
+    ));
     assert_quoted("$e^2/(e^2+3) = 7.389/10.389 \\approx 0.7112$");
 }
 
