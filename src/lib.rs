@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | [`softmax`] | 1. Scaled dot-product attention (a softmax that cannot overflow) |
 //! | [`attention`] | 1. Scaled dot-product attention |
+//! | [`scaling`] | 2. Why scale by √d_k (measured) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
@@ -20,6 +21,7 @@
 pub mod attention;
 pub mod error;
 pub mod exercises;
+pub mod scaling;
 pub mod show;
 pub mod softmax;
 
@@ -34,4 +36,6 @@ pub mod chapters {
     pub struct Introduction;
     #[doc = include_str!("../book/ch01-scaled-dot-product-attention.md")]
     pub struct Ch01ScaledDotProductAttention;
+    #[doc = include_str!("../book/ch02-why-scale.md")]
+    pub struct Ch02WhyScale;
 }

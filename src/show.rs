@@ -24,6 +24,34 @@ pub fn matrix(a: &ArrayRef2<f32>, decimals: usize) -> String {
         .join("\n")
 }
 
+/// Formats a table: a header line, then one line per row, every column
+/// right-aligned to its widest cell and separated by two spaces.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let columns = header.len();
+    let width = |c: usize| {
+        rows.iter()
+            .map(|r| r[c].chars().count())
+            .chain([header[c].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..columns).map(width).collect();
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, &w)| format!("{c:>w$}"))
+            .collect();
+        padded.join("  ")
+    };
+    let mut lines = vec![line(header.to_vec())];
+    lines.extend(
+        rows.iter()
+            .map(|r| line(r.iter().map(String::as_str).collect())),
+    );
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,5 +61,11 @@ mod tests {
     fn aligns_columns() {
         let a = array![[1.0_f32, -0.5], [0.25, 10.0]];
         assert_eq!(matrix(&a, 2), " 1.00  -0.50\n 0.25  10.00");
+    }
+
+    #[test]
+    fn table_aligns_header_and_rows() {
+        let rows = vec![vec!["4".to_string(), "3.98".to_string()]];
+        assert_eq!(table(&["d_k", "var"], &rows), "d_k   var\n  4  3.98");
     }
 }

@@ -175,3 +175,129 @@ pub fn heatmap(name: &str, h: &Heatmap, values: &ndarray::Array2<f32>) -> PathBu
     let height = (150 + 50 * n as u32).max(360);
     render(name, (width, height), |root| draw_heatmap(root, h, values))
 }
+
+/// One line of a [`Chart`].
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// `(x, y)` in data units (before any log transform).
+    pub points: Vec<(f64, f64)>,
+    /// Line colour.
+    pub colour: RGBColor,
+    /// Dashed (a theoretical reference) or solid with markers (a measurement).
+    pub dashed: bool,
+}
+
+/// A line chart's frame. Log axes are drawn by plotting `log2 x` or
+/// `log10 y` on a linear axis and labelling the ticks `2^k` / `10^k`.
+pub struct Chart<'a> {
+    /// The chart's title.
+    pub title: &'a str,
+    /// Axis captions.
+    pub x_desc: &'a str,
+    /// Axis captions.
+    pub y_desc: &'a str,
+    /// Plot `x` on a base-2 log scale.
+    pub log2_x: bool,
+    /// Plot `y` on a base-10 log scale.
+    pub log10_y: bool,
+    /// The visible `y` range, in data units.
+    pub y_range: (f64, f64),
+}
+
+/// Colours for measured series and references, readable on white.
+pub const BLUE_: RGBColor = RGBColor(31, 119, 180);
+/// Second series colour.
+pub const ORANGE_: RGBColor = RGBColor(230, 120, 20);
+/// Reference lines.
+pub const GREY_: RGBColor = RGBColor(110, 110, 110);
+
+fn draw_chart(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    c: &Chart,
+    series: &[Series],
+) {
+    let tx = |x: f64| if c.log2_x { x.log2() } else { x };
+    let ty = |y: f64| if c.log10_y { y.log10() } else { y };
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| tx(p.0)));
+    let (x_lo, x_hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (y_lo, y_hi) = (ty(c.y_range.0), ty(c.y_range.1));
+    let mut chart = ChartBuilder::on(area)
+        .caption(c.title, (FAMILY, 19))
+        .margin(12)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
+        .expect("build chart axes");
+    let whole = |v: f64| (v - v.round()).abs() < 1e-9;
+    let x_fmt = |v: &f64| match (c.log2_x, whole(*v)) {
+        (true, true) => format!("{}", 2f64.powi(v.round() as i32)),
+        (true, false) => String::new(),
+        (false, _) => format!("{v}"),
+    };
+    let y_fmt = |v: &f64| match (c.log10_y, whole(*v)) {
+        (true, true) => format!("{}", 10f64.powi(v.round() as i32)),
+        (true, false) => String::new(),
+        (false, _) => format!("{v:.2}"),
+    };
+    chart
+        .configure_mesh()
+        .x_labels((x_hi - x_lo).round() as usize + 1)
+        .y_labels(if c.log10_y {
+            (y_hi - y_lo).round() as usize + 1
+        } else {
+            6
+        })
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .x_desc(c.x_desc)
+        .y_desc(c.y_desc)
+        .label_style((FAMILY, 14))
+        .axis_desc_style((FAMILY, 15))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .draw()
+        .expect("draw chart axes");
+    for s in series {
+        let colour = s.colour;
+        let points: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (tx(x), ty(y))).collect();
+        let legend = move |(x, y): (i32, i32)| {
+            PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(2))
+        };
+        if s.dashed {
+            chart
+                .draw_series(DashedLineSeries::new(points, 6, 4, colour.stroke_width(2)))
+                .expect("draw reference line")
+                .label(s.label.as_str())
+                .legend(legend);
+        } else {
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .expect("draw series")
+                .label(s.label.as_str())
+                .legend(legend);
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .expect("draw markers");
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .label_font((FAMILY, 14))
+        .draw()
+        .expect("draw legend");
+}
+
+/// Writes one line chart, or several side by side, to `book/figures/name`.
+pub fn line_charts(name: &str, panels: &[(Chart, Vec<Series>)]) -> PathBuf {
+    let width = 620 * panels.len() as u32;
+    render(name, (width, 460), |root| {
+        let areas = root.split_evenly((1, panels.len()));
+        for (area, (chart, series)) in areas.iter().zip(panels) {
+            draw_chart(area, chart, series);
+        }
+    })
+}
