@@ -35,6 +35,15 @@ pub enum AttnError {
         /// Its shape.
         shape: Shape,
     },
+    /// An input sequence whose rows are not `d_model` wide.
+    ModelWidthMismatch {
+        /// Which input (`"x"`, `"decoder input"`, `"encoder output"`, …).
+        name: &'static str,
+        /// The width the layer was built for.
+        d_model: usize,
+        /// The input's shape.
+        shape: Shape,
+    },
     /// A batch of queries, keys and values whose batch sizes differ.
     BatchSizeMismatch {
         /// Batch size of `Q`.
@@ -82,6 +91,16 @@ impl fmt::Display for AttnError {
             AttnError::Empty { name, shape: s } => write!(
                 f,
                 "{name} are empty (shape {}): attention needs at least one row and one column",
+                shape(s)
+            ),
+            AttnError::ModelWidthMismatch {
+                name,
+                d_model,
+                shape: s,
+            } => write!(
+                f,
+                "{name} has rows of width {} but the layer expects d_model = {d_model} (shape {})",
+                s.1,
                 shape(s)
             ),
             AttnError::BatchSizeMismatch {

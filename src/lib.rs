@@ -9,6 +9,7 @@
 //! | [`softmax`] | 1. Scaled dot-product attention (a softmax that cannot overflow) |
 //! | [`attention`] | 1. Scaled dot-product attention |
 //! | [`scaling`] | 2. Why scale by √d_k (measured) |
+//! | [`projection`] | 3. Self- and cross-attention (learned projections) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
@@ -21,6 +22,7 @@
 pub mod attention;
 pub mod error;
 pub mod exercises;
+pub mod projection;
 pub mod scaling;
 pub mod show;
 pub mod softmax;
@@ -38,4 +40,6 @@ pub mod chapters {
     pub struct Ch01ScaledDotProductAttention;
     #[doc = include_str!("../book/ch02-why-scale.md")]
     pub struct Ch02WhyScale;
+    #[doc = include_str!("../book/ch03-self-and-cross-attention.md")]
+    pub struct Ch03SelfAndCrossAttention;
 }

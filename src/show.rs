@@ -24,6 +24,11 @@ pub fn matrix(a: &ArrayRef2<f32>, decimals: usize) -> String {
         .join("\n")
 }
 
+/// Formats a matrix's shape the way the book writes it: `7×16`.
+pub fn shape(a: &ArrayRef2<f32>) -> String {
+    format!("{}×{}", a.nrows(), a.ncols())
+}
+
 /// Formats a table: a header line, then one line per row, every column
 /// right-aligned to its widest cell and separated by two spaces.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {

@@ -1,0 +1,201 @@
+//! Self- and cross-attention: queries, keys and values as learned linear
+//! projections of token vectors.
+//!
+//! With token vectors as rows, `X_q` (`n×d_model`) supplies the queries and
+//! `X_kv` (`m×d_model`) the keys and values:
+//!
+//! ```text
+//! Q = X_q W_Q   (n×d_k)      W_Q: d_model×d_k
+//! K = X_kv W_K  (m×d_k)      W_K: d_model×d_k
+//! V = X_kv W_V  (m×d_v)      W_V: d_model×d_v
+//! ```
+//!
+//! Self-attention is `X_q = X_kv = X`; cross-attention takes the queries from
+//! one sequence (a decoder's) and keys and values from another (an encoder's).
+
+use ndarray::{Array2, ArrayRef2};
+use ndarray_rand::rand::rngs::StdRng;
+use ndarray_rand::rand_distr::Normal;
+use ndarray_rand::RandomExt;
+
+use crate::attention::{scaled_dot_product_attention, Attention};
+use crate::error::{check_not_empty, AttnError};
+
+// ANCHOR: projections
+/// The three learned matrices of one attention layer (one head).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projections {
+    /// `d_model×d_k`: token vector → query.
+    pub w_q: Array2<f32>,
+    /// `d_model×d_k`: token vector → key.
+    pub w_k: Array2<f32>,
+    /// `d_model×d_v`: token vector → value.
+    pub w_v: Array2<f32>,
+}
+// ANCHOR_END: projections
+
+// ANCHOR: init
+/// A `rows×cols` weight matrix with entries drawn from `N(0, 1/rows)`.
+///
+/// With `rows = d_model` inputs per output, an input with unit-variance
+/// entries gives outputs with variance `d_model · (1/d_model) = 1`, so
+/// queries and keys start with unit-variance entries: the case chapter 2
+/// analysed, where `q·k/√d_k` has variance 1.
+pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Array2<f32> {
+    let std = 1.0 / (rows as f32).sqrt();
+    let normal = Normal::new(0.0, std).expect("a positive, finite standard deviation");
+    Array2::random_using((rows, cols), normal, rng)
+}
+// ANCHOR_END: init
+
+impl Projections {
+    /// Fresh projections for `d_model`-wide tokens, seeded by `rng`.
+    pub fn new(d_model: usize, d_k: usize, d_v: usize, rng: &mut StdRng) -> Self {
+        Projections {
+            w_q: init_weight(d_model, d_k, rng),
+            w_k: init_weight(d_model, d_k, rng),
+            w_v: init_weight(d_model, d_v, rng),
+        }
+    }
+
+    /// The token width `d_model` these projections expect.
+    pub fn d_model(&self) -> usize {
+        self.w_q.nrows()
+    }
+
+    fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
+        check_not_empty(name, x.dim())?;
+        if x.ncols() != self.d_model() {
+            return Err(AttnError::ModelWidthMismatch {
+                name,
+                d_model: self.d_model(),
+                shape: x.dim(),
+            });
+        }
+        Ok(())
+    }
+
+    // ANCHOR: attend
+    /// Attention with queries from `x_q` (`n×d_model`) and keys and values
+    /// from `x_kv` (`m×d_model`): `softmax(X_q W_Q (X_kv W_K)ᵀ / √d_k) X_kv W_V`.
+    pub fn attend(
+        &self,
+        x_q: &ArrayRef2<f32>,
+        x_kv: &ArrayRef2<f32>,
+    ) -> Result<Attention, AttnError> {
+        self.check_width("query input", x_q)?;
+        self.check_width("key/value input", x_kv)?;
+        let q = x_q.dot(&self.w_q); // n×d_k
+        let k = x_kv.dot(&self.w_k); // m×d_k
+        let v = x_kv.dot(&self.w_v); // m×d_v
+        scaled_dot_product_attention(&q, &k, &v)
+    }
+
+    /// Self-attention: every token of `x` (`n×d_model`) attends to all of `x`.
+    pub fn self_attention(&self, x: &ArrayRef2<f32>) -> Result<Attention, AttnError> {
+        self.attend(x, x)
+    }
+
+    /// Cross-attention: each of the `n` decoder tokens attends to the `m`
+    /// encoder tokens.
+    pub fn cross_attention(
+        &self,
+        decoder: &ArrayRef2<f32>,
+        encoder: &ArrayRef2<f32>,
+    ) -> Result<Attention, AttnError> {
+        self.attend(decoder, encoder)
+    }
+    // ANCHOR_END: attend
+}
+
+// ANCHOR: init_stats
+/// Measured variances after projecting random tokens with [`init_weight`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InitStats {
+    /// Variance of the entries of the token vectors `X` (drawn as `N(0, 1)`).
+    pub x: f64,
+    /// Variance of the entries of `Q = X_dec W_Q`.
+    pub q: f64,
+    /// Variance of the entries of `K = X_enc W_K`.
+    pub k: f64,
+    /// Variance of the cross-attention scores `QKᵀ/√d_k`.
+    pub scores: f64,
+}
+
+/// Projects `tokens` random decoder and encoder tokens (`N(0, 1)` entries,
+/// width `d_model`) with fresh projections to width `d_k`, and measures the
+/// variance of each stage.
+pub fn init_statistics(d_model: usize, d_k: usize, tokens: usize, seed: u64) -> InitStats {
+    use crate::scaling::{sample_variance, standard_normal};
+    use ndarray_rand::rand::SeedableRng;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let p = Projections::new(d_model, d_k, d_k, &mut rng);
+    let decoder = standard_normal(tokens, d_model, &mut rng);
+    let encoder = standard_normal(tokens, d_model, &mut rng);
+    let q = decoder.dot(&p.w_q);
+    let k = encoder.dot(&p.w_k);
+    let scores = q.dot(&k.t()) / (d_k as f32).sqrt();
+    let var = |a: &Array2<f32>| sample_variance(&a.flatten());
+    InitStats {
+        x: var(&decoder),
+        q: var(&q),
+        k: var(&k),
+        scores: var(&scores),
+    }
+}
+// ANCHOR_END: init_stats
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scaling::standard_normal;
+    use ndarray_rand::rand::SeedableRng;
+
+    // ANCHOR: shape_test
+    #[test]
+    fn shapes_of_self_and_cross_attention() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let p = Projections::new(16, 8, 4, &mut rng);
+        let enc = standard_normal(7, 16, &mut rng);
+        let dec = standard_normal(5, 16, &mut rng);
+        let s = p.self_attention(&enc).unwrap();
+        assert_eq!((s.weights.dim(), s.output.dim()), ((7, 7), (7, 4)));
+        let c = p.cross_attention(&dec, &enc).unwrap();
+        assert_eq!((c.weights.dim(), c.output.dim()), ((5, 7), (5, 4)));
+    }
+    // ANCHOR_END: shape_test
+
+    #[test]
+    fn attend_is_attention_of_the_projections() {
+        let mut rng = StdRng::seed_from_u64(4);
+        let p = Projections::new(6, 3, 2, &mut rng);
+        let x = standard_normal(4, 6, &mut rng);
+        let by_hand = scaled_dot_product_attention(&x.dot(&p.w_q), &x.dot(&p.w_k), &x.dot(&p.w_v));
+        assert_eq!(p.self_attention(&x).unwrap(), by_hand.unwrap());
+    }
+
+    #[test]
+    fn wrong_token_width_names_the_shapes() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let p = Projections::new(16, 8, 8, &mut rng);
+        let dec = standard_normal(5, 16, &mut rng);
+        let enc = standard_normal(7, 12, &mut rng);
+        let err = p.cross_attention(&dec, &enc).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "key/value input has rows of width 12 but the layer expects d_model = 16 (shape 7×12)"
+        );
+    }
+
+    #[test]
+    fn init_has_the_stated_standard_deviation() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let w = init_weight(256, 256, &mut rng);
+        let var = w.iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / w.len() as f64;
+        assert!(
+            (var * 256.0 - 1.0).abs() < 0.02,
+            "variance × d_model = {}",
+            var * 256.0
+        );
+    }
+}
