@@ -44,6 +44,13 @@ pub enum AttnError {
         /// The input's shape.
         shape: Shape,
     },
+    /// Multi-head attention splits `d_model` into `h` equal heads.
+    HeadsDoNotDivide {
+        /// The model width.
+        d_model: usize,
+        /// The number of heads asked for.
+        h: usize,
+    },
     /// A batch of queries, keys and values whose batch sizes differ.
     BatchSizeMismatch {
         /// Batch size of `Q`.
@@ -102,6 +109,11 @@ impl fmt::Display for AttnError {
                 "{name} has rows of width {} but the layer expects d_model = {d_model} (shape {})",
                 s.1,
                 shape(s)
+            ),
+            AttnError::HeadsDoNotDivide { d_model, h } => write!(
+                f,
+                "d_model = {d_model} cannot be split into h = {h} equal heads \
+                 ({d_model} is not a multiple of {h})"
             ),
             AttnError::BatchSizeMismatch {
                 queries,

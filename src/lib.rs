@@ -10,6 +10,7 @@
 //! | [`attention`] | 1. Scaled dot-product attention |
 //! | [`scaling`] | 2. Why scale by √d_k (measured) |
 //! | [`projection`] | 3. Self- and cross-attention (learned projections) |
+//! | [`multihead`] | 4. Multi-head attention (chapter in progress) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
@@ -22,6 +23,7 @@
 pub mod attention;
 pub mod error;
 pub mod exercises;
+pub mod multihead;
 pub mod projection;
 pub mod scaling;
 pub mod show;

@@ -1,0 +1,309 @@
+//! Multi-head attention,
+//! `MultiHead(X_q, X_kv) = Concat(head_1, …, head_h) W_O` with
+//! `head_i = Attention(X_q W_Q^i, X_kv W_K^i, X_kv W_V^i)`.
+//!
+//! The `h` per-head projections `W_Q^i` (`d_model×d_k`, `d_k = d_model/h`) are
+//! stored side by side as one `d_model×d_model` matrix `W_Q`, and likewise
+//! `W_K`, `W_V`; so one matrix product projects for every head at once, and
+//! the heads are then split off by a reshape:
+//!
+//! | step | shape |
+//! | --- | --- |
+//! | `Q = X_q W_Q` | `n×d_model` |
+//! | split heads: reshape to `n×h×d_k`, permute | `h×n×d_k` |
+//! | attend per head (scale `1/√d_k`, **not** `1/√d_model`) | `h×n×d_k`, weights `h×n×m` |
+//! | merge heads: permute to `n×h×d_k`, reshape | `n×d_model` |
+//! | output projection `· W_O` | `n×d_model` |
+
+use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
+use ndarray_rand::rand::rngs::StdRng;
+
+use crate::attention::scaled_dot_product_attention;
+use crate::error::{check_not_empty, AttnError};
+use crate::projection::init_weight;
+
+// ANCHOR: struct
+/// A multi-head attention layer with `h` heads of width `d_k = d_model / h`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiHeadAttention {
+    /// Number of heads.
+    pub h: usize,
+    /// `d_model×d_model`: the `h` query projections side by side.
+    pub w_q: Array2<f32>,
+    /// `d_model×d_model`: the `h` key projections side by side.
+    pub w_k: Array2<f32>,
+    /// `d_model×d_model`: the `h` value projections side by side.
+    pub w_v: Array2<f32>,
+    /// `d_model×d_model`: mixes the concatenated heads back to `d_model`.
+    pub w_o: Array2<f32>,
+}
+// ANCHOR_END: struct
+
+/// What a multi-head layer returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiHeadOutput {
+    /// `n×d_model`.
+    pub output: Array2<f32>,
+    /// `h×n×m`: each head's attention weights.
+    pub weights: Array3<f32>,
+}
+
+// ANCHOR: split_merge
+/// `n×d_model` → `h×n×d_k`: head `i` gets columns `i·d_k .. (i+1)·d_k`.
+pub fn split_heads(x: &ArrayRef2<f32>, h: usize) -> Array3<f32> {
+    let (n, d_model) = x.dim();
+    let d_k = d_model / h;
+    let x = x.as_standard_layout(); // rows contiguous, so the reshape is a view
+    let by_head = x.to_shape((n, h, d_k)).expect("d_model = h · d_k"); // n×h×d_k
+    by_head.permuted_axes([1, 0, 2]).to_owned() // h×n×d_k
+}
+
+/// `h×n×d_k` → `n×d_model`: the inverse of [`split_heads`] (Concat of heads).
+pub fn merge_heads(heads: &ArrayRef3<f32>) -> Array2<f32> {
+    let (h, n, d_k) = heads.dim();
+    let by_token = heads.view().permuted_axes([1, 0, 2]); // n×h×d_k
+    let contiguous = by_token.as_standard_layout();
+    contiguous
+        .to_shape((n, h * d_k))
+        .expect("n·h·d_k elements")
+        .to_owned()
+}
+// ANCHOR_END: split_merge
+
+impl MultiHeadAttention {
+    // ANCHOR: new
+    /// A layer for `d_model`-wide tokens with `h` heads, weights drawn as in
+    /// chapter 3 (`N(0, 1/d_model)`). `d_model` must be a multiple of `h`.
+    pub fn new(d_model: usize, h: usize, rng: &mut StdRng) -> Result<Self, AttnError> {
+        if h == 0 || d_model == 0 || d_model % h != 0 {
+            return Err(AttnError::HeadsDoNotDivide { d_model, h });
+        }
+        Ok(MultiHeadAttention {
+            h,
+            w_q: init_weight(d_model, d_model, rng),
+            w_k: init_weight(d_model, d_model, rng),
+            w_v: init_weight(d_model, d_model, rng),
+            w_o: init_weight(d_model, d_model, rng),
+        })
+    }
+    // ANCHOR_END: new
+
+    /// The model width.
+    pub fn d_model(&self) -> usize {
+        self.w_q.nrows()
+    }
+
+    /// The width of one head, `d_k = d_model / h`.
+    pub fn d_k(&self) -> usize {
+        self.d_model() / self.h
+    }
+
+    /// Parameters: four `d_model×d_model` matrices, `4·d_model²` (no biases).
+    pub fn parameters(&self) -> usize {
+        4 * self.d_model() * self.d_model()
+    }
+
+    fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
+        check_not_empty(name, x.dim())?;
+        if x.ncols() != self.d_model() {
+            return Err(AttnError::ModelWidthMismatch {
+                name,
+                d_model: self.d_model(),
+                shape: x.dim(),
+            });
+        }
+        Ok(())
+    }
+
+    // ANCHOR: forward
+    /// Multi-head attention of queries from `x_q` (`n×d_model`) over keys and
+    /// values from `x_kv` (`m×d_model`).
+    pub fn forward(
+        &self,
+        x_q: &ArrayRef2<f32>,
+        x_kv: &ArrayRef2<f32>,
+    ) -> Result<MultiHeadOutput, AttnError> {
+        self.check_width("query input", x_q)?;
+        self.check_width("key/value input", x_kv)?;
+        let q = split_heads(&x_q.dot(&self.w_q), self.h); // h×n×d_k
+        let k = split_heads(&x_kv.dot(&self.w_k), self.h); // h×m×d_k
+        let v = split_heads(&x_kv.dot(&self.w_v), self.h); // h×m×d_k
+        self.attend_heads(&q, &k, &v)
+    }
+    // ANCHOR_END: forward
+
+    /// Attends each head (scaling by `1/√d_k`, the head width, inside
+    /// [`scaled_dot_product_attention`]), merges the heads and projects.
+    fn attend_heads(
+        &self,
+        q: &Array3<f32>,
+        k: &Array3<f32>,
+        v: &Array3<f32>,
+    ) -> Result<MultiHeadOutput, AttnError> {
+        let (h, n, d_k) = q.dim();
+        let m = k.dim().1;
+        let mut heads = Array3::<f32>::zeros((h, n, d_k));
+        let mut weights = Array3::<f32>::zeros((h, n, m));
+        for i in 0..h {
+            let a = scaled_dot_product_attention(
+                &q.index_axis(Axis(0), i),
+                &k.index_axis(Axis(0), i),
+                &v.index_axis(Axis(0), i),
+            )?;
+            heads.index_axis_mut(Axis(0), i).assign(&a.output);
+            weights.index_axis_mut(Axis(0), i).assign(&a.weights);
+        }
+        let output = merge_heads(&heads).dot(&self.w_o); // n×d_model
+        Ok(MultiHeadOutput { output, weights })
+    }
+
+    // ANCHOR: fused
+    /// The same layer with one fused projection: `X [W_Q | W_K | W_V]`
+    /// (`d_model×3·d_model`) in a single matrix product, then sliced. Self-
+    /// attention only, since all three come from the same `X`.
+    pub fn forward_fused(&self, x: &ArrayRef2<f32>) -> Result<MultiHeadOutput, AttnError> {
+        self.check_width("x", x)?;
+        let d = self.d_model();
+        let w_qkv = concatenate![Axis(1), self.w_q, self.w_k, self.w_v]; // d×3d
+        let qkv = x.dot(&w_qkv); // n×3d
+        let q = split_heads(&qkv.slice(s![.., 0..d]), self.h);
+        let k = split_heads(&qkv.slice(s![.., d..2 * d]), self.h);
+        let v = split_heads(&qkv.slice(s![.., 2 * d..3 * d]), self.h);
+        self.attend_heads(&q, &k, &v)
+    }
+    // ANCHOR_END: fused
+}
+
+// ANCHOR: flops
+/// Floating-point operations of one multi-head forward pass, counting a
+/// multiply-add as 2: projections `2·n·d²` (Q), `2·2·m·d²` (K, V), `2·n·d²`
+/// (output); per head `2·n·m·d_k` for `QKᵀ` and again for `weights·V`, so
+/// `4·n·m·d` over all heads. The softmax's `O(h·n·m)` is left out.
+///
+/// `h` cancels: `h` heads of width `d/h` cost the same as one of width `d`.
+pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> usize {
+    let d_k = d_model / h;
+    let projections = 2 * n * d_model * d_model // Q = X_q W_Q
+        + 2 * 2 * m * d_model * d_model // K and V
+        + 2 * n * d_model * d_model; // output projection
+    let attention = h * (2 * n * m * d_k + 2 * n * m * d_k); // QKᵀ and weights·V per head
+    projections + attention
+}
+// ANCHOR_END: flops
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scaling::standard_normal;
+    use approx::assert_abs_diff_eq;
+    use ndarray_rand::rand::SeedableRng;
+
+    fn layer_and_inputs(
+        d_model: usize,
+        h: usize,
+    ) -> (MultiHeadAttention, Array2<f32>, Array2<f32>) {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mha = MultiHeadAttention::new(d_model, h, &mut rng).unwrap();
+        let x_q = standard_normal(5, d_model, &mut rng);
+        let x_kv = standard_normal(7, d_model, &mut rng);
+        (mha, x_q, x_kv)
+    }
+
+    /// The slow way, written independently of `forward`: for each head, slice
+    /// its columns out of the weight matrices, attend with an explicit
+    /// `1/√(d_model/h)`, and concatenate the results column by column.
+    fn per_head_loop(
+        mha: &MultiHeadAttention,
+        x_q: &Array2<f32>,
+        x_kv: &Array2<f32>,
+    ) -> Array2<f32> {
+        let (d, h) = (mha.d_model(), mha.h);
+        let d_head = d / h;
+        let mut concat = Array2::<f32>::zeros((x_q.nrows(), d));
+        for i in 0..h {
+            let cols = s![.., i * d_head..(i + 1) * d_head];
+            let q = x_q.dot(&mha.w_q.slice(cols));
+            let k = x_kv.dot(&mha.w_k.slice(cols));
+            let v = x_kv.dot(&mha.w_v.slice(cols));
+            let mut scores = q.dot(&k.t()) / (d_head as f32).sqrt();
+            for mut row in scores.rows_mut() {
+                let max = row.fold(f32::MIN, |a, &b| a.max(b));
+                row.mapv_inplace(|x| (x - max).exp());
+                let sum = row.sum();
+                row.mapv_inplace(|x| x / sum);
+            }
+            concat.slice_mut(cols).assign(&scores.dot(&v));
+        }
+        concat.dot(&mha.w_o)
+    }
+
+    #[test]
+    fn forward_equals_the_per_head_loop() {
+        for (d_model, h) in [(16, 1), (16, 4), (24, 3), (64, 8)] {
+            let (mha, x_q, x_kv) = layer_and_inputs(d_model, h);
+            let fast = mha.forward(&x_q, &x_kv).unwrap();
+            assert_eq!(fast.weights.dim(), (h, 5, 7));
+            assert_abs_diff_eq!(
+                fast.output,
+                per_head_loop(&mha, &x_q, &x_kv),
+                epsilon = 1e-5
+            );
+        }
+    }
+
+    #[test]
+    fn scaling_by_sqrt_d_model_would_be_caught() {
+        // The recurring bug: dividing by √d_model instead of √d_k. Rescaling
+        // the queries by √d_k/√d_model reproduces it; the output must differ.
+        let (mha, x_q, x_kv) = layer_and_inputs(64, 8);
+        let right = mha.forward(&x_q, &x_kv).unwrap().output;
+        let mut buggy = mha.clone();
+        buggy.w_q.mapv_inplace(|w| w * (8.0_f32 / 64.0).sqrt());
+        let wrong = buggy.forward(&x_q, &x_kv).unwrap().output;
+        let gap = (&right - &wrong)
+            .mapv(f32::abs)
+            .fold(0.0_f32, |a, &b| a.max(b));
+        assert!(gap > 1e-2, "a √d_model scale changes the output by {gap}");
+    }
+
+    #[test]
+    fn fused_projection_equals_three_projections() {
+        let (mha, x, _) = layer_and_inputs(32, 4);
+        let separate = mha.forward(&x, &x).unwrap();
+        let fused = mha.forward_fused(&x).unwrap();
+        assert_abs_diff_eq!(separate.output, fused.output, epsilon = 1e-5);
+        assert_abs_diff_eq!(separate.weights, fused.weights, epsilon = 1e-6);
+    }
+
+    #[test]
+    fn split_then_merge_is_the_identity() {
+        let x = Array2::from_shape_fn((3, 8), |(i, j)| (10 * i + j) as f32);
+        let heads = split_heads(&x, 4);
+        assert_eq!(heads.dim(), (4, 3, 2));
+        assert_eq!(heads[[1, 2, 0]], x[[2, 2]]); // head 1 holds columns 2..4
+        assert_eq!(merge_heads(&heads), x);
+    }
+
+    #[test]
+    fn heads_must_divide_d_model() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let err = MultiHeadAttention::new(512, 7, &mut rng).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "d_model = 512 cannot be split into h = 7 equal heads (512 is not a multiple of 7)"
+        );
+        assert!(MultiHeadAttention::new(512, 0, &mut rng).is_err());
+    }
+
+    #[test]
+    fn cost_formulas() {
+        let (mha, _, _) = layer_and_inputs(64, 8);
+        assert_eq!(mha.parameters(), 4 * 64 * 64);
+        let (n, m, d) = (5, 7, 512);
+        // 4·n·d² + 4·m·d² + 4·n·m·d, whatever the number of heads.
+        let formula = 4 * n * d * d + 4 * m * d * d + 4 * n * m * d;
+        for h in [1, 2, 8, 64] {
+            assert_eq!(multihead_flops(n, m, d, h), formula, "h = {h}");
+        }
+    }
+}
