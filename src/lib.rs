@@ -10,7 +10,7 @@
 //! | [`attention`] | 1. Scaled dot-product attention |
 //! | [`scaling`] | 2. Why scale by √d_k (measured) |
 //! | [`projection`] | 3. Self- and cross-attention (learned projections) |
-//! | [`multihead`] | 4. Multi-head attention (chapter in progress) |
+//! | [`multihead`] | 4. Multi-head attention |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
@@ -44,4 +44,6 @@ pub mod chapters {
     pub struct Ch02WhyScale;
     #[doc = include_str!("../book/ch03-self-and-cross-attention.md")]
     pub struct Ch03SelfAndCrossAttention;
+    #[doc = include_str!("../book/ch04-multi-head-attention.md")]
+    pub struct Ch04MultiHeadAttention;
 }

@@ -21,6 +21,7 @@ use ndarray_rand::rand::rngs::StdRng;
 use crate::attention::scaled_dot_product_attention;
 use crate::error::{check_not_empty, AttnError};
 use crate::projection::init_weight;
+use crate::scaling::{entropy, standard_normal};
 
 // ANCHOR: struct
 /// A multi-head attention layer with `h` heads of width `d_k = d_model / h`.
@@ -191,10 +192,44 @@ pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> usize {
 }
 // ANCHOR_END: flops
 
+/// Mean entropy (nats) of each head's rows of weights: `h` numbers, each
+/// between 0 (every query looks at one key) and `ln m` (uniform).
+pub fn head_entropies(weights: &ArrayRef3<f32>) -> Vec<f64> {
+    weights
+        .outer_iter()
+        .map(|head| {
+            let rows = head.rows();
+            let n = rows.into_iter().len() as f64;
+            head.rows().into_iter().map(|r| entropy(&r)).sum::<f64>() / n
+        })
+        .collect()
+}
+
+// ANCHOR: embed
+/// Random (seeded) `d_model`-wide embeddings for `words`: one `N(0, 1)`
+/// vector per distinct lower-cased word, so "The" and "the" share a row.
+/// A stand-in for a learned embedding table, with no position information.
+pub fn embed_words(words: &[&str], d_model: usize, seed: u64) -> Array2<f32> {
+    use ndarray_rand::rand::SeedableRng;
+    let mut vocabulary: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    vocabulary.sort();
+    vocabulary.dedup();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let table = standard_normal(vocabulary.len(), d_model, &mut rng);
+    let mut x = Array2::<f32>::zeros((words.len(), d_model));
+    for (i, w) in words.iter().enumerate() {
+        let id = vocabulary
+            .binary_search(&w.to_lowercase())
+            .expect("in the vocabulary");
+        x.row_mut(i).assign(&table.row(id));
+    }
+    x
+}
+// ANCHOR_END: embed
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scaling::standard_normal;
     use approx::assert_abs_diff_eq;
     use ndarray_rand::rand::SeedableRng;
 
@@ -293,6 +328,26 @@ mod tests {
             "d_model = 512 cannot be split into h = 7 equal heads (512 is not a multiple of 7)"
         );
         assert!(MultiHeadAttention::new(512, 0, &mut rng).is_err());
+    }
+
+    #[test]
+    fn entropies_lie_between_zero_and_ln_m() {
+        let (mha, x_q, x_kv) = layer_and_inputs(32, 4);
+        let w = mha.forward(&x_q, &x_kv).unwrap().weights;
+        for e in head_entropies(&w) {
+            assert!(e > 0.0 && e < 7f64.ln(), "{e}");
+        }
+        let uniform = Array3::from_elem((2, 3, 4), 0.25_f32);
+        for e in head_entropies(&uniform) {
+            assert!((e - 4f64.ln()).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn equal_words_get_equal_embeddings() {
+        let x = embed_words(&["The", "cat", "the"], 8, 1);
+        assert_eq!(x.row(0), x.row(2));
+        assert_ne!(x.row(0), x.row(1));
     }
 
     #[test]

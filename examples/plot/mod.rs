@@ -71,17 +71,28 @@ pub struct Heatmap<'a> {
     pub annotate: Option<usize>,
 }
 
-/// Draws `values` (rows × columns) as a heatmap into `area`.
+/// Draws `values` (rows × columns) as a heatmap with its colour bar into `area`.
 fn draw_heatmap(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     h: &Heatmap,
     values: &ndarray::Array2<f32>,
 ) {
+    let (plot, bar) = area.split_horizontally(area.dim_in_pixel().0 as i32 - 110);
+    draw_cells(&plot, h, values, 22);
+    draw_colour_bar(&bar, h);
+}
+
+/// Draws the cells, labels and title of a heatmap (no colour bar).
+fn draw_cells(
+    plot: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    h: &Heatmap,
+    values: &ndarray::Array2<f32>,
+    title_size: u32,
+) {
     let (n, m) = values.dim();
     let (lo, hi) = h.range;
-    let (plot, bar) = area.split_horizontally(area.dim_in_pixel().0 as i32 - 110);
-    let mut chart = ChartBuilder::on(&plot)
-        .caption(h.title, (FAMILY, 22))
+    let mut chart = ChartBuilder::on(plot)
+        .caption(h.title, (FAMILY, title_size))
         .margin(10)
         .x_label_area_size(55)
         .y_label_area_size(80)
@@ -134,7 +145,6 @@ fn draw_heatmap(
                 .expect("draw cell value");
         }
     }
-    draw_colour_bar(&bar, h);
 }
 
 /// A vertical colour bar for the range `h.range`, captioned `h.value_desc`.
@@ -166,6 +176,30 @@ fn draw_colour_bar(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, h: &H
         Rectangle::new([(0.0, ya), (1.0, yb)], colour.filled())
     }))
     .expect("draw colour bar");
+}
+
+/// Writes a grid of heatmaps (`columns` per row) sharing one colour bar:
+/// `panels` pairs each panel's settings (title, labels) with its values;
+/// the colour bar takes its range and caption from the first panel.
+pub fn heatmap_grid(
+    name: &str,
+    title: &str,
+    columns: usize,
+    panels: &[(Heatmap, ndarray::Array2<f32>)],
+) -> PathBuf {
+    let rows = panels.len().div_ceil(columns);
+    let (n, m) = panels[0].1.dim();
+    let cell_w = (120 + 55 * m as u32).max(380);
+    let cell_h = (110 + 42 * n as u32).max(300);
+    let size = (cell_w * columns as u32 + 110, cell_h * rows as u32 + 50);
+    render(name, size, |root| {
+        let root = root.titled(title, (FAMILY, 24)).expect("draw figure title");
+        let (grid, bar) = root.split_horizontally(size.0 as i32 - 110);
+        for (area, (h, values)) in grid.split_evenly((rows, columns)).iter().zip(panels) {
+            draw_cells(area, h, values, 17);
+        }
+        draw_colour_bar(&bar, &panels[0].0);
+    })
 }
 
 /// Writes a single heatmap figure to `book/figures/name`.

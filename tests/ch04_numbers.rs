@@ -1,0 +1,95 @@
+//! Chapter 4 quotes the output of `cargo run --example ch04_multihead`;
+//! these tests recompute it and require the chapter to quote it verbatim.
+
+use attn::multihead::{
+    embed_words, head_entropies, merge_heads, multihead_flops, split_heads, MultiHeadAttention,
+};
+use attn::show::shape;
+use ndarray::Axis;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
+
+fn chapter() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/book/ch04-multi-head-attention.md"
+    ))
+    .unwrap()
+}
+
+fn assert_quoted(block: &str) {
+    assert!(
+        chapter().contains(block),
+        "chapter 4 does not quote:\n{block}"
+    );
+}
+
+fn layer() -> MultiHeadAttention {
+    MultiHeadAttention::new(32, 4, &mut StdRng::seed_from_u64(4)).unwrap()
+}
+
+#[test]
+fn shapes_block() {
+    let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
+    let q = x.dot(&mha.w_q);
+    let heads = split_heads(&q, 4);
+    let out = mha.forward(&x, &x).unwrap();
+    assert_quoted(&format!(
+        "X:                       {}\nQ = X W_Q:               {}\n\
+         split heads:             {:?} (h, n, d_k)\nweights, per head:       {:?} (h, n, m)\n\
+         merged heads:            {}\noutput = Concat · W_O:   {}",
+        shape(&x),
+        shape(&q),
+        heads.dim(),
+        out.weights.dim(),
+        shape(&merge_heads(&heads)),
+        shape(&out.output)
+    ));
+    let err = MultiHeadAttention::new(512, 7, &mut StdRng::seed_from_u64(0)).unwrap_err();
+    assert_quoted(&format!("```text\n{err}\n```"));
+}
+
+#[test]
+fn the_sqrt_d_model_bug_factor() {
+    assert_quoted(&format!("$\\sqrt{{8}} \\approx {:.1}$", 8f64.sqrt()));
+}
+
+#[test]
+fn cost_block() {
+    let mut block = format!("parameters: 4 · 32² = {}", layer().parameters());
+    for h in [1, 8, 64] {
+        block += &format!(
+            "\nFLOPs, n = m = 512, d_model = 512, h = {h:>2}: {}",
+            multihead_flops(512, 512, 512, h)
+        );
+    }
+    assert_quoted(&block);
+    assert_quoted(&format!("$4 \\cdot 512^2 = {}$", "1{,}048{,}576"));
+    assert_eq!(4 * 512 * 512, 1_048_576);
+}
+
+#[test]
+fn entropy_block_and_figure_claims() {
+    let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
+    let w = mha.forward(&x, &x).unwrap().weights;
+    let mut block = String::new();
+    for (i, e) in head_entropies(&w).iter().enumerate() {
+        block += &format!("head {}: {e:.3}\n", i + 1);
+    }
+    assert_quoted(&block);
+    // "The" (row 0) and "the" (row 4) have identical rows in every head.
+    for head in w.outer_iter() {
+        assert_eq!(head.row(0), head.row(4));
+    }
+    // Alt text: "weights between 0.01 and 0.49".
+    let (lo, hi) = w.fold((1.0_f32, 0.0_f32), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    assert_eq!(
+        (format!("{lo:.2}"), format!("{hi:.2}")),
+        ("0.01".into(), "0.49".into())
+    );
+    // "The average is flatter than any single head": higher entropy.
+    let average = w.mean_axis(Axis(0)).unwrap().insert_axis(Axis(0));
+    let avg_entropy = head_entropies(&average)[0];
+    assert!(head_entropies(&w).iter().all(|&e| e < avg_entropy));
+}
