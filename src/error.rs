@@ -44,6 +44,13 @@ pub enum AttnError {
         /// The input's shape.
         shape: Shape,
     },
+    /// A mask must have one entry per score: `n×m`.
+    MaskShapeMismatch {
+        /// The scores' shape, `n×m`.
+        scores: Shape,
+        /// The mask's shape.
+        mask: Shape,
+    },
     /// Multi-head attention splits `d_model` into `h` equal heads.
     HeadsDoNotDivide {
         /// The model width.
@@ -109,6 +116,12 @@ impl fmt::Display for AttnError {
                 "{name} has rows of width {} but the layer expects d_model = {d_model} (shape {})",
                 s.1,
                 shape(s)
+            ),
+            AttnError::MaskShapeMismatch { scores, mask } => write!(
+                f,
+                "the mask is {} but the scores are {} (n queries × m keys)",
+                shape(mask),
+                shape(scores)
             ),
             AttnError::HeadsDoNotDivide { d_model, h } => write!(
                 f,

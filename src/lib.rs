@@ -11,6 +11,7 @@
 //! | [`scaling`] | 2. Why scale by √d_k (measured) |
 //! | [`projection`] | 3. Self- and cross-attention (learned projections) |
 //! | [`multihead`] | 4. Multi-head attention |
+//! | [`masking`] | 5. Masking (causal masks; chapter to come) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
@@ -23,6 +24,7 @@
 pub mod attention;
 pub mod error;
 pub mod exercises;
+pub mod masking;
 pub mod multihead;
 pub mod projection;
 pub mod scaling;

@@ -1,0 +1,72 @@
+//! Agreement with an independent reference: golden vectors computed by
+//! PyTorch (`F.scaled_dot_product_attention`, `nn.MultiheadAttention`) and
+//! committed under `tests/golden/` by `tools/golden.py` (see its header for
+//! how to regenerate; CI only reads the files). Tolerance: 1e-5 in f32.
+
+use std::collections::HashMap;
+
+use approx::assert_abs_diff_eq;
+use attn::masking::{causal_mask, masked_attention};
+use attn::multihead::MultiHeadAttention;
+use attn::scaled_dot_product_attention;
+use ndarray::{Array2, Axis};
+
+const TOLERANCE: f32 = 1e-5;
+
+/// Reads a golden file: `NAME ROWS COLS` headers, each followed by its rows.
+fn load(name: &str) -> HashMap<String, Array2<f32>> {
+    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+    let mut tensors = HashMap::new();
+    while let Some(header) = lines.next() {
+        let parts: Vec<&str> = header.split_whitespace().collect();
+        let [key, rows, cols] = parts[..] else {
+            panic!("{path}: bad header {header:?}");
+        };
+        let (rows, cols): (usize, usize) = (rows.parse().unwrap(), cols.parse().unwrap());
+        let values: Vec<f32> = (0..rows)
+            .flat_map(|_| lines.next().expect("a row").split_whitespace())
+            .map(|v| v.parse().expect("a number"))
+            .collect();
+        let tensor = Array2::from_shape_vec((rows, cols), values).expect("rows × cols numbers");
+        tensors.insert(key.to_string(), tensor);
+    }
+    tensors
+}
+
+#[test]
+fn scaled_dot_product_attention_matches_pytorch() {
+    for file in ["sdpa_4x6_d8.txt", "sdpa_3x9_d64.txt"] {
+        let g = load(file);
+        let a = scaled_dot_product_attention(&g["q"], &g["k"], &g["v"]).unwrap();
+        assert_abs_diff_eq!(a.output, g["output"], epsilon = TOLERANCE);
+    }
+}
+
+#[test]
+fn causal_attention_matches_pytorch() {
+    let g = load("sdpa_causal_5_d8.txt");
+    let keep = causal_mask(5, 5);
+    let a = masked_attention(&g["q"], &g["k"], &g["v"], &keep).unwrap();
+    assert_abs_diff_eq!(a.output, g["output"], epsilon = TOLERANCE);
+}
+
+#[test]
+fn multi_head_attention_matches_pytorch() {
+    for (file, h) in [("mha_5x7_d16_h4.txt", 4), ("mha_6x6_d64_h8.txt", 8)] {
+        let g = load(file);
+        let mha = MultiHeadAttention {
+            h,
+            w_q: g["w_q"].clone(),
+            w_k: g["w_k"].clone(),
+            w_v: g["w_v"].clone(),
+            w_o: g["w_o"].clone(),
+        };
+        let out = mha.forward(&g["x_q"], &g["x_kv"]).unwrap();
+        assert_abs_diff_eq!(out.output, g["output"], epsilon = TOLERANCE);
+        for (i, head) in out.weights.axis_iter(Axis(0)).enumerate() {
+            assert_abs_diff_eq!(head, g[&format!("weights_head{i}")], epsilon = TOLERANCE);
+        }
+    }
+}
