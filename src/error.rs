@@ -155,6 +155,23 @@ pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnEr
     Ok(())
 }
 
+/// Checks that token vectors `x` (shape `s`) are non-empty and `d_model` wide.
+pub(crate) fn check_model_width(
+    name: &'static str,
+    s: Shape,
+    d_model: usize,
+) -> Result<(), AttnError> {
+    check_not_empty(name, s)?;
+    if s.1 != d_model {
+        return Err(AttnError::ModelWidthMismatch {
+            name,
+            d_model,
+            shape: s,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::attention::scaled_dot_product_attention;
-use crate::error::{check_not_empty, AttnError};
+use crate::error::{check_model_width, AttnError};
 use crate::projection::init_weight;
 use crate::scaling::{entropy, standard_normal};
 
@@ -105,15 +105,7 @@ impl MultiHeadAttention {
     }
 
     fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
-        check_not_empty(name, x.dim())?;
-        if x.ncols() != self.d_model() {
-            return Err(AttnError::ModelWidthMismatch {
-                name,
-                d_model: self.d_model(),
-                shape: x.dim(),
-            });
-        }
-        Ok(())
+        check_model_width(name, x.dim(), self.d_model())
     }
 
     // ANCHOR: forward

@@ -19,7 +19,7 @@ use ndarray_rand::rand_distr::Normal;
 use ndarray_rand::RandomExt;
 
 use crate::attention::{scaled_dot_product_attention, Attention};
-use crate::error::{check_not_empty, AttnError};
+use crate::error::{check_model_width, AttnError};
 
 // ANCHOR: projections
 /// The three learned matrices of one attention layer (one head).
@@ -64,15 +64,7 @@ impl Projections {
     }
 
     fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
-        check_not_empty(name, x.dim())?;
-        if x.ncols() != self.d_model() {
-            return Err(AttnError::ModelWidthMismatch {
-                name,
-                d_model: self.d_model(),
-                shape: x.dim(),
-            });
-        }
-        Ok(())
+        check_model_width(name, x.dim(), self.d_model())
     }
 
     // ANCHOR: attend

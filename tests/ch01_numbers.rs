@@ -8,19 +8,10 @@ use attn::show::matrix;
 use attn::softmax::{naive_softmax, softmax};
 use ndarray::{array, Array2};
 
-fn chapter() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/book/ch01-scaled-dot-product-attention.md"
-    ))
-    .unwrap()
-}
+mod common;
 
 fn assert_quoted(block: &str) {
-    assert!(
-        chapter().contains(block),
-        "chapter 1 does not quote this output of the example:\n{block}"
-    );
+    common::assert_quoted("ch01-scaled-dot-product-attention.md", block);
 }
 
 #[test]

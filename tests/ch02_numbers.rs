@@ -5,19 +5,10 @@
 
 use attn::scaling::{self, SaturationRow, VarianceRow, SEED};
 
-fn chapter() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/book/ch02-why-scale.md"
-    ))
-    .unwrap()
-}
+mod common;
 
 fn assert_quoted(block: &str) {
-    assert!(
-        chapter().contains(block),
-        "chapter 2 does not quote:\n{block}"
-    );
+    common::assert_quoted("ch02-why-scale.md", block);
 }
 
 fn variance() -> Vec<VarianceRow> {

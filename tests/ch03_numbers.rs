@@ -6,19 +6,10 @@ use attn::scaling::standard_normal;
 use attn::show::shape;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-fn chapter() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/book/ch03-self-and-cross-attention.md"
-    ))
-    .unwrap()
-}
+mod common;
 
 fn assert_quoted(block: &str) {
-    assert!(
-        chapter().contains(block),
-        "chapter 3 does not quote:\n{block}"
-    );
+    common::assert_quoted("ch03-self-and-cross-attention.md", block);
 }
 
 #[test]

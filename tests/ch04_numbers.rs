@@ -10,19 +10,10 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
-fn chapter() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/book/ch04-multi-head-attention.md"
-    ))
-    .unwrap()
-}
+mod common;
 
 fn assert_quoted(block: &str) {
-    assert!(
-        chapter().contains(block),
-        "chapter 4 does not quote:\n{block}"
-    );
+    common::assert_quoted("ch04-multi-head-attention.md", block);
 }
 
 fn layer() -> MultiHeadAttention {
