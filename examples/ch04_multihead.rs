@@ -28,7 +28,7 @@ fn main() -> Result<(), attn::AttnError> {
         mha.d_k()
     );
     let q = x.dot(&mha.w_q);
-    let heads = split_heads(&q, H);
+    let heads = split_heads(&q, H)?;
     let out = mha.forward(&x, &x)?;
     println!("X:                       {}", shape(&x));
     println!("Q = X W_Q:               {}", shape(&q));
@@ -49,7 +49,7 @@ fn main() -> Result<(), attn::AttnError> {
     for h in [1, 8, 64] {
         println!(
             "FLOPs, n = m = 512, d_model = 512, h = {h:>2}: {}",
-            multihead_flops(512, 512, 512, h)
+            multihead_flops(512, 512, 512, h)?
         );
     }
 

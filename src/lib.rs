@@ -13,6 +13,7 @@
 //! | [`multihead`] | 4. Multi-head attention |
 //! | [`masking`] | 5. Masking (causal masks; chapter to come) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
+//! | [`show`] | formatting of the numbers the examples print |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
 //! width `d_k` for queries and keys, `d_v` for values. All arithmetic is `f32`.

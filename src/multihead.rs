@@ -50,13 +50,22 @@ pub struct MultiHeadOutput {
 }
 
 // ANCHOR: split_merge
+/// Checks that `h` heads split `d_model` evenly.
+fn check_heads(d_model: usize, h: usize) -> Result<(), AttnError> {
+    if h == 0 || d_model == 0 || d_model % h != 0 {
+        return Err(AttnError::HeadsDoNotDivide { d_model, h });
+    }
+    Ok(())
+}
+
 /// `n×d_model` → `h×n×d_k`: head `i` gets columns `i·d_k .. (i+1)·d_k`.
-pub fn split_heads(x: &ArrayRef2<f32>, h: usize) -> Array3<f32> {
+pub fn split_heads(x: &ArrayRef2<f32>, h: usize) -> Result<Array3<f32>, AttnError> {
     let (n, d_model) = x.dim();
+    check_heads(d_model, h)?;
     let d_k = d_model / h;
     let x = x.as_standard_layout(); // rows contiguous, so the reshape is a view
-    let by_head = x.to_shape((n, h, d_k)).expect("d_model = h · d_k"); // n×h×d_k
-    by_head.permuted_axes([1, 0, 2]).to_owned() // h×n×d_k
+    let by_head = x.to_shape((n, h, d_k)).expect("checked: d_model = h · d_k"); // n×h×d_k
+    Ok(by_head.permuted_axes([1, 0, 2]).to_owned()) // h×n×d_k
 }
 
 /// `h×n×d_k` → `n×d_model`: the inverse of [`split_heads`] (Concat of heads).
@@ -76,9 +85,7 @@ impl MultiHeadAttention {
     /// A layer for `d_model`-wide tokens with `h` heads, weights drawn as in
     /// chapter 3 (`N(0, 1/d_model)`). `d_model` must be a multiple of `h`.
     pub fn new(d_model: usize, h: usize, rng: &mut StdRng) -> Result<Self, AttnError> {
-        if h == 0 || d_model == 0 || d_model % h != 0 {
-            return Err(AttnError::HeadsDoNotDivide { d_model, h });
-        }
+        check_heads(d_model, h)?;
         Ok(MultiHeadAttention {
             h,
             w_q: init_weight(d_model, d_model, rng),
@@ -118,9 +125,9 @@ impl MultiHeadAttention {
     ) -> Result<MultiHeadOutput, AttnError> {
         self.check_width("query input", x_q)?;
         self.check_width("key/value input", x_kv)?;
-        let q = split_heads(&x_q.dot(&self.w_q), self.h); // h×n×d_k
-        let k = split_heads(&x_kv.dot(&self.w_k), self.h); // h×m×d_k
-        let v = split_heads(&x_kv.dot(&self.w_v), self.h); // h×m×d_k
+        let q = split_heads(&x_q.dot(&self.w_q), self.h)?; // h×n×d_k
+        let k = split_heads(&x_kv.dot(&self.w_k), self.h)?; // h×m×d_k
+        let v = split_heads(&x_kv.dot(&self.w_v), self.h)?; // h×m×d_k
         self.attend_heads(&q, &k, &v)
     }
     // ANCHOR_END: forward
@@ -159,9 +166,9 @@ impl MultiHeadAttention {
         let d = self.d_model();
         let w_qkv = concatenate![Axis(1), self.w_q, self.w_k, self.w_v]; // d×3d
         let qkv = x.dot(&w_qkv); // n×3d
-        let q = split_heads(&qkv.slice(s![.., 0..d]), self.h);
-        let k = split_heads(&qkv.slice(s![.., d..2 * d]), self.h);
-        let v = split_heads(&qkv.slice(s![.., 2 * d..3 * d]), self.h);
+        let q = split_heads(&qkv.slice(s![.., 0..d]), self.h)?;
+        let k = split_heads(&qkv.slice(s![.., d..2 * d]), self.h)?;
+        let v = split_heads(&qkv.slice(s![.., 2 * d..3 * d]), self.h)?;
         self.attend_heads(&q, &k, &v)
     }
     // ANCHOR_END: fused
@@ -174,13 +181,14 @@ impl MultiHeadAttention {
 /// `4·n·m·d` over all heads. The softmax's `O(h·n·m)` is left out.
 ///
 /// `h` cancels: `h` heads of width `d/h` cost the same as one of width `d`.
-pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> usize {
+pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> Result<usize, AttnError> {
+    check_heads(d_model, h)?;
     let d_k = d_model / h;
     let projections = 2 * n * d_model * d_model // Q = X_q W_Q
         + 2 * 2 * m * d_model * d_model // K and V
         + 2 * n * d_model * d_model; // output projection
     let attention = h * (2 * n * m * d_k + 2 * n * m * d_k); // QKᵀ and weights·V per head
-    projections + attention
+    Ok(projections + attention)
 }
 // ANCHOR_END: flops
 
@@ -305,10 +313,14 @@ mod tests {
     #[test]
     fn split_then_merge_is_the_identity() {
         let x = Array2::from_shape_fn((3, 8), |(i, j)| (10 * i + j) as f32);
-        let heads = split_heads(&x, 4);
+        let heads = split_heads(&x, 4).unwrap();
         assert_eq!(heads.dim(), (4, 3, 2));
         assert_eq!(heads[[1, 2, 0]], x[[2, 2]]); // head 1 holds columns 2..4
         assert_eq!(merge_heads(&heads), x);
+        assert_eq!(
+            split_heads(&x, 3).unwrap_err(),
+            AttnError::HeadsDoNotDivide { d_model: 8, h: 3 }
+        );
     }
 
     #[test]
@@ -320,6 +332,7 @@ mod tests {
             "d_model = 512 cannot be split into h = 7 equal heads (512 is not a multiple of 7)"
         );
         assert!(MultiHeadAttention::new(512, 0, &mut rng).is_err());
+        assert!(multihead_flops(4, 4, 512, 0).is_err());
     }
 
     #[test]
@@ -350,7 +363,7 @@ mod tests {
         // 4·n·d² + 4·m·d² + 4·n·m·d, whatever the number of heads.
         let formula = 4 * n * d * d + 4 * m * d * d + 4 * n * m * d;
         for h in [1, 2, 8, 64] {
-            assert_eq!(multihead_flops(n, m, d, h), formula, "h = {h}");
+            assert_eq!(multihead_flops(n, m, d, h), Ok(formula), "h = {h}");
         }
     }
 }

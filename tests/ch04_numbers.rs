@@ -24,7 +24,7 @@ fn layer() -> MultiHeadAttention {
 fn shapes_block() {
     let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
     let q = x.dot(&mha.w_q);
-    let heads = split_heads(&q, 4);
+    let heads = split_heads(&q, 4).unwrap();
     let out = mha.forward(&x, &x).unwrap();
     assert_quoted(&format!(
         "X:                       {}\nQ = X W_Q:               {}\n\
@@ -52,7 +52,7 @@ fn cost_block() {
     for h in [1, 8, 64] {
         block += &format!(
             "\nFLOPs, n = m = 512, d_model = 512, h = {h:>2}: {}",
-            multihead_flops(512, 512, 512, h)
+            multihead_flops(512, 512, 512, h).unwrap()
         );
     }
     assert_quoted(&block);
