@@ -6,7 +6,7 @@
 //! The scores `QKᵀ/√d_k` and the weights are `n×m`; the output is `n×d_v`.
 //! `n` and `m` may differ (cross-attention, chapter 3).
 
-use ndarray::{array, Array2, ArrayRef2};
+use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
 
 use crate::error::{check_not_empty, AttnError};
 use crate::softmax::softmax_rows;
@@ -75,6 +75,50 @@ pub fn scaled_dot_product_attention(
 }
 // ANCHOR_END: attention
 
+// ANCHOR: batched
+/// What [`batched_attention`] returns: one [`Attention`] per batch item,
+/// stacked along the first axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchedAttention {
+    /// `b×n×d_v`.
+    pub output: Array3<f32>,
+    /// `b×n×m`.
+    pub weights: Array3<f32>,
+}
+
+/// Attention over a batch of `b` independent problems (chapter 1, exercise 2;
+/// multi-head attention runs its heads through it):
+/// `Q`: `b×n×d_k`, `K`: `b×m×d_k`, `V`: `b×m×d_v`.
+/// Each batch item is attended on its own with the 2-D function.
+pub fn batched_attention(
+    q: &ArrayRef3<f32>,
+    k: &ArrayRef3<f32>,
+    v: &ArrayRef3<f32>,
+) -> Result<BatchedAttention, AttnError> {
+    let b = q.len_of(Axis(0));
+    if k.len_of(Axis(0)) != b || v.len_of(Axis(0)) != b {
+        return Err(AttnError::BatchSizeMismatch {
+            queries: b,
+            keys: k.len_of(Axis(0)),
+            values: v.len_of(Axis(0)),
+        });
+    }
+    let (n, m, d_v) = (q.len_of(Axis(1)), k.len_of(Axis(1)), v.len_of(Axis(2)));
+    let mut output = Array3::zeros((b, n, d_v));
+    let mut weights = Array3::zeros((b, n, m));
+    for i in 0..b {
+        let a = scaled_dot_product_attention(
+            &q.index_axis(Axis(0), i),
+            &k.index_axis(Axis(0), i),
+            &v.index_axis(Axis(0), i),
+        )?;
+        output.index_axis_mut(Axis(0), i).assign(&a.output);
+        weights.index_axis_mut(Axis(0), i).assign(&a.weights);
+    }
+    Ok(BatchedAttention { output, weights })
+}
+// ANCHOR_END: batched
+
 // ANCHOR: worked_example
 /// The chapter's worked example: 3 queries and 4 keys of width `d_k = 4`
 /// (so `√d_k = 2`), and 4 values of width `d_v = 2`. Returns `(Q, K, V)`.
@@ -121,6 +165,7 @@ pub fn sentence_example() -> (Vec<&'static str>, Array2<f32>) {
 mod tests {
     use super::*;
     use approx::assert_abs_diff_eq;
+    use ndarray::stack;
 
     // ANCHOR: worked_example_test
     #[test]
@@ -232,5 +277,29 @@ mod tests {
         assert_eq!(cat[1], best);
         assert_eq!(cat[5], best);
         assert!(cat[5] > cat[2] && cat[2] > cat[0]);
+    }
+
+    #[test]
+    fn batched_attention_equals_one_call_per_item() {
+        let (q, k, v) = worked_example();
+        let q2 = q.mapv(|x| -0.5 * x + 1.0); // a second, different problem
+        let qb = stack![Axis(0), q, q2];
+        let kb = stack![Axis(0), k, k];
+        let vb = stack![Axis(0), v, v];
+        let out = batched_attention(&qb, &kb, &vb).unwrap();
+        assert_eq!(out.weights.dim(), (2, 3, 4));
+        assert_eq!(out.output.dim(), (2, 3, 2));
+        let first = scaled_dot_product_attention(&q, &k, &v).unwrap();
+        let second = scaled_dot_product_attention(&q2, &k, &v).unwrap();
+        assert_eq!(out.output.index_axis(Axis(0), 0), first.output);
+        assert_eq!(out.output.index_axis(Axis(0), 1), second.output);
+        assert_eq!(out.weights.index_axis(Axis(0), 0), first.weights);
+        assert_eq!(out.weights.index_axis(Axis(0), 1), second.weights);
+
+        let err = batched_attention(&qb, &kb, &vb.slice(ndarray::s![..1, .., ..])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "batch sizes differ: queries 2, keys 2, values 1"
+        );
     }
 }

@@ -18,7 +18,7 @@
 use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
-use crate::attention::scaled_dot_product_attention;
+use crate::attention::batched_attention;
 use crate::error::{check_model_width, AttnError};
 use crate::projection::init_weight;
 use crate::scaling::{entropy, standard_normal};
@@ -133,28 +133,20 @@ impl MultiHeadAttention {
     // ANCHOR_END: forward
 
     /// Attends each head (scaling by `1/√d_k`, the head width, inside
-    /// [`scaled_dot_product_attention`]), merges the heads and projects.
+    /// [`crate::attention::scaled_dot_product_attention`]), merges the heads
+    /// and projects.
     fn attend_heads(
         &self,
         q: &Array3<f32>,
         k: &Array3<f32>,
         v: &Array3<f32>,
     ) -> Result<MultiHeadOutput, AttnError> {
-        let (h, n, d_k) = q.dim();
-        let m = k.dim().1;
-        let mut heads = Array3::<f32>::zeros((h, n, d_k));
-        let mut weights = Array3::<f32>::zeros((h, n, m));
-        for i in 0..h {
-            let a = scaled_dot_product_attention(
-                &q.index_axis(Axis(0), i),
-                &k.index_axis(Axis(0), i),
-                &v.index_axis(Axis(0), i),
-            )?;
-            heads.index_axis_mut(Axis(0), i).assign(&a.output);
-            weights.index_axis_mut(Axis(0), i).assign(&a.weights);
-        }
-        let output = merge_heads(&heads).dot(&self.w_o); // n×d_model
-        Ok(MultiHeadOutput { output, weights })
+        let heads = batched_attention(q, k, v)?; // h×n×d_k, weights h×n×m
+        let output = merge_heads(&heads.output).dot(&self.w_o); // n×d_model
+        Ok(MultiHeadOutput {
+            output,
+            weights: heads.weights,
+        })
     }
 
     // ANCHOR: fused
@@ -197,11 +189,7 @@ pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> Result<u
 pub fn head_entropies(weights: &ArrayRef3<f32>) -> Vec<f64> {
     weights
         .outer_iter()
-        .map(|head| {
-            let rows = head.rows();
-            let n = rows.into_iter().len() as f64;
-            head.rows().into_iter().map(|r| entropy(&r)).sum::<f64>() / n
-        })
+        .map(|head| head.rows().into_iter().map(|r| entropy(&r)).sum::<f64>() / head.nrows() as f64)
         .collect()
 }
 
