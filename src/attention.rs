@@ -6,7 +6,7 @@
 //! The scores `QKᵀ/√d_k` and the weights are `n×m`; the output is `n×d_v`.
 //! `n` and `m` may differ (cross-attention, chapter 3).
 
-use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
+use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
 use crate::error::{check_not_empty, AttnError};
 use crate::softmax::softmax_rows;
@@ -95,6 +95,24 @@ pub fn batched_attention(
     k: &ArrayRef3<f32>,
     v: &ArrayRef3<f32>,
 ) -> Result<BatchedAttention, AttnError> {
+    for_each_item(q, k, v, |_, q_i, k_i, v_i| {
+        scaled_dot_product_attention(&q_i, &k_i, &v_i)
+    })
+}
+
+/// Runs `attend(i, Q_i, K_i, V_i)` on each batch item `i` and stacks the
+/// results; the batch sizes of `Q`, `K` and `V` must agree.
+pub fn for_each_item(
+    q: &ArrayRef3<f32>,
+    k: &ArrayRef3<f32>,
+    v: &ArrayRef3<f32>,
+    mut attend: impl FnMut(
+        usize,
+        ArrayView2<f32>,
+        ArrayView2<f32>,
+        ArrayView2<f32>,
+    ) -> Result<Attention, AttnError>,
+) -> Result<BatchedAttention, AttnError> {
     let b = q.len_of(Axis(0));
     if k.len_of(Axis(0)) != b || v.len_of(Axis(0)) != b {
         return Err(AttnError::BatchSizeMismatch {
@@ -107,11 +125,12 @@ pub fn batched_attention(
     let mut output = Array3::zeros((b, n, d_v));
     let mut weights = Array3::zeros((b, n, m));
     for i in 0..b {
-        let a = scaled_dot_product_attention(
-            &q.index_axis(Axis(0), i),
-            &k.index_axis(Axis(0), i),
-            &v.index_axis(Axis(0), i),
-        )?;
+        let (q_i, k_i, v_i) = (
+            q.index_axis(Axis(0), i),
+            k.index_axis(Axis(0), i),
+            v.index_axis(Axis(0), i),
+        );
+        let a = attend(i, q_i, k_i, v_i)?;
         output.index_axis_mut(Axis(0), i).assign(&a.output);
         weights.index_axis_mut(Axis(0), i).assign(&a.weights);
     }

@@ -67,6 +67,16 @@ pub enum AttnError {
         /// Batch size of `V`.
         values: usize,
     },
+    /// A token appended to a [`crate::masking::KvCache`] whose key or value
+    /// width differs from the cached ones.
+    CacheWidthMismatch {
+        /// `"key"`, `"value"` or `"query"`.
+        name: &'static str,
+        /// The width the cache holds.
+        cached: usize,
+        /// The new vector's width.
+        new: usize,
+    },
     /// A scalar argument outside its allowed range (e.g. a temperature ≤ 0).
     InvalidArgument {
         /// The argument's name.
@@ -141,6 +151,10 @@ impl fmt::Display for AttnError {
                 value,
                 requirement,
             } => write!(f, "{name} {requirement}, got {value}"),
+            AttnError::CacheWidthMismatch { name, cached, new } => write!(
+                f,
+                "the new {name} has width {new} but the cache expects width {cached}"
+            ),
         }
     }
 }
