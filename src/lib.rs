@@ -11,7 +11,8 @@
 //! | [`scaling`] | 2. Why scale by √d_k (measured) |
 //! | [`projection`] | 3. Self- and cross-attention (learned projections) |
 //! | [`multihead`] | 4. Multi-head attention |
-//! | [`masking`] | 5. Masking (causal masks; chapter to come) |
+//! | [`masking`] | 5. Masking (causal, padding, KV cache) |
+//! | [`position`] | 6. Positional encoding (sinusoidal, RoPE, ALiBi) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`show`] | formatting of the numbers the examples print |
 //!
@@ -27,6 +28,7 @@ pub mod error;
 pub mod exercises;
 pub mod masking;
 pub mod multihead;
+pub mod position;
 pub mod projection;
 pub mod scaling;
 pub mod show;

@@ -1,0 +1,299 @@
+//! Positional information: sinusoidal encodings, rotary embeddings (RoPE)
+//! and ALiBi's distance bias.
+//!
+//! Self-attention alone cannot tell positions apart: permuting the input
+//! rows permutes the output rows and changes nothing else. The three schemes
+//! here give it positions in three places:
+//!
+//! | scheme | where position enters | shape |
+//! | --- | --- | --- |
+//! | [`sinusoidal`] | added to the token vectors, once, before the first layer | `positions×d_model` |
+//! | [`rope`] | queries and keys rotated by an angle proportional to position, in every layer | `n×d_k` in, `n×d_k` out |
+//! | [`alibi_bias`] | a penalty `−slope·(i − j)` added to the scores, per head | `n×n` |
+
+use ndarray::{Array1, Array2, ArrayRef2};
+
+use crate::error::AttnError;
+
+/// Checks that `d` is a positive, even width: the schemes here work on
+/// pairs of dimensions `(2i, 2i+1)`.
+fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> {
+    if d == 0 || d % 2 == 1 {
+        return Err(AttnError::InvalidArgument {
+            name,
+            value: d as f32,
+            requirement: "must be even and > 0 (dimensions come in sin/cos pairs)",
+        });
+    }
+    Ok(())
+}
+
+// ANCHOR: sinusoidal
+/// The `d/2` angular frequencies `ω_i = 1 / 10000^(2i/d)`, `i = 0, …, d/2 − 1`:
+/// from 1 radian per position down to almost `1/10000`.
+pub fn frequencies(d: usize) -> Array1<f64> {
+    Array1::from_shape_fn(d / 2, |i| 10000f64.powf(-2.0 * i as f64 / d as f64))
+}
+
+/// The sinusoidal encoding of positions `0..positions`: a `positions×d_model`
+/// matrix with, for each pair `i`,
+///
+/// `PE[pos, 2i] = sin(pos · ω_i)` and `PE[pos, 2i + 1] = cos(pos · ω_i)`:
+/// sine and cosine of the same frequency **interleaved**, side by side.
+pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
+    check_even("d_model", d_model)?;
+    let omega = frequencies(d_model);
+    Ok(Array2::from_shape_fn((positions, d_model), |(pos, col)| {
+        let angle = pos as f64 * omega[col / 2]; // columns 2i and 2i+1 share ω_i
+        let value = if col % 2 == 0 {
+            angle.sin()
+        } else {
+            angle.cos()
+        };
+        value as f32
+    }))
+}
+// ANCHOR_END: sinusoidal
+
+// ANCHOR: offset_map
+/// The linear map `M_k` with `PE(pos + k) = M_k · PE(pos)` for every `pos`:
+/// block-diagonal, one 2×2 rotation by `k · ω_i` per pair `(sin, cos)`,
+///
+/// ```text
+/// ⎡ sin((pos+k)ω) ⎤   ⎡  cos kω   sin kω ⎤ ⎡ sin(pos·ω) ⎤
+/// ⎣ cos((pos+k)ω) ⎦ = ⎣ −sin kω   cos kω ⎦ ⎣ cos(pos·ω) ⎦
+/// ```
+///
+/// It depends on the offset `k` only, not on `pos`.
+pub fn offset_map(k: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
+    check_even("d_model", d_model)?;
+    let mut m = Array2::zeros((d_model, d_model));
+    for (i, omega) in frequencies(d_model).iter().enumerate() {
+        let (sin, cos) = (k as f64 * omega).sin_cos();
+        let (s, c) = (2 * i, 2 * i + 1); // the sin row and the cos row of pair i
+        m[[s, s]] = cos as f32;
+        m[[s, c]] = sin as f32;
+        m[[c, s]] = -sin as f32;
+        m[[c, c]] = cos as f32;
+    }
+    Ok(m)
+}
+// ANCHOR_END: offset_map
+
+// ANCHOR: rope
+/// Rotary position embedding: row `r` of `x` (a query or key at position
+/// `first_position + r`) has each pair `(x_2i, x_2i+1)` rotated by the angle
+/// `pos · ω_i`:
+///
+/// `(x_2i, x_2i+1) ↦ (x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ)`,
+/// `θ = pos · ω_i`. Shape in = shape out = `n×d_k`, `d_k` even.
+pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, AttnError> {
+    check_even("d_k", x.ncols())?;
+    let omega = frequencies(x.ncols());
+    let mut out = x.to_owned();
+    for (r, mut row) in out.rows_mut().into_iter().enumerate() {
+        let pos = (first_position + r) as f64;
+        for (i, omega_i) in omega.iter().enumerate() {
+            let (sin, cos) = (pos * omega_i).sin_cos();
+            let (sin, cos) = (sin as f32, cos as f32);
+            let (a, b) = (row[2 * i], row[2 * i + 1]);
+            row[2 * i] = a * cos - b * sin;
+            row[2 * i + 1] = a * sin + b * cos;
+        }
+    }
+    Ok(out)
+}
+// ANCHOR_END: rope
+
+// ANCHOR: alibi
+/// ALiBi's slopes for `h` heads: the geometric sequence `2^(−8/h)`,
+/// `2^(−16/h)`, …, `2^(−8)` when `h` is a power of two. Otherwise the paper
+/// takes the slopes for the nearest power of two below `h`, `p`, and fills
+/// up with every other slope of the sequence for `2p` heads.
+pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
+    if h == 0 {
+        return Err(AttnError::InvalidArgument {
+            name: "h",
+            value: 0.0,
+            requirement: "must be at least 1",
+        });
+    }
+    let geometric = |heads: usize| -> Vec<f32> {
+        let step = -8.0 / heads as f64;
+        (1..=heads)
+            .map(|i| 2f64.powf(step * i as f64) as f32)
+            .collect()
+    };
+    if h.is_power_of_two() {
+        return Ok(geometric(h));
+    }
+    let p = 1 << h.ilog2(); // the largest power of two below h
+    let mut slopes = geometric(p);
+    slopes.extend(geometric(2 * p).into_iter().step_by(2).take(h - p));
+    Ok(slopes)
+}
+
+/// The `n×n` ALiBi bias of one head with slope `m`, causal:
+/// `−m·(i − j)` for keys `j ≤ i`, and `−∞` for future keys `j > i`.
+/// It is added to the scores (see [`crate::masking::biased_attention`]).
+pub fn alibi_bias(n: usize, slope: f32) -> Array2<f32> {
+    Array2::from_shape_fn((n, n), |(i, j)| {
+        if j <= i {
+            -slope * (i - j) as f32
+        } else {
+            f32::NEG_INFINITY
+        }
+    })
+}
+// ANCHOR_END: alibi
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::masking::biased_attention;
+    use crate::projection::Projections;
+    use crate::scaling::standard_normal;
+    use approx::assert_abs_diff_eq;
+    use ndarray::{array, Axis};
+    use ndarray_rand::rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
+
+    // ANCHOR: equivariance_test
+    #[test]
+    fn without_positions_self_attention_is_permutation_equivariant() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let layer = Projections::new(16, 8, 8, &mut rng);
+        let x = standard_normal(7, 16, &mut rng);
+        let mut perm: Vec<usize> = (0..7).collect();
+        perm.shuffle(&mut rng);
+        let x_perm = x.select(Axis(0), &perm); // row r of x_perm is row perm[r] of x
+        let out = layer.self_attention(&x).unwrap().output;
+        let out_perm = layer.self_attention(&x_perm).unwrap().output;
+        assert_abs_diff_eq!(out_perm, out.select(Axis(0), &perm), epsilon = 1e-5);
+
+        // With positions added, the same permutation changes the outputs.
+        let pe = sinusoidal(7, 16).unwrap();
+        let out = layer.self_attention(&(&x + &pe)).unwrap().output;
+        let out_perm = layer.self_attention(&(&x_perm + &pe)).unwrap().output;
+        let moved = (&out_perm - &out.select(Axis(0), &perm)).mapv(f32::abs);
+        assert!(moved.iter().any(|&d| d > 1e-2));
+    }
+    // ANCHOR_END: equivariance_test
+
+    // ANCHOR: sinusoidal_test
+    #[test]
+    fn sinusoidal_values_by_hand() {
+        let pe = sinusoidal(3, 4).unwrap();
+        // Position 0: sin 0 = 0 and cos 0 = 1, interleaved.
+        assert_eq!(pe.row(0), array![0.0, 1.0, 0.0, 1.0]);
+        // Position 1, pair 0 (ω = 1) and pair 1 (ω = 1/10000^(2/4) = 0.01).
+        let expected = array![1f32.sin(), 1f32.cos(), 0.01f32.sin(), 0.01f32.cos()];
+        assert_abs_diff_eq!(pe.row(1), expected, epsilon = 1e-7);
+        // Position 2: ω_1 · 2 = 0.02.
+        assert_abs_diff_eq!(pe[[2, 2]], 0.02f32.sin(), epsilon = 1e-7);
+        assert_abs_diff_eq!(pe[[2, 1]], 2f32.cos(), epsilon = 1e-7);
+        // Widths 512 as in the paper: the last pair has ω = 10000^(−510/512).
+        let pe = sinusoidal(101, 512).unwrap();
+        let omega = 10000f64.powf(-510.0 / 512.0);
+        assert_abs_diff_eq!(pe[[100, 510]], (100.0 * omega).sin() as f32, epsilon = 1e-7);
+        assert_abs_diff_eq!(pe[[100, 511]], (100.0 * omega).cos() as f32, epsilon = 1e-7);
+    }
+    // ANCHOR_END: sinusoidal_test
+
+    #[test]
+    fn an_odd_width_is_an_error() {
+        let err = sinusoidal(4, 7).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "d_model must be even and > 0 (dimensions come in sin/cos pairs), got 7"
+        );
+        assert!(rope(&Array2::zeros((2, 3)), 0).is_err());
+        assert!(alibi_slopes(0).is_err());
+    }
+
+    // ANCHOR: offset_test
+    #[test]
+    fn a_fixed_linear_map_shifts_every_position_by_k() {
+        let d_model = 64;
+        let pe = sinusoidal(200, d_model).unwrap();
+        for k in [0, 1, 5, 17, 99] {
+            let m_k = offset_map(k, d_model).unwrap();
+            for pos in 0..200 - k {
+                let shifted = m_k.dot(&pe.row(pos));
+                assert_abs_diff_eq!(shifted, pe.row(pos + k), epsilon = 2e-5);
+            }
+        }
+    }
+    // ANCHOR_END: offset_test
+
+    // ANCHOR: rope_test
+    #[test]
+    fn rope_scores_depend_only_on_the_offset_and_rope_keeps_norms() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let (q, k) = (
+            standard_normal(1, 64, &mut rng),
+            standard_normal(1, 64, &mut rng),
+        );
+        let score = |m: usize, n: usize| {
+            let (q_m, k_n) = (rope(&q, m).unwrap(), rope(&k, n).unwrap());
+            q_m.row(0).dot(&k_n.row(0))
+        };
+        for (m, n) in [(0, 0), (5, 2), (2, 5), (40, 3), (100, 100)] {
+            for shift in [1, 7, 250, 1000] {
+                let (a, b) = (score(m, n), score(m + shift, n + shift));
+                assert!(
+                    (a - b).abs() < 1e-4,
+                    "({m},{n}) → {a}, shifted by {shift} → {b}"
+                );
+            }
+        }
+        assert!(
+            (score(5, 2) - score(2, 5)).abs() > 1e-3,
+            "the sign of m − n matters"
+        );
+
+        let x = standard_normal(50, 64, &mut rng);
+        let rotated = rope(&x, 3).unwrap();
+        for (a, b) in x.rows().into_iter().zip(rotated.rows()) {
+            assert_abs_diff_eq!(a.dot(&a).sqrt(), b.dot(&b).sqrt(), epsilon = 1e-4);
+        }
+        assert_eq!(
+            rope(&x, 0).unwrap().row(0),
+            x.row(0),
+            "position 0: no rotation"
+        );
+    }
+    // ANCHOR_END: rope_test
+
+    // ANCHOR: alibi_test
+    #[test]
+    fn alibi_slopes_match_the_paper() {
+        // Press et al. (2022), section 3: for 8 heads, 1/2, 1/4, …, 1/256.
+        let expected: Vec<f32> = (1..=8).map(|i| 1.0 / (1 << i) as f32).collect();
+        assert_eq!(alibi_slopes(8).unwrap(), expected);
+        // 16 heads: the geometric sequence starting at 2^(−0.5).
+        let s16 = alibi_slopes(16).unwrap();
+        assert_abs_diff_eq!(s16[0], 0.5f32.sqrt(), epsilon = 1e-7);
+        assert_eq!(s16[15], 1.0 / 256.0);
+        // 12 heads: the 8 slopes, then 2^(−0.5), 2^(−1.5), 2^(−2.5), 2^(−3.5).
+        let s12 = alibi_slopes(12).unwrap();
+        assert_eq!(s12[..8], expected[..]);
+        for (got, e) in s12[8..].iter().zip([-0.5, -1.5, -2.5, -3.5]) {
+            assert_abs_diff_eq!(*got, 2f32.powf(e), epsilon = 1e-7);
+        }
+    }
+    // ANCHOR_END: alibi_test
+
+    #[test]
+    fn alibi_penalises_distance_and_hides_the_future() {
+        let b = alibi_bias(4, 0.5);
+        assert_eq!(b.row(3), array![-1.5, -1.0, -0.5, 0.0]);
+        assert_eq!(b[[0, 1]], f32::NEG_INFINITY);
+        // With equal scores everywhere, nearer keys get more weight.
+        let x = Array2::<f32>::zeros((4, 2));
+        let v = Array2::from_shape_fn((4, 1), |(j, _)| j as f32);
+        let w = biased_attention(&x, &x, &v, &b).unwrap().weights;
+        let last = w.row(3);
+        assert!((0..3).all(|j| last[j] < last[j + 1]), "{last}");
+        assert_eq!(w[[0, 0]], 1.0);
+    }
+}
