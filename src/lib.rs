@@ -51,4 +51,6 @@ pub mod chapters {
     pub struct Ch03SelfAndCrossAttention;
     #[doc = include_str!("../book/ch04-multi-head-attention.md")]
     pub struct Ch04MultiHeadAttention;
+    #[doc = include_str!("../book/ch05-masking.md")]
+    pub struct Ch05Masking;
 }

@@ -259,6 +259,7 @@ fn draw_chart(
     let mut chart = ChartBuilder::on(area)
         .caption(c.title, (FAMILY, 19))
         .margin(12)
+        .margin_right(24)
         .x_label_area_size(50)
         .y_label_area_size(70)
         .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
@@ -270,7 +271,10 @@ fn draw_chart(
         (false, _) => format!("{v}"),
     };
     let y_fmt = |v: &f64| match (c.log10_y, whole(*v)) {
-        (true, true) => format!("{}", 10f64.powi(v.round() as i32)),
+        (true, true) if (-3..=4).contains(&(v.round() as i32)) => {
+            format!("{}", 10f64.powi(v.round() as i32))
+        }
+        (true, true) => format!("1e{}", v.round() as i32),
         (true, false) => String::new(),
         (false, _) => format!("{v:.2}"),
     };

@@ -4,3 +4,4 @@
 //! like every other listing.
 
 pub mod ch01;
+pub mod ch05;

@@ -1,0 +1,152 @@
+//! Chapter 5 quotes the output of `cargo run --example ch05_masking`; these
+//! tests recompute it, require the chapter to quote it verbatim, and check
+//! the claims the prose and the figures' descriptions make.
+
+use attn::masking::{
+    additive_mask, causal_mask, cumulative_flops, decode_cost_table, decode_with_cache,
+    flops_per_token_with_cache, flops_per_token_without_cache, key_padding_mask, masked_attention,
+    masked_fill, Padding,
+};
+use attn::scaled_dot_product_attention;
+use attn::scaling::standard_normal;
+use attn::show::matrix;
+use attn::softmax::{naive_softmax, softmax_rows};
+use ndarray::{array, s, Array2, Axis};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+mod common;
+
+fn assert_quoted(block: &str) {
+    common::assert_quoted("ch05-masking.md", block);
+}
+
+fn ones_and_zeros(keep: &Array2<bool>) -> Array2<f32> {
+    keep.mapv(|k| if k { 1.0 } else { 0.0 })
+}
+
+#[test]
+fn the_two_forms_of_the_causal_mask() {
+    let keep = causal_mask(5, 5);
+    assert_quoted(&format!(
+        "```text\n{}\n{}\n```",
+        matrix(&ones_and_zeros(&keep), 0),
+        matrix(&additive_mask(&keep), 0)
+    ));
+}
+
+#[test]
+fn minus_infinity_and_minus_1e9_on_a_fully_masked_row() {
+    let scores = array![[3.0_f32, 40.0, -25.0, 100.0]];
+    let none = Array2::from_elem((1, 4), false);
+    let filled = |fill: f32| {
+        let mut s = scores.clone();
+        masked_fill(&mut s, &none, fill);
+        s
+    };
+    let minus_inf = filled(f32::NEG_INFINITY);
+    let stable = softmax_rows(&minus_inf);
+    let textbook = naive_softmax(&minus_inf.row(0)).insert_axis(Axis(0));
+    let fill_1e9 = softmax_rows(&filled(-1e9));
+    let add_1e9 = softmax_rows(&(&scores - 1e9));
+    let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
+    assert_quoted(&format!(
+        "fill -inf, stable softmax:    {}\nfill -inf, textbook softmax:  {}\n\
+         fill -1e9:                    {}\nadd -1e9:                     {}\n\
+         f32 numbers near 1e9 are {spacing} apart: 3 + (-1e9) = {}\n",
+        matrix(&stable, 4),
+        matrix(&textbook, 4),
+        matrix(&fill_1e9, 4),
+        matrix(&add_1e9, 4),
+        3.0_f32 + -1e9
+    ));
+    // The prose: zeros, NaN, uniform, all weight on the largest score.
+    assert!(stable.iter().all(|&w| w == 0.0));
+    assert!(textbook.iter().all(|w| w.is_nan()));
+    assert!(fill_1e9.iter().all(|&w| w == 0.25));
+    assert_eq!(add_1e9[[0, 3]], 1.0);
+    assert_eq!(spacing, 64.0);
+}
+
+#[test]
+fn minus_1e9_with_large_scores() {
+    let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
+    let bias = additive_mask(&array![[true, true, false]]);
+    let inf = softmax_rows(&(&big + &bias));
+    let minus_1e9 = softmax_rows(&(&big + &bias.mapv(|b| b.max(-1e9))));
+    assert_quoted(&format!(
+        "add -inf:  {}\nadd -1e9:  {}\n",
+        matrix(&inf, 4),
+        matrix(&minus_1e9, 4)
+    ));
+    assert_eq!(minus_1e9[[0, 2]], 1.0, "the masked key gets all the weight");
+    assert_eq!(inf[[0, 2]], 0.0);
+    // "In f16, whose largest finite value is 65,504".
+    assert_eq!((2.0 - 2f64.powi(-10)) * 2f64.powi(15), 65504.0);
+}
+
+#[test]
+fn padding_masks_and_the_zero_rows_of_padding_queries() {
+    let right = key_padding_mask(5, 3, 5, Padding::Right).unwrap();
+    let left_causal = key_padding_mask(5, 3, 5, Padding::Left).unwrap() & causal_mask(5, 5);
+    assert_quoted(&format!(
+        "right padding, key-padding mask:\n{}\nleft padding and causal:\n{}\n",
+        matrix(&ones_and_zeros(&right), 0),
+        matrix(&ones_and_zeros(&left_causal), 0)
+    ));
+    let x = standard_normal(5, 4, &mut StdRng::seed_from_u64(5));
+    let out = masked_attention(&x, &x, &x, &left_causal).unwrap().output;
+    let padding_rows = out.slice(s![..2, ..]);
+    assert!(padding_rows.iter().all(|&o| o == 0.0));
+    assert_quoted(&format!(
+        "output rows of the two padding queries:\n{}\n",
+        matrix(&padding_rows, 4)
+    ));
+}
+
+#[test]
+fn the_cache_reproduces_causal_attention() {
+    let mut rng = StdRng::seed_from_u64(100);
+    let (q, k, v) = (
+        standard_normal(100, 16, &mut rng),
+        standard_normal(100, 16, &mut rng),
+        standard_normal(100, 16, &mut rng),
+    );
+    let full = masked_attention(&q, &k, &v, &causal_mask(100, 100))
+        .unwrap()
+        .output;
+    let incremental = decode_with_cache(&q, &k, &v).unwrap();
+    let diff = (&full - &incremental).fold(0.0_f32, |m, &d| m.max(d.abs()));
+    assert!(diff < 1e-6, "the chapter promises 1e-6");
+    assert_quoted(&format!(
+        "largest difference from full causal attention: {diff:.1e}\n"
+    ));
+}
+
+#[test]
+fn decode_cost_table_and_figure_description() {
+    assert_quoted(&format!(
+        "```text\n{}\n```",
+        decode_cost_table(&[1, 128, 1024, 4096], 512)
+    ));
+    let without = cumulative_flops(4096, 512, flops_per_token_without_cache) as f64;
+    let with = cumulative_flops(4096, 512, flops_per_token_with_cache) as f64;
+    // Alt text: "about 6e13" and "about 2.6e10"; caption: "2504×".
+    assert!((6.0e13..7.0e13).contains(&without), "{without}");
+    assert_eq!(format!("{:.1e}", with), "2.6e10");
+    assert_eq!(format!("{:.0}", without / with), "2504");
+    assert_quoted("it is\n2504× at 4096 tokens.");
+}
+
+#[test]
+fn figure_5_1_claims() {
+    let mut rng = StdRng::seed_from_u64(55);
+    let (q, k) = (standard_normal(6, 8, &mut rng), standard_normal(6, 8, &mut rng));
+    let v = Array2::<f32>::eye(6);
+    let unmasked = scaled_dot_product_attention(&q, &k, &v).unwrap().weights;
+    let causal = masked_attention(&q, &k, &v, &causal_mask(6, 6))
+        .unwrap()
+        .weights;
+    assert_eq!(causal[[0, 0]], 1.0, "\"The\" attends only to itself");
+    assert_eq!(causal.row(5), unmasked.row(5), "the last row is unchanged");
+    assert!(unmasked.iter().all(|&w| w > 0.0));
+}
