@@ -53,4 +53,6 @@ pub mod chapters {
     pub struct Ch04MultiHeadAttention;
     #[doc = include_str!("../book/ch05-masking.md")]
     pub struct Ch05Masking;
+    #[doc = include_str!("../book/ch06-positional-encoding.md")]
+    pub struct Ch06PositionalEncoding;
 }

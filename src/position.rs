@@ -17,7 +17,7 @@ use crate::error::AttnError;
 
 /// Checks that `d` is a positive, even width: the schemes here work on
 /// pairs of dimensions `(2i, 2i+1)`.
-fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> {
+pub(crate) fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> {
     if d == 0 || d % 2 == 1 {
         return Err(AttnError::InvalidArgument {
             name,
@@ -139,7 +139,7 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
 pub fn alibi_bias(n: usize, slope: f32) -> Array2<f32> {
     Array2::from_shape_fn((n, n), |(i, j)| {
         if j <= i {
-            -slope * (i - j) as f32
+            slope * (j as f32 - i as f32) // −slope·(i − j), and +0 on the diagonal
         } else {
             f32::NEG_INFINITY
         }

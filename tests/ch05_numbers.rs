@@ -140,7 +140,10 @@ fn decode_cost_table_and_figure_description() {
 #[test]
 fn figure_5_1_claims() {
     let mut rng = StdRng::seed_from_u64(55);
-    let (q, k) = (standard_normal(6, 8, &mut rng), standard_normal(6, 8, &mut rng));
+    let (q, k) = (
+        standard_normal(6, 8, &mut rng),
+        standard_normal(6, 8, &mut rng),
+    );
     let v = Array2::<f32>::eye(6);
     let unmasked = scaled_dot_product_attention(&q, &k, &v).unwrap().weights;
     let causal = masked_attention(&q, &k, &v, &causal_mask(6, 6))

@@ -210,6 +210,17 @@ pub fn heatmap(name: &str, h: &Heatmap, values: &ndarray::Array2<f32>) -> PathBu
     render(name, (width, height), |root| draw_heatmap(root, h, values))
 }
 
+/// Writes a heatmap of a large matrix (no cell values) at a fixed `size` in
+/// pixels; label only some rows and columns by passing `""` for the others.
+pub fn dense_heatmap(
+    name: &str,
+    h: &Heatmap,
+    values: &ndarray::Array2<f32>,
+    size: (u32, u32),
+) -> PathBuf {
+    render(name, size, |root| draw_heatmap(root, h, values))
+}
+
 /// One line of a [`Chart`].
 pub struct Series {
     /// Legend text.
@@ -268,7 +279,7 @@ fn draw_chart(
     let x_fmt = |v: &f64| match (c.log2_x, whole(*v)) {
         (true, true) => format!("{}", 2f64.powi(v.round() as i32)),
         (true, false) => String::new(),
-        (false, _) => format!("{v}"),
+        (false, _) => format!("{v:.0}"),
     };
     let y_fmt = |v: &f64| match (c.log10_y, whole(*v)) {
         (true, true) if (-3..=4).contains(&(v.round() as i32)) => {
@@ -280,7 +291,11 @@ fn draw_chart(
     };
     chart
         .configure_mesh()
-        .x_labels((x_hi - x_lo).round() as usize + 1)
+        .x_labels(if c.log2_x {
+            (x_hi - x_lo).round() as usize + 1
+        } else {
+            11
+        })
         .y_labels(if c.log10_y {
             (y_hi - y_lo).round() as usize + 1
         } else {
@@ -314,9 +329,11 @@ fn draw_chart(
                 .expect("draw series")
                 .label(s.label.as_str())
                 .legend(legend);
-            chart
-                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                .expect("draw markers");
+            if points.len() <= 40 {
+                chart
+                    .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                    .expect("draw markers");
+            }
         }
     }
     chart

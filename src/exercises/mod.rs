@@ -5,3 +5,4 @@
 
 pub mod ch01;
 pub mod ch05;
+pub mod ch06;
