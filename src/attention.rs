@@ -9,7 +9,7 @@
 use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
 use crate::error::{check_not_empty, AttnError};
-use crate::softmax::softmax_rows;
+use crate::softmax::softmax_rows_in_place;
 
 /// What attention returns: the mixed values and the weights that mixed them.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,8 +68,9 @@ pub fn scaled_dot_product_attention(
 ) -> Result<Attention, AttnError> {
     check_qkv(q, k, v)?;
     let d_k = q.ncols() as f32;
-    let scores = q.dot(&k.t()) / d_k.sqrt(); // n×m: how well query i matches key j
-    let weights = softmax_rows(&scores); // n×m: each row sums to 1
+    let mut scores = q.dot(&k.t()) / d_k.sqrt(); // n×m: how well query i matches key j
+    softmax_rows_in_place(&mut scores);
+    let weights = scores; // n×m: each row sums to 1
     let output = weights.dot(v); // n×d_v: each row a weighted average of values
     Ok(Attention { output, weights })
 }

@@ -33,6 +33,7 @@ pub mod projection;
 pub mod scaling;
 pub mod show;
 pub mod softmax;
+pub mod tiled;
 
 pub use attention::{scaled_dot_product_attention, Attention};
 pub use error::AttnError;
