@@ -180,7 +180,7 @@ fn draw_sinusoidal() -> Result<(), attn::AttnError> {
 /// Figure 6.2: four dimensions of the encoding as functions of position.
 fn draw_curves() -> Result<(), attn::AttnError> {
     let pe = sinusoidal(101, 128)?;
-    let colours = [plot::BLUE_, plot::ORANGE_, plot::GREY_, plotters_green()];
+    let colours = [plot::BLUE_, plot::ORANGE_, plot::GREY_, plot::GREEN_];
     let omega = frequencies(128);
     let period = |i: usize| std::f64::consts::TAU / omega[i];
     let dims = [
@@ -216,11 +216,6 @@ fn draw_curves() -> Result<(), attn::AttnError> {
     let path = plot::line_charts("ch06-pe-curves.svg", &[(chart, series)]);
     println!("wrote {}", path.display());
     Ok(())
-}
-
-/// A green readable on white, for a fourth series.
-fn plotters_green() -> plotters::style::RGBColor {
-    plotters::style::RGBColor(44, 160, 44)
 }
 
 /// Figure 6.3: similarity of two positions' encodings against their distance.

@@ -68,7 +68,8 @@ pub fn scaled_dot_product_attention(
 ) -> Result<Attention, AttnError> {
     check_qkv(q, k, v)?;
     let d_k = q.ncols() as f32;
-    let mut scores = q.dot(&k.t()) / d_k.sqrt(); // n×m: how well query i matches key j
+    let q_scaled = q / d_k.sqrt(); // scale n×d_k queries, not n×m scores: same result
+    let mut scores = q_scaled.dot(&k.t()); // n×m: how well query i matches key j
     softmax_rows_in_place(&mut scores);
     let weights = scores; // n×m: each row sums to 1
     let output = weights.dot(v); // n×d_v: each row a weighted average of values

@@ -13,6 +13,9 @@
 //! | [`multihead`] | 4. Multi-head attention |
 //! | [`masking`] | 5. Masking (causal, padding, KV cache) |
 //! | [`position`] | 6. Positional encoding (sinusoidal, RoPE, ALiBi) |
+//! | [`complexity`] | 7. Complexity: the cost model |
+//! | [`tiled`] | 7. Exact attention in linear memory (online softmax) |
+//! | [`approximate`] | 7. Local and linear attention |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`show`] | formatting of the numbers the examples print |
 //!
@@ -23,7 +26,9 @@
 //! names the offending shapes, rather than panicking inside `ndarray`.
 #![deny(missing_docs)]
 
+pub mod approximate;
 pub mod attention;
+pub mod complexity;
 pub mod error;
 pub mod exercises;
 pub mod masking;
@@ -56,4 +61,6 @@ pub mod chapters {
     pub struct Ch05Masking;
     #[doc = include_str!("../book/ch06-positional-encoding.md")]
     pub struct Ch06PositionalEncoding;
+    #[doc = include_str!("../book/ch07-complexity.md")]
+    pub struct Ch07Complexity;
 }

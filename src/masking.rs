@@ -20,7 +20,7 @@ use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 use crate::attention::{check_qkv, for_each_item, Attention, BatchedAttention};
 use crate::error::AttnError;
 use crate::scaled_dot_product_attention;
-use crate::softmax::softmax_rows;
+use crate::softmax::softmax_rows_in_place;
 
 // ANCHOR: causal
 /// The causal mask for `n` queries and `m` keys: query `i` may attend to
@@ -68,7 +68,7 @@ fn checked_scores(
         });
     }
     let d_k = q.ncols() as f32;
-    Ok(q.dot(&k.t()) / d_k.sqrt())
+    Ok((q / d_k.sqrt()).dot(&k.t())) // as chapter 1: scale the queries
 }
 
 // ANCHOR: masked_attention
@@ -83,7 +83,8 @@ pub fn masked_attention(
 ) -> Result<Attention, AttnError> {
     let mut scores = checked_scores(q, k, v, keep.dim())?; // n×m
     masked_fill(&mut scores, keep, f32::NEG_INFINITY);
-    let weights = softmax_rows(&scores); // dropped keys get exactly 0
+    softmax_rows_in_place(&mut scores);
+    let weights = scores; // dropped keys get exactly 0
     let output = weights.dot(v); // n×d_v
     Ok(Attention { output, weights })
 }
@@ -98,8 +99,9 @@ pub fn biased_attention(
     v: &ArrayRef2<f32>,
     bias: &ArrayRef2<f32>,
 ) -> Result<Attention, AttnError> {
-    let scores = checked_scores(q, k, v, bias.dim())? + bias; // n×m
-    let weights = softmax_rows(&scores);
+    let mut scores = checked_scores(q, k, v, bias.dim())? + bias; // n×m
+    softmax_rows_in_place(&mut scores);
+    let weights = scores;
     let output = weights.dot(v);
     Ok(Attention { output, weights })
 }
@@ -333,7 +335,7 @@ mod tests {
     use super::*;
     use crate::attention::{batched_attention, worked_example};
     use crate::scaling::standard_normal;
-    use crate::softmax::naive_softmax;
+    use crate::softmax::{naive_softmax, softmax_rows};
     use approx::assert_abs_diff_eq;
     use ndarray::{array, s, Array3};
     use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};

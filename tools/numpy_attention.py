@@ -1,8 +1,12 @@
 """Times NumPy attention on the shapes of chapter 7 (not part of CI).
 
     python3 -m venv /tmp/npenv && /tmp/npenv/bin/pip install numpy
+    MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
         /tmp/npenv/bin/python tools/numpy_attention.py > book/data/ch07-numpy.csv
+
+The malloc variables are the ones `cargo xtask measure` sets for the crate's
+benchmarks, so that neither side pays page faults for fresh n×n buffers.
 
 Two versions, both on float32 inputs:
 - "numpy_f32": softmax(Q @ K.T / sqrt(d)) @ V with every step kept in float32

@@ -256,6 +256,12 @@ pub const BLUE_: RGBColor = RGBColor(31, 119, 180);
 pub const ORANGE_: RGBColor = RGBColor(230, 120, 20);
 /// Reference lines.
 pub const GREY_: RGBColor = RGBColor(110, 110, 110);
+/// Third series colour.
+pub const GREEN_: RGBColor = RGBColor(44, 160, 44);
+/// Fourth series colour.
+pub const PURPLE_: RGBColor = RGBColor(148, 103, 189);
+/// Fifth series colour.
+pub const BROWN_: RGBColor = RGBColor(140, 86, 75);
 
 fn draw_chart(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,

@@ -6,3 +6,4 @@
 pub mod ch01;
 pub mod ch05;
 pub mod ch06;
+pub mod ch07;

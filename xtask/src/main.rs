@@ -4,7 +4,9 @@
 //!   figure, build the book and serve it on http://localhost:3000.
 //! - `cargo xtask test`: every check CI runs; stops at the first failure.
 //!
-//! and one helper, `cargo xtask figures`, which only redraws the figures.
+//! and two helpers: `cargo xtask figures`, which only redraws the figures,
+//! and `cargo xtask measure`, which reruns chapter 7's benchmarks (several
+//! minutes), writes their results to `book/data/` and redraws the figures.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -31,8 +33,9 @@ fn main() -> ExitCode {
         "serve" => serve(),
         "test" => test(),
         "figures" => figures(),
+        "measure" => measure(),
         _ => {
-            eprintln!("usage: cargo xtask serve | test | figures");
+            eprintln!("usage: cargo xtask serve | test | figures | measure");
             return ExitCode::from(2);
         }
     };
@@ -155,6 +158,90 @@ fn ensure_book_tools() -> Step {
         run(cargo().args(["install", "--locked", name, "--version", version]))?;
     }
     Ok(())
+}
+
+/// Chapter 7's measurements: the criterion benchmarks (timings, with glibc
+/// told to keep freed memory, so that large buffers are not page-faulted in
+/// again on every call), the memory benchmark, then the CSV and the figures.
+fn measure() -> Step {
+    run(cargo()
+        .args(["bench", "--locked", "--bench", "attention"])
+        .env("MALLOC_MMAP_MAX_", "0")
+        .env("MALLOC_TRIM_THRESHOLD_", "2147483647"))?;
+    run(cargo().args(["bench", "--locked", "--bench", "memory"]))?;
+    timings_csv()?;
+    figures()
+}
+
+/// Collects criterion's estimates (`target/criterion/*/*/*/new/`) into
+/// `book/data/ch07-timings.csv`, headed by when and on what it was measured.
+fn timings_csv() -> Step {
+    let read_json = |path: &Path| -> Result<serde_json::Value, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let mut rows = Vec::new();
+    let pattern = root().join("target/criterion");
+    for group in read_dirs(&pattern)? {
+        for function in read_dirs(&group)? {
+            for parameter in read_dirs(&function)? {
+                let new = parameter.join("new");
+                if !new.join("estimates.json").exists() {
+                    continue;
+                }
+                let id = read_json(&new.join("benchmark.json"))?;
+                let est = read_json(&new.join("estimates.json"))?;
+                let mean = &est["mean"];
+                let field = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+                rows.push(format!(
+                    "{},{},{},{:.0},{:.0},{:.0}",
+                    field(&id["group_id"]),
+                    field(&id["function_id"]),
+                    field(&id["value_str"]),
+                    mean["point_estimate"].as_f64().unwrap_or(f64::NAN),
+                    mean["confidence_interval"]["lower_bound"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN),
+                    mean["confidence_interval"]["upper_bound"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN),
+                ));
+            }
+        }
+    }
+    rows.sort();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let rustc = capture(Command::new("rustc").arg("--version"))?;
+    let date = capture(Command::new("date").args(["-u", "+%Y-%m-%d"]))?;
+    let text = format!(
+        "# measured {} on {cpu}, one thread, by `cargo xtask measure` ({}; MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647)\n\
+         group,function,n,mean_ns,low_ns,high_ns\n{}\n",
+        date.trim(),
+        rustc.trim(),
+        rows.join("\n")
+    );
+    let path = root().join("book/data/ch07-timings.csv");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("wrote {} ({} benchmarks)", path.display(), rows.len());
+    Ok(())
+}
+
+/// The subdirectories of `dir`, sorted.
+fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "report"))
+        .collect();
+    dirs.sort();
+    Ok(dirs)
 }
 
 fn root() -> PathBuf {

@@ -1,0 +1,296 @@
+//! Two cheaper, approximate attentions, and what they give up.
+//!
+//! - **Local (sliding-window) attention**: query `i` sees only the last `w`
+//!   keys, `i − w + 1 ..= i`. Exact within the window, blind beyond it.
+//!   Cost `O(n·w·d)` instead of `O(n²·d)`.
+//! - **Linear attention** (Katharopoulos et al., 2020): replace
+//!   `exp(q·k)` by `φ(q)·φ(k)` for a positive feature map `φ`; the sums
+//!   over keys can then be computed once, `Σ_j φ(k_j) v_jᵀ`, in `O(n·d²)`.
+//!   It is a different attention, not an approximation that improves with
+//!   more compute.
+
+use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
+
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use crate::attention::check_qkv;
+use crate::error::AttnError;
+use crate::masking::{causal_mask, masked_attention};
+use crate::position::sinusoidal;
+use crate::scaling::standard_normal;
+
+// ANCHOR: local
+/// Causal sliding-window attention: query `i` attends to keys
+/// `max(0, i + 1 − w) ..= i`, with the usual scaled softmax. Queries are
+/// processed in blocks of `w`, each against the `2w − 1` keys it can reach,
+/// so the cost is `O(n·w·d)`. Requires `n = m` and `w ≥ 1`.
+pub fn local_attention(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    w: usize,
+) -> Result<Array2<f32>, AttnError> {
+    check_self_attention(q, k, v)?;
+    if w == 0 {
+        return Err(AttnError::InvalidArgument {
+            name: "window",
+            value: 0.0,
+            requirement: "must be at least 1 (a token always sees itself)",
+        });
+    }
+    let n = q.nrows();
+    let mut output = Array2::zeros((n, v.ncols()));
+    for i0 in (0..n).step_by(w) {
+        let i1 = (i0 + w).min(n);
+        let j0 = (i0 + 1).saturating_sub(w); // the first key query i0 may see
+        let keep = Array2::from_shape_fn((i1 - i0, i1 - j0), |(r, c)| {
+            let (i, j) = (i0 + r, j0 + c);
+            j <= i && i - j < w
+        });
+        let keys = s![j0..i1, ..];
+        let a = masked_attention(
+            &q.slice(s![i0..i1, ..]),
+            &k.slice(keys),
+            &v.slice(keys),
+            &keep,
+        )?;
+        output.slice_mut(s![i0..i1, ..]).assign(&a.output);
+    }
+    Ok(output)
+}
+// ANCHOR_END: local
+
+// ANCHOR: linear
+/// The feature map of linear attention, `φ(x) = elu(x) + 1`: `x + 1` for
+/// `x > 0` and `eˣ` otherwise. Always positive, so the normaliser below is
+/// never 0.
+pub fn elu_plus_one(x: f32) -> f32 {
+    if x > 0.0 {
+        x + 1.0
+    } else {
+        x.exp()
+    }
+}
+
+/// Non-causal linear attention: `out_i = φ(q_i)ᵀ S / φ(q_i)ᵀ z` with
+/// `S = Σ_j φ(k_j) v_jᵀ` (`d_k×d_v`) and `z = Σ_j φ(k_j)` (`d_k`), both
+/// computed once for all queries. Cost `O((n + m)·d_k·d_v)`.
+pub fn linear_attention(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, AttnError> {
+    check_qkv(q, k, v)?;
+    let (phi_q, phi_k) = (q.mapv(elu_plus_one), k.mapv(elu_plus_one));
+    let s = phi_k.t().dot(v); // d_k×d_v
+    let z = phi_k.sum_axis(Axis(0)); // d_k
+    let numerator = phi_q.dot(&s); // n×d_v
+    let denominator = phi_q.dot(&z); // n
+    Ok(numerator / denominator.insert_axis(Axis(1)))
+}
+
+/// Causal linear attention: the same with prefix sums, `S_i = Σ_{j≤i}
+/// φ(k_j) v_jᵀ` and `z_i = Σ_{j≤i} φ(k_j)`, updated once per token like a
+/// recurrent network's state. Cost `O(n·d_k·d_v)`; requires `n = m`.
+pub fn causal_linear_attention(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, AttnError> {
+    check_self_attention(q, k, v)?;
+    let (phi_q, phi_k) = (q.mapv(elu_plus_one), k.mapv(elu_plus_one));
+    let mut s = Array2::<f32>::zeros((q.ncols(), v.ncols())); // the state S_i
+    let mut z = Array1::<f32>::zeros(q.ncols()); // the normaliser z_i
+    let mut output = Array2::zeros((q.nrows(), v.ncols()));
+    for i in 0..q.nrows() {
+        let (phi_k_i, v_i) = (phi_k.row(i), v.row(i));
+        for (mut s_row, &phi) in s.rows_mut().into_iter().zip(&phi_k_i) {
+            s_row.scaled_add(phi, &v_i); // S += φ(k_i) v_iᵀ
+        }
+        z += &phi_k_i;
+        let phi_q_i = phi_q.row(i);
+        let out_i = phi_q_i.dot(&s) / phi_q_i.dot(&z);
+        output.row_mut(i).assign(&out_i);
+    }
+    Ok(output)
+}
+// ANCHOR_END: linear
+
+/// Checks `Q`, `K`, `V` as [`check_qkv`] does, and that there is one key
+/// per query (self-attention), as a causal method needs.
+fn check_self_attention(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<(), AttnError> {
+    check_qkv(q, k, v)?;
+    if q.nrows() != k.nrows() {
+        return Err(AttnError::MaskShapeMismatch {
+            scores: (q.nrows(), k.nrows()),
+            mask: (q.nrows(), q.nrows()),
+        });
+    }
+    Ok(())
+}
+
+/// The relative error `‖A − E‖ / ‖E‖` (Frobenius norms) of an approximation
+/// `A` of the exact `E`.
+pub fn relative_error(approx: &ArrayRef2<f32>, exact: &ArrayRef2<f32>) -> f64 {
+    let norm = |x: &ArrayRef2<f32>| x.iter().map(|&a| (a as f64).powi(2)).sum::<f64>().sqrt();
+    norm(&(approx - exact)) / norm(exact)
+}
+
+// ANCHOR: error_experiment
+/// An approximate attention with `V` fixed: `(Q, K) ↦ output`.
+type Approximation<'a> = dyn Fn(&Array2<f32>, &Array2<f32>) -> Array2<f32> + 'a;
+
+/// The windows the error experiment tries.
+pub const WINDOWS: [usize; 6] = [16, 32, 64, 128, 256, 512];
+
+/// One row of the error experiment: a method and its relative error against
+/// exact causal attention on two kinds of input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorRow {
+    /// `"local, w = 64"` or `"linear (elu + 1)"`.
+    pub method: String,
+    /// On random queries and keys: no structure to exploit.
+    pub random: f64,
+    /// On queries and keys that prefer nearby positions.
+    pub local: f64,
+}
+
+/// Relative errors of local attention (each window in [`WINDOWS`]) and of
+/// causal linear attention against exact causal attention, for `n` tokens
+/// of width 64 and random values `V`, on two kinds of queries and keys
+/// (seeded): random ones, and `Q = K = 2·PE` (chapter 6's sinusoidal
+/// encoding), whose scores fall with distance, so that exact attention is
+/// itself mostly local.
+pub fn error_experiment(n: usize, seed: u64) -> Vec<ErrorRow> {
+    let d = 64;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let v = standard_normal(n, d, &mut rng);
+    let random = (
+        standard_normal(n, d, &mut rng),
+        standard_normal(n, d, &mut rng),
+    );
+    let pe = sinusoidal(n, d).expect("d is even") * 2.0;
+    let positional = (pe.clone(), pe);
+    let errors = |approximate: &Approximation| {
+        [&random, &positional].map(|(q, k)| {
+            let exact = masked_attention(q, k, &v, &causal_mask(n, n)).expect("shapes fit");
+            relative_error(&approximate(q, k), &exact.output)
+        })
+    };
+    let mut rows: Vec<ErrorRow> = WINDOWS
+        .iter()
+        .map(|&w| {
+            let [random, local] = errors(&|q, k| local_attention(q, k, &v, w).expect("shapes fit"));
+            ErrorRow {
+                method: format!("local, w = {w}"),
+                random,
+                local,
+            }
+        })
+        .collect();
+    let [random, local] = errors(&|q, k| causal_linear_attention(q, k, &v).expect("shapes fit"));
+    rows.push(ErrorRow {
+        method: "linear (elu + 1)".into(),
+        random,
+        local,
+    });
+    rows
+}
+// ANCHOR_END: error_experiment
+
+/// The error table the chapter prints.
+pub fn error_table(rows: &[ErrorRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.method.clone(),
+                format!("{:.3}", r.random),
+                format!("{:.3}", r.local),
+            ]
+        })
+        .collect();
+    crate::show::table(&["method", "random Q, K", "Q = K = 2·PE"], &cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exercises::ch05::sliding_window_mask;
+    use approx::assert_abs_diff_eq;
+
+    fn qkv(n: usize, seed: u64) -> (Array2<f32>, Array2<f32>, Array2<f32>) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let q = standard_normal(n, 16, &mut rng);
+        let k = standard_normal(n, 16, &mut rng);
+        (q, k, standard_normal(n, 8, &mut rng))
+    }
+
+    #[test]
+    fn local_attention_is_masked_attention_with_a_window_mask() {
+        for (n, w) in [(1, 1), (10, 1), (10, 3), (37, 8), (64, 64), (100, 7)] {
+            let (q, k, v) = qkv(n, n as u64);
+            let keep = sliding_window_mask(n, w).unwrap();
+            let expected = masked_attention(&q, &k, &v, &keep).unwrap().output;
+            let got = local_attention(&q, &k, &v, w).unwrap();
+            assert_abs_diff_eq!(got, expected, epsilon = 1e-6);
+        }
+        // A window as long as the sequence is full causal attention.
+        let (q, k, v) = qkv(50, 1);
+        let causal = masked_attention(&q, &k, &v, &causal_mask(50, 50))
+            .unwrap()
+            .output;
+        let local = local_attention(&q, &k, &v, 50).unwrap();
+        assert_abs_diff_eq!(local, causal, epsilon = 1e-6);
+        assert!(relative_error(&local, &causal) < 1e-6);
+    }
+
+    /// Linear attention written the quadratic way: weights `φ(q_i)·φ(k_j)`,
+    /// normalised per row, with an optional causal mask.
+    fn quadratic_form(
+        q: &Array2<f32>,
+        k: &Array2<f32>,
+        v: &Array2<f32>,
+        causal: bool,
+    ) -> Array2<f32> {
+        let mut w = q.mapv(elu_plus_one).dot(&k.mapv(elu_plus_one).t());
+        for ((i, j), w_ij) in w.indexed_iter_mut() {
+            if causal && j > i {
+                *w_ij = 0.0;
+            }
+        }
+        let sums = w.sum_axis(Axis(1)).insert_axis(Axis(1));
+        (w / sums).dot(v)
+    }
+
+    #[test]
+    fn linear_attention_equals_its_quadratic_form() {
+        let (q, k, v) = qkv(40, 3);
+        assert_abs_diff_eq!(
+            linear_attention(&q, &k, &v).unwrap(),
+            quadratic_form(&q, &k, &v, false),
+            epsilon = 1e-5
+        );
+        assert_abs_diff_eq!(
+            causal_linear_attention(&q, &k, &v).unwrap(),
+            quadratic_form(&q, &k, &v, true),
+            epsilon = 1e-5
+        );
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let (q, k, v) = qkv(5, 4);
+        assert!(local_attention(&q, &k, &v, 0).is_err());
+        let err =
+            causal_linear_attention(&q, &k.slice(s![..3, ..]), &v.slice(s![..3, ..])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the mask is 5×5 but the scores are 5×3 (n queries × m keys)"
+        );
+    }
+}
