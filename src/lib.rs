@@ -16,6 +16,7 @@
 //! | [`complexity`] | 7. Complexity: the cost model |
 //! | [`tiled`] | 7. Exact attention in linear memory (online softmax) |
 //! | [`approximate`] | 7. Local and linear attention |
+//! | [`block`] | 8. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`show`] | formatting of the numbers the examples print |
 //!
@@ -28,6 +29,7 @@
 
 pub mod approximate;
 pub mod attention;
+pub mod block;
 pub mod complexity;
 pub mod error;
 pub mod exercises;
@@ -63,4 +65,6 @@ pub mod chapters {
     pub struct Ch06PositionalEncoding;
     #[doc = include_str!("../book/ch07-complexity.md")]
     pub struct Ch07Complexity;
+    #[doc = include_str!("../book/ch08-transformer-block.md")]
+    pub struct Ch08TransformerBlock;
 }

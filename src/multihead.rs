@@ -18,8 +18,9 @@
 use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
-use crate::attention::batched_attention;
+use crate::attention::{batched_attention, for_each_item};
 use crate::error::{check_model_width, AttnError};
+use crate::masking::masked_attention;
 use crate::projection::init_weight;
 use crate::scaling::{entropy, standard_normal};
 
@@ -123,12 +124,23 @@ impl MultiHeadAttention {
         x_q: &ArrayRef2<f32>,
         x_kv: &ArrayRef2<f32>,
     ) -> Result<MultiHeadOutput, AttnError> {
+        let (q, k, v) = self.project_heads(x_q, x_kv)?;
+        self.attend_heads(&q, &k, &v)
+    }
+
+    /// Projects `x_q` to queries and `x_kv` to keys and values, and splits
+    /// each into heads: `h×n×d_k`, `h×m×d_k`, `h×m×d_k`.
+    fn project_heads(
+        &self,
+        x_q: &ArrayRef2<f32>,
+        x_kv: &ArrayRef2<f32>,
+    ) -> Result<(Array3<f32>, Array3<f32>, Array3<f32>), AttnError> {
         self.check_width("query input", x_q)?;
         self.check_width("key/value input", x_kv)?;
         let q = split_heads(&x_q.dot(&self.w_q), self.h)?; // h×n×d_k
         let k = split_heads(&x_kv.dot(&self.w_k), self.h)?; // h×m×d_k
         let v = split_heads(&x_kv.dot(&self.w_v), self.h)?; // h×m×d_k
-        self.attend_heads(&q, &k, &v)
+        Ok((q, k, v))
     }
     // ANCHOR_END: forward
 
@@ -148,6 +160,27 @@ impl MultiHeadAttention {
             weights: heads.weights,
         })
     }
+
+    // ANCHOR: forward_masked
+    /// [`Self::forward`] with a mask: `keep` is `n×m`, shared by every head
+    /// (chapter 5), e.g. the causal mask in a decoder's self-attention.
+    pub fn forward_masked(
+        &self,
+        x_q: &ArrayRef2<f32>,
+        x_kv: &ArrayRef2<f32>,
+        keep: &ArrayRef2<bool>,
+    ) -> Result<MultiHeadOutput, AttnError> {
+        let (q, k, v) = self.project_heads(x_q, x_kv)?;
+        let heads = for_each_item(&q, &k, &v, |_, q_i, k_i, v_i| {
+            masked_attention(&q_i, &k_i, &v_i, keep)
+        })?;
+        let output = merge_heads(&heads.output).dot(&self.w_o); // n×d_model
+        Ok(MultiHeadOutput {
+            output,
+            weights: heads.weights,
+        })
+    }
+    // ANCHOR_END: forward_masked
 
     // ANCHOR: fused
     /// The same layer with one fused projection: `X [W_Q | W_K | W_V]`

@@ -51,6 +51,21 @@ fn render(
     path
 }
 
+/// Writes a figure drawn freely with plotters' primitives (a diagram):
+/// `draw` receives the whole white canvas of `size` pixels.
+pub fn drawing(
+    name: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>),
+) -> PathBuf {
+    render(name, size, draw)
+}
+
+/// The figures' font at `size` pixels, for [`drawing`]s.
+pub fn font(size: u32) -> TextStyle<'static> {
+    TextStyle::from((FAMILY, size).into_font())
+}
+
 /// A heatmap of an `n×m` matrix in `[lo, hi]`.
 pub struct Heatmap<'a> {
     /// The figure's title.

@@ -1,0 +1,135 @@
+//! Chapter 8 quotes the output of `cargo run --example ch08_block`; these
+//! tests recompute it and require the chapter to quote it verbatim.
+
+use attn::block::{
+    gelu, row_statistics, Activation, Config, EncoderLayer, LayerNorm, Norm, Transformer,
+};
+use attn::scaling::standard_normal;
+use attn::show::{matrix, shape, table};
+use ndarray::array;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+mod common;
+
+fn assert_quoted(block: &str) {
+    common::assert_quoted("ch08-transformer-block.md", block);
+}
+
+const CONFIG: Config = Config {
+    d_model: 64,
+    h: 4,
+    d_ff: 256,
+    activation: Activation::Relu,
+    norm: Norm::Post,
+};
+
+#[test]
+fn encoder_and_decoder_shapes() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let layer = EncoderLayer::new(CONFIG, &mut rng).unwrap();
+    let x = standard_normal(7, 64, &mut rng);
+    let attended = layer.attention.forward(&x, &x).unwrap();
+    let a = layer.ln1.forward(&(&x + &attended.output)).unwrap();
+    let out = layer.forward(&x).unwrap();
+    let ffn_parameters =
+        layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
+    assert_quoted(&format!(
+        "input X:                          {}\nself-attention weights, per head: {:?}\n\
+         LayerNorm(X + attention):         {}\nFFN hidden layer:                 {}\n\
+         LayerNorm(· + FFN(·)) = output:   {}\n\
+         parameters: attention 4·64² = {}, FFN 2·64·256 + 256 + 64 = {ffn_parameters}, LayerNorms 4·64 = {}",
+        shape(&x),
+        attended.weights.dim(),
+        shape(&a),
+        shape(&a.dot(&layer.ffn.w1)),
+        shape(&out),
+        layer.attention.parameters(),
+        4 * 64
+    ));
+    let model = Transformer::new(CONFIG, 2, &mut rng).unwrap();
+    let y = standard_normal(5, 64, &mut rng);
+    let memory = model.encode(&x).unwrap();
+    let cross = model.decoder[0]
+        .cross_attention
+        .forward(&y, &memory)
+        .unwrap();
+    assert_quoted(&format!(
+        "encoder output (memory):          {}\ndecoder self-attention mask:      5×5 (causal)\n\
+         cross-attention weights, per head: {:?} (h, n, m)\ndecoder output:                   {}",
+        shape(&memory),
+        cross.weights.dim(),
+        shape(&model.decode(&y, &memory).unwrap())
+    ));
+}
+
+#[test]
+fn layer_norm_and_gelu_lines() {
+    let y = LayerNorm::new(4)
+        .forward(&array![[1.0_f32, 2.0, 3.0, 4.0]])
+        .unwrap();
+    assert_quoted(&format!("```text\n{}\n```", matrix(&y, 4)));
+    assert_quoted(&format!(
+        "GELU(−1, 0, 1) = {:.4}, {:.4}, {:.4}",
+        gelu(-1.0),
+        gelu(0.0),
+        gelu(1.0)
+    ));
+}
+
+#[test]
+fn residual_stream_table_and_figure_8_1() {
+    let stacks = [Norm::Post, Norm::Pre].map(|norm| {
+        let mut rng = StdRng::seed_from_u64(12);
+        let c = Config { norm, ..CONFIG };
+        (0..12)
+            .map(|_| EncoderLayer::new(c, &mut rng).unwrap())
+            .collect::<Vec<_>>()
+    });
+    let x = standard_normal(16, 64, &mut StdRng::seed_from_u64(13));
+    let mut stds = vec![(row_statistics(&x).1, row_statistics(&x).1)];
+    let (mut post, mut pre) = (x.clone(), x);
+    for (a, b) in stacks[0].iter().zip(&stacks[1]) {
+        post = a.forward(&post).unwrap();
+        pre = b.forward(&pre).unwrap();
+        stds.push((row_statistics(&post).1, row_statistics(&pre).1));
+    }
+    let rows: Vec<Vec<String>> = [0, 1, 2, 4, 8, 12]
+        .iter()
+        .map(|&l| {
+            vec![
+                l.to_string(),
+                format!("{:.3}", stds[l].0),
+                format!("{:.3}", stds[l].1),
+            ]
+        })
+        .collect();
+    assert_quoted(&table(
+        &["layer", "post-norm: std of x", "pre-norm: std of x"],
+        &rows,
+    ));
+    // Alt text: post-norm flat at 1.00 after layer 1; pre-norm 0.97 → 3.12.
+    assert!(stds[1..].iter().all(|s| format!("{:.2}", s.0) == "1.00"));
+    assert_eq!(
+        (format!("{:.2}", stds[0].1), format!("{:.2}", stds[12].1)),
+        ("0.97".into(), "3.12".into())
+    );
+}
+
+#[test]
+fn exercise_1_parameter_count() {
+    let c = Config {
+        d_model: 512,
+        h: 8,
+        d_ff: 2048,
+        activation: Activation::Relu,
+        norm: Norm::Post,
+    };
+    let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
+    let ffn = layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
+    let norms = 2 * (layer.ln1.gamma.len() + layer.ln1.beta.len());
+    assert_eq!(layer.attention.parameters(), 1_048_576);
+    assert_eq!(ffn, 2_099_712);
+    assert_eq!(norms, 2048);
+    assert_eq!(layer.attention.parameters() + ffn + norms, 3_150_336);
+    assert_quoted("Total\n$3{,}150{,}336$");
+}
