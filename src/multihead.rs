@@ -124,7 +124,7 @@ impl MultiHeadAttention {
         x_q: &ArrayRef2<f32>,
         x_kv: &ArrayRef2<f32>,
     ) -> Result<MultiHeadOutput, AttnError> {
-        let (q, k, v) = self.project_heads(x_q, x_kv)?;
+        let [q, k, v] = self.project_heads(x_q, x_kv)?;
         self.attend_heads(&q, &k, &v)
     }
 
@@ -134,13 +134,13 @@ impl MultiHeadAttention {
         &self,
         x_q: &ArrayRef2<f32>,
         x_kv: &ArrayRef2<f32>,
-    ) -> Result<(Array3<f32>, Array3<f32>, Array3<f32>), AttnError> {
+    ) -> Result<[Array3<f32>; 3], AttnError> {
         self.check_width("query input", x_q)?;
         self.check_width("key/value input", x_kv)?;
         let q = split_heads(&x_q.dot(&self.w_q), self.h)?; // h×n×d_k
         let k = split_heads(&x_kv.dot(&self.w_k), self.h)?; // h×m×d_k
         let v = split_heads(&x_kv.dot(&self.w_v), self.h)?; // h×m×d_k
-        Ok((q, k, v))
+        Ok([q, k, v])
     }
     // ANCHOR_END: forward
 
@@ -170,7 +170,7 @@ impl MultiHeadAttention {
         x_kv: &ArrayRef2<f32>,
         keep: &ArrayRef2<bool>,
     ) -> Result<MultiHeadOutput, AttnError> {
-        let (q, k, v) = self.project_heads(x_q, x_kv)?;
+        let [q, k, v] = self.project_heads(x_q, x_kv)?;
         let heads = for_each_item(&q, &k, &v, |_, q_i, k_i, v_i| {
             masked_attention(&q_i, &k_i, &v_i, keep)
         })?;
