@@ -17,6 +17,8 @@
 //! | [`tiled`] | 7. Exact attention in linear memory (online softmax) |
 //! | [`approximate`] | 7. Local and linear attention |
 //! | [`block`] | 8. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
+//! | [`grad`] | 9. Gradients: backward passes, checked by finite differences |
+//! | [`model`] | 10. A tiny Transformer trained to reverse digits |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`show`] | formatting of the numbers the examples print |
 //!
@@ -33,7 +35,9 @@ pub mod block;
 pub mod complexity;
 pub mod error;
 pub mod exercises;
+pub mod grad;
 pub mod masking;
+pub mod model;
 pub mod multihead;
 pub mod position;
 pub mod projection;

@@ -34,8 +34,9 @@ fn main() -> ExitCode {
         "test" => test(),
         "figures" => figures(),
         "measure" => measure(),
+        "train" => train(),
         _ => {
-            eprintln!("usage: cargo xtask serve | test | figures | measure");
+            eprintln!("usage: cargo xtask serve | test | figures | measure | train");
             return ExitCode::from(2);
         }
     };
@@ -130,6 +131,9 @@ fn figures_unchanged() -> Step {
 }
 
 /// The example names: every `examples/NAME.rs` (subfolders are shared modules).
+/// The figure examples: every `examples/*.rs` except those ending in
+/// `_train`, which write `book/data/` (slowly) rather than figures, and
+/// are run by `cargo xtask train`.
 fn examples() -> Result<Vec<String>, String> {
     let dir = root().join("examples");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -140,6 +144,7 @@ fn examples() -> Result<Vec<String>, String> {
             is_rs.then(|| path.file_stem()?.to_str().map(String::from))?
         })
         .collect();
+    names.retain(|name| !name.ends_with("_train"));
     names.sort();
     Ok(names)
 }
@@ -158,6 +163,13 @@ fn ensure_book_tools() -> Step {
         run(cargo().args(["install", "--locked", name, "--version", version]))?;
     }
     Ok(())
+}
+
+/// Chapter 10's training run (about a minute): writes the weights and the
+/// loss curve to `book/data/`, then redraws the figures from them.
+fn train() -> Step {
+    run(cargo().args(["run", "--release", "--locked", "--example", "ch10_train"]))?;
+    figures()
 }
 
 /// Chapter 7's measurements: the criterion benchmarks (timings, with glibc

@@ -1,0 +1,185 @@
+//! Chapter 10, Training a tiny Transformer: loads the committed weights and
+//! training log (`book/data/ch10-*`, written by `cargo xtask train`), prints
+//! the model's size, its held-out accuracy and how it attends, decodes a few
+//! examples, and draws the loss curve and the learned attention maps.
+//!
+//! ```text
+//! cargo run --release --example ch10_tiny_model
+//! ```
+
+mod plot;
+
+use attn::model::{
+    accuracy, greedy_decode, held_out, inputs_and_targets, mirror_attention, TinyTransformer,
+    BOOK_MODEL, BOOK_TRAINING, HELD_OUT, SEP,
+};
+use attn::show::table;
+use ndarray::Array2;
+
+fn data(name: &str) -> String {
+    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (run `cargo xtask train`)"))
+}
+
+/// The training log: `(step, loss, held-out exact accuracy if measured)`.
+fn training_log() -> Vec<(usize, f64, Option<f64>)> {
+    data("ch10-training.csv")
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            (
+                cells[0].parse().expect("step"),
+                cells[1].parse().expect("loss"),
+                cells[2].parse().ok(),
+            )
+        })
+        .collect()
+}
+
+fn token(t: usize) -> String {
+    if t == SEP {
+        "|".into()
+    } else {
+        t.to_string()
+    }
+}
+
+fn main() -> Result<(), String> {
+    let net = TinyTransformer::from_text(&data("ch10-weights.txt"))?;
+    let c = net.config;
+    println!(
+        "== The model: k = {}, d_model = {}, {} heads, d_ff = {}, {} blocks; {} parameters ==",
+        c.k,
+        c.d_model,
+        c.heads,
+        c.d_ff,
+        c.layers,
+        net.parameter_count()
+    );
+    assert_eq!(c, BOOK_MODEL, "the weights are the book's model");
+
+    let log = training_log();
+    let at = |step: usize| log[step - 1].1;
+    println!(
+        "\n== Training: {} steps of {} sequences ==",
+        BOOK_TRAINING.steps, BOOK_TRAINING.batch
+    );
+    let rows: Vec<Vec<String>> = [1, 20, 30, 40, 50, 100, 200, 600]
+        .iter()
+        .map(|&s| {
+            let acc = log[s - 1].2.map_or("–".into(), |a| format!("{a:.3}"));
+            vec![s.to_string(), format!("{:.4}", at(s)), acc]
+        })
+        .collect();
+    println!(
+        "{}",
+        table(&["step", "loss", "held-out exact (200)"], &rows)
+    );
+    println!(
+        "uniform guess over 11 tokens: loss ln 11 = {:.4}",
+        11f64.ln()
+    );
+
+    println!(
+        "\n== Held-out: {} sequences never drawn in training ==",
+        HELD_OUT.0
+    );
+    let test = held_out(c.k, HELD_OUT.0, HELD_OUT.1);
+    let (exact, digits) = accuracy(&net, &test);
+    println!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}");
+    let prompts: Vec<Vec<usize>> = test[..3].iter().map(|e| e[..=c.k].to_vec()).collect();
+    for (prompt, out) in prompts.iter().zip(greedy_decode(&net, &prompts)) {
+        let show = |ts: &[usize]| ts.iter().map(|&t| token(t)).collect::<Vec<_>>().join(" ");
+        println!("{}  →  {}", show(prompt), show(&out));
+    }
+
+    println!("\n== Mean weight on the mirrored digit (key k − 1 − j for answer step j) ==");
+    let mirror = mirror_attention(&net, &test);
+    for (l, heads) in mirror.iter().enumerate() {
+        let cells: Vec<String> = heads.iter().map(|w| format!("{w:.3}")).collect();
+        println!("block {}: heads {}", l + 1, cells.join(", "));
+    }
+
+    draw_training(&log);
+    draw_attention(&net, &test[0]);
+    Ok(())
+}
+
+fn draw_training(log: &[(usize, f64, Option<f64>)]) {
+    let loss = plot::Series {
+        label: "training loss (cross-entropy, answer tokens)".into(),
+        points: log.iter().map(|&(s, l, _)| (s as f64, l)).collect(),
+        colour: plot::BLUE_,
+        dashed: false,
+    };
+    let acc = plot::Series {
+        label: "held-out exact-sequence accuracy (200 sequences)".into(),
+        points: log
+            .iter()
+            .filter_map(|&(s, _, a)| a.map(|a| (s as f64, a)))
+            .collect(),
+        colour: plot::ORANGE_,
+        dashed: false,
+    };
+    let loss_chart = plot::Chart {
+        title: "Training loss",
+        x_desc: "step",
+        y_desc: "loss (log scale)",
+        log2_x: false,
+        log10_y: true,
+        y_range: (1e-4, 10.0),
+    };
+    let acc_chart = plot::Chart {
+        title: "Held-out accuracy while training",
+        x_desc: "step",
+        y_desc: "fraction of sequences reversed exactly",
+        log2_x: false,
+        log10_y: false,
+        y_range: (0.0, 1.2),
+    };
+    let path = plot::line_charts(
+        "ch10-training.svg",
+        &[(loss_chart, vec![loss]), (acc_chart, vec![acc])],
+    );
+    println!("wrote {}", path.display());
+}
+
+fn draw_attention(net: &TinyTransformer, example: &[usize]) {
+    let (inputs, _) = inputs_and_targets(&[example.to_vec()], net.config.k);
+    let fwd = net.forward(&inputs);
+    let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let titles: Vec<String> = (0..net.config.layers)
+        .flat_map(|l| {
+            (0..net.config.heads).map(move |h| format!("block {}, head {}", l + 1, h + 1))
+        })
+        .collect();
+    let panels: Vec<(plot::Heatmap, Array2<f32>)> = fwd
+        .weights
+        .iter()
+        .flatten()
+        .zip(&titles)
+        .map(|(w, title)| {
+            let h = plot::Heatmap {
+                title,
+                row_labels: &labels,
+                col_labels: &labels,
+                x_desc: "key (token attended to)",
+                y_desc: "query (position predicting the next token)",
+                value_desc: "attention weight",
+                range: (0.0, 1.0),
+                annotate: None,
+            };
+            (h, w.mapv(|x| x as f32))
+        })
+        .collect();
+    let path = plot::heatmap_grid(
+        "ch10-attention.svg",
+        "Learned attention on a held-out example (prompt, separator |, answer so far)",
+        2,
+        &panels,
+    );
+    println!("wrote {}", path.display());
+}

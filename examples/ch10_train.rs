@@ -1,0 +1,56 @@
+//! Chapter 10: trains the tiny Transformer to reverse 8 digits, prints the
+//! training time and the held-out accuracy, and writes the weights and the
+//! loss curve to `book/data/` (run by `cargo xtask train`, not in CI: the
+//! figures come from the committed weights).
+//!
+//! ```text
+//! cargo xtask train        # = cargo run --release --example ch10_train
+//! ```
+
+use std::time::Instant;
+
+use attn::model::{accuracy, held_out, train_with, BOOK_MODEL, BOOK_TRAINING, HELD_OUT};
+
+fn main() {
+    let test = held_out(BOOK_MODEL.k, HELD_OUT.0, HELD_OUT.1);
+    // Held-out accuracy every 5 steps while the model is learning, then every 20.
+    let measured = |step: usize| {
+        if step <= 100 {
+            step % 5 == 0
+        } else {
+            step % 20 == 0
+        }
+    };
+    let mut checkpoints = Vec::new();
+    let start = Instant::now();
+    let (net, losses) = train_with(BOOK_MODEL, &BOOK_TRAINING, &test, |step, net| {
+        if measured(step + 1) {
+            checkpoints.push((step + 1, accuracy(net, &test[..200]).0));
+        }
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let (exact, digits) = accuracy(&net, &test);
+    println!(
+        "trained {} parameters for {} steps in {seconds:.1} s (including the checkpoint evaluations)",
+        net.parameter_count(),
+        BOOK_TRAINING.steps
+    );
+    println!(
+        "final loss {:.5}; held-out exact {exact:.4}, per digit {digits:.4}",
+        losses[losses.len() - 1]
+    );
+
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
+    std::fs::write(format!("{dir}/ch10-weights.txt"), net.to_text()).expect("write weights");
+    let mut csv = String::from("step,loss,held_out_exact\n");
+    for (i, loss) in losses.iter().enumerate() {
+        let step = i + 1;
+        let acc = checkpoints
+            .iter()
+            .find(|c| c.0 == step)
+            .map_or(String::new(), |c| format!("{}", c.1));
+        csv += &format!("{step},{loss},{acc}\n");
+    }
+    std::fs::write(format!("{dir}/ch10-training.csv"), csv).expect("write loss curve");
+    println!("wrote {dir}/ch10-weights.txt and {dir}/ch10-training.csv");
+}
