@@ -71,4 +71,8 @@ pub mod chapters {
     pub struct Ch07Complexity;
     #[doc = include_str!("../book/ch08-transformer-block.md")]
     pub struct Ch08TransformerBlock;
+    #[doc = include_str!("../book/ch09-gradients.md")]
+    pub struct Ch09Gradients;
+    #[doc = include_str!("../book/ch10-training.md")]
+    pub struct Ch10Training;
 }

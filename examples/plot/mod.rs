@@ -250,6 +250,7 @@ pub struct Series {
 
 /// A line chart's frame. Log axes are drawn by plotting `log2 x` or
 /// `log10 y` on a linear axis and labelling the ticks `2^k` / `10^k`.
+#[derive(Clone, Copy)]
 pub struct Chart<'a> {
     /// The chart's title.
     pub title: &'a str,

@@ -1,0 +1,99 @@
+//! Chapter 9, Gradients of attention: prints how far every backward pass
+//! is from central finite differences, the same for the whole tiny model,
+//! and the gradient norms through attention with and without the 1/√d_k
+//! scale; draws the gradient-norm chart.
+//!
+//! ```text
+//! cargo run --release --example ch09_gradients
+//! ```
+
+mod plot;
+
+use attn::grad::{all_checks, gradient_norms};
+use attn::model::check_gradients;
+use attn::show::table;
+
+/// The widths of the scaling experiment.
+const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];
+
+fn main() {
+    println!("== Backward passes against central differences (h = 1e-5, f64, seed 0) ==");
+    let rows: Vec<Vec<String>> = all_checks(0)
+        .iter()
+        .map(|(name, e)| vec![name.to_string(), format!("{e:.1e}")])
+        .collect();
+    println!("{}", table(&["operation", "relative error"], &rows));
+
+    println!("\n== The whole model (2 blocks, width 8), one matrix of each kind ==");
+    let rows: Vec<Vec<String>> = check_gradients(3)
+        .iter()
+        .map(|(name, e)| vec![name.to_string(), format!("{e:.1e}")])
+        .collect();
+    println!("{}", table(&["parameter", "relative error"], &rows));
+
+    println!("\n== Gradient norms through attention, 16 queries and keys, 200 trials ==");
+    let norms = gradient_norms(&D_KS, 200, 2017);
+    let rows: Vec<Vec<String>> = norms
+        .iter()
+        .map(|r| {
+            vec![
+                r.d_k.to_string(),
+                format!("{:.4}", r.unscaled.0),
+                format!("{:.4}", r.scaled.0),
+                format!("{:.2}", r.unscaled.1),
+                format!("{:.2}", r.scaled.1),
+            ]
+        })
+        .collect();
+    println!(
+        "{}",
+        table(
+            &[
+                "d_k",
+                "‖dS‖ unscaled",
+                "‖dS‖ scaled",
+                "‖dQ‖ unscaled",
+                "‖dQ‖ scaled"
+            ],
+            &rows
+        )
+    );
+
+    let series = |label: &str, pick: fn(&attn::grad::GradientNorms) -> f64, colour| plot::Series {
+        label: label.into(),
+        points: norms.iter().map(|r| (r.d_k as f64, pick(r))).collect(),
+        colour,
+        dashed: false,
+    };
+    let scores = plot::Chart {
+        title: "Gradient reaching the scores, ‖dS‖",
+        x_desc: "d_k (log scale)",
+        y_desc: "mean ‖dS‖ over 200 trials (log scale)",
+        log2_x: true,
+        log10_y: true,
+        y_range: (0.1, 100.0),
+    };
+    let queries = plot::Chart {
+        title: "Gradient reaching the queries, ‖dQ‖",
+        y_desc: "mean ‖dQ‖ over 200 trials (log scale)",
+        ..scores
+    };
+    let panels = [
+        (
+            scores,
+            vec![
+                series("unscaled: softmax(QKᵀ)", |r| r.unscaled.0, plot::ORANGE_),
+                series("scaled: softmax(QKᵀ/√d_k)", |r| r.scaled.0, plot::BLUE_),
+            ],
+        ),
+        (
+            queries,
+            vec![
+                series("unscaled: softmax(QKᵀ)", |r| r.unscaled.1, plot::ORANGE_),
+                series("scaled: softmax(QKᵀ/√d_k)", |r| r.scaled.1, plot::BLUE_),
+            ],
+        ),
+    ];
+    let path = plot::line_charts("ch09-gradient-norms.svg", &panels);
+    println!("wrote {}", path.display());
+}
