@@ -1,0 +1,77 @@
+//! Every chapter ends with a quiz. These tests check that each has one,
+//! with an answer for each question, and recompute the quiz answers that
+//! are numbers or facts about the crate's functions.
+
+use attn::complexity::{attention_flops, crossover_length, projection_flops};
+use attn::masking::causal_mask;
+use attn::multihead::{multihead_flops, MultiHeadAttention};
+use attn::position::{alibi_slopes, sinusoidal};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+fn chapters() -> Vec<(String, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            (name.starts_with("ch") && name.ends_with(".md")).then(|| {
+                (
+                    name.clone(),
+                    std::fs::read_to_string(format!("{dir}/{name}")).unwrap(),
+                )
+            })
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_chapter_has_a_quiz_with_an_answer_per_question() {
+    let chapters = chapters();
+    assert_eq!(chapters.len(), 10);
+    for (name, text) in chapters {
+        let quiz = text
+            .split("## Quiz")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name} has no quiz"));
+        let questions = quiz
+            .lines()
+            .filter(|l| l.starts_with("**") && l.contains(". "))
+            .count();
+        let answers = quiz.matches("<summary>Answer</summary>").count();
+        assert!(questions >= 3, "{name}: {questions} questions");
+        assert_eq!(questions, answers, "{name}: every question needs an answer");
+        // Each answer names one of the listed options.
+        for answer in quiz.split("<summary>Answer</summary>").skip(1) {
+            let letter = answer.trim_start().chars().nth(1).unwrap();
+            assert!("abcd".contains(letter), "{name}: answer {letter}");
+        }
+    }
+}
+
+#[test]
+fn numeric_answers() {
+    // Chapter 2: the standard deviation of q·k at d_k = 256 is 16.
+    assert_eq!(256f64.sqrt(), 16.0);
+    // Chapter 4: d_k = 512 / 8 = 64, and h does not change the FLOPs.
+    let layer = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
+    assert_eq!(layer.d_k(), 64);
+    assert_eq!(
+        multihead_flops(100, 100, 512, 1),
+        multihead_flops(100, 100, 512, 8)
+    );
+    // Chapter 5: the causal mask for n = 4 keeps 10 entries.
+    assert_eq!(causal_mask(4, 4).iter().filter(|&&k| k).count(), 10);
+    // Chapter 6: position 0 is [0, 1, 0, 1, …]; ALiBi's slopes for 8 heads.
+    let pe = sinusoidal(1, 8).unwrap();
+    assert_eq!(
+        pe.row(0).to_vec(),
+        vec![0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    );
+    let slopes = alibi_slopes(8).unwrap();
+    assert_eq!((slopes[0], slopes[7]), (0.5, 1.0 / 256.0));
+    // Chapter 7: equal FLOPs at n = 1024 for d_model = 512.
+    assert_eq!(crossover_length(512), 1024);
+    assert_eq!(projection_flops(1024, 512), attention_flops(1024, 512));
+}
