@@ -8,7 +8,9 @@
 
 mod plot;
 
-use attn::position::{alibi_bias, alibi_slopes, frequencies, offset_map, rope, sinusoidal};
+use attn::position::{
+    alibi_bias, alibi_slopes, frequencies, largest_norm_change, offset_map, rope, sinusoidal,
+};
 use attn::projection::Projections;
 use attn::scaling::standard_normal;
 use attn::show::{matrix, table};
@@ -119,12 +121,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("{}", table(&["m", "n", "m − n", "q_m · k_n"], &rows));
     let x = standard_normal(50, 64, &mut rng);
     let rotated = rope(&x, 3)?;
-    let norm_change = x
-        .rows()
-        .into_iter()
-        .zip(rotated.rows())
-        .map(|(a, b)| (a.dot(&a).sqrt() - b.dot(&b).sqrt()).abs())
-        .fold(0.0_f32, f32::max);
+    let norm_change = largest_norm_change(&x, &rotated);
     println!("largest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}");
 
     println!("\n== ALiBi slopes, as powers of two: log2(slope) ==");

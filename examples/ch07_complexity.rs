@@ -13,21 +13,12 @@ mod plot;
 use attn::approximate::{error_experiment, error_table, ErrorRow, WINDOWS};
 use attn::complexity::{
     attention_flops, cost_table, crossover_length, exponent_of, lookup, millis, projection_flops,
-    read_measurements, scores_bytes, timing_table, Measurement,
+    read_measurements, scores_bytes, timing_table, Measurement, TIMED_METHODS,
 };
 use attn::multihead::multihead_flops;
 use attn::show::table;
 
 const LENGTHS: [u64; 6] = [128, 256, 512, 1024, 2048, 4096];
-/// The methods of the timing table, as named in the benchmark.
-const METHODS: [&str; 6] = [
-    "naive",
-    "tiled",
-    "naive_causal",
-    "tiled_causal",
-    "local_causal",
-    "linear_causal",
-];
 const D_MODEL: u64 = 512;
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -55,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .to_string();
     println!("\n== Measured, d = 64, one thread (ms) ==\n{header}");
     let ms = |method: &str, n: u64| millis(&timings, method, n);
-    println!("{}", timing_table(&timings, &METHODS, &LENGTHS));
+    println!("{}", timing_table(&timings, &TIMED_METHODS, &LENGTHS));
     for method in ["naive", "tiled", "local_causal", "linear_causal"] {
         let b = exponent_of(&timings, method, &[512, 1024, 2048, 4096]);
         println!("{method}: time ∝ n^{b:.2} over n = 512 … 4096");

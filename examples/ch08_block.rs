@@ -10,7 +10,7 @@
 mod plot;
 
 use attn::block::{
-    gelu, row_statistics, Activation, Config, EncoderLayer, LayerNorm, Norm, Transformer,
+    gelu, row_statistics, Config, EncoderLayer, LayerNorm, Norm, Transformer, CHAPTER_CONFIG,
 };
 use attn::masking::causal_mask;
 use attn::scaling::standard_normal;
@@ -20,19 +20,10 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use plotters::prelude::*;
 use plotters::style::text_anchor;
 
-/// The chapter's configuration: small enough to print, shaped like the paper's.
-const CONFIG: Config = Config {
-    d_model: 64,
-    h: 4,
-    d_ff: 256,
-    activation: Activation::Relu,
-    norm: Norm::Post,
-};
-
 fn main() -> Result<(), attn::AttnError> {
     println!("== One encoder layer, n = 7 tokens, d_model = 64, h = 4, d_ff = 256 ==");
     let mut rng = StdRng::seed_from_u64(8);
-    let layer = EncoderLayer::new(CONFIG, &mut rng)?;
+    let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng)?;
     let x = standard_normal(7, 64, &mut rng);
     let attended = layer.attention.forward(&x, &x)?;
     let a = layer.ln1.forward(&(&x + &attended.output))?;
@@ -54,7 +45,7 @@ fn main() -> Result<(), attn::AttnError> {
     );
 
     println!("\n== Encoder-decoder, N = 2: 7 source tokens, 5 target tokens ==");
-    let model = Transformer::new(CONFIG, 2, &mut rng)?;
+    let model = Transformer::new(CHAPTER_CONFIG, 2, &mut rng)?;
     let y = standard_normal(5, 64, &mut rng);
     let memory = model.encode(&x)?;
     let decoded = model.decode(&y, &memory)?;
@@ -113,7 +104,10 @@ fn main() -> Result<(), attn::AttnError> {
 fn residual_stream(layers: usize) -> Result<Vec<(f32, f32)>, attn::AttnError> {
     let stacks = [Norm::Post, Norm::Pre].map(|norm| {
         let mut rng = StdRng::seed_from_u64(12);
-        let c = Config { norm, ..CONFIG };
+        let c = Config {
+            norm,
+            ..CHAPTER_CONFIG
+        };
         (0..layers)
             .map(|_| EncoderLayer::new(c, &mut rng))
             .collect::<Result<Vec<_>, _>>()

@@ -9,55 +9,22 @@
 
 mod plot;
 
-use attn::grad::{all_checks, gradient_norms};
+use attn::grad::{all_checks, check_table, gradient_norm_table, gradient_norms};
 use attn::model::check_gradients;
-use attn::show::table;
 
 /// The widths of the scaling experiment.
 const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];
 
 fn main() {
     println!("== Backward passes against central differences (h = 1e-5, f64, seed 0) ==");
-    let rows: Vec<Vec<String>> = all_checks(0)
-        .iter()
-        .map(|(name, e)| vec![name.to_string(), format!("{e:.1e}")])
-        .collect();
-    println!("{}", table(&["operation", "relative error"], &rows));
+    println!("{}", check_table("operation", &all_checks(0)));
 
     println!("\n== The whole model (2 blocks, width 8), one matrix of each kind ==");
-    let rows: Vec<Vec<String>> = check_gradients(3)
-        .iter()
-        .map(|(name, e)| vec![name.to_string(), format!("{e:.1e}")])
-        .collect();
-    println!("{}", table(&["parameter", "relative error"], &rows));
+    println!("{}", check_table("parameter", &check_gradients(3)));
 
     println!("\n== Gradient norms through attention, 16 queries and keys, 200 trials ==");
     let norms = gradient_norms(&D_KS, 200, 2017);
-    let rows: Vec<Vec<String>> = norms
-        .iter()
-        .map(|r| {
-            vec![
-                r.d_k.to_string(),
-                format!("{:.4}", r.unscaled.0),
-                format!("{:.4}", r.scaled.0),
-                format!("{:.2}", r.unscaled.1),
-                format!("{:.2}", r.scaled.1),
-            ]
-        })
-        .collect();
-    println!(
-        "{}",
-        table(
-            &[
-                "d_k",
-                "‖dS‖ unscaled",
-                "‖dS‖ scaled",
-                "‖dQ‖ unscaled",
-                "‖dQ‖ scaled"
-            ],
-            &rows
-        )
-    );
+    println!("{}", gradient_norm_table(&norms));
 
     let series = |label: &str, pick: fn(&attn::grad::GradientNorms) -> f64, colour| plot::Series {
         label: label.into(),

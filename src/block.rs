@@ -170,6 +170,16 @@ pub struct Config {
     pub norm: Norm,
 }
 
+/// The configuration chapter 8's example follows: small enough to print,
+/// shaped like the paper's base model (`d_ff = 4·d_model`, ReLU, post-norm).
+pub const CHAPTER_CONFIG: Config = Config {
+    d_model: 64,
+    h: 4,
+    d_ff: 256,
+    activation: Activation::Relu,
+    norm: Norm::Post,
+};
+
 // ANCHOR: encoder_layer
 /// An encoder layer: self-attention, then the FFN, each a residual
 /// sub-layer.

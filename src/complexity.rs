@@ -103,6 +103,16 @@ pub fn lookup(rows: &[Measurement], method: &str, n: u64) -> Option<f64> {
         .map(|r| r.value)
 }
 
+/// The methods of chapter 7's timing table, as the benchmark names them.
+pub const TIMED_METHODS: [&str; 6] = [
+    "naive",
+    "tiled",
+    "naive_causal",
+    "tiled_causal",
+    "local_causal",
+    "linear_causal",
+];
+
 /// Milliseconds measured for `method` at `n` (NaN if not measured), from
 /// rows whose values are nanoseconds.
 pub fn millis(rows: &[Measurement], method: &str, n: u64) -> f64 {

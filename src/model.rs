@@ -24,7 +24,7 @@
 
 use std::collections::HashSet;
 
-use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
+use ndarray::{s, Array1, ArrayRef2};
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use crate::grad::{
@@ -670,41 +670,10 @@ pub fn mirror_attention(net: &TinyTransformer, examples: &[Vec<usize>]) -> Vec<V
         .collect()
 }
 
-/// The mean over `examples` of each block's and head's `T×T` weights.
-pub fn mean_weights(net: &TinyTransformer, examples: &[Vec<usize>]) -> Vec<Vec<Matrix>> {
-    let (inputs, _) = inputs_and_targets(examples, net.config.k);
-    let fwd = net.forward(&inputs);
-    let h = net.config.heads;
-    fwd.weights
-        .iter()
-        .map(|block| {
-            (0..h)
-                .map(|head| {
-                    let all: Vec<&Matrix> =
-                        (0..inputs.len()).map(|b| &block[b * h + head]).collect();
-                    all.iter()
-                        .fold(Matrix::zeros(all[0].dim()), |acc, w| acc + *w)
-                        / inputs.len() as f64
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// The mean of every row of `x` along axis 0 (a helper for summaries).
-pub fn column_means(x: &Array2<f64>) -> Array1<f64> {
-    x.mean_axis(Axis(0))
-        .unwrap_or_else(|| Array1::zeros(x.ncols()))
-}
-
-// ANCHOR: check_gradients
-/// A parameter matrix of the model, picked out for a gradient check.
-type Pick = fn(&mut TinyTransformer) -> &mut Matrix;
-
-/// Checks the whole model's backward pass against central differences: a
-/// small model (2 blocks of width 8, 2 heads) on three sequences, one matrix
-/// of every kind of parameter. Returns `(parameter, largest relative error)`.
-pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
+/// The gradient check's problem: a small model (2 blocks of width 8, 2
+/// heads) from `seed`, and three 2-digit reversal examples as inputs and
+/// targets.
+pub fn small_problem(seed: u64) -> (TinyTransformer, Vec<Vec<usize>>, Vec<Option<usize>>) {
     let config = ModelConfig {
         k: 2,
         d_model: 8,
@@ -712,12 +681,23 @@ pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
         d_ff: 12,
         layers: 2,
     };
-    let net = TinyTransformer::new(config, seed);
     let mut rng = StdRng::seed_from_u64(seed + 1);
     let examples: Vec<Vec<usize>> = (0..3)
         .map(|_| reversal_example(config.k, &mut rng))
         .collect();
     let (inputs, targets) = inputs_and_targets(&examples, config.k);
+    (TinyTransformer::new(config, seed), inputs, targets)
+}
+
+// ANCHOR: check_gradients
+/// A parameter matrix of the model, picked out for a gradient check.
+type Pick = fn(&mut TinyTransformer) -> &mut Matrix;
+
+/// Checks the whole model's backward pass against central differences on
+/// [`small_problem`], one matrix of every kind of parameter. Returns
+/// `(parameter, largest relative error)`.
+pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
+    let (net, inputs, targets) = small_problem(seed);
     let loss_of = |net: &TinyTransformer| cross_entropy(&net.forward(&inputs).logits, &targets).0;
     let fwd = net.forward(&inputs);
     let (_, d_logits) = cross_entropy(&fwd.logits, &targets);

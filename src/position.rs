@@ -105,6 +105,17 @@ pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, At
 }
 // ANCHOR_END: rope
 
+/// The largest change of a row's Euclidean norm between `before` and
+/// `after` (RoPE should leave every norm as it was).
+pub fn largest_norm_change(before: &ArrayRef2<f32>, after: &ArrayRef2<f32>) -> f32 {
+    before
+        .rows()
+        .into_iter()
+        .zip(after.rows())
+        .map(|(a, b)| (a.dot(&a).sqrt() - b.dot(&b).sqrt()).abs())
+        .fold(0.0, f32::max)
+}
+
 // ANCHOR: alibi
 /// ALiBi's slopes for `h` heads: the geometric sequence `2^(−8/h)`,
 /// `2^(−16/h)`, …, `2^(−8)` when `h` is a power of two. Otherwise the paper

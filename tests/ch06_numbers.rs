@@ -2,7 +2,9 @@
 //! tests recompute it, require the chapter to quote it verbatim, and check
 //! the claims of the prose and of the figures' descriptions.
 
-use attn::position::{alibi_bias, alibi_slopes, frequencies, offset_map, rope, sinusoidal};
+use attn::position::{
+    alibi_bias, alibi_slopes, frequencies, largest_norm_change, offset_map, rope, sinusoidal,
+};
 use attn::projection::Projections;
 use attn::scaling::standard_normal;
 use attn::show::{matrix, table};
@@ -163,12 +165,7 @@ fn rope_block() {
         .collect();
     let x = standard_normal(50, 64, &mut rng);
     let rotated = rope(&x, 3).unwrap();
-    let norm_change = x
-        .rows()
-        .into_iter()
-        .zip(rotated.rows())
-        .map(|(a, b)| (a.dot(&a).sqrt() - b.dot(&b).sqrt()).abs())
-        .fold(0.0_f32, f32::max);
+    let norm_change = largest_norm_change(&x, &rotated);
     assert!(norm_change < 1e-4);
     assert_quoted(&format!(
         "{}\nlargest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}\n",

@@ -8,7 +8,7 @@
 use attn::approximate::{error_experiment, error_table};
 use attn::complexity::{
     cost_table, crossover_length, exponent_of, lookup, millis, read_measurements, scores_bytes,
-    timing_table, Measurement,
+    timing_table, Measurement, TIMED_METHODS,
 };
 use attn::multihead::multihead_flops;
 
@@ -47,18 +47,10 @@ fn timing_block_exponents_and_figure_7_2() {
         header.starts_with("# measured 2026-11-21 on AMD EPYC"),
         "the chapter dates the data: {header}"
     );
-    let methods = [
-        "naive",
-        "tiled",
-        "naive_causal",
-        "tiled_causal",
-        "local_causal",
-        "linear_causal",
-    ];
     let lengths = [128, 256, 512, 1024, 2048, 4096];
     assert_quoted(&format!(
         "{header}\n{}\n```",
-        timing_table(&t, &methods, &lengths)
+        timing_table(&t, &TIMED_METHODS, &lengths)
     ));
     let mut block = String::new();
     for method in ["naive", "tiled", "local_causal", "linear_causal"] {

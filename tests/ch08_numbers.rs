@@ -3,6 +3,7 @@
 
 use attn::block::{
     gelu, row_statistics, Activation, Config, EncoderLayer, LayerNorm, Norm, Transformer,
+    CHAPTER_CONFIG,
 };
 use attn::scaling::standard_normal;
 use attn::show::{matrix, shape, table};
@@ -15,18 +16,10 @@ fn assert_quoted(block: &str) {
     common::assert_quoted("ch08-transformer-block.md", block);
 }
 
-const CONFIG: Config = Config {
-    d_model: 64,
-    h: 4,
-    d_ff: 256,
-    activation: Activation::Relu,
-    norm: Norm::Post,
-};
-
 #[test]
 fn encoder_and_decoder_shapes() {
     let mut rng = StdRng::seed_from_u64(8);
-    let layer = EncoderLayer::new(CONFIG, &mut rng).unwrap();
+    let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng).unwrap();
     let x = standard_normal(7, 64, &mut rng);
     let attended = layer.attention.forward(&x, &x).unwrap();
     let a = layer.ln1.forward(&(&x + &attended.output)).unwrap();
@@ -46,7 +39,7 @@ fn encoder_and_decoder_shapes() {
         layer.attention.parameters(),
         4 * 64
     ));
-    let model = Transformer::new(CONFIG, 2, &mut rng).unwrap();
+    let model = Transformer::new(CHAPTER_CONFIG, 2, &mut rng).unwrap();
     let y = standard_normal(5, 64, &mut rng);
     let memory = model.encode(&x).unwrap();
     let cross = model.decoder[0]
@@ -80,7 +73,10 @@ fn layer_norm_and_gelu_lines() {
 fn residual_stream_table_and_figure_8_1() {
     let stacks = [Norm::Post, Norm::Pre].map(|norm| {
         let mut rng = StdRng::seed_from_u64(12);
-        let c = Config { norm, ..CONFIG };
+        let c = Config {
+            norm,
+            ..CHAPTER_CONFIG
+        };
         (0..12)
             .map(|_| EncoderLayer::new(c, &mut rng).unwrap())
             .collect::<Vec<_>>()

@@ -1,9 +1,8 @@
 //! Chapter 9 quotes the output of `cargo run --example ch09_gradients`;
 //! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::grad::{all_checks, gradient_norms};
+use attn::grad::{all_checks, check_table, gradient_norm_table, gradient_norms};
 use attn::model::check_gradients;
-use attn::show::table;
 
 mod common;
 
@@ -15,18 +14,9 @@ fn assert_quoted(block: &str) {
 fn gradient_check_tables() {
     let checks = all_checks(0);
     assert!(checks.iter().all(|(_, e)| *e < 1e-6));
-    let rows: Vec<Vec<String>> = checks
-        .iter()
-        .map(|(n, e)| vec![n.to_string(), format!("{e:.1e}")])
-        .collect();
-    assert_quoted(&table(&["operation", "relative error"], &rows));
-
+    assert_quoted(&check_table("operation", &checks));
     let model = check_gradients(3);
-    let rows: Vec<Vec<String>> = model
-        .iter()
-        .map(|(n, e)| vec![n.to_string(), format!("{e:.1e}")])
-        .collect();
-    assert_quoted(&table(&["parameter", "relative error"], &rows));
+    assert_quoted(&check_table("parameter", &model));
     // "The embeddings' errors are larger, 4e-8 ... more than 20 times below".
     let embeddings: Vec<f64> = model
         .iter()
@@ -45,20 +35,8 @@ fn gradient_check_tables() {
 #[test]
 fn embedding_gradients_are_the_largest() {
     use attn::grad::cross_entropy;
-    use attn::model::{inputs_and_targets, reversal_example, ModelConfig, TinyTransformer};
-    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
     // The same small model and data as check_gradients(3).
-    let config = ModelConfig {
-        k: 2,
-        d_model: 8,
-        heads: 2,
-        d_ff: 12,
-        layers: 2,
-    };
-    let net = TinyTransformer::new(config, 3);
-    let mut rng = StdRng::seed_from_u64(4);
-    let examples: Vec<Vec<usize>> = (0..3).map(|_| reversal_example(2, &mut rng)).collect();
-    let (inputs, targets) = inputs_and_targets(&examples, 2);
+    let (net, inputs, targets) = attn::model::small_problem(3);
     let fwd = net.forward(&inputs);
     let grads = net.backward(&fwd, &cross_entropy(&fwd.logits, &targets).1);
     let largest = |m: &ndarray::Array2<f64>| m.fold(0.0_f64, |a, &b| a.max(b.abs()));
@@ -78,28 +56,7 @@ fn embedding_gradients_are_the_largest() {
 #[test]
 fn gradient_norm_table_and_figure_9_1() {
     let norms = gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017);
-    let rows: Vec<Vec<String>> = norms
-        .iter()
-        .map(|r| {
-            vec![
-                r.d_k.to_string(),
-                format!("{:.4}", r.unscaled.0),
-                format!("{:.4}", r.scaled.0),
-                format!("{:.2}", r.unscaled.1),
-                format!("{:.2}", r.scaled.1),
-            ]
-        })
-        .collect();
-    assert_quoted(&table(
-        &[
-            "d_k",
-            "‖dS‖ unscaled",
-            "‖dS‖ scaled",
-            "‖dQ‖ unscaled",
-            "‖dQ‖ scaled",
-        ],
-        &rows,
-    ));
+    assert_quoted(&gradient_norm_table(&norms));
     // "both norms stay near 4.8 for every d_k" (within 0.15), and the
     // unscaled ones fall (dS) and rise (dQ) monotonically.
     for r in &norms {
