@@ -10,13 +10,13 @@ mod plot;
 
 use attn::masking::{
     additive_mask, causal_mask, cumulative_flops, decode_cost_table, decode_with_cache,
-    flops_per_token_with_cache, flops_per_token_without_cache, key_padding_mask, masked_attention,
-    masked_fill, Padding,
+    flops_per_token_with_cache, flops_per_token_without_cache, fully_masked_row, key_padding_mask,
+    masked_attention, Padding,
 };
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;
 use attn::show::matrix;
-use attn::softmax::{naive_softmax, softmax_rows};
+use attn::softmax::softmax_rows;
 use ndarray::{array, Array2, ArrayRef2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
@@ -32,28 +32,12 @@ fn main() -> Result<(), attn::AttnError> {
     println!("{}", matrix(&additive_mask(&keep), 0));
 
     println!("\n== A row whose every key is masked; scores [3, 40, -25, 100] ==");
-    let scores = array![[3.0_f32, 40.0, -25.0, 100.0]];
-    let none = Array2::from_elem((1, 4), false);
-    let filled = |fill: f32| {
-        let mut s = scores.clone();
-        masked_fill(&mut s, &none, fill);
-        s
-    };
-    let minus_inf = filled(f32::NEG_INFINITY);
-    println!(
-        "fill -inf, stable softmax:    {}",
-        matrix(&softmax_rows(&minus_inf), 4)
-    );
-    let textbook = naive_softmax(&minus_inf.row(0)).insert_axis(ndarray::Axis(0));
+    let [stable, textbook, fill_1e9, add_1e9] =
+        fully_masked_row(&array![3.0_f32, 40.0, -25.0, 100.0]);
+    println!("fill -inf, stable softmax:    {}", matrix(&stable, 4));
     println!("fill -inf, textbook softmax:  {}", matrix(&textbook, 4));
-    println!(
-        "fill -1e9:                    {}",
-        matrix(&softmax_rows(&filled(-1e9)), 4)
-    );
-    println!(
-        "add -1e9:                     {}",
-        matrix(&softmax_rows(&(&scores - 1e9)), 4)
-    );
+    println!("fill -1e9:                    {}", matrix(&fill_1e9, 4));
+    println!("add -1e9:                     {}", matrix(&add_1e9, 4));
     let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
     println!(
         "f32 numbers near 1e9 are {spacing} apart: 3 + (-1e9) = {}",

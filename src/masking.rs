@@ -107,6 +107,28 @@ pub fn biased_attention(
 }
 // ANCHOR_END: biased_attention
 
+/// Chapter 5's experiment: one row of `scores` with every key masked, in
+/// four ways. Returns the weights (`1×m` each) for: `−∞` with the stable
+/// softmax, `−∞` with the textbook softmax, `−1e9` written over the scores,
+/// and `−1e9` added to them.
+pub fn fully_masked_row(scores: &ArrayRef1<f32>) -> [Array2<f32>; 4] {
+    let scores = scores.to_owned().insert_axis(Axis(0)); // 1×m
+    let none = Array2::from_elem(scores.dim(), false);
+    let filled = |fill: f32| {
+        let mut s = scores.clone();
+        masked_fill(&mut s, &none, fill);
+        s
+    };
+    let minus_inf = filled(f32::NEG_INFINITY);
+    let textbook = crate::softmax::naive_softmax(&minus_inf.row(0)).insert_axis(Axis(0));
+    [
+        crate::softmax::softmax_rows(&minus_inf),
+        textbook,
+        crate::softmax::softmax_rows(&filled(-1e9)),
+        crate::softmax::softmax_rows(&(&scores - 1e9)),
+    ]
+}
+
 // ANCHOR: padding
 /// Where a short sequence's padding goes when it is stored in a longer row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,14 +4,14 @@
 
 use attn::masking::{
     additive_mask, causal_mask, cumulative_flops, decode_cost_table, decode_with_cache,
-    flops_per_token_with_cache, flops_per_token_without_cache, key_padding_mask, masked_attention,
-    masked_fill, Padding,
+    flops_per_token_with_cache, flops_per_token_without_cache, fully_masked_row, key_padding_mask,
+    masked_attention, Padding,
 };
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;
 use attn::show::matrix;
-use attn::softmax::{naive_softmax, softmax_rows};
-use ndarray::{array, s, Array2, Axis};
+use attn::softmax::softmax_rows;
+use ndarray::{array, s, Array2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 mod common;
@@ -36,18 +36,8 @@ fn the_two_forms_of_the_causal_mask() {
 
 #[test]
 fn minus_infinity_and_minus_1e9_on_a_fully_masked_row() {
-    let scores = array![[3.0_f32, 40.0, -25.0, 100.0]];
-    let none = Array2::from_elem((1, 4), false);
-    let filled = |fill: f32| {
-        let mut s = scores.clone();
-        masked_fill(&mut s, &none, fill);
-        s
-    };
-    let minus_inf = filled(f32::NEG_INFINITY);
-    let stable = softmax_rows(&minus_inf);
-    let textbook = naive_softmax(&minus_inf.row(0)).insert_axis(Axis(0));
-    let fill_1e9 = softmax_rows(&filled(-1e9));
-    let add_1e9 = softmax_rows(&(&scores - 1e9));
+    let [stable, textbook, fill_1e9, add_1e9] =
+        fully_masked_row(&array![3.0_f32, 40.0, -25.0, 100.0]);
     let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
     assert_quoted(&format!(
         "fill -inf, stable softmax:    {}\nfill -inf, textbook softmax:  {}\n\
