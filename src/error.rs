@@ -70,7 +70,7 @@ pub enum AttnError {
     /// A token appended to a [`crate::masking::KvCache`] whose key or value
     /// width differs from the cached ones.
     CacheWidthMismatch {
-        /// `"key"`, `"value"` or `"query"`.
+        /// `"key"` or `"value"` (a query of the wrong width is a [`AttnError::KeyWidthMismatch`]).
         name: &'static str,
         /// The width the cache holds.
         cached: usize,

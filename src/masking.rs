@@ -240,23 +240,24 @@ impl KvCache {
         k_t: &ArrayRef1<f32>,
         v_t: &ArrayRef1<f32>,
     ) -> Result<Array1<f32>, AttnError> {
-        let d_k = self.k.ncols();
-        for (name, x, width) in [
-            ("query", q_t, d_k),
-            ("key", k_t, d_k),
-            ("value", v_t, self.v.ncols()),
-        ] {
-            if x.len() != width {
+        let row = |x: &ArrayRef1<f32>| x.to_owned().insert_axis(Axis(0)); // 1×d
+        let (q_t, k_t, v_t) = (row(q_t), row(k_t), row(v_t));
+        let widths = [
+            ("key", &k_t, self.k.ncols()),
+            ("value", &v_t, self.v.ncols()),
+        ];
+        for (name, x, cached) in widths {
+            if x.ncols() != cached {
                 return Err(AttnError::CacheWidthMismatch {
                     name,
-                    cached: width,
-                    new: x.len(),
+                    cached,
+                    new: x.ncols(),
                 });
             }
         }
-        self.k.push_row(k_t.view()).expect("width checked above");
-        self.v.push_row(v_t.view()).expect("width checked above");
-        let q_t = q_t.to_owned().insert_axis(Axis(0)); // 1×d_k
+        check_qkv(&q_t, &k_t, &v_t)?; // the query's width, finite numbers
+        self.k.push_row(k_t.row(0)).expect("width checked above");
+        self.v.push_row(v_t.row(0)).expect("width checked above");
         let a = scaled_dot_product_attention(&q_t, &self.k, &self.v)?; // 1×d_v
         Ok(a.output.row(0).to_owned())
     }
@@ -613,6 +614,15 @@ mod tests {
             "the new key has width 3 but the cache expects width 4"
         );
         assert!(cache.is_empty(), "a rejected token is not appended");
+        let nan_value = cache.step(&q_t, &q_t, &array![f32::NAN, 0.0]);
+        assert!(
+            nan_value.is_err() && cache.is_empty(),
+            "nor is a non-finite one"
+        );
+        let wide_query = cache.step(&array![1.0, 0.0], &q_t, &v_t).unwrap_err();
+        assert!(wide_query
+            .to_string()
+            .starts_with("keys have d_k = 4 but queries have d_k = 2"));
         let out = cache.step(&q_t, &q_t, &v_t).unwrap();
         assert_eq!(out, v_t, "one token attends to itself only");
         assert_eq!(cache.len(), 1);
