@@ -121,7 +121,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("{}", table(&["m", "n", "m − n", "q_m · k_n"], &rows));
     let x = standard_normal(50, 64, &mut rng);
     let rotated = rope(&x, 3)?;
-    let norm_change = largest_norm_change(&x, &rotated);
+    let norm_change = largest_norm_change(&x, &rotated)?;
     println!("largest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}");
 
     println!("\n== ALiBi slopes, as powers of two: log2(slope) ==");

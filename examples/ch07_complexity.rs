@@ -45,10 +45,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or("")
         .to_string();
     println!("\n== Measured, d = 64, one thread (ms) ==\n{header}");
-    let ms = |method: &str, n: u64| millis(&timings, method, n);
-    println!("{}", timing_table(&timings, &TIMED_METHODS, &LENGTHS));
+    println!("{}", timing_table(&timings, &TIMED_METHODS, &LENGTHS)?);
+    // The table has just checked that every measurement read below is present.
+    let ms = |method: &str, n: u64| millis(&timings, method, n).expect("measured");
     for method in ["naive", "tiled", "local_causal", "linear_causal"] {
-        let b = exponent_of(&timings, method, &[512, 1024, 2048, 4096]);
+        let b = exponent_of(&timings, method, &[512, 1024, 2048, 4096])?;
         println!("{method}: time ∝ n^{b:.2} over n = 512 … 4096");
     }
 

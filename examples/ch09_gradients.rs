@@ -15,7 +15,7 @@ use attn::model::check_gradients;
 /// The widths of the scaling experiment.
 const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];
 
-fn main() {
+fn main() -> Result<(), attn::AttnError> {
     println!("== Backward passes against central differences (h = 1e-5, f64, seed 0) ==");
     println!("{}", check_table("operation", &all_checks(0)));
 
@@ -23,7 +23,7 @@ fn main() {
     println!("{}", check_table("parameter", &check_gradients(3)));
 
     println!("\n== Gradient norms through attention, 16 queries and keys, 200 trials ==");
-    let norms = gradient_norms(&D_KS, 200, 2017);
+    let norms = gradient_norms(&D_KS, 200, 2017)?;
     println!("{}", gradient_norm_table(&norms));
 
     let series = |label: &str, pick: fn(&attn::grad::GradientNorms) -> f64, colour| plot::Series {
@@ -63,4 +63,5 @@ fn main() {
     ];
     let path = plot::line_charts("ch09-gradient-norms.svg", &panels);
     println!("wrote {}", path.display());
+    Ok(())
 }

@@ -46,7 +46,7 @@ fn token(t: usize) -> String {
     }
 }
 
-fn main() -> Result<(), String> {
+fn main() -> Result<(), attn::AttnError> {
     let net = TinyTransformer::from_text(&data("ch10-weights.txt"))?;
     let c = net.config;
     println!(
@@ -86,24 +86,24 @@ fn main() -> Result<(), String> {
         "\n== Held-out: {} sequences never drawn in training ==",
         HELD_OUT.0
     );
-    let test = held_out(c.k, HELD_OUT.0, HELD_OUT.1);
-    let (exact, digits) = accuracy(&net, &test);
+    let test = held_out(c.k, HELD_OUT.0, HELD_OUT.1)?;
+    let (exact, digits) = accuracy(&net, &test)?;
     println!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}");
     let prompts: Vec<Vec<usize>> = test[..3].iter().map(|e| e[..=c.k].to_vec()).collect();
-    for (prompt, out) in prompts.iter().zip(greedy_decode(&net, &prompts)) {
+    for (prompt, out) in prompts.iter().zip(greedy_decode(&net, &prompts)?) {
         let show = |ts: &[usize]| ts.iter().map(|&t| token(t)).collect::<Vec<_>>().join(" ");
         println!("{}  →  {}", show(prompt), show(&out));
     }
 
     println!("\n== Mean weight on the mirrored digit (key k − 1 − j for answer step j) ==");
-    let mirror = mirror_attention(&net, &test);
+    let mirror = mirror_attention(&net, &test)?;
     for (l, heads) in mirror.iter().enumerate() {
         let cells: Vec<String> = heads.iter().map(|w| format!("{w:.3}")).collect();
         println!("block {}: heads {}", l + 1, cells.join(", "));
     }
 
     draw_training(&log);
-    draw_attention(&net, &test[0]);
+    draw_attention(&net, &test[0])?;
     Ok(())
 }
 
@@ -146,9 +146,9 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
     println!("wrote {}", path.display());
 }
 
-fn draw_attention(net: &TinyTransformer, example: &[usize]) {
+fn draw_attention(net: &TinyTransformer, example: &[usize]) -> Result<(), attn::AttnError> {
     let (inputs, _) = inputs_and_targets(&[example.to_vec()], net.config.k);
-    let fwd = net.forward(&inputs);
+    let fwd = net.forward(&inputs)?;
     let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     let titles: Vec<String> = (0..net.config.layers)
@@ -182,4 +182,5 @@ fn draw_attention(net: &TinyTransformer, example: &[usize]) {
         &panels,
     );
     println!("wrote {}", path.display());
+    Ok(())
 }

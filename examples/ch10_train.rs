@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use attn::model::{accuracy, held_out, train_with, BOOK_MODEL, BOOK_TRAINING, HELD_OUT};
 
-fn main() {
-    let test = held_out(BOOK_MODEL.k, HELD_OUT.0, HELD_OUT.1);
+fn main() -> Result<(), attn::AttnError> {
+    let test = held_out(BOOK_MODEL.k, HELD_OUT.0, HELD_OUT.1)?;
     // Held-out accuracy every 5 steps while the model is learning, then every 20.
     let measured = |step: usize| {
         if step <= 100 {
@@ -25,11 +25,14 @@ fn main() {
     let start = Instant::now();
     let (net, losses) = train_with(BOOK_MODEL, &BOOK_TRAINING, &test, |step, net| {
         if measured(step + 1) {
-            checkpoints.push((step + 1, accuracy(net, &test[..200]).0));
+            let exact = accuracy(net, &test[..200])
+                .expect("held-out examples are valid")
+                .0;
+            checkpoints.push((step + 1, exact));
         }
-    });
+    })?;
     let seconds = start.elapsed().as_secs_f64();
-    let (exact, digits) = accuracy(&net, &test);
+    let (exact, digits) = accuracy(&net, &test)?;
     println!(
         "trained {} parameters for {} steps in {seconds:.1} s (including the checkpoint evaluations)",
         net.parameter_count(),
@@ -53,4 +56,5 @@ fn main() {
     }
     std::fs::write(format!("{dir}/ch10-training.csv"), csv).expect("write loss curve");
     println!("wrote {dir}/ch10-weights.txt and {dir}/ch10-training.csv");
+    Ok(())
 }

@@ -134,10 +134,17 @@ fn check_self_attention(
 }
 
 /// The relative error `‖A − E‖ / ‖E‖` (Frobenius norms) of an approximation
-/// `A` of the exact `E`.
-pub fn relative_error(approx: &ArrayRef2<f32>, exact: &ArrayRef2<f32>) -> f64 {
+/// `A` of the exact `E`; the two must have the same shape.
+pub fn relative_error(approx: &ArrayRef2<f32>, exact: &ArrayRef2<f32>) -> Result<f64, AttnError> {
+    if approx.dim() != exact.dim() {
+        return Err(AttnError::ShapesDiffer {
+            what: "the approximation and the exact output",
+            left: approx.dim(),
+            right: exact.dim(),
+        });
+    }
     let norm = |x: &ArrayRef2<f32>| x.iter().map(|&a| (a as f64).powi(2)).sum::<f64>().sqrt();
-    norm(&(approx - exact)) / norm(exact)
+    Ok(norm(&(approx - exact)) / norm(exact))
 }
 
 // ANCHOR: error_experiment
@@ -178,7 +185,7 @@ pub fn error_experiment(n: usize, seed: u64) -> Vec<ErrorRow> {
     let errors = |approximate: &Approximation| {
         [&random, &positional].map(|(q, k)| {
             let exact = masked_attention(q, k, &v, &causal_mask(n, n)).expect("shapes fit");
-            relative_error(&approximate(q, k), &exact.output)
+            relative_error(&approximate(q, k), &exact.output).expect("same shapes")
         })
     };
     let mut rows: Vec<ErrorRow> = WINDOWS
@@ -246,7 +253,11 @@ mod tests {
             .output;
         let local = local_attention(&q, &k, &v, 50).unwrap();
         assert_abs_diff_eq!(local, causal, epsilon = 1e-6);
-        assert!(relative_error(&local, &causal) < 1e-6);
+        assert!(relative_error(&local, &causal).unwrap() < 1e-6);
+        let err = relative_error(&local, &causal.t()).unwrap_err();
+        assert!(err
+            .to_string()
+            .ends_with("must have the same shape, but they are 50×8 and 8×50"));
     }
 
     /// Linear attention written the quadratic way: weights `φ(q_i)·φ(k_j)`,

@@ -4,6 +4,8 @@
 //! A multiply-add counts as 2 FLOPs; the softmax's `n²` exponentials are not
 //! FLOPs here, and chapter 7 measures them separately.
 
+use crate::error::AttnError;
+
 // ANCHOR: cost_model
 /// FLOPs of the four projections (`Q`, `K`, `V` and the output), each an
 /// `n×d` by `d×d` product: `4 · 2nd²`. Linear in `n`.
@@ -41,14 +43,28 @@ pub fn activation_bytes(n: u64, d: u64) -> u64 {
 /// The exponent `b` of the power law `t ≈ a·nᵇ` that fits the points
 /// `(n, t)` best in the least-squares sense on a log-log scale: the slope of
 /// the line through `(ln n, ln t)`. Quadratic cost shows as `b ≈ 2`.
-pub fn fitted_exponent(points: &[(f64, f64)]) -> f64 {
+pub fn fitted_exponent(points: &[(f64, f64)]) -> Result<f64, AttnError> {
+    if points.len() < 2 || points.iter().any(|&(n, t)| !(n > 0.0 && t > 0.0)) {
+        return Err(AttnError::InvalidArgument {
+            name: "points",
+            value: points.len() as f32,
+            requirement: "must be at least 2, with positive n and t",
+        });
+    }
     let logs: Vec<(f64, f64)> = points.iter().map(|&(n, t)| (n.ln(), t.ln())).collect();
     let count = logs.len() as f64;
     let mean_x = logs.iter().map(|p| p.0).sum::<f64>() / count;
     let mean_y = logs.iter().map(|p| p.1).sum::<f64>() / count;
     let covariance: f64 = logs.iter().map(|(x, y)| (x - mean_x) * (y - mean_y)).sum();
     let variance: f64 = logs.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
-    covariance / variance
+    if variance == 0.0 {
+        return Err(AttnError::InvalidArgument {
+            name: "points",
+            value: points.len() as f32,
+            requirement: "must have at least two different n",
+        });
+    }
+    Ok(covariance / variance)
 }
 // ANCHOR_END: fit
 
@@ -113,10 +129,15 @@ pub const TIMED_METHODS: [&str; 6] = [
     "linear_causal",
 ];
 
-/// Milliseconds measured for `method` at `n` (NaN if not measured), from
-/// rows whose values are nanoseconds.
-pub fn millis(rows: &[Measurement], method: &str, n: u64) -> f64 {
-    lookup(rows, method, n).map_or(f64::NAN, |ns| ns / 1e6)
+/// Milliseconds measured for `method` at `n`, from rows whose values are
+/// nanoseconds, or an error if the data holds no such measurement.
+pub fn millis(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnError> {
+    lookup(rows, method, n)
+        .map(|ns| ns / 1e6)
+        .ok_or_else(|| AttnError::MissingMeasurement {
+            method: method.to_string(),
+            n,
+        })
 }
 
 /// The cost-model table the chapter prints: GFLOP of the projections and of
@@ -139,26 +160,30 @@ pub fn cost_table(ns: &[u64], d: u64) -> String {
 
 /// The timing table the chapter prints: milliseconds per call of each method
 /// (columns) at each `n` (rows), from nanosecond measurements.
-pub fn timing_table(rows: &[Measurement], methods: &[&str], ns: &[u64]) -> String {
-    let cells: Vec<Vec<String>> = ns
-        .iter()
-        .map(|&n| {
-            let mut row = vec![n.to_string()];
-            row.extend(methods.iter().map(|m| format!("{:.3}", millis(rows, m, n))));
-            row
-        })
-        .collect();
+pub fn timing_table(
+    rows: &[Measurement],
+    methods: &[&str],
+    ns: &[u64],
+) -> Result<String, AttnError> {
+    let mut cells = Vec::new();
+    for &n in ns {
+        let mut row = vec![n.to_string()];
+        for m in methods {
+            row.push(format!("{:.3}", millis(rows, m, n)?));
+        }
+        cells.push(row);
+    }
     let mut header = vec!["n"];
     header.extend(methods);
-    crate::show::table(&header, &cells)
+    Ok(crate::show::table(&header, &cells))
 }
 
 /// The fitted exponent of `method`'s time over `ns` (see [`fitted_exponent`]).
-pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> f64 {
-    let points: Vec<(f64, f64)> = ns
+pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64, AttnError> {
+    let points = ns
         .iter()
-        .map(|&n| (n as f64, millis(rows, method, n)))
-        .collect();
+        .map(|&n| Ok((n as f64, millis(rows, method, n)?)))
+        .collect::<Result<Vec<_>, AttnError>>()?;
     fitted_exponent(&points)
 }
 
@@ -191,8 +216,16 @@ mod tests {
                 .iter()
                 .map(|&n| (n, 3e-9 * n.powf(b)))
                 .collect();
-            assert!((fitted_exponent(&points) - b).abs() < 1e-9);
+            assert!((fitted_exponent(&points).unwrap() - b).abs() < 1e-9);
         }
+        assert!(
+            fitted_exponent(&[(1.0, 2.0)]).is_err(),
+            "one point has no slope"
+        );
+        assert!(
+            fitted_exponent(&[(4.0, 2.0), (4.0, 3.0)]).is_err(),
+            "nor does one n"
+        );
     }
 
     #[test]
@@ -201,6 +234,12 @@ mod tests {
         let rows = read_measurements(csv, "method", "seconds").unwrap();
         assert_eq!(lookup(&rows, "tiled", 2048), Some(0.25));
         assert_eq!(lookup(&rows, "tiled", 1024), None);
+        assert_eq!(millis(&rows, "naive", 1024), Ok(0.5e-6));
+        let missing = millis(&rows, "tiled", 1024).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "no measurement of tiled at n = 1024 in book/data (run `cargo xtask measure`)"
+        );
         assert!(read_measurements(csv, "method", "watts").is_err());
     }
 

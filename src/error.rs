@@ -77,6 +77,28 @@ pub enum AttnError {
         /// The new vector's width.
         new: usize,
     },
+    /// Two matrices that must have the same shape (an approximation and the
+    /// exact result, say) do not.
+    ShapesDiffer {
+        /// What is compared, e.g. `"approximation and exact output"`.
+        what: &'static str,
+        /// The first shape.
+        left: Shape,
+        /// The second shape.
+        right: Shape,
+    },
+    /// A measurement the book's data files should hold is missing.
+    MissingMeasurement {
+        /// The method, e.g. `"naive"`.
+        method: String,
+        /// The sequence length.
+        n: u64,
+    },
+    /// A saved model that cannot be read back.
+    InvalidWeights {
+        /// What is wrong, e.g. `"tensor 3 has 10 values, expected 12"`.
+        reason: String,
+    },
     /// A scalar argument outside its allowed range (e.g. a temperature ≤ 0).
     InvalidArgument {
         /// The argument's name.
@@ -151,6 +173,19 @@ impl fmt::Display for AttnError {
                 value,
                 requirement,
             } => write!(f, "{name} {requirement}, got {value}"),
+            AttnError::ShapesDiffer { what, left, right } => write!(
+                f,
+                "{what} must have the same shape, but they are {} and {}",
+                shape(left),
+                shape(right)
+            ),
+            AttnError::MissingMeasurement { ref method, n } => write!(
+                f,
+                "no measurement of {method} at n = {n} in book/data (run `cargo xtask measure`)"
+            ),
+            AttnError::InvalidWeights { ref reason } => {
+                write!(f, "cannot read the weights: {reason}")
+            }
             AttnError::CacheWidthMismatch { name, cached, new } => write!(
                 f,
                 "the new {name} has width {new} but the cache expects width {cached}"

@@ -18,12 +18,14 @@
 
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 
+use crate::error::AttnError;
+
 /// A matrix of `f64`.
 pub type Matrix = Array2<f64>;
 
 // ANCHOR: softmax_backward
 /// Row-wise stable softmax in `f64`; a row of all `−∞` gives zeros.
-pub fn softmax(s: &ArrayRef2<f64>) -> Matrix {
+pub(crate) fn softmax(s: &ArrayRef2<f64>) -> Matrix {
     let mut p = s.to_owned();
     for mut row in p.rows_mut() {
         let max = row.fold(f64::NEG_INFINITY, |m, &x| m.max(x));
@@ -42,7 +44,7 @@ pub fn softmax(s: &ArrayRef2<f64>) -> Matrix {
 /// `dP`, returns `dS`. Row by row, the Jacobian is `diag(p) − ppᵀ`
 /// (chapter 2), so `ds = p ⊙ dp − p (pᵀdp) = p ⊙ (dp − pᵀdp)`, without ever
 /// forming the `m×m` Jacobian.
-pub fn softmax_backward(p: &ArrayRef2<f64>, dp: &ArrayRef2<f64>) -> Matrix {
+pub(crate) fn softmax_backward(p: &ArrayRef2<f64>, dp: &ArrayRef2<f64>) -> Matrix {
     let p_dot_dp = (p * dp).sum_axis(Axis(1)).insert_axis(Axis(1)); // n×1: pᵀdp per row
     p * &*(dp - &*p_dot_dp)
 }
@@ -59,7 +61,7 @@ pub struct AttentionCache {
 }
 
 /// `O = softmax(scale·QKᵀ, masked) V`; `keep` is `n×m` or `None`.
-pub fn attention_forward(
+pub(crate) fn attention_forward(
     q: &ArrayRef2<f64>,
     k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
@@ -81,7 +83,7 @@ pub fn attention_forward(
 /// Gradients of attention with respect to `Q`, `K` and `V`, given `dO`.
 /// Masked weights are 0, so their `dS` is 0 too: the mask needs no extra
 /// code here.
-pub fn attention_backward(
+pub(crate) fn attention_backward(
     q: &ArrayRef2<f64>,
     k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
@@ -100,12 +102,12 @@ pub fn attention_backward(
 
 // ANCHOR: linear_backward
 /// `Y = XW + b`: `X` is `n×d_in`, `W` is `d_in×d_out`, `b` is `d_out`.
-pub fn linear_forward(x: &ArrayRef2<f64>, w: &ArrayRef2<f64>, b: &Array1<f64>) -> Matrix {
+pub(crate) fn linear_forward(x: &ArrayRef2<f64>, w: &ArrayRef2<f64>, b: &Array1<f64>) -> Matrix {
     x.dot(w) + b
 }
 
 /// Gradients of `Y = XW + b`: `(dX, dW, db)`.
-pub fn linear_backward(
+pub(crate) fn linear_backward(
     x: &ArrayRef2<f64>,
     w: &ArrayRef2<f64>,
     dy: &ArrayRef2<f64>,
@@ -125,7 +127,7 @@ pub struct LayerNormCache {
 }
 
 /// LayerNorm over each row, as in chapter 8 (`ε` inside the square root).
-pub fn layer_norm_forward(
+pub(crate) fn layer_norm_forward(
     x: &ArrayRef2<f64>,
     gamma: &Array1<f64>,
     beta: &Array1<f64>,
@@ -144,7 +146,7 @@ pub fn layer_norm_forward(
 /// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / σ`: the two means remove
 /// the directions in which the normalisation cannot move its output
 /// (shifting every feature, scaling every feature).
-pub fn layer_norm_backward(
+pub(crate) fn layer_norm_backward(
     cache: &LayerNormCache,
     gamma: &Array1<f64>,
     dy: &ArrayRef2<f64>,
@@ -203,7 +205,7 @@ pub struct FfnCache {
 }
 
 /// The FFN's forward pass, with GELU.
-pub fn ffn_forward(x: &ArrayRef2<f64>, p: &FfnParams) -> (Matrix, FfnCache) {
+pub(crate) fn ffn_forward(x: &ArrayRef2<f64>, p: &FfnParams) -> (Matrix, FfnCache) {
     let pre = linear_forward(x, &p.w1, &p.b1); // n×d_ff
     let hidden = pre.mapv(gelu);
     let y = linear_forward(&hidden, &p.w2, &p.b2); // n×d
@@ -218,7 +220,11 @@ pub fn ffn_forward(x: &ArrayRef2<f64>, p: &FfnParams) -> (Matrix, FfnCache) {
 }
 
 /// The FFN's backward pass: `dX` and the parameters' gradients.
-pub fn ffn_backward(cache: &FfnCache, p: &FfnParams, dy: &ArrayRef2<f64>) -> (Matrix, FfnParams) {
+pub(crate) fn ffn_backward(
+    cache: &FfnCache,
+    p: &FfnParams,
+    dy: &ArrayRef2<f64>,
+) -> (Matrix, FfnParams) {
     let (d_hidden, w2, b2) = linear_backward(&cache.hidden, &p.w2, dy);
     let d_pre = d_hidden * &cache.pre.mapv(gelu_derivative); // chain rule through GELU
     let (dx, w1, b1) = linear_backward(&cache.x, &p.w1, &d_pre);
@@ -230,7 +236,7 @@ pub fn ffn_backward(cache: &FfnCache, p: &FfnParams, dy: &ArrayRef2<f64>) -> (Ma
 /// Softmax cross-entropy, averaged over the rows whose `target` is `Some`:
 /// `L = −mean log softmax(Z)[target]`. Returns `L` and `dZ`, which is
 /// `(softmax(Z) − onehot(target)) / count` on those rows and 0 elsewhere.
-pub fn cross_entropy(logits: &ArrayRef2<f64>, targets: &[Option<usize>]) -> (f64, Matrix) {
+pub(crate) fn cross_entropy(logits: &ArrayRef2<f64>, targets: &[Option<usize>]) -> (f64, Matrix) {
     let p = softmax(logits);
     let count = targets.iter().flatten().count().max(1) as f64;
     let mut loss = 0.0;
@@ -252,7 +258,7 @@ pub fn cross_entropy(logits: &ArrayRef2<f64>, targets: &[Option<usize>]) -> (f64
 /// The gradient of `f` at `x` by central differences,
 /// `(f(x + h·e_ij) − f(x − h·e_ij)) / 2h`, one entry at a time. Its error is
 /// `O(h²)` plus rounding of order `ε_f64 / h`; `h = 1e-5` balances them.
-pub fn numerical_gradient(f: impl Fn(&Matrix) -> f64, x: &ArrayRef2<f64>, h: f64) -> Matrix {
+pub(crate) fn numerical_gradient(f: impl Fn(&Matrix) -> f64, x: &ArrayRef2<f64>, h: f64) -> Matrix {
     let mut x = x.to_owned();
     let mut grad = Matrix::zeros(x.dim());
     for idx in 0..x.len() {
@@ -271,7 +277,7 @@ pub fn numerical_gradient(f: impl Fn(&Matrix) -> f64, x: &ArrayRef2<f64>, h: f64
 /// How far apart two gradients are, relative to their size:
 /// `max |a − b| / max(max |a|, max |b|)`. Entry-by-entry relative errors
 /// would blow up on entries that are nearly 0 in both; this does not.
-pub fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 {
+pub(crate) fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 {
     let largest = |x: &ArrayRef2<f64>| x.fold(0.0_f64, |m, &v| m.max(v.abs()));
     let difference = a
         .iter()
@@ -282,7 +288,7 @@ pub fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 {
 // ANCHOR_END: numerical_gradient
 
 /// Seeded `N(0, 1)` entries in `f64`.
-pub fn normal_matrix(
+pub(crate) fn normal_matrix(
     rows: usize,
     cols: usize,
     rng: &mut ndarray_rand::rand::rngs::StdRng,
@@ -309,11 +315,23 @@ pub struct GradientNorms {
 /// For each `d_k`, `trials` random problems (`Q`, `K`, `V`, `dO` all
 /// `N(0, 1)`, 16 queries and 16 keys): the mean norms of the gradient with
 /// respect to the scores and to `Q`, with and without scaling.
-pub fn gradient_norms(d_ks: &[usize], trials: usize, seed: u64) -> Vec<GradientNorms> {
+pub fn gradient_norms(
+    d_ks: &[usize],
+    trials: usize,
+    seed: u64,
+) -> Result<Vec<GradientNorms>, AttnError> {
+    if trials == 0 || d_ks.contains(&0) {
+        return Err(AttnError::InvalidArgument {
+            name: "trials and every d_k",
+            value: 0.0,
+            requirement: "must be at least 1",
+        });
+    }
     let mut rng =
         <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
     let norm = |x: &Matrix| x.mapv(|a| a * a).sum().sqrt();
-    d_ks.iter()
+    Ok(d_ks
+        .iter()
         .map(|&d_k| {
             let mut sums = [0.0; 4];
             for _ in 0..trials {
@@ -341,7 +359,7 @@ pub fn gradient_norms(d_ks: &[usize], trials: usize, seed: u64) -> Vec<GradientN
                 scaled: (mean(2), mean(3)),
             }
         })
-        .collect()
+        .collect())
 }
 // ANCHOR_END: gradient_norms
 

@@ -141,12 +141,23 @@ pub enum Padding {
 }
 
 /// The positions that hold real tokens when a sequence of `len` tokens is
-/// padded to `padded_len`.
-pub fn real_positions(len: usize, padded_len: usize, side: Padding) -> Range<usize> {
-    match side {
+/// padded to `padded_len` (at least `len`).
+pub fn real_positions(
+    len: usize,
+    padded_len: usize,
+    side: Padding,
+) -> Result<Range<usize>, AttnError> {
+    if len > padded_len {
+        return Err(AttnError::InvalidArgument {
+            name: "len",
+            value: len as f32,
+            requirement: "must be at most the padded length",
+        });
+    }
+    Ok(match side {
         Padding::Right => 0..len,
         Padding::Left => padded_len - len..padded_len,
-    }
+    })
 }
 
 /// The key-padding mask for `n` queries over a padded sequence: every query
@@ -157,14 +168,7 @@ pub fn key_padding_mask(
     padded_len: usize,
     side: Padding,
 ) -> Result<Array2<bool>, AttnError> {
-    if len > padded_len {
-        return Err(AttnError::InvalidArgument {
-            name: "len",
-            value: len as f32,
-            requirement: "must be at most the padded length",
-        });
-    }
-    let real = real_positions(len, padded_len, side);
+    let real = real_positions(len, padded_len, side)?;
     Ok(Array2::from_shape_fn((n, padded_len), |(_, j)| {
         real.contains(&j)
     }))
@@ -498,7 +502,7 @@ mod tests {
             let v = random_batch((b, t, d), &mut rng);
             let batch = padded_batch_attention(&q, &k, &v, &lengths, side, causal).unwrap();
             for (i, &len) in lengths.iter().enumerate() {
-                let real = real_positions(len, t, side);
+                let real = real_positions(len, t, side).unwrap();
                 let alone = |x: &Array3<f32>| x.slice(s![i, real.clone(), ..]).to_owned();
                 let keep = match causal {
                     true => causal_mask(len, len),

@@ -27,6 +27,7 @@ use std::collections::HashSet;
 use ndarray::{s, Array1, ArrayRef2};
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
+use crate::error::AttnError;
 use crate::grad::{
     attention_backward, attention_forward, cross_entropy, ffn_backward, ffn_forward,
     layer_norm_backward, layer_norm_forward, linear_backward, AttentionCache, FfnCache, FfnParams,
@@ -57,6 +58,33 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
+    /// Checks that every size is at least 1 and that the heads split
+    /// `d_model` evenly.
+    pub fn check(&self) -> Result<(), AttnError> {
+        let sizes = [
+            ("k", self.k),
+            ("d_model", self.d_model),
+            ("heads", self.heads),
+            ("d_ff", self.d_ff),
+        ];
+        for (name, size) in sizes {
+            if size == 0 {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: 0.0,
+                    requirement: "must be at least 1",
+                });
+            }
+        }
+        if self.d_model % self.heads != 0 {
+            return Err(AttnError::HeadsDoNotDivide {
+                d_model: self.d_model,
+                h: self.heads,
+            });
+        }
+        Ok(())
+    }
+
     /// Tokens the model reads: `k` digits, the separator, `k − 1` answer
     /// digits (the last answer digit is only ever predicted).
     pub fn context(&self) -> usize {
@@ -103,7 +131,8 @@ impl TinyTransformer {
     /// A freshly initialised model: embeddings `N(0, 0.02²)` as in GPT-2,
     /// weight matrices `N(0, 1/fan-in)` as in chapter 3, LayerNorms the
     /// identity, biases 0.
-    pub fn new(config: ModelConfig, seed: u64) -> Self {
+    pub fn new(config: ModelConfig, seed: u64) -> Result<Self, AttnError> {
+        config.check()?;
         let mut rng = StdRng::seed_from_u64(seed);
         let (d, f) = (config.d_model, config.d_ff);
         let ln = || [Array1::ones(d), Array1::zeros(d)];
@@ -120,7 +149,7 @@ impl TinyTransformer {
                 },
             })
             .collect();
-        TinyTransformer {
+        Ok(TinyTransformer {
             config,
             tokens: normal(VOCAB, d, 0.02, &mut rng),
             positions: normal(config.context(), d, 0.02, &mut rng),
@@ -130,7 +159,7 @@ impl TinyTransformer {
                 normal(d, VOCAB, 1.0 / (d as f64).sqrt(), &mut rng),
                 Array1::zeros(VOCAB),
             ),
-        }
+        })
     }
 
     /// Every parameter tensor as a flat slice, in a fixed order (for the
@@ -227,7 +256,8 @@ pub struct Forward {
 // ANCHOR: forward
 impl TinyTransformer {
     /// The forward pass over `B` sequences of equal length `T ≤ context`.
-    pub fn forward(&self, batch: &[Vec<usize>]) -> Forward {
+    pub fn forward(&self, batch: &[Vec<usize>]) -> Result<Forward, AttnError> {
+        self.check_batch(batch)?;
         let (t, d, h) = (batch[0].len(), self.config.d_model, self.config.heads);
         let d_k = d / h;
         let causal = causal_mask(t, t);
@@ -279,14 +309,42 @@ impl TinyTransformer {
         }
         let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
-        Forward {
+        Ok(Forward {
             logits,
             weights,
             tokens: batch.to_vec(),
             blocks: caches,
             ln_f,
             z,
+        })
+    }
+
+    /// Checks that `batch` holds at least one sequence, that all have the
+    /// same length, between 1 and the context, and that every token exists.
+    fn check_batch(&self, batch: &[Vec<usize>]) -> Result<(), AttnError> {
+        let Some(first) = batch.first() else {
+            return Err(AttnError::Empty {
+                name: "batch",
+                shape: (0, 0),
+            });
+        };
+        let t = first.len();
+        if t == 0 || t > self.config.context() || batch.iter().any(|s| s.len() != t) {
+            return Err(AttnError::InvalidArgument {
+                name: "sequence length",
+                value: t as f32,
+                requirement:
+                    "must be the same for every sequence, from 1 to the model's context (2k)",
+            });
         }
+        if let Some(&token) = batch.iter().flatten().find(|&&token| token >= VOCAB) {
+            return Err(AttnError::InvalidArgument {
+                name: "token",
+                value: token as f32,
+                requirement: "must be a digit 0–9 or the separator 10",
+            });
+        }
+        Ok(())
     }
 }
 // ANCHOR_END: forward
@@ -296,7 +354,18 @@ impl TinyTransformer {
     /// The backward pass: the gradient of the loss with respect to every
     /// parameter, given `dL/dlogits`. Each step undoes one step of
     /// [`Self::forward`], in reverse order.
-    pub fn backward(&self, fwd: &Forward, d_logits: &ArrayRef2<f64>) -> TinyTransformer {
+    pub fn backward(
+        &self,
+        fwd: &Forward,
+        d_logits: &ArrayRef2<f64>,
+    ) -> Result<TinyTransformer, AttnError> {
+        if d_logits.dim() != fwd.logits.dim() {
+            return Err(AttnError::ShapesDiffer {
+                what: "dL/dlogits and the logits",
+                left: d_logits.dim(),
+                right: fwd.logits.dim(),
+            });
+        }
         let mut g = self.zeros_like();
         let (t, d, h) = (fwd.tokens[0].len(), self.config.d_model, self.config.heads);
         let d_k = d / h;
@@ -344,7 +413,40 @@ impl TinyTransformer {
                 g.positions.row_mut(i).scaled_add(1.0, &row);
             }
         }
-        g
+        Ok(g)
+    }
+
+    /// The loss on `inputs` with next-token `targets` (one per position,
+    /// `None` where there is nothing to predict) and its gradient with
+    /// respect to every parameter: forward, cross-entropy, backward.
+    pub fn loss_and_gradients(
+        &self,
+        inputs: &[Vec<usize>],
+        targets: &[Option<usize>],
+    ) -> Result<(f64, TinyTransformer), AttnError> {
+        let fwd = self.forward(inputs)?;
+        Self::check_targets(&fwd, targets)?;
+        let (loss, d_logits) = cross_entropy(&fwd.logits, targets);
+        Ok((loss, self.backward(&fwd, &d_logits)?))
+    }
+
+    /// The loss alone, as [`Self::loss_and_gradients`] computes it.
+    pub fn loss(&self, inputs: &[Vec<usize>], targets: &[Option<usize>]) -> Result<f64, AttnError> {
+        let fwd = self.forward(inputs)?;
+        Self::check_targets(&fwd, targets)?;
+        Ok(cross_entropy(&fwd.logits, targets).0)
+    }
+
+    /// Checks one target (or `None`) per input position, each a token.
+    fn check_targets(fwd: &Forward, targets: &[Option<usize>]) -> Result<(), AttnError> {
+        if targets.len() != fwd.logits.nrows() || targets.iter().flatten().any(|&t| t >= VOCAB) {
+            return Err(AttnError::InvalidArgument {
+                name: "targets",
+                value: targets.len() as f32,
+                requirement: "must give one target token (or None) per input position",
+            });
+        }
+        Ok(())
     }
 }
 // ANCHOR_END: backward
@@ -377,7 +479,15 @@ pub fn inputs_and_targets(
 
 /// A held-out set: `count` distinct examples from their own seed. Training
 /// never draws one of these (see [`train`]).
-pub fn held_out(k: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
+pub fn held_out(k: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>, AttnError> {
+    let possible = 10usize.checked_pow(k as u32).unwrap_or(usize::MAX);
+    if count > possible / 2 {
+        return Err(AttnError::InvalidArgument {
+            name: "count",
+            value: count as f32,
+            requirement: "must be at most half the 10^k possible sequences",
+        });
+    }
     let mut rng = StdRng::seed_from_u64(seed);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
@@ -387,7 +497,7 @@ pub fn held_out(k: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
             out.push(e);
         }
     }
-    out
+    Ok(out)
 }
 // ANCHOR_END: task
 
@@ -404,6 +514,7 @@ pub struct Adam {
     m: Vec<Vec<f64>>,
     v: Vec<Vec<f64>>,
     step: i32,
+    config: ModelConfig,
 }
 
 impl Adam {
@@ -417,12 +528,25 @@ impl Adam {
             m: zeros.clone(),
             v: zeros,
             step: 0,
+            config: model.config,
         }
     }
 
     /// One update: `θ ← θ − lr · m̂ / (√v̂ + ε)`, scaled by `lr_factor`
     /// (the schedule).
-    pub fn update(&mut self, model: &mut TinyTransformer, grads: &TinyTransformer, lr_factor: f64) {
+    pub fn update(
+        &mut self,
+        model: &mut TinyTransformer,
+        grads: &TinyTransformer,
+        lr_factor: f64,
+    ) -> Result<(), AttnError> {
+        if model.config != self.config || grads.config != self.config {
+            return Err(AttnError::InvalidArgument {
+                name: "model and gradients",
+                value: 0.0,
+                requirement: "must have the configuration the optimiser was made for",
+            });
+        }
         self.step += 1;
         let (b1, b2) = self.betas;
         let (c1, c2) = (1.0 - b1.powi(self.step), 1.0 - b2.powi(self.step));
@@ -440,6 +564,7 @@ impl Adam {
                 theta[i] -= lr * (m[i] / c1) / ((v[i] / c2).sqrt() + self.eps);
             }
         }
+        Ok(())
     }
 }
 // ANCHOR_END: adam
@@ -498,7 +623,7 @@ pub fn train(
     model: ModelConfig,
     c: &TrainConfig,
     exclude: &[Vec<usize>],
-) -> (TinyTransformer, Vec<f64>) {
+) -> Result<(TinyTransformer, Vec<f64>), AttnError> {
     train_with(model, c, exclude, |_, _| {})
 }
 
@@ -509,8 +634,9 @@ pub fn train_with(
     c: &TrainConfig,
     exclude: &[Vec<usize>],
     mut after_step: impl FnMut(usize, &TinyTransformer),
-) -> (TinyTransformer, Vec<f64>) {
-    let mut net = TinyTransformer::new(model, c.seed);
+) -> Result<(TinyTransformer, Vec<f64>), AttnError> {
+    c.check()?;
+    let mut net = TinyTransformer::new(model, c.seed)?;
     let mut adam = Adam::new(&net, c.lr);
     let mut rng = StdRng::seed_from_u64(c.seed + 1);
     let excluded: HashSet<&Vec<usize>> = exclude.iter().collect();
@@ -524,14 +650,32 @@ pub fn train_with(
             }
         }
         let (inputs, targets) = inputs_and_targets(&examples, model.k);
-        let fwd = net.forward(&inputs);
-        let (loss, d_logits) = cross_entropy(&fwd.logits, &targets);
-        let grads = net.backward(&fwd, &d_logits);
-        adam.update(&mut net, &grads, schedule(step, c));
+        let (loss, grads) = net.loss_and_gradients(&inputs, &targets)?;
+        adam.update(&mut net, &grads, schedule(step, c))?;
         losses.push(loss);
         after_step(step, &net);
     }
-    (net, losses)
+    Ok((net, losses))
+}
+
+impl TrainConfig {
+    /// Checks that there is at least one step of at least one sequence, a
+    /// positive learning rate, and a warm-up no longer than the training.
+    pub fn check(&self) -> Result<(), AttnError> {
+        if self.steps == 0
+            || self.batch == 0
+            || self.warmup > self.steps
+            || self.lr.is_nan()
+            || self.lr <= 0.0
+        {
+            return Err(AttnError::InvalidArgument {
+                name: "training configuration",
+                value: self.lr as f32,
+                requirement: "needs steps ≥ 1, batch ≥ 1, warmup ≤ steps and a learning rate > 0",
+            });
+        }
+        Ok(())
+    }
 }
 // ANCHOR_END: train
 
@@ -539,10 +683,13 @@ pub fn train_with(
 /// Greedy decoding: for each prompt (`k` digits and the separator), append
 /// the most probable next token `k` times. Returns the `k` generated tokens
 /// of each prompt.
-pub fn greedy_decode(net: &TinyTransformer, prompts: &[Vec<usize>]) -> Vec<Vec<usize>> {
+pub fn greedy_decode(
+    net: &TinyTransformer,
+    prompts: &[Vec<usize>],
+) -> Result<Vec<Vec<usize>>, AttnError> {
     let mut sequences: Vec<Vec<usize>> = prompts.to_vec();
     for _ in 0..net.config.k {
-        let logits = net.forward(&sequences).logits;
+        let logits = net.forward(&sequences)?.logits;
         let t = sequences[0].len();
         for (b, sequence) in sequences.iter_mut().enumerate() {
             let last = logits.row(b * t + t - 1);
@@ -550,28 +697,41 @@ pub fn greedy_decode(net: &TinyTransformer, prompts: &[Vec<usize>]) -> Vec<Vec<u
             sequence.push(best);
         }
     }
-    sequences
+    Ok(sequences
         .iter()
         .map(|s| s[prompts[0].len()..].to_vec())
-        .collect()
+        .collect())
 }
 
 /// Exact-sequence accuracy (every digit right) and per-digit accuracy of
-/// greedy decoding on `examples`.
-pub fn accuracy(net: &TinyTransformer, examples: &[Vec<usize>]) -> (f64, f64) {
+/// greedy decoding on `examples` (each `2k + 1` tokens).
+pub fn accuracy(net: &TinyTransformer, examples: &[Vec<usize>]) -> Result<(f64, f64), AttnError> {
     let k = net.config.k;
+    check_examples(examples, k)?;
     let prompts: Vec<Vec<usize>> = examples.iter().map(|e| e[..=k].to_vec()).collect();
-    let outputs = greedy_decode(net, &prompts);
+    let outputs = greedy_decode(net, &prompts)?;
     let (mut exact, mut digits) = (0, 0);
     for (out, e) in outputs.iter().zip(examples) {
         let right = out.iter().zip(&e[k + 1..]).filter(|(a, b)| a == b).count();
         digits += right;
         exact += usize::from(right == k);
     }
-    (
+    Ok((
         exact as f64 / examples.len() as f64,
         digits as f64 / (examples.len() * k) as f64,
-    )
+    ))
+}
+
+/// Checks that there is at least one example and each has `2k + 1` tokens.
+fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError> {
+    if examples.is_empty() || examples.iter().any(|e| e.len() != 2 * k + 1) {
+        return Err(AttnError::InvalidArgument {
+            name: "examples",
+            value: examples.len() as f32,
+            requirement: "must be at least one, each of 2k + 1 tokens",
+        });
+    }
+    Ok(())
 }
 // ANCHOR_END: greedy
 
@@ -598,17 +758,21 @@ impl TinyTransformer {
     }
 
     /// Reads what [`Self::to_text`] wrote.
-    pub fn from_text(text: &str) -> Result<Self, String> {
+    pub fn from_text(text: &str) -> Result<Self, AttnError> {
+        let invalid = |reason: String| AttnError::InvalidWeights { reason };
         let mut lines = text.lines();
         let header: Vec<usize> = lines
             .next()
             .and_then(|l| l.strip_prefix("tiny-transformer "))
-            .ok_or("not a tiny-transformer file")?
+            .ok_or_else(|| invalid("not a tiny-transformer file".into()))?
             .split_whitespace()
-            .map(|w| w.parse().map_err(|e| format!("header: {e}")))
+            .map(|w| w.parse().map_err(|e| invalid(format!("header: {e}"))))
             .collect::<Result<_, _>>()?;
         let [k, d_model, heads, d_ff, layers] = header[..] else {
-            return Err(format!("header has {} numbers, expected 5", header.len()));
+            return Err(invalid(format!(
+                "the header has {} numbers, expected 5",
+                header.len()
+            )));
         };
         let mut model = TinyTransformer::new(
             ModelConfig {
@@ -619,23 +783,26 @@ impl TinyTransformer {
                 layers,
             },
             0,
-        );
+        )?;
         for (i, tensor) in model.slices_mut().into_iter().enumerate() {
-            let line = lines.next().ok_or(format!("tensor {i} is missing"))?;
+            let line = lines
+                .next()
+                .ok_or_else(|| invalid(format!("tensor {i} is missing")))?;
             let values: Vec<f64> = line
                 .split_whitespace()
                 .map(|w| {
                     w.parse::<f32>()
                         .map(f64::from)
-                        .map_err(|e| format!("tensor {i}: {e}"))
+                        .map_err(|e| invalid(format!("tensor {i}: {e}")))
                 })
                 .collect::<Result<_, _>>()?;
             if values.len() != tensor.len() {
-                return Err(format!(
+                let reason = format!(
                     "tensor {i} has {} values, expected {}",
                     values.len(),
                     tensor.len()
-                ));
+                );
+                return Err(invalid(reason));
             }
             tensor.copy_from_slice(&values);
         }
@@ -648,12 +815,17 @@ impl TinyTransformer {
 /// `j`-th prediction (query position `k + j`), the weight on key `k − 1 − j`,
 /// the digit it must output next. Per block and head, averaged over
 /// `examples`.
-pub fn mirror_attention(net: &TinyTransformer, examples: &[Vec<usize>]) -> Vec<Vec<f64>> {
+pub fn mirror_attention(
+    net: &TinyTransformer,
+    examples: &[Vec<usize>],
+) -> Result<Vec<Vec<f64>>, AttnError> {
     let k = net.config.k;
+    check_examples(examples, k)?;
     let (inputs, _) = inputs_and_targets(examples, k);
-    let fwd = net.forward(&inputs);
+    let fwd = net.forward(&inputs)?;
     let h = net.config.heads;
-    fwd.weights
+    Ok(fwd
+        .weights
         .iter()
         .map(|block| {
             (0..h)
@@ -667,7 +839,7 @@ pub fn mirror_attention(net: &TinyTransformer, examples: &[Vec<usize>]) -> Vec<V
                 })
                 .collect()
         })
-        .collect()
+        .collect())
 }
 
 /// The gradient check's problem: a small model (2 blocks of width 8, 2
@@ -686,7 +858,8 @@ pub fn small_problem(seed: u64) -> (TinyTransformer, Vec<Vec<usize>>, Vec<Option
         .map(|_| reversal_example(config.k, &mut rng))
         .collect();
     let (inputs, targets) = inputs_and_targets(&examples, config.k);
-    (TinyTransformer::new(config, seed), inputs, targets)
+    let net = TinyTransformer::new(config, seed).expect("a valid configuration");
+    (net, inputs, targets)
 }
 
 // ANCHOR: check_gradients
@@ -698,10 +871,10 @@ type Pick = fn(&mut TinyTransformer) -> &mut Matrix;
 /// `(parameter, largest relative error)`.
 pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
     let (net, inputs, targets) = small_problem(seed);
-    let loss_of = |net: &TinyTransformer| cross_entropy(&net.forward(&inputs).logits, &targets).0;
-    let fwd = net.forward(&inputs);
-    let (_, d_logits) = cross_entropy(&fwd.logits, &targets);
-    let mut grads = net.backward(&fwd, &d_logits);
+    let loss_of = |net: &TinyTransformer| net.loss(&inputs, &targets).expect("a valid problem");
+    let (_, mut grads) = net
+        .loss_and_gradients(&inputs, &targets)
+        .expect("a valid problem");
     let picks: [(&'static str, Pick); 7] = [
         ("W_Q, block 1", |n| &mut n.blocks[0].attn[0]),
         ("W_V, block 2", |n| &mut n.blocks[1].attn[2]),
@@ -755,7 +928,7 @@ mod tests {
 
     #[test]
     fn weights_survive_a_round_trip_through_text() {
-        let net = TinyTransformer::new(small(), 5);
+        let net = TinyTransformer::new(small(), 5).unwrap();
         let back = TinyTransformer::from_text(&net.to_text()).unwrap();
         assert_eq!(back.to_text(), net.to_text(), "saving is idempotent");
         let (a, b) = (net.slices().concat(), back.slices().concat());
@@ -767,9 +940,11 @@ mod tests {
         );
         assert!(TinyTransformer::from_text("hello").is_err());
         let truncated: String = net.to_text().lines().take(3).collect::<Vec<_>>().join("\n");
-        assert!(TinyTransformer::from_text(&truncated)
-            .unwrap_err()
-            .contains("missing"));
+        let err = TinyTransformer::from_text(&truncated).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot read the weights: tensor 2 is missing"
+        );
     }
 
     #[test]
@@ -784,24 +959,88 @@ mod tests {
         assert_eq!(&targets[..4], &[None, None, None, None]);
         assert_eq!(targets[4], Some(e[5]));
         assert_eq!(targets[7], Some(e[8]));
-        let test = held_out(4, 50, 9);
+        let test = held_out(4, 50, 9).unwrap();
         let distinct: HashSet<_> = test.iter().collect();
         assert_eq!(distinct.len(), 50);
     }
 
     #[test]
     fn adam_moves_each_parameter_by_about_lr_on_its_first_step() {
-        let mut net = TinyTransformer::new(small(), 2);
+        let mut net = TinyTransformer::new(small(), 2).unwrap();
         let before = net.clone();
         let mut grads = net.zeros_like();
         grads.tokens.fill(3.0);
         let mut adam = Adam::new(&net, 0.01);
-        adam.update(&mut net, &grads, 1.0);
+        adam.update(&mut net, &grads, 1.0).unwrap();
         let moved = &before.tokens - &net.tokens;
         assert!(
             moved.iter().all(|&m| (m - 0.01).abs() < 1e-9),
             "m̂/√v̂ = 1 on step 1"
         );
         assert_eq!(net.positions, before.positions, "zero gradient, no move");
+    }
+
+    #[test]
+    fn bad_input_gets_a_clear_error() {
+        let bad_heads = ModelConfig {
+            heads: 3,
+            ..small()
+        };
+        let err = TinyTransformer::new(bad_heads, 0).unwrap_err();
+        assert_eq!(err, AttnError::HeadsDoNotDivide { d_model: 8, h: 3 });
+        let net = TinyTransformer::new(small(), 0).unwrap();
+        let err = net.forward(&[]).err().unwrap();
+        assert_eq!(
+            err,
+            AttnError::Empty {
+                name: "batch",
+                shape: (0, 0)
+            }
+        );
+        let too_long = net.forward(&[vec![1; 5]]).err().unwrap();
+        assert!(too_long
+            .to_string()
+            .starts_with("sequence length must be the same for every sequence"));
+        let ragged = net.forward(&[vec![1, 2], vec![3]]).err().unwrap();
+        assert!(ragged.to_string().contains("got 2"));
+        let unknown = net.forward(&[vec![1, 11]]).err().unwrap();
+        assert_eq!(
+            unknown.to_string(),
+            "token must be a digit 0–9 or the separator 10, got 11"
+        );
+        let err = net.loss(&[vec![1, 2]], &[None]).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("targets must give one target token"));
+        assert!(
+            held_out(2, 51, 0).is_err(),
+            "51 distinct of 100 is more than half"
+        );
+        assert!(
+            accuracy(&net, &[vec![1, 2, 3]]).is_err(),
+            "an example needs 2k + 1 tokens"
+        );
+        let other = TinyTransformer::new(
+            ModelConfig {
+                d_model: 4,
+                ..small()
+            },
+            0,
+        )
+        .unwrap();
+        let mut net = net;
+        let mut adam = Adam::new(&net, 0.1);
+        assert!(
+            adam.update(&mut net, &other, 1.0).is_err(),
+            "gradients of another model"
+        );
+        let no_steps = TrainConfig {
+            steps: 0,
+            batch: 1,
+            lr: 1e-3,
+            warmup: 0,
+            seed: 0,
+        };
+        assert!(train(small(), &no_steps, &[]).is_err());
     }
 }

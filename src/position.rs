@@ -106,14 +106,25 @@ pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, At
 // ANCHOR_END: rope
 
 /// The largest change of a row's Euclidean norm between `before` and
-/// `after` (RoPE should leave every norm as it was).
-pub fn largest_norm_change(before: &ArrayRef2<f32>, after: &ArrayRef2<f32>) -> f32 {
-    before
+/// `after`, two matrices of the same shape (RoPE should change no norm).
+pub fn largest_norm_change(
+    before: &ArrayRef2<f32>,
+    after: &ArrayRef2<f32>,
+) -> Result<f32, AttnError> {
+    if before.dim() != after.dim() {
+        return Err(AttnError::ShapesDiffer {
+            what: "the vectors before and after",
+            left: before.dim(),
+            right: after.dim(),
+        });
+    }
+    let norm = |x: ndarray::ArrayView1<f32>| x.dot(&x).sqrt();
+    let changes = before
         .rows()
         .into_iter()
         .zip(after.rows())
-        .map(|(a, b)| (a.dot(&a).sqrt() - b.dot(&b).sqrt()).abs())
-        .fold(0.0, f32::max)
+        .map(|(a, b)| (norm(a) - norm(b)).abs());
+    Ok(changes.fold(0.0, f32::max))
 }
 
 // ANCHOR: alibi

@@ -165,7 +165,7 @@ fn rope_block() {
         .collect();
     let x = standard_normal(50, 64, &mut rng);
     let rotated = rope(&x, 3).unwrap();
-    let norm_change = largest_norm_change(&x, &rotated);
+    let norm_change = largest_norm_change(&x, &rotated).unwrap();
     assert!(norm_change < 1e-4);
     assert_quoted(&format!(
         "{}\nlargest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}\n",

@@ -34,11 +34,9 @@ fn gradient_check_tables() {
 
 #[test]
 fn embedding_gradients_are_the_largest() {
-    use attn::grad::cross_entropy;
     // The same small model and data as check_gradients(3).
     let (net, inputs, targets) = attn::model::small_problem(3);
-    let fwd = net.forward(&inputs);
-    let grads = net.backward(&fwd, &cross_entropy(&fwd.logits, &targets).1);
+    let (_, grads) = net.loss_and_gradients(&inputs, &targets).unwrap();
     let largest = |m: &ndarray::Array2<f64>| m.fold(0.0_f64, |a, &b| a.max(b.abs()));
     let embeddings = largest(&grads.tokens).min(largest(&grads.positions));
     let mut matrices = vec![largest(&grads.head.0)];
@@ -55,7 +53,7 @@ fn embedding_gradients_are_the_largest() {
 
 #[test]
 fn gradient_norm_table_and_figure_9_1() {
-    let norms = gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017);
+    let norms = gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017).unwrap();
     assert_quoted(&gradient_norm_table(&norms));
     // "both norms stay near 4.8 for every d_k" (within 0.15), and the
     // unscaled ones fall (dS) and rise (dQ) monotonically.

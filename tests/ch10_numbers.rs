@@ -43,10 +43,10 @@ fn a_short_training_run_learns_to_reverse() {
         warmup: 10,
         seed: 5,
     };
-    let test = held_out(model.k, 200, 7);
+    let test = held_out(model.k, 200, 7).unwrap();
     let start = Instant::now();
-    let (net, losses) = train(model, &training, &test);
-    let (exact, _) = accuracy(&net, &test);
+    let (net, losses) = train(model, &training, &test).unwrap();
+    let (exact, _) = accuracy(&net, &test).unwrap();
     eprintln!(
         "200 steps in {:.1} s, exact {exact}",
         start.elapsed().as_secs_f64()
@@ -60,8 +60,8 @@ fn the_saved_model_reverses_the_held_out_set() {
     let net = book_model();
     assert_eq!(net.config, BOOK_MODEL);
     assert_eq!(net.parameter_count(), 26_443);
-    let test = held_out(net.config.k, HELD_OUT.0, HELD_OUT.1);
-    let (exact, digits) = accuracy(&net, &test);
+    let test = held_out(net.config.k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let (exact, digits) = accuracy(&net, &test).unwrap();
     assert!(exact >= 0.99, "the issue's bar: 99% exact");
     let mut block = format!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}\n");
     let prompts: Vec<Vec<usize>> = test[..3].iter().map(|e| e[..=8].to_vec()).collect();
@@ -73,11 +73,11 @@ fn the_saved_model_reverses_the_held_out_set() {
         }
     };
     let show = |ts: &[usize]| ts.iter().map(|&t| token(t)).collect::<Vec<_>>().join(" ");
-    for (prompt, out) in prompts.iter().zip(greedy_decode(&net, &prompts)) {
+    for (prompt, out) in prompts.iter().zip(greedy_decode(&net, &prompts).unwrap()) {
         block += &format!("{}  →  {}\n", show(prompt), show(&out));
     }
     assert_quoted(&block);
-    let mirror = mirror_attention(&net, &test);
+    let mirror = mirror_attention(&net, &test).unwrap();
     let lines: Vec<String> = mirror
         .iter()
         .enumerate()
