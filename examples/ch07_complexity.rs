@@ -12,8 +12,8 @@ mod plot;
 
 use attn::approximate::{error_experiment, error_table, ErrorRow, WINDOWS};
 use attn::complexity::{
-    attention_flops, cost_table, crossover_length, exponent_of, lookup, millis, projection_flops,
-    read_measurements, scores_bytes, timing_table, Measurement, TIMED_METHODS,
+    attention_flops, blas_table, cost_table, crossover_length, exponent_of, lookup, millis,
+    projection_flops, read_measurements, scores_bytes, timing_table, Measurement, TIMED_METHODS,
 };
 use attn::multihead::multihead_flops;
 use attn::show::table;
@@ -148,6 +148,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "exp per element: f32::exp {:.2} ns, exp_nonpositive {:.2} ns",
         std_exp / (1 << 20) as f64,
         fast_exp / (1 << 20) as f64
+    );
+
+    println!("\n== With `--features blas`: the system's OpenBLAS, one thread (ms) ==");
+    let blas_csv = data("ch07-timings-blas.csv");
+    println!("{}", blas_csv.lines().next().unwrap_or(""));
+    let blas = read_measurements(&blas_csv, "function", "mean_ns")?;
+    println!(
+        "{}",
+        blas_table(&timings, &blas, &numpy, &[1024, 2048, 4096])?
+    );
+    let gflops = |rows: &[Measurement], f: &str, flops: f64| -> Result<f64, attn::AttnError> {
+        Ok(flops / (millis(rows, f, 512)? * 1e6))
+    };
+    let product = 2.0 * 512f64.powi(3);
+    println!(
+        "with blas: layer {:.0} GFLOP/s, 512×512 by 512×512 product {:.0} GFLOP/s",
+        gflops(&blas, "multihead", layer_flops)?,
+        gflops(&blas, "matmul_512", product)?
     );
 
     println!("\n== Relative error against exact causal attention, n = 1024, d = 64 ==");

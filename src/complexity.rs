@@ -178,6 +178,43 @@ pub fn timing_table(
     Ok(crate::show::table(&header, &cells))
 }
 
+/// The table comparing the crate with and without the `blas` feature and
+/// NumPy (`numpy_f32`, seconds): milliseconds per call of naive and tiled
+/// attention at each `n`.
+pub fn blas_table(
+    plain: &[Measurement],
+    blas: &[Measurement],
+    numpy: &[Measurement],
+    ns: &[u64],
+) -> Result<String, AttnError> {
+    let mut cells = Vec::new();
+    for &n in ns {
+        let numpy_ms = lookup(numpy, "numpy_f32", n)
+            .map(|s| s * 1e3)
+            .ok_or_else(|| AttnError::MissingMeasurement {
+                method: "numpy_f32".into(),
+                n,
+            })?;
+        cells.push(vec![
+            n.to_string(),
+            format!("{:.2}", millis(plain, "naive", n)?),
+            format!("{:.2}", millis(blas, "naive", n)?),
+            format!("{:.2}", millis(plain, "tiled", n)?),
+            format!("{:.2}", millis(blas, "tiled", n)?),
+            format!("{numpy_ms:.2}"),
+        ]);
+    }
+    let header = [
+        "n",
+        "naive",
+        "naive, blas",
+        "tiled",
+        "tiled, blas",
+        "NumPy f32",
+    ];
+    Ok(crate::show::table(&header, &cells))
+}
+
 /// The fitted exponent of `method`'s time over `ns` (see [`fitted_exponent`]).
 pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64, AttnError> {
     let points = ns

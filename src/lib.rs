@@ -29,6 +29,10 @@
 //! names the offending shapes, rather than panicking inside `ndarray`.
 #![deny(missing_docs)]
 
+// With the `blas` feature, link the system's OpenBLAS (chapter 7).
+#[cfg(feature = "blas")]
+extern crate blas_src;
+
 pub mod approximate;
 pub mod attention;
 pub mod block;

@@ -7,8 +7,8 @@
 
 use attn::approximate::{error_experiment, error_table};
 use attn::complexity::{
-    cost_table, crossover_length, exponent_of, lookup, millis, read_measurements, scores_bytes,
-    timing_table, Measurement, TIMED_METHODS,
+    blas_table, cost_table, crossover_length, exponent_of, lookup, millis, read_measurements,
+    scores_bytes, timing_table, Measurement, TIMED_METHODS,
 };
 use attn::multihead::multihead_flops;
 
@@ -199,4 +199,35 @@ fn error_table_and_figure_7_4() {
     assert!(local.iter().all(|r| r.local < 0.04));
     assert!(local[0].random > 1.0, "\"exceeds 100%\"");
     assert!(linear[0].random > 0.6 && linear[0].local > 0.9);
+}
+
+#[test]
+fn blas_table_and_its_claims() {
+    let plain = timings();
+    let blas_csv = data("ch07-timings-blas.csv");
+    let blas = read_measurements(&blas_csv, "function", "mean_ns").unwrap();
+    let numpy = read_measurements(&data("ch07-numpy.csv"), "version", "seconds").unwrap();
+    let gflops =
+        |rows: &[Measurement], f: &str, flops: f64| flops / (millis(rows, f, 512).unwrap() * 1e6);
+    let layer = multihead_flops(512, 512, 512, 8).unwrap() as f64;
+    let block = format!(
+        "{}\n{}\nwith blas: layer {:.0} GFLOP/s, 512×512 by 512×512 product {:.0} GFLOP/s",
+        blas_csv.lines().next().unwrap(),
+        blas_table(&plain, &blas, &numpy, &[1024, 2048, 4096]).unwrap(),
+        gflops(&blas, "multihead", layer),
+        gflops(&blas, "matmul_512", 2.0 * 512f64.powi(3))
+    );
+    assert_quoted(&block);
+    // "every attention call gets a little faster, tiled attention most";
+    // "faster than NumPy with or without it".
+    for n in [1024, 2048, 4096] {
+        let gain = |m| millis(&plain, m, n).unwrap() / millis(&blas, m, n).unwrap();
+        assert!(
+            gain("naive") > 1.0 && gain("tiled") > gain("naive"),
+            "n = {n}"
+        );
+        let numpy_ms = lookup(&numpy, "numpy_f32", n).unwrap() * 1e3;
+        assert!(millis(&blas, "naive", n).unwrap() < numpy_ms);
+    }
+    assert_eq!(format!("{:.0}", gflops(&plain, "multihead", layer)), "75");
 }

@@ -33,10 +33,13 @@ fn main() -> ExitCode {
         "serve" => serve(),
         "test" => test(),
         "figures" => figures(),
-        "measure" => measure(),
+        "measure" => match std::env::args().nth(2).as_deref() {
+            Some("--blas") => measure_blas(),
+            _ => measure(),
+        },
         "train" => train(),
         _ => {
-            eprintln!("usage: cargo xtask serve | test | figures | measure | train");
+            eprintln!("usage: cargo xtask serve | test | figures | measure [--blas] | train");
             return ExitCode::from(2);
         }
     };
@@ -181,19 +184,43 @@ fn measure() -> Step {
         .env("MALLOC_MMAP_MAX_", "0")
         .env("MALLOC_TRIM_THRESHOLD_", "2147483647"))?;
     run(cargo().args(["bench", "--locked", "--bench", "memory"]))?;
-    timings_csv()?;
+    timings_csv("target/criterion", "ch07-timings.csv", "")?;
     figures()
 }
 
-/// Collects criterion's estimates (`target/criterion/*/*/*/new/`) into
-/// `book/data/ch07-timings.csv`, headed by when and on what it was measured.
-fn timings_csv() -> Step {
+/// `cargo xtask measure --blas`: the timing benchmarks again with the `blas`
+/// feature (the system's OpenBLAS, one thread), in their own target dir, to
+/// `book/data/ch07-timings-blas.csv`.
+fn measure_blas() -> Step {
+    run(cargo()
+        .args([
+            "bench",
+            "--locked",
+            "--features",
+            "blas",
+            "--target-dir",
+            "target/blas",
+            "--bench",
+            "attention",
+        ])
+        .env("OPENBLAS_NUM_THREADS", "1")
+        .env("CRITERION_HOME", root().join("target/blas/criterion"))
+        .env("MALLOC_MMAP_MAX_", "0")
+        .env("MALLOC_TRIM_THRESHOLD_", "2147483647"))?;
+    timings_csv("target/blas/criterion", "ch07-timings-blas.csv", " --blas")?;
+    figures()
+}
+
+/// Collects criterion's estimates (`criterion/*/*/*/new/`, under `target`)
+/// into `book/data/csv`, headed by when and on what it was measured, and how
+/// (`how` is added to the command in the header).
+fn timings_csv(criterion: &str, csv: &str, how: &str) -> Step {
     let read_json = |path: &Path| -> Result<serde_json::Value, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     };
     let mut rows = Vec::new();
-    let pattern = root().join("target/criterion");
+    let pattern = root().join(criterion);
     for group in read_dirs(&pattern)? {
         for function in read_dirs(&group)? {
             for parameter in read_dirs(&function)? {
@@ -233,13 +260,14 @@ fn timings_csv() -> Step {
     let rustc = capture(Command::new("rustc").arg("--version"))?;
     let date = capture(Command::new("date").args(["-u", "+%Y-%m-%d"]))?;
     let text = format!(
-        "# measured {} on {cpu}, one thread, by `cargo xtask measure` ({}; MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647)\n\
+        "# measured {} on {cpu}, one thread, by `cargo xtask measure{how}` ({}; MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647{})\n\
          group,function,n,mean_ns,low_ns,high_ns\n{}\n",
         date.trim(),
         rustc.trim(),
+        if how.is_empty() { "" } else { "; OPENBLAS_NUM_THREADS=1" },
         rows.join("\n")
     );
-    let path = root().join("book/data/ch07-timings.csv");
+    let path = root().join("book/data").join(csv);
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     eprintln!("wrote {} ({} benchmarks)", path.display(), rows.len());
     Ok(())
