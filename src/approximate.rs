@@ -125,9 +125,9 @@ fn check_self_attention(
 ) -> Result<(), AttnError> {
     check_qkv(q, k, v)?;
     if q.nrows() != k.nrows() {
-        return Err(AttnError::MaskShapeMismatch {
-            scores: (q.nrows(), k.nrows()),
-            mask: (q.nrows(), q.nrows()),
+        return Err(AttnError::NotSelfAttention {
+            queries: q.nrows(),
+            keys: k.nrows(),
         });
     }
     Ok(())
@@ -301,7 +301,7 @@ mod tests {
             causal_linear_attention(&q, &k.slice(s![..3, ..]), &v.slice(s![..3, ..])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "the mask is 5×5 but the scores are 5×3 (n queries × m keys)"
+            "causal attention needs one key per query, but there are 5 queries and 3 keys"
         );
     }
 }

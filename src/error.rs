@@ -77,6 +77,14 @@ pub enum AttnError {
         /// The new vector's width.
         new: usize,
     },
+    /// A causal method (causal linear or local attention, decoding with a KV
+    /// cache) needs one key per query, at the same positions.
+    NotSelfAttention {
+        /// Number of queries, `n`.
+        queries: usize,
+        /// Number of keys, `m`.
+        keys: usize,
+    },
     /// Two matrices that must have the same shape (an approximation and the
     /// exact result, say) do not.
     ShapesDiffer {
@@ -173,6 +181,10 @@ impl fmt::Display for AttnError {
                 value,
                 requirement,
             } => write!(f, "{name} {requirement}, got {value}"),
+            AttnError::NotSelfAttention { queries, keys } => write!(
+                f,
+                "causal attention needs one key per query, but there are {queries} queries and {keys} keys"
+            ),
             AttnError::ShapesDiffer { what, left, right } => write!(
                 f,
                 "{what} must have the same shape, but they are {} and {}",

@@ -23,7 +23,8 @@
 //! | [`show`] | formatting of the numbers the examples print |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
-//! width `d_k` for queries and keys, `d_v` for values. All arithmetic is `f32`.
+//! width `d_k` for queries and keys, `d_v` for values. Arithmetic is `f32`,
+//! except in [`grad`] and [`model`] (chapters 9 and 10), which train in `f64`.
 //!
 //! Every public function checks its inputs and returns an [`AttnError`] that
 //! names the offending shapes, rather than panicking inside `ndarray`.

@@ -279,9 +279,9 @@ pub fn decode_with_cache(
 ) -> Result<Array2<f32>, AttnError> {
     check_qkv(q, k, v)?;
     if q.nrows() != k.nrows() {
-        return Err(AttnError::MaskShapeMismatch {
-            scores: (q.nrows(), k.nrows()),
-            mask: (q.nrows(), q.nrows()),
+        return Err(AttnError::NotSelfAttention {
+            queries: q.nrows(),
+            keys: k.nrows(),
         });
     }
     let mut cache = KvCache::new(k.ncols(), v.ncols());
@@ -630,6 +630,15 @@ mod tests {
         let out = cache.step(&q_t, &q_t, &v_t).unwrap();
         assert_eq!(out, v_t, "one token attends to itself only");
         assert_eq!(cache.len(), 1);
+        let (q, k) = (Array2::<f32>::zeros((3, 4)), Array2::<f32>::zeros((2, 4)));
+        let err = decode_with_cache(&q, &k, &Array2::zeros((2, 1))).unwrap_err();
+        assert_eq!(
+            err,
+            AttnError::NotSelfAttention {
+                queries: 3,
+                keys: 2
+            }
+        );
     }
 
     #[test]
