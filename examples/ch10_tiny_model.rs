@@ -151,15 +151,17 @@ fn draw_attention(net: &TinyTransformer, example: &[usize]) -> Result<(), attn::
     let fwd = net.forward(&inputs)?;
     let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-    let titles: Vec<String> = (0..net.config.layers)
-        .flat_map(|l| {
-            (0..net.config.heads).map(move |h| format!("block {}, head {}", l + 1, h + 1))
-        })
+    let (layers, heads) = (net.config.layers, net.config.heads);
+    let panel_ids: Vec<(usize, usize)> = (0..layers)
+        .flat_map(|l| (0..heads).map(move |h| (l, h)))
         .collect();
-    let panels: Vec<(plot::Heatmap, Array2<f32>)> = fwd
-        .weights
+    let titles: Vec<String> = panel_ids
         .iter()
-        .flatten()
+        .map(|(l, h)| format!("block {}, head {}", l + 1, h + 1))
+        .collect();
+    let panels: Vec<(plot::Heatmap, Array2<f32>)> = panel_ids
+        .iter()
+        .map(|&(l, h)| fwd.weights(l, 0, h))
         .zip(&titles)
         .map(|(w, title)| {
             let h = plot::Heatmap {

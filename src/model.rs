@@ -244,10 +244,8 @@ struct BlockCache {
 pub struct Forward {
     /// `BT×VOCAB`.
     pub logits: Matrix,
-    /// Attention weights of every block, sequence and head: `weights[l][b·h + i]`
-    /// is `T×T`.
-    pub weights: Vec<Vec<Matrix>>,
     tokens: Vec<Vec<usize>>,
+    heads: usize,
     blocks: Vec<BlockCache>,
     ln_f: LayerNormCache,
     z: Matrix,
@@ -270,7 +268,6 @@ impl TinyTransformer {
             }
         }
         let mut caches = Vec::new();
-        let mut weights = Vec::new();
         for block in &self.blocks {
             // x ← x + Attention(LayerNorm(x)) W_O, per sequence and head.
             let (a, ln1) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], EPS);
@@ -296,7 +293,6 @@ impl TinyTransformer {
             let (c, ln2) = layer_norm_forward(&x, &block.ln2[0], &block.ln2[1], EPS);
             let (f, ffn) = ffn_forward(&c, &block.ffn);
             x = x + f;
-            weights.push(heads.iter().map(|c| c.p.clone()).collect());
             caches.push(BlockCache {
                 ln1,
                 a,
@@ -311,8 +307,8 @@ impl TinyTransformer {
         let logits = z.dot(&self.head.0) + &self.head.1;
         Ok(Forward {
             logits,
-            weights,
             tokens: batch.to_vec(),
+            heads: h,
             blocks: caches,
             ln_f,
             z,
@@ -348,6 +344,14 @@ impl TinyTransformer {
     }
 }
 // ANCHOR_END: forward
+
+impl Forward {
+    /// The `T×T` attention weights of `block`, `sequence` and `head`, as the
+    /// forward pass kept them for the backward pass.
+    pub fn weights(&self, block: usize, sequence: usize, head: usize) -> &Matrix {
+        &self.blocks[block].heads[sequence * self.heads + head].p
+    }
+}
 
 // ANCHOR: backward
 impl TinyTransformer {
@@ -823,22 +827,16 @@ pub fn mirror_attention(
     check_examples(examples, k)?;
     let (inputs, _) = inputs_and_targets(examples, k);
     let fwd = net.forward(&inputs)?;
-    let h = net.config.heads;
-    Ok(fwd
-        .weights
-        .iter()
-        .map(|block| {
-            (0..h)
-                .map(|head| {
-                    let mut total = 0.0;
-                    for b in 0..inputs.len() {
-                        let w = &block[b * h + head];
-                        total += (0..k).map(|j| w[[k + j, k - 1 - j]]).sum::<f64>() / k as f64;
-                    }
-                    total / inputs.len() as f64
-                })
-                .collect()
-        })
+    let mirror = |block, head| {
+        let per_sequence = (0..inputs.len()).map(|b| {
+            let w = fwd.weights(block, b, head);
+            (0..k).map(|j| w[[k + j, k - 1 - j]]).sum::<f64>() / k as f64
+        });
+        per_sequence.sum::<f64>() / inputs.len() as f64
+    };
+    let (layers, heads) = (net.config.layers, net.config.heads);
+    Ok((0..layers)
+        .map(|l| (0..heads).map(|h| mirror(l, h)).collect())
         .collect())
 }
 
