@@ -17,6 +17,7 @@
 //! | cross-entropy | `L = −mean log softmax(Z)[target]` | `dZ = (softmax(Z) − onehot) / count` |
 
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use crate::error::AttnError;
 
@@ -285,14 +286,25 @@ pub(crate) fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 
         .fold(0.0_f64, |m, (&x, &y)| m.max((x - y).abs()));
     difference / largest(a).max(largest(b)).max(1e-300)
 }
+
+/// How far an analytic gradient is from the central differences of `f` at
+/// `x` (`h = 1e-5`), in the sense of [`max_relative_error`].
+pub(crate) fn gradient_error(
+    analytic: &ArrayRef2<f64>,
+    f: impl Fn(&Matrix) -> f64,
+    x: &ArrayRef2<f64>,
+) -> f64 {
+    max_relative_error(analytic, &numerical_gradient(f, x, 1e-5))
+}
+
+/// The largest of several errors.
+fn worst(errors: impl IntoIterator<Item = f64>) -> f64 {
+    errors.into_iter().fold(0.0, f64::max)
+}
 // ANCHOR_END: numerical_gradient
 
 /// Seeded `N(0, 1)` entries in `f64`.
-pub(crate) fn normal_matrix(
-    rows: usize,
-    cols: usize,
-    rng: &mut ndarray_rand::rand::rngs::StdRng,
-) -> Matrix {
+pub(crate) fn normal_matrix(rows: usize, cols: usize, rng: &mut StdRng) -> Matrix {
     use ndarray_rand::rand_distr::StandardNormal;
     use ndarray_rand::RandomExt;
     Matrix::random_using((rows, cols), StandardNormal, rng)
@@ -327,8 +339,7 @@ pub fn gradient_norms(
             requirement: "must be at least 1",
         });
     }
-    let mut rng =
-        <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let norm = |x: &Matrix| x.mapv(|a| a * a).sum().sqrt();
     Ok(d_ks
         .iter()
@@ -407,8 +418,7 @@ fn probe_loss(y: &ArrayRef2<f64>, r: &ArrayRef2<f64>) -> f64 {
 /// differences, over `dQ`, `dK` and `dV`, on a random 4-query, 5-key problem
 /// (with the causal mask if `masked`).
 pub fn check_attention(seed: u64, masked: bool) -> f64 {
-    let mut rng =
-        <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let (n, m, d_k, d_v) = (4, 5, 3, 2);
     let q = normal_matrix(n, d_k, &mut rng);
     let k = normal_matrix(m, d_k, &mut rng);
@@ -422,33 +432,26 @@ pub fn check_attention(seed: u64, masked: bool) -> f64 {
     };
     let (_, cache) = attention_forward(&q, &k, &v, keep, scale);
     let (dq, dk, dv) = attention_backward(&q, &k, &v, &cache, &r);
-    let h = 1e-5;
-    let errors = [
-        max_relative_error(&dq, &numerical_gradient(|q| loss(q, &k, &v), &q, h)),
-        max_relative_error(&dk, &numerical_gradient(|k| loss(&q, k, &v), &k, h)),
-        max_relative_error(&dv, &numerical_gradient(|v| loss(&q, &k, v), &v, h)),
-    ];
-    errors.into_iter().fold(0.0, f64::max)
+    worst([
+        gradient_error(&dq, |q| loss(q, &k, &v), &q),
+        gradient_error(&dk, |k| loss(&q, k, &v), &k),
+        gradient_error(&dv, |v| loss(&q, &k, v), &v),
+    ])
 }
 // ANCHOR_END: checks
 
 /// As [`check_attention`], for the row-wise softmax.
 pub fn check_softmax(seed: u64) -> f64 {
-    let mut rng =
-        <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let s = normal_matrix(3, 6, &mut rng) * 3.0;
     let r = normal_matrix(3, 6, &mut rng);
     let analytic = softmax_backward(&softmax(&s), &r);
-    max_relative_error(
-        &analytic,
-        &numerical_gradient(|s| probe_loss(&softmax(s), &r), &s, 1e-5),
-    )
+    gradient_error(&analytic, |s| probe_loss(&softmax(s), &r), &s)
 }
 
 /// As [`check_attention`], for a linear layer (`dX`, `dW`, `db`).
 pub fn check_linear(seed: u64) -> f64 {
-    let mut rng =
-        <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let (x, w) = (normal_matrix(5, 4, &mut rng), normal_matrix(4, 3, &mut rng));
     let b = normal_matrix(1, 3, &mut rng);
     let r = normal_matrix(5, 3, &mut rng);
@@ -456,22 +459,16 @@ pub fn check_linear(seed: u64) -> f64 {
         probe_loss(&linear_forward(x, w, &b.row(0).to_owned()), &r)
     };
     let (dx, dw, db) = linear_backward(&x, &w, &r);
-    [
-        max_relative_error(&dx, &numerical_gradient(|x| loss(x, &w, &b), &x, 1e-5)),
-        max_relative_error(&dw, &numerical_gradient(|w| loss(&x, w, &b), &w, 1e-5)),
-        max_relative_error(
-            &db.insert_axis(Axis(0)),
-            &numerical_gradient(|b| loss(&x, &w, b), &b, 1e-5),
-        ),
-    ]
-    .into_iter()
-    .fold(0.0, f64::max)
+    worst([
+        gradient_error(&dx, |x| loss(x, &w, &b), &x),
+        gradient_error(&dw, |w| loss(&x, w, &b), &w),
+        gradient_error(&db.insert_axis(Axis(0)), |b| loss(&x, &w, b), &b),
+    ])
 }
 
 /// As [`check_attention`], for LayerNorm (`dX`, `dγ`, `dβ`).
 pub fn check_layer_norm(seed: u64) -> f64 {
-    let mut rng =
-        <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let x = normal_matrix(4, 6, &mut rng) * 2.0 + 1.0;
     let (gamma, beta) = (normal_matrix(1, 6, &mut rng), normal_matrix(1, 6, &mut rng));
     let r = normal_matrix(4, 6, &mut rng);
@@ -484,28 +481,16 @@ pub fn check_layer_norm(seed: u64) -> f64 {
     let (_, cache) =
         layer_norm_forward(&x, &gamma.row(0).to_owned(), &beta.row(0).to_owned(), 1e-5);
     let (dx, dg, db) = layer_norm_backward(&cache, &gamma.row(0).to_owned(), &r);
-    [
-        max_relative_error(
-            &dx,
-            &numerical_gradient(|x| loss(x, &gamma, &beta), &x, 1e-5),
-        ),
-        max_relative_error(
-            &dg.insert_axis(Axis(0)),
-            &numerical_gradient(|g| loss(&x, g, &beta), &gamma, 1e-5),
-        ),
-        max_relative_error(
-            &db.insert_axis(Axis(0)),
-            &numerical_gradient(|b| loss(&x, &gamma, b), &beta, 1e-5),
-        ),
-    ]
-    .into_iter()
-    .fold(0.0, f64::max)
+    worst([
+        gradient_error(&dx, |x| loss(x, &gamma, &beta), &x),
+        gradient_error(&dg.insert_axis(Axis(0)), |g| loss(&x, g, &beta), &gamma),
+        gradient_error(&db.insert_axis(Axis(0)), |b| loss(&x, &gamma, b), &beta),
+    ])
 }
 
 /// As [`check_attention`], for the FFN with GELU (`dX`, `dW₁`, `dW₂`).
 pub fn check_ffn(seed: u64) -> f64 {
-    let mut rng =
-        <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let (d, d_ff) = (3, 5);
     let p = FfnParams {
         w1: normal_matrix(d, d_ff, &mut rng),
@@ -526,32 +511,20 @@ pub fn check_ffn(seed: u64) -> f64 {
         w2: w2.clone(),
         ..p.clone()
     };
-    [
-        max_relative_error(&dx, &numerical_gradient(|x| loss(x, &p), &x, 1e-5)),
-        max_relative_error(
-            &grads.w1,
-            &numerical_gradient(|w| loss(&x, &with_w1(w)), &p.w1, 1e-5),
-        ),
-        max_relative_error(
-            &grads.w2,
-            &numerical_gradient(|w| loss(&x, &with_w2(w)), &p.w2, 1e-5),
-        ),
-    ]
-    .into_iter()
-    .fold(0.0, f64::max)
+    worst([
+        gradient_error(&dx, |x| loss(x, &p), &x),
+        gradient_error(&grads.w1, |w| loss(&x, &with_w1(w)), &p.w1),
+        gradient_error(&grads.w2, |w| loss(&x, &with_w2(w)), &p.w2),
+    ])
 }
 
 /// As [`check_attention`], for softmax cross-entropy with an ignored row.
 pub fn check_cross_entropy(seed: u64) -> f64 {
-    let mut rng =
-        <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(seed);
+    let mut rng = StdRng::seed_from_u64(seed);
     let z = normal_matrix(4, 5, &mut rng);
     let targets = [Some(1), None, Some(4), Some(0)];
     let (_, dz) = cross_entropy(&z, &targets);
-    max_relative_error(
-        &dz,
-        &numerical_gradient(|z| cross_entropy(z, &targets).0, &z, 1e-5),
-    )
+    gradient_error(&dz, |z| cross_entropy(z, &targets).0, &z)
 }
 
 /// Every check, as the chapter prints them: `(operation, largest relative
@@ -617,10 +590,7 @@ mod tests {
 
     #[test]
     fn the_f64_forward_passes_agree_with_the_crate() {
-        let mut rng =
-            <ndarray_rand::rand::rngs::StdRng as ndarray_rand::rand::SeedableRng>::seed_from_u64(
-                96,
-            );
+        let mut rng = StdRng::seed_from_u64(96);
         let (q, k, v) = (
             normal_matrix(5, 8, &mut rng),
             normal_matrix(6, 8, &mut rng),
