@@ -175,16 +175,26 @@ fn train() -> Step {
     figures()
 }
 
-/// Chapter 7's measurements: the criterion benchmarks (timings, with glibc
-/// told to keep freed memory, so that large buffers are not page-faulted in
-/// again on every call), the memory benchmark, then the CSV and the figures.
+/// glibc keeps freed memory in the process, so that large buffers are not
+/// page-faulted in again on every call of a benchmark.
+const KEEP_FREED_MEMORY: [(&str, &str); 2] = [
+    ("MALLOC_MMAP_MAX_", "0"),
+    ("MALLOC_TRIM_THRESHOLD_", "2147483647"),
+];
+
+/// Chapter 7's measurements: the criterion timings, the memory benchmark,
+/// then the CSV and the figures.
 fn measure() -> Step {
     run(cargo()
         .args(["bench", "--locked", "--bench", "attention"])
-        .env("MALLOC_MMAP_MAX_", "0")
-        .env("MALLOC_TRIM_THRESHOLD_", "2147483647"))?;
+        .envs(KEEP_FREED_MEMORY))?;
     run(cargo().args(["bench", "--locked", "--bench", "memory"]))?;
-    timings_csv("target/criterion", "ch07-timings.csv", "")?;
+    timings_csv(
+        "target/criterion",
+        "ch07-timings.csv",
+        "",
+        &KEEP_FREED_MEMORY,
+    )?;
     figures()
 }
 
@@ -192,29 +202,31 @@ fn measure() -> Step {
 /// feature (the system's OpenBLAS, one thread), in their own target dir, to
 /// `book/data/ch07-timings-blas.csv`.
 fn measure_blas() -> Step {
+    let env = [
+        KEEP_FREED_MEMORY[0],
+        KEEP_FREED_MEMORY[1],
+        ("OPENBLAS_NUM_THREADS", "1"),
+    ];
+    let features = ["--features", "blas", "--target-dir", "target/blas"];
     run(cargo()
-        .args([
-            "bench",
-            "--locked",
-            "--features",
-            "blas",
-            "--target-dir",
-            "target/blas",
-            "--bench",
-            "attention",
-        ])
-        .env("OPENBLAS_NUM_THREADS", "1")
-        .env("CRITERION_HOME", root().join("target/blas/criterion"))
-        .env("MALLOC_MMAP_MAX_", "0")
-        .env("MALLOC_TRIM_THRESHOLD_", "2147483647"))?;
-    timings_csv("target/blas/criterion", "ch07-timings-blas.csv", " --blas")?;
+        .args(["bench", "--locked"])
+        .args(features)
+        .args(["--bench", "attention"])
+        .envs(env)
+        .env("CRITERION_HOME", root().join("target/blas/criterion")))?;
+    timings_csv(
+        "target/blas/criterion",
+        "ch07-timings-blas.csv",
+        " --blas",
+        &env,
+    )?;
     figures()
 }
 
 /// Collects criterion's estimates (`criterion/*/*/*/new/`, under `target`)
 /// into `book/data/csv`, headed by when and on what it was measured, and how
-/// (`how` is added to the command in the header).
-fn timings_csv(criterion: &str, csv: &str, how: &str) -> Step {
+/// (`how` is added to the command in the header, `env` is listed after it).
+fn timings_csv(criterion: &str, csv: &str, how: &str, env: &[(&str, &str)]) -> Step {
     let read_json = |path: &Path| -> Result<serde_json::Value, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -259,12 +271,13 @@ fn timings_csv(criterion: &str, csv: &str, how: &str) -> Step {
         .unwrap_or_else(|| "unknown CPU".into());
     let rustc = capture(Command::new("rustc").arg("--version"))?;
     let date = capture(Command::new("date").args(["-u", "+%Y-%m-%d"]))?;
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let text = format!(
-        "# measured {} on {cpu}, one thread, by `cargo xtask measure{how}` ({}; MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647{})\n\
+        "# measured {} on {cpu}, one thread, by `cargo xtask measure{how}` ({}; {})\n\
          group,function,n,mean_ns,low_ns,high_ns\n{}\n",
         date.trim(),
         rustc.trim(),
-        if how.is_empty() { "" } else { "; OPENBLAS_NUM_THREADS=1" },
+        env.join(" "),
         rows.join("\n")
     );
     let path = root().join("book/data").join(csv);
