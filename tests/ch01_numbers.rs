@@ -5,35 +5,33 @@
 use attn::attention::{sentence_example, worked_example};
 use attn::scaled_dot_product_attention;
 use attn::show::matrix;
-use attn::softmax::{naive_softmax, softmax};
+use attn::softmax::{exp_nonpositive, naive_softmax, softmax};
 use ndarray::{array, Array2};
 
 mod common;
 
-fn assert_quoted(block: &str) {
-    common::assert_quoted("ch01-scaled-dot-product-attention.md", block);
-}
+use common::numbers::Bindings;
 
-#[test]
-fn softmax_overflow_block() {
+const CHAPTER: &str = "ch01-scaled-dot-product-attention.md";
+
+fn softmax_overflow_block(b: &mut Bindings) {
     let logits = array![1000.0_f32, -1000.0, 0.0];
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "naive:  {}\nstable: {}\nexp overflows f32 above ln(f32::MAX) = {:.2}",
         naive_softmax(&logits),
         softmax(&logits),
         f32::MAX.ln()
     ));
     // The prose: "e^x overflows f32 once x passes ln(f32::MAX) ≈ 88.72".
-    assert_quoted("$\\ln(\\text{f32::MAX}) \\approx 88.72$");
+    b.quoted("$\\ln(\\text{f32::MAX}) \\approx 88.72$");
     assert!(88.72_f32.exp().is_finite() && 88.73_f32.exp().is_infinite());
 }
 
-#[test]
-fn worked_example_block() {
+fn worked_example_block(b: &mut Bindings) {
     let (q, k, v) = worked_example();
     let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
     let scores = q.dot(&k.t()) / 2.0;
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "scores = QKᵀ/√d_k:\n{}\nweights:\n{}\noutput:\n{}",
         matrix(&scores, 4),
         matrix(&a.weights, 4),
@@ -41,28 +39,26 @@ fn worked_example_block() {
     ));
     // The hand check, printed by the example and repeated in the prose.
     let e2 = std::f32::consts::E.powi(2);
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "query 0: e²/(e²+3) = {e2:.3}/{:.3} = {:.4}",
         e2 + 3.0,
         e2 / (e2 + 3.0)
     ));
-    assert_quoted("$e^2/(e^2+3) = 7.389/10.389 \\approx 0.7112$");
+    b.quoted("$e^2/(e^2+3) = 7.389/10.389 \\approx 0.7112$");
 }
 
-#[test]
-fn shape_error_block() {
+fn shape_error_block(b: &mut Bindings) {
     let (_, _, v) = worked_example();
     let q = Array2::<f32>::zeros((3, 64));
     let k = Array2::<f32>::zeros((4, 32));
     let err = scaled_dot_product_attention(&q, &k, &v).unwrap_err();
-    assert_quoted(&format!("```text\n{err}\n```"));
+    b.quoted(&format!("```text\n{err}\n```"));
 }
 
-#[test]
-fn sentence_block_and_caption_numbers() {
+fn sentence_block_and_caption_numbers(b: &mut Bindings) {
     let (_, x) = sentence_example();
     let a = scaled_dot_product_attention(&x, &x, &x).unwrap();
-    assert_quoted(&format!("```text\n{}\n```", matrix(&a.weights, 2)));
+    b.quoted(&format!("```text\n{}\n```", matrix(&a.weights, 2)));
     // Alt text: "cat" and "mat" put 0.41 on each other; the "the"s 0.37;
     // "sat" and "on" about 0.55 on themselves; the rest within 0.04..0.10.
     let w = |i: usize, j: usize| format!("{:.2}", a.weights[[i, j]]);
@@ -88,4 +84,65 @@ fn sentence_block_and_caption_numbers() {
             assert!((0.035..0.105).contains(&wij), "weight ({i}, {j}) = {wij}");
         }
     }
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    softmax_overflow_block(&mut b);
+    worked_example_block(&mut b);
+    shape_error_block(&mut b);
+    sentence_block_and_caption_numbers(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    // "agrees with f64's exponential to a relative 3·10⁻⁷ (tested)".
+    let worst = (0..=200_000)
+        .map(|i| {
+            let x = -87.0 * i as f32 / 200_000.0;
+            let exact = (x as f64).exp();
+            ((exp_nonpositive(x) as f64 - exact) / exact).abs()
+        })
+        .fold(0.0, f64::max);
+    b.value("3e-7", worst, 3e-7);
+    // The logits [1000, −1000, 0] of the overflow block.
+    b.exact("1000", 1000.0).exact("-1000", -1000.0);
+    // Query 2's output is the mean of the values, [0.5, 0.5], and the test
+    // pins the worked example to 10⁻⁶ of the closed forms.
+    let (q, k, v) = worked_example();
+    let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
+    b.rounded("0.5", a.output[[2, 0]] as f64);
+    let e = std::f64::consts::E;
+    let closed = [e * e / (e * e + 3.0), 1.0 / (e * e + 3.0), e / (2.0 + 2.0 * e), 0.25];
+    let (w00, w01, w11, w20) = (a.weights[[0, 0]], a.weights[[0, 1]], a.weights[[1, 1]], a.weights[[2, 0]]);
+    let worst = [w00, w01, w11, w20]
+        .iter()
+        .zip(closed)
+        .map(|(&w, c)| (w as f64 - c).abs())
+        .fold(0.0, f64::max);
+    b.value("1e-6", worst, 1e-6);
+    // Figure 1.1's alt text: a 6 by 6 matrix for a six-word sentence.
+    let (words, x) = sentence_example();
+    b.exact("6", words.len() as f64);
+    assert_eq!(x.nrows(), 6);
+    // Exercise 3: at c = 100 the naive softmax gives NaN.
+    b.exact("100", 100.0);
+    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + 100.0)).iter().all(|p| p.is_nan()));
+    // Quiz 1: Q is 5×16, K 7×16, V 7×3; weights 5×7, output 5×3.
+    let (q, k, v) = (Array2::zeros((5, 16)), Array2::zeros((7, 16)), Array2::zeros((7, 3)));
+    let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
+    assert_eq!((a.weights.dim(), a.output.dim()), ((5, 7), (5, 3)));
+    b.exact("5", a.weights.nrows() as f64)
+        .exact("7", a.weights.ncols() as f64)
+        .exact("16", q.ncols() as f64);
+    // Quiz 2: subtracting the maximum leaves the result as it was.
+    let x = array![0.5_f32, -1.25, 2.0];
+    let shifted = x.mapv(|v| v - 2.0);
+    let same = softmax(&x).iter().zip(&softmax(&shifted)).all(|(a, b)| (a - b).abs() < 1e-7);
+    b.claim("while the result stays the same", same);
 }

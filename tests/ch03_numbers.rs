@@ -8,12 +8,11 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 mod common;
 
-fn assert_quoted(block: &str) {
-    common::assert_quoted("ch03-self-and-cross-attention.md", block);
-}
+use common::numbers::Bindings;
 
-#[test]
-fn shape_walkthroughs() {
+const CHAPTER: &str = "ch03-self-and-cross-attention.md";
+
+fn shape_walkthroughs(b: &mut Bindings) {
     // The example's sizes and seed: d_model 16, d_k = d_v = 8, m = 7, n = 5.
     let mut rng = StdRng::seed_from_u64(3);
     let p = Projections::new(16, 8, 8, &mut rng);
@@ -23,7 +22,7 @@ fn shape_walkthroughs() {
         let (q, k, v) = (x_q.dot(&p.w_q), x_kv.dot(&p.w_k), x_kv.dot(&p.w_v));
         let a = p.attend(x_q, x_kv).unwrap();
         assert_eq!(a.weights.dim(), (x_q.nrows(), x_kv.nrows()));
-        assert_quoted(&format!(
+        b.quoted(&format!(
             "Q = X_q W_Q:  {} · {} = {}\nK = X_kv W_K: {} · {} = {}\nV = X_kv W_V: {} · {} = {}\n\
              weights = softmax(QKᵀ/√d_k): {}\noutput = weights · V: {}",
             shape(x_q),
@@ -39,21 +38,48 @@ fn shape_walkthroughs() {
             shape(&a.output)
         ));
     }
+    // Figure 3.1: 5 decoder queries over 7 encoder keys, weights from 0.01
+    // to 0.57.
+    let cross = p.attend(&decoder, &encoder).unwrap().weights;
+    b.exact("5", cross.nrows() as f64)
+        .exact("7", cross.ncols() as f64)
+        .exact("4", cross.nrows() as f64 - 1.0)
+        .exact("6", cross.ncols() as f64 - 1.0)
+        .rounded("0.01", cross.fold(1.0_f32, |a, &w| a.min(w)) as f64)
+        .rounded("0.57", cross.fold(0.0_f32, |a, &w| a.max(w)) as f64);
     let err = p
         .cross_attention(&decoder, &standard_normal(7, 12, &mut rng))
         .unwrap_err();
-    assert_quoted(&format!("```text\n{err}\n```"));
+    b.quoted(&format!("```text\n{err}\n```"));
 }
 
-#[test]
-fn initialisation_keeps_unit_variance() {
-    let s = init_statistics(512, 64, 2000, 1);
-    assert_quoted(&format!(
-        "Var(X) = {:.3}, Var(Q) = {:.3}, Var(K) = {:.3}, Var(QKᵀ/√d_k) = {:.3}",
+fn initialisation_keeps_unit_variance(b: &mut Bindings) {
+    let (d_model, d_k, tokens, seed) = (512, 64, 2000, 1);
+    let s = init_statistics(d_model, d_k, tokens, seed);
+    b.quoted(&format!(
+        "== Variances at initialisation (d_model = {d_model}, d_k = {d_k}, {tokens} tokens, seed {seed}) ==\n\
+         Var(X) = {:.3}, Var(Q) = {:.3}, Var(K) = {:.3}, Var(QKᵀ/√d_k) = {:.3}",
         s.x, s.q, s.k, s.scores
     ));
     // "Every stage stays at variance 1 (to within 2%)"
-    for v in [s.x, s.q, s.k, s.scores] {
-        assert!((v - 1.0).abs() < 0.02, "{s:?}");
-    }
+    let unit = [s.x, s.q, s.k, s.scores].iter().all(|v| (v - 1.0).abs() < 0.02);
+    b.claim("Every stage stays at variance 1", unit);
+    // The measured width, which exercise 1 reuses.
+    b.exact("512", d_model as f64);
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    shape_walkthroughs(&mut b);
+    initialisation_keeps_unit_variance(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    let _ = b;
 }

@@ -12,21 +12,20 @@ const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
 mod common;
 
-fn assert_quoted(block: &str) {
-    common::assert_quoted("ch04-multi-head-attention.md", block);
-}
+use common::numbers::Bindings;
+
+const CHAPTER: &str = "ch04-multi-head-attention.md";
 
 fn layer() -> MultiHeadAttention {
     MultiHeadAttention::new(32, 4, &mut StdRng::seed_from_u64(4)).unwrap()
 }
 
-#[test]
-fn shapes_block() {
+fn shapes_block(b: &mut Bindings) {
     let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
     let q = x.dot(&mha.w_q);
     let heads = split_heads(&q, 4).unwrap();
     let out = mha.forward(&x, &x).unwrap();
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "X:                       {}\nQ = X W_Q:               {}\n\
          split heads:             {:?} (h, n, d_k)\nweights, per head:       {:?} (h, n, m)\n\
          merged heads:            {}\noutput = Concat · W_O:   {}",
@@ -38,16 +37,14 @@ fn shapes_block() {
         shape(&out.output)
     ));
     let err = MultiHeadAttention::new(512, 7, &mut StdRng::seed_from_u64(0)).unwrap_err();
-    assert_quoted(&format!("```text\n{err}\n```"));
+    b.quoted(&format!("```text\n{err}\n```"));
 }
 
-#[test]
-fn the_sqrt_d_model_bug_factor() {
-    assert_quoted(&format!("$\\sqrt{{8}} \\approx {:.1}$", 8f64.sqrt()));
+fn the_sqrt_d_model_bug_factor(b: &mut Bindings) {
+    b.quoted(&format!("$\\sqrt{{8}} \\approx {:.1}$", 8f64.sqrt()));
 }
 
-#[test]
-fn cost_block() {
+fn cost_block(b: &mut Bindings) {
     let mut block = format!("parameters: 4 · 32² = {}", layer().parameters());
     for h in [1, 8, 64] {
         block += &format!(
@@ -55,20 +52,19 @@ fn cost_block() {
             multihead_flops(512, 512, 512, h).unwrap()
         );
     }
-    assert_quoted(&block);
-    assert_quoted(&format!("$4 \\cdot 512^2 = {}$", "1{,}048{,}576"));
+    b.quoted(&block);
+    b.quoted(&format!("$4 \\cdot 512^2 = {}$", "1{,}048{,}576"));
     assert_eq!(4 * 512 * 512, 1_048_576);
 }
 
-#[test]
-fn entropy_block_and_figure_claims() {
+fn entropy_block_and_figure_claims(b: &mut Bindings) {
     let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
     let w = mha.forward(&x, &x).unwrap().weights;
     let mut block = String::new();
     for (i, e) in head_entropies(&w).iter().enumerate() {
         block += &format!("head {}: {e:.3}\n", i + 1);
     }
-    assert_quoted(&block);
+    b.quoted(&block);
     // "The" (row 0) and "the" (row 4) have identical rows in every head.
     for head in w.outer_iter() {
         assert_eq!(head.row(0), head.row(4));
@@ -83,4 +79,22 @@ fn entropy_block_and_figure_claims() {
     let average = w.mean_axis(Axis(0)).unwrap().insert_axis(Axis(0));
     let avg_entropy = head_entropies(&average)[0];
     assert!(head_entropies(&w).iter().all(|&e| e < avg_entropy));
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    shapes_block(&mut b);
+    the_sqrt_d_model_bug_factor(&mut b);
+    cost_block(&mut b);
+    entropy_block_and_figure_claims(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    let _ = b;
 }

@@ -16,30 +16,28 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 mod common;
 
-fn assert_quoted(block: &str) {
-    common::assert_quoted("ch05-masking.md", block);
-}
+use common::numbers::Bindings;
+
+const CHAPTER: &str = "ch05-masking.md";
 
 fn ones_and_zeros(keep: &Array2<bool>) -> Array2<f32> {
     keep.mapv(|k| if k { 1.0 } else { 0.0 })
 }
 
-#[test]
-fn the_two_forms_of_the_causal_mask() {
+fn the_two_forms_of_the_causal_mask(b: &mut Bindings) {
     let keep = causal_mask(5, 5);
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "```text\n{}\n{}\n```",
         matrix(&ones_and_zeros(&keep), 0),
         matrix(&additive_mask(&keep), 0)
     ));
 }
 
-#[test]
-fn minus_infinity_and_minus_1e9_on_a_fully_masked_row() {
+fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
     let [stable, textbook, fill_1e9, add_1e9] =
         fully_masked_row(&array![3.0_f32, 40.0, -25.0, 100.0]);
     let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "fill -inf, stable softmax:    {}\nfill -inf, textbook softmax:  {}\n\
          fill -1e9:                    {}\nadd -1e9:                     {}\n\
          f32 numbers near 1e9 are {spacing} apart: 3 + (-1e9) = {}\n",
@@ -57,13 +55,12 @@ fn minus_infinity_and_minus_1e9_on_a_fully_masked_row() {
     assert_eq!(spacing, 64.0);
 }
 
-#[test]
-fn minus_1e9_with_large_scores() {
+fn minus_1e9_with_large_scores(b: &mut Bindings) {
     let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
     let bias = additive_mask(&array![[true, true, false]]);
     let inf = softmax_rows(&(&big + &bias));
     let minus_1e9 = softmax_rows(&(&big + &bias.mapv(|b| b.max(-1e9))));
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "add -inf:  {}\nadd -1e9:  {}\n",
         matrix(&inf, 4),
         matrix(&minus_1e9, 4)
@@ -74,11 +71,10 @@ fn minus_1e9_with_large_scores() {
     assert_eq!((2.0 - 2f64.powi(-10)) * 2f64.powi(15), 65504.0);
 }
 
-#[test]
-fn padding_masks_and_the_zero_rows_of_padding_queries() {
+fn padding_masks_and_the_zero_rows_of_padding_queries(b: &mut Bindings) {
     let right = key_padding_mask(5, 3, 5, Padding::Right).unwrap();
     let left_causal = key_padding_mask(5, 3, 5, Padding::Left).unwrap() & causal_mask(5, 5);
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "right padding, key-padding mask:\n{}\nleft padding and causal:\n{}\n",
         matrix(&ones_and_zeros(&right), 0),
         matrix(&ones_and_zeros(&left_causal), 0)
@@ -87,14 +83,13 @@ fn padding_masks_and_the_zero_rows_of_padding_queries() {
     let out = masked_attention(&x, &x, &x, &left_causal).unwrap().output;
     let padding_rows = out.slice(s![..2, ..]);
     assert!(padding_rows.iter().all(|&o| o == 0.0));
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "output rows of the two padding queries:\n{}\n",
         matrix(&padding_rows, 4)
     ));
 }
 
-#[test]
-fn the_cache_reproduces_causal_attention() {
+fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(100);
     let (q, k, v) = (
         standard_normal(100, 16, &mut rng),
@@ -107,14 +102,13 @@ fn the_cache_reproduces_causal_attention() {
     let incremental = decode_with_cache(&q, &k, &v).unwrap();
     let diff = (&full - &incremental).fold(0.0_f32, |m, &d| m.max(d.abs()));
     assert!(diff < 1e-6, "the chapter promises 1e-6");
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "largest difference from full causal attention: {diff:.1e}\n"
     ));
 }
 
-#[test]
-fn decode_cost_table_and_figure_description() {
-    assert_quoted(&format!(
+fn decode_cost_table_and_figure_description(b: &mut Bindings) {
+    b.quoted(&format!(
         "```text\n{}\n```",
         decode_cost_table(&[1, 128, 1024, 4096], 512)
     ));
@@ -124,7 +118,7 @@ fn decode_cost_table_and_figure_description() {
     assert!((6.0e13..7.0e13).contains(&without), "{without}");
     assert_eq!(format!("{:.1e}", with), "2.6e10");
     assert_eq!(format!("{:.0}", without / with), "2504");
-    assert_quoted("it is\n2504× at 4096 tokens.");
+    b.quoted("it is\n2504× at 4096 tokens.");
 }
 
 #[test]
@@ -142,4 +136,24 @@ fn figure_5_1_claims() {
     assert_eq!(causal[[0, 0]], 1.0, "\"The\" attends only to itself");
     assert_eq!(causal.row(5), unmasked.row(5), "the last row is unchanged");
     assert!(unmasked.iter().all(|&w| w > 0.0));
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    the_two_forms_of_the_causal_mask(&mut b);
+    minus_infinity_and_minus_1e9_on_a_fully_masked_row(&mut b);
+    minus_1e9_with_large_scores(&mut b);
+    padding_masks_and_the_zero_rows_of_padding_queries(&mut b);
+    the_cache_reproduces_causal_attention(&mut b);
+    decode_cost_table_and_figure_description(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    let _ = b;
 }

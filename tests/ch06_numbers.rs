@@ -13,9 +13,9 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 mod common;
 
-fn assert_quoted(block: &str) {
-    common::assert_quoted("ch06-positional-encoding.md", block);
-}
+use common::numbers::Bindings;
+
+const CHAPTER: &str = "ch06-positional-encoding.md";
 
 fn max_diff(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> f32 {
     (a - b).fold(0.0, |m, &d| m.max(d.abs()))
@@ -27,8 +27,7 @@ fn cosine(a: &ArrayRef1<f32>, b: &ArrayRef1<f32>) -> f32 {
 
 const PERM: [usize; 7] = [3, 0, 6, 2, 5, 1, 4];
 
-#[test]
-fn permutation_block() {
+fn permutation_block(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(6);
     let layer = Projections::new(16, 8, 8, &mut rng);
     let x = standard_normal(7, 16, &mut rng);
@@ -51,21 +50,20 @@ fn permutation_block() {
             .select(Axis(0), &PERM),
     );
     assert!(plain < 1e-6 && with_pe > 0.1);
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "no positions:   largest |out(PX) − P·out(X)| = {plain:.1e}\n\
          sinusoidal PE:  largest |out(PX + PE) − P·out(X + PE)| = {with_pe:.2}\n"
     ));
 }
 
-#[test]
-fn sinusoidal_blocks_and_figures_6_1_and_6_2() {
-    assert_quoted(&format!(
+fn sinusoidal_blocks_and_figures_6_1_and_6_2(b: &mut Bindings) {
+    b.quoted(&format!(
         "```text\n{}\n```",
         matrix(&sinusoidal(4, 4).unwrap(), 4)
     ));
     let omega = frequencies(512);
     let tau = std::f64::consts::TAU;
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "d_model = 512: ω_0 = {}, ω_255 = {:.3e}; wavelengths 2π/ω from {:.2} to {:.0} positions",
         omega[0],
         omega[255],
@@ -91,12 +89,11 @@ fn sinusoidal_blocks_and_figures_6_1_and_6_2() {
         .collect();
     assert_eq!(periods, ["12.9", "26.5", "111.7"]);
     for p in &periods {
-        assert_quoted(p);
+        b.quoted(p);
     }
 }
 
-#[test]
-fn offset_map_block() {
+fn offset_map_block(b: &mut Bindings) {
     let pe = sinusoidal(200, 64).unwrap();
     let mut block = String::new();
     for k in [1, 5, 17, 99] {
@@ -106,11 +103,10 @@ fn offset_map_block() {
         assert!(err < 2e-5);
         block += &format!("k = {k:>2}: largest error {err:.1e}\n");
     }
-    assert_quoted(&block);
+    b.quoted(&block);
 }
 
-#[test]
-fn similarity_table_and_figure_6_3() {
+fn similarity_table_and_figure_6_3(b: &mut Bindings) {
     let pe = sinusoidal(400, 128).unwrap();
     let omega = frequencies(128);
     let rows: Vec<Vec<String>> = [0, 1, 2, 5, 10, 20, 50, 100]
@@ -127,7 +123,7 @@ fn similarity_table_and_figure_6_3() {
             row
         })
         .collect();
-    assert_quoted(&table(&["Δ", "pos = 0", "pos = 100", "pos = 250"], &rows));
+    b.quoted(&table(&["Δ", "pos = 0", "pos = 100", "pos = 250"], &rows));
     // Alt text: "around 0.2 to 0.3 at distance 400", "512 wobbles least".
     let mut wobble = Vec::new();
     for d in [64, 128, 512] {
@@ -139,8 +135,7 @@ fn similarity_table_and_figure_6_3() {
     assert!(wobble[2] < wobble[1] && wobble[2] < wobble[0], "{wobble:?}");
 }
 
-#[test]
-fn rope_block() {
+fn rope_block(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(7);
     let (q, k) = (
         standard_normal(1, 64, &mut rng),
@@ -167,14 +162,13 @@ fn rope_block() {
     let rotated = rope(&x, 3).unwrap();
     let norm_change = largest_norm_change(&x, &rotated).unwrap();
     assert!(norm_change < 1e-4);
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "{}\nlargest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}\n",
         table(&["m", "n", "m − n", "q_m · k_n"], &rows)
     ));
 }
 
-#[test]
-fn alibi_block_figure_6_4_and_exercise_3() {
+fn alibi_block_figure_6_4_and_exercise_3(b: &mut Bindings) {
     let exponents = |h| {
         let e: Vec<String> = alibi_slopes(h)
             .unwrap()
@@ -183,7 +177,7 @@ fn alibi_block_figure_6_4_and_exercise_3() {
             .collect();
         e.join(" ")
     };
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "h = 8:  {}\nh = 12: {}\nbias of head 1 (slope 1/2), n = 5:\n{}\n",
         exponents(8),
         exponents(12),
@@ -198,4 +192,24 @@ fn alibi_block_figure_6_4_and_exercise_3() {
     assert_eq!(corner, ["-3.500", "-1.750", "-0.438", "-0.027"]);
     // Exercise 3: distance 1/m is 2 and 256.
     assert_eq!((1.0 / slopes[0], 1.0 / slopes[7]), (2.0, 256.0));
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    permutation_block(&mut b);
+    sinusoidal_blocks_and_figures_6_1_and_6_2(&mut b);
+    offset_map_block(&mut b);
+    similarity_table_and_figure_6_3(&mut b);
+    rope_block(&mut b);
+    alibi_block_figure_6_4_and_exercise_3(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    let _ = b;
 }

@@ -14,9 +14,9 @@ use attn::multihead::multihead_flops;
 
 mod common;
 
-fn assert_quoted(block: &str) {
-    common::assert_quoted("ch07-complexity.md", block);
-}
+use common::numbers::Bindings;
+
+const CHAPTER: &str = "ch07-complexity.md";
 
 fn data(name: &str) -> String {
     let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -29,9 +29,8 @@ fn timings() -> Vec<Measurement> {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-#[test]
-fn cost_model_block() {
-    assert_quoted(&format!(
+fn cost_model_block(b: &mut Bindings) {
+    b.quoted(&format!(
         "```text\n{}\ncrossover at n = 2·d_model = {}; scores at n = 65,536: {} GiB\n```",
         cost_table(&[128, 512, 1024, 4096, 65_536], 512),
         crossover_length(512),
@@ -39,8 +38,7 @@ fn cost_model_block() {
     ));
 }
 
-#[test]
-fn timing_block_exponents_and_figure_7_2() {
+fn timing_block_exponents_and_figure_7_2(b: &mut Bindings) {
     let t = timings();
     let header = data("ch07-timings.csv").lines().next().unwrap().to_string();
     assert!(
@@ -48,7 +46,7 @@ fn timing_block_exponents_and_figure_7_2() {
         "the chapter dates the data: {header}"
     );
     let lengths = [128, 256, 512, 1024, 2048, 4096];
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "{header}\n{}\n```",
         timing_table(&t, &TIMED_METHODS, &lengths).unwrap()
     ));
@@ -59,7 +57,7 @@ fn timing_block_exponents_and_figure_7_2() {
         let expected = if method.starts_with('l') { 1.0 } else { 2.0 };
         assert!((b - expected).abs() < 0.15, "{method}: exponent {b}");
     }
-    assert_quoted(&block);
+    b.quoted(&block);
     // Figure 7.2: the approximations win from about n = 1024 and by 5 to 7
     // times at 4096; tiled causal takes about half the time of tiled.
     for approx in ["local_causal", "linear_causal"] {
@@ -72,8 +70,7 @@ fn timing_block_exponents_and_figure_7_2() {
     assert!((0.45..0.6).contains(&half), "{half}");
 }
 
-#[test]
-fn numpy_block_and_the_speed_targets() {
+fn numpy_block_and_the_speed_targets(b: &mut Bindings) {
     let t = timings();
     let numpy_csv = data("ch07-numpy.csv");
     let numpy = read_measurements(&numpy_csv, "version", "seconds").unwrap();
@@ -108,15 +105,14 @@ fn numpy_block_and_the_speed_targets() {
     block += &format!(
         "at n = 4096: tiled / naive = {tiled_ratio:.2}, tiled causal / naive causal = {causal_ratio:.2}"
     );
-    assert_quoted(&block);
+    b.quoted(&block);
 }
 
-#[test]
-fn exp_and_multihead_lines() {
+fn exp_and_multihead_lines(b: &mut Bindings) {
     let t = timings();
     let per = |f| lookup(&t, f, 1 << 20).unwrap() / (1 << 20) as f64;
     let (std_exp, fast) = (per("std_exp"), per("exp_nonpositive"));
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "exp per element: f32::exp {std_exp:.2} ns, exp_nonpositive {fast:.2} ns"
     ));
     // "16.8 million exponentials: about 43 ms ... more than half of the 73 ms".
@@ -129,7 +125,7 @@ fn exp_and_multihead_lines() {
         lookup(&t, "matmul_512", 512).unwrap(),
     );
     let flops = multihead_flops(512, 512, 512, 8).unwrap() as f64;
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "layer: {:.2} ms, {:.0} GFLOP/s; a 512×512 by 512×512 product: {:.3} ms, {:.0} GFLOP/s",
         layer / 1e6,
         flops / layer,
@@ -146,8 +142,7 @@ fn exp_and_multihead_lines() {
     );
 }
 
-#[test]
-fn memory_block_and_figure_7_3() {
+fn memory_block_and_figure_7_3(b: &mut Bindings) {
     let csv = data("ch07-memory.csv");
     let peak = read_measurements(&csv, "method", "peak_bytes").unwrap();
     let seconds = read_measurements(&csv, "method", "seconds").unwrap();
@@ -180,17 +175,16 @@ fn memory_block_and_figure_7_3() {
         lookup(&seconds, "tiled", 65_536).unwrap(),
         mib("tiled", 65_536).unwrap()
     );
-    assert_quoted(&block);
+    b.quoted(&block);
     assert!(100.0 * (tiled - output) / (naive - output) < 1.0);
     // Alt text: 4.6 → 1032 MiB, 0.53 → 16.3 MiB.
     assert_eq!(show(mib("naive", 1024)), "4.62");
     assert_eq!(format!("{:.0}", mib("naive", 16_384).unwrap()), "1032");
 }
 
-#[test]
-fn error_table_and_figure_7_4() {
+fn error_table_and_figure_7_4(b: &mut Bindings) {
     let rows = error_experiment(1024, 7);
-    assert_quoted(&format!("```text\n{}\n```", error_table(&rows)));
+    b.quoted(&format!("```text\n{}\n```", error_table(&rows)));
     let (local, linear) = rows.split_at(rows.len() - 1);
     // Local: error falls as the window grows; near-exact on local inputs.
     assert!(local
@@ -201,8 +195,7 @@ fn error_table_and_figure_7_4() {
     assert!(linear[0].random > 0.6 && linear[0].local > 0.9);
 }
 
-#[test]
-fn blas_table_and_its_claims() {
+fn blas_table_and_its_claims(b: &mut Bindings) {
     let plain = timings();
     let blas_csv = data("ch07-timings-blas.csv");
     let blas = read_measurements(&blas_csv, "function", "mean_ns").unwrap();
@@ -217,7 +210,7 @@ fn blas_table_and_its_claims() {
         gflops(&blas, "multihead", layer),
         gflops(&blas, "matmul_512", 2.0 * 512f64.powi(3))
     );
-    assert_quoted(&block);
+    b.quoted(&block);
     // "every attention call gets a little faster, tiled attention most";
     // "faster than NumPy with or without it".
     for n in [1024, 2048, 4096] {
@@ -230,4 +223,25 @@ fn blas_table_and_its_claims() {
         assert!(millis(&blas, "naive", n).unwrap() < numpy_ms);
     }
     assert_eq!(format!("{:.0}", gflops(&plain, "multihead", layer)), "75");
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    cost_model_block(&mut b);
+    timing_block_exponents_and_figure_7_2(&mut b);
+    numpy_block_and_the_speed_targets(&mut b);
+    exp_and_multihead_lines(&mut b);
+    memory_block_and_figure_7_3(&mut b);
+    error_table_and_figure_7_4(&mut b);
+    blas_table_and_its_claims(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    let _ = b;
 }

@@ -12,12 +12,11 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 mod common;
 
-fn assert_quoted(block: &str) {
-    common::assert_quoted("ch08-transformer-block.md", block);
-}
+use common::numbers::Bindings;
 
-#[test]
-fn encoder_and_decoder_shapes() {
+const CHAPTER: &str = "ch08-transformer-block.md";
+
+fn encoder_and_decoder_shapes(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(8);
     let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng).unwrap();
     let x = standard_normal(7, 64, &mut rng);
@@ -26,7 +25,7 @@ fn encoder_and_decoder_shapes() {
     let out = layer.forward(&x).unwrap();
     let ffn_parameters =
         layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "input X:                          {}\nself-attention weights, per head: {:?}\n\
          LayerNorm(X + attention):         {}\nFFN hidden layer:                 {}\n\
          LayerNorm(· + FFN(·)) = output:   {}\n\
@@ -46,7 +45,7 @@ fn encoder_and_decoder_shapes() {
         .cross_attention
         .forward(&y, &memory)
         .unwrap();
-    assert_quoted(&format!(
+    b.quoted(&format!(
         "encoder output (memory):          {}\ndecoder self-attention mask:      5×5 (causal)\n\
          cross-attention weights, per head: {:?} (h, n, m)\ndecoder output:                   {}",
         shape(&memory),
@@ -55,13 +54,12 @@ fn encoder_and_decoder_shapes() {
     ));
 }
 
-#[test]
-fn layer_norm_and_gelu_lines() {
+fn layer_norm_and_gelu_lines(b: &mut Bindings) {
     let y = LayerNorm::new(4)
         .forward(&array![[1.0_f32, 2.0, 3.0, 4.0]])
         .unwrap();
-    assert_quoted(&format!("```text\n{}\n```", matrix(&y, 4)));
-    assert_quoted(&format!(
+    b.quoted(&format!("```text\n{}\n```", matrix(&y, 4)));
+    b.quoted(&format!(
         "GELU(−1, 0, 1) = {:.4}, {:.4}, {:.4}",
         gelu(-1.0),
         gelu(0.0),
@@ -69,8 +67,7 @@ fn layer_norm_and_gelu_lines() {
     ));
 }
 
-#[test]
-fn residual_stream_table_and_figure_8_1() {
+fn residual_stream_table_and_figure_8_1(b: &mut Bindings) {
     let stacks = [Norm::Post, Norm::Pre].map(|norm| {
         let mut rng = StdRng::seed_from_u64(12);
         let c = Config {
@@ -99,7 +96,7 @@ fn residual_stream_table_and_figure_8_1() {
             ]
         })
         .collect();
-    assert_quoted(&table(
+    b.quoted(&table(
         &["layer", "post-norm: std of x", "pre-norm: std of x"],
         &rows,
     ));
@@ -111,8 +108,7 @@ fn residual_stream_table_and_figure_8_1() {
     );
 }
 
-#[test]
-fn exercise_1_parameter_count() {
+fn exercise_1_parameter_count(b: &mut Bindings) {
     let c = Config {
         d_model: 512,
         h: 8,
@@ -127,5 +123,23 @@ fn exercise_1_parameter_count() {
     assert_eq!(ffn, 2_099_712);
     assert_eq!(norms, 2048);
     assert_eq!(layer.attention.parameters() + ffn + norms, 3_150_336);
-    assert_quoted("Total\n$3{,}150{,}336$");
+    b.quoted("Total\n$3{,}150{,}336$");
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    encoder_and_decoder_shapes(&mut b);
+    layer_norm_and_gelu_lines(&mut b);
+    residual_stream_table_and_figure_8_1(&mut b);
+    exercise_1_parameter_count(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    let _ = b;
 }
