@@ -95,18 +95,19 @@ fn main() -> Result<(), attn::AttnError> {
     Ok(())
 }
 
-/// Figure 5.1: the causal mask, a key-padding mask, and both with left padding.
+/// Figure 5.2: the causal mask, a key-padding mask, and both with left
+/// padding, over the same 5 positions and 3 real tokens as the printed masks.
 fn draw_masks() -> Result<(), attn::AttnError> {
-    let positions = ["0", "1", "2", "3", "4", "5"];
+    let positions = ["0", "1", "2", "3", "4"];
     let masks = [
-        ("causal", causal_mask(6, 6)),
+        ("causal", causal_mask(5, 5)),
         (
-            "key padding (4 tokens, right-padded)",
-            key_padding_mask(6, 4, 6, Padding::Right)?,
+            "key padding (3 tokens, right-padded)",
+            key_padding_mask(5, 3, 5, Padding::Right)?,
         ),
         (
             "causal and key padding (left-padded)",
-            key_padding_mask(6, 4, 6, Padding::Left)? & causal_mask(6, 6),
+            key_padding_mask(5, 3, 5, Padding::Left)? & causal_mask(5, 5),
         ),
     ];
     let panels: Vec<_> = masks
@@ -125,7 +126,7 @@ fn draw_masks() -> Result<(), attn::AttnError> {
             (h, ones_and_zeros(keep))
         })
         .collect();
-    let path = plot::heatmap_grid("ch05-masks.svg", "Three masks over 6 positions", 3, &panels);
+    let path = plot::heatmap_grid("ch05-masks.svg", "Three masks over 5 positions", 3, &panels);
     println!("wrote {}", path.display());
     Ok(())
 }

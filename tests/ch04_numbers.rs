@@ -71,10 +71,7 @@ fn entropy_block_and_figure_claims(b: &mut Bindings) {
     }
     // Alt text: "weights between 0.01 and 0.49".
     let (lo, hi) = w.fold((1.0_f32, 0.0_f32), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-    assert_eq!(
-        (format!("{lo:.2}"), format!("{hi:.2}")),
-        ("0.01".into(), "0.49".into())
-    );
+    b.rounded("0.01", lo as f64).rounded("0.49", hi as f64);
     // "The average is flatter than any single head": higher entropy.
     let average = w.mean_axis(Axis(0)).unwrap().insert_axis(Axis(0));
     let avg_entropy = head_entropies(&average)[0];
@@ -96,5 +93,28 @@ fn every_number_is_bound() {
 
 /// Numbers of the prose, captions, alt text and quiz, each with its check.
 fn bind_prose(b: &mut Bindings) {
-    let _ = b;
+    // "shrinks every score by a further factor √8": the layer's d_k against
+    // d_model at h = 8.
+    let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
+    let factor = (base.d_model() as f64 / base.d_k() as f64).sqrt();
+    b.claim("shrinks every score by a further factor", (factor - 8f64.sqrt()).abs() < 1e-12);
+    // The tolerance of the comparisons: fused and separate projections agree
+    // to 10⁻⁵ (the per-head loop and the PyTorch files use the same bound).
+    let x = embed_words(&WORDS, 32, 2024);
+    let (separate, fused) = (
+        layer().forward(&x, &x).unwrap().output,
+        layer().forward_fused(&x).unwrap().output,
+    );
+    let worst = (&separate - &fused).fold(0.0_f32, |a, &d| a.max(d.abs()));
+    b.value("1e-5", worst as f64, 1e-5);
+    // The scores (one n×m matrix a head) grow with h: h · n·m numbers.
+    let scores = |h: usize| {
+        let mha = MultiHeadAttention::new(32, h, &mut StdRng::seed_from_u64(4)).unwrap();
+        mha.forward(&x, &x).unwrap().weights.len()
+    };
+    let n = WORDS.len();
+    b.claim(
+        "$h \\cdot n m$ of each, do grow with $h$",
+        [1, 2, 4, 8].iter().all(|&h| scores(h) == h * n * n),
+    );
 }

@@ -96,8 +96,12 @@ impl Bindings {
     /// binds it.
     pub fn rounded(&mut self, shown: &str, computed: f64) -> &mut Self {
         let normal = normalise(shown);
-        let digits = normal.trim_end_matches('%').split('.').nth(1).map_or(0, str::len);
-        let unit = 10f64.powi(-(digits as i32));
+        let (mantissa, exponent) = match normal.split_once('e') {
+            Some((m, e)) => (m.to_string(), e.parse::<i32>().unwrap()),
+            None => (normal.trim_end_matches('%').to_string(), 0),
+        };
+        let digits = mantissa.split('.').nth(1).map_or(0, str::len) as i32;
+        let unit = 10f64.powi(exponent - digits);
         self.value(shown, computed, 0.5 * unit * (1.0 + 1e-9))
     }
 
@@ -521,6 +525,11 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     {
         return Some("a version number");
     }
+    // A wrong option of a quiz is put to the reader and refuted by the answer.
+    if let Some(letter) = wrong_quiz_option(text, line_start) {
+        let _ = letter;
+        return Some("a wrong quiz option, refuted by its answer");
+    }
     // Math structure: indices and exponents, and 0, 1 and 2 (identities,
     // squares, halves), which state no measurement.
     if t.in_math && (before.ends_with('_') || before.ends_with("_{") || before.ends_with('^') || before.ends_with("^{")) {
@@ -530,4 +539,17 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
         return Some("0, 1 and 2 are structure (identities, squares, halves, pairs), not measurements");
     }
     None
+}
+
+/// The letter of the quiz option on the line starting at `line_start`, if it
+/// is an option and not the one the next answer names.
+fn wrong_quiz_option(text: &str, line_start: usize) -> Option<char> {
+    let line = text[line_start..].lines().next()?;
+    let letter = line.strip_prefix("- (")?.chars().next()?;
+    if line.get(4..6) != Some(") ") {
+        return None;
+    }
+    let answer = text[line_start..].split("<summary>Answer</summary>").nth(1)?;
+    let named = answer.trim_start().strip_prefix('(')?.chars().next()?;
+    (named != letter).then_some(letter)
 }
