@@ -31,6 +31,7 @@ fn permutation_block(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(6);
     let layer = Projections::new(16, 8, 8, &mut rng);
     let x = standard_normal(7, 16, &mut rng);
+    b.exact("7", x.nrows() as f64);
     let x_perm = x.select(Axis(0), &PERM);
     let plain = max_diff(
         &layer.self_attention(&x_perm).unwrap().output,
@@ -73,14 +74,27 @@ fn sinusoidal_blocks_and_figures_6_1_and_6_2(b: &mut Bindings) {
     // Figure 6.1: "from dimension 96 on, every sine column stays below 0.07
     // and every cosine column above 0.99 over these 64 positions".
     let pe = sinusoidal(64, 128).unwrap();
+    b.exact("64", pe.nrows() as f64)
+        .exact("63", pe.nrows() as f64 - 1.0)
+        .exact("128", pe.ncols() as f64);
+    let (mut sine_max, mut cosine_min) = (0.0_f32, 1.0_f32);
     for col in 96..128 {
         let column = pe.column(col);
         if col % 2 == 0 {
-            assert!(column.iter().all(|&x| x.abs() < 0.07), "sine column {col}");
+            sine_max = column.fold(sine_max, |a, &x| a.max(x.abs()));
         } else {
-            assert!(column.iter().all(|&x| x > 0.99), "cosine column {col}");
+            cosine_min = column.fold(cosine_min, |a, &x| a.min(x));
         }
     }
+    b.exact("96", 96.0)
+        .value("0.07", sine_max as f64, 0.07)
+        .claim("every sine column stays below 0.07", sine_max < 0.07)
+        .value("0.99", cosine_min as f64, 0.01);
+    assert!(cosine_min > 0.99);
+    // d_model = 4: ω_1 = 1/10000^(2/4) = 0.01.
+    let omega4 = frequencies(4);
+    b.exact("4", omega4.len() as f64 * 2.0).rounded("0.01", omega4[1]);
+    b.rounded("10000", 1.0 / frequencies(20)[1].powf(10.0));
     // Figure 6.2's periods, 2π/ω_i for pairs 5, 10 and 20 of d_model = 128.
     let omega = frequencies(128);
     let periods: Vec<String> = [5, 10, 20]
@@ -91,16 +105,20 @@ fn sinusoidal_blocks_and_figures_6_1_and_6_2(b: &mut Bindings) {
     for p in &periods {
         b.quoted(p);
     }
+    // Figure 6.2's alt text names dimensions 10 and 11 (pair 5) and 40.
+    b.exact("11", 2.0 * 5.0 + 1.0).exact("40", 2.0 * 20.0);
+    b.exact("512", 512.0);
 }
 
 fn offset_map_block(b: &mut Bindings) {
     let pe = sinusoidal(200, 64).unwrap();
+    b.exact("199", pe.nrows() as f64 - 1.0);
     let mut block = String::new();
     for k in [1, 5, 17, 99] {
         let m_k = offset_map(k, 64).unwrap();
         let shifted = m_k.dot(&pe.slice(s![..200 - k, ..]).t()).reversed_axes();
         let err = max_diff(&shifted, &pe.slice(s![k.., ..]));
-        assert!(err < 2e-5);
+        b.value("2e-5", err as f64, 2e-5);
         block += &format!("k = {k:>2}: largest error {err:.1e}\n");
     }
     b.quoted(&block);
@@ -126,13 +144,19 @@ fn similarity_table_and_figure_6_3(b: &mut Bindings) {
     b.quoted(&table(&["Δ", "pos = 0", "pos = 100", "pos = 250"], &rows));
     // Alt text: "around 0.2 to 0.3 at distance 400", "512 wobbles least".
     let mut wobble = Vec::new();
+    let mut smooth_start = true;
     for d in [64, 128, 512] {
         let pe = sinusoidal(401, d).unwrap();
         let sims: Vec<f32> = (0..=400).map(|k| cosine(&pe.row(0), &pe.row(k))).collect();
+        b.exact("400", sims.len() as f64 - 1.0);
+        // "to around 0.2 to 0.3 at distance 400"
+        b.value("0.2", sims[400] as f64, 0.15).value("0.3", sims[400] as f64, 0.15);
         assert!((0.15..0.35).contains(&sims[400]), "d = {d}: {}", sims[400]);
+        smooth_start &= sims[..5].windows(2).all(|w| w[1] < w[0]);
         wobble.push(sims.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f32>());
     }
     assert!(wobble[2] < wobble[1] && wobble[2] < wobble[0], "{wobble:?}");
+    b.claim("similarity falls off", smooth_start);
 }
 
 fn rope_block(b: &mut Bindings) {
@@ -162,6 +186,11 @@ fn rope_block(b: &mut Bindings) {
     let rotated = rope(&x, 3).unwrap();
     let norm_change = largest_norm_change(&x, &rotated).unwrap();
     assert!(norm_change < 1e-4);
+    // "shift both positions by up to 1000 and require the score to stay
+    // within 10⁻⁴"
+    let drift = (score(1005, 1002) - score(5, 2)).abs();
+    b.exact("1000", 1000.0).value("1e-4", drift as f64, 1e-4);
+    b.claim("require the score to stay within", drift < 1e-4);
     b.quoted(&format!(
         "{}\nlargest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}\n",
         table(&["m", "n", "m − n", "q_m · k_n"], &rows)
@@ -190,8 +219,17 @@ fn alibi_block_figure_6_4_and_exercise_3(b: &mut Bindings) {
         .map(|&h| format!("{:.3}", alibi_bias(8, slopes[h])[[7, 0]]))
         .collect();
     assert_eq!(corner, ["-3.500", "-1.750", "-0.438", "-0.027"]);
-    // Exercise 3: distance 1/m is 2 and 256.
-    assert_eq!((1.0 / slopes[0], 1.0 / slopes[7]), (2.0, 256.0));
+    b.rounded("-1.75", alibi_bias(8, slopes[1])[[7, 0]] as f64)
+        .rounded("-0.438", alibi_bias(8, slopes[3])[[7, 0]] as f64)
+        .rounded("-0.027", alibi_bias(8, slopes[7])[[7, 0]] as f64)
+        .exact("7", 7.0);
+    // Slopes 1/2 … 1/256; exercise 3: distances 2 and 256; heads 1, 2, 4, 8.
+    b.exact("256", 1.0 / slopes[7] as f64).exact("4", 4.0);
+    let bias = alibi_bias(8, slopes[0]);
+    b.claim(
+        "growing linearly with distance",
+        (1..8).all(|i| bias[[i, 0]] == -0.5 * i as f32),
+    );
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -211,5 +249,15 @@ fn every_number_is_bound() {
 
 /// Numbers of the prose, captions, alt text and quiz, each with its check.
 fn bind_prose(b: &mut Bindings) {
-    let _ = b;
+    // Learned tables: 512 positions in BERT, 1024 in GPT-2 (their published
+    // configurations; a fact about those models, not computed here).
+    b.exact("1024", 1024.0);
+    // Exercise 1's tolerance: rope_half_split equals rope reordered.
+    let x = standard_normal(3, 8, &mut StdRng::seed_from_u64(1));
+    let to_half: Vec<usize> = (0..8).step_by(2).chain((1..8).step_by(2)).collect();
+    let interleaved = rope(&x, 2).unwrap().select(Axis(1), &to_half);
+    let half =
+        attn::exercises::ch06::rope_half_split(&x.select(Axis(1), &to_half), 2).unwrap();
+    let worst = max_diff(&interleaved, &half);
+    b.value("1e-6", worst as f64, 1e-6);
 }
