@@ -1,6 +1,7 @@
 //! The cost model of one attention layer: FLOPs and memory as functions of
 //! the sequence length `n` and the width `d` (one head, `d_k = d_v = d`, or
-//! all heads together with `d = d_model`: chapter 4 showed that `h` cancels).
+//! all heads together with `d = d_model`: in the matrix products `h`
+//! cancels, chapter 4; the scores are `n²` per head).
 //! A multiply-add counts as 2 FLOPs; the softmax's `n²` exponentials are not
 //! FLOPs here, and chapter 7 measures them separately.
 
@@ -26,8 +27,24 @@ pub fn crossover_length(d: u64) -> u64 {
     2 * d
 }
 
+// ANCHOR: block_cost
+/// FLOPs of a block's feed-forward network (chapter 8): an `n×d` by `d×d_ff`
+/// product and an `n×d_ff` by `d_ff×d` product, `2 · 2nd·d_ff`. With
+/// `d_ff = 4d` that is `16nd²`.
+pub fn feed_forward_flops(n: u64, d: u64, d_ff: u64) -> u64 {
+    2 * 2 * n * d * d_ff
+}
+
+/// The length at which a whole block's attention term equals its linear
+/// terms: `8nd² + 4nd·d_ff = 4n²d` when `n = 2d + d_ff`, which is `6d` for
+/// the usual `d_ff = 4d`.
+pub fn block_crossover_length(d: u64, d_ff: u64) -> u64 {
+    2 * d + d_ff
+}
+// ANCHOR_END: block_cost
+
 /// Bytes of the `n×n` scores (or weights) in `f32`: what naive attention
-/// must hold at once.
+/// must hold at once, for each head.
 pub fn scores_bytes(n: u64) -> u64 {
     4 * n * n
 }

@@ -168,7 +168,7 @@ impl Bindings {
         for t in tokens(&self.text) {
             let covered = self.covered.iter().any(|r| r.contains(&t.start));
             let bound = covered
-                || (!t.in_output && self.block_numbers.contains(&t.text))
+                || self.block_numbers.contains(&t.text)
                 || self.values.contains(&t.text)
                 || exemption(&self.text, &t).is_some();
             if !bound {
