@@ -79,6 +79,7 @@ fn residual_stream_table_and_figure_8_1(b: &mut Bindings) {
             .collect::<Vec<_>>()
     });
     let x = standard_normal(16, 64, &mut StdRng::seed_from_u64(13));
+    assert_eq!(x.nrows(), 16);
     let mut stds = vec![(row_statistics(&x).1, row_statistics(&x).1)];
     let (mut post, mut pre) = (x.clone(), x);
     for (a, b) in stacks[0].iter().zip(&stacks[1]) {
@@ -101,11 +102,18 @@ fn residual_stream_table_and_figure_8_1(b: &mut Bindings) {
         &rows,
     ));
     // Alt text: post-norm flat at 1.00 after layer 1; pre-norm 0.97 → 3.12.
-    assert!(stds[1..].iter().all(|s| format!("{:.2}", s.0) == "1.00"));
-    assert_eq!(
-        (format!("{:.2}", stds[0].1), format!("{:.2}", stds[12].1)),
-        ("0.97".into(), "3.12".into())
-    );
+    let flat = stds[1..].iter().all(|s| format!("{:.2}", s.0) == "1.00");
+    b.rounded("1.00", stds[1].0 as f64)
+        .rounded("0.97", stds[0].1 as f64)
+        .rounded("3.12", stds[12].1 as f64);
+    // Rising at every layer the table shows.
+    let shown: Vec<f32> = [0, 1, 2, 4, 8, 12].iter().map(|&l| stds[l].1).collect();
+    let grows = shown.windows(2).all(|w| w[1] > w[0]);
+    b.claim("the pre-norm line rises from 0.97 to 3.12", grows && flat)
+        .claim("and it grows with\ndepth", grows)
+        .claim("Pre-norm lets\nthe stream grow", grows)
+        .claim("scale grows with depth (Figure 8.1)", grows);
+    b.exact("16", 16.0).exact("12", stds.len() as f64 - 1.0);
 }
 
 fn exercise_1_parameter_count(b: &mut Bindings) {
@@ -119,9 +127,10 @@ fn exercise_1_parameter_count(b: &mut Bindings) {
     let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
     let ffn = layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
     let norms = 2 * (layer.ln1.gamma.len() + layer.ln1.beta.len());
-    assert_eq!(layer.attention.parameters(), 1_048_576);
-    assert_eq!(ffn, 2_099_712);
-    assert_eq!(norms, 2048);
+    b.exact("1,048,576", layer.attention.parameters() as f64)
+        .exact("2,099,712", ffn as f64)
+        .exact("2048", norms as f64)
+        .exact("512", layer.ln1.gamma.len() as f64);
     assert_eq!(layer.attention.parameters() + ffn + norms, 3_150_336);
     b.quoted("Total\n$3{,}150{,}336$");
 }
@@ -141,5 +150,21 @@ fn every_number_is_bound() {
 
 /// Numbers of the prose, captions, alt text and quiz, each with its check.
 fn bind_prose(b: &mut Bindings) {
-    let _ = b;
+    // LayerNorm's ε = 10⁻⁵ (the crate's default), and ε inside the root: on
+    // a row with σ² = 10⁻⁶ the two placements differ by more than 0.5.
+    let x = array![[0.0_f32, 0.002]];
+    let y = LayerNorm::new(2).forward(&x).unwrap();
+    let eps = 1e-5_f32;
+    let inside = 0.001 / (1e-6_f32 + eps).sqrt();
+    let outside = 0.001 / (1e-3_f32 + eps);
+    assert!((y[[0, 1]] - inside).abs() < 1e-5, "the crate's ε is 1e-5");
+    b.value("1e-5", eps as f64, 1e-12)
+        .value("1e-6", (row_statistics(&x).1 as f64).powi(2), 1e-9)
+        .value("0.5", (y[[0, 1]] - outside).abs() as f64, f64::INFINITY);
+    assert!((y[[0, 1]] - outside).abs() > 0.5);
+    // The row [1, 2, 3, 4]: μ = 2.5, σ² = 1.25.
+    let (mean, std) = row_statistics(&array![[1.0_f32, 2.0, 3.0, 4.0]]);
+    b.rounded("2.5", mean as f64).rounded("1.25", (std * std) as f64).exact("3", 3.0);
+    // Dropout 0.1 is the paper's rate (stated, not used by the crate).
+    b.exact("0.1", 0.1);
 }
