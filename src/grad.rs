@@ -287,14 +287,17 @@ pub(crate) fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 
     difference / largest(a).max(largest(b)).max(1e-300)
 }
 
+/// The step `h` of the central differences every gradient check uses.
+pub const STEP: f64 = 1e-5;
+
 /// How far an analytic gradient is from the central differences of `f` at
-/// `x` (`h = 1e-5`), in the sense of [`max_relative_error`].
+/// `x` (step [`STEP`]), in the sense of [`max_relative_error`].
 pub(crate) fn gradient_error(
     analytic: &ArrayRef2<f64>,
     f: impl Fn(&Matrix) -> f64,
     x: &ArrayRef2<f64>,
 ) -> f64 {
-    max_relative_error(analytic, &numerical_gradient(f, x, 1e-5))
+    max_relative_error(analytic, &numerical_gradient(f, x, STEP))
 }
 
 /// The largest of several errors.

@@ -865,7 +865,10 @@ pub fn small_problem(seed: u64) -> (TinyTransformer, Vec<Vec<usize>>, Vec<Option
 type Pick = fn(&mut TinyTransformer) -> &mut Matrix;
 
 /// Checks the whole model's backward pass against central differences on
-/// [`small_problem`], one matrix of every kind of parameter. Returns
+/// [`small_problem`], every kind of weight matrix (the four attention
+/// projections, both FFN matrices, both embeddings, the output head); the
+/// bias vectors and LayerNorm's scale and shift are checked per operation
+/// in [`crate::grad`]. Returns
 /// `(parameter, largest relative error)`.
 pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
     let (net, inputs, targets) = small_problem(seed);
@@ -873,11 +876,13 @@ pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
     let (_, mut grads) = net
         .loss_and_gradients(&inputs, &targets)
         .expect("a valid problem");
-    let picks: [(&'static str, Pick); 7] = [
+    let picks: [(&'static str, Pick); 9] = [
         ("W_Q, block 1", |n| &mut n.blocks[0].attn[0]),
+        ("W_K, block 1", |n| &mut n.blocks[0].attn[1]),
         ("W_V, block 2", |n| &mut n.blocks[1].attn[2]),
         ("W_O, block 2", |n| &mut n.blocks[1].attn[3]),
         ("FFN W₁, block 1", |n| &mut n.blocks[0].ffn.w1),
+        ("FFN W₂, block 2", |n| &mut n.blocks[1].ffn.w2),
         ("token embeddings", |n| &mut n.tokens),
         ("position embeddings", |n| &mut n.positions),
         ("output head", |n| &mut n.head.0),

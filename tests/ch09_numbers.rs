@@ -12,7 +12,17 @@ const CHAPTER: &str = "ch09-gradients.md";
 
 fn gradient_check_tables(b: &mut Bindings) {
     let checks = all_checks(0);
-    assert!(checks.iter().all(|(_, e)| *e < 1e-6));
+    let worst = checks.iter().map(|(_, e)| *e).fold(0.0, f64::max);
+    b.value("1e-6", worst, 1e-6);
+    // "With h = 10⁻⁵ both are about 10⁻¹⁰": the errors the checks measure.
+    b.value("1e-10", worst, 1e-9);
+    // The tests run seeds 0 to 9, and 0 to 19 for attention.
+    for seed in 0..=19u64 {
+        let attention = attn::grad::check_attention(seed, seed % 2 == 1);
+        assert!(attention < 1e-6, "seed {seed}: {attention}");
+    }
+    b.exact("9", 9.0).exact("19", 19.0);
+    b.exact("1e-5", attn::grad::STEP);
     b.quoted(&check_table("operation", &checks));
     let model = check_gradients(3);
     b.quoted(&check_table("parameter", &model));
@@ -29,6 +39,17 @@ fn gradient_check_tables(b: &mut Bindings) {
     assert!(embeddings
         .iter()
         .all(|&e| e > others.clone().fold(0.0, f64::max) && e * 20.0 < 1e-6));
+    b.value("4e-8", embeddings[0], 0.5e-8)
+        .value("4e-8", embeddings[1], 0.5e-8)
+        .value("20", 1e-6 / embeddings[0], f64::INFINITY);
+    // The embeddings' standard deviation at initialisation.
+    let (net, _, _) = attn::model::small_problem(3);
+    let std = (net.tokens.mapv(|x| x * x).mean().unwrap()).sqrt();
+    b.value("0.02", std, 0.005);
+    b.claim(
+        "error of the central difference grows with the",
+        embeddings.iter().all(|&e| e > others.clone().fold(0.0, f64::max)),
+    );
 }
 
 #[test]
@@ -52,6 +73,24 @@ fn embedding_gradients_are_the_largest() {
 
 fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
     let norms = gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017).unwrap();
+    b.exact("200", 200.0);
+    let (first, last) = (&norms[0], &norms[norms.len() - 1]);
+    b.rounded("5.1", first.unscaled.0)
+        .rounded("1.0", last.unscaled.0)
+        .rounded("9.8", first.unscaled.1)
+        .rounded("67", last.unscaled.1);
+    for r in &norms {
+        b.value("4.8", r.scaled.0, 0.15).value("4.8", r.scaled.1, 0.15);
+    }
+    let falls = norms.windows(2).all(|w| w[1].unscaled.0 < w[0].unscaled.0);
+    let rises = norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1);
+    let level = norms.iter().all(|r| (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15);
+    b.claim("shrinks as $d_k$ grows", falls)
+        .claim("so $dQ$ grows instead", rises)
+        .claim("both norms stay near 4.8", level)
+        .claim("unscaled it falls from 5.1 to 1.0; scaled it stays near 4.8", falls && level)
+        .claim("unscaled it rises from 9.8 to 67; scaled it stays near 4.8", rises && level)
+        .claim("explodes as $d_k$ grows", falls && rises);
     b.quoted(&gradient_norm_table(&norms));
     // "both norms stay near 4.8 for every d_k" (within 0.15), and the
     // unscaled ones fall (dS) and rise (dQ) monotonically.
