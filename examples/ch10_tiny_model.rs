@@ -9,9 +9,10 @@
 
 mod plot;
 
+use attn::experiments::ch10::{accuracy_report, digit_attention_report, residual_report};
 use attn::model::{
-    accuracy, greedy_decode, held_out, inputs_and_targets, mirror_attention, TinyTransformer,
-    BOOK_MODEL, BOOK_TRAINING, HELD_OUT, SEP,
+    held_out, inputs_and_targets, mirror_attention, Task, TinyTransformer, BOOK_MODEL,
+    BOOK_TRAINING, HELD_OUT, SEP,
 };
 use attn::show::table;
 use ndarray::Array2;
@@ -86,14 +87,8 @@ fn main() -> Result<(), attn::AttnError> {
         "\n== Held-out: {} sequences never drawn in training ==",
         HELD_OUT.0
     );
-    let test = held_out(c.k, HELD_OUT.0, HELD_OUT.1)?;
-    let (exact, digits) = accuracy(&net, &test)?;
-    println!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}");
-    let prompts: Vec<Vec<usize>> = test[..3].iter().map(|e| e[..=c.k].to_vec()).collect();
-    for (prompt, out) in prompts.iter().zip(greedy_decode(&net, &prompts)?) {
-        let show = |ts: &[usize]| ts.iter().map(|&t| token(t)).collect::<Vec<_>>().join(" ");
-        println!("{}  →  {}", show(prompt), show(&out));
-    }
+    let test = held_out(Task::Reverse, c.k, HELD_OUT.0, HELD_OUT.1)?;
+    println!("{}", accuracy_report(&net, &test)?);
 
     println!("\n== Mean weight on the mirrored digit (key k − 1 − j for answer step j) ==");
     let mirror = mirror_attention(&net, &test)?;
@@ -102,8 +97,32 @@ fn main() -> Result<(), attn::AttnError> {
         println!("block {}: heads {}", l + 1, cells.join(", "));
     }
 
+    println!("\n== The residual stream after each block, read through the final LayerNorm and head ==");
+    println!("{}", residual_report(&net, &test)?);
+
+    println!("\n== Exercise 1: the same model trained to sort ==");
+    let sorter = TinyTransformer::from_text(&data("ch10-sort-weights.txt"))?;
+    assert_eq!(sorter.config, BOOK_MODEL, "the sorting weights are the book's model");
+    let sort_test = held_out(Task::Sort, c.k, HELD_OUT.0, HELD_OUT.1)?;
+    println!("{}", accuracy_report(&sorter, &sort_test)?);
+    println!(
+        "{}\n",
+        digit_attention_report(&[("reverse", &net, &test), ("sort", &sorter, &sort_test)])?
+    );
+
     draw_training(&log);
-    draw_attention(&net, &test[0])?;
+    draw_attention(
+        &net,
+        &test[0],
+        "ch10-attention.svg",
+        "Learned attention on a held-out example (prompt, separator |, answer so far)",
+    )?;
+    draw_attention(
+        &sorter,
+        &sort_test[0],
+        "ch10-sort-attention.svg",
+        "Learned attention of the sorting model on a held-out example",
+    )?;
     Ok(())
 }
 
@@ -146,7 +165,12 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
     println!("wrote {}", path.display());
 }
 
-fn draw_attention(net: &TinyTransformer, example: &[usize]) -> Result<(), attn::AttnError> {
+fn draw_attention(
+    net: &TinyTransformer,
+    example: &[usize],
+    file: &'static str,
+    title: &str,
+) -> Result<(), attn::AttnError> {
     let (inputs, _) = inputs_and_targets(&[example.to_vec()], net.config.k);
     let fwd = net.forward(&inputs)?;
     let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();
@@ -177,12 +201,7 @@ fn draw_attention(net: &TinyTransformer, example: &[usize]) -> Result<(), attn::
             (h, w.mapv(|x| x as f32))
         })
         .collect();
-    let path = plot::heatmap_grid(
-        "ch10-attention.svg",
-        "Learned attention on a held-out example (prompt, separator |, answer so far)",
-        2,
-        &panels,
-    );
+    let path = plot::heatmap_grid(file, title, 2, &panels);
     println!("wrote {}", path.display());
     Ok(())
 }

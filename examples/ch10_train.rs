@@ -1,7 +1,8 @@
-//! Chapter 10: trains the tiny Transformer to reverse 8 digits, prints the
-//! training time and the held-out accuracy, and writes the weights and the
-//! loss curve to `book/data/` (run by `cargo xtask train`, not in CI: the
-//! figures come from the committed weights).
+//! Chapter 10: trains the tiny Transformer to reverse 8 digits, and the same
+//! model to sort them (exercise 1), prints the training time and the
+//! held-out accuracy of each, and writes the weights and the loss curves to
+//! `book/data/` (run by `cargo xtask train`, not in CI: the figures come
+//! from the committed weights).
 //!
 //! ```text
 //! cargo xtask train        # = cargo run --release --example ch10_train
@@ -9,10 +10,22 @@
 
 use std::time::Instant;
 
-use attn::model::{accuracy, held_out, train_with, BOOK_MODEL, BOOK_TRAINING, HELD_OUT};
+use attn::model::{
+    accuracy, held_out, train_with, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING, BOOK_TRAINING,
+    HELD_OUT,
+};
 
 fn main() -> Result<(), attn::AttnError> {
-    let test = held_out(BOOK_MODEL.k, HELD_OUT.0, HELD_OUT.1)?;
+    for (training, name) in [(BOOK_TRAINING, "ch10"), (BOOK_SORT_TRAINING, "ch10-sort")] {
+        train_and_save(&training, name)?;
+    }
+    Ok(())
+}
+
+/// Trains `BOOK_MODEL` with `training` and writes `NAME-weights.txt` and
+/// `NAME-training.csv`.
+fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), attn::AttnError> {
+    let test = held_out(training.task, BOOK_MODEL.k, HELD_OUT.0, HELD_OUT.1)?;
     // Held-out accuracy every 5 steps while the model is learning, then every 20.
     let measured = |step: usize| {
         if step <= 100 {
@@ -23,7 +36,7 @@ fn main() -> Result<(), attn::AttnError> {
     };
     let mut checkpoints = Vec::new();
     let start = Instant::now();
-    let (net, losses) = train_with(BOOK_MODEL, &BOOK_TRAINING, &test, |step, net| {
+    let (net, losses) = train_with(BOOK_MODEL, training, &test, |step, net| {
         if measured(step + 1) {
             let exact = accuracy(net, &test[..200])
                 .expect("held-out examples are valid")
@@ -33,10 +46,11 @@ fn main() -> Result<(), attn::AttnError> {
     })?;
     let seconds = start.elapsed().as_secs_f64();
     let (exact, digits) = accuracy(&net, &test)?;
+    println!("== {:?} ==", training.task);
     println!(
         "trained {} parameters for {} steps in {seconds:.1} s (including the checkpoint evaluations)",
         net.parameter_count(),
-        BOOK_TRAINING.steps
+        training.steps
     );
     println!(
         "final loss {:.5}; held-out exact {exact:.4}, per digit {digits:.4}",
@@ -44,7 +58,7 @@ fn main() -> Result<(), attn::AttnError> {
     );
 
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
-    std::fs::write(format!("{dir}/ch10-weights.txt"), net.to_text()).expect("write weights");
+    std::fs::write(format!("{dir}/{name}-weights.txt"), net.to_text()).expect("write weights");
     let mut csv = String::from("step,loss,held_out_exact\n");
     for (i, loss) in losses.iter().enumerate() {
         let step = i + 1;
@@ -54,7 +68,7 @@ fn main() -> Result<(), attn::AttnError> {
             .map_or(String::new(), |c| format!("{}", c.1));
         csv += &format!("{step},{loss},{acc}\n");
     }
-    std::fs::write(format!("{dir}/ch10-training.csv"), csv).expect("write loss curve");
-    println!("wrote {dir}/ch10-weights.txt and {dir}/ch10-training.csv");
+    std::fs::write(format!("{dir}/{name}-training.csv"), csv).expect("write loss curve");
+    println!("wrote book/data/{name}-weights.txt and book/data/{name}-training.csv");
     Ok(())
 }

@@ -20,6 +20,7 @@
 //! | [`grad`] | 9. Gradients: backward passes, checked by finite differences |
 //! | [`model`] | 10. A tiny Transformer trained to reverse digits |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
+//! | [`experiments`] | the chapters' report helpers (what the examples print; not a reader's API) |
 //! | [`show`] | formatting of the numbers the examples print |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
@@ -40,6 +41,7 @@ pub mod block;
 pub mod complexity;
 pub mod error;
 pub mod exercises;
+pub mod experiments;
 pub mod grad;
 pub mod masking;
 pub mod model;

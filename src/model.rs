@@ -57,6 +57,8 @@ pub struct ModelConfig {
     pub layers: usize,
 }
 
+// ANCHOR_END: config
+
 impl ModelConfig {
     /// Checks that every size is at least 1 and that the heads split
     /// `d_model` evenly.
@@ -91,7 +93,6 @@ impl ModelConfig {
         2 * self.k
     }
 }
-// ANCHOR_END: config
 
 /// One pre-norm block's parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,7 +256,21 @@ pub struct Forward {
 impl TinyTransformer {
     /// The forward pass over `B` sequences of equal length `T ≤ context`.
     pub fn forward(&self, batch: &[Vec<usize>]) -> Result<Forward, AttnError> {
+        self.forward_through(batch, self.blocks.len())
+    }
+
+    /// The forward pass through the first `depth` blocks only, read out by
+    /// the final LayerNorm and head as if the rest were absent (what the
+    /// residual stream already predicts after `depth` blocks).
+    pub fn forward_through(&self, batch: &[Vec<usize>], depth: usize) -> Result<Forward, AttnError> {
         self.check_batch(batch)?;
+        if depth > self.blocks.len() {
+            return Err(AttnError::InvalidArgument {
+                name: "depth",
+                value: depth as f32,
+                requirement: "must be at most the model's number of blocks",
+            });
+        }
         let (t, d, h) = (batch[0].len(), self.config.d_model, self.config.heads);
         let d_k = d / h;
         let causal = causal_mask(t, t);
@@ -268,7 +283,7 @@ impl TinyTransformer {
             }
         }
         let mut caches = Vec::new();
-        for block in &self.blocks {
+        for block in &self.blocks[..depth] {
             // x ← x + Attention(LayerNorm(x)) W_O, per sequence and head.
             let (a, ln1) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], EPS);
             let qkv = [0, 1, 2].map(|i| a.dot(&block.attn[i]));
@@ -315,6 +330,7 @@ impl TinyTransformer {
         })
     }
 
+    // ANCHOR_END: forward
     /// Checks that `batch` holds at least one sequence, that all have the
     /// same length, between 1 and the context, and that every token exists.
     fn check_batch(&self, batch: &[Vec<usize>]) -> Result<(), AttnError> {
@@ -343,7 +359,6 @@ impl TinyTransformer {
         Ok(())
     }
 }
-// ANCHOR_END: forward
 
 impl Forward {
     /// The `T×T` attention weights of `block`, `sequence` and `head`, as the
@@ -353,7 +368,6 @@ impl Forward {
     }
 }
 
-// ANCHOR: backward
 impl TinyTransformer {
     /// The backward pass: the gradient of the loss with respect to every
     /// parameter, given `dL/dlogits`. Each step undoes one step of
@@ -368,6 +382,13 @@ impl TinyTransformer {
                 what: "dL/dlogits and the logits",
                 left: d_logits.dim(),
                 right: fwd.logits.dim(),
+            });
+        }
+        if fwd.blocks.len() != self.blocks.len() {
+            return Err(AttnError::InvalidArgument {
+                name: "forward pass depth",
+                value: fwd.blocks.len() as f32,
+                requirement: "must run through every block of this model (not forward_through)",
             });
         }
         let mut g = self.zeros_like();
@@ -420,6 +441,7 @@ impl TinyTransformer {
         Ok(g)
     }
 
+    // ANCHOR: loss
     /// The loss on `inputs` with next-token `targets` (one per position,
     /// `None` where there is nothing to predict) and its gradient with
     /// respect to every parameter: forward, cross-entropy, backward.
@@ -433,6 +455,8 @@ impl TinyTransformer {
         let (loss, d_logits) = cross_entropy(&fwd.logits, targets);
         Ok((loss, self.backward(&fwd, &d_logits)?))
     }
+
+    // ANCHOR_END: loss
 
     /// The loss alone, as [`Self::loss_and_gradients`] computes it.
     pub fn loss(&self, inputs: &[Vec<usize>], targets: &[Option<usize>]) -> Result<f64, AttnError> {
@@ -453,7 +477,6 @@ impl TinyTransformer {
         Ok(())
     }
 }
-// ANCHOR_END: backward
 
 // ANCHOR: task
 /// `k` random digits followed by the separator and the digits reversed:
@@ -465,6 +488,28 @@ pub fn reversal_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
     sequence.extend(digits.iter().rev());
     sequence
 }
+// ANCHOR_END: task
+
+/// What the model learns to write after the separator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    /// The prompt's digits in reverse order ([`reversal_example`]).
+    Reverse,
+    /// The prompt's digits in increasing order (chapter 10's exercise 1,
+    /// [`crate::exercises::ch10::sorting_example`]).
+    Sort,
+}
+
+impl Task {
+    /// One random example of the task: `k` digits, the separator, the answer.
+    pub fn example(self, k: usize, rng: &mut StdRng) -> Vec<usize> {
+        match self {
+            Task::Reverse => reversal_example(k, rng),
+            Task::Sort => crate::exercises::ch10::sorting_example(k, rng),
+        }
+    }
+}
+
 
 /// The model's inputs (all tokens but the last) and its targets (the next
 /// token at each position, but only where the next token is an answer digit:
@@ -481,9 +526,14 @@ pub fn inputs_and_targets(
     (inputs, targets)
 }
 
-/// A held-out set: `count` distinct examples from their own seed. Training
-/// never draws one of these (see [`train`]).
-pub fn held_out(k: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>, AttnError> {
+/// A held-out set: `count` distinct examples of `task` from their own seed.
+/// Training never draws one of these (see [`train`]).
+pub fn held_out(
+    task: Task,
+    k: usize,
+    count: usize,
+    seed: u64,
+) -> Result<Vec<Vec<usize>>, AttnError> {
     let possible = 10usize.checked_pow(k as u32).unwrap_or(usize::MAX);
     if count > possible / 2 {
         return Err(AttnError::InvalidArgument {
@@ -496,14 +546,13 @@ pub fn held_out(k: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>, At
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     while out.len() < count {
-        let e = reversal_example(k, &mut rng);
+        let e = task.example(k, &mut rng);
         if seen.insert(e.clone()) {
             out.push(e);
         }
     }
     Ok(out)
 }
-// ANCHOR_END: task
 
 // ANCHOR: adam
 /// The Adam optimiser (Kingma and Ba, 2015): per parameter, running means of
@@ -590,12 +639,18 @@ pub const BOOK_TRAINING: TrainConfig = TrainConfig {
     lr: 3e-3,
     warmup: 30,
     seed: 1,
+    task: Task::Reverse,
+};
+/// How chapter 10's exercise 1 trains the same model to sort: the same
+/// steps, data sizes and seed, only the task differs.
+pub const BOOK_SORT_TRAINING: TrainConfig = TrainConfig {
+    task: Task::Sort,
+    ..BOOK_TRAINING
 };
 /// The held-out set: 1000 distinct examples, seed 99.
 pub const HELD_OUT: (usize, u64) = (1000, 99);
 // ANCHOR_END: book_config
 
-// ANCHOR: train
 /// How to train.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrainConfig {
@@ -610,8 +665,11 @@ pub struct TrainConfig {
     pub warmup: usize,
     /// Seed of the initialisation and of the training data.
     pub seed: u64,
+    /// The task the training examples are drawn from.
+    pub task: Task,
 }
 
+// ANCHOR: train
 /// The learning-rate factor at `step`: linear warm-up, then cosine decay.
 pub fn schedule(step: usize, c: &TrainConfig) -> f64 {
     if step < c.warmup {
@@ -621,7 +679,7 @@ pub fn schedule(step: usize, c: &TrainConfig) -> f64 {
     0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
 }
 
-/// Trains a fresh model on random reversal examples, never drawing one of
+/// Trains a fresh model on random examples of `c.task`, never drawing one of
 /// `exclude` (the held-out set). Returns the model and the loss of every step.
 pub fn train(
     model: ModelConfig,
@@ -648,7 +706,7 @@ pub fn train_with(
     for step in 0..c.steps {
         let mut examples = Vec::with_capacity(c.batch);
         while examples.len() < c.batch {
-            let e = reversal_example(model.k, &mut rng);
+            let e = c.task.example(model.k, &mut rng);
             if !excluded.contains(&e) {
                 examples.push(e);
             }
@@ -661,6 +719,8 @@ pub fn train_with(
     }
     Ok((net, losses))
 }
+
+// ANCHOR_END: train
 
 impl TrainConfig {
     /// Checks that there is at least one step of at least one sequence, a
@@ -681,7 +741,6 @@ impl TrainConfig {
         Ok(())
     }
 }
-// ANCHOR_END: train
 
 // ANCHOR: greedy
 /// Greedy decoding: for each prompt (`k` digits and the separator), append
@@ -706,6 +765,8 @@ pub fn greedy_decode(
         .map(|s| s[prompts[0].len()..].to_vec())
         .collect())
 }
+
+// ANCHOR_END: greedy
 
 /// Exact-sequence accuracy (every digit right) and per-digit accuracy of
 /// greedy decoding on `examples` (each `2k + 1` tokens).
@@ -737,9 +798,7 @@ fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError> {
     }
     Ok(())
 }
-// ANCHOR_END: greedy
 
-// ANCHOR: save
 impl TinyTransformer {
     /// The weights as text: a header line `tiny-transformer k d_model heads
     /// d_ff layers`, then one line per tensor (in [`Self::slices`] order)
@@ -813,7 +872,6 @@ impl TinyTransformer {
         Ok(model)
     }
 }
-// ANCHOR_END: save
 
 /// Mean attention weight on the mirrored input position: for the answer's
 /// `j`-th prediction (query position `k + j`), the weight on key `k − 1 − j`,
@@ -838,6 +896,97 @@ pub fn mirror_attention(
     Ok((0..layers)
         .map(|l| (0..heads).map(|h| mirror(l, h)).collect())
         .collect())
+}
+
+/// Where an answer step's attention goes among the prompt digits, by value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DigitAttention {
+    /// Weight on the prompt positions holding the digit to output next.
+    pub on_target: f64,
+    /// Weight on the prompt positions holding smaller digits.
+    pub on_smaller: f64,
+    /// Weight on the prompt positions holding larger digits.
+    pub on_larger: f64,
+}
+
+/// For the answer's `j`-th prediction (query position `k + j`), how the
+/// attention weight over the `k` prompt digits splits by value: on digits
+/// equal to the one to output next, smaller, larger. A lookup by content
+/// puts its weight on the first, wherever those digits sit. Per block and
+/// head, averaged over the answer steps and `examples`.
+pub fn digit_attention(
+    net: &TinyTransformer,
+    examples: &[Vec<usize>],
+) -> Result<Vec<Vec<DigitAttention>>, AttnError> {
+    let k = net.config.k;
+    check_examples(examples, k)?;
+    let (inputs, _) = inputs_and_targets(examples, k);
+    let fwd = net.forward(&inputs)?;
+    let split = |block, head| {
+        let mut sums = [0.0; 3];
+        for (b, e) in examples.iter().enumerate() {
+            let w = fwd.weights(block, b, head);
+            for j in 0..k {
+                let target = e[k + 1 + j];
+                for (i, &digit) in e[..k].iter().enumerate() {
+                    let slot = match digit.cmp(&target) {
+                        std::cmp::Ordering::Equal => 0,
+                        std::cmp::Ordering::Less => 1,
+                        std::cmp::Ordering::Greater => 2,
+                    };
+                    sums[slot] += w[[k + j, i]];
+                }
+            }
+        }
+        let n = (examples.len() * k) as f64;
+        DigitAttention {
+            on_target: sums[0] / n,
+            on_smaller: sums[1] / n,
+            on_larger: sums[2] / n,
+        }
+    };
+    let (layers, heads) = (net.config.layers, net.config.heads);
+    Ok((0..layers)
+        .map(|l| (0..heads).map(|h| split(l, h)).collect())
+        .collect())
+}
+
+/// The weight a uniform head would put on the prompt positions holding the
+/// digit to output next: at answer step `j` the query sees `k + j + 1`
+/// keys. The baseline for [`digit_attention`]'s `on_target`.
+pub fn uniform_target_share(examples: &[Vec<usize>], k: usize) -> Result<f64, AttnError> {
+    check_examples(examples, k)?;
+    let mut total = 0.0;
+    for e in examples {
+        for j in 0..k {
+            let matches = e[..k].iter().filter(|&&d| d == e[k + 1 + j]).count();
+            total += matches as f64 / (k + j + 1) as f64;
+        }
+    }
+    Ok(total / (examples.len() * k) as f64)
+}
+
+/// How often the residual stream after the first `depth` blocks, read out
+/// through the final LayerNorm and head, already predicts the right answer
+/// digit (teacher-forced, every answer position of every example).
+pub fn accuracy_after(
+    net: &TinyTransformer,
+    examples: &[Vec<usize>],
+    depth: usize,
+) -> Result<f64, AttnError> {
+    let k = net.config.k;
+    check_examples(examples, k)?;
+    let (inputs, targets) = inputs_and_targets(examples, k);
+    let logits = net.forward_through(&inputs, depth)?.logits;
+    let (mut right, mut total) = (0, 0);
+    for (row, target) in logits.rows().into_iter().zip(&targets) {
+        if let Some(t) = *target {
+            let best = (0..VOCAB).fold(0, |best, j| if row[j] > row[best] { j } else { best });
+            right += usize::from(best == t);
+            total += 1;
+        }
+    }
+    Ok(right as f64 / total as f64)
 }
 
 /// The gradient check's problem: a small model (2 blocks of width 8, 2
@@ -962,7 +1111,7 @@ mod tests {
         assert_eq!(&targets[..4], &[None, None, None, None]);
         assert_eq!(targets[4], Some(e[5]));
         assert_eq!(targets[7], Some(e[8]));
-        let test = held_out(4, 50, 9).unwrap();
+        let test = held_out(Task::Reverse, 4, 50, 9).unwrap();
         let distinct: HashSet<_> = test.iter().collect();
         assert_eq!(distinct.len(), 50);
     }
@@ -1016,7 +1165,7 @@ mod tests {
             .to_string()
             .starts_with("targets must give one target token"));
         assert!(
-            held_out(2, 51, 0).is_err(),
+            held_out(Task::Reverse, 2, 51, 0).is_err(),
             "51 distinct of 100 is more than half"
         );
         assert!(
@@ -1043,6 +1192,7 @@ mod tests {
             lr: 1e-3,
             warmup: 0,
             seed: 0,
+            task: Task::Reverse,
         };
         assert!(train(small(), &no_steps, &[]).is_err());
     }

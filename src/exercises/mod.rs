@@ -7,3 +7,4 @@ pub mod ch01;
 pub mod ch05;
 pub mod ch06;
 pub mod ch07;
+pub mod ch10;

@@ -171,8 +171,30 @@ fn ensure_book_tools() -> Step {
 /// Chapter 10's training run (about a minute): writes the weights and the
 /// loss curve to `book/data/`, then redraws the figures from them.
 fn train() -> Step {
-    run(cargo().args(["run", "--release", "--locked", "--example", "ch10_train"]))?;
+    run(cargo().args(["build", "--release", "--locked", "--example", "ch10_train"]))?;
+    let output = capture(&mut Command::new(root().join("target/release/examples/ch10_train")))?;
+    eprint!("{output}");
+    let (date, cpu, rustc) = provenance()?;
+    let log = format!("# measured {date} on {cpu}, one thread, by `cargo xtask train` ({rustc})\n{output}");
+    let path = root().join("book/data/ch10-train-log.txt");
+    std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
     figures()
+}
+
+/// The date (UTC), the CPU's model name and the compiler: what a
+/// measurement's header states.
+fn provenance() -> Result<(String, String, String), String> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let rustc = capture(Command::new("rustc").arg("--version"))?;
+    let date = capture(Command::new("date").args(["-u", "+%Y-%m-%d"]))?;
+    Ok((date.trim().to_string(), cpu, rustc.trim().to_string()))
 }
 
 /// glibc keeps freed memory in the process, so that large buffers are not
@@ -261,22 +283,11 @@ fn timings_csv(criterion: &str, csv: &str, how: &str, env: &[(&str, &str)]) -> S
         }
     }
     rows.sort();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let rustc = capture(Command::new("rustc").arg("--version"))?;
-    let date = capture(Command::new("date").args(["-u", "+%Y-%m-%d"]))?;
+    let (date, cpu, rustc) = provenance()?;
     let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let text = format!(
-        "# measured {} on {cpu}, one thread, by `cargo xtask measure{how}` ({}; {})\n\
+        "# measured {date} on {cpu}, one thread, by `cargo xtask measure{how}` ({rustc}; {})\n\
          group,function,n,mean_ns,low_ns,high_ns\n{}\n",
-        date.trim(),
-        rustc.trim(),
         env.join(" "),
         rows.join("\n")
     );

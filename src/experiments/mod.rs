@@ -1,0 +1,5 @@
+//! The chapters' report helpers: what an example prints and its numbers
+//! test quotes, formatted once. Not a reader's API: the mechanism, the
+//! layers and the models live in the modules the chapters teach.
+
+pub mod ch10;
