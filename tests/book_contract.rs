@@ -256,3 +256,25 @@ fn figures_exist_come_from_examples_and_are_all_shown() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Every page of the book is held by the unbound-number check: some test
+/// file builds `Bindings::new("PAGE")` and calls `assert_all_bound` on it.
+#[test]
+fn every_page_has_an_unbound_number_check() {
+    let mut tests = Vec::new();
+    for entry in fs::read_dir(root().join("tests")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            tests.push(fs::read_to_string(&path).unwrap());
+        }
+    }
+    for (page, _) in chapters() {
+        let checked = tests
+            .iter()
+            .any(|t| t.contains(&format!("\"{page}\"")) && t.contains("assert_all_bound()"));
+        assert!(
+            checked,
+            "{page}: no test checks that its numbers are bound (tests/common/numbers.rs)"
+        );
+    }
+}
