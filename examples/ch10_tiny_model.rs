@@ -97,12 +97,17 @@ fn main() -> Result<(), attn::AttnError> {
         println!("block {}: heads {}", l + 1, cells.join(", "));
     }
 
-    println!("\n== The residual stream after each block, read through the final LayerNorm and head ==");
+    println!(
+        "\n== The residual stream after each block, read through the final LayerNorm and head =="
+    );
     println!("{}", residual_report(&net, &test)?);
 
     println!("\n== Exercise 1: the same model trained to sort ==");
     let sorter = TinyTransformer::from_text(&data("ch10-sort-weights.txt"))?;
-    assert_eq!(sorter.config, BOOK_MODEL, "the sorting weights are the book's model");
+    assert_eq!(
+        sorter.config, BOOK_MODEL,
+        "the sorting weights are the book's model"
+    );
     let sort_test = held_out(Task::Sort, c.k, HELD_OUT.0, HELD_OUT.1)?;
     println!("{}", accuracy_report(&sorter, &sort_test)?);
     println!(

@@ -262,7 +262,11 @@ impl TinyTransformer {
     /// The forward pass through the first `depth` blocks only, read out by
     /// the final LayerNorm and head as if the rest were absent (what the
     /// residual stream already predicts after `depth` blocks).
-    pub fn forward_through(&self, batch: &[Vec<usize>], depth: usize) -> Result<Forward, AttnError> {
+    pub fn forward_through(
+        &self,
+        batch: &[Vec<usize>],
+        depth: usize,
+    ) -> Result<Forward, AttnError> {
         self.check_batch(batch)?;
         if depth > self.blocks.len() {
             return Err(AttnError::InvalidArgument {
@@ -509,7 +513,6 @@ impl Task {
         }
     }
 }
-
 
 /// The model's inputs (all tokens but the last) and its targets (the next
 /// token at each position, but only where the next token is an answer digit:

@@ -118,8 +118,18 @@ fn bind_prose(b: &mut Bindings) {
     let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
     b.rounded("0.5", a.output[[2, 0]] as f64);
     let e = std::f64::consts::E;
-    let closed = [e * e / (e * e + 3.0), 1.0 / (e * e + 3.0), e / (2.0 + 2.0 * e), 0.25];
-    let (w00, w01, w11, w20) = (a.weights[[0, 0]], a.weights[[0, 1]], a.weights[[1, 1]], a.weights[[2, 0]]);
+    let closed = [
+        e * e / (e * e + 3.0),
+        1.0 / (e * e + 3.0),
+        e / (2.0 + 2.0 * e),
+        0.25,
+    ];
+    let (w00, w01, w11, w20) = (
+        a.weights[[0, 0]],
+        a.weights[[0, 1]],
+        a.weights[[1, 1]],
+        a.weights[[2, 0]],
+    );
     let worst = [w00, w01, w11, w20]
         .iter()
         .zip(closed)
@@ -132,9 +142,15 @@ fn bind_prose(b: &mut Bindings) {
     assert_eq!(x.nrows(), 6);
     // Exercise 3: at c = 100 the naive softmax gives NaN.
     b.exact("100", 100.0);
-    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + 100.0)).iter().all(|p| p.is_nan()));
+    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + 100.0))
+        .iter()
+        .all(|p| p.is_nan()));
     // Quiz 1: Q is 5×16, K 7×16, V 7×3; weights 5×7, output 5×3.
-    let (q, k, v) = (Array2::zeros((5, 16)), Array2::zeros((7, 16)), Array2::zeros((7, 3)));
+    let (q, k, v) = (
+        Array2::zeros((5, 16)),
+        Array2::zeros((7, 16)),
+        Array2::zeros((7, 3)),
+    );
     let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
     assert_eq!((a.weights.dim(), a.output.dim()), ((5, 7), (5, 3)));
     b.exact("5", a.weights.nrows() as f64)
@@ -143,6 +159,9 @@ fn bind_prose(b: &mut Bindings) {
     // Quiz 2: subtracting the maximum leaves the result as it was.
     let x = array![0.5_f32, -1.25, 2.0];
     let shifted = x.mapv(|v| v - 2.0);
-    let same = softmax(&x).iter().zip(&softmax(&shifted)).all(|(a, b)| (a - b).abs() < 1e-7);
+    let same = softmax(&x)
+        .iter()
+        .zip(&softmax(&shifted))
+        .all(|(a, b)| (a - b).abs() < 1e-7);
     b.claim("while the result stays the same", same);
 }

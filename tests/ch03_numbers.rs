@@ -62,7 +62,9 @@ fn initialisation_keeps_unit_variance(b: &mut Bindings) {
         s.x, s.q, s.k, s.scores
     ));
     // "Every stage stays at variance 1 (to within 2%)"
-    let unit = [s.x, s.q, s.k, s.scores].iter().all(|v| (v - 1.0).abs() < 0.02);
+    let unit = [s.x, s.q, s.k, s.scores]
+        .iter()
+        .all(|v| (v - 1.0).abs() < 0.02);
     b.claim("Every stage stays at variance 1", unit);
     // The measured width, which exercise 1 reuses.
     b.exact("512", d_model as f64);

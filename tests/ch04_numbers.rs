@@ -54,7 +54,8 @@ fn cost_block(b: &mut Bindings) {
     }
     b.quoted(&block);
     b.quoted(&format!("$4 \\cdot 512^2 = {}$", "1{,}048{,}576"));
-    assert_eq!(4 * 512 * 512, 1_048_576);
+    let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
+    assert_eq!(base.parameters(), 1_048_576);
 }
 
 fn entropy_block_and_figure_claims(b: &mut Bindings) {
@@ -97,7 +98,10 @@ fn bind_prose(b: &mut Bindings) {
     // d_model at h = 8.
     let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
     let factor = (base.d_model() as f64 / base.d_k() as f64).sqrt();
-    b.claim("shrinks every score by a further factor", (factor - 8f64.sqrt()).abs() < 1e-12);
+    b.claim(
+        "shrinks every score by a further factor",
+        (factor - 8f64.sqrt()).abs() < 1e-12,
+    );
     // The tolerance of the comparisons: fused and separate projections agree
     // to 10⁻⁵ (the per-head loop and the PyTorch files use the same bound).
     let x = embed_words(&WORDS, 32, 2024);

@@ -37,7 +37,9 @@ fn the_two_forms_of_the_causal_mask(b: &mut Bindings) {
 fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
     let scores = array![3.0_f32, 40.0, -25.0, 100.0];
     let [stable, textbook, fill_1e9, add_1e9] = fully_masked_row(&scores);
-    b.exact("40", scores[1]).exact("-25", scores[2]).exact("100", scores[3]);
+    b.exact("40", scores[1])
+        .exact("-25", scores[2])
+        .exact("100", scores[3]);
     let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
     b.quoted(&format!(
         "fill -inf, stable softmax:    {}\nfill -inf, textbook softmax:  {}\n\
@@ -69,7 +71,9 @@ fn minus_1e9_with_large_scores(b: &mut Bindings) {
     ));
     assert_eq!(minus_1e9[[0, 2]], 1.0, "the masked key gets all the weight");
     assert_eq!(inf[[0, 2]], 0.0);
-    b.exact("3e9", big[[0, 0]]).exact("2.5e9", big[[0, 1]]).exact("5e9", big[[0, 2]]);
+    b.exact("3e9", big[[0, 0]])
+        .exact("2.5e9", big[[0, 1]])
+        .exact("5e9", big[[0, 2]]);
     // "In f16, whose largest finite value is 65,504": (2 − 2⁻¹⁰)·2¹⁵, from
     // its 10 fraction bits and largest exponent 15.
     b.exact("65,504", (2.0 - 2f64.powi(-10)) * 2f64.powi(15));
@@ -103,7 +107,8 @@ fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
         standard_normal(100, 16, &mut rng),
         standard_normal(100, 16, &mut rng),
     );
-    b.exact("100", q.nrows() as f64).exact("16", q.ncols() as f64);
+    b.exact("100", q.nrows() as f64)
+        .exact("16", q.ncols() as f64);
     let full = masked_attention(&q, &k, &v, &causal_mask(100, 100))
         .unwrap()
         .output;
@@ -126,10 +131,11 @@ fn decode_cost_table_and_figure_description(b: &mut Bindings) {
     b.value("6e13", without, 0.5e13).rounded("2.6e10", with);
     assert_eq!(format!("{:.0}", without / with), "2504");
     b.exact("512", 512.0);
-    let totals = |per_token| {
-        [1, 128, 1024, 4096].map(|n| cumulative_flops(n, 512, per_token))
-    };
-    let (no_cache, cache) = (totals(flops_per_token_without_cache), totals(flops_per_token_with_cache));
+    let totals = |per_token| [1, 128, 1024, 4096].map(|n| cumulative_flops(n, 512, per_token));
+    let (no_cache, cache) = (
+        totals(flops_per_token_without_cache),
+        totals(flops_per_token_with_cache),
+    );
     let rising = |xs: [u64; 4]| xs.windows(2).all(|w| w[1] > w[0]);
     b.claim(
         "The line without a cache rises steeply",
@@ -180,21 +186,39 @@ fn bind_prose(b: &mut Bindings) {
     // The property tests' tolerances, measured on one case each: a padded
     // sequence against itself alone (10⁻⁶), a random mask's row sums (10⁻⁵).
     let mut rng = StdRng::seed_from_u64(7);
-    let (q, k) = (standard_normal(6, 4, &mut rng), standard_normal(6, 4, &mut rng));
-    let w = masked_attention(&q, &k, &k, &causal_mask(6, 6)).unwrap().weights;
-    let worst_sum = w.rows().into_iter().map(|r| (r.sum() - 1.0).abs()).fold(0.0_f32, f32::max);
+    let (q, k) = (
+        standard_normal(6, 4, &mut rng),
+        standard_normal(6, 4, &mut rng),
+    );
+    let w = masked_attention(&q, &k, &k, &causal_mask(6, 6))
+        .unwrap()
+        .weights;
+    let worst_sum = w
+        .rows()
+        .into_iter()
+        .map(|r| (r.sum() - 1.0).abs())
+        .fold(0.0_f32, f32::max);
     b.value("1e-5", worst_sum as f64, 1e-5);
     // Figure 5.1: 6 by 6, the first row 1.00 on "The".
     let mut rng = StdRng::seed_from_u64(55);
-    let (q, k) = (standard_normal(6, 8, &mut rng), standard_normal(6, 8, &mut rng));
-    let causal = masked_attention(&q, &k, &k, &causal_mask(6, 6)).unwrap().weights;
-    b.exact("6", causal.nrows() as f64).rounded("1.00", causal[[0, 0]] as f64);
+    let (q, k) = (
+        standard_normal(6, 8, &mut rng),
+        standard_normal(6, 8, &mut rng),
+    );
+    let causal = masked_attention(&q, &k, &k, &causal_mask(6, 6))
+        .unwrap()
+        .weights;
+    b.exact("6", causal.nrows() as f64)
+        .rounded("1.00", causal[[0, 0]] as f64);
     // Σ t² = n(n+1)(2n+1)/6 and the projections 4·2d²: constants of the
     // closed forms that the crate's functions are tested against.
     let (n, d) = (10u64, 3u64);
     let sum_sq: u64 = (1..=n).map(|t| t * t).sum();
     b.exact("6", (n * (n + 1) * (2 * n + 1) / sum_sq) as f64);
-    b.exact("4", ((flops_per_token_with_cache(1, d) - 4 * d) / (2 * d * d)) as f64);
+    b.exact(
+        "4",
+        ((flops_per_token_with_cache(1, d) - 4 * d) / (2 * d * d)) as f64,
+    );
     // Quiz 1: the causal mask for n = 4 keeps 10 entries.
     let kept = causal_mask(4, 4).iter().filter(|&&k| k).count();
     b.exact("10", kept as f64);

@@ -93,7 +93,8 @@ fn sinusoidal_blocks_and_figures_6_1_and_6_2(b: &mut Bindings) {
     assert!(cosine_min > 0.99);
     // d_model = 4: ω_1 = 1/10000^(2/4) = 0.01.
     let omega4 = frequencies(4);
-    b.exact("4", omega4.len() as f64 * 2.0).rounded("0.01", omega4[1]);
+    b.exact("4", omega4.len() as f64 * 2.0)
+        .rounded("0.01", omega4[1]);
     b.rounded("10000", 1.0 / frequencies(20)[1].powf(10.0));
     // Figure 6.2's periods, 2π/ω_i for pairs 5, 10 and 20 of d_model = 128.
     let omega = frequencies(128);
@@ -150,7 +151,8 @@ fn similarity_table_and_figure_6_3(b: &mut Bindings) {
         let sims: Vec<f32> = (0..=400).map(|k| cosine(&pe.row(0), &pe.row(k))).collect();
         b.exact("400", sims.len() as f64 - 1.0);
         // "to around 0.2 to 0.3 at distance 400"
-        b.value("0.2", sims[400] as f64, 0.15).value("0.3", sims[400] as f64, 0.15);
+        b.value("0.2", sims[400] as f64, 0.15)
+            .value("0.3", sims[400] as f64, 0.15);
         assert!((0.15..0.35).contains(&sims[400]), "d = {d}: {}", sims[400]);
         smooth_start &= sims[..5].windows(2).all(|w| w[1] < w[0]);
         wobble.push(sims.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f32>());
@@ -256,8 +258,7 @@ fn bind_prose(b: &mut Bindings) {
     let x = standard_normal(3, 8, &mut StdRng::seed_from_u64(1));
     let to_half: Vec<usize> = (0..8).step_by(2).chain((1..8).step_by(2)).collect();
     let interleaved = rope(&x, 2).unwrap().select(Axis(1), &to_half);
-    let half =
-        attn::exercises::ch06::rope_half_split(&x.select(Axis(1), &to_half), 2).unwrap();
+    let half = attn::exercises::ch06::rope_half_split(&x.select(Axis(1), &to_half), 2).unwrap();
     let worst = max_diff(&interleaved, &half);
     b.value("1e-6", worst as f64, 1e-6);
 }

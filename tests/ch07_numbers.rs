@@ -7,14 +7,14 @@
 
 use attn::approximate::{error_experiment, error_table};
 use attn::complexity::{
-    attention_flops, blas_table, block_crossover_length, cost_table, crossover_length,
-    exponent_of, feed_forward_flops, lookup, millis, projection_flops, read_measurements,
-    scores_bytes, timing_table, Measurement, TIMED_METHODS,
+    attention_flops, blas_table, block_crossover_length, cost_table, crossover_length, exponent_of,
+    feed_forward_flops, lookup, millis, projection_flops, read_measurements, scores_bytes,
+    timing_table, Measurement, TIMED_METHODS,
 };
+use attn::multihead::multihead_flops;
 use attn::scaled_dot_product_attention;
 use attn::tiled::tiled_attention;
 use ndarray::Array2;
-use attn::multihead::multihead_flops;
 
 mod common;
 
@@ -105,10 +105,17 @@ fn timing_block_exponents_and_figure_7_2(b: &mut Bindings) {
         "attention (tiled causal, Figure 7.2), at $n = 1024$ local attention is",
         ratio("local_causal", 1024) > 0.9 && ratio("linear_causal", 1024) > 1.0,
     );
-    b.claim("linear attention slower", ratio("linear_causal", 1024) > 1.0);
-    b.claim("about as fast and linear attention slower", ratio("linear_causal", 1024) > 1.0);
+    b.claim(
+        "linear attention slower",
+        ratio("linear_causal", 1024) > 1.0,
+    );
+    b.claim(
+        "about as fast and linear attention slower",
+        ratio("linear_causal", 1024) > 1.0,
+    );
     b.rounded("0.53", ms("tiled_causal", 4096) / ms("tiled", 4096));
-    b.value("70", ms("naive", 4096), 5.0).value("70", ms("tiled", 4096), 5.0);
+    b.value("70", ms("naive", 4096), 5.0)
+        .value("70", ms("tiled", 4096), 5.0);
     b.exact("8", 512.0 / 64.0);
     // "its cost grows with the square of the sequence length" and "memory
     // grows linearly": the fitted exponents and the memory table below.
@@ -147,7 +154,10 @@ fn numpy_block_and_the_speed_targets(b: &mut Bindings) {
     }
     let lo = factors.iter().cloned().fold(f64::INFINITY, f64::min);
     let hi = factors.iter().cloned().fold(0.0, f64::max);
-    b.rounded("1.9", lo).rounded("2.2", hi).value("2", lo, 0.5).value("2", hi, 0.5);
+    b.rounded("1.9", lo)
+        .rounded("2.2", hi)
+        .value("2", lo, 0.5)
+        .value("2", hi, 0.5);
     b.claim("its time is at most", at_most);
     let tiled_ratio = millis(&t, "tiled", 4096).unwrap() / millis(&t, "naive", 4096).unwrap();
     let causal_ratio =
@@ -186,7 +196,10 @@ fn exp_and_multihead_lines(b: &mut Bindings) {
         2.0 * 512f64.powi(3) / matmul
     ));
     b.rounded("1.61", flops / 1e9)
-        .rounded("80", 100.0 * (flops / layer) / (2.0 * 512f64.powi(3) / matmul))
+        .rounded(
+            "80",
+            100.0 * (flops / layer) / (2.0 * 512f64.powi(3) / matmul),
+        )
         .rounded("94", 2.0 * 512f64.powi(3) / matmul)
         .rounded("75", flops / layer);
 }
@@ -238,8 +251,11 @@ fn memory_block_and_figure_7_3(b: &mut Bindings) {
         .rounded("0.53", mib("tiled", 1024).unwrap())
         .rounded("16.3", mib("tiled", 65_536).unwrap());
     let growth = |m: &str, lo: u64, hi: u64| mib(m, hi).unwrap() / mib(m, lo).unwrap();
-    let naive_growth: Vec<f64> = (10..14).map(|p| growth("naive", 1 << p, 1 << (p + 1))).collect();
-    b.rounded("3.7", naive_growth[0]).rounded("4.0", naive_growth[3]);
+    let naive_growth: Vec<f64> = (10..14)
+        .map(|p| growth("naive", 1 << p, 1 << (p + 1)))
+        .collect();
+    b.rounded("3.7", naive_growth[0])
+        .rounded("4.0", naive_growth[3]);
     b.rounded("1.47", growth("tiled", 1024, 2048))
         .rounded("1.97", growth("tiled", 32_768, 65_536));
     b.claim(
@@ -265,7 +281,8 @@ fn error_table_and_figure_7_4(b: &mut Bindings) {
         .windows(2)
         .all(|w| w[1].random < w[0].random && w[1].local < w[0].local));
     let below = local.iter().all(|r| r.local < 0.04);
-    b.claim("it stays below 0.04 everywhere", below).exact("0.04", 0.04);
+    b.claim("it stays below 0.04 everywhere", below)
+        .exact("0.04", 0.04);
     b.claim(
         "the error falls from 2.9 to 0.23",
         local.windows(2).all(|w| w[1].random < w[0].random),
@@ -313,7 +330,9 @@ fn blas_table_and_its_claims(b: &mut Bindings) {
         tiled_gain.push(gain("tiled"));
         naive_gain.push(gain("naive"));
         let numpy_ms = lookup(&numpy, "numpy_f32", n).unwrap() * 1e3;
-        blas_beats_numpy &= ["naive", "tiled"].iter().all(|m| millis(&blas, m, n).unwrap() < numpy_ms);
+        blas_beats_numpy &= ["naive", "tiled"]
+            .iter()
+            .all(|m| millis(&blas, m, n).unwrap() < numpy_ms);
         naive_at_most &= millis(&plain, "naive", n).unwrap() <= numpy_ms;
     }
     let range = |xs: &[f64]| {
@@ -321,9 +340,15 @@ fn blas_table_and_its_claims(b: &mut Bindings) {
         (lo, xs.iter().cloned().fold(lo, f64::max))
     };
     let ((t_lo, t_hi), (n_lo, n_hi)) = (range(&tiled_gain), range(&naive_gain));
-    b.rounded("1.21", t_lo).rounded("1.23", t_hi).rounded("1.08", n_lo).rounded("1.15", n_hi);
+    b.rounded("1.21", t_lo)
+        .rounded("1.23", t_hi)
+        .rounded("1.08", n_lo)
+        .rounded("1.15", n_hi);
     b.claim("1.21 to 1.23\ntimes faster", t_lo > n_hi);
-    b.claim("take less time than NumPy's", blas_beats_numpy && naive_at_most);
+    b.claim(
+        "take less time than NumPy's",
+        blas_beats_numpy && naive_at_most,
+    );
     let numpy_1024 = lookup(&numpy, "numpy_f32", 1024).unwrap() * 1e3;
     assert_eq!(
         format!("{:.2}", millis(&plain, "tiled", 1024).unwrap()),
@@ -361,5 +386,8 @@ fn bind_prose(b: &mut Bindings) {
     b.value("1e-5", worst as f64, 1e-5);
     // The tile: 128 KiB of scores (128 × 256 f32), and the online softmax's
     // exercise runs chunk sizes 1 to 8.
-    b.exact("128", (attn::tiled::QUERY_BLOCK * attn::tiled::KEY_BLOCK * 4 / 1024) as f64);
+    b.exact(
+        "128",
+        (attn::tiled::QUERY_BLOCK * attn::tiled::KEY_BLOCK * 4 / 1024) as f64,
+    );
 }

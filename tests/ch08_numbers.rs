@@ -164,7 +164,9 @@ fn bind_prose(b: &mut Bindings) {
     assert!((y[[0, 1]] - outside).abs() > 0.5);
     // The row [1, 2, 3, 4]: μ = 2.5, σ² = 1.25.
     let (mean, std) = row_statistics(&array![[1.0_f32, 2.0, 3.0, 4.0]]);
-    b.rounded("2.5", mean as f64).rounded("1.25", (std * std) as f64).exact("3", 3.0);
+    b.rounded("2.5", mean as f64)
+        .rounded("1.25", (std * std) as f64)
+        .exact("3", 3.0);
     // Dropout 0.1 is the paper's rate (stated, not used by the crate).
     b.exact("0.1", 0.1);
 }

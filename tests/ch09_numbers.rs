@@ -48,7 +48,9 @@ fn gradient_check_tables(b: &mut Bindings) {
     b.value("0.02", std, 0.005);
     b.claim(
         "error of the central difference grows with the",
-        embeddings.iter().all(|&e| e > others.clone().fold(0.0, f64::max)),
+        embeddings
+            .iter()
+            .all(|&e| e > others.clone().fold(0.0, f64::max)),
     );
 }
 
@@ -80,16 +82,25 @@ fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
         .rounded("9.8", first.unscaled.1)
         .rounded("67", last.unscaled.1);
     for r in &norms {
-        b.value("4.8", r.scaled.0, 0.15).value("4.8", r.scaled.1, 0.15);
+        b.value("4.8", r.scaled.0, 0.15)
+            .value("4.8", r.scaled.1, 0.15);
     }
     let falls = norms.windows(2).all(|w| w[1].unscaled.0 < w[0].unscaled.0);
     let rises = norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1);
-    let level = norms.iter().all(|r| (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15);
+    let level = norms
+        .iter()
+        .all(|r| (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15);
     b.claim("shrinks as $d_k$ grows", falls)
         .claim("so $dQ$ grows instead", rises)
         .claim("both norms stay near 4.8", level)
-        .claim("unscaled it falls from 5.1 to 1.0; scaled it stays near 4.8", falls && level)
-        .claim("unscaled it rises from 9.8 to 67; scaled it stays near 4.8", rises && level)
+        .claim(
+            "unscaled it falls from 5.1 to 1.0; scaled it stays near 4.8",
+            falls && level,
+        )
+        .claim(
+            "unscaled it rises from 9.8 to 67; scaled it stays near 4.8",
+            rises && level,
+        )
         .claim("explodes as $d_k$ grows", falls && rises);
     b.quoted(&gradient_norm_table(&norms));
     // "both norms stay near 4.8 for every d_k" (within 0.15), and the

@@ -60,7 +60,10 @@ fn a_short_training_run_learns_to_reverse() {
         start.elapsed().as_secs_f64()
     );
     assert!(losses[199] < 0.1 * losses[0], "the loss falls");
-    assert!(exact >= CI_BAR, "held-out exact-sequence accuracy {exact} below {CI_BAR}");
+    assert!(
+        exact >= CI_BAR,
+        "held-out exact-sequence accuracy {exact} below {CI_BAR}"
+    );
 }
 
 fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
@@ -75,13 +78,17 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     // The residual stream after each block, through the final head.
     b.quoted(&residual_report(&net, &test).unwrap());
     let after = |depth| accuracy_after(&net, &test, depth).unwrap();
-    b.claim("block 2 changes no\nprediction", after(1) == 1.0 && after(2) == 1.0);
+    b.claim(
+        "block 2 changes no\nprediction",
+        after(1) == 1.0 && after(2) == 1.0,
+    );
     // Exercise 1: the sorting model, and where both models' heads look.
     let sorter = TinyTransformer::from_text(&data("ch10-sort-weights.txt")).unwrap();
     let sort_test = held_out(Task::Sort, sorter.config.k, HELD_OUT.0, HELD_OUT.1).unwrap();
     b.quoted(&accuracy_report(&sorter, &sort_test).unwrap());
     b.quoted(
-        &digit_attention_report(&[("reverse", &net, &test), ("sort", &sorter, &sort_test)]).unwrap(),
+        &digit_attention_report(&[("reverse", &net, &test), ("sort", &sorter, &sort_test)])
+            .unwrap(),
     );
     let split = digit_attention(&sorter, &sort_test).unwrap();
     let on_target: Vec<f64> = split.iter().flatten().map(|a| a.on_target).collect();
@@ -101,7 +108,10 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
         .collect();
     b.quoted(&lines.join("\n"));
     // "96 to 97%" and "14%".
-    let (low, high) = (mirror[0][0].min(mirror[0][1]), mirror[0][0].max(mirror[0][1]));
+    let (low, high) = (
+        mirror[0][0].min(mirror[0][1]),
+        mirror[0][0].max(mirror[0][1]),
+    );
     b.rounded("96", 100.0 * low).rounded("97", 100.0 * high);
     for &w in &mirror[1] {
         b.rounded("14", 100.0 * w);
@@ -179,7 +189,11 @@ fn bind_prose(b: &mut Bindings) {
     // The task's illustration: 8 digits reversed.
     let digits = [3, 1, 4, 1, 5, 9, 2, 6];
     let reversed: Vec<usize> = digits.iter().rev().cloned().collect();
-    b.quoted(&format!("{} |  →  {}", show_tokens(&digits), show_tokens(&reversed)));
+    b.quoted(&format!(
+        "{} |  →  {}",
+        show_tokens(&digits),
+        show_tokens(&reversed)
+    ));
     // "output 3 comes from input 4": output j reads input k − 1 − j.
     b.exact("4", (c.k - 1 - 3) as f64);
     // The model's sizes.

@@ -34,7 +34,10 @@ mod tests {
             let (prompt, answer) = (&e[..k], &e[k + 1..]);
             assert!(answer.windows(2).all(|w| w[0] <= w[1]), "{e:?}");
             let count = |xs: &[usize], d| xs.iter().filter(|&&x| x == d).count();
-            assert!((0..10).all(|d| count(prompt, d) == count(answer, d)), "{e:?}");
+            assert!(
+                (0..10).all(|d| count(prompt, d) == count(answer, d)),
+                "{e:?}"
+            );
         }
     }
 }

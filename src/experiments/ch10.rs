@@ -16,7 +16,11 @@ fn token(t: usize) -> String {
 
 /// Space-separated tokens, the separator shown as `|`.
 pub fn show_tokens(tokens: &[usize]) -> String {
-    tokens.iter().map(|&t| token(t)).collect::<Vec<_>>().join(" ")
+    tokens
+        .iter()
+        .map(|&t| token(t))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Held-out exact and per-digit accuracy, and the first three examples
@@ -39,7 +43,9 @@ pub fn residual_report(net: &TinyTransformer, test: &[Vec<usize>]) -> Result<Str
     for depth in 0..=net.config.layers {
         let right = accuracy_after(net, test, depth)?;
         let blocks = if depth == 1 { "block" } else { "blocks" };
-        lines.push(format!("after {depth} {blocks}: {right:.4} of the answer digits predicted"));
+        lines.push(format!(
+            "after {depth} {blocks}: {right:.4} of the answer digits predicted"
+        ));
     }
     Ok(lines.join("\n"))
 }
@@ -57,7 +63,12 @@ pub fn digit_attention_report(
         for (l, heads) in digit_attention(net, examples)?.iter().enumerate() {
             let cells: Vec<String> = heads
                 .iter()
-                .map(|a| format!("{:.3} / {:.3} / {:.3}", a.on_target, a.on_smaller, a.on_larger))
+                .map(|a| {
+                    format!(
+                        "{:.3} / {:.3} / {:.3}",
+                        a.on_target, a.on_smaller, a.on_larger
+                    )
+                })
                 .collect();
             out += &format!("\n{name:>7}, block {}: heads {}", l + 1, cells.join(", "));
         }

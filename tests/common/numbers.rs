@@ -207,18 +207,33 @@ impl Bindings {
 /// phrase may wrap across lines).
 fn line_holds(line: &str, phrase: &str) -> bool {
     let line = line.trim();
-    !line.is_empty() && (phrase.contains(line) || line.contains(phrase) || {
-        let words: Vec<&str> = phrase.split_whitespace().collect();
-        (1..words.len()).any(|k| {
-            line.ends_with(&words[..k].join(" ")) || line.starts_with(&words[k..].join(" "))
+    !line.is_empty()
+        && (phrase.contains(line) || line.contains(phrase) || {
+            let words: Vec<&str> = phrase.split_whitespace().collect();
+            (1..words.len()).any(|k| {
+                line.ends_with(&words[..k].join(" ")) || line.starts_with(&words[k..].join(" "))
+            })
         })
-    })
 }
 
 /// Words that state something measured about data.
 const CLAIM_WORDS: [&str; 16] = [
-    "grows", "grow", "growing", "stays", "stay", "faster", "slower", "rises", "falls",
-    "shrinks", "halves", "doubles", "times smaller", "times larger", "times faster", "times slower",
+    "grows",
+    "grow",
+    "growing",
+    "stays",
+    "stay",
+    "faster",
+    "slower",
+    "rises",
+    "falls",
+    "shrinks",
+    "halves",
+    "doubles",
+    "times smaller",
+    "times larger",
+    "times faster",
+    "times slower",
 ];
 
 fn claim_word(line: &str) -> Option<&'static str> {
@@ -349,7 +364,11 @@ fn scan_line(
                 let token = match mantissa {
                     Some(_) => {
                         let m = out.pop().unwrap();
-                        Token { text: format!("{}e{exponent}", m.text), end: start + end + close, ..m }
+                        Token {
+                            text: format!("{}e{exponent}", m.text),
+                            end: start + end + close,
+                            ..m
+                        }
                     }
                     None => Token {
                         text: format!("1e{exponent}"),
@@ -401,7 +420,13 @@ fn power_of_ten(rest: &str) -> Option<(String, usize)> {
 /// A date written as YYYY-MM-DD is one token.
 fn date_end(line: &str, i: usize) -> Option<usize> {
     let b = line.as_bytes().get(i..i + 10)?;
-    let shape = b.iter().enumerate().all(|(k, c)| if k == 4 || k == 7 { *c == b'-' } else { c.is_ascii_digit() });
+    let shape = b.iter().enumerate().all(|(k, c)| {
+        if k == 4 || k == 7 {
+            *c == b'-'
+        } else {
+            c.is_ascii_digit()
+        }
+    });
     shape.then_some(i + 10)
 }
 
@@ -426,7 +451,10 @@ fn number_end(line: &str, i: usize) -> usize {
             0
         };
         let group = j + sep;
-        if sep > 0 && digits(group) == group + 3 && !b.get(group + 3).is_some_and(|c| c.is_ascii_digit()) {
+        if sep > 0
+            && digits(group) == group + 3
+            && !b.get(group + 3).is_some_and(|c| c.is_ascii_digit())
+        {
             j = group + 3;
         } else {
             break;
@@ -436,7 +464,11 @@ fn number_end(line: &str, i: usize) -> usize {
         j = digits(j + 1);
     }
     if b.get(j) == Some(&b'e') {
-        let k = if matches!(b.get(j + 1), Some(b'-') | Some(b'+')) { j + 2 } else { j + 1 };
+        let k = if matches!(b.get(j + 1), Some(b'-') | Some(b'+')) {
+            j + 2
+        } else {
+            j + 1
+        };
         if b.get(k).is_some_and(|c| c.is_ascii_digit()) {
             j = digits(k);
         }
@@ -455,7 +487,15 @@ fn skipped_spans(line: &str) -> Vec<Range<usize>> {
         spans.push(open..close);
         search = close;
     }
-    for marker in ["{{#include", "http://", "https://", "examples/", "tests/", "src/", "book/"] {
+    for marker in [
+        "{{#include",
+        "http://",
+        "https://",
+        "examples/",
+        "tests/",
+        "src/",
+        "book/",
+    ] {
         for (p, _) in line.match_indices(marker) {
             let end = line[p..]
                 .find(|c: char| c.is_whitespace() || c == '`' || c == ')' || c == '}')
@@ -471,7 +511,9 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     let line_start = text[..t.start].rfind('\n').map_or(0, |p| p + 1);
     let before = &text[line_start..t.start];
     // Context may run over the line break before the number.
-    let context_start = text[..line_start.saturating_sub(1)].rfind('\n').map_or(0, |p| p + 1);
+    let context_start = text[..line_start.saturating_sub(1)]
+        .rfind('\n')
+        .map_or(0, |p| p + 1);
     let context = text[context_start..t.start].replace('\n', " ");
     let after = &text[t.end..];
     let lower = context.to_lowercase();
@@ -479,12 +521,31 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     // References: chapters, figures, sections, exercises, experiments,
     // questions, and lists of them ("chapters 2, 6 and 9", "Figure 2.1").
     let words = [
-        "chapter", "chapters", "figure", "figures", "section", "sections", "exercise",
-        "exercises", "experiment", "experiments", "question", "questions", "appendix",
-        "step", "listing", "table", "ch", "fig.",
+        "chapter",
+        "chapters",
+        "figure",
+        "figures",
+        "section",
+        "sections",
+        "exercise",
+        "exercises",
+        "experiment",
+        "experiments",
+        "question",
+        "questions",
+        "appendix",
+        "step",
+        "listing",
+        "table",
+        "ch",
+        "fig.",
     ];
-    let trimmed = lower.trim_end_matches(|c: char| c.is_ascii_digit() || ", .–-".contains(c) || c == '\u{2013}');
-    let trimmed = trimmed.trim_end_matches(" and").trim_end_matches(" or").trim_end_matches(" to");
+    let trimmed = lower
+        .trim_end_matches(|c: char| c.is_ascii_digit() || ", .–-".contains(c) || c == '\u{2013}');
+    let trimmed = trimmed
+        .trim_end_matches(" and")
+        .trim_end_matches(" or")
+        .trim_end_matches(" to");
     let trimmed = trimmed.trim_end_matches(|c: char| c.is_ascii_digit() || ", .–-".contains(c));
     if words.iter().any(|w| trimmed.ends_with(w)) && !t.text.contains('e') {
         return Some("a reference to a chapter, figure, section, exercise or question");
@@ -503,7 +564,9 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
             || lower.trim_end().ends_with('(')
             || lower.trim_end().ends_with(',')
             || lower.trim_end().ends_with("in")
-            || before.trim_end().ends_with(|c: char| c.is_uppercase() || c == ')')
+            || before
+                .trim_end()
+                .ends_with(|c: char| c.is_uppercase() || c == ')')
             || after.starts_with(')')
             || after.starts_with(";"))
     {
@@ -519,9 +582,11 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     if after.starts_with('.') && after[1..].starts_with(|c: char| c.is_ascii_digit()) {
         return Some("a version number");
     }
-    if ["pytorch ", "numpy ", "nep ", "version ", "python ", "katex ", "mdbook "]
-        .iter()
-        .any(|w| lower.ends_with(w))
+    if [
+        "pytorch ", "numpy ", "nep ", "version ", "python ", "katex ", "mdbook ",
+    ]
+    .iter()
+    .any(|w| lower.ends_with(w))
     {
         return Some("a version number");
     }
@@ -532,11 +597,18 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     }
     // Math structure: indices and exponents, and 0, 1 and 2 (identities,
     // squares, halves), which state no measurement.
-    if t.in_math && (before.ends_with('_') || before.ends_with("_{") || before.ends_with('^') || before.ends_with("^{")) {
+    if t.in_math
+        && (before.ends_with('_')
+            || before.ends_with("_{")
+            || before.ends_with('^')
+            || before.ends_with("^{"))
+    {
         return Some("an index or exponent in a formula");
     }
     if !t.text.contains('.') && !t.text.contains('e') && value.abs() <= 2.0 {
-        return Some("0, 1 and 2 are structure (identities, squares, halves, pairs), not measurements");
+        return Some(
+            "0, 1 and 2 are structure (identities, squares, halves, pairs), not measurements",
+        );
     }
     None
 }
@@ -549,7 +621,9 @@ fn wrong_quiz_option(text: &str, line_start: usize) -> Option<char> {
     if line.get(4..6) != Some(") ") {
         return None;
     }
-    let answer = text[line_start..].split("<summary>Answer</summary>").nth(1)?;
+    let answer = text[line_start..]
+        .split("<summary>Answer</summary>")
+        .nth(1)?;
     let named = answer.trim_start().strip_prefix('(')?.chars().next()?;
     (named != letter).then_some(letter)
 }

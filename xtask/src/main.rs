@@ -172,10 +172,14 @@ fn ensure_book_tools() -> Step {
 /// loss curve to `book/data/`, then redraws the figures from them.
 fn train() -> Step {
     run(cargo().args(["build", "--release", "--locked", "--example", "ch10_train"]))?;
-    let output = capture(&mut Command::new(root().join("target/release/examples/ch10_train")))?;
+    let output = capture(&mut Command::new(
+        root().join("target/release/examples/ch10_train"),
+    ))?;
     eprint!("{output}");
     let (date, cpu, rustc) = provenance()?;
-    let log = format!("# measured {date} on {cpu}, one thread, by `cargo xtask train` ({rustc})\n{output}");
+    let log = format!(
+        "# measured {date} on {cpu}, one thread, by `cargo xtask train` ({rustc})\n{output}"
+    );
     let path = root().join("book/data/ch10-train-log.txt");
     std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
     figures()
