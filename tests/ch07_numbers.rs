@@ -197,7 +197,7 @@ fn exp_and_multihead_lines(b: &mut Bindings) {
     ));
     b.rounded("1.61", flops / 1e9)
         .rounded(
-            "80",
+            "80%",
             100.0 * (flops / layer) / (2.0 * 512f64.powi(3) / matmul),
         )
         .rounded("94", 2.0 * 512f64.powi(3) / matmul)
@@ -291,10 +291,10 @@ fn error_table_and_figure_7_4(b: &mut Bindings) {
         .rounded("0.23", local[local.len() - 1].random)
         .rounded("0.68", linear[0].random)
         .rounded("0.99", linear[0].local)
-        .rounded("68", 100.0 * linear[0].random)
-        .rounded("99", 100.0 * linear[0].local)
-        .rounded("3.5", 100.0 * local[0].local)
-        .value("100", 100.0 * local[0].random, f64::INFINITY);
+        .rounded("68%", 100.0 * linear[0].random)
+        .rounded("99%", 100.0 * linear[0].local)
+        .rounded("3.5%", 100.0 * local[0].local)
+        .value("100%", 100.0 * local[0].random, f64::INFINITY);
     assert!(local[0].random > 1.0, "\"exceeds 100%\"");
     // Linear attention cannot make sharp weights: its similarity
     // φ(q)·φ(k) is a polynomial of degree 2 in the entries, not exp.

@@ -73,7 +73,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let test = held_out(Task::Reverse, net.config.k, HELD_OUT.0, HELD_OUT.1).unwrap();
     let (exact, _) = accuracy(&net, &test).unwrap();
     assert!(exact >= 0.99, "the book's bar: 99% exact");
-    b.exact("99", 99.0).exact("1000", test.len() as f64);
+    b.exact("99%", 99.0).exact("1000", test.len() as f64);
     b.quoted(&accuracy_report(&net, &test).unwrap());
     // The residual stream after each block, through the final head.
     b.quoted(&residual_report(&net, &test).unwrap());
@@ -112,9 +112,9 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
         mirror[0][0].min(mirror[0][1]),
         mirror[0][0].max(mirror[0][1]),
     );
-    b.rounded("96", 100.0 * low).rounded("97", 100.0 * high);
+    b.rounded("96", 100.0 * low).rounded("97%", 100.0 * high);
     for &w in &mirror[1] {
-        b.rounded("14", 100.0 * w);
+        b.rounded("14%", 100.0 * w);
     }
 }
 
@@ -161,6 +161,7 @@ fn training_log_and_figure_10_1(b: &mut Bindings) {
         .value("0.05", log[49].1, 0.01)
         .rounded("0.0002", log[599].1)
         .exact("600", log.len() as f64)
+        .exact("100%", 100.0 * acc(40))
         .exact("25", 25.0)
         .exact("40", 40.0);
     // The weights file is "about 0.3 MB".
@@ -211,5 +212,5 @@ fn bind_prose(b: &mut Bindings) {
         .exact("3e-3", BOOK_TRAINING.lr)
         .exact("30", BOOK_TRAINING.warmup as f64);
     // The CI test's bar (a_short_training_run_learns_to_reverse).
-    b.value("95", 100.0 * CI_BAR, 1e-9);
+    b.value("95%", 100.0 * CI_BAR, 1e-9);
 }

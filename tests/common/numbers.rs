@@ -98,7 +98,7 @@ impl Bindings {
         let normal = normalise(shown);
         let (mantissa, exponent) = match normal.split_once('e') {
             Some((m, e)) => (m.to_string(), e.parse::<i32>().unwrap()),
-            None => (normal.trim_end_matches('%').to_string(), 0),
+            None => (normal.trim_end_matches(['%', '×']).to_string(), 0),
         };
         let digits = mantissa.split('.').nth(1).map_or(0, str::len) as i32;
         let unit = 10f64.powi(exponent - digits);
@@ -277,7 +277,7 @@ fn normalise(s: &str) -> String {
 /// The number a shown text stands for ("10,000" → 10000, "2.4e-7").
 pub fn parse(shown: &str) -> f64 {
     normalise(shown)
-        .trim_end_matches('%')
+        .trim_end_matches(['%', '×'])
         .parse()
         .unwrap_or_else(|e| panic!("{shown} is not a number: {e}"))
 }
@@ -391,6 +391,14 @@ fn scan_line(
                 first = m.len();
             }
         }
+        // A unit glued to the number is part of it: 14% is not 14.
+        let mut rest = line[end..].chars();
+        let end = match (rest.next(), rest.next()) {
+            (Some('%'), _) => end + 1,
+            // 2504× is a factor; 4×4 is a shape.
+            (Some('×'), next) if !next.is_some_and(char::is_alphanumeric) => end + '×'.len_utf8(),
+            _ => end,
+        };
         out.push(Token {
             text: normalise(&line[first..end]),
             start: start + first,
@@ -517,7 +525,11 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     let context = text[context_start..t.start].replace('\n', " ");
     let after = &text[t.end..];
     let lower = context.to_lowercase();
-    let value: f64 = t.text.parse().unwrap_or(f64::NAN);
+    let value: f64 = t
+        .text
+        .trim_end_matches(['%', '×'])
+        .parse()
+        .unwrap_or(f64::NAN);
     // References: chapters, figures, sections, exercises, experiments,
     // questions, and lists of them ("chapters 2, 6 and 9", "Figure 2.1").
     let words = [
@@ -605,7 +617,8 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     {
         return Some("an index or exponent in a formula");
     }
-    if !t.text.contains('.') && !t.text.contains('e') && value.abs() <= 2.0 {
+    let unit = t.text.ends_with(['%', '×']);
+    if !unit && !t.text.contains('.') && !t.text.contains('e') && value.abs() <= 2.0 {
         return Some(
             "0, 1 and 2 are structure (identities, squares, halves, pairs), not measurements",
         );
