@@ -25,7 +25,7 @@ pub const SEED: u64 = 2017;
 /// Pairs `(q, k)` sampled per `d_k` in experiment 1.
 pub const VARIANCE_SAMPLES: usize = 10_000;
 
-/// Scores per row (keys per query) in experiments 2 and 3, as in the issue: `m = 16`.
+/// Scores per row (keys per query) in experiments 2 and 3: `m = 16`.
 pub const KEYS_PER_QUERY: usize = 16;
 
 /// Rows of scores averaged per `d_k` in experiments 2 and 3.

@@ -144,7 +144,7 @@ fn numpy_block_and_the_speed_targets(b: &mut Bindings) {
             millis(&t, "tiled", n).unwrap(),
             millis(&t, "tiled_causal", n).unwrap()
         );
-        // The targets, as the chapter states them.
+        // The speed claims, as the chapter states them.
         assert!(
             millis(&t, "naive", n).unwrap() <= np("numpy_f32", n),
             "naive slower than NumPy at {n}"
