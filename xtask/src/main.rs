@@ -83,7 +83,54 @@ fn test() -> Step {
     mdbook_test()?;
     figures()?;
     figures_unchanged()?;
-    mdbook_build()
+    mdbook_build()?;
+    browser_check()
+}
+
+/// Where the browser check's script is installed with its one dependency.
+const BROWSER_CHECK: &str = "target/browser-check";
+
+/// Every built page in headless Chromium at desktop and phone width
+/// (`tools/browser-check/check.mjs`): no request leaves 127.0.0.1, every
+/// figure loads, math renders and fits, no console error. Needs Debian's
+/// Chromium and Node.js; without them a local run says how to get them and
+/// skips this step, CI fails.
+fn browser_check() -> Step {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let node = Command::new("node").arg("--version").output().is_ok();
+    if !Path::new(&chromium).exists() || !node {
+        let how = "install Chromium and Node.js (Debian: `apt-get install chromium nodejs npm`) \
+                   and run `cargo xtask test` again";
+        if std::env::var_os("CI").is_some() {
+            return Err(format!(
+                "the browser check needs Chromium at {chromium} and Node.js: {how}"
+            ));
+        }
+        eprintln!("\n==> browser check SKIPPED (no Chromium at {chromium} or no Node.js): {how}");
+        return Ok(());
+    }
+    let dir = root().join(BROWSER_CHECK);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let source = root().join("tools/browser-check");
+    let lock_changed = std::fs::read(source.join("package-lock.json")).ok()
+        != std::fs::read(dir.join("package-lock.json")).ok();
+    for file in ["package.json", "package-lock.json", "check.mjs"] {
+        std::fs::copy(source.join(file), dir.join(file))
+            .map_err(|e| format!("copying {file} to {BROWSER_CHECK}: {e}"))?;
+    }
+    if lock_changed || !dir.join("node_modules/playwright-core").exists() {
+        run(Command::new("npm").args([
+            "ci",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            BROWSER_CHECK,
+        ]))?;
+    }
+    run(Command::new("node")
+        .arg(dir.join("check.mjs"))
+        .arg(root().join("target/book/html"))
+        .env("CHROMIUM", &chromium))
 }
 
 /// `mdbook test` against a fresh build of the library alone.
