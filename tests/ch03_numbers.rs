@@ -62,9 +62,12 @@ fn initialisation_keeps_unit_variance(b: &mut Bindings) {
         s.x, s.q, s.k, s.scores
     ));
     // "Every stage stays at variance 1 (to within 2%)"
-    let unit = [s.x, s.q, s.k, s.scores]
+    let worst = [s.x, s.q, s.k, s.scores]
         .iter()
-        .all(|v| (v - 1.0).abs() < 0.02);
+        .map(|v| (v - 1.0).abs())
+        .fold(0.0, f64::max);
+    let unit = worst < 0.02;
+    b.at_most("2%", 100.0 * worst);
     b.claim("Every stage stays at variance 1", unit);
     // The measured width, which exercise 1 reuses.
     b.exact("512", d_model as f64);

@@ -110,7 +110,7 @@ fn bind_prose(b: &mut Bindings) {
         layer().forward_fused(&x).unwrap().output,
     );
     let worst = (&separate - &fused).fold(0.0_f32, |a, &d| a.max(d.abs()));
-    b.value("1e-5", worst as f64, 1e-5);
+    b.at_most("1e-5", worst as f64);
     // The scores (one n×m matrix a head) grow with h: h · n·m numbers.
     let scores = |h: usize| {
         let mha = MultiHeadAttention::new(32, h, &mut StdRng::seed_from_u64(4)).unwrap();

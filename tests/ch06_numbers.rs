@@ -119,7 +119,7 @@ fn offset_map_block(b: &mut Bindings) {
         let m_k = offset_map(k, 64).unwrap();
         let shifted = m_k.dot(&pe.slice(s![..200 - k, ..]).t()).reversed_axes();
         let err = max_diff(&shifted, &pe.slice(s![k.., ..]));
-        b.value("2e-5", err as f64, 2e-5);
+        b.at_most("2e-5", err as f64);
         block += &format!("k = {k:>2}: largest error {err:.1e}\n");
     }
     b.quoted(&block);
@@ -191,7 +191,7 @@ fn rope_block(b: &mut Bindings) {
     // "shift both positions by up to 1000 and require the score to stay
     // within 10⁻⁴"
     let drift = (score(1005, 1002) - score(5, 2)).abs();
-    b.exact("1000", 1000.0).value("1e-4", drift as f64, 1e-4);
+    b.exact("1000", 1000.0).at_most("1e-4", drift as f64);
     b.claim("require the score to stay within", drift < 1e-4);
     b.quoted(&format!(
         "{}\nlargest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}\n",
@@ -260,5 +260,5 @@ fn bind_prose(b: &mut Bindings) {
     let interleaved = rope(&x, 2).unwrap().select(Axis(1), &to_half);
     let half = attn::exercises::ch06::rope_half_split(&x.select(Axis(1), &to_half), 2).unwrap();
     let worst = max_diff(&interleaved, &half);
-    b.value("1e-6", worst as f64, 1e-6);
+    b.at_most("1e-6", worst as f64);
 }

@@ -105,6 +105,28 @@ impl Bindings {
         self.value(shown, computed, 0.5 * unit * (1.0 + 1e-9))
     }
 
+    /// Asserts that `shown` is an upper bound of `computed` (a tolerance, a
+    /// "within", an "at most"); binds it.
+    pub fn at_most(&mut self, shown: &str, computed: f64) -> &mut Self {
+        assert!(
+            computed <= parse(shown),
+            "{}: the text bounds it by {shown}, the crate computes {computed}",
+            self.chapter
+        );
+        self.register(shown)
+    }
+
+    /// Asserts that `shown` is a lower bound of `computed` ("more than",
+    /// "exceeds"); binds it.
+    pub fn at_least(&mut self, shown: &str, computed: f64) -> &mut Self {
+        assert!(
+            computed >= parse(shown),
+            "{}: the text says more than {shown}, the crate computes {computed}",
+            self.chapter
+        );
+        self.register(shown)
+    }
+
     /// Asserts that a non-numeric fact the text shows (a date) is what the
     /// data say; binds it.
     pub fn fact(&mut self, shown: &str, computed: &str) -> &mut Self {
