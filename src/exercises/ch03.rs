@@ -1,0 +1,74 @@
+//! Chapter 3, exercise 1: what too large an initialisation does to the
+//! scores, measured.
+
+use ndarray::Array2;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use crate::error::AttnError;
+use crate::scaling::{sample_variance, standard_normal};
+
+// ANCHOR: score_variance
+/// The variance of the scaled scores `QKᵀ/√d_k` when `tokens` random tokens
+/// (`N(0, 1)` entries, width `d_model`) are projected to width `d_k` by
+/// weights drawn from `N(0, weight_std²)`. With `weight_std = 1/√d_model`
+/// (chapter 3's initialisation) it is about 1; with `weight_std = 1`, about
+/// `d_model²`.
+pub fn scaled_score_variance(
+    d_model: usize,
+    d_k: usize,
+    weight_std: f32,
+    tokens: usize,
+    seed: u64,
+) -> Result<f64, AttnError> {
+    for (name, size) in [("d_model", d_model), ("d_k", d_k), ("tokens", tokens)] {
+        if size < 2 {
+            return Err(AttnError::InvalidArgument {
+                name,
+                value: size as f32,
+                requirement: "must be at least 2",
+            });
+        }
+    }
+    if !(weight_std.is_finite() && weight_std > 0.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "weight_std",
+            value: weight_std,
+            requirement: "must be finite and > 0",
+        });
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let w_q: Array2<f32> = standard_normal(d_model, d_k, &mut rng) * weight_std;
+    let w_k: Array2<f32> = standard_normal(d_model, d_k, &mut rng) * weight_std;
+    let x_q = standard_normal(tokens, d_model, &mut rng);
+    let x_kv = standard_normal(tokens, d_model, &mut rng);
+    let scores = x_q.dot(&w_q).dot(&x_kv.dot(&w_k).t()) / (d_k as f32).sqrt();
+    Ok(sample_variance(&scores.flatten()))
+}
+// ANCHOR_END: score_variance
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ANCHOR: score_variance_test
+    #[test]
+    fn unit_weights_give_scores_of_variance_d_model_squared() {
+        let d_model = 64;
+        let right = scaled_score_variance(d_model, 16, 1.0 / (d_model as f32).sqrt(), 500, 3);
+        assert!((right.unwrap() - 1.0).abs() < 0.1);
+        let too_large = scaled_score_variance(d_model, 16, 1.0, 500, 3).unwrap();
+        let expected = (d_model * d_model) as f64;
+        assert!(
+            (too_large / expected - 1.0).abs() < 0.1,
+            "{too_large} vs {expected}"
+        );
+    }
+    // ANCHOR_END: score_variance_test
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        assert!(scaled_score_variance(0, 16, 1.0, 500, 3).is_err());
+        assert!(scaled_score_variance(64, 16, f32::INFINITY, 500, 3).is_err());
+        assert!(scaled_score_variance(64, 16, 1.0, 1, 3).is_err());
+    }
+}

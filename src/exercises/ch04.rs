@@ -1,0 +1,62 @@
+//! Chapter 4, exercise 2: one head's weights, the slow way.
+
+use ndarray::{s, Array2, ArrayRef2};
+
+use crate::error::AttnError;
+use crate::multihead::MultiHeadAttention;
+use crate::softmax::softmax_rows;
+
+// ANCHOR: head_weights
+/// The `n×m` weights of head `head` of `layer`, computed on their own: take
+/// the head's `d_k` columns of `W_Q` and `W_K`, project, and softmax the
+/// scores divided by `√d_k`, the head's width (not `√d_model`).
+pub fn head_weights(
+    layer: &MultiHeadAttention,
+    x_q: &ArrayRef2<f32>,
+    x_kv: &ArrayRef2<f32>,
+    head: usize,
+) -> Result<Array2<f32>, AttnError> {
+    let h = layer.d_model() / layer.d_k();
+    if head >= h {
+        return Err(AttnError::InvalidArgument {
+            name: "head",
+            value: head as f32,
+            requirement: "must be less than the layer's number of heads",
+        });
+    }
+    // The layer checks the inputs' shapes the same way for every head.
+    layer.forward(x_q, x_kv)?;
+    let d_k = layer.d_k();
+    let columns = s![.., head * d_k..(head + 1) * d_k];
+    let q = x_q.dot(&layer.w_q.slice(columns));
+    let k = x_kv.dot(&layer.w_k.slice(columns));
+    Ok(softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt())))
+}
+// ANCHOR_END: head_weights
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scaling::standard_normal;
+    use approx::assert_abs_diff_eq;
+    use ndarray::Axis;
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+    // ANCHOR: head_weights_test
+    #[test]
+    fn each_head_matches_the_layer() {
+        let mut rng = StdRng::seed_from_u64(4);
+        let layer = MultiHeadAttention::new(32, 4, &mut rng).unwrap();
+        let (x_q, x_kv) = (
+            standard_normal(5, 32, &mut rng),
+            standard_normal(7, 32, &mut rng),
+        );
+        let all = layer.forward(&x_q, &x_kv).unwrap().weights;
+        for head in 0..4 {
+            let one = head_weights(&layer, &x_q, &x_kv, head).unwrap();
+            assert_abs_diff_eq!(one, all.index_axis(Axis(0), head), epsilon = 1e-6);
+        }
+        assert!(head_weights(&layer, &x_q, &x_kv, 4).is_err());
+    }
+    // ANCHOR_END: head_weights_test
+}

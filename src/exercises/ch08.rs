@@ -1,0 +1,60 @@
+//! Chapter 8, exercise 1: the parameters of one encoder layer, counted from
+//! the formula.
+
+use crate::error::AttnError;
+
+// ANCHOR: encoder_parameters
+/// The parameters of one encoder layer with bias-free attention (as in this
+/// crate): `4d²` in attention, `2·d·d_ff + d_ff + d` in the FFN (two
+/// matrices and their biases), `4d` in the two LayerNorms (`γ` and `β`).
+pub fn encoder_layer_parameters(d_model: usize, d_ff: usize) -> Result<usize, AttnError> {
+    let count = || {
+        let attention = d_model.checked_mul(d_model)?.checked_mul(4)?;
+        let ffn = d_model
+            .checked_mul(d_ff)?
+            .checked_mul(2)?
+            .checked_add(d_ff)?
+            .checked_add(d_model)?;
+        attention
+            .checked_add(ffn)?
+            .checked_add(d_model.checked_mul(4)?)
+    };
+    count().ok_or(AttnError::InvalidArgument {
+        name: "d_model",
+        value: d_model as f32,
+        requirement: "with d_ff gives a parameter count that overflows usize",
+    })
+}
+// ANCHOR_END: encoder_parameters
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::{Activation, Config, EncoderLayer, Norm};
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+    // ANCHOR: encoder_parameters_test
+    #[test]
+    fn the_formula_counts_what_the_layer_holds() {
+        for (d_model, h, d_ff) in [(512, 8, 2048), (32, 4, 128), (8, 2, 8)] {
+            let c = Config {
+                d_model,
+                h,
+                d_ff,
+                activation: Activation::Relu,
+                norm: Norm::Post,
+            };
+            let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
+            let ffn =
+                layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
+            let norms = layer.ln1.gamma.len()
+                + layer.ln1.beta.len()
+                + layer.ln2.gamma.len()
+                + layer.ln2.beta.len();
+            let held = layer.attention.parameters() + ffn + norms;
+            assert_eq!(encoder_layer_parameters(d_model, d_ff).unwrap(), held);
+        }
+        assert!(encoder_layer_parameters(usize::MAX, 2).is_err());
+    }
+    // ANCHOR_END: encoder_parameters_test
+}

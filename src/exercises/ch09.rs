@@ -1,0 +1,56 @@
+//! Chapter 9, exercise 1: the backward pass of a softmax with temperature.
+
+use ndarray::{Array2, ArrayRef2, Axis};
+
+use crate::error::AttnError;
+
+// ANCHOR: temperature_backward
+/// Given `P = softmax(S/τ)` (row-wise) and `dP`, returns `dS`. The chain rule
+/// adds one factor to chapter 9's softmax backward pass:
+/// `ds = p ⊙ (dp − pᵀdp) / τ`.
+pub fn softmax_temperature_backward(
+    p: &ArrayRef2<f64>,
+    dp: &ArrayRef2<f64>,
+    tau: f64,
+) -> Result<Array2<f64>, AttnError> {
+    if p.dim() != dp.dim() {
+        return Err(AttnError::ShapesDiffer {
+            what: "the weights P and their gradient dP",
+            left: p.dim(),
+            right: dp.dim(),
+        });
+    }
+    if !(tau.is_finite() && tau > 0.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "tau",
+            value: tau as f32,
+            requirement: "must be finite and > 0",
+        });
+    }
+    let p_dot_dp = (p * dp).sum_axis(Axis(1)).insert_axis(Axis(1));
+    let ds = p * &*(dp - &*p_dot_dp);
+    Ok(ds / tau)
+}
+// ANCHOR_END: temperature_backward
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grad::{gradient_error, normal_matrix, softmax};
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+    // ANCHOR: temperature_backward_test
+    #[test]
+    fn matches_central_differences() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let (s, r) = (normal_matrix(3, 5, &mut rng), normal_matrix(3, 5, &mut rng));
+        for tau in [0.5, 1.0, 8.0] {
+            // L = Σ P ⊙ R, so dP = R.
+            let loss = |s: &Array2<f64>| (softmax(&(s / tau)) * &r).sum();
+            let p = softmax(&(&s / tau));
+            let ds = softmax_temperature_backward(&p, &r, tau).unwrap();
+            assert!(gradient_error(&ds, loss, &s) < 1e-6, "τ = {tau}");
+        }
+    }
+    // ANCHOR_END: temperature_backward_test
+}
