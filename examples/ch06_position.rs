@@ -41,14 +41,14 @@ fn main() -> Result<(), attn::AttnError> {
     let out = layer.self_attention(&x)?.output;
     let out_perm = layer.self_attention(&x_perm)?.output;
     println!(
-        "no positions:   largest |out(PX) − P·out(X)| = {:.1e}",
+        "no positions:   largest |out(ΠX) − Π·out(X)| = {:.1e}",
         max_diff(&out_perm, &out.select(Axis(0), &PERM))
     );
     let pe = sinusoidal(7, 16)?;
     let out = layer.self_attention(&(&x + &pe))?.output;
     let out_perm = layer.self_attention(&(&x_perm + &pe))?.output;
     println!(
-        "sinusoidal PE:  largest |out(PX + PE) − P·out(X + PE)| = {:.2}",
+        "sinusoidal PE:  largest |out(ΠX + PE) − Π·out(X + PE)| = {:.2}",
         max_diff(&out_perm, &out.select(Axis(0), &PERM))
     );
 
@@ -72,7 +72,7 @@ fn main() -> Result<(), attn::AttnError> {
             .reversed_axes();
         let target = pe.slice(ndarray::s![k.., ..]);
         println!(
-            "k = {k:>2}: largest error {:.1e}",
+            "Δ = {k:>2}: largest error {:.1e}",
             max_diff(&shifted, &target)
         );
     }
@@ -118,7 +118,7 @@ fn main() -> Result<(), attn::AttnError> {
             ])
         })
         .collect::<Result<_, attn::AttnError>>()?;
-    println!("{}", table(&["m", "n", "m − n", "q_m · k_n"], &rows));
+    println!("{}", table(&["s", "t", "s − t", "q_s · k_t"], &rows));
     let x = standard_normal(50, 64, &mut rng);
     let rotated = rope(&x, 3)?;
     let norm_change = largest_norm_change(&x, &rotated)?;

@@ -72,8 +72,8 @@ pub fn elu_plus_one(x: f32) -> f32 {
     }
 }
 
-/// Non-causal linear attention: `out_i = φ(q_i)ᵀ S / φ(q_i)ᵀ z` with
-/// `S = Σ_j φ(k_j) v_jᵀ` (`d_k×d_v`) and `z = Σ_j φ(k_j)` (`d_k`), both
+/// Non-causal linear attention: `out_i = φ(q_i)ᵀ U / φ(q_i)ᵀ z` with
+/// `U = Σ_j φ(k_j) v_jᵀ` (`d_k×d_v`) and `z = Σ_j φ(k_j)` (`d_k`), both
 /// computed once for all queries. Cost `O((n + m)·d_k·d_v)`.
 pub fn linear_attention(
     q: &ArrayRef2<f32>,
@@ -82,14 +82,14 @@ pub fn linear_attention(
 ) -> Result<Array2<f32>, AttnError> {
     check_qkv(q, k, v)?;
     let (phi_q, phi_k) = (q.mapv(elu_plus_one), k.mapv(elu_plus_one));
-    let s = phi_k.t().dot(v); // d_k×d_v
+    let u = phi_k.t().dot(v); // d_k×d_v
     let z = phi_k.sum_axis(Axis(0)); // d_k
-    let numerator = phi_q.dot(&s); // n×d_v
+    let numerator = phi_q.dot(&u); // n×d_v
     let denominator = phi_q.dot(&z); // n
     Ok(numerator / denominator.insert_axis(Axis(1)))
 }
 
-/// Causal linear attention: the same with prefix sums, `S_i = Σ_{j≤i}
+/// Causal linear attention: the same with prefix sums, `U_i = Σ_{j≤i}
 /// φ(k_j) v_jᵀ` and `z_i = Σ_{j≤i} φ(k_j)`, updated once per token like a
 /// recurrent network's state. Cost `O(n·d_k·d_v)`; requires `n = m`.
 pub fn causal_linear_attention(
@@ -99,17 +99,17 @@ pub fn causal_linear_attention(
 ) -> Result<Array2<f32>, AttnError> {
     check_self_attention(q, k, v)?;
     let (phi_q, phi_k) = (q.mapv(elu_plus_one), k.mapv(elu_plus_one));
-    let mut s = Array2::<f32>::zeros((q.ncols(), v.ncols())); // the state S_i
+    let mut u = Array2::<f32>::zeros((q.ncols(), v.ncols())); // the state U_i
     let mut z = Array1::<f32>::zeros(q.ncols()); // the normaliser z_i
     let mut output = Array2::zeros((q.nrows(), v.ncols()));
     for i in 0..q.nrows() {
         let (phi_k_i, v_i) = (phi_k.row(i), v.row(i));
-        for (mut s_row, &phi) in s.rows_mut().into_iter().zip(&phi_k_i) {
-            s_row.scaled_add(phi, &v_i); // S += φ(k_i) v_iᵀ
+        for (mut u_row, &phi) in u.rows_mut().into_iter().zip(&phi_k_i) {
+            u_row.scaled_add(phi, &v_i); // U += φ(k_i) v_iᵀ
         }
         z += &phi_k_i;
         let phi_q_i = phi_q.row(i);
-        let out_i = phi_q_i.dot(&s) / phi_q_i.dot(&z);
+        let out_i = phi_q_i.dot(&u) / phi_q_i.dot(&z);
         output.row_mut(i).assign(&out_i);
     }
     Ok(output)

@@ -257,20 +257,24 @@ pub(crate) fn cross_entropy(logits: &ArrayRef2<f64>, targets: &[Option<usize>]) 
 
 // ANCHOR: numerical_gradient
 /// The gradient of `f` at `x` by central differences,
-/// `(f(x + h·e_ij) − f(x − h·e_ij)) / 2h`, one entry at a time. Its error is
-/// `O(h²)` plus rounding of order `ε_f64 / h`; `h = 1e-5` balances them.
-pub(crate) fn numerical_gradient(f: impl Fn(&Matrix) -> f64, x: &ArrayRef2<f64>, h: f64) -> Matrix {
+/// `(f(x + δ·e_ij) − f(x − δ·e_ij)) / 2δ`, one entry at a time. Its error is
+/// `O(δ²)` plus rounding of order `ε_f64 / δ`; `δ = 1e-5` balances them.
+pub(crate) fn numerical_gradient(
+    f: impl Fn(&Matrix) -> f64,
+    x: &ArrayRef2<f64>,
+    delta: f64,
+) -> Matrix {
     let mut x = x.to_owned();
     let mut grad = Matrix::zeros(x.dim());
     for idx in 0..x.len() {
         let (i, j) = (idx / x.ncols(), idx % x.ncols());
         let original = x[[i, j]];
-        x[[i, j]] = original + h;
+        x[[i, j]] = original + delta;
         let plus = f(&x);
-        x[[i, j]] = original - h;
+        x[[i, j]] = original - delta;
         let minus = f(&x);
         x[[i, j]] = original;
-        grad[[i, j]] = (plus - minus) / (2.0 * h);
+        grad[[i, j]] = (plus - minus) / (2.0 * delta);
     }
     grad
 }
@@ -287,7 +291,7 @@ pub(crate) fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 
     difference / largest(a).max(largest(b)).max(1e-300)
 }
 
-/// The step `h` of the central differences every gradient check uses.
+/// The step `δ` of the central differences every gradient check uses.
 pub const STEP: f64 = 1e-5;
 
 /// How far an analytic gradient is from the central differences of `f` at
@@ -548,7 +552,7 @@ pub fn all_checks(seed: u64) -> Vec<(&'static str, f64)> {
 mod tests {
     use super::*;
 
-    /// The tolerance of every check: central differences with `h = 1e-5`
+    /// The tolerance of every check: central differences with `δ = 1e-5`
     /// in `f64` are good to about `1e-10`; a wrong formula is off by O(1).
     const TOLERANCE: f64 = 1e-6;
 

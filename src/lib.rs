@@ -82,4 +82,6 @@ pub mod chapters {
     pub struct Ch09Gradients;
     #[doc = include_str!("../book/ch10-training.md")]
     pub struct Ch10Training;
+    #[doc = include_str!("../book/notation.md")]
+    pub struct Notation;
 }

@@ -56,20 +56,20 @@ pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnE
 // ANCHOR_END: sinusoidal
 
 // ANCHOR: offset_map
-/// The linear map `M_k` with `PE(pos + k) = M_k · PE(pos)` for every `pos`:
-/// block-diagonal, one 2×2 rotation by `k · ω_i` per pair `(sin, cos)`,
+/// The linear map `M_Δ` with `PE(pos + Δ) = M_Δ · PE(pos)` for every `pos`:
+/// block-diagonal, one 2×2 rotation by `Δ · ω_i` per pair `(sin, cos)`,
 ///
 /// ```text
-/// ⎡ sin((pos+k)ω) ⎤   ⎡  cos kω   sin kω ⎤ ⎡ sin(pos·ω) ⎤
-/// ⎣ cos((pos+k)ω) ⎦ = ⎣ −sin kω   cos kω ⎦ ⎣ cos(pos·ω) ⎦
+/// ⎡ sin((pos+Δ)ω) ⎤   ⎡  cos Δω   sin Δω ⎤ ⎡ sin(pos·ω) ⎤
+/// ⎣ cos((pos+Δ)ω) ⎦ = ⎣ −sin Δω   cos Δω ⎦ ⎣ cos(pos·ω) ⎦
 /// ```
 ///
-/// It depends on the offset `k` only, not on `pos`.
-pub fn offset_map(k: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
+/// It depends on the offset `delta` only, not on `pos`.
+pub fn offset_map(delta: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_model", d_model)?;
     let mut m = Array2::zeros((d_model, d_model));
     for (i, omega) in frequencies(d_model).iter().enumerate() {
-        let (sin, cos) = (k as f64 * omega).sin_cos();
+        let (sin, cos) = (delta as f64 * omega).sin_cos();
         let (s, c) = (2 * i, 2 * i + 1); // the sin row and the cos row of pair i
         m[[s, s]] = cos as f32;
         m[[s, c]] = sin as f32;
@@ -234,14 +234,14 @@ mod tests {
 
     // ANCHOR: offset_test
     #[test]
-    fn a_fixed_linear_map_shifts_every_position_by_k() {
+    fn a_fixed_linear_map_shifts_every_position_by_delta() {
         let d_model = 64;
         let pe = sinusoidal(200, d_model).unwrap();
-        for k in [0, 1, 5, 17, 99] {
-            let m_k = offset_map(k, d_model).unwrap();
-            for pos in 0..200 - k {
-                let shifted = m_k.dot(&pe.row(pos));
-                assert_abs_diff_eq!(shifted, pe.row(pos + k), epsilon = 2e-5);
+        for delta in [0, 1, 5, 17, 99] {
+            let m_delta = offset_map(delta, d_model).unwrap();
+            for pos in 0..200 - delta {
+                let shifted = m_delta.dot(&pe.row(pos));
+                assert_abs_diff_eq!(shifted, pe.row(pos + delta), epsilon = 2e-5);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Exact attention in memory that grows linearly with `n`: the scores are
 //! computed one tile at a time and never stored whole, with an **online
-//! softmax** that keeps, for each query, a running maximum `m` and a running
-//! sum `l` of exponentials, rescaling what it has accumulated whenever the
+//! softmax** that keeps, for each query, a running maximum `M` and a running
+//! sum `ℓ` of exponentials, rescaling what it has accumulated whenever the
 //! maximum grows. This is the idea of FlashAttention (Dao et al., 2022),
 //! here on the CPU, where the tiles are sized for the caches rather than for
 //! a GPU's shared memory.
@@ -25,25 +25,26 @@ pub const KEY_BLOCK: usize = 256;
 
 // ANCHOR: online_update
 /// One step of the online softmax for one query: `scores` (one row of a
-/// tile, already scaled and masked) are turned into `exp(score − m_new)` in
-/// place, and the running maximum `m` and sum `l` are updated. Returns the
-/// factor `exp(m_old − m_new)` by which the query's accumulated output must
+/// tile, already scaled and masked) are turned into `exp(score − M_new)` in
+/// place, and the running maximum
+/// `M` (`max_so_far`) and sum `ℓ` (`l`) are updated. Returns the
+/// factor `exp(M_old − M_new)` by which the query's accumulated output must
 /// be multiplied before this tile's contribution is added.
 ///
-/// While every score seen so far is `−∞` (masked), `m` stays `−∞`, the
+/// While every score seen so far is `−∞` (masked), `M` stays `−∞`, the
 /// exponentials are 0 and nothing is accumulated.
-pub fn online_softmax_step(scores: &mut [f32], m: &mut f32, l: &mut f32) -> f32 {
-    let m_new = m.max(max_of(scores));
-    if m_new == f32::NEG_INFINITY {
+pub fn online_softmax_step(scores: &mut [f32], max_so_far: &mut f32, l: &mut f32) -> f32 {
+    let max_new = max_so_far.max(max_of(scores));
+    if max_new == f32::NEG_INFINITY {
         scores.fill(0.0);
         return 1.0;
     }
-    let correction = exp_nonpositive(*m - m_new); // 0 on the first tile (m = −∞)
+    let correction = exp_nonpositive(*max_so_far - max_new); // 0 on the first tile (M = −∞)
     for s in scores.iter_mut() {
-        *s = exp_nonpositive(*s - m_new);
+        *s = exp_nonpositive(*s - max_new);
     }
     *l = *l * correction + sum_of(scores);
-    *m = m_new;
+    *max_so_far = max_new;
     correction
 }
 // ANCHOR_END: online_update

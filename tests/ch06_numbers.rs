@@ -52,8 +52,8 @@ fn permutation_block(b: &mut Bindings) {
     );
     assert!(plain < 1e-6 && with_pe > 0.1);
     b.quoted(&format!(
-        "no positions:   largest |out(PX) − P·out(X)| = {plain:.1e}\n\
-         sinusoidal PE:  largest |out(PX + PE) − P·out(X + PE)| = {with_pe:.2}\n"
+        "no positions:   largest |out(ΠX) − Π·out(X)| = {plain:.1e}\n\
+         sinusoidal PE:  largest |out(ΠX + PE) − Π·out(X + PE)| = {with_pe:.2}\n"
     ));
 }
 
@@ -120,7 +120,7 @@ fn offset_map_block(b: &mut Bindings) {
         let shifted = m_k.dot(&pe.slice(s![..200 - k, ..]).t()).reversed_axes();
         let err = max_diff(&shifted, &pe.slice(s![k.., ..]));
         b.at_most("2e-5", err as f64);
-        block += &format!("k = {k:>2}: largest error {err:.1e}\n");
+        block += &format!("Δ = {k:>2}: largest error {err:.1e}\n");
     }
     b.quoted(&block);
 }
@@ -195,7 +195,7 @@ fn rope_block(b: &mut Bindings) {
     b.claim("require the score to stay within", drift < 1e-4);
     b.quoted(&format!(
         "{}\nlargest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}\n",
-        table(&["m", "n", "m − n", "q_m · k_n"], &rows)
+        table(&["s", "t", "s − t", "q_s · k_t"], &rows)
     ));
 }
 

@@ -195,6 +195,10 @@ fn bind_prose(b: &mut Bindings) {
         show_tokens(&digits),
         show_tokens(&reversed)
     ));
+    // The permutation matrix over the one-hot prompt: 10k × 10k.
+    b.exact("80", (10 * c.k) as f64)
+        .exact("8", c.k as f64)
+        .exact("7", (c.k - 1) as f64);
     // "output 3 comes from input 4": output j reads input k − 1 − j.
     b.exact("4", (c.k - 1 - 3) as f64);
     // The model's sizes.

@@ -8,8 +8,8 @@ use crate::tiled::online_softmax_step;
 
 // ANCHOR: online_softmax
 /// Exercise 2: the softmax of a row read `chunk` entries at a time, keeping
-/// between chunks only the running maximum `m` and the running sum `l`.
-/// A second pass then writes `exp(x_j − m) / l`.
+/// between chunks only the running maximum `M` and the running sum `ℓ`.
+/// A second pass then writes `exp(x_j − M) / ℓ`.
 pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, AttnError> {
     if chunk == 0 {
         return Err(AttnError::InvalidArgument {
@@ -18,15 +18,15 @@ pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, 
             requirement: "must be at least 1",
         });
     }
-    let (mut m, mut l) = (f32::NEG_INFINITY, 0.0_f32);
+    let (mut max_so_far, mut l) = (f32::NEG_INFINITY, 0.0_f32);
     for part in x.to_vec().chunks(chunk) {
         let mut scratch = part.to_vec(); // the step overwrites it with exponentials
-        online_softmax_step(&mut scratch, &mut m, &mut l);
+        online_softmax_step(&mut scratch, &mut max_so_far, &mut l);
     }
     if l == 0.0 {
         return Ok(Array1::zeros(x.len())); // every entry −∞
     }
-    Ok(x.mapv(|x_j| exp_nonpositive(x_j - m) / l))
+    Ok(x.mapv(|x_j| exp_nonpositive(x_j - max_so_far) / l))
 }
 // ANCHOR_END: online_softmax
 
