@@ -895,10 +895,15 @@ pub fn mirror_attention(
         });
         per_sequence.sum::<f64>() / inputs.len() as f64
     };
+    Ok(per_block_and_head(net, mirror))
+}
+
+/// `f(block, head)` for every block and head of `net`, one row a block.
+fn per_block_and_head<T>(net: &TinyTransformer, f: impl Fn(usize, usize) -> T) -> Vec<Vec<T>> {
     let (layers, heads) = (net.config.layers, net.config.heads);
-    Ok((0..layers)
-        .map(|l| (0..heads).map(|h| mirror(l, h)).collect())
-        .collect())
+    (0..layers)
+        .map(|l| (0..heads).map(|h| f(l, h)).collect())
+        .collect()
 }
 
 /// Where an answer step's attention goes among the prompt digits, by value.
@@ -948,10 +953,7 @@ pub fn digit_attention(
             on_larger: sums[2] / n,
         }
     };
-    let (layers, heads) = (net.config.layers, net.config.heads);
-    Ok((0..layers)
-        .map(|l| (0..heads).map(|h| split(l, h)).collect())
-        .collect())
+    Ok(per_block_and_head(net, split))
 }
 
 /// The weight a uniform head would put on the prompt positions holding the

@@ -123,11 +123,5 @@ fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
     gradient_check_tables(&mut b);
     gradient_norm_table_and_figure_9_1(&mut b);
-    bind_prose(&mut b);
     b.assert_all_bound();
-}
-
-/// Numbers of the prose, captions, alt text and quiz, each with its check.
-fn bind_prose(b: &mut Bindings) {
-    let _ = b;
 }
