@@ -24,7 +24,7 @@
 
 use std::collections::HashSet;
 
-use ndarray::{s, Array1, ArrayRef2};
+use ndarray::{s, Array1, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use crate::error::AttnError;
@@ -1017,12 +1017,13 @@ pub fn small_problem(seed: u64) -> (TinyTransformer, Vec<Vec<usize>>, Vec<Option
 // ANCHOR: check_gradients
 /// A parameter matrix of the model, picked out for a gradient check.
 type Pick = fn(&mut TinyTransformer) -> &mut Matrix;
+/// A parameter vector of the model (a bias, LayerNorm's γ or β).
+type PickVector = fn(&mut TinyTransformer) -> &mut Array1<f64>;
 
 /// Checks the whole model's backward pass against central differences on
-/// [`small_problem`], every kind of weight matrix (the four attention
-/// projections, both FFN matrices, both embeddings, the output head); the
-/// bias vectors and LayerNorm's scale and shift are checked per operation
-/// in [`crate::grad`]. Returns
+/// [`small_problem`], every kind of parameter: the four attention
+/// projections, both FFN matrices and their biases, both embeddings, the
+/// output head and its bias, and LayerNorm's scale and shift. Returns
 /// `(parameter, largest relative error)`.
 pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
     let (net, inputs, targets) = small_problem(seed);
@@ -1041,7 +1042,16 @@ pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
         ("position embeddings", |n| &mut n.positions),
         ("output head", |n| &mut n.head.0),
     ];
-    picks
+    let vector_picks: [(&'static str, PickVector); 7] = [
+        ("FFN b₁, block 1", |n| &mut n.blocks[0].ffn.b1),
+        ("FFN b₂, block 2", |n| &mut n.blocks[1].ffn.b2),
+        ("LayerNorm γ, block 1", |n| &mut n.blocks[0].ln1[0]),
+        ("LayerNorm β, block 2", |n| &mut n.blocks[1].ln2[1]),
+        ("final LayerNorm γ", |n| &mut n.ln_f[0]),
+        ("final LayerNorm β", |n| &mut n.ln_f[1]),
+        ("output head bias", |n| &mut n.head.1),
+    ];
+    let mut checks: Vec<(&'static str, f64)> = picks
         .iter()
         .map(|&(name, pick)| {
             let at = pick(&mut net.clone()).clone();
@@ -1050,13 +1060,23 @@ pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
                 *pick(&mut perturbed) = m.clone();
                 loss_of(&perturbed)
             };
-
-            (
-                name,
-                crate::grad::gradient_error(pick(&mut grads), loss_with, &at),
-            )
+            let error = crate::grad::gradient_error(pick(&mut grads), loss_with, &at);
+            (name, error)
         })
-        .collect()
+        .collect();
+    // A vector is checked as a 1×len matrix.
+    let as_row = |v: &Array1<f64>| v.clone().insert_axis(Axis(0));
+    checks.extend(vector_picks.iter().map(|&(name, pick)| {
+        let at = as_row(pick(&mut net.clone()));
+        let loss_with = |m: &Matrix| {
+            let mut perturbed = net.clone();
+            *pick(&mut perturbed) = m.row(0).to_owned();
+            loss_of(&perturbed)
+        };
+        let error = crate::grad::gradient_error(&as_row(pick(&mut grads)), loss_with, &at);
+        (name, error)
+    }));
+    checks
 }
 // ANCHOR_END: check_gradients
 
