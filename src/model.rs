@@ -24,7 +24,7 @@
 
 use std::collections::HashSet;
 
-use ndarray::{s, Array1, ArrayRef2, Axis};
+use ndarray::{s, Array1, ArrayRef1, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use crate::error::AttnError;
@@ -759,14 +759,18 @@ pub fn greedy_decode(
         let t = sequences[0].len();
         for (b, sequence) in sequences.iter_mut().enumerate() {
             let last = logits.row(b * t + t - 1);
-            let best = (0..VOCAB).fold(0, |best, j| if last[j] > last[best] { j } else { best });
-            sequence.push(best);
+            sequence.push(most_probable(&last));
         }
     }
     Ok(sequences
         .iter()
         .map(|s| s[prompts[0].len()..].to_vec())
         .collect())
+}
+
+/// The token with the largest logit in `logits` (the first, on a tie).
+fn most_probable(logits: &ArrayRef1<f64>) -> usize {
+    (0..VOCAB).fold(0, |best, j| if logits[j] > logits[best] { j } else { best })
 }
 
 // ANCHOR_END: greedy
@@ -986,8 +990,7 @@ pub fn accuracy_after(
     let (mut right, mut total) = (0, 0);
     for (row, target) in logits.rows().into_iter().zip(&targets) {
         if let Some(t) = *target {
-            let best = (0..VOCAB).fold(0, |best, j| if row[j] > row[best] { j } else { best });
-            right += usize::from(best == t);
+            right += usize::from(most_probable(&row) == t);
             total += 1;
         }
     }
@@ -1051,30 +1054,31 @@ pub fn check_gradients(seed: u64) -> Vec<(&'static str, f64)> {
         ("final LayerNorm β", |n| &mut n.ln_f[1]),
         ("output head bias", |n| &mut n.head.1),
     ];
+    // The error of one parameter: `at` is its value, `analytic` its gradient
+    // from the backward pass, `set` writes a perturbed value into a model.
+    let error_of = |at: Matrix, analytic: Matrix, set: &dyn Fn(&mut TinyTransformer, &Matrix)| {
+        let loss_with = |m: &Matrix| {
+            let mut perturbed = net.clone();
+            set(&mut perturbed, m);
+            loss_of(&perturbed)
+        };
+        crate::grad::gradient_error(&analytic, loss_with, &at)
+    };
     let mut checks: Vec<(&'static str, f64)> = picks
         .iter()
         .map(|&(name, pick)| {
-            let at = pick(&mut net.clone()).clone();
-            let loss_with = |m: &Matrix| {
-                let mut perturbed = net.clone();
-                *pick(&mut perturbed) = m.clone();
-                loss_of(&perturbed)
-            };
-            let error = crate::grad::gradient_error(pick(&mut grads), loss_with, &at);
-            (name, error)
+            let (at, analytic) = (pick(&mut net.clone()).clone(), pick(&mut grads).clone());
+            (name, error_of(at, analytic, &|n, m| *pick(n) = m.clone()))
         })
         .collect();
     // A vector is checked as a 1×len matrix.
     let as_row = |v: &Array1<f64>| v.clone().insert_axis(Axis(0));
     checks.extend(vector_picks.iter().map(|&(name, pick)| {
-        let at = as_row(pick(&mut net.clone()));
-        let loss_with = |m: &Matrix| {
-            let mut perturbed = net.clone();
-            *pick(&mut perturbed) = m.row(0).to_owned();
-            loss_of(&perturbed)
-        };
-        let error = crate::grad::gradient_error(&as_row(pick(&mut grads)), loss_with, &at);
-        (name, error)
+        let (at, analytic) = (as_row(pick(&mut net.clone())), as_row(pick(&mut grads)));
+        (
+            name,
+            error_of(at, analytic, &|n, m| *pick(n) = m.row(0).to_owned()),
+        )
     }));
     checks
 }

@@ -2,7 +2,8 @@
 
 use ndarray::{s, Array2, ArrayRef2};
 
-use crate::error::AttnError;
+use crate::attention::check_qkv;
+use crate::error::{check_model_width, AttnError};
 use crate::multihead::MultiHeadAttention;
 use crate::softmax::softmax_rows;
 
@@ -16,20 +17,20 @@ pub fn head_weights(
     x_kv: &ArrayRef2<f32>,
     head: usize,
 ) -> Result<Array2<f32>, AttnError> {
-    let h = layer.d_model() / layer.d_k();
-    if head >= h {
+    if head >= layer.h {
         return Err(AttnError::InvalidArgument {
             name: "head",
             value: head as f32,
             requirement: "must be less than the layer's number of heads",
         });
     }
-    // The layer checks the inputs' shapes the same way for every head.
-    layer.forward(x_q, x_kv)?;
+    check_model_width("query input", x_q.dim(), layer.d_model())?;
+    check_model_width("key/value input", x_kv.dim(), layer.d_model())?;
     let d_k = layer.d_k();
     let columns = s![.., head * d_k..(head + 1) * d_k];
     let q = x_q.dot(&layer.w_q.slice(columns));
     let k = x_kv.dot(&layer.w_k.slice(columns));
+    check_qkv(&q, &k, &k)?; // empty or non-finite inputs, as the layer rejects them
     Ok(softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt())))
 }
 // ANCHOR_END: head_weights

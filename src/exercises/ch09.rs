@@ -1,8 +1,9 @@
 //! Chapter 9, exercise 1: the backward pass of a softmax with temperature.
 
-use ndarray::{Array2, ArrayRef2, Axis};
+use ndarray::{Array2, ArrayRef2};
 
 use crate::error::AttnError;
+use crate::grad::softmax_backward;
 
 // ANCHOR: temperature_backward
 /// Given `P = softmax(S/τ)` (row-wise) and `dP`, returns `dS`. The chain rule
@@ -27,9 +28,7 @@ pub fn softmax_temperature_backward(
             requirement: "must be finite and > 0",
         });
     }
-    let p_dot_dp = (p * dp).sum_axis(Axis(1)).insert_axis(Axis(1));
-    let ds = p * &*(dp - &*p_dot_dp);
-    Ok(ds / tau)
+    Ok(softmax_backward(p, dp) / tau)
 }
 // ANCHOR_END: temperature_backward
 
