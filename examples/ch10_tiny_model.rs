@@ -9,10 +9,12 @@
 
 mod plot;
 
-use attn::experiments::ch10::{accuracy_report, digit_attention_report, residual_report};
+use attn::experiments::ch10::{
+    accuracy_report, digit_attention_report, mirror_report, residual_report, token,
+};
 use attn::model::{
-    held_out, inputs_and_targets, mirror_attention, Task, TinyTransformer, BOOK_MODEL,
-    BOOK_TRAINING, HELD_OUT, SEP,
+    accuracy, accuracy_after, digit_attention, held_out, inputs_and_targets, mirror_attention,
+    uniform_target_share, Task, TinyTransformer, BOOK_MODEL, BOOK_TRAINING, HELD_OUT,
 };
 use attn::show::table;
 use ndarray::Array2;
@@ -37,14 +39,6 @@ fn training_log() -> Vec<(usize, f64, Option<f64>)> {
             )
         })
         .collect()
-}
-
-fn token(t: usize) -> String {
-    if t == SEP {
-        "|".into()
-    } else {
-        t.to_string()
-    }
 }
 
 fn main() -> Result<(), attn::AttnError> {
@@ -88,19 +82,18 @@ fn main() -> Result<(), attn::AttnError> {
         HELD_OUT.0
     );
     let test = held_out(Task::Reverse, c.k, HELD_OUT.0, HELD_OUT.1)?;
-    println!("{}", accuracy_report(&net, &test)?);
+    println!("{}", accuracy_report(&net, &test, accuracy(&net, &test)?)?);
 
     println!("\n== Mean weight on the mirrored digit (key k − 1 − j for answer step j) ==");
-    let mirror = mirror_attention(&net, &test)?;
-    for (l, heads) in mirror.iter().enumerate() {
-        let cells: Vec<String> = heads.iter().map(|w| format!("{w:.3}")).collect();
-        println!("block {}: heads {}", l + 1, cells.join(", "));
-    }
+    println!("{}", mirror_report(&mirror_attention(&net, &test)?));
 
     println!(
         "\n== The residual stream after each block, read through the final LayerNorm and head =="
     );
-    println!("{}", residual_report(&net, &test)?);
+    let after = (0..=c.layers)
+        .map(|depth| accuracy_after(&net, &test, depth))
+        .collect::<Result<Vec<f64>, _>>()?;
+    println!("{}", residual_report(&after));
 
     println!("\n== Exercise 1: the same model trained to sort ==");
     let sorter = TinyTransformer::from_text(&data("ch10-sort-weights.txt"))?;
@@ -109,10 +102,24 @@ fn main() -> Result<(), attn::AttnError> {
         "the sorting weights are the book's model"
     );
     let sort_test = held_out(Task::Sort, c.k, HELD_OUT.0, HELD_OUT.1)?;
-    println!("{}", accuracy_report(&sorter, &sort_test)?);
+    println!(
+        "{}",
+        accuracy_report(&sorter, &sort_test, accuracy(&sorter, &sort_test)?)?
+    );
     println!(
         "{}\n",
-        digit_attention_report(&[("reverse", &net, &test), ("sort", &sorter, &sort_test)])?
+        digit_attention_report(&[
+            (
+                "reverse",
+                &digit_attention(&net, &test)?,
+                uniform_target_share(&test, c.k)?
+            ),
+            (
+                "sort",
+                &digit_attention(&sorter, &sort_test)?,
+                uniform_target_share(&sort_test, c.k)?
+            ),
+        ])
     );
 
     draw_training(&log);

@@ -1,12 +1,12 @@
-//! Chapter 10's printed reports on the trained models.
+//! Chapter 10's printed reports on the trained models. Each formats values
+//! the caller has computed once (the example prints them, the numbers test
+//! quotes them and checks the same values).
 
 use crate::error::AttnError;
-use crate::model::{
-    accuracy, accuracy_after, digit_attention, greedy_decode, uniform_target_share,
-    TinyTransformer, SEP,
-};
+use crate::model::{greedy_decode, DigitAttention, TinyTransformer, SEP};
 
-fn token(t: usize) -> String {
+/// A token as the book prints it: a digit, or `|` for the separator.
+pub fn token(t: usize) -> String {
     if t == SEP {
         "|".into()
     } else {
@@ -23,11 +23,14 @@ pub fn show_tokens(tokens: &[usize]) -> String {
         .join(" ")
 }
 
-/// Held-out exact and per-digit accuracy, and the first three examples
-/// decoded greedily.
-pub fn accuracy_report(net: &TinyTransformer, test: &[Vec<usize>]) -> Result<String, AttnError> {
+/// Held-out exact and per-digit accuracy (from [`crate::model::accuracy`]),
+/// and the first three examples of `test` decoded greedily.
+pub fn accuracy_report(
+    net: &TinyTransformer,
+    test: &[Vec<usize>],
+    (exact, digits): (f64, f64),
+) -> Result<String, AttnError> {
     let k = net.config.k;
-    let (exact, digits) = accuracy(net, test)?;
     let mut out = format!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}");
     let prompts: Vec<Vec<usize>> = test.iter().take(3).map(|e| e[..=k].to_vec()).collect();
     for (prompt, answer) in prompts.iter().zip(greedy_decode(net, &prompts)?) {
@@ -36,31 +39,42 @@ pub fn accuracy_report(net: &TinyTransformer, test: &[Vec<usize>]) -> Result<Str
     Ok(out)
 }
 
-/// The fraction of answer digits the residual stream predicts after each
-/// number of blocks (see [`accuracy_after`]).
-pub fn residual_report(net: &TinyTransformer, test: &[Vec<usize>]) -> Result<String, AttnError> {
-    let mut lines = Vec::new();
-    for depth in 0..=net.config.layers {
-        let right = accuracy_after(net, test, depth)?;
-        let blocks = if depth == 1 { "block" } else { "blocks" };
-        lines.push(format!(
-            "after {depth} {blocks}: {right:.4} of the answer digits predicted"
-        ));
-    }
-    Ok(lines.join("\n"))
+/// The mean weight on the mirrored digit ([`crate::model::mirror_attention`]),
+/// one line a block.
+pub fn mirror_report(mirror: &[Vec<f64>]) -> String {
+    let lines: Vec<String> = mirror
+        .iter()
+        .enumerate()
+        .map(|(l, heads)| {
+            let cells: Vec<String> = heads.iter().map(|w| format!("{w:.3}")).collect();
+            format!("block {}: heads {}", l + 1, cells.join(", "))
+        })
+        .collect();
+    lines.join("\n")
 }
 
-/// [`digit_attention`] of each named model, per block and head, and the
-/// uniform baseline of each.
-pub fn digit_attention_report(
-    models: &[(&str, &TinyTransformer, &[Vec<usize>])],
-) -> Result<String, AttnError> {
+/// The fraction of answer digits the residual stream predicts after 0, 1, …
+/// blocks (`after[depth]`, from [`crate::model::accuracy_after`]).
+pub fn residual_report(after: &[f64]) -> String {
+    let lines: Vec<String> = after
+        .iter()
+        .enumerate()
+        .map(|(depth, right)| {
+            let blocks = if depth == 1 { "block" } else { "blocks" };
+            format!("after {depth} {blocks}: {right:.4} of the answer digits predicted")
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// [`crate::model::digit_attention`] of each named model, per block and head,
+/// with its uniform baseline ([`crate::model::uniform_target_share`]).
+pub fn digit_attention_report(models: &[(&str, &[Vec<DigitAttention>], f64)]) -> String {
     let mut out = String::from(
         "weight on prompt digits equal to / smaller than / larger than the next answer digit:",
     );
-    let mut baselines = Vec::new();
-    for &(name, net, examples) in models {
-        for (l, heads) in digit_attention(net, examples)?.iter().enumerate() {
+    for &(name, split, _) in models {
+        for (l, heads) in split.iter().enumerate() {
             let cells: Vec<String> = heads
                 .iter()
                 .map(|a| {
@@ -72,12 +86,14 @@ pub fn digit_attention_report(
                 .collect();
             out += &format!("\n{name:>7}, block {}: heads {}", l + 1, cells.join(", "));
         }
-        let share = uniform_target_share(examples, net.config.k)?;
-        baselines.push(format!("{share:.3} ({name})"));
     }
+    let baselines: Vec<String> = models
+        .iter()
+        .map(|(name, _, share)| format!("{share:.3} ({name})"))
+        .collect();
     out += &format!(
         "\nuniform attention would put {} on the equal digits",
         baselines.join(" and ")
     );
-    Ok(out)
+    out
 }
