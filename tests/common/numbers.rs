@@ -22,6 +22,7 @@ use std::ops::Range;
 pub struct Bindings {
     chapter: String,
     text: String,
+    tokens: Vec<Token>,
     covered: Vec<Range<usize>>,
     block_numbers: Vec<String>,
     values: Vec<String>,
@@ -46,17 +47,13 @@ impl Bindings {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         Bindings {
             chapter: chapter.to_string(),
+            tokens: tokens(&text),
             text,
             covered: Vec::new(),
             block_numbers: Vec::new(),
             values: Vec::new(),
             claims: Vec::new(),
         }
-    }
-
-    /// The chapter's text.
-    pub fn text(&self) -> &str {
-        &self.text
     }
 
     /// Asserts that the chapter contains `block` verbatim (output computed by
@@ -147,15 +144,6 @@ impl Bindings {
         self.register(shown)
     }
 
-    /// Binds each of `shown` to the same exact value.
-    pub fn exacts(&mut self, shown: &[&str], computed: &[f64]) -> &mut Self {
-        assert_eq!(shown.len(), computed.len());
-        for (s, &c) in shown.iter().zip(computed) {
-            self.exact(s, c);
-        }
-        self
-    }
-
     /// Asserts a claim about data (`holds`, computed over the data the claim
     /// describes) and binds the lines that contain `phrase`.
     pub fn claim(&mut self, phrase: &str, holds: bool) -> &mut Self {
@@ -176,7 +164,7 @@ impl Bindings {
     fn register(&mut self, shown: &str) -> &mut Self {
         let normal = normalise(shown);
         assert!(
-            tokens(&self.text).iter().any(|t| t.text == normal),
+            self.tokens.iter().any(|t| t.text == normal),
             "{}: the bound number {shown} is not in the text",
             self.chapter
         );
@@ -187,25 +175,25 @@ impl Bindings {
     /// Every number of the chapter that is not bound, as `file:line: number`.
     pub fn unbound(&self) -> Vec<String> {
         let mut found = Vec::new();
-        for t in tokens(&self.text) {
+        for t in &self.tokens {
             let covered = self.covered.iter().any(|r| r.contains(&t.start));
             let bound = covered
                 || self.block_numbers.contains(&t.text)
                 || self.values.contains(&t.text)
-                || exemption(&self.text, &t).is_some();
+                || exemption(&self.text, t).is_some();
             if !bound {
                 found.push(format!("book/{}:{}: {}", self.chapter, t.line, t.text));
             }
         }
-        for (i, line) in reader_lines(&self.text) {
+        for line in reader_lines(&self.text) {
             // A quiz option is put to the reader, not stated by the book.
-            let option = line.starts_with("- (") && line.get(4..6) == Some(") ");
-            if let Some(word) = claim_word(line).filter(|_| !option) {
-                if !self.claims.iter().any(|c| line_holds(line, c)) {
+            let text = line.text;
+            let option = text.starts_with("- (") && text.get(4..6) == Some(") ");
+            if let Some(word) = claim_word(text).filter(|_| !option) {
+                if !self.claims.iter().any(|c| line_holds(text, c)) {
                     found.push(format!(
                         "book/{}:{}: unchecked claim \"{word}\"",
-                        self.chapter,
-                        i + 1
+                        self.chapter, line.number
                     ));
                 }
             }
@@ -269,23 +257,45 @@ fn claim_word(line: &str) -> Option<&'static str> {
     })
 }
 
+/// A line a reader reads: prose, math, a table or an output block.
+struct ReaderLine<'a> {
+    /// 1-based.
+    number: usize,
+    /// Byte offset of the line in the page.
+    start: usize,
+    /// The line, with its newline.
+    text: &'a str,
+    /// Inside a `text` fence (output of an example).
+    in_output: bool,
+}
+
 /// The lines a reader reads: not code (listings and runnable snippets), but
-/// prose, math, tables and output blocks.
-fn reader_lines(text: &str) -> Vec<(usize, &str)> {
+/// prose, math, tables and output blocks; fence lines themselves are left out.
+fn reader_lines(text: &str) -> Vec<ReaderLine<'_>> {
     let mut lines = Vec::new();
     let mut fence: Option<String> = None;
-    for (i, line) in text.lines().enumerate() {
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let start = offset;
+        offset += line.len();
         if let Some(info) = line.trim_start().strip_prefix("```") {
             fence = match fence {
-                None => Some(info.to_string()),
+                None => Some(info.trim().to_string()),
                 Some(_) => None,
             };
             continue;
         }
-        match &fence {
-            Some(info) if info != "text" => {}
-            _ => lines.push((i, line)),
-        }
+        let in_output = match &fence {
+            Some(info) if info == "text" => true,
+            Some(_) => continue,
+            None => false,
+        };
+        lines.push(ReaderLine {
+            number: i + 1,
+            start,
+            text: line,
+            in_output,
+        });
     }
     lines
 }
@@ -308,29 +318,20 @@ pub fn parse(shown: &str) -> f64 {
 /// `text`, outside link targets and include directives.
 pub fn tokens(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
-    let mut fence: Option<String> = None;
-    let mut offset = 0;
     let mut in_display_math = false;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let start = offset;
-        offset += line.len();
-        if let Some(info) = line.trim_start().strip_prefix("```") {
-            fence = match fence {
-                None => Some(info.trim().to_string()),
-                Some(_) => None,
-            };
-            continue;
-        }
-        let in_output = match &fence {
-            Some(info) if info == "text" => true,
-            Some(_) => continue,
-            None => false,
-        };
-        if line.trim() == "$$" {
+    for line in reader_lines(text) {
+        if line.text.trim() == "$$" {
             in_display_math = !in_display_math;
             continue;
         }
-        scan_line(line, start, i + 1, in_output, in_display_math, &mut out);
+        scan_line(
+            line.text,
+            line.start,
+            line.number,
+            line.in_output,
+            in_display_math,
+            &mut out,
+        );
     }
     out
 }

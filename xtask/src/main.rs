@@ -215,8 +215,9 @@ fn ensure_book_tools() -> Step {
     Ok(())
 }
 
-/// Chapter 10's training run (about a minute): writes the weights and the
-/// loss curve to `book/data/`, then redraws the figures from them.
+/// Chapter 10's training runs (reversal and sorting, under a minute each):
+/// write the weights, the loss curves and what the run printed (dated) to
+/// `book/data/`, then redraw the figures from them.
 fn train() -> Step {
     run(cargo().args(["build", "--release", "--locked", "--example", "ch10_train"]))?;
     let output = capture(&mut Command::new(
