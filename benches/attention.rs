@@ -1,5 +1,6 @@
-//! Chapter 7's timings: every attention in the crate over n = 128 … 4096 at
-//! d = 64, the multi-head layer at n = 512, d_model = 512, h = 8, the matrix
+//! The timings of chapters 7 and 8 and of the appendix "Making it fast":
+//! every attention in the crate over n = 128 … 4096 at d = 64, the
+//! multi-head layer at n = 512, d_model = 512, h = 8, the matrix
 //! product it is built on, and the softmax's exponential. One thread, f32.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Chapter 7's memory measurements: the peak number of bytes allocated
+//! The memory measurements of chapters 7 and 8: the peak number of bytes allocated
 //! during one call of naive attention and of tiled attention, counted by a
 //! global allocator that wraps the system one. d = 64, f32, one thread.
 //!

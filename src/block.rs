@@ -11,7 +11,7 @@
 //! | residual, LayerNorm | `n×d_model` |
 //!
 //! Everything here is deterministic: dropout, which training adds after each
-//! sub-layer, is not part of the forward pass the book uses (chapter 8).
+//! sub-layer, is not part of the forward pass the book uses (chapter 9).
 
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
@@ -170,7 +170,7 @@ pub struct Config {
     pub norm: Norm,
 }
 
-/// The configuration chapter 8's example follows: small enough to print,
+/// The configuration chapter 9's example follows: small enough to print,
 /// shaped like the paper's base model (`d_ff = 4·d_model`, ReLU, post-norm).
 pub const CHAPTER_CONFIG: Config = Config {
     d_model: 64,

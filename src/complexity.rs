@@ -3,7 +3,7 @@
 //! all heads together with `d = d_model`: in the matrix products `h`
 //! cancels, chapter 4; the scores are `n²` per head).
 //! A multiply-add counts as 2 FLOPs; the softmax's `n²` exponentials are not
-//! FLOPs here, and chapter 7 measures them separately.
+//! FLOPs here; the appendix "Making it fast" measures them.
 
 use crate::error::AttnError;
 
@@ -28,7 +28,7 @@ pub fn crossover_length(d: u64) -> u64 {
 }
 
 // ANCHOR: block_cost
-/// FLOPs of a block's feed-forward network (chapter 8): an `n×d` by `d×d_ff`
+/// FLOPs of a block's feed-forward network (chapter 9): an `n×d` by `d×d_ff`
 /// product and an `n×d_ff` by `d_ff×d` product, `2 · 2nd·d_ff`. With
 /// `d_ff = 4d` that is `16nd²`.
 pub fn feed_forward_flops(n: u64, d: u64, d_ff: u64) -> u64 {
@@ -85,162 +85,6 @@ pub fn fitted_exponent(points: &[(f64, f64)]) -> Result<f64, AttnError> {
 }
 // ANCHOR_END: fit
 
-/// One row of a measurement file (`book/data/*.csv`): which method, which
-/// `n`, and the measured value (seconds, or bytes).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Measurement {
-    /// The method, e.g. `"naive"`, `"tiled_causal"`, `"numpy_f32"`.
-    pub method: String,
-    /// The sequence length.
-    pub n: u64,
-    /// The value in the column asked for.
-    pub value: f64,
-}
-
-/// Reads the rows of a CSV measurement file: lines starting with `#` are
-/// comments, the first other line names the columns. Returns, for every row,
-/// the columns `method_column`, `n` and `value_column`.
-pub fn read_measurements(
-    csv: &str,
-    method_column: &str,
-    value_column: &str,
-) -> Result<Vec<Measurement>, String> {
-    let mut lines = csv
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-    let header: Vec<&str> = lines.next().ok_or("no header line")?.split(',').collect();
-    let column = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .ok_or(format!("no column {name} in {header:?}"))
-    };
-    let (m, n, v) = (column(method_column)?, column("n")?, column(value_column)?);
-    lines
-        .map(|line| {
-            let cells: Vec<&str> = line.split(',').collect();
-            let parse = |i: usize| cells.get(i).ok_or(format!("short line: {line}"));
-            Ok(Measurement {
-                method: parse(m)?.to_string(),
-                n: parse(n)?.parse().map_err(|e| format!("{line}: {e}"))?,
-                value: parse(v)?.parse().map_err(|e| format!("{line}: {e}"))?,
-            })
-        })
-        .collect()
-}
-
-/// The value measured for `method` at `n`, if there is one.
-pub fn lookup(rows: &[Measurement], method: &str, n: u64) -> Option<f64> {
-    rows.iter()
-        .find(|r| r.method == method && r.n == n)
-        .map(|r| r.value)
-}
-
-/// The methods of chapter 7's timing table, as the benchmark names them.
-pub const TIMED_METHODS: [&str; 6] = [
-    "naive",
-    "tiled",
-    "naive_causal",
-    "tiled_causal",
-    "local_causal",
-    "linear_causal",
-];
-
-/// Milliseconds measured for `method` at `n`, from rows whose values are
-/// nanoseconds, or an error if the data holds no such measurement.
-pub fn millis(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnError> {
-    lookup(rows, method, n)
-        .map(|ns| ns / 1e6)
-        .ok_or_else(|| AttnError::MissingMeasurement {
-            method: method.to_string(),
-            n,
-        })
-}
-
-/// The cost-model table the chapter prints: GFLOP of the projections and of
-/// attention at each `n`, for width `d`, and attention's share.
-pub fn cost_table(ns: &[u64], d: u64) -> String {
-    let rows: Vec<Vec<String>> = ns
-        .iter()
-        .map(|&n| {
-            let (p, a) = (projection_flops(n, d), attention_flops(n, d));
-            vec![
-                n.to_string(),
-                format!("{:.2}", p as f64 / 1e9),
-                format!("{:.2}", a as f64 / 1e9),
-                format!("{:.0}%", 100.0 * a as f64 / (p + a) as f64),
-            ]
-        })
-        .collect();
-    crate::show::table(&["n", "projections", "attention", "attention share"], &rows)
-}
-
-/// The timing table the chapter prints: milliseconds per call of each method
-/// (columns) at each `n` (rows), from nanosecond measurements.
-pub fn timing_table(
-    rows: &[Measurement],
-    methods: &[&str],
-    ns: &[u64],
-) -> Result<String, AttnError> {
-    let mut cells = Vec::new();
-    for &n in ns {
-        let mut row = vec![n.to_string()];
-        for m in methods {
-            row.push(format!("{:.3}", millis(rows, m, n)?));
-        }
-        cells.push(row);
-    }
-    let mut header = vec!["n"];
-    header.extend(methods);
-    Ok(crate::show::table(&header, &cells))
-}
-
-/// The table comparing the crate with and without the `blas` feature and
-/// NumPy (`numpy_f32`, seconds): milliseconds per call of naive and tiled
-/// attention at each `n`.
-pub fn blas_table(
-    plain: &[Measurement],
-    blas: &[Measurement],
-    numpy: &[Measurement],
-    ns: &[u64],
-) -> Result<String, AttnError> {
-    let mut cells = Vec::new();
-    for &n in ns {
-        let numpy_ms = lookup(numpy, "numpy_f32", n)
-            .map(|s| s * 1e3)
-            .ok_or_else(|| AttnError::MissingMeasurement {
-                method: "numpy_f32".into(),
-                n,
-            })?;
-        cells.push(vec![
-            n.to_string(),
-            format!("{:.2}", millis(plain, "naive", n)?),
-            format!("{:.2}", millis(blas, "naive", n)?),
-            format!("{:.2}", millis(plain, "tiled", n)?),
-            format!("{:.2}", millis(blas, "tiled", n)?),
-            format!("{numpy_ms:.2}"),
-        ]);
-    }
-    let header = [
-        "n",
-        "naive",
-        "naive, blas",
-        "tiled",
-        "tiled, blas",
-        "NumPy f32",
-    ];
-    Ok(crate::show::table(&header, &cells))
-}
-
-/// The fitted exponent of `method`'s time over `ns` (see [`fitted_exponent`]).
-pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64, AttnError> {
-    let points = ns
-        .iter()
-        .map(|&n| Ok((n as f64, millis(rows, method, n)?)))
-        .collect::<Result<Vec<_>, AttnError>>()?;
-    fitted_exponent(&points)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,21 +124,6 @@ mod tests {
             fitted_exponent(&[(4.0, 2.0), (4.0, 3.0)]).is_err(),
             "nor does one n"
         );
-    }
-
-    #[test]
-    fn measurements_are_read_by_column_name() {
-        let csv = "# a comment\nmethod,n,bytes,seconds\nnaive,1024,4096,0.5\ntiled,2048,10,0.25\n";
-        let rows = read_measurements(csv, "method", "seconds").unwrap();
-        assert_eq!(lookup(&rows, "tiled", 2048), Some(0.25));
-        assert_eq!(lookup(&rows, "tiled", 1024), None);
-        assert_eq!(millis(&rows, "naive", 1024), Ok(0.5e-6));
-        let missing = millis(&rows, "tiled", 1024).unwrap_err();
-        assert_eq!(
-            missing.to_string(),
-            "no measurement of tiled at n = 1024 in book/data (run `cargo xtask measure`)"
-        );
-        assert!(read_measurements(csv, "method", "watts").is_err());
     }
 
     #[test]

@@ -102,6 +102,13 @@ pub enum AttnError {
         /// The sequence length.
         n: u64,
     },
+    /// A data file of `book/data` that cannot be read.
+    MissingDataFile {
+        /// The file's path.
+        path: String,
+        /// Why it cannot be read.
+        reason: String,
+    },
     /// A saved model that cannot be read back.
     InvalidWeights {
         /// What is wrong, e.g. `"tensor 3 has 10 values, expected 12"`.
@@ -195,6 +202,10 @@ impl fmt::Display for AttnError {
                 f,
                 "no measurement of {method} at n = {n} in book/data (run `cargo xtask measure`)"
             ),
+            AttnError::MissingDataFile {
+                ref path,
+                ref reason,
+            } => write!(f, "cannot read {path}: {reason} (run `cargo xtask measure`)"),
             AttnError::InvalidWeights { ref reason } => {
                 write!(f, "cannot read the weights: {reason}")
             }

@@ -4,7 +4,7 @@
 //! the gradients with respect to the inputs and parameters.
 //!
 //! Everything here is `f64`: the gradients are checked against central
-//! finite differences, which need the extra precision, and chapter 10's tiny
+//! finite differences, which need the extra precision, and chapter 11's tiny
 //! model trains with them. The tests also check the `f64` forward passes
 //! against the crate's `f32` ones.
 //!
@@ -127,7 +127,7 @@ pub struct LayerNormCache {
     pub inv_std: Array1<f64>,
 }
 
-/// LayerNorm over each row, as in chapter 8 (`ε` inside the square root).
+/// LayerNorm over each row, as in chapter 9 (`ε` inside the square root).
 pub(crate) fn layer_norm_forward(
     x: &ArrayRef2<f64>,
     gamma: &Array1<f64>,
@@ -381,7 +381,7 @@ pub fn gradient_norms(
 }
 // ANCHOR_END: gradient_norms
 
-/// The gradient-norm table chapter 9 prints.
+/// The gradient-norm table chapter 10 prints.
 pub fn gradient_norm_table(norms: &[GradientNorms]) -> String {
     let rows: Vec<Vec<String>> = norms
         .iter()

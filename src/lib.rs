@@ -25,13 +25,13 @@
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
 //! width `d_k` for queries and keys, `d_v` for values. Arithmetic is `f32`,
-//! except in [`grad`] and [`model`] (chapters 9 and 10), which train in `f64`.
+//! except in [`grad`] and [`model`] (chapters 10 and 11), which train in `f64`.
 //!
 //! Every public function checks its inputs and returns an [`AttnError`] that
 //! names the offending shapes, rather than panicking inside `ndarray`.
 #![deny(missing_docs)]
 
-// With the `blas` feature, link the system's OpenBLAS (chapter 7).
+// With the `blas` feature, link the system's OpenBLAS (the appendix "Making it fast").
 #[cfg(feature = "blas")]
 extern crate blas_src;
 
@@ -74,14 +74,18 @@ pub mod chapters {
     pub struct Ch05Masking;
     #[doc = include_str!("../book/ch06-positional-encoding.md")]
     pub struct Ch06PositionalEncoding;
-    #[doc = include_str!("../book/ch07-complexity.md")]
-    pub struct Ch07Complexity;
-    #[doc = include_str!("../book/ch08-transformer-block.md")]
-    pub struct Ch08TransformerBlock;
-    #[doc = include_str!("../book/ch09-gradients.md")]
-    pub struct Ch09Gradients;
-    #[doc = include_str!("../book/ch10-training.md")]
-    pub struct Ch10Training;
+    #[doc = include_str!("../book/ch07-cost-of-attention.md")]
+    pub struct Ch07CostOfAttention;
+    #[doc = include_str!("../book/ch08-efficient-attention.md")]
+    pub struct Ch08EfficientAttention;
+    #[doc = include_str!("../book/ch09-transformer-block.md")]
+    pub struct Ch09TransformerBlock;
+    #[doc = include_str!("../book/ch10-gradients.md")]
+    pub struct Ch10Gradients;
+    #[doc = include_str!("../book/ch11-training.md")]
+    pub struct Ch11Training;
     #[doc = include_str!("../book/notation.md")]
     pub struct Notation;
+    #[doc = include_str!("../book/making-it-fast.md")]
+    pub struct MakingItFast;
 }

@@ -1,5 +1,5 @@
 //! A tiny decoder-only Transformer, trained from scratch to reverse a
-//! sequence of digits (chapter 10).
+//! sequence of digits (chapter 11).
 //!
 //! The task: given `k` digits and a separator, `3 1 4 1 5 9 | `, produce the
 //! digits reversed, `9 5 1 4 1 3`. Output `j` must copy input `k − 1 − j`:
@@ -9,7 +9,7 @@
 //!
 //! Decoder-only (GPT-style): one causal stack reads the prompt and writes the
 //! answer, predicting each next token. It is the simplest model that solves
-//! the task, and the one chapter 5's KV cache and chapter 8's pre-norm block
+//! the task, and the one chapter 5's KV cache and chapter 9's pre-norm block
 //! were written for.
 //!
 //! | step | shape (`B` sequences of `T` tokens, width `d`) |
@@ -499,8 +499,8 @@ pub fn reversal_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
 pub enum Task {
     /// The prompt's digits in reverse order ([`reversal_example`]).
     Reverse,
-    /// The prompt's digits in increasing order (chapter 10's exercise 1,
-    /// [`crate::exercises::ch10::sorting_example`]).
+    /// The prompt's digits in increasing order (chapter 11's exercise 1,
+    /// [`crate::exercises::ch11::sorting_example`]).
     Sort,
 }
 
@@ -509,7 +509,7 @@ impl Task {
     pub fn example(self, k: usize, rng: &mut StdRng) -> Vec<usize> {
         match self {
             Task::Reverse => reversal_example(k, rng),
-            Task::Sort => crate::exercises::ch10::sorting_example(k, rng),
+            Task::Sort => crate::exercises::ch11::sorting_example(k, rng),
         }
     }
 }
@@ -626,7 +626,7 @@ impl Adam {
 // ANCHOR_END: adam
 
 // ANCHOR: book_config
-/// The model chapter 10 trains: 8 digits, width 32, 2 heads, 2 blocks.
+/// The model chapter 11 trains: 8 digits, width 32, 2 heads, 2 blocks.
 pub const BOOK_MODEL: ModelConfig = ModelConfig {
     k: 8,
     d_model: 32,
@@ -634,7 +634,7 @@ pub const BOOK_MODEL: ModelConfig = ModelConfig {
     d_ff: 128,
     layers: 2,
 };
-/// How chapter 10 trains it: 600 steps of 64 sequences, peak learning rate
+/// How chapter 11 trains it: 600 steps of 64 sequences, peak learning rate
 /// 3·10⁻³ after 30 warm-up steps.
 pub const BOOK_TRAINING: TrainConfig = TrainConfig {
     steps: 600,
@@ -644,7 +644,7 @@ pub const BOOK_TRAINING: TrainConfig = TrainConfig {
     seed: 1,
     task: Task::Reverse,
 };
-/// How chapter 10's exercise 1 trains the same model to sort: the same
+/// How chapter 11's exercise 1 trains the same model to sort: the same
 /// steps, data sizes and seed, only the task differs.
 pub const BOOK_SORT_TRAINING: TrainConfig = TrainConfig {
     task: Task::Sort,

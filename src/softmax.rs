@@ -64,7 +64,7 @@ pub fn softmax_rows(scores: &ArrayRef2<f32>) -> Array2<f32> {
 /// `e^x = 2ⁿ · e^r`: `2ⁿ` is built directly from its bits, and `e^r` is a
 /// degree-6 polynomial (Cephes' coefficients). There are no branches and no
 /// library calls, so the compiler turns a loop of these into vector
-/// instructions, several exponentials per instruction. Chapter 7 measures it.
+/// instructions, several exponentials per instruction. The appendix "Making it fast" measures it.
 #[inline(always)]
 pub fn exp_nonpositive(x: f32) -> f32 {
     const LOG2_E: f32 = std::f32::consts::LOG2_E;

@@ -171,7 +171,7 @@ fn bind_prose(b: &mut Bindings) {
             "stays between 0.235 and 0.249 and the Jacobian's norm near 0.30",
             stays,
         );
-    // What reaches Q (chapter 9's experiment): unscaled, it grows with d_k.
+    // What reaches Q (chapter 10's experiment): unscaled, it grows with d_k.
     let norms = attn::grad::gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017).unwrap();
     b.claim(
         "gradient reaching $Q$ grows with $d_k$",

@@ -2,7 +2,9 @@
 //! with an answer for each question, and recompute the quiz answers that
 //! are numbers or facts about the crate's functions.
 
-use attn::complexity::{attention_flops, crossover_length, projection_flops};
+use attn::complexity::{
+    attention_flops, block_crossover_length, crossover_length, feed_forward_flops, projection_flops,
+};
 use attn::masking::causal_mask;
 use attn::multihead::{multihead_flops, MultiHeadAttention};
 use attn::position::{alibi_slopes, sinusoidal};
@@ -29,7 +31,7 @@ fn chapters() -> Vec<(String, String)> {
 #[test]
 fn every_chapter_has_a_quiz_with_an_answer_per_question() {
     let chapters = chapters();
-    assert_eq!(chapters.len(), 10);
+    assert_eq!(chapters.len(), 11);
     for (name, text) in chapters {
         let quiz = text
             .split("## Quiz")
@@ -74,4 +76,10 @@ fn numeric_answers() {
     // Chapter 7: equal FLOPs at n = 1024 for d_model = 512.
     assert_eq!(crossover_length(512), 1024);
     assert_eq!(projection_flops(1024, 512), attention_flops(1024, 512));
+    // Chapter 7: with d_ff = 4d, a block's crossover is at 3072.
+    assert_eq!(block_crossover_length(512, 2048), 3072);
+    assert_eq!(
+        projection_flops(3072, 512) + feed_forward_flops(3072, 512, 2048),
+        attention_flops(3072, 512)
+    );
 }

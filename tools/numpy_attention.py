@@ -1,4 +1,4 @@
-"""Times NumPy attention on the shapes of chapter 7 (not part of CI).
+"""Times NumPy attention on the shapes of the appendix "Making it fast" (not part of CI).
 
     python3 -m venv /tmp/npenv && /tmp/npenv/bin/pip install numpy
     MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use plotters::prelude::*;
 use plotters::style::colors::colormaps::ViridisRGB;
 
+pub mod measured;
 mod outline;
 
 /// The font family name the figures use; registered from embedded bytes.

@@ -13,3 +13,4 @@ pub mod ch07;
 pub mod ch08;
 pub mod ch09;
 pub mod ch10;
+pub mod ch11;

@@ -2,4 +2,5 @@
 //! test quotes, formatted once. Not a reader's API: the mechanism, the
 //! layers and the models live in the modules the chapters teach.
 
-pub mod ch10;
+pub mod ch11;
+pub mod measurements;

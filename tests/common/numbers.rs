@@ -554,7 +554,7 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
         .parse()
         .unwrap_or(f64::NAN);
     // References: chapters, figures, sections, exercises, experiments,
-    // questions, and lists of them ("chapters 2, 6 and 9", "Figure 2.1").
+    // questions, and lists of them ("chapters 2, 6 and 10", "Figure 2.1").
     let words = [
         "chapter",
         "chapters",

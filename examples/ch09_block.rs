@@ -1,10 +1,10 @@
-//! Chapter 8, The Transformer block: prints the shape after every step of
+//! Chapter 9, The Transformer block: prints the shape after every step of
 //! an encoder and a decoder layer, a LayerNorm by hand, and the size of the
 //! residual stream through post-norm and pre-norm stacks; draws the
 //! encoder-decoder diagram and the residual-stream chart.
 //!
 //! ```text
-//! cargo run --release --example ch08_block
+//! cargo run --release --example ch09_block
 //! ```
 
 mod plot;
@@ -151,13 +151,13 @@ fn draw_residual(depth: &[(f32, f32)]) {
         series("post-norm: LayerNorm(x + F(x))", |s| s.0, plot::ORANGE_),
         series("pre-norm: x + F(LayerNorm(x))", |s| s.1, plot::BLUE_),
     ];
-    let path = plot::line_charts("ch08-residual.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch09-residual.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
 }
 
-/// Figure 8.1: the encoder-decoder Transformer, drawn from boxes and arrows.
+/// Figure 9.1: the encoder-decoder Transformer, drawn from boxes and arrows.
 fn draw_diagram() {
-    let path = plot::drawing("ch08-architecture.svg", (900, 640), |root| {
+    let path = plot::drawing("ch09-architecture.svg", (900, 640), |root| {
         let title = plot::font(22).pos(text_anchor::Pos::new(
             text_anchor::HPos::Center,
             text_anchor::VPos::Top,

@@ -1,15 +1,15 @@
-//! Chapter 10, Training a tiny Transformer: loads the committed weights and
-//! training log (`book/data/ch10-*`, written by `cargo xtask train`), prints
+//! Chapter 11, Training a tiny Transformer: loads the committed weights and
+//! training log (`book/data/ch11-*`, written by `cargo xtask train`), prints
 //! the model's size, its held-out accuracy and how it attends, decodes a few
 //! examples, and draws the loss curve and the learned attention maps.
 //!
 //! ```text
-//! cargo run --release --example ch10_tiny_model
+//! cargo run --release --example ch11_tiny_model
 //! ```
 
 mod plot;
 
-use attn::experiments::ch10::{
+use attn::experiments::ch11::{
     accuracy_report, digit_attention_report, mirror_report, residual_report, token,
 };
 use attn::model::{
@@ -27,7 +27,7 @@ fn data(name: &str) -> String {
 
 /// The training log: `(step, loss, held-out exact accuracy if measured)`.
 fn training_log() -> Vec<(usize, f64, Option<f64>)> {
-    data("ch10-training.csv")
+    data("ch11-training.csv")
         .lines()
         .skip(1)
         .map(|line| {
@@ -42,7 +42,7 @@ fn training_log() -> Vec<(usize, f64, Option<f64>)> {
 }
 
 fn main() -> Result<(), attn::AttnError> {
-    let net = TinyTransformer::from_text(&data("ch10-weights.txt"))?;
+    let net = TinyTransformer::from_text(&data("ch11-weights.txt"))?;
     let c = net.config;
     println!(
         "== The model: k = {}, d_model = {}, {} heads, d_ff = {}, {} blocks; {} parameters ==",
@@ -96,7 +96,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("{}", residual_report(&after));
 
     println!("\n== Exercise 1: the same model trained to sort ==");
-    let sorter = TinyTransformer::from_text(&data("ch10-sort-weights.txt"))?;
+    let sorter = TinyTransformer::from_text(&data("ch11-sort-weights.txt"))?;
     assert_eq!(
         sorter.config, BOOK_MODEL,
         "the sorting weights are the book's model"
@@ -126,13 +126,13 @@ fn main() -> Result<(), attn::AttnError> {
     draw_attention(
         &net,
         &test[0],
-        "ch10-attention.svg",
+        "ch11-attention.svg",
         "Learned attention on a held-out example (prompt, separator |, answer so far)",
     )?;
     draw_attention(
         &sorter,
         &sort_test[0],
-        "ch10-sort-attention.svg",
+        "ch11-sort-attention.svg",
         "Learned attention of the sorting model on a held-out example",
     )?;
     Ok(())
@@ -171,7 +171,7 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
         y_range: (0.0, 1.2),
     };
     let path = plot::line_charts(
-        "ch10-training.svg",
+        "ch11-training.svg",
         &[(loss_chart, vec![loss]), (acc_chart, vec![acc])],
     );
     println!("wrote {}", path.display());

@@ -1,0 +1,301 @@
+//! The measurements of chapters 7 and 8 and of the appendix "Making it
+//! fast": reading the committed files of `book/data/` and formatting the
+//! tables the chapters quote. Report helpers, not a reader's API.
+
+use crate::complexity::{attention_flops, fitted_exponent, projection_flops};
+use crate::error::AttnError;
+
+/// The text of `book/data/NAME`, the committed measurements.
+pub fn data_file(name: &str) -> Result<String, AttnError> {
+    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).map_err(|e| AttnError::MissingDataFile {
+        reason: e.to_string(),
+        path,
+    })
+}
+
+/// One row of a measurement file (`book/data/*.csv`): which method, which
+/// `n`, and the measured value (seconds, or bytes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// The method, e.g. `"naive"`, `"tiled_causal"`, `"numpy_f32"`.
+    pub method: String,
+    /// The sequence length.
+    pub n: u64,
+    /// The value in the column asked for.
+    pub value: f64,
+}
+
+/// Reads the rows of a CSV measurement file: lines starting with `#` are
+/// comments, the first other line names the columns. Returns, for every row,
+/// the columns `method_column`, `n` and `value_column`.
+pub fn read_measurements(
+    csv: &str,
+    method_column: &str,
+    value_column: &str,
+) -> Result<Vec<Measurement>, String> {
+    let mut lines = csv
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let header: Vec<&str> = lines.next().ok_or("no header line")?.split(',').collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or(format!("no column {name} in {header:?}"))
+    };
+    let (m, n, v) = (column(method_column)?, column("n")?, column(value_column)?);
+    lines
+        .map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            let parse = |i: usize| cells.get(i).ok_or(format!("short line: {line}"));
+            Ok(Measurement {
+                method: parse(m)?.to_string(),
+                n: parse(n)?.parse().map_err(|e| format!("{line}: {e}"))?,
+                value: parse(v)?.parse().map_err(|e| format!("{line}: {e}"))?,
+            })
+        })
+        .collect()
+}
+
+/// The value measured for `method` at `n`, if there is one.
+pub fn lookup(rows: &[Measurement], method: &str, n: u64) -> Option<f64> {
+    rows.iter()
+        .find(|r| r.method == method && r.n == n)
+        .map(|r| r.value)
+}
+
+/// The methods of chapter 7's timing table, as the benchmark names them.
+pub const TIMED_METHODS: [&str; 6] = [
+    "naive",
+    "tiled",
+    "naive_causal",
+    "tiled_causal",
+    "local_causal",
+    "linear_causal",
+];
+
+/// Milliseconds measured for `method` at `n`, from rows whose values are
+/// nanoseconds, or an error if the data holds no such measurement.
+pub fn millis(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnError> {
+    lookup(rows, method, n)
+        .map(|ns| ns / 1e6)
+        .ok_or_else(|| AttnError::MissingMeasurement {
+            method: method.to_string(),
+            n,
+        })
+}
+
+/// The cost-model table the chapter prints: GFLOP of the projections and of
+/// attention at each `n`, for width `d`, and attention's share.
+pub fn cost_table(ns: &[u64], d: u64) -> String {
+    let rows: Vec<Vec<String>> = ns
+        .iter()
+        .map(|&n| {
+            let (p, a) = (projection_flops(n, d), attention_flops(n, d));
+            vec![
+                n.to_string(),
+                format!("{:.2}", p as f64 / 1e9),
+                format!("{:.2}", a as f64 / 1e9),
+                format!("{:.0}%", 100.0 * a as f64 / (p + a) as f64),
+            ]
+        })
+        .collect();
+    crate::show::table(&["n", "projections", "attention", "attention share"], &rows)
+}
+
+/// The timing table the chapter prints: milliseconds per call of each method
+/// (columns) at each `n` (rows), from nanosecond measurements.
+pub fn timing_table(
+    rows: &[Measurement],
+    methods: &[&str],
+    ns: &[u64],
+) -> Result<String, AttnError> {
+    let mut cells = Vec::new();
+    for &n in ns {
+        let mut row = vec![n.to_string()];
+        for m in methods {
+            row.push(format!("{:.3}", millis(rows, m, n)?));
+        }
+        cells.push(row);
+    }
+    let mut header = vec!["n"];
+    header.extend(methods);
+    Ok(crate::show::table(&header, &cells))
+}
+
+/// The table comparing the crate with and without the `blas` feature and
+/// NumPy (`numpy_f32`, seconds): milliseconds per call of naive and tiled
+/// attention at each `n`.
+pub fn blas_table(
+    plain: &[Measurement],
+    blas: &[Measurement],
+    numpy: &[Measurement],
+    ns: &[u64],
+) -> Result<String, AttnError> {
+    let mut cells = Vec::new();
+    for &n in ns {
+        let numpy_ms = lookup(numpy, "numpy_f32", n)
+            .map(|s| s * 1e3)
+            .ok_or_else(|| AttnError::MissingMeasurement {
+                method: "numpy_f32".into(),
+                n,
+            })?;
+        cells.push(vec![
+            n.to_string(),
+            format!("{:.2}", millis(plain, "naive", n)?),
+            format!("{:.2}", millis(blas, "naive", n)?),
+            format!("{:.2}", millis(plain, "tiled", n)?),
+            format!("{:.2}", millis(blas, "tiled", n)?),
+            format!("{numpy_ms:.2}"),
+        ]);
+    }
+    let header = [
+        "n",
+        "naive",
+        "naive, blas",
+        "tiled",
+        "tiled, blas",
+        "NumPy f32",
+    ];
+    Ok(crate::show::table(&header, &cells))
+}
+
+/// The fitted exponent of `method`'s time over `ns` (see [`fitted_exponent`]).
+pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64, AttnError> {
+    let points = ns
+        .iter()
+        .map(|&n| Ok((n as f64, millis(rows, method, n)?)))
+        .collect::<Result<Vec<_>, AttnError>>()?;
+    fitted_exponent(&points)
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Chapter 7's memory table: naive attention's measured peak at `d = 64`
+/// beside the count of its scores, output and scaled `Q`,
+/// `4(n² + 2·64·n)` bytes, and the difference, in MiB.
+pub fn naive_memory_table(peaks: &[Measurement]) -> String {
+    let rows: Vec<Vec<String>> = peaks
+        .iter()
+        .filter(|r| r.method == "naive")
+        .map(|r| {
+            let counted = (4 * r.n * r.n + 2 * 4 * 64 * r.n) as f64;
+            vec![
+                r.n.to_string(),
+                format!("{:.2}", r.value / MIB),
+                format!("{:.2}", counted / MIB),
+                format!("{:.2}", (r.value - counted) / MIB),
+            ]
+        })
+        .collect();
+    let header = [
+        "n",
+        "measured (MiB)",
+        "scores, output and scaled Q (MiB)",
+        "difference (MiB)",
+    ];
+    crate::show::table(&header, &rows)
+}
+
+/// Chapter 8's memory table: the peaks of naive and tiled attention at
+/// `d = 64` for `n = 1024 … 65,536` (– where naive attention was not run),
+/// what tiled attention holds beyond its `n×64` output, and two summary
+/// lines.
+pub fn tiled_memory_table(
+    peaks: &[Measurement],
+    seconds: &[Measurement],
+) -> Result<String, AttnError> {
+    let peak = |method: &str, n: u64| {
+        lookup(peaks, method, n).ok_or_else(|| AttnError::MissingMeasurement {
+            method: method.into(),
+            n,
+        })
+    };
+    let output = |n: u64| (4 * n * 64) as f64;
+    let mut rows = Vec::new();
+    for n in (10..=16).map(|p| 1u64 << p) {
+        let naive = lookup(peaks, "naive", n).map_or("–".into(), |b| format!("{:.2}", b / MIB));
+        let tiled = peak("tiled", n)?;
+        rows.push(vec![
+            n.to_string(),
+            naive,
+            format!("{:.2}", tiled / MIB),
+            format!("{:.2}", (tiled - output(n)) / 1024.0),
+        ]);
+    }
+    let header = [
+        "n",
+        "naive (MiB)",
+        "tiled (MiB)",
+        "tiled beyond its output (KiB)",
+    ];
+    let (naive, tiled) = (peak("naive", 4096)?, peak("tiled", 4096)?);
+    let time = lookup(seconds, "tiled", 65_536).ok_or(AttnError::MissingMeasurement {
+        method: "tiled".into(),
+        n: 65_536,
+    })?;
+    Ok(format!(
+        "{}\nat n = 4096: tiled / naive = {:.1}% (beyond the output: {:.2}%)\n\
+         tiled at n = 65,536: {time:.0} s, peak {:.1} MiB",
+        crate::show::table(&header, &rows),
+        100.0 * tiled / naive,
+        100.0 * (tiled - output(4096)) / (naive - output(4096)),
+        peak("tiled", 65_536)? / MIB
+    ))
+}
+
+/// The appendix's table: NumPy's tutorial version (`float64` by accident)
+/// and its careful `float32` version (`numpy`, seconds) beside the crate's
+/// naive, tiled and tiled causal attention (`timings`, nanoseconds), in
+/// milliseconds.
+pub fn numpy_table(
+    numpy: &[Measurement],
+    timings: &[Measurement],
+    ns: &[u64],
+) -> Result<String, AttnError> {
+    let mut rows = Vec::new();
+    for &n in ns {
+        let mut row = vec![n.to_string()];
+        for version in ["numpy_tutorial", "numpy_f32"] {
+            let seconds = lookup(numpy, version, n).ok_or(AttnError::MissingMeasurement {
+                method: version.into(),
+                n,
+            })?;
+            row.push(format!("{:.2}", seconds * 1e3));
+        }
+        for method in ["naive", "tiled", "tiled_causal"] {
+            row.push(format!("{:.2}", millis(timings, method, n)?));
+        }
+        rows.push(row);
+    }
+    let header = [
+        "n",
+        "NumPy (f64 by accident)",
+        "NumPy f32",
+        "naive",
+        "tiled",
+        "tiled causal",
+    ];
+    Ok(crate::show::table(&header, &rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measurements_are_read_by_column_name() {
+        let csv = "# a comment\nmethod,n,bytes,seconds\nnaive,1024,4096,0.5\ntiled,2048,10,0.25\n";
+        let rows = read_measurements(csv, "method", "seconds").unwrap();
+        assert_eq!(lookup(&rows, "tiled", 2048), Some(0.25));
+        assert_eq!(lookup(&rows, "tiled", 1024), None);
+        assert_eq!(millis(&rows, "naive", 1024), Ok(0.5e-6));
+        let missing = millis(&rows, "tiled", 1024).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "no measurement of tiled at n = 1024 in book/data (run `cargo xtask measure`)"
+        );
+        assert!(read_measurements(csv, "method", "watts").is_err());
+    }
+}
