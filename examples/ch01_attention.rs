@@ -16,7 +16,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("== Softmax of [1000, -1000, 0] ==");
     let logits = array![1000.0_f32, -1000.0, 0.0];
     println!("naive:  {}", naive_softmax(&logits));
-    println!("stable: {}", softmax(&logits));
+    println!("stable: {}", softmax(&logits)?);
     println!(
         "exp overflows f32 above ln(f32::MAX) = {:.2}",
         f32::MAX.ln()

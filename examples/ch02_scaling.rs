@@ -10,7 +10,7 @@ mod plot;
 use attn::scaling::{self, D_KS, SEED};
 use plot::{Chart, Series, BLUE_, GREY_, ORANGE_};
 
-fn main() {
+fn main() -> Result<(), attn::AttnError> {
     let variance = scaling::variance_experiment(scaling::VARIANCE_SAMPLES, SEED);
     println!(
         "== Experiment 1: variance of q·k over {} pairs per d_k (seed {SEED}) ==",
@@ -19,7 +19,7 @@ fn main() {
     println!("{}", scaling::variance_table(&variance));
 
     let m = scaling::KEYS_PER_QUERY;
-    let saturation = scaling::saturation_experiment(m, scaling::SATURATION_TRIALS, SEED);
+    let saturation = scaling::saturation_experiment(m, scaling::SATURATION_TRIALS, SEED)?;
     println!(
         "\n== Experiments 2 and 3: softmax of {m} scores, mean over {} rows (seed {SEED}) ==",
         scaling::SATURATION_TRIALS
@@ -148,4 +148,5 @@ fn main() {
         )],
     );
     println!("wrote {}", path.display());
+    Ok(())
 }

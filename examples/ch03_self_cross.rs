@@ -23,7 +23,7 @@ const N_DECODER: usize = 5;
 
 fn main() -> Result<(), attn::AttnError> {
     let mut rng = StdRng::seed_from_u64(3);
-    let p = Projections::new(D_MODEL, D_K, D_V, &mut rng);
+    let p = Projections::new(D_MODEL, D_K, D_V, &mut rng)?;
     let encoder = standard_normal(M_ENCODER, D_MODEL, &mut rng);
     let decoder = standard_normal(N_DECODER, D_MODEL, &mut rng);
 
@@ -65,7 +65,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("{}\n", p.cross_attention(&decoder, &narrow).unwrap_err());
 
     println!("== Variances at initialisation (d_model = 512, d_k = 64, 2000 tokens, seed 1) ==");
-    let s = init_statistics(512, 64, 2000, 1);
+    let s = init_statistics(512, 64, 2000, 1)?;
     println!(
         "Var(X) = {:.3}, Var(Q) = {:.3}, Var(K) = {:.3}, Var(QKᵀ/√d_k) = {:.3}",
         s.x, s.q, s.k, s.scores

@@ -33,7 +33,7 @@ fn main() -> Result<(), attn::AttnError> {
 
     println!("\n== A row whose every key is masked; scores [3, 40, -25, 100] ==");
     let [stable, textbook, fill_1e9, add_1e9] =
-        fully_masked_row(&array![3.0_f32, 40.0, -25.0, 100.0]);
+        fully_masked_row(&array![3.0_f32, 40.0, -25.0, 100.0])?;
     println!("fill -inf, stable softmax:    {}", matrix(&stable, 4));
     println!("fill -inf, textbook softmax:  {}", matrix(&textbook, 4));
     println!("fill -1e9:                    {}", matrix(&fill_1e9, 4));
@@ -48,11 +48,11 @@ fn main() -> Result<(), attn::AttnError> {
     let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
     let keep_two = array![[true, true, false]];
     let bias = additive_mask(&keep_two);
-    println!("add -inf:  {}", matrix(&softmax_rows(&(&big + &bias)), 4));
+    println!("add -inf:  {}", matrix(&softmax_rows(&(&big + &bias))?, 4));
     let bias_1e9 = bias.mapv(|b| b.max(-1e9));
     println!(
         "add -1e9:  {}",
-        matrix(&softmax_rows(&(&big + &bias_1e9)), 4)
+        matrix(&softmax_rows(&(&big + &bias_1e9))?, 4)
     );
 
     println!("\n== Padding: 3 real tokens in a row of 5 ==");
@@ -87,11 +87,11 @@ fn main() -> Result<(), attn::AttnError> {
     println!("largest difference from full causal attention: {diff:.1e}");
 
     println!("\n== Cost of generating tokens, d = 512 (GFLOP) ==");
-    println!("{}", decode_cost_table(&[1, 128, 1024, 4096], 512));
+    println!("{}", decode_cost_table(&[1, 128, 1024, 4096], 512)?);
 
     draw_masks()?;
     draw_weights()?;
-    draw_cost();
+    draw_cost()?;
     Ok(())
 }
 
@@ -164,17 +164,19 @@ fn draw_weights() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 5.3: total FLOPs to generate n tokens, with and without a cache.
-fn draw_cost() {
+fn draw_cost() -> Result<(), attn::AttnError> {
     let d = 512;
     let ns: Vec<u64> = (0..=12).map(|p| 1 << p).collect();
-    let series = |label: &str, per_token: fn(u64, u64) -> u64, colour| plot::Series {
-        label: label.to_string(),
-        points: ns
-            .iter()
-            .map(|&n| (n as f64, cumulative_flops(n, d, per_token) as f64))
-            .collect(),
-        colour,
-        dashed: false,
+    let series = |label: &str, per_token: fn(u64, u64) -> f64, colour| {
+        Ok(plot::Series {
+            label: label.to_string(),
+            points: ns
+                .iter()
+                .map(|&n| Ok((n as f64, cumulative_flops(n, d, per_token)?)))
+                .collect::<Result<_, attn::AttnError>>()?,
+            colour,
+            dashed: false,
+        })
     };
     let chart = plot::Chart {
         title: "FLOPs to generate n tokens, one attention layer, d = 512",
@@ -189,9 +191,10 @@ fn draw_cost() {
             "without a cache (rerun the prefix)",
             flops_per_token_without_cache,
             plot::ORANGE_,
-        ),
-        series("with a KV cache", flops_per_token_with_cache, plot::BLUE_),
+        )?,
+        series("with a KV cache", flops_per_token_with_cache, plot::BLUE_)?,
     ];
     let path = plot::line_charts("ch05-kv-cache.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
+    Ok(())
 }

@@ -35,7 +35,7 @@ const OFFSETS: [usize; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
 fn main() -> Result<(), attn::AttnError> {
     println!("== Self-attention of 7 tokens, rows permuted by {PERM:?} ==");
     let mut rng = StdRng::seed_from_u64(6);
-    let layer = Projections::new(16, 8, 8, &mut rng);
+    let layer = Projections::new(16, 8, 8, &mut rng)?;
     let x = standard_normal(7, 16, &mut rng);
     let x_perm = x.select(Axis(0), &PERM);
     let out = layer.self_attention(&x)?.output;
@@ -133,7 +133,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("h = 8:  {}", show(8)?);
     println!("h = 12: {}", show(12)?);
     println!("bias of head 1 (slope 1/2), n = 5:");
-    println!("{}", matrix(&alibi_bias(5, 0.5), 1));
+    println!("{}", matrix(&alibi_bias(5, 0.5)?, 1));
 
     draw_sinusoidal()?;
     draw_curves()?;
@@ -266,9 +266,9 @@ fn draw_alibi() -> Result<(), attn::AttnError> {
                 range: (-3.5, 0.0),
                 annotate: Some(3),
             };
-            (heat, alibi_bias(8, slopes[h]))
+            Ok((heat, alibi_bias(8, slopes[h])?))
         })
-        .collect();
+        .collect::<Result<_, attn::AttnError>>()?;
     let path = plot::heatmap_grid(
         "ch06-alibi.svg",
         "ALiBi bias added to the scores, 4 of 8 heads (future keys: −inf)",

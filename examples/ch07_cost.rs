@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "crossover at n = 2·d_model = {}; scores at n = 65,536: {} GiB",
         crossover_length(D_MODEL),
-        scores_bytes(65_536) >> 30
+        scores_bytes(65_536) / (1u64 << 30) as f64
     );
 
     let csv = data_file("ch07-timings.csv")?;
@@ -56,12 +56,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn draw_cost_model() {
     let ns: Vec<u64> = (6..=16).map(|p| 1 << p).collect();
-    let series = |label: &str, f: fn(u64, u64) -> u64, colour| plot::Series {
+    let series = |label: &str, f: fn(u64, u64) -> f64, colour| plot::Series {
         label: label.into(),
-        points: ns
-            .iter()
-            .map(|&n| (n as f64, f(n, D_MODEL) as f64))
-            .collect(),
+        points: ns.iter().map(|&n| (n as f64, f(n, D_MODEL))).collect(),
         colour,
         dashed: false,
     };

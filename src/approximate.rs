@@ -14,7 +14,7 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use crate::attention::check_qkv;
-use crate::error::AttnError;
+use crate::error::{check_overflow, AttnError};
 use crate::masking::{causal_mask, masked_attention};
 use crate::position::sinusoidal;
 use crate::scaling::standard_normal;
@@ -86,7 +86,10 @@ pub fn linear_attention(
     let z = phi_k.sum_axis(Axis(0)); // d_k
     let numerator = phi_q.dot(&u); // n×d_v
     let denominator = phi_q.dot(&z); // n
-    Ok(numerator / denominator.insert_axis(Axis(1)))
+    denominator.iter().try_for_each(|&d| check_normaliser(d))?;
+    let output = numerator / denominator.insert_axis(Axis(1));
+    check_overflow("linear attention's output", &output)?;
+    Ok(output)
 }
 
 /// Causal linear attention: the same with prefix sums, `U_i = Σ_{j≤i}
@@ -109,12 +112,28 @@ pub fn causal_linear_attention(
         }
         z += &phi_k_i;
         let phi_q_i = phi_q.row(i);
-        let out_i = phi_q_i.dot(&u) / phi_q_i.dot(&z);
-        output.row_mut(i).assign(&out_i);
+        let normaliser = phi_q_i.dot(&z);
+        check_normaliser(normaliser)?;
+        output.row_mut(i).assign(&(phi_q_i.dot(&u) / normaliser));
     }
+    check_overflow("linear attention's output", &output)?;
     Ok(output)
 }
 // ANCHOR_END: linear
+
+/// φ is positive, so the normaliser `φ(q_i)·z` is too, unless `f32`
+/// underflows (entries far below 0, where `eˣ` rounds to 0) or overflows.
+fn check_normaliser(d: f32) -> Result<(), AttnError> {
+    if d > 0.0 && d.is_finite() {
+        return Ok(());
+    }
+    Err(AttnError::InvalidArgument {
+        name: "linear attention's normaliser φ(q_i)·z",
+        value: d,
+        requirement: "must be positive and finite (entries of Q or K far below 0 make it \
+                      underflow to 0, huge ones overflow)",
+    })
+}
 
 /// Checks `Q`, `K`, `V` as [`check_qkv`] does, and that there is one key
 /// per query (self-attention), as a causal method needs.

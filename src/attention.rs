@@ -8,7 +8,7 @@
 
 use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
-use crate::error::{check_not_empty, AttnError};
+use crate::error::{check_finite, check_not_empty, check_overflow, AttnError};
 use crate::softmax::softmax_rows_in_place;
 
 /// What attention returns: the mixed values and the weights that mixed them.
@@ -43,16 +43,9 @@ pub fn check_qkv(
             values: v.dim(),
         });
     }
-    for (name, x) in [("queries", q), ("keys", k), ("values", v)] {
-        if let Some(&bad) = x.iter().find(|x| !x.is_finite()) {
-            return Err(AttnError::InvalidArgument {
-                name,
-                value: bad,
-                requirement: "must hold only finite numbers",
-            });
-        }
-    }
-    Ok(())
+    check_finite("queries", q)?;
+    check_finite("keys", k)?;
+    check_finite("values", v)
 }
 // ANCHOR_END: check_shapes
 
@@ -70,9 +63,11 @@ pub fn scaled_dot_product_attention(
     let d_k = q.ncols() as f32;
     let q_scaled = q / d_k.sqrt(); // scale n×d_k queries, not n×m scores: same result
     let mut scores = q_scaled.dot(&k.t()); // n×m: how well query i matches key j
-    softmax_rows_in_place(&mut scores);
+    check_overflow("the scores QKᵀ/√d_k", &scores)?; // huge finite Q, K can overflow
+    softmax_rows_in_place(&mut scores)?;
     let weights = scores; // n×m: each row sums to 1
     let output = weights.dot(v); // n×d_v: each row a weighted average of values
+    check_overflow("the output", &output)?;
     Ok(Attention { output, weights })
 }
 // ANCHOR_END: attention
@@ -262,7 +257,7 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "queries are empty (shape 0×64): attention needs at least one row and one column"
+            "queries has shape 0×64, which is empty: at least one row and one column are needed"
         );
     }
     // ANCHOR_END: shape_errors

@@ -16,7 +16,7 @@
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
-use crate::error::{check_model_width, AttnError};
+use crate::error::{check_model_width, check_overflow, AttnError};
 use crate::masking::causal_mask;
 use crate::multihead::MultiHeadAttention;
 use crate::projection::init_weight;
@@ -49,18 +49,19 @@ impl LayerNorm {
 
     /// Normalises each row of `x` (`n×d_model`).
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        check_model_width("LayerNorm input", x.dim(), self.gamma.len())?;
+        check_model_width("LayerNorm input", x, self.gamma.len())?;
         let mut y = x.to_owned();
         for mut row in y.rows_mut() {
-            let mean = row.mean().expect("d_model > 0");
-            let variance = row
-                .mapv(|x| (x - mean).powi(2))
-                .mean()
-                .expect("d_model > 0");
-            let inv_std = 1.0 / (variance + self.eps).sqrt();
-            row.mapv_inplace(|x| (x - mean) * inv_std);
+            // In f64: the variance of f32 entries near 3e38 is near 1e77.
+            let d = row.len() as f64;
+            let mean = row.iter().map(|&x| x as f64).sum::<f64>() / d;
+            let variance = row.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / d;
+            let inv_std = 1.0 / (variance + self.eps as f64).sqrt();
+            row.mapv_inplace(|x| ((x as f64 - mean) * inv_std) as f32);
         }
-        Ok(y * &self.gamma + &self.beta)
+        let y = y * &self.gamma + &self.beta;
+        check_overflow("LayerNorm's output", &y)?; // a huge γ or β can overflow
+        Ok(y)
     }
 }
 // ANCHOR_END: layer_norm
@@ -110,21 +111,28 @@ pub struct FeedForward {
 impl FeedForward {
     /// A network `d_model → d_ff → d_model` with weights drawn as in
     /// chapter 3 (`N(0, 1/fan-in)`) and zero biases.
-    pub fn new(d_model: usize, d_ff: usize, activation: Activation, rng: &mut StdRng) -> Self {
-        FeedForward {
-            w1: init_weight(d_model, d_ff, rng),
+    pub fn new(
+        d_model: usize,
+        d_ff: usize,
+        activation: Activation,
+        rng: &mut StdRng,
+    ) -> Result<Self, AttnError> {
+        Ok(FeedForward {
+            w1: init_weight(d_model, d_ff, rng)?,
             b1: Array1::zeros(d_ff),
-            w2: init_weight(d_ff, d_model, rng),
+            w2: init_weight(d_ff, d_model, rng)?,
             b2: Array1::zeros(d_model),
             activation,
-        }
+        })
     }
 
     /// `act(x W₁ + b₁) W₂ + b₂` for `x`: `n×d_model`.
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        check_model_width("FFN input", x.dim(), self.w1.nrows())?;
+        check_model_width("FFN input", x, self.w1.nrows())?;
         let hidden = (x.dot(&self.w1) + &self.b1).mapv(|h| self.activation.apply(h)); // n×d_ff
-        Ok(hidden.dot(&self.w2) + &self.b2) // n×d_model
+        let output = hidden.dot(&self.w2) + &self.b2; // n×d_model
+        check_overflow("the FFN's output", &output)?;
+        Ok(output)
     }
 }
 // ANCHOR_END: ffn
@@ -148,9 +156,17 @@ pub fn residual(
     norm: Norm,
     f: impl FnOnce(&Array2<f32>) -> Result<Array2<f32>, AttnError>,
 ) -> Result<Array2<f32>, AttnError> {
+    let same_shape = |fx: Array2<f32>| match fx.dim() == x.dim() {
+        true => Ok(fx + x),
+        false => Err(AttnError::ShapesDiffer {
+            what: "a sub-layer's output and its input",
+            left: fx.dim(),
+            right: x.dim(),
+        }),
+    };
     match norm {
-        Norm::Post => ln.forward(&(f(&x.to_owned())? + x)),
-        Norm::Pre => Ok(f(&ln.forward(x)?)? + x),
+        Norm::Post => ln.forward(&same_shape(f(&x.to_owned())?)?),
+        Norm::Pre => same_shape(f(&ln.forward(x)?)?),
     }
 }
 // ANCHOR_END: sublayer
@@ -202,7 +218,7 @@ impl EncoderLayer {
     pub fn new(c: Config, rng: &mut StdRng) -> Result<Self, AttnError> {
         Ok(EncoderLayer {
             attention: MultiHeadAttention::new(c.d_model, c.h, rng)?,
-            ffn: FeedForward::new(c.d_model, c.d_ff, c.activation, rng),
+            ffn: FeedForward::new(c.d_model, c.d_ff, c.activation, rng)?,
             ln1: LayerNorm::new(c.d_model),
             ln2: LayerNorm::new(c.d_model),
             norm: c.norm,
@@ -242,7 +258,7 @@ impl DecoderLayer {
         Ok(DecoderLayer {
             self_attention: MultiHeadAttention::new(c.d_model, c.h, rng)?,
             cross_attention: MultiHeadAttention::new(c.d_model, c.h, rng)?,
-            ffn: FeedForward::new(c.d_model, c.d_ff, c.activation, rng),
+            ffn: FeedForward::new(c.d_model, c.d_ff, c.activation, rng)?,
             ln: [0, 1, 2].map(|_| LayerNorm::new(c.d_model)),
             norm: c.norm,
         })

@@ -10,49 +10,51 @@ use crate::error::AttnError;
 // ANCHOR: cost_model
 /// FLOPs of the four projections (`Q`, `K`, `V` and the output), each an
 /// `n×d` by `d×d` product: `4 · 2nd²`. Linear in `n`.
-pub fn projection_flops(n: u64, d: u64) -> u64 {
-    4 * 2 * n * d * d
+pub fn projection_flops(n: u64, d: u64) -> f64 {
+    let (n, d) = (n as f64, d as f64); // counted in f64: no overflow for any n, d
+    4.0 * 2.0 * n * d * d
 }
 
 /// FLOPs of attention proper: the scores `QKᵀ` (`2n²d`) and the weighted sum
 /// of the values (`2n²d`). Quadratic in `n`.
-pub fn attention_flops(n: u64, d: u64) -> u64 {
-    2 * n * n * d + 2 * n * n * d
+pub fn attention_flops(n: u64, d: u64) -> f64 {
+    let (n, d) = (n as f64, d as f64);
+    2.0 * n * n * d + 2.0 * n * n * d
 }
 
 /// The length at which the two are equal: `8nd² = 4n²d` when `n = 2d`.
 /// Shorter sequences spend most FLOPs in the projections, longer ones in
 /// attention.
-pub fn crossover_length(d: u64) -> u64 {
-    2 * d
+pub fn crossover_length(d: u64) -> f64 {
+    2.0 * d as f64
 }
 
 // ANCHOR: block_cost
 /// FLOPs of a block's feed-forward network (chapter 9): an `n×d` by `d×d_ff`
 /// product and an `n×d_ff` by `d_ff×d` product, `2 · 2nd·d_ff`. With
 /// `d_ff = 4d` that is `16nd²`.
-pub fn feed_forward_flops(n: u64, d: u64, d_ff: u64) -> u64 {
-    2 * 2 * n * d * d_ff
+pub fn feed_forward_flops(n: u64, d: u64, d_ff: u64) -> f64 {
+    2.0 * 2.0 * n as f64 * d as f64 * d_ff as f64
 }
 
 /// The length at which a whole block's attention term equals its linear
 /// terms: `8nd² + 4nd·d_ff = 4n²d` when `n = 2d + d_ff`, which is `6d` for
 /// the usual `d_ff = 4d`.
-pub fn block_crossover_length(d: u64, d_ff: u64) -> u64 {
-    2 * d + d_ff
+pub fn block_crossover_length(d: u64, d_ff: u64) -> f64 {
+    2.0 * d as f64 + d_ff as f64
 }
 // ANCHOR_END: block_cost
 
 /// Bytes of the `n×n` scores (or weights) in `f32`: what naive attention
 /// must hold at once, for each head.
-pub fn scores_bytes(n: u64) -> u64 {
-    4 * n * n
+pub fn scores_bytes(n: u64) -> f64 {
+    4.0 * n as f64 * n as f64
 }
 
 /// Bytes of the `n×d` matrices `Q`, `K`, `V` and the output in `f32`: what
 /// any attention must hold.
-pub fn activation_bytes(n: u64, d: u64) -> u64 {
-    4 * 4 * n * d
+pub fn activation_bytes(n: u64, d: u64) -> f64 {
+    4.0 * 4.0 * n as f64 * d as f64
 }
 // ANCHOR_END: cost_model
 
@@ -93,14 +95,14 @@ mod tests {
     #[test]
     fn the_two_terms_add_up_to_the_layer_and_cross_at_2d() {
         for (n, d) in [(1, 1), (128, 64), (512, 512), (4096, 64)] {
-            let layer = multihead_flops(n, n, d, 1).unwrap() as u64;
+            let layer = multihead_flops(n, n, d, 1).unwrap();
             assert_eq!(
                 projection_flops(n as u64, d as u64) + attention_flops(n as u64, d as u64),
                 layer
             );
         }
         for d in [64, 512, 4096] {
-            let n = crossover_length(d);
+            let n = crossover_length(d) as u64;
             assert_eq!(projection_flops(n, d), attention_flops(n, d));
             assert!(projection_flops(n - 1, d) > attention_flops(n - 1, d));
             assert!(projection_flops(n + 1, d) < attention_flops(n + 1, d));
@@ -128,8 +130,16 @@ mod tests {
 
     #[test]
     fn sixteen_gibibytes_of_scores_at_65536() {
-        assert_eq!(scores_bytes(65_536), 16 << 30);
-        assert_eq!(scores_bytes(4096), 64 << 20);
-        assert_eq!(activation_bytes(65_536, 64), 64 << 20);
+        assert_eq!(scores_bytes(65_536), (16u64 << 30) as f64);
+        assert_eq!(scores_bytes(4096), (64u64 << 20) as f64);
+        assert_eq!(activation_bytes(65_536, 64), (64u64 << 20) as f64);
+    }
+
+    #[test]
+    fn counts_never_overflow() {
+        let huge = projection_flops(u64::MAX, u64::MAX);
+        assert!(huge.is_finite() && huge > 1e57);
+        assert!(attention_flops(u64::MAX, u64::MAX).is_finite());
+        assert!(block_crossover_length(u64::MAX, u64::MAX) > 1e19);
     }
 }

@@ -102,6 +102,22 @@ pub enum AttnError {
         /// The sequence length.
         n: u64,
     },
+    /// A score softmax cannot weigh: NaN, or `+∞` (`−∞` is a dropped key).
+    InvalidScore {
+        /// `(row, column)` of the first such score (row 0 for a single row).
+        position: (usize, usize),
+        /// The score.
+        value: f32,
+    },
+    /// A result computed from finite inputs that does not fit in `f32`.
+    Overflow {
+        /// What overflowed, e.g. `"the scores QKᵀ/√d_k"`.
+        what: &'static str,
+        /// `(row, column)` of the first entry that is not finite.
+        position: (usize, usize),
+        /// That entry: `±∞`, or NaN (`∞ − ∞`).
+        value: f32,
+    },
     /// A data file of `book/data` that cannot be read.
     MissingDataFile {
         /// The file's path.
@@ -151,7 +167,7 @@ impl fmt::Display for AttnError {
             ),
             AttnError::Empty { name, shape: s } => write!(
                 f,
-                "{name} are empty (shape {}): attention needs at least one row and one column",
+                "{name} has shape {}, which is empty: at least one row and one column are needed",
                 shape(s)
             ),
             AttnError::ModelWidthMismatch {
@@ -202,6 +218,21 @@ impl fmt::Display for AttnError {
                 f,
                 "no measurement of {method} at n = {n} in book/data (run `cargo xtask measure`)"
             ),
+            AttnError::InvalidScore { position, value } => write!(
+                f,
+                "score ({}, {}) is {value}: softmax needs finite scores, or −∞ for a dropped key",
+                position.0, position.1
+            ),
+            AttnError::Overflow {
+                what,
+                position,
+                value,
+            } => write!(
+                f,
+                "{what} overflow f32: entry ({}, {}) is {value} although every input is finite \
+                 (scale the inputs down)",
+                position.0, position.1
+            ),
             AttnError::MissingDataFile {
                 ref path,
                 ref reason,
@@ -219,6 +250,40 @@ impl fmt::Display for AttnError {
 
 impl std::error::Error for AttnError {}
 
+/// Checks that `x`, computed from finite inputs, is finite: an entry that is
+/// not means `f32` overflowed on the way.
+pub(crate) fn check_overflow(
+    what: &'static str,
+    x: &ndarray::ArrayRef2<f32>,
+) -> Result<(), AttnError> {
+    check_overflow_at(what, x, (0, 0))
+}
+
+/// [`check_overflow`] for a block of a larger matrix whose first entry is at
+/// `offset`: the error names the entry's position in the whole.
+pub(crate) fn check_overflow_at(
+    what: &'static str,
+    x: &ndarray::ArrayRef2<f32>,
+    offset: (usize, usize),
+) -> Result<(), AttnError> {
+    // One branch-free pass (it vectorises); the position only on failure.
+    let finite = match x.as_slice_memory_order() {
+        Some(all) => all.iter().fold(true, |ok, v| ok & v.is_finite()),
+        None => x.iter().fold(true, |ok, v| ok & v.is_finite()),
+    };
+    if finite {
+        return Ok(());
+    }
+    match x.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        Some(((i, j), &value)) => Err(AttnError::Overflow {
+            what,
+            position: (offset.0 + i, offset.1 + j),
+            value,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Checks that an input has at least one row and one column.
 pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnError> {
     if s.0 == 0 || s.1 == 0 {
@@ -227,12 +292,13 @@ pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnEr
     Ok(())
 }
 
-/// Checks that token vectors `x` (shape `s`) are non-empty and `d_model` wide.
+/// Checks that token vectors `x` are non-empty, `d_model` wide and finite.
 pub(crate) fn check_model_width(
     name: &'static str,
-    s: Shape,
+    x: &ndarray::ArrayRef2<f32>,
     d_model: usize,
 ) -> Result<(), AttnError> {
+    let s = x.dim();
     check_not_empty(name, s)?;
     if s.1 != d_model {
         return Err(AttnError::ModelWidthMismatch {
@@ -241,7 +307,22 @@ pub(crate) fn check_model_width(
             shape: s,
         });
     }
-    Ok(())
+    check_finite(name, x)
+}
+
+/// Checks that an input holds only finite numbers.
+pub(crate) fn check_finite(
+    name: &'static str,
+    x: &ndarray::ArrayRef2<f32>,
+) -> Result<(), AttnError> {
+    match x.iter().find(|v| !v.is_finite()) {
+        Some(&bad) => Err(AttnError::InvalidArgument {
+            name,
+            value: bad,
+            requirement: "must hold only finite numbers",
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::ops::Range;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 
 use crate::attention::{check_qkv, for_each_item, Attention, BatchedAttention};
-use crate::error::AttnError;
+use crate::error::{check_overflow, AttnError};
 use crate::scaled_dot_product_attention;
 use crate::softmax::softmax_rows_in_place;
 
@@ -42,12 +42,24 @@ pub fn additive_mask(keep: &ArrayRef2<bool>) -> Array2<f32> {
 // ANCHOR: masked_fill
 /// Overwrites every score whose key is dropped (`keep[i, j] == false`) with
 /// `fill`. The crate always fills with `−∞`; the chapter also tries `−1e9`.
-pub fn masked_fill(scores: &mut Array2<f32>, keep: &ArrayRef2<bool>, fill: f32) {
+/// `keep` must have the scores' shape `n×m`.
+pub fn masked_fill(
+    scores: &mut ArrayRef2<f32>,
+    keep: &ArrayRef2<bool>,
+    fill: f32,
+) -> Result<(), AttnError> {
+    if keep.dim() != scores.dim() {
+        return Err(AttnError::MaskShapeMismatch {
+            scores: scores.dim(),
+            mask: keep.dim(),
+        });
+    }
     scores.zip_mut_with(keep, |s, &keep_ij| {
         if !keep_ij {
             *s = fill;
         }
     });
+    Ok(())
 }
 // ANCHOR_END: masked_fill
 
@@ -68,7 +80,9 @@ fn checked_scores(
         });
     }
     let d_k = q.ncols() as f32;
-    Ok((q / d_k.sqrt()).dot(&k.t())) // as chapter 1: scale the queries
+    let scores = (q / d_k.sqrt()).dot(&k.t()); // as chapter 1: scale the queries
+    check_overflow("the scores QKᵀ/√d_k", &scores)?;
+    Ok(scores)
 }
 
 // ANCHOR: masked_attention
@@ -82,10 +96,11 @@ pub fn masked_attention(
     keep: &ArrayRef2<bool>,
 ) -> Result<Attention, AttnError> {
     let mut scores = checked_scores(q, k, v, keep.dim())?; // n×m
-    masked_fill(&mut scores, keep, f32::NEG_INFINITY);
-    softmax_rows_in_place(&mut scores);
+    masked_fill(&mut scores, keep, f32::NEG_INFINITY)?;
+    softmax_rows_in_place(&mut scores)?;
     let weights = scores; // dropped keys get exactly 0
     let output = weights.dot(v); // n×d_v
+    check_overflow("the output", &output)?;
     Ok(Attention { output, weights })
 }
 // ANCHOR_END: masked_attention
@@ -99,34 +114,47 @@ pub fn biased_attention(
     v: &ArrayRef2<f32>,
     bias: &ArrayRef2<f32>,
 ) -> Result<Attention, AttnError> {
+    check_bias(bias)?;
     let mut scores = checked_scores(q, k, v, bias.dim())? + bias; // n×m
-    softmax_rows_in_place(&mut scores);
+    softmax_rows_in_place(&mut scores)?; // a score of +∞ would be an error
     let weights = scores;
     let output = weights.dot(v);
+    check_overflow("the output", &output)?;
     Ok(Attention { output, weights })
 }
 // ANCHOR_END: biased_attention
+
+/// Checks that a bias holds finite numbers or `−∞` (a dropped key) only.
+fn check_bias(bias: &ArrayRef2<f32>) -> Result<(), AttnError> {
+    match bias.iter().find(|b| b.is_nan() || **b == f32::INFINITY) {
+        Some(&bad) => Err(AttnError::InvalidArgument {
+            name: "bias",
+            value: bad,
+            requirement: "must hold finite numbers, or −∞ for a dropped key",
+        }),
+        None => Ok(()),
+    }
+}
 
 /// Chapter 5's experiment: one row of `scores` with every key masked, in
 /// four ways. Returns the weights (`1×m` each) for: `−∞` with the stable
 /// softmax, `−∞` with the textbook softmax, `−1e9` written over the scores,
 /// and `−1e9` added to them.
-pub fn fully_masked_row(scores: &ArrayRef1<f32>) -> [Array2<f32>; 4] {
+pub fn fully_masked_row(scores: &ArrayRef1<f32>) -> Result<[Array2<f32>; 4], AttnError> {
     let scores = scores.to_owned().insert_axis(Axis(0)); // 1×m
     let none = Array2::from_elem(scores.dim(), false);
     let filled = |fill: f32| {
         let mut s = scores.clone();
-        masked_fill(&mut s, &none, fill);
-        s
+        masked_fill(&mut s, &none, fill).map(|()| s)
     };
-    let minus_inf = filled(f32::NEG_INFINITY);
+    let minus_inf = filled(f32::NEG_INFINITY)?;
     let textbook = crate::softmax::naive_softmax(&minus_inf.row(0)).insert_axis(Axis(0));
-    [
-        crate::softmax::softmax_rows(&minus_inf),
+    Ok([
+        crate::softmax::softmax_rows(&minus_inf)?,
         textbook,
-        crate::softmax::softmax_rows(&filled(-1e9)),
-        crate::softmax::softmax_rows(&(&scores - 1e9)),
-    ]
+        crate::softmax::softmax_rows(&filled(-1e9)?)?,
+        crate::softmax::softmax_rows(&(&scores - 1e9))?,
+    ])
 }
 
 // ANCHOR: padding
@@ -302,8 +330,9 @@ pub fn decode_with_cache(
 ///
 /// `4 · 2td²` (project Q, K, V and the output for all `t` tokens)
 /// `+ 2t²d` (scores `QKᵀ`) `+ 2t²d` (weights times `V`).
-pub fn flops_per_token_without_cache(t: u64, d: u64) -> u64 {
-    4 * 2 * t * d * d + 2 * t * t * d + 2 * t * t * d
+pub fn flops_per_token_without_cache(t: u64, d: u64) -> f64 {
+    let (t, d) = (t as f64, d as f64); // counted in f64: no overflow for any t, d
+    4.0 * 2.0 * t * d * d + 2.0 * t * t * d + 2.0 * t * t * d
 }
 
 /// FLOPs to generate the `t`-th token **with** a cache: project only the new
@@ -311,20 +340,32 @@ pub fn flops_per_token_without_cache(t: u64, d: u64) -> u64 {
 ///
 /// `4 · 2d²` (project Q, K, V and the output for one token)
 /// `+ 2td` (one row of scores) `+ 2td` (one row of weights times `V`).
-pub fn flops_per_token_with_cache(t: u64, d: u64) -> u64 {
-    4 * 2 * d * d + 2 * t * d + 2 * t * d
+pub fn flops_per_token_with_cache(t: u64, d: u64) -> f64 {
+    let (t, d) = (t as f64, d as f64);
+    4.0 * 2.0 * d * d + 2.0 * t * d + 2.0 * t * d
 }
 
-/// Total FLOPs to generate `n` tokens, `Σ_{t=1}^{n} per_token(t, d)`.
-pub fn cumulative_flops(n: u64, d: u64, per_token: fn(u64, u64) -> u64) -> u64 {
-    (1..=n).map(|t| per_token(t, d)).sum()
+/// Total FLOPs to generate `n` tokens, `Σ_{t=1}^{n} per_token(t, d)`, summed
+/// token by token (so `n` is at most [`MAX_DECODED_TOKENS`]).
+pub fn cumulative_flops(n: u64, d: u64, per_token: fn(u64, u64) -> f64) -> Result<f64, AttnError> {
+    if n > MAX_DECODED_TOKENS {
+        return Err(AttnError::InvalidArgument {
+            name: "n",
+            value: n as f32,
+            requirement: "must be at most 2^24 tokens, since the sum is taken token by token",
+        });
+    }
+    Ok((1..=n).map(|t| per_token(t, d)).sum())
 }
+
+/// The most tokens [`cumulative_flops`] sums over.
+pub const MAX_DECODED_TOKENS: u64 = 1 << 24;
 // ANCHOR_END: decode_flops
 
 /// The decode-cost table the chapter prints: for each `n`, the FLOPs for
 /// token `n` and for all `n` tokens, without and with the cache, in GFLOP.
-pub fn decode_cost_table(ns: &[u64], d: u64) -> String {
-    let giga = |flops: u64| format!("{:.3}", flops as f64 / 1e9);
+pub fn decode_cost_table(ns: &[u64], d: u64) -> Result<String, AttnError> {
+    let giga = |flops: f64| format!("{:.3}", flops / 1e9);
     let rows: Vec<Vec<String>> = ns
         .iter()
         .map(|&n| {
@@ -332,19 +373,19 @@ pub fn decode_cost_table(ns: &[u64], d: u64) -> String {
                 flops_per_token_without_cache(n, d),
                 flops_per_token_with_cache(n, d),
             );
-            let all_without = cumulative_flops(n, d, flops_per_token_without_cache);
-            let all_with = cumulative_flops(n, d, flops_per_token_with_cache);
-            vec![
+            let all_without = cumulative_flops(n, d, flops_per_token_without_cache)?;
+            let all_with = cumulative_flops(n, d, flops_per_token_with_cache)?;
+            Ok(vec![
                 n.to_string(),
                 giga(one_without),
                 giga(one_with),
                 giga(all_without),
                 giga(all_with),
-                format!("{:.0}×", all_without as f64 / all_with as f64),
-            ]
+                format!("{:.0}×", all_without / all_with),
+            ])
         })
-        .collect();
-    crate::show::table(
+        .collect::<Result<_, AttnError>>()?;
+    Ok(crate::show::table(
         &[
             "n",
             "token n, no cache",
@@ -354,7 +395,7 @@ pub fn decode_cost_table(ns: &[u64], d: u64) -> String {
             "saved",
         ],
         &rows,
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -413,21 +454,21 @@ mod tests {
 
         // −∞: the row is all zeros (our softmax) …
         let mut s = scores.clone();
-        masked_fill(&mut s, &all_masked, f32::NEG_INFINITY);
-        assert_eq!(softmax_rows(&s), array![[0.0, 0.0, 0.0, 0.0]]);
+        masked_fill(&mut s, &all_masked, f32::NEG_INFINITY).unwrap();
+        assert_eq!(softmax_rows(&s).unwrap(), array![[0.0, 0.0, 0.0, 0.0]]);
         // … where the textbook softmax gives NaN (−∞ − (−∞) is NaN).
         assert!(naive_softmax(&s.row(0)).iter().all(|p| p.is_nan()));
 
         // −1e9 written over the scores: every key ties, the weights are
         // uniform, and the output is the mean of values meant to be hidden.
         let mut s = scores.clone();
-        masked_fill(&mut s, &all_masked, -1e9);
-        assert_eq!(softmax_rows(&s), array![[0.25, 0.25, 0.25, 0.25]]);
+        masked_fill(&mut s, &all_masked, -1e9).unwrap();
+        assert_eq!(softmax_rows(&s).unwrap(), array![[0.25, 0.25, 0.25, 0.25]]);
 
         // −1e9 added: near 1e9, neighbouring f32 numbers are 64 apart, so
         // the scores are rounded to multiples of 64 and the largest wins.
         assert_eq!(3.0_f32 + -1e9, -1e9);
-        let w = softmax_rows(&(scores.clone() - 1e9));
+        let w = softmax_rows(&(scores.clone() - 1e9)).unwrap();
         assert_eq!(w[[0, 3]], 1.0);
 
         // Large scores: an added −1e9 no longer hides a masked score of 5e9.
@@ -435,12 +476,12 @@ mod tests {
         let keep = array![[true, true, false]];
         let minus_1e9 = additive_mask(&keep).mapv(|b| b.max(-1e9));
         assert_eq!(
-            softmax_rows(&(&big + &minus_1e9)).row(0),
+            softmax_rows(&(&big + &minus_1e9)).unwrap().row(0),
             array![0.0, 0.0, 1.0]
         );
         let minus_inf = additive_mask(&keep);
         assert_eq!(
-            softmax_rows(&(&big + &minus_inf)).row(0),
+            softmax_rows(&(&big + &minus_inf)).unwrap().row(0),
             array![1.0, 0.0, 0.0]
         );
     }
@@ -645,13 +686,15 @@ mod tests {
     fn decode_flops_match_their_closed_forms() {
         let d = 512;
         for n in [1_u64, 2, 10, 1024, 4096] {
-            let without = cumulative_flops(n, d, flops_per_token_without_cache);
-            let with = cumulative_flops(n, d, flops_per_token_with_cache);
+            let without = cumulative_flops(n, d, flops_per_token_without_cache).unwrap();
+            let with = cumulative_flops(n, d, flops_per_token_with_cache).unwrap();
             let sum_t = n * (n + 1) / 2;
             let sum_t2 = n * (n + 1) * (2 * n + 1) / 6;
-            assert_eq!(without, 8 * d * d * sum_t + 4 * d * sum_t2);
-            assert_eq!(with, 8 * d * d * n + 4 * d * sum_t);
+            assert_eq!(without, (8 * d * d * sum_t + 4 * d * sum_t2) as f64);
+            assert_eq!(with, (8 * d * d * n + 4 * d * sum_t) as f64);
         }
+        // Summing u64::MAX tokens one by one would never finish.
+        assert!(cumulative_flops(u64::MAX, 0, flops_per_token_with_cache).is_err());
         // At t = 1 there is nothing to reuse: both cost the same.
         assert_eq!(
             flops_per_token_with_cache(1, d),

@@ -21,7 +21,7 @@ use ndarray_rand::rand::rngs::StdRng;
 use crate::attention::{batched_attention, for_each_item};
 use crate::error::{check_model_width, AttnError};
 use crate::masking::masked_attention;
-use crate::projection::init_weight;
+use crate::projection::{init_weight, project};
 use crate::scaling::{entropy, standard_normal};
 
 // ANCHOR: struct
@@ -53,7 +53,16 @@ pub struct MultiHeadOutput {
 // ANCHOR: split_merge
 /// Checks that `h` heads split `d_model` evenly.
 fn check_heads(d_model: usize, h: usize) -> Result<(), AttnError> {
-    if h == 0 || d_model == 0 || d_model % h != 0 {
+    for (name, value) in [("d_model", d_model), ("h", h)] {
+        if value == 0 {
+            return Err(AttnError::InvalidArgument {
+                name,
+                value: 0.0,
+                requirement: "must be at least 1",
+            });
+        }
+    }
+    if d_model % h != 0 {
         return Err(AttnError::HeadsDoNotDivide { d_model, h });
     }
     Ok(())
@@ -89,10 +98,10 @@ impl MultiHeadAttention {
         check_heads(d_model, h)?;
         Ok(MultiHeadAttention {
             h,
-            w_q: init_weight(d_model, d_model, rng),
-            w_k: init_weight(d_model, d_model, rng),
-            w_v: init_weight(d_model, d_model, rng),
-            w_o: init_weight(d_model, d_model, rng),
+            w_q: init_weight(d_model, d_model, rng)?,
+            w_k: init_weight(d_model, d_model, rng)?,
+            w_v: init_weight(d_model, d_model, rng)?,
+            w_o: init_weight(d_model, d_model, rng)?,
         })
     }
     // ANCHOR_END: new
@@ -113,7 +122,7 @@ impl MultiHeadAttention {
     }
 
     fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
-        check_model_width(name, x.dim(), self.d_model())
+        check_model_width(name, x, self.d_model())
     }
 
     // ANCHOR: forward
@@ -137,9 +146,9 @@ impl MultiHeadAttention {
     ) -> Result<[Array3<f32>; 3], AttnError> {
         self.check_width("query input", x_q)?;
         self.check_width("key/value input", x_kv)?;
-        let q = split_heads(&x_q.dot(&self.w_q), self.h)?; // h×n×d_k
-        let k = split_heads(&x_kv.dot(&self.w_k), self.h)?; // h×m×d_k
-        let v = split_heads(&x_kv.dot(&self.w_v), self.h)?; // h×m×d_k
+        let q = split_heads(&project("the queries X_q W_Q", x_q, &self.w_q)?, self.h)?; // h×n×d_k
+        let k = split_heads(&project("the keys X_kv W_K", x_kv, &self.w_k)?, self.h)?; // h×m×d_k
+        let v = split_heads(&project("the values X_kv W_V", x_kv, &self.w_v)?, self.h)?; // h×m×d_k
         Ok([q, k, v])
     }
     // ANCHOR_END: forward
@@ -154,7 +163,7 @@ impl MultiHeadAttention {
         v: &Array3<f32>,
     ) -> Result<MultiHeadOutput, AttnError> {
         let heads = batched_attention(q, k, v)?; // h×n×d_k, weights h×n×m
-        let output = merge_heads(&heads.output).dot(&self.w_o); // n×d_model
+        let output = project("the output", &merge_heads(&heads.output), &self.w_o)?; // n×d_model
         Ok(MultiHeadOutput {
             output,
             weights: heads.weights,
@@ -174,7 +183,7 @@ impl MultiHeadAttention {
         let heads = for_each_item(&q, &k, &v, |_, q_i, k_i, v_i| {
             masked_attention(&q_i, &k_i, &v_i, keep)
         })?;
-        let output = merge_heads(&heads.output).dot(&self.w_o); // n×d_model
+        let output = project("the output", &merge_heads(&heads.output), &self.w_o)?; // n×d_model
         Ok(MultiHeadOutput {
             output,
             weights: heads.weights,
@@ -190,7 +199,7 @@ impl MultiHeadAttention {
         self.check_width("x", x)?;
         let d = self.d_model();
         let w_qkv = concatenate![Axis(1), self.w_q, self.w_k, self.w_v]; // d×3d
-        let qkv = x.dot(&w_qkv); // n×3d
+        let qkv = project("the projections X [W_Q | W_K | W_V]", x, &w_qkv)?; // n×3d
         let q = split_heads(&qkv.slice(s![.., 0..d]), self.h)?;
         let k = split_heads(&qkv.slice(s![.., d..2 * d]), self.h)?;
         let v = split_heads(&qkv.slice(s![.., 2 * d..3 * d]), self.h)?;
@@ -206,13 +215,14 @@ impl MultiHeadAttention {
 /// `4·n·m·d` over all heads. The softmax's `O(h·n·m)` is left out.
 ///
 /// `h` cancels: `h` heads of width `d/h` cost the same as one of width `d`.
-pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> Result<usize, AttnError> {
+pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> Result<f64, AttnError> {
     check_heads(d_model, h)?;
-    let d_k = d_model / h;
-    let projections = 2 * n * d_model * d_model // Q = X_q W_Q
-        + 2 * 2 * m * d_model * d_model // K and V
-        + 2 * n * d_model * d_model; // output projection
-    let attention = h * (2 * n * m * d_k + 2 * n * m * d_k); // QKᵀ and weights·V per head
+    let d_k = (d_model / h) as f64;
+    let (n, m, d_model, h) = (n as f64, m as f64, d_model as f64, h as f64); // no overflow
+    let projections = 2.0 * n * d_model * d_model // Q = X_q W_Q
+        + 2.0 * 2.0 * m * d_model * d_model // K and V
+        + 2.0 * n * d_model * d_model; // output projection
+    let attention = h * (2.0 * n * m * d_k + 2.0 * n * m * d_k); // QKᵀ and weights·V per head
     Ok(projections + attention)
 }
 // ANCHOR_END: flops
@@ -382,7 +392,7 @@ mod tests {
         assert_eq!(mha.parameters(), 4 * 64 * 64);
         let (n, m, d) = (5, 7, 512);
         // 4·n·d² + 4·m·d² + 4·n·m·d, whatever the number of heads.
-        let formula = 4 * n * d * d + 4 * m * d * d + 4 * n * m * d;
+        let formula = (4 * n * d * d + 4 * m * d * d + 4 * n * m * d) as f64;
         for h in [1, 2, 8, 64] {
             assert_eq!(multihead_flops(n, m, d, h), Ok(formula), "h = {h}");
         }

@@ -158,14 +158,22 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
 /// The `n×n` ALiBi bias of one head with slope `m`, causal:
 /// `−m·(i − j)` for keys `j ≤ i`, and `−∞` for future keys `j > i`.
 /// It is added to the scores (see [`crate::masking::biased_attention`]).
-pub fn alibi_bias(n: usize, slope: f32) -> Array2<f32> {
-    Array2::from_shape_fn((n, n), |(i, j)| {
+/// `m·(n − 1)` must be finite: a bias of `−∞` would drop a key.
+pub fn alibi_bias(n: usize, slope: f32) -> Result<Array2<f32>, AttnError> {
+    if !(slope * n.saturating_sub(1) as f32).is_finite() {
+        return Err(AttnError::InvalidArgument {
+            name: "ALiBi slope",
+            value: slope,
+            requirement: "must be finite, and small enough that slope·(n − 1) is too",
+        });
+    }
+    Ok(Array2::from_shape_fn((n, n), |(i, j)| {
         if j <= i {
             slope * (j as f32 - i as f32) // −slope·(i − j), and +0 on the diagonal
         } else {
             f32::NEG_INFINITY
         }
-    })
+    }))
 }
 // ANCHOR_END: alibi
 
@@ -183,7 +191,7 @@ mod tests {
     #[test]
     fn without_positions_self_attention_is_permutation_equivariant() {
         let mut rng = StdRng::seed_from_u64(6);
-        let layer = Projections::new(16, 8, 8, &mut rng);
+        let layer = Projections::new(16, 8, 8, &mut rng).unwrap();
         let x = standard_normal(7, 16, &mut rng);
         let mut perm: Vec<usize> = (0..7).collect();
         perm.shuffle(&mut rng);
@@ -307,7 +315,7 @@ mod tests {
 
     #[test]
     fn alibi_penalises_distance_and_hides_the_future() {
-        let b = alibi_bias(4, 0.5);
+        let b = alibi_bias(4, 0.5).unwrap();
         assert_eq!(b.row(3), array![-1.5, -1.0, -0.5, 0.0]);
         assert_eq!(b[[0, 1]], f32::NEG_INFINITY);
         // With equal scores everywhere, nearer keys get more weight.

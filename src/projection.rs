@@ -19,7 +19,7 @@ use ndarray_rand::rand_distr::Normal;
 use ndarray_rand::RandomExt;
 
 use crate::attention::{scaled_dot_product_attention, Attention};
-use crate::error::{check_model_width, AttnError};
+use crate::error::{check_model_width, check_not_empty, check_overflow, AttnError};
 
 // ANCHOR: projections
 /// The three learned matrices of one attention layer (one head).
@@ -41,21 +41,43 @@ pub struct Projections {
 /// entries gives outputs with variance `d_model · (1/d_model) = 1`, so
 /// queries and keys start with unit-variance entries: the case chapter 2
 /// analysed, where `q·k/√d_k` has variance 1.
-pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Array2<f32> {
-    let std = 1.0 / (rows as f32).sqrt();
-    let normal = Normal::new(0.0, std).expect("a positive, finite standard deviation");
-    Array2::random_using((rows, cols), normal, rng)
+pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Result<Array2<f32>, AttnError> {
+    check_not_empty("weight matrix", (rows, cols))?;
+    let std = 1.0 / (rows as f32).sqrt(); // positive and finite: rows ≥ 1
+    let normal = Normal::new(0.0, std).map_err(|_| AttnError::InvalidArgument {
+        name: "rows",
+        value: rows as f32,
+        requirement: "must give a finite standard deviation 1/√rows",
+    })?;
+    Ok(Array2::random_using((rows, cols), normal, rng))
 }
 // ANCHOR_END: init
 
+/// `x w`, or an error naming `what` if `f32` overflowed (finite inputs with
+/// huge entries can give an infinite product).
+pub(crate) fn project(
+    what: &'static str,
+    x: &ArrayRef2<f32>,
+    w: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, AttnError> {
+    let y = x.dot(w);
+    check_overflow(what, &y)?;
+    Ok(y)
+}
+
 impl Projections {
     /// Fresh projections for `d_model`-wide tokens, seeded by `rng`.
-    pub fn new(d_model: usize, d_k: usize, d_v: usize, rng: &mut StdRng) -> Self {
-        Projections {
-            w_q: init_weight(d_model, d_k, rng),
-            w_k: init_weight(d_model, d_k, rng),
-            w_v: init_weight(d_model, d_v, rng),
-        }
+    pub fn new(
+        d_model: usize,
+        d_k: usize,
+        d_v: usize,
+        rng: &mut StdRng,
+    ) -> Result<Self, AttnError> {
+        Ok(Projections {
+            w_q: init_weight(d_model, d_k, rng)?,
+            w_k: init_weight(d_model, d_k, rng)?,
+            w_v: init_weight(d_model, d_v, rng)?,
+        })
     }
 
     /// The token width `d_model` these projections expect.
@@ -64,7 +86,7 @@ impl Projections {
     }
 
     fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
-        check_model_width(name, x.dim(), self.d_model())
+        check_model_width(name, x, self.d_model())
     }
 
     // ANCHOR: attend
@@ -77,9 +99,9 @@ impl Projections {
     ) -> Result<Attention, AttnError> {
         self.check_width("query input", x_q)?;
         self.check_width("key/value input", x_kv)?;
-        let q = x_q.dot(&self.w_q); // n×d_k
-        let k = x_kv.dot(&self.w_k); // m×d_k
-        let v = x_kv.dot(&self.w_v); // m×d_v
+        let q = project("the queries X_q W_Q", x_q, &self.w_q)?; // n×d_k
+        let k = project("the keys X_kv W_K", x_kv, &self.w_k)?; // m×d_k
+        let v = project("the values X_kv W_V", x_kv, &self.w_v)?; // m×d_v
         scaled_dot_product_attention(&q, &k, &v)
     }
 
@@ -117,23 +139,29 @@ pub struct InitStats {
 /// Projects `tokens` random decoder and encoder tokens (`N(0, 1)` entries,
 /// width `d_model`) with fresh projections to width `d_k`, and measures the
 /// variance of each stage.
-pub fn init_statistics(d_model: usize, d_k: usize, tokens: usize, seed: u64) -> InitStats {
+pub fn init_statistics(
+    d_model: usize,
+    d_k: usize,
+    tokens: usize,
+    seed: u64,
+) -> Result<InitStats, AttnError> {
     use crate::scaling::{sample_variance, standard_normal};
     use ndarray_rand::rand::SeedableRng;
     let mut rng = StdRng::seed_from_u64(seed);
-    let p = Projections::new(d_model, d_k, d_k, &mut rng);
+    check_not_empty("tokens (tokens×d_model)", (tokens, d_model))?;
+    let p = Projections::new(d_model, d_k, d_k, &mut rng)?;
     let decoder = standard_normal(tokens, d_model, &mut rng);
     let encoder = standard_normal(tokens, d_model, &mut rng);
     let q = decoder.dot(&p.w_q);
     let k = encoder.dot(&p.w_k);
     let scores = q.dot(&k.t()) / (d_k as f32).sqrt();
     let var = |a: &Array2<f32>| sample_variance(&a.flatten());
-    InitStats {
+    Ok(InitStats {
         x: var(&decoder),
         q: var(&q),
         k: var(&k),
         scores: var(&scores),
-    }
+    })
 }
 // ANCHOR_END: init_stats
 
@@ -147,7 +175,7 @@ mod tests {
     #[test]
     fn shapes_of_self_and_cross_attention() {
         let mut rng = StdRng::seed_from_u64(3);
-        let p = Projections::new(16, 8, 4, &mut rng);
+        let p = Projections::new(16, 8, 4, &mut rng).unwrap();
         let enc = standard_normal(7, 16, &mut rng);
         let dec = standard_normal(5, 16, &mut rng);
         let s = p.self_attention(&enc).unwrap();
@@ -160,7 +188,7 @@ mod tests {
     #[test]
     fn attend_is_attention_of_the_projections() {
         let mut rng = StdRng::seed_from_u64(4);
-        let p = Projections::new(6, 3, 2, &mut rng);
+        let p = Projections::new(6, 3, 2, &mut rng).unwrap();
         let x = standard_normal(4, 6, &mut rng);
         let by_hand = scaled_dot_product_attention(&x.dot(&p.w_q), &x.dot(&p.w_k), &x.dot(&p.w_v));
         assert_eq!(p.self_attention(&x).unwrap(), by_hand.unwrap());
@@ -169,7 +197,7 @@ mod tests {
     #[test]
     fn wrong_token_width_names_the_shapes() {
         let mut rng = StdRng::seed_from_u64(5);
-        let p = Projections::new(16, 8, 8, &mut rng);
+        let p = Projections::new(16, 8, 8, &mut rng).unwrap();
         let dec = standard_normal(5, 16, &mut rng);
         let enc = standard_normal(7, 12, &mut rng);
         let err = p.cross_attention(&dec, &enc).unwrap_err();
@@ -182,7 +210,7 @@ mod tests {
     #[test]
     fn init_has_the_stated_standard_deviation() {
         let mut rng = StdRng::seed_from_u64(6);
-        let w = init_weight(256, 256, &mut rng);
+        let w = init_weight(256, 256, &mut rng).unwrap();
         let var = w.iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / w.len() as f64;
         assert!(
             (var * 256.0 - 1.0).abs() < 0.02,

@@ -13,6 +13,7 @@ use ndarray_rand::rand::SeedableRng;
 use ndarray_rand::rand_distr::StandardNormal;
 use ndarray_rand::RandomExt;
 
+use crate::error::{check_not_empty, AttnError};
 use crate::show;
 use crate::softmax::softmax;
 
@@ -123,26 +124,31 @@ pub struct SaturationRow {
 }
 
 /// Averages [`SoftmaxStats`] over rows of scores.
-fn softmax_stats(scores: &Array2<f32>) -> SoftmaxStats {
+fn softmax_stats(scores: &Array2<f32>) -> Result<SoftmaxStats, AttnError> {
     let (mut max_weight, mut h, mut norm) = (0.0, 0.0, 0.0);
     for s in scores.rows() {
-        let p = softmax(&s);
+        let p = softmax(&s)?;
         max_weight += p.fold(0.0_f32, |a, &b| a.max(b)) as f64;
         h += entropy(&p);
         norm += frobenius_norm(&softmax_jacobian(&p));
     }
     let rows = scores.nrows() as f64;
-    SoftmaxStats {
+    Ok(SoftmaxStats {
         max_weight: max_weight / rows,
         entropy: h / rows,
         jacobian_norm: norm / rows,
-    }
+    })
 }
 
 /// Experiments 2 and 3: for each `d_k` in [`D_KS`], `trials` queries each
 /// scored against its own `m` keys (all entries i.i.d. `N(0, 1)`); softmax
 /// statistics of the unscaled and the scaled rows of scores.
-pub fn saturation_experiment(m: usize, trials: usize, seed: u64) -> Vec<SaturationRow> {
+pub fn saturation_experiment(
+    m: usize,
+    trials: usize,
+    seed: u64,
+) -> Result<Vec<SaturationRow>, AttnError> {
+    check_not_empty("scores of the experiment (trials×m)", (trials, m))?;
     let mut rng = StdRng::seed_from_u64(seed);
     D_KS.iter()
         .map(|&d_k| {
@@ -153,11 +159,11 @@ pub fn saturation_experiment(m: usize, trials: usize, seed: u64) -> Vec<Saturati
                 row.assign(&q.dot(&k.t()).row(0)); // s_j = q·k_j
             }
             let scaled = &scores / (d_k as f32).sqrt();
-            SaturationRow {
+            Ok(SaturationRow {
                 d_k,
-                unscaled: softmax_stats(&scores),
-                scaled: softmax_stats(&scaled),
-            }
+                unscaled: softmax_stats(&scores)?,
+                scaled: softmax_stats(&scaled)?,
+            })
         })
         .collect()
 }
@@ -218,13 +224,13 @@ mod tests {
     #[test]
     fn jacobian_matches_central_differences() {
         let s = array![0.3_f32, -1.2, 2.0, 0.7];
-        let j = softmax_jacobian(&softmax(&s));
+        let j = softmax_jacobian(&softmax(&s).unwrap());
         let h = 1e-2_f32;
         for col in 0..s.len() {
             let (mut plus, mut minus) = (s.clone(), s.clone());
             plus[col] += h;
             minus[col] -= h;
-            let numeric = (softmax(&plus) - softmax(&minus)) / (2.0 * h);
+            let numeric = (softmax(&plus).unwrap() - softmax(&minus).unwrap()) / (2.0 * h);
             for row in 0..s.len() {
                 let (a, b) = (j[[row, col]], numeric[row]);
                 assert!((a - b).abs() < 1e-3, "J[{row},{col}] = {a}, numeric {b}");

@@ -11,6 +11,8 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2};
 
+use crate::error::AttnError;
+
 // ANCHOR: naive_softmax
 /// The textbook formula, `exp(x_j) / Σ_l exp(x_l)`, evaluated literally.
 ///
@@ -28,32 +30,51 @@ pub fn naive_softmax(x: &ArrayRef1<f32>) -> Array1<f32> {
 ///
 /// A row whose entries are all `−∞` (every key masked out) becomes all zeros:
 /// there is nothing to attend to, and zeros, unlike NaN, are harmless later.
-pub fn softmax_in_place(x: &mut ArrayRef1<f32>) {
-    let max = row_max(x);
+/// A NaN or `+∞` score has no weight that makes sense: it is an error.
+pub fn softmax_in_place(x: &mut ArrayRef1<f32>) -> Result<(), AttnError> {
+    let max = row_max(x); // NaN if any entry is NaN
+    if max.is_nan() || max == f32::INFINITY {
+        return Err(invalid_score(0, x));
+    }
     if max == f32::NEG_INFINITY {
         x.fill(0.0);
-        return;
+        return Ok(());
     }
     x.mapv_inplace(|x_j| exp_nonpositive(x_j - max)); // every exponent ≤ 0
     let sum = x.sum(); // ≥ 1: the maximum contributes exp(0) = 1
     x.mapv_inplace(|e_j| e_j / sum);
+    Ok(())
 }
 
 /// Stable softmax of each row of an `n×m` matrix of scores, in place; each
 /// row then sums to 1 (or is all zeros, if it was all `−∞`).
-pub fn softmax_rows_in_place(scores: &mut ArrayRef2<f32>) {
-    for mut row in scores.rows_mut() {
-        softmax_in_place(&mut row);
+pub fn softmax_rows_in_place(scores: &mut ArrayRef2<f32>) -> Result<(), AttnError> {
+    for (i, mut row) in scores.rows_mut().into_iter().enumerate() {
+        softmax_in_place(&mut row).map_err(|_| invalid_score(i, &row))?;
     }
+    Ok(())
 }
 
 /// [`softmax_rows_in_place`] on a copy: the scores are left as they were.
-pub fn softmax_rows(scores: &ArrayRef2<f32>) -> Array2<f32> {
+pub fn softmax_rows(scores: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
     let mut weights = scores.to_owned();
-    softmax_rows_in_place(&mut weights);
-    weights
+    softmax_rows_in_place(&mut weights)?;
+    Ok(weights)
 }
 // ANCHOR_END: softmax
+
+/// The error for row `i` of scores, naming its first NaN or `+∞` entry.
+fn invalid_score(i: usize, row: &ArrayRef1<f32>) -> AttnError {
+    let (j, &value) = row
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.is_nan() || **s == f32::INFINITY)
+        .unwrap_or((0, &f32::NAN));
+    AttnError::InvalidScore {
+        position: (i, j),
+        value,
+    }
+}
 
 // ANCHOR: fast_exp
 /// `e^x` for `x ≤ 0`, the only exponents a stable softmax needs, with a
@@ -91,28 +112,37 @@ pub fn exp_nonpositive(x: f32) -> f32 {
     }
 }
 
-/// The largest entry of a row (`−∞` for an empty row).
+/// The largest entry of a row (`−∞` for an empty row, NaN if any entry is).
 fn row_max(x: &ArrayRef1<f32>) -> f32 {
     match x.as_slice() {
         Some(slice) => max_of(slice),
-        None => x.fold(f32::NEG_INFINITY, |m, &x_j| m.max(x_j)),
+        None => max_of(&x.to_vec()), // a strided row: copy it once
     }
 }
 
 /// The largest entry of a slice, eight lanes at a time so that the compiler
 /// can use vector instructions (a one-by-one maximum cannot be reordered).
+/// A NaN entry makes the result NaN: it is not skipped, as `f32::max` would.
 pub(crate) fn max_of(x: &[f32]) -> f32 {
+    // x_j > m is false for a NaN x_j, and for every x_j once m is NaN.
+    let larger = |m: f32, x_j: f32| if x_j > m || x_j.is_nan() { x_j } else { m };
     let mut lanes = [f32::NEG_INFINITY; 8];
     let chunks = x.chunks_exact(8);
     let rest = chunks.remainder();
     for chunk in chunks {
         for (m, &x_j) in lanes.iter_mut().zip(chunk) {
-            *m = if x_j > *m { x_j } else { *m };
+            *m = if m.is_nan() { *m } else { larger(*m, x_j) };
         }
     }
     rest.iter()
         .chain(&lanes)
-        .fold(f32::NEG_INFINITY, |m, &x_j| m.max(x_j))
+        .fold(f32::NEG_INFINITY, |m, &x_j| {
+            if m.is_nan() {
+                m
+            } else {
+                larger(m, x_j)
+            }
+        })
 }
 
 /// The sum of a slice, eight lanes at a time (see [`max_of`]).
@@ -130,10 +160,10 @@ pub(crate) fn sum_of(x: &[f32]) -> f32 {
 // ANCHOR_END: fast_exp
 
 /// Stable softmax of one row, returning a new array (see [`softmax_in_place`]).
-pub fn softmax(x: &ArrayRef1<f32>) -> Array1<f32> {
+pub fn softmax(x: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
     let mut p = x.to_owned();
-    softmax_in_place(&mut p);
-    p
+    softmax_in_place(&mut p)?;
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -146,16 +176,16 @@ mod tests {
         let logits = array![1000.0_f32, -1000.0, 0.0];
         let naive = naive_softmax(&logits);
         assert!(naive[0].is_nan(), "exp(1000) = inf, and inf / inf = NaN");
-        assert_eq!(softmax(&logits), array![1.0, 0.0, 0.0]);
+        assert_eq!(softmax(&logits).unwrap(), array![1.0, 0.0, 0.0]);
 
         let ties = array![1000.0_f32, 1000.0];
         assert!(naive_softmax(&ties).iter().all(|p| p.is_nan()));
-        assert_eq!(softmax(&ties), array![0.5, 0.5]);
+        assert_eq!(softmax(&ties).unwrap(), array![0.5, 0.5]);
 
         // At −1000 the naive form underflows instead: 0 / 0 is NaN too.
         let low = array![-1000.0_f32, -1000.0];
         assert!(naive_softmax(&low).iter().all(|p| p.is_nan()));
-        assert_eq!(softmax(&low), array![0.5, 0.5]);
+        assert_eq!(softmax(&low).unwrap(), array![0.5, 0.5]);
     }
 
     // ANCHOR: fast_exp_test
@@ -185,6 +215,10 @@ mod tests {
                 assert_eq!(row_max(&x), 2.0);
                 let strided = Array2::from_shape_fn((n, 2), |(i, _)| x[i]);
                 assert_eq!(row_max(&strided.column(0)), 2.0);
+                x[at] = f32::NAN; // NaN anywhere is seen, not skipped
+                assert!(row_max(&x).is_nan(), "n = {n}, at {at}");
+                let strided = Array2::from_shape_fn((n, 2), |(i, _)| x[i]);
+                assert!(row_max(&strided.column(0)).is_nan(), "n = {n}, at {at}");
             }
         }
         assert_eq!(row_max(&Array1::<f32>::zeros(0)), f32::NEG_INFINITY);
@@ -193,7 +227,7 @@ mod tests {
     #[test]
     fn agrees_with_the_naive_form_where_that_is_safe() {
         let x = array![0.5_f32, -1.25, 2.0, 0.0];
-        let (ours, naive) = (softmax(&x), naive_softmax(&x));
+        let (ours, naive) = (softmax(&x).unwrap(), naive_softmax(&x));
         for (a, b) in ours.iter().zip(&naive) {
             assert!((a - b).abs() < 1e-7, "{a} vs {b}");
         }
@@ -205,7 +239,7 @@ mod tests {
         let x = array![0.5_f32, -1.25, 2.0, 0.0];
         for c in [-50.0_f32, -3.0, 7.5, 80.0] {
             let shifted = x.mapv(|x_j| x_j + c);
-            for (a, b) in softmax(&x).iter().zip(&softmax(&shifted)) {
+            for (a, b) in softmax(&x).unwrap().iter().zip(&softmax(&shifted).unwrap()) {
                 assert!((a - b).abs() < 1e-6, "shift by {c}: {a} vs {b}");
             }
         }
@@ -223,7 +257,7 @@ mod tests {
     fn rows_sum_to_one_and_a_fully_masked_row_is_zero() {
         let inf = f32::INFINITY;
         let scores = array![[1.0_f32, 2.0, 3.0], [-inf, -inf, -inf], [-inf, 0.0, -inf]];
-        let w = softmax_rows(&scores);
+        let w = softmax_rows(&scores).unwrap();
         assert!((w.row(0).sum() - 1.0).abs() < 1e-6);
         assert_eq!(w.row(1), array![0.0, 0.0, 0.0]);
         assert_eq!(w.row(2), array![0.0, 1.0, 0.0]);

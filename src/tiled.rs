@@ -15,7 +15,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut2};
 
 use crate::attention::check_qkv;
-use crate::error::AttnError;
+use crate::error::{check_overflow, check_overflow_at, AttnError};
 use crate::softmax::{exp_nonpositive, max_of, sum_of};
 
 /// Queries per tile.
@@ -32,12 +32,26 @@ pub const KEY_BLOCK: usize = 256;
 /// be multiplied before this tile's contribution is added.
 ///
 /// While every score seen so far is `−∞` (masked), `M` stays `−∞`, the
-/// exponentials are 0 and nothing is accumulated.
-pub fn online_softmax_step(scores: &mut [f32], max_so_far: &mut f32, l: &mut f32) -> f32 {
-    let max_new = max_so_far.max(max_of(scores));
+/// exponentials are 0 and nothing is accumulated. A NaN or `+∞` score is an
+/// error, as in chapter 1's softmax.
+pub fn online_softmax_step(
+    scores: &mut [f32],
+    max_so_far: &mut f32,
+    l: &mut f32,
+) -> Result<f32, AttnError> {
+    let block_max = max_of(scores); // NaN if any score is NaN
+    if block_max.is_nan() || block_max == f32::INFINITY {
+        let j = scores
+            .iter()
+            .position(|s| s.is_nan() || *s == f32::INFINITY);
+        let position = (0, j.unwrap_or(0));
+        let value = j.map_or(block_max, |j| scores[j]);
+        return Err(AttnError::InvalidScore { position, value });
+    }
+    let max_new = max_so_far.max(block_max);
     if max_new == f32::NEG_INFINITY {
         scores.fill(0.0);
-        return 1.0;
+        return Ok(1.0);
     }
     let correction = exp_nonpositive(*max_so_far - max_new); // 0 on the first tile (M = −∞)
     for s in scores.iter_mut() {
@@ -45,7 +59,7 @@ pub fn online_softmax_step(scores: &mut [f32], max_so_far: &mut f32, l: &mut f32
     }
     *l = *l * correction + sum_of(scores);
     *max_so_far = max_new;
-    correction
+    Ok(correction)
 }
 // ANCHOR_END: online_update
 
@@ -79,12 +93,14 @@ pub fn tiled_attention(
             let mut s_tile = tile.slice_mut(s![..i1 - i0, ..j1 - j0]);
             let k_block = k.slice(s![j0..j1, ..]);
             general_mat_mul(1.0, &q_block, &k_block.t(), 0.0, &mut s_tile);
+            check_overflow_at("the scores QKᵀ/√d_k", &s_tile, (i0, j0))?;
             if causal && j1 > i0 + 1 {
                 mask_future(&mut s_tile, i0, j0);
             }
             for (r, mut row) in s_tile.rows_mut().into_iter().enumerate() {
                 let row = row.as_slice_mut().expect("tile rows are contiguous");
-                let correction = online_softmax_step(row, &mut running_max[r], &mut running_sum[r]);
+                let correction =
+                    online_softmax_step(row, &mut running_max[r], &mut running_sum[r])?;
                 out_block.row_mut(r).mapv_inplace(|o| o * correction);
             }
             general_mat_mul(1.0, &s_tile, &v.slice(s![j0..j1, ..]), 1.0, &mut out_block);
@@ -95,6 +111,7 @@ pub fn tiled_attention(
             }
         }
     }
+    check_overflow("the output", &output)?;
     Ok(output)
 }
 

@@ -17,7 +17,7 @@ fn variance() -> Vec<VarianceRow> {
 
 fn saturation() -> Vec<SaturationRow> {
     let m = scaling::KEYS_PER_QUERY;
-    scaling::saturation_experiment(m, scaling::SATURATION_TRIALS, SEED)
+    scaling::saturation_experiment(m, scaling::SATURATION_TRIALS, SEED).unwrap()
 }
 
 fn variance_is_d_k_unscaled_and_1_scaled(b: &mut Bindings) {

@@ -15,7 +15,7 @@ const CHAPTER: &str = "ch03-self-and-cross-attention.md";
 fn shape_walkthroughs(b: &mut Bindings) {
     // The example's sizes and seed: d_model 16, d_k = d_v = 8, m = 7, n = 5.
     let mut rng = StdRng::seed_from_u64(3);
-    let p = Projections::new(16, 8, 8, &mut rng);
+    let p = Projections::new(16, 8, 8, &mut rng).unwrap();
     let encoder = standard_normal(7, 16, &mut rng);
     let decoder = standard_normal(5, 16, &mut rng);
     for (x_q, x_kv) in [(&encoder, &encoder), (&decoder, &encoder)] {
@@ -55,7 +55,7 @@ fn shape_walkthroughs(b: &mut Bindings) {
 
 fn initialisation_keeps_unit_variance(b: &mut Bindings) {
     let (d_model, d_k, tokens, seed) = (512, 64, 2000, 1);
-    let s = init_statistics(d_model, d_k, tokens, seed);
+    let s = init_statistics(d_model, d_k, tokens, seed).unwrap();
     b.quoted(&format!(
         "== Variances at initialisation (d_model = {d_model}, d_k = {d_k}, {tokens} tokens, seed {seed}) ==\n\
          Var(X) = {:.3}, Var(Q) = {:.3}, Var(K) = {:.3}, Var(QKᵀ/√d_k) = {:.3}",

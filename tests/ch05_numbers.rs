@@ -36,7 +36,7 @@ fn the_two_forms_of_the_causal_mask(b: &mut Bindings) {
 
 fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
     let scores = array![3.0_f32, 40.0, -25.0, 100.0];
-    let [stable, textbook, fill_1e9, add_1e9] = fully_masked_row(&scores);
+    let [stable, textbook, fill_1e9, add_1e9] = fully_masked_row(&scores).unwrap();
     b.exact("40", scores[1])
         .exact("-25", scores[2])
         .exact("100", scores[3]);
@@ -62,8 +62,8 @@ fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
 fn minus_1e9_with_large_scores(b: &mut Bindings) {
     let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
     let bias = additive_mask(&array![[true, true, false]]);
-    let inf = softmax_rows(&(&big + &bias));
-    let minus_1e9 = softmax_rows(&(&big + &bias.mapv(|b| b.max(-1e9))));
+    let inf = softmax_rows(&(&big + &bias)).unwrap();
+    let minus_1e9 = softmax_rows(&(&big + &bias.mapv(|b| b.max(-1e9)))).unwrap();
     b.quoted(&format!(
         "add -inf:  {}\nadd -1e9:  {}\n",
         matrix(&inf, 4),
@@ -123,20 +123,21 @@ fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
 fn decode_cost_table_and_figure_description(b: &mut Bindings) {
     b.quoted(&format!(
         "```text\n{}\n```",
-        decode_cost_table(&[1, 128, 1024, 4096], 512)
+        decode_cost_table(&[1, 128, 1024, 4096], 512).unwrap()
     ));
-    let without = cumulative_flops(4096, 512, flops_per_token_without_cache) as f64;
-    let with = cumulative_flops(4096, 512, flops_per_token_with_cache) as f64;
+    let without = cumulative_flops(4096, 512, flops_per_token_without_cache).unwrap();
+    let with = cumulative_flops(4096, 512, flops_per_token_with_cache).unwrap();
     // Alt text: "about 6e13" and "about 2.6e10"; caption: "2504×".
     b.value("6e13", without, 0.5e13).rounded("2.6e10", with);
     assert_eq!(format!("{:.0}", without / with), "2504");
     b.exact("512", 512.0);
-    let totals = |per_token| [1, 128, 1024, 4096].map(|n| cumulative_flops(n, 512, per_token));
+    let totals =
+        |per_token| [1, 128, 1024, 4096].map(|n| cumulative_flops(n, 512, per_token).unwrap());
     let (no_cache, cache) = (
         totals(flops_per_token_without_cache),
         totals(flops_per_token_with_cache),
     );
-    let rising = |xs: [u64; 4]| xs.windows(2).all(|w| w[1] > w[0]);
+    let rising = |xs: [f64; 4]| xs.windows(2).all(|w| w[1] > w[0]);
     b.claim(
         "The line without a cache rises steeply",
         rising(no_cache) && rising(cache) && no_cache[0] == cache[0],
@@ -217,7 +218,7 @@ fn bind_prose(b: &mut Bindings) {
     b.exact("6", (n * (n + 1) * (2 * n + 1) / sum_sq) as f64);
     b.exact(
         "4",
-        ((flops_per_token_with_cache(1, d) - 4 * d) / (2 * d * d)) as f64,
+        (flops_per_token_with_cache(1, d) - 4.0 * d as f64) / (2 * d * d) as f64,
     );
     // Quiz 1: the causal mask for n = 4 keeps 10 entries.
     let kept = causal_mask(4, 4).iter().filter(|&&k| k).count();

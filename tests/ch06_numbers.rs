@@ -29,7 +29,7 @@ const PERM: [usize; 7] = [3, 0, 6, 2, 5, 1, 4];
 
 fn permutation_block(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(6);
-    let layer = Projections::new(16, 8, 8, &mut rng);
+    let layer = Projections::new(16, 8, 8, &mut rng).unwrap();
     let x = standard_normal(7, 16, &mut rng);
     b.exact("7", x.nrows() as f64);
     let x_perm = x.select(Axis(0), &PERM);
@@ -212,22 +212,22 @@ fn alibi_block_figure_6_4_and_exercise_3(b: &mut Bindings) {
         "h = 8:  {}\nh = 12: {}\nbias of head 1 (slope 1/2), n = 5:\n{}\n",
         exponents(8),
         exponents(12),
-        matrix(&alibi_bias(5, 0.5), 1)
+        matrix(&alibi_bias(5, 0.5).unwrap(), 1)
     ));
     // Alt text: the bias at distance 7 in heads 1, 2, 4 and 8.
     let slopes = alibi_slopes(8).unwrap();
     let corner: Vec<String> = [0, 1, 3, 7]
         .iter()
-        .map(|&h| format!("{:.3}", alibi_bias(8, slopes[h])[[7, 0]]))
+        .map(|&h| format!("{:.3}", alibi_bias(8, slopes[h]).unwrap()[[7, 0]]))
         .collect();
     assert_eq!(corner, ["-3.500", "-1.750", "-0.438", "-0.027"]);
-    b.rounded("-1.75", alibi_bias(8, slopes[1])[[7, 0]] as f64)
-        .rounded("-0.438", alibi_bias(8, slopes[3])[[7, 0]] as f64)
-        .rounded("-0.027", alibi_bias(8, slopes[7])[[7, 0]] as f64)
+    b.rounded("-1.75", alibi_bias(8, slopes[1]).unwrap()[[7, 0]] as f64)
+        .rounded("-0.438", alibi_bias(8, slopes[3]).unwrap()[[7, 0]] as f64)
+        .rounded("-0.027", alibi_bias(8, slopes[7]).unwrap()[[7, 0]] as f64)
         .exact("7", 7.0);
     // Slopes 1/2 … 1/256; exercise 3: distances 2 and 256; heads 1, 2, 4, 8.
     b.exact("256", 1.0 / slopes[7] as f64).exact("4", 4.0);
-    let bias = alibi_bias(8, slopes[0]);
+    let bias = alibi_bias(8, slopes[0]).unwrap();
     b.claim(
         "growing linearly with distance",
         (1..8).all(|i| bias[[i, 0]] == -0.5 * i as f32),

@@ -26,29 +26,29 @@ fn cost_model_block(b: &mut Bindings) {
         "```text\n{}\ncrossover at n = 2·d_model = {}; scores at n = 65,536: {} GiB\n```",
         cost_table(&[128, 512, 1024, 4096, 65_536], 512),
         crossover_length(512),
-        scores_bytes(65_536) >> 30
+        scores_bytes(65_536) / (1u64 << 30) as f64
     ));
     // Per head; 8 heads held at once need 128 GiB.
-    b.exact("128", ((8 * scores_bytes(65_536)) >> 30) as f64);
+    b.exact("128", 8.0 * scores_bytes(65_536) / (1u64 << 30) as f64);
     // The cost formulas' constants, tested against the crate's functions.
     let (n, d) = (1000u64, 64u64);
-    assert_eq!(projection_flops(n, d), 8 * n * d * d);
-    assert_eq!(attention_flops(n, d), 4 * n * n * d);
-    b.exact("8", (projection_flops(n, d) / (n * d * d)) as f64)
-        .exact("4", (attention_flops(n, d) / (n * n * d)) as f64);
+    assert_eq!(projection_flops(n, d), (8 * n * d * d) as f64);
+    assert_eq!(attention_flops(n, d), (4 * n * n * d) as f64);
+    b.exact("8", projection_flops(n, d) / (n * d * d) as f64)
+        .exact("4", attention_flops(n, d) / (n * n * d) as f64);
     // Figure 7.1's slopes on a log-log scale: 1 and 2.
     b.claim(
         "The projection line rises with slope 1",
-        projection_flops(2 * n, d) == 2 * projection_flops(n, d)
-            && attention_flops(2 * n, d) == 4 * attention_flops(n, d),
+        projection_flops(2 * n, d) == 2.0 * projection_flops(n, d)
+            && attention_flops(2 * n, d) == 4.0 * attention_flops(n, d),
     );
     // The whole block: with d_ff = 4d the FFN adds 16nd², the linear term is
     // 24nd², and the crossover is at n = 6d, 3072 at d_model = 512.
     let ffn = feed_forward_flops(n, d, 4 * d);
-    b.exact("16", (ffn / (n * d * d)) as f64)
-        .exact("24", ((ffn + projection_flops(n, d)) / (n * d * d)) as f64)
-        .exact("3072", block_crossover_length(512, 4 * 512) as f64);
-    let m = block_crossover_length(512, 2048);
+    b.exact("16", ffn / (n * d * d) as f64)
+        .exact("24", (ffn + projection_flops(n, d)) / (n * d * d) as f64)
+        .exact("3072", block_crossover_length(512, 4 * 512));
+    let m = block_crossover_length(512, 2048) as u64;
     assert_eq!(
         feed_forward_flops(m, 512, 2048) + projection_flops(m, 512),
         attention_flops(m, 512)
@@ -123,10 +123,10 @@ fn memory_block(b: &mut Bindings) {
         b.rounded("0.12", mib(n) - counted);
     }
     // "the scores are 64 MiB of the 66", "a GiB" at 16,384.
-    b.exact("64", (scores_bytes(4096) >> 20) as f64)
+    b.exact("64", scores_bytes(4096) / (1u64 << 20) as f64)
         .rounded("66", mib(4096))
         .exact("16,384", 16_384);
-    assert_eq!(scores_bytes(16_384), 1 << 30, "a GiB of scores");
+    assert_eq!(scores_bytes(16_384), (1u64 << 30) as f64, "a GiB of scores");
     let growth: Vec<f64> = (10..14).map(|p| mib(1 << (p + 1)) / mib(1 << p)).collect();
     b.rounded("3.7", growth[0]).rounded("4.0", growth[3]);
     b.claim(
@@ -147,8 +147,7 @@ fn every_number_is_bound() {
     timing_block_and_figure_7_2(&mut b);
     memory_block(&mut b);
     // Exercise 1: the crossover for d_model = 4096 is 8192.
-    b.exact("8192", crossover_length(4096) as f64)
-        .exact("4096", 4096);
+    b.exact("8192", crossover_length(4096)).exact("4096", 4096);
     // Exercise 2's test: the miss is under 1% of the peak from n = 4096.
     b.exact("1%", 1);
     b.assert_all_bound();

@@ -74,10 +74,10 @@ fn numeric_answers() {
     let slopes = alibi_slopes(8).unwrap();
     assert_eq!((slopes[0], slopes[7]), (0.5, 1.0 / 256.0));
     // Chapter 7: equal FLOPs at n = 1024 for d_model = 512.
-    assert_eq!(crossover_length(512), 1024);
+    assert_eq!(crossover_length(512), 1024.0);
     assert_eq!(projection_flops(1024, 512), attention_flops(1024, 512));
     // Chapter 7: with d_ff = 4d, a block's crossover is at 3072.
-    assert_eq!(block_crossover_length(512, 2048), 3072);
+    assert_eq!(block_crossover_length(512, 2048), 3072.0);
     assert_eq!(
         projection_flops(3072, 512) + feed_forward_flops(3072, 512, 2048),
         attention_flops(3072, 512)

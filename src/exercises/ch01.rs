@@ -11,7 +11,8 @@ use crate::softmax::softmax;
 /// Exercise 1: softmax at temperature `τ`, `softmax(x / τ)`.
 ///
 /// `τ → 0` approaches a hard lookup (all weight on the largest score);
-/// `τ → ∞` approaches the uniform distribution. `τ` must be finite and `> 0`.
+/// `τ → ∞` approaches the uniform distribution. `τ` must be finite and `> 0`,
+/// and large enough that `x / τ` stays finite.
 pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f32>, AttnError> {
     if !(tau.is_finite() && tau > 0.0) {
         return Err(AttnError::InvalidArgument {
@@ -20,7 +21,18 @@ pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f
             requirement: "must be finite and > 0",
         });
     }
-    Ok(softmax(&x.mapv(|x_j| x_j / tau)))
+    let scaled = x.mapv(|x_j| x_j / tau);
+    if x.iter()
+        .zip(&scaled)
+        .any(|(a, b)| a.is_finite() && !b.is_finite())
+    {
+        return Err(AttnError::InvalidArgument {
+            name: "temperature",
+            value: tau,
+            requirement: "is so small that x / τ overflows f32",
+        });
+    }
+    softmax(&scaled)
 }
 // ANCHOR_END: temperature
 
@@ -32,7 +44,10 @@ mod tests {
     #[test]
     fn temperature_one_is_plain_softmax_and_limits_behave() {
         let x = array![2.0_f32, 0.0, 1.0, -1.0];
-        assert_eq!(softmax_with_temperature(&x, 1.0).unwrap(), softmax(&x));
+        assert_eq!(
+            softmax_with_temperature(&x, 1.0).unwrap(),
+            softmax(&x).unwrap()
+        );
 
         let cold = softmax_with_temperature(&x, 0.01).unwrap();
         assert!(cold[0] > 0.999_999, "τ → 0 puts all weight on the max");

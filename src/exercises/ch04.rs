@@ -24,14 +24,14 @@ pub fn head_weights(
             requirement: "must be less than the layer's number of heads",
         });
     }
-    check_model_width("query input", x_q.dim(), layer.d_model())?;
-    check_model_width("key/value input", x_kv.dim(), layer.d_model())?;
+    check_model_width("query input", x_q, layer.d_model())?;
+    check_model_width("key/value input", x_kv, layer.d_model())?;
     let d_k = layer.d_k();
     let columns = s![.., head * d_k..(head + 1) * d_k];
     let q = x_q.dot(&layer.w_q.slice(columns));
     let k = x_kv.dot(&layer.w_k.slice(columns));
     check_qkv(&q, &k, &k)?; // empty or non-finite inputs, as the layer rejects them
-    Ok(softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt())))
+    softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt()))
 }
 // ANCHOR_END: head_weights
 

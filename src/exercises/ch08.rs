@@ -19,9 +19,15 @@ pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, 
         });
     }
     let (mut max_so_far, mut l) = (f32::NEG_INFINITY, 0.0_f32);
-    for part in x.to_vec().chunks(chunk) {
+    for (c, part) in x.to_vec().chunks(chunk).enumerate() {
         let mut scratch = part.to_vec(); // the step overwrites it with exponentials
-        online_softmax_step(&mut scratch, &mut max_so_far, &mut l);
+        online_softmax_step(&mut scratch, &mut max_so_far, &mut l).map_err(|e| match e {
+            AttnError::InvalidScore { position, value } => AttnError::InvalidScore {
+                position: (0, c * chunk + position.1), // the position in the whole row
+                value,
+            },
+            other => other,
+        })?;
     }
     if l == 0.0 {
         return Ok(Array1::zeros(x.len())); // every entry −∞
@@ -60,7 +66,7 @@ mod tests {
         for chunk in 1..=8 {
             assert_abs_diff_eq!(
                 chunked_softmax(&x, chunk).unwrap(),
-                softmax(&x),
+                softmax(&x).unwrap(),
                 epsilon = 1e-6
             );
         }

@@ -95,9 +95,9 @@ pub fn cost_table(ns: &[u64], d: u64) -> String {
             let (p, a) = (projection_flops(n, d), attention_flops(n, d));
             vec![
                 n.to_string(),
-                format!("{:.2}", p as f64 / 1e9),
-                format!("{:.2}", a as f64 / 1e9),
-                format!("{:.0}%", 100.0 * a as f64 / (p + a) as f64),
+                format!("{:.2}", p / 1e9),
+                format!("{:.2}", a / 1e9),
+                format!("{:.0}%", 100.0 * a / (p + a)),
             ]
         })
         .collect();

@@ -1,0 +1,186 @@
+//! Contract 4 of the book: bad input gets a clear, typed error. Never a
+//! panic, never a hidden NaN, never a silently wrong answer. One test per
+//! class of defect that a reader calling the crate could meet; each failed
+//! on the crate before it was fixed.
+
+use attn::approximate::{causal_linear_attention, linear_attention, local_attention};
+use attn::block::{residual, Transformer};
+use attn::block::{Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm};
+use attn::exercises::ch01::softmax_with_temperature;
+use attn::exercises::ch08::chunked_softmax;
+use attn::masking::{biased_attention, masked_attention, masked_fill};
+use attn::multihead::MultiHeadAttention;
+use attn::position::alibi_bias;
+use attn::projection::{init_statistics, init_weight, Projections};
+use attn::softmax::{softmax, softmax_rows};
+use attn::tiled::tiled_attention;
+use attn::{scaled_dot_product_attention, AttnError};
+use ndarray::{array, Array2};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+fn rng() -> StdRng {
+    StdRng::seed_from_u64(0)
+}
+
+/// Class 1: a NaN or +∞ score is an error, never a weight of about 0, and
+/// an all-NaN row is not mistaken for a fully masked one.
+#[test]
+fn the_softmax_family_rejects_nan_and_plus_infinity() {
+    let nan = softmax(&array![f32::NAN, 0.0]).unwrap_err();
+    assert_eq!(
+        nan.to_string(),
+        "score (0, 0) is NaN: softmax needs finite scores, or −∞ for a dropped key"
+    );
+    assert!(softmax(&array![f32::NAN, f32::NAN]).is_err());
+    assert!(softmax(&array![0.0, f32::INFINITY]).is_err());
+    let rows = softmax_rows(&array![[0.0, 1.0], [2.0, f32::NAN]]).unwrap_err();
+    assert!(matches!(
+        rows,
+        AttnError::InvalidScore {
+            position: (1, 1),
+            ..
+        }
+    ));
+    // −∞ is a dropped key, and a row of them is all zeros by design.
+    assert_eq!(
+        softmax(&array![f32::NEG_INFINITY, f32::NEG_INFINITY]).unwrap(),
+        array![0.0, 0.0]
+    );
+    // The same mechanism elsewhere.
+    let x = Array2::<f32>::ones((2, 2));
+    let mut bias = Array2::zeros((2, 2));
+    bias[[0, 1]] = f32::NAN;
+    let err = biased_attention(&x, &x, &x, &bias).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "bias must hold finite numbers, or −∞ for a dropped key, got NaN"
+    );
+    assert!(alibi_bias(3, f32::INFINITY).is_err());
+    assert!(alibi_bias(3, f32::NAN).is_err());
+    assert!(chunked_softmax(&array![f32::INFINITY, 0.0], 1).is_err());
+    let tiny = softmax_with_temperature(&array![-1.0, -2.0], 1e-45).unwrap_err();
+    assert_eq!(
+        tiny.to_string(),
+        "temperature is so small that x / τ overflows f32, got 0.000000000000000000000000000000000000000000001"
+    );
+}
+
+/// Class 2: finite inputs whose scores overflow `f32` are reported as such,
+/// by every attention function, instead of giving wrong weights or a row of
+/// zeros that looks fully masked.
+#[test]
+fn scores_that_overflow_are_an_error_not_wrong_weights() {
+    let q = array![[1e20_f32], [1.0]];
+    let k = array![[1e20_f32], [-1e20]];
+    let v = array![[1.0_f32], [2.0]];
+    let err = scaled_dot_product_attention(&q, &k, &v).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the scores QKᵀ/√d_k overflow f32: entry (0, 0) is inf although every input is \
+         finite (scale the inputs down)"
+    );
+    assert!(matches!(
+        tiled_attention(&q, &k, &v, false),
+        Err(AttnError::Overflow { .. })
+    ));
+    assert!(matches!(
+        tiled_attention(&q, &k, &v, true),
+        Err(AttnError::Overflow { .. })
+    ));
+    let keep = Array2::from_elem((2, 2), true);
+    assert!(matches!(
+        masked_attention(&q, &k, &v, &keep),
+        Err(AttnError::Overflow { .. })
+    ));
+    let q2 = array![[1e20_f32], [1e20]];
+    assert!(local_attention(&q2, &q2, &v, 2).is_err());
+    // Values so large that the weighted sum overflows.
+    let big_v = array![[3e38_f32], [3e38]];
+    let small = array![[0.0_f32], [0.0]];
+    let output = scaled_dot_product_attention(&small, &small, &big_v);
+    assert!(output.is_ok_and(|a| a.output.iter().all(|o| o.is_finite())));
+    // Linear attention's normaliser underflows to 0 for very negative inputs.
+    let low = array![[-200.0_f32], [-200.0]];
+    assert!(linear_attention(&low, &low, &v).is_err());
+    assert!(causal_linear_attention(&low, &low, &v).is_err());
+}
+
+/// Class 3: constructors that return `Result` return an error, not a panic,
+/// for sizes of 0.
+#[test]
+fn constructors_reject_sizes_of_zero() {
+    let c = Config {
+        d_model: 8,
+        h: 2,
+        d_ff: 0,
+        activation: Activation::Relu,
+        norm: Norm::Post,
+    };
+    assert!(EncoderLayer::new(c, &mut rng()).is_err());
+    assert!(DecoderLayer::new(c, &mut rng()).is_err());
+    assert!(Transformer::new(c, 2, &mut rng()).is_err());
+    assert!(FeedForward::new(8, 0, Activation::Gelu, &mut rng()).is_err());
+    assert!(FeedForward::new(0, 8, Activation::Gelu, &mut rng()).is_err());
+    assert!(Projections::new(0, 4, 4, &mut rng()).is_err());
+    assert!(Projections::new(4, 0, 4, &mut rng()).is_err());
+    let err = init_weight(0, 3, &mut rng()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "weight matrix has shape 0×3, which is empty: at least one row and one column are needed"
+    );
+    assert!(init_statistics(0, 4, 10, 1).is_err());
+    assert!(init_statistics(4, 4, 0, 1).is_err());
+    let zero = MultiHeadAttention::new(0, 1, &mut rng()).unwrap_err();
+    assert_eq!(zero.to_string(), "d_model must be at least 1, got 0");
+}
+
+/// Class 6: LayerNorm and the FFN reject non-finite input, and LayerNorm
+/// normalises rows of huge finite numbers correctly.
+#[test]
+fn layer_norm_is_exact_on_huge_rows_and_rejects_non_finite_ones() {
+    let ln = LayerNorm::new(4);
+    let constant = ln.forward(&array![[3e38_f32, 3e38, 3e38, 3e38]]).unwrap();
+    assert_eq!(constant, array![[0.0, 0.0, 0.0, 0.0]]);
+    let spread = ln.forward(&array![[1e30_f32, -1e30, 0.0, 0.0]]).unwrap();
+    let s = 2f32.sqrt();
+    for (got, want) in spread.iter().zip([s, -s, 0.0, 0.0]) {
+        assert!((got - want).abs() < 1e-5, "{spread}");
+    }
+    let err = ln
+        .forward(&array![[1.0_f32, f32::NAN, 0.0, 0.0]])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "LayerNorm input must hold only finite numbers, got NaN"
+    );
+    let ffn = FeedForward::new(4, 8, Activation::Relu, &mut rng()).unwrap();
+    assert!(ffn
+        .forward(&array![[f32::INFINITY, 0.0, 0.0, 0.0]])
+        .is_err());
+    assert!(ffn.forward(&array![[3e38_f32, 3e38, 3e38, 3e38]]).is_err());
+}
+
+/// Class 7: shapes that do not fit are errors of ours, not panics inside
+/// ndarray, and a 1×m mask is not broadcast silently.
+#[test]
+fn shapes_are_checked_before_ndarray_sees_them() {
+    let mut scores = Array2::<f32>::zeros((3, 4));
+    let err = masked_fill(
+        &mut scores,
+        &Array2::from_elem((1, 4), false),
+        f32::NEG_INFINITY,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the mask is 1×4 but the scores are 3×4 (n queries × m keys)"
+    );
+    let ln = LayerNorm::new(4);
+    let x = Array2::<f32>::zeros((3, 4));
+    let wrong = residual(&x, &ln, Norm::Pre, |_| Ok(Array2::zeros((1, 4)))).unwrap_err();
+    assert_eq!(
+        wrong.to_string(),
+        "a sub-layer's output and its input must have the same shape, but they are 1×4 and 3×4"
+    );
+    assert!(residual(&x, &ln, Norm::Post, |_| Ok(Array2::zeros((3, 2)))).is_err());
+}
