@@ -10,11 +10,12 @@
 mod plot;
 
 use attn::experiments::ch11::{
-    accuracy_report, digit_attention_report, mirror_report, residual_report, token,
+    accuracy_after, accuracy_report, digit_attention, digit_attention_report, mirror_attention,
+    mirror_report, residual_report, token, uniform_target_share,
 };
 use attn::model::{
-    accuracy, accuracy_after, digit_attention, held_out, inputs_and_targets, mirror_attention,
-    uniform_target_share, Task, TinyTransformer, BOOK_MODEL, BOOK_TRAINING, HELD_OUT,
+    accuracy, held_out, inputs_and_targets, Task, TinyTransformer, BOOK_MODEL, BOOK_TRAINING,
+    HELD_OUT,
 };
 use attn::show::table;
 use ndarray::Array2;

@@ -6,11 +6,11 @@
 use std::time::Instant;
 
 use attn::experiments::ch11::{
-    accuracy_report, digit_attention_report, mirror_report, residual_report, show_tokens,
+    accuracy_after, accuracy_report, digit_attention, digit_attention_report, mirror_attention,
+    mirror_report, residual_report, show_tokens, uniform_target_share,
 };
 use attn::model::{
-    accuracy, accuracy_after, digit_attention, held_out, mirror_attention, train,
-    uniform_target_share, Adam, ModelConfig, Task, TinyTransformer, TrainConfig, BOOK_MODEL,
+    accuracy, held_out, train, Adam, ModelConfig, Task, TinyTransformer, TrainConfig, BOOK_MODEL,
     BOOK_TRAINING, HELD_OUT, VOCAB,
 };
 

@@ -3,7 +3,9 @@
 //! quotes them and checks the same values).
 
 use crate::error::AttnError;
-use crate::model::{greedy_decode, DigitAttention, TinyTransformer, SEP};
+use crate::model::{
+    check_examples, greedy_decode, inputs_and_targets, most_probable, TinyTransformer, SEP,
+};
 
 /// A token as the book prints it: a digit, or `|` for the separator.
 pub fn token(t: usize) -> String {
@@ -96,4 +98,121 @@ pub fn digit_attention_report(models: &[(&str, &[Vec<DigitAttention>], f64)]) ->
         baselines.join(" and ")
     );
     out
+}
+
+/// Mean attention weight on the mirrored input position: for the answer's
+/// `j`-th prediction (query position `k + j`), the weight on key `k − 1 − j`,
+/// the digit it must output next. Per block and head, averaged over
+/// `examples`.
+pub fn mirror_attention(
+    net: &TinyTransformer,
+    examples: &[Vec<usize>],
+) -> Result<Vec<Vec<f64>>, AttnError> {
+    let k = net.config.k;
+    check_examples(examples, k)?;
+    let (inputs, _) = inputs_and_targets(examples, k);
+    let fwd = net.forward(&inputs)?;
+    let mirror = |block, head| {
+        let per_sequence = (0..inputs.len()).map(|b| {
+            let w = fwd.weights(block, b, head);
+            (0..k).map(|j| w[[k + j, k - 1 - j]]).sum::<f64>() / k as f64
+        });
+        per_sequence.sum::<f64>() / inputs.len() as f64
+    };
+    Ok(per_block_and_head(net, mirror))
+}
+
+/// `f(block, head)` for every block and head of `net`, one row a block.
+fn per_block_and_head<T>(net: &TinyTransformer, f: impl Fn(usize, usize) -> T) -> Vec<Vec<T>> {
+    let (layers, heads) = (net.config.layers, net.config.heads);
+    (0..layers)
+        .map(|l| (0..heads).map(|h| f(l, h)).collect())
+        .collect()
+}
+
+/// Where an answer step's attention goes among the prompt digits, by value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DigitAttention {
+    /// Weight on the prompt positions holding the digit to output next.
+    pub on_target: f64,
+    /// Weight on the prompt positions holding smaller digits.
+    pub on_smaller: f64,
+    /// Weight on the prompt positions holding larger digits.
+    pub on_larger: f64,
+}
+
+/// For the answer's `j`-th prediction (query position `k + j`), how the
+/// attention weight over the `k` prompt digits splits by value: on digits
+/// equal to the one to output next, smaller, larger. A lookup by content
+/// puts its weight on the first, wherever those digits sit. Per block and
+/// head, averaged over the answer steps and `examples`.
+pub fn digit_attention(
+    net: &TinyTransformer,
+    examples: &[Vec<usize>],
+) -> Result<Vec<Vec<DigitAttention>>, AttnError> {
+    let k = net.config.k;
+    check_examples(examples, k)?;
+    let (inputs, _) = inputs_and_targets(examples, k);
+    let fwd = net.forward(&inputs)?;
+    let split = |block, head| {
+        let mut sums = [0.0; 3];
+        for (b, e) in examples.iter().enumerate() {
+            let w = fwd.weights(block, b, head);
+            for j in 0..k {
+                let target = e[k + 1 + j];
+                for (i, &digit) in e[..k].iter().enumerate() {
+                    let slot = match digit.cmp(&target) {
+                        std::cmp::Ordering::Equal => 0,
+                        std::cmp::Ordering::Less => 1,
+                        std::cmp::Ordering::Greater => 2,
+                    };
+                    sums[slot] += w[[k + j, i]];
+                }
+            }
+        }
+        let n = (examples.len() * k) as f64;
+        DigitAttention {
+            on_target: sums[0] / n,
+            on_smaller: sums[1] / n,
+            on_larger: sums[2] / n,
+        }
+    };
+    Ok(per_block_and_head(net, split))
+}
+
+/// The weight a uniform head would put on the prompt positions holding the
+/// digit to output next: at answer step `j` the query sees `k + j + 1`
+/// keys. The baseline for [`digit_attention`]'s `on_target`.
+pub fn uniform_target_share(examples: &[Vec<usize>], k: usize) -> Result<f64, AttnError> {
+    check_examples(examples, k)?;
+    let mut total = 0.0;
+    for e in examples {
+        for j in 0..k {
+            let matches = e[..k].iter().filter(|&&d| d == e[k + 1 + j]).count();
+            total += matches as f64 / (k + j + 1) as f64;
+        }
+    }
+    Ok(total / (examples.len() * k) as f64)
+}
+
+/// How often the residual stream after the first `depth` blocks, read out
+/// through the final LayerNorm and head, already predicts the right answer
+/// digit (teacher-forced, every answer position of every example).
+pub fn accuracy_after(
+    net: &TinyTransformer,
+    examples: &[Vec<usize>],
+    depth: usize,
+) -> Result<f64, AttnError> {
+    let k = net.config.k;
+    check_examples(examples, k)?;
+    let (inputs, targets) = inputs_and_targets(examples, k);
+    let logits = net.forward_through(&inputs, depth)?.logits;
+    let (mut right, mut total) = (0, 0);
+    for (row, target) in logits.rows().into_iter().zip(&targets) {
+        if let Some(t) = *target {
+            right += usize::from(most_probable(&row) == t);
+            total += 1;
+        }
+    }
+    Ok(right as f64 / total as f64)
 }

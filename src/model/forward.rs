@@ -1,0 +1,265 @@
+//! The forward pass of the tiny Transformer, and its backward pass: every
+//! step of the forward pass undone in reverse order (chapters 10 and 11).
+
+use ndarray::{s, ArrayRef2};
+
+use super::{TinyTransformer, EPS, VOCAB};
+use crate::error::AttnError;
+use crate::grad::{
+    attention_backward, attention_forward, cross_entropy, ffn_backward, ffn_forward,
+    layer_norm_backward, layer_norm_forward, linear_backward, AttentionCache, FfnCache,
+    LayerNormCache, Matrix,
+};
+use crate::masking::causal_mask;
+
+/// What one block's forward pass keeps for its backward pass.
+struct BlockCache {
+    ln1: LayerNormCache,
+    a: Matrix,
+    qkv: [Matrix; 3],
+    heads: Vec<AttentionCache>, // one per (sequence, head)
+    o: Matrix,
+    ln2: LayerNormCache,
+    ffn: FfnCache,
+}
+
+/// The forward pass's result: logits and what the backward pass needs.
+pub struct Forward {
+    /// `BT×VOCAB`.
+    pub logits: Matrix,
+    tokens: Vec<Vec<usize>>,
+    heads: usize,
+    blocks: Vec<BlockCache>,
+    ln_f: LayerNormCache,
+    z: Matrix,
+}
+
+// ANCHOR: forward
+impl TinyTransformer {
+    /// The forward pass over `B` sequences of equal length `T ≤ context`.
+    pub fn forward(&self, batch: &[Vec<usize>]) -> Result<Forward, AttnError> {
+        self.forward_through(batch, self.blocks.len())
+    }
+
+    /// The forward pass through the first `depth` blocks only, read out by
+    /// the final LayerNorm and head as if the rest were absent (what the
+    /// residual stream already predicts after `depth` blocks).
+    pub fn forward_through(
+        &self,
+        batch: &[Vec<usize>],
+        depth: usize,
+    ) -> Result<Forward, AttnError> {
+        self.check_batch(batch)?;
+        if depth > self.blocks.len() {
+            return Err(AttnError::InvalidArgument {
+                name: "depth",
+                value: depth as f32,
+                requirement: "must be at most the model's number of blocks",
+            });
+        }
+        let (t, d, h) = (batch[0].len(), self.config.d_model, self.config.heads);
+        let d_k = d / h;
+        let causal = causal_mask(t, t);
+        // Token plus position embeddings: BT×d.
+        let mut x = Matrix::zeros((batch.len() * t, d));
+        for (b, sequence) in batch.iter().enumerate() {
+            for (i, &token) in sequence.iter().enumerate() {
+                let row = &self.tokens.row(token) + &self.positions.row(i);
+                x.row_mut(b * t + i).assign(&row);
+            }
+        }
+        let mut caches = Vec::new();
+        for block in &self.blocks[..depth] {
+            // x ← x + Attention(LayerNorm(x)) W_O, per sequence and head.
+            let (a, ln1) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], EPS);
+            let qkv = [0, 1, 2].map(|i| a.dot(&block.attn[i]));
+            let mut o = Matrix::zeros(x.dim());
+            let mut heads = Vec::new();
+            for b in 0..batch.len() {
+                for head in 0..h {
+                    let part = s![b * t..(b + 1) * t, head * d_k..(head + 1) * d_k];
+                    let (out, cache) = attention_forward(
+                        &qkv[0].slice(part),
+                        &qkv[1].slice(part),
+                        &qkv[2].slice(part),
+                        Some(&causal),
+                        1.0 / (d_k as f64).sqrt(),
+                    );
+                    o.slice_mut(part).assign(&out);
+                    heads.push(cache);
+                }
+            }
+            x = x + o.dot(&block.attn[3]);
+            // x ← x + FFN(LayerNorm(x)).
+            let (c, ln2) = layer_norm_forward(&x, &block.ln2[0], &block.ln2[1], EPS);
+            let (f, ffn) = ffn_forward(&c, &block.ffn);
+            x = x + f;
+            caches.push(BlockCache {
+                ln1,
+                a,
+                qkv,
+                heads,
+                o,
+                ln2,
+                ffn,
+            });
+        }
+        let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
+        let logits = z.dot(&self.head.0) + &self.head.1;
+        Ok(Forward {
+            logits,
+            tokens: batch.to_vec(),
+            heads: h,
+            blocks: caches,
+            ln_f,
+            z,
+        })
+    }
+
+    // ANCHOR_END: forward
+    /// Checks that `batch` holds at least one sequence, that all have the
+    /// same length, between 1 and the context, and that every token exists.
+    fn check_batch(&self, batch: &[Vec<usize>]) -> Result<(), AttnError> {
+        let Some(first) = batch.first() else {
+            return Err(AttnError::Empty {
+                name: "batch",
+                shape: (0, 0),
+            });
+        };
+        let t = first.len();
+        if t == 0 || t > self.config.context() || batch.iter().any(|s| s.len() != t) {
+            return Err(AttnError::InvalidArgument {
+                name: "sequence length",
+                value: t as f32,
+                requirement:
+                    "must be the same for every sequence, from 1 to the model's context (2k)",
+            });
+        }
+        if let Some(&token) = batch.iter().flatten().find(|&&token| token >= VOCAB) {
+            return Err(AttnError::InvalidArgument {
+                name: "token",
+                value: token as f32,
+                requirement: "must be a digit 0–9 or the separator 10",
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Forward {
+    /// The `T×T` attention weights of `block`, `sequence` and `head`, as the
+    /// forward pass kept them for the backward pass.
+    pub fn weights(&self, block: usize, sequence: usize, head: usize) -> &Matrix {
+        &self.blocks[block].heads[sequence * self.heads + head].p
+    }
+}
+
+impl TinyTransformer {
+    /// The backward pass: the gradient of the loss with respect to every
+    /// parameter, given `dL/dlogits`. Each step undoes one step of
+    /// [`Self::forward`], in reverse order.
+    pub fn backward(
+        &self,
+        fwd: &Forward,
+        d_logits: &ArrayRef2<f64>,
+    ) -> Result<TinyTransformer, AttnError> {
+        if d_logits.dim() != fwd.logits.dim() {
+            return Err(AttnError::ShapesDiffer {
+                what: "dL/dlogits and the logits",
+                left: d_logits.dim(),
+                right: fwd.logits.dim(),
+            });
+        }
+        if fwd.blocks.len() != self.blocks.len() {
+            return Err(AttnError::InvalidArgument {
+                name: "forward pass depth",
+                value: fwd.blocks.len() as f32,
+                requirement: "must run through every block of this model (not forward_through)",
+            });
+        }
+        let mut g = self.zeros_like();
+        let (t, d, h) = (fwd.tokens[0].len(), self.config.d_model, self.config.heads);
+        let d_k = d / h;
+        let (dz, d_head, d_head_b) = linear_backward(&fwd.z, &self.head.0, d_logits);
+        g.head = (d_head, d_head_b);
+        let (mut dx, dg, db) = layer_norm_backward(&fwd.ln_f, &self.ln_f[0], &dz);
+        g.ln_f = [dg, db];
+        for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
+            let gb = &mut g.blocks[l];
+            // x₂ = x₁ + FFN(LayerNorm(x₁)): the residual passes dx through.
+            let (dc, d_ffn) = ffn_backward(&cache.ffn, &block.ffn, &dx);
+            gb.ffn = d_ffn;
+            let (dx_ln2, dg2, db2) = layer_norm_backward(&cache.ln2, &block.ln2[0], &dc);
+            gb.ln2 = [dg2, db2];
+            dx += &dx_ln2;
+            // x₁ = x + O W_O, O from attention per sequence and head.
+            let d_o = dx.dot(&block.attn[3].t());
+            gb.attn[3] = cache.o.t().dot(&dx);
+            let mut d_qkv = [0, 1, 2].map(|_| Matrix::zeros(dx.dim()));
+            for b in 0..fwd.tokens.len() {
+                for head in 0..h {
+                    let part = s![b * t..(b + 1) * t, head * d_k..(head + 1) * d_k];
+                    let [q, k, v] = [0, 1, 2].map(|i| cache.qkv[i].slice(part));
+                    let attention = &cache.heads[b * h + head];
+                    let grads = attention_backward(&q, &k, &v, attention, &d_o.slice(part));
+                    d_qkv[0].slice_mut(part).assign(&grads.0);
+                    d_qkv[1].slice_mut(part).assign(&grads.1);
+                    d_qkv[2].slice_mut(part).assign(&grads.2);
+                }
+            }
+            let mut da = Matrix::zeros(dx.dim());
+            for (i, d_x) in d_qkv.iter().enumerate() {
+                da += &d_x.dot(&block.attn[i].t()); // back through X W_i
+                gb.attn[i] = cache.a.t().dot(d_x);
+            }
+            let (dx_ln1, dg1, db1) = layer_norm_backward(&cache.ln1, &block.ln1[0], &da);
+            gb.ln1 = [dg1, db1];
+            dx += &dx_ln1;
+        }
+        // Embeddings: each row of dx goes to its token's and its position's row.
+        for (b, sequence) in fwd.tokens.iter().enumerate() {
+            for (i, &token) in sequence.iter().enumerate() {
+                let row = dx.row(b * t + i);
+                g.tokens.row_mut(token).scaled_add(1.0, &row);
+                g.positions.row_mut(i).scaled_add(1.0, &row);
+            }
+        }
+        Ok(g)
+    }
+
+    // ANCHOR: loss
+    /// The loss on `inputs` with next-token `targets` (one per position,
+    /// `None` where there is nothing to predict) and its gradient with
+    /// respect to every parameter: forward, cross-entropy, backward.
+    pub fn loss_and_gradients(
+        &self,
+        inputs: &[Vec<usize>],
+        targets: &[Option<usize>],
+    ) -> Result<(f64, TinyTransformer), AttnError> {
+        let fwd = self.forward(inputs)?;
+        Self::check_targets(&fwd, targets)?;
+        let (loss, d_logits) = cross_entropy(&fwd.logits, targets);
+        Ok((loss, self.backward(&fwd, &d_logits)?))
+    }
+
+    // ANCHOR_END: loss
+
+    /// The loss alone, as [`Self::loss_and_gradients`] computes it.
+    pub fn loss(&self, inputs: &[Vec<usize>], targets: &[Option<usize>]) -> Result<f64, AttnError> {
+        let fwd = self.forward(inputs)?;
+        Self::check_targets(&fwd, targets)?;
+        Ok(cross_entropy(&fwd.logits, targets).0)
+    }
+
+    /// Checks one target (or `None`) per input position, each a token.
+    fn check_targets(fwd: &Forward, targets: &[Option<usize>]) -> Result<(), AttnError> {
+        if targets.len() != fwd.logits.nrows() || targets.iter().flatten().any(|&t| t >= VOCAB) {
+            return Err(AttnError::InvalidArgument {
+                name: "targets",
+                value: targets.len() as f32,
+                requirement: "must give one target token (or None) per input position",
+            });
+        }
+        Ok(())
+    }
+}

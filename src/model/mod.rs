@@ -1,0 +1,321 @@
+//! A tiny decoder-only Transformer, trained from scratch to reverse a
+//! sequence of digits (chapter 11).
+//!
+//! The task: given `k` digits and a separator, `3 1 4 1 5 9 | `, produce the
+//! digits reversed, `9 5 1 4 1 3`. Output `j` must copy input `k − 1 − j`:
+//! a job for attention, whose query at one position can look up the key at
+//! the mirrored position, and which a network without attention cannot do
+//! with one fixed pattern.
+//!
+//! Decoder-only (GPT-style): one causal stack reads the prompt and writes the
+//! answer, predicting each next token. It is the simplest model that solves
+//! the task, and the one chapter 5's KV cache and chapter 9's pre-norm block
+//! were written for.
+//!
+//! | step | shape (`B` sequences of `T` tokens, width `d`) |
+//! | --- | --- |
+//! | token + position embeddings | `BT×d` |
+//! | `L` pre-norm blocks: causal multi-head attention, FFN | `BT×d` |
+//! | final LayerNorm, linear head | `BT×vocabulary` |
+//!
+//! Everything is `f64`, with the backward passes of [`crate::grad`], and
+//! deterministic: one seed gives the same weights on every machine that
+//! rounds `f64` the same way.
+
+mod decode;
+mod forward;
+mod gradcheck;
+mod task;
+mod train;
+mod weights;
+
+use ndarray::Array1;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use crate::error::AttnError;
+use crate::grad::{FfnParams, Matrix};
+
+pub use decode::{accuracy, greedy_decode};
+pub(crate) use decode::{check_examples, most_probable};
+pub use forward::Forward;
+pub use gradcheck::{check_gradients, small_problem};
+pub use task::{held_out, inputs_and_targets, reversal_example, Task};
+pub use train::{
+    schedule, train, train_with, Adam, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING, BOOK_TRAINING,
+    HELD_OUT,
+};
+
+/// The separator between the digits and their reversal.
+pub const SEP: usize = 10;
+/// Tokens: the digits 0–9 and the separator.
+pub const VOCAB: usize = 11;
+const EPS: f64 = 1e-5;
+
+// ANCHOR: config
+/// The sizes of the model and of the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// Digits to reverse.
+    pub k: usize,
+    /// Token width.
+    pub d_model: usize,
+    /// Attention heads per block.
+    pub heads: usize,
+    /// Hidden width of the FFN.
+    pub d_ff: usize,
+    /// Number of blocks.
+    pub layers: usize,
+}
+
+// ANCHOR_END: config
+
+impl ModelConfig {
+    /// Checks that every size is at least 1 and that the heads split
+    /// `d_model` evenly.
+    pub fn check(&self) -> Result<(), AttnError> {
+        let sizes = [
+            ("k", self.k),
+            ("d_model", self.d_model),
+            ("heads", self.heads),
+            ("d_ff", self.d_ff),
+        ];
+        for (name, size) in sizes {
+            if size == 0 {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: 0.0,
+                    requirement: "must be at least 1",
+                });
+            }
+        }
+        if self.d_model % self.heads != 0 {
+            return Err(AttnError::HeadsDoNotDivide {
+                d_model: self.d_model,
+                h: self.heads,
+            });
+        }
+        Ok(())
+    }
+
+    /// Tokens the model reads: `k` digits, the separator, `k − 1` answer
+    /// digits (the last answer digit is only ever predicted).
+    pub fn context(&self) -> usize {
+        2 * self.k
+    }
+}
+
+/// One pre-norm block's parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// LayerNorm before attention: scale and shift.
+    pub ln1: [Array1<f64>; 2],
+    /// Attention projections `W_Q, W_K, W_V, W_O`, each `d×d`, heads side by side.
+    pub attn: [Matrix; 4],
+    /// LayerNorm before the FFN.
+    pub ln2: [Array1<f64>; 2],
+    /// The FFN (GELU).
+    pub ffn: FfnParams,
+}
+
+/// The model's parameters (and, with the same shapes, their gradients).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TinyTransformer {
+    /// The sizes.
+    pub config: ModelConfig,
+    /// Token embeddings, `VOCAB×d`.
+    pub tokens: Matrix,
+    /// Learned position embeddings, `context×d`.
+    pub positions: Matrix,
+    /// The blocks.
+    pub blocks: Vec<Block>,
+    /// Final LayerNorm.
+    pub ln_f: [Array1<f64>; 2],
+    /// Output projection `d×VOCAB` and its bias.
+    pub head: (Matrix, Array1<f64>),
+}
+
+fn normal(rows: usize, cols: usize, std: f64, rng: &mut StdRng) -> Matrix {
+    crate::grad::normal_matrix(rows, cols, rng) * std
+}
+
+impl TinyTransformer {
+    /// A freshly initialised model: embeddings `N(0, 0.02²)` as in GPT-2,
+    /// weight matrices `N(0, 1/fan-in)` as in chapter 3, LayerNorms the
+    /// identity, biases 0.
+    pub fn new(config: ModelConfig, seed: u64) -> Result<Self, AttnError> {
+        config.check()?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let (d, f) = (config.d_model, config.d_ff);
+        let ln = || [Array1::ones(d), Array1::zeros(d)];
+        let blocks = (0..config.layers)
+            .map(|_| Block {
+                ln1: ln(),
+                attn: [0, 1, 2, 3].map(|_| normal(d, d, 1.0 / (d as f64).sqrt(), &mut rng)),
+                ln2: ln(),
+                ffn: FfnParams {
+                    w1: normal(d, f, 1.0 / (d as f64).sqrt(), &mut rng),
+                    b1: Array1::zeros(f),
+                    w2: normal(f, d, 1.0 / (f as f64).sqrt(), &mut rng),
+                    b2: Array1::zeros(d),
+                },
+            })
+            .collect();
+        Ok(TinyTransformer {
+            config,
+            tokens: normal(VOCAB, d, 0.02, &mut rng),
+            positions: normal(config.context(), d, 0.02, &mut rng),
+            blocks,
+            ln_f: ln(),
+            head: (
+                normal(d, VOCAB, 1.0 / (d as f64).sqrt(), &mut rng),
+                Array1::zeros(VOCAB),
+            ),
+        })
+    }
+
+    /// Every parameter tensor as a flat slice, in a fixed order (for the
+    /// optimiser, and for saving).
+    pub fn slices(&self) -> Vec<&[f64]> {
+        let mut out: Vec<&[f64]> = vec![slice(&self.tokens), slice(&self.positions)];
+        for b in &self.blocks {
+            out.extend(b.ln1.iter().map(slice1));
+            out.extend(b.attn.iter().map(slice));
+            out.extend(b.ln2.iter().map(slice1));
+            out.extend([
+                slice(&b.ffn.w1),
+                slice1(&b.ffn.b1),
+                slice(&b.ffn.w2),
+                slice1(&b.ffn.b2),
+            ]);
+        }
+        out.extend(self.ln_f.iter().map(slice1));
+        out.extend([slice(&self.head.0), slice1(&self.head.1)]);
+        out
+    }
+
+    /// [`Self::slices`], mutable.
+    pub fn slices_mut(&mut self) -> Vec<&mut [f64]> {
+        let mut out: Vec<&mut [f64]> =
+            vec![slice_mut(&mut self.tokens), slice_mut(&mut self.positions)];
+        for b in &mut self.blocks {
+            out.extend(b.ln1.iter_mut().map(slice1_mut));
+            out.extend(b.attn.iter_mut().map(slice_mut));
+            out.extend(b.ln2.iter_mut().map(slice1_mut));
+            out.push(slice_mut(&mut b.ffn.w1));
+            out.push(slice1_mut(&mut b.ffn.b1));
+            out.push(slice_mut(&mut b.ffn.w2));
+            out.push(slice1_mut(&mut b.ffn.b2));
+        }
+        out.extend(self.ln_f.iter_mut().map(slice1_mut));
+        out.push(slice_mut(&mut self.head.0));
+        out.push(slice1_mut(&mut self.head.1));
+        out
+    }
+
+    /// Number of parameters.
+    pub fn parameter_count(&self) -> usize {
+        self.slices().iter().map(|s| s.len()).sum()
+    }
+
+    /// A model of the same shape with every parameter 0 (to hold gradients).
+    pub fn zeros_like(&self) -> Self {
+        let mut z = self.clone();
+        for s in z.slices_mut() {
+            s.fill(0.0);
+        }
+        z
+    }
+}
+
+fn slice(m: &Matrix) -> &[f64] {
+    m.as_slice().expect("parameters are contiguous")
+}
+fn slice1(a: &Array1<f64>) -> &[f64] {
+    a.as_slice().expect("parameters are contiguous")
+}
+fn slice_mut(m: &mut Matrix) -> &mut [f64] {
+    m.as_slice_mut().expect("parameters are contiguous")
+}
+fn slice1_mut(a: &mut Array1<f64>) -> &mut [f64] {
+    a.as_slice_mut().expect("parameters are contiguous")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> ModelConfig {
+        ModelConfig {
+            k: 2,
+            d_model: 8,
+            heads: 2,
+            d_ff: 12,
+            layers: 2,
+        }
+    }
+
+    #[test]
+    fn bad_input_gets_a_clear_error() {
+        let bad_heads = ModelConfig {
+            heads: 3,
+            ..small()
+        };
+        let err = TinyTransformer::new(bad_heads, 0).unwrap_err();
+        assert_eq!(err, AttnError::HeadsDoNotDivide { d_model: 8, h: 3 });
+        let net = TinyTransformer::new(small(), 0).unwrap();
+        let err = net.forward(&[]).err().unwrap();
+        assert_eq!(
+            err,
+            AttnError::Empty {
+                name: "batch",
+                shape: (0, 0)
+            }
+        );
+        let too_long = net.forward(&[vec![1; 5]]).err().unwrap();
+        assert!(too_long
+            .to_string()
+            .starts_with("sequence length must be the same for every sequence"));
+        let ragged = net.forward(&[vec![1, 2], vec![3]]).err().unwrap();
+        assert!(ragged.to_string().contains("got 2"));
+        let unknown = net.forward(&[vec![1, 11]]).err().unwrap();
+        assert_eq!(
+            unknown.to_string(),
+            "token must be a digit 0–9 or the separator 10, got 11"
+        );
+        let err = net.loss(&[vec![1, 2]], &[None]).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("targets must give one target token"));
+        assert!(
+            held_out(Task::Reverse, 2, 51, 0).is_err(),
+            "51 distinct of 100 is more than half"
+        );
+        assert!(
+            accuracy(&net, &[vec![1, 2, 3]]).is_err(),
+            "an example needs 2k + 1 tokens"
+        );
+        let other = TinyTransformer::new(
+            ModelConfig {
+                d_model: 4,
+                ..small()
+            },
+            0,
+        )
+        .unwrap();
+        let mut net = net;
+        let mut adam = Adam::new(&net, 0.1);
+        assert!(
+            adam.update(&mut net, &other, 1.0).is_err(),
+            "gradients of another model"
+        );
+        let no_steps = TrainConfig {
+            steps: 0,
+            batch: 1,
+            lr: 1e-3,
+            warmup: 0,
+            seed: 0,
+            task: Task::Reverse,
+        };
+        assert!(train(small(), &no_steps, &[]).is_err());
+    }
+}

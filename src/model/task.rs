@@ -1,0 +1,106 @@
+//! The tasks the tiny Transformer learns: examples, and the model's inputs
+//! and targets (chapter 11).
+
+use std::collections::HashSet;
+
+use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
+
+use super::SEP;
+use crate::error::AttnError;
+
+// ANCHOR: task
+/// `k` random digits followed by the separator and the digits reversed:
+/// `2k + 1` tokens.
+pub fn reversal_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
+    let digits: Vec<usize> = (0..k).map(|_| rng.random_range(0..10)).collect();
+    let mut sequence = digits.clone();
+    sequence.push(SEP);
+    sequence.extend(digits.iter().rev());
+    sequence
+}
+// ANCHOR_END: task
+
+/// What the model learns to write after the separator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    /// The prompt's digits in reverse order ([`reversal_example`]).
+    Reverse,
+    /// The prompt's digits in increasing order (chapter 11's exercise 1,
+    /// [`crate::exercises::ch11::sorting_example`]).
+    Sort,
+}
+
+impl Task {
+    /// One random example of the task: `k` digits, the separator, the answer.
+    pub fn example(self, k: usize, rng: &mut StdRng) -> Vec<usize> {
+        match self {
+            Task::Reverse => reversal_example(k, rng),
+            Task::Sort => crate::exercises::ch11::sorting_example(k, rng),
+        }
+    }
+}
+
+/// The model's inputs (all tokens but the last) and its targets (the next
+/// token at each position, but only where the next token is an answer digit:
+/// the digits of the prompt are random and cannot be predicted).
+pub fn inputs_and_targets(
+    examples: &[Vec<usize>],
+    k: usize,
+) -> (Vec<Vec<usize>>, Vec<Option<usize>>) {
+    let inputs = examples.iter().map(|e| e[..2 * k].to_vec()).collect();
+    let targets = examples
+        .iter()
+        .flat_map(|e| (0..2 * k).map(move |i| (i >= k).then(|| e[i + 1])))
+        .collect();
+    (inputs, targets)
+}
+
+/// A held-out set: `count` distinct examples of `task` from their own seed.
+/// Training never draws one of these (see [`train`]).
+pub fn held_out(
+    task: Task,
+    k: usize,
+    count: usize,
+    seed: u64,
+) -> Result<Vec<Vec<usize>>, AttnError> {
+    let possible = 10usize.checked_pow(k as u32).unwrap_or(usize::MAX);
+    if count > possible / 2 {
+        return Err(AttnError::InvalidArgument {
+            name: "count",
+            value: count as f32,
+            requirement: "must be at most half the 10^k possible sequences",
+        });
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    while out.len() < count {
+        let e = task.example(k, &mut rng);
+        if seen.insert(e.clone()) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_task_and_its_targets() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let e = reversal_example(4, &mut rng);
+        assert_eq!(e.len(), 9);
+        assert_eq!(e[4], SEP);
+        assert!((0..4).all(|i| e[5 + i] == e[3 - i]));
+        let (inputs, targets) = inputs_and_targets(std::slice::from_ref(&e), 4);
+        assert_eq!(inputs[0], e[..8].to_vec());
+        assert_eq!(&targets[..4], &[None, None, None, None]);
+        assert_eq!(targets[4], Some(e[5]));
+        assert_eq!(targets[7], Some(e[8]));
+        let test = held_out(Task::Reverse, 4, 50, 9).unwrap();
+        let distinct: HashSet<_> = test.iter().collect();
+        assert_eq!(distinct.len(), 50);
+    }
+}
