@@ -20,7 +20,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("{}", check_table("operation", &all_checks(0)));
 
     println!("\n== The whole model (2 blocks, width 8), one matrix of each kind ==");
-    println!("{}", check_table("parameter", &check_gradients(3)));
+    println!("{}", check_table("parameter", &check_gradients(3)?));
 
     println!("\n== Gradient norms through attention, 16 queries and keys, 200 trials ==");
     let norms = gradient_norms(&D_KS, 200, 2017)?;

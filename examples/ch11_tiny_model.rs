@@ -44,7 +44,7 @@ fn training_log() -> Vec<(usize, f64, Option<f64>)> {
 
 fn main() -> Result<(), attn::AttnError> {
     let net = TinyTransformer::from_text(&data("ch11-weights.txt"))?;
-    let c = net.config;
+    let c = net.config();
     println!(
         "== The model: k = {}, d_model = {}, {} heads, d_ff = {}, {} blocks; {} parameters ==",
         c.k,
@@ -99,7 +99,8 @@ fn main() -> Result<(), attn::AttnError> {
     println!("\n== Exercise 1: the same model trained to sort ==");
     let sorter = TinyTransformer::from_text(&data("ch11-sort-weights.txt"))?;
     assert_eq!(
-        sorter.config, BOOK_MODEL,
+        sorter.config(),
+        BOOK_MODEL,
         "the sorting weights are the book's model"
     );
     let sort_test = held_out(Task::Sort, c.k, HELD_OUT.0, HELD_OUT.1)?;
@@ -184,11 +185,11 @@ fn draw_attention(
     file: &'static str,
     title: &str,
 ) -> Result<(), attn::AttnError> {
-    let (inputs, _) = inputs_and_targets(&[example.to_vec()], net.config.k);
+    let (inputs, _) = inputs_and_targets(&[example.to_vec()], net.config().k)?;
     let fwd = net.forward(&inputs)?;
     let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-    let (layers, heads) = (net.config.layers, net.config.heads);
+    let (layers, heads) = (net.config().layers, net.config().heads);
     let panel_ids: Vec<(usize, usize)> = (0..layers)
         .flat_map(|l| (0..heads).map(move |h| (l, h)))
         .collect();
@@ -211,9 +212,9 @@ fn draw_attention(
                 range: (0.0, 1.0),
                 annotate: None,
             };
-            (h, w.mapv(|x| x as f32))
+            Ok((h, w?.mapv(|x| x as f32)))
         })
-        .collect();
+        .collect::<Result<_, attn::AttnError>>()?;
     let path = plot::heatmap_grid(file, title, 2, &panels);
     println!("wrote {}", path.display());
     Ok(())

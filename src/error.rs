@@ -118,6 +118,14 @@ pub enum AttnError {
         /// That entry: `±∞`, or NaN (`∞ − ∞`).
         value: f32,
     },
+    /// A gradient that is not finite: an optimiser step would make the
+    /// parameters non-finite too.
+    NonFiniteGradient {
+        /// The parameter tensor, e.g. `"block 1 W_Q"`.
+        tensor: String,
+        /// The first entry that is not finite.
+        value: f64,
+    },
     /// A data file of `book/data` that cannot be read.
     MissingDataFile {
         /// The file's path.
@@ -232,6 +240,11 @@ impl fmt::Display for AttnError {
                 "{what} overflow f32: entry ({}, {}) is {value} although every input is finite \
                  (scale the inputs down)",
                 position.0, position.1
+            ),
+            AttnError::NonFiniteGradient { ref tensor, value } => write!(
+                f,
+                "the gradient of {tensor} holds {value}: a step would make the parameters \
+                 non-finite"
             ),
             AttnError::MissingDataFile {
                 ref path,

@@ -89,6 +89,7 @@ pub fn offset_map(delta: usize, d_model: usize) -> Result<Array2<f32>, AttnError
 /// `θ = pos · ω_i`. Shape in = shape out = `n×d_k`, `d_k` even.
 pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_k", x.ncols())?;
+    check_positions(first_position, x.nrows())?;
     let omega = frequencies(x.ncols());
     let mut out = x.to_owned();
     for (r, mut row) in out.rows_mut().into_iter().enumerate() {
@@ -104,6 +105,19 @@ pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, At
     Ok(out)
 }
 // ANCHOR_END: rope
+
+/// Checks that positions `first .. first + n` exist: their last one fits
+/// in a `usize`.
+pub(crate) fn check_positions(first: usize, n: usize) -> Result<(), AttnError> {
+    match first.checked_add(n) {
+        Some(_) => Ok(()),
+        None => Err(AttnError::InvalidArgument {
+            name: "first position",
+            value: first as f32,
+            requirement: "plus the number of rows must fit in a usize",
+        }),
+    }
+}
 
 /// The largest change of a row's Euclidean norm between `before` and
 /// `after`, two matrices of the same shape (RoPE should change no norm).

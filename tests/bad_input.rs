@@ -6,11 +6,18 @@
 use attn::approximate::{causal_linear_attention, linear_attention, local_attention};
 use attn::block::{residual, Transformer};
 use attn::block::{Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm};
+use attn::complexity::projection_flops;
 use attn::exercises::ch01::softmax_with_temperature;
 use attn::exercises::ch08::chunked_softmax;
 use attn::masking::{biased_attention, masked_attention, masked_fill};
+use attn::masking::{cumulative_flops, flops_per_token_with_cache};
+use attn::model::{
+    inputs_and_targets, schedule, small_problem, train, Adam, ModelConfig, Task, TinyTransformer,
+    TrainConfig,
+};
 use attn::multihead::MultiHeadAttention;
 use attn::position::alibi_bias;
+use attn::position::rope;
 use attn::projection::{init_statistics, init_weight, Projections};
 use attn::softmax::{softmax, softmax_rows};
 use attn::tiled::tiled_attention;
@@ -183,4 +190,140 @@ fn shapes_are_checked_before_ndarray_sees_them() {
         "a sub-layer's output and its input must have the same shape, but they are 1×4 and 3×4"
     );
     assert!(residual(&x, &ln, Norm::Post, |_| Ok(Array2::zeros((3, 2)))).is_err());
+}
+
+/// Class 4: the weights loader refuses what it cannot trust (the details
+/// are tested in `src/model/weights.rs`).
+#[test]
+fn the_weights_loader_refuses_huge_sizes_non_finite_values_and_trailing_content() {
+    let text = TinyTransformer::new(small(), 1).unwrap().to_text();
+    let first = text.lines().nth(1).unwrap().split(' ').next().unwrap();
+    assert!(TinyTransformer::from_text(&text.replacen(first, "NaN", 1)).is_err());
+    assert!(TinyTransformer::from_text(&(text.clone() + "0 0 0\n")).is_err());
+    let huge = "tiny-transformer 4 65536 2 262144 4\n";
+    assert!(matches!(
+        TinyTransformer::from_text(huge),
+        Err(AttnError::InvalidWeights { .. })
+    ));
+    assert!(TinyTransformer::from_text(&text).is_ok());
+}
+
+fn small() -> ModelConfig {
+    ModelConfig {
+        k: 2,
+        d_model: 8,
+        heads: 2,
+        d_ff: 12,
+        layers: 1,
+    }
+}
+
+fn training(lr: f64) -> TrainConfig {
+    TrainConfig {
+        steps: 2,
+        batch: 4,
+        lr,
+        warmup: 1,
+        seed: u64::MAX, // seeds are any u64: derived seeds wrap, never overflow
+        task: Task::Reverse,
+    }
+}
+
+/// Class 5: training cannot hang, and cannot turn the parameters NaN.
+#[test]
+fn training_refuses_what_would_hang_or_poison_it() {
+    // k = 2 has 100 possible examples; excluding all of them would leave
+    // the loop drawing forever.
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut all: Vec<Vec<usize>> = (0..2000)
+        .map(|_| Task::Reverse.example(2, &mut rng))
+        .collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 100);
+    let err = train(small(), &training(1e-3), &all).unwrap_err();
+    assert!(err
+        .to_string()
+        .starts_with("excluded examples must be at most half"));
+    assert!(train(small(), &training(1e-3), &all[..50]).is_ok());
+    for lr in [f64::INFINITY, f64::NAN, 0.0, -1.0] {
+        let err = train(small(), &training(lr), &[]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("learning rate must be finite"),
+            "{lr}"
+        );
+    }
+    // Adam refuses a non-finite learning rate or gradient.
+    let mut net = TinyTransformer::new(small(), 0).unwrap();
+    assert!(Adam::new(&net, f64::INFINITY).is_err());
+    let mut adam = Adam::new(&net, 1e-3).unwrap();
+    let (_, grads) = net
+        .loss_and_gradients(&[vec![1, 2, 10, 2]], &[None, None, Some(2), Some(1)])
+        .unwrap();
+    assert!(adam.update(&mut net, &grads, f64::NAN).is_err());
+    assert!(adam.update(&mut net, &grads, f64::INFINITY).is_err());
+    assert!(adam.update(&mut net, &grads, 1.0).is_ok());
+    // The whole-model gradient check's problem takes any seed.
+    assert!(small_problem(u64::MAX).is_ok());
+}
+
+/// Class 8: the model's helpers check their arguments.
+#[test]
+fn model_helpers_check_what_they_are_given() {
+    let net = TinyTransformer::new(small(), 0).unwrap();
+    let other = TinyTransformer::new(small(), 1).unwrap();
+    let inputs = vec![vec![1, 2, 10, 2]];
+    let fwd = other.forward(&inputs).unwrap();
+    let d_logits = Array2::<f64>::zeros(fwd.logits().dim());
+    let err = net.backward(&fwd, &d_logits).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "forward pass must come from this model, with its current parameters, got 0"
+    );
+    assert!(net
+        .backward(&net.forward(&inputs).unwrap(), &d_logits)
+        .is_ok());
+    let fwd = net.forward(&inputs).unwrap();
+    assert!(fwd.weights(0, 0, 0).is_ok());
+    assert!(fwd.weights(1, 0, 0).is_err(), "one block only");
+    assert!(fwd.weights(0, 1, 0).is_err(), "one sequence only");
+    assert!(fwd.weights(0, 0, 2).is_err(), "two heads only");
+    let short = inputs_and_targets(&[vec![1, 2]], 2).unwrap_err();
+    assert_eq!(
+        short.to_string(),
+        "example length must be 2k + 1 tokens: k digits, the separator, k answer digits, got 2"
+    );
+}
+
+/// Class 9: no integer overflow: a panic in debug builds, a wrapped value
+/// in release.
+#[test]
+fn sizes_and_positions_do_not_overflow() {
+    assert!(projection_flops(u64::MAX, u64::MAX).is_finite());
+    assert!(cumulative_flops(u64::MAX, 0, flops_per_token_with_cache).is_err());
+    let x = Array2::<f32>::zeros((2, 4));
+    assert!(rope(&x, usize::MAX).is_err());
+    let huge = ModelConfig {
+        k: usize::MAX,
+        ..small()
+    };
+    assert!(huge.check().is_err());
+    assert!(TinyTransformer::new(huge, 0).is_err());
+    assert!(schedule(usize::MAX, &training(1e-3)).is_err());
+}
+
+/// Class 10: structs with an invariant keep their fields private; the
+/// model's configuration can be read, not changed behind its back.
+#[test]
+fn invariants_are_kept_behind_constructors() {
+    let net = TinyTransformer::new(small(), 0).unwrap();
+    assert_eq!(net.config(), small());
+    assert_eq!(
+        small().parameter_count(),
+        Some(net.parameter_count()),
+        "the count the loader checks is the model's"
+    );
+    let named = net.named_slices();
+    assert_eq!(named.len(), net.slices().len());
+    assert_eq!(named[2].0, "block 1 LayerNorm 1 γ");
 }

@@ -24,7 +24,7 @@ fn gradient_check_tables(b: &mut Bindings) {
     b.exact("9", 9.0).exact("19", 19.0);
     b.exact("1e-5", attn::grad::STEP);
     b.quoted(&check_table("operation", &checks));
-    let model = check_gradients(3);
+    let model = check_gradients(3).unwrap();
     b.quoted(&check_table("parameter", &model));
     // "The embeddings' errors are larger, 4e-8 ... more than 20 times below".
     let embeddings: Vec<f64> = model
@@ -43,8 +43,9 @@ fn gradient_check_tables(b: &mut Bindings) {
         .value("4e-8", embeddings[1], 0.5e-8)
         .at_least("20", 1e-6 / embeddings[0]);
     // The embeddings' standard deviation at initialisation.
-    let (net, _, _) = attn::model::small_problem(3);
-    let std = (net.tokens.mapv(|x| x * x).mean().unwrap()).sqrt();
+    let (net, _, _) = attn::model::small_problem(3).unwrap();
+    let tokens = net.named_slices()[0].1;
+    let std = (tokens.iter().map(|x| x * x).sum::<f64>() / tokens.len() as f64).sqrt();
     b.value("0.02", std, 0.005);
     b.claim(
         "error of the central difference grows with the",
@@ -57,15 +58,25 @@ fn gradient_check_tables(b: &mut Bindings) {
 #[test]
 fn embedding_gradients_are_the_largest() {
     // The same small model and data as check_gradients(3).
-    let (net, inputs, targets) = attn::model::small_problem(3);
+    let (net, inputs, targets) = attn::model::small_problem(3).unwrap();
     let (_, grads) = net.loss_and_gradients(&inputs, &targets).unwrap();
-    let largest = |m: &ndarray::Array2<f64>| m.fold(0.0_f64, |a, &b| a.max(b.abs()));
-    let embeddings = largest(&grads.tokens).min(largest(&grads.positions));
-    let mut matrices = vec![largest(&grads.head.0)];
-    for b in &grads.blocks {
-        matrices.extend(b.attn.iter().map(largest));
-        matrices.extend([largest(&b.ffn.w1), largest(&b.ffn.w2)]);
-    }
+    let largest = |m: &[f64]| m.iter().fold(0.0_f64, |a, &b| a.max(b.abs()));
+    let named = grads.named_slices();
+    let of = |name: &str| largest(named.iter().find(|(n, _)| n == name).unwrap().1);
+    let embeddings = of("token embeddings").min(of("position embeddings"));
+    // The weight matrices: W_Q, W_K, W_V, W_O and the FFN's of every block,
+    // and the output head.
+    let matrices: Vec<f64> = named
+        .iter()
+        .filter(|(n, _)| n.contains(" W_") || n.contains(" W₁") || n.contains(" W₂"))
+        .chain(named.iter().filter(|(n, _)| n == "output head"))
+        .map(|(_, values)| largest(values))
+        .collect();
+    assert_eq!(
+        matrices.len(),
+        2 * 6 + 1,
+        "six matrices a block, and the head"
+    );
     let biggest = matrices.iter().cloned().fold(0.0, f64::max);
     assert!(
         embeddings > 5.0 * biggest,

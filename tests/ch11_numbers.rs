@@ -68,15 +68,15 @@ fn a_short_training_run_learns_to_reverse() {
 
 fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let net = book_model();
-    assert_eq!(net.config, BOOK_MODEL);
+    assert_eq!(net.config(), BOOK_MODEL);
     assert_eq!(net.parameter_count(), 26_443);
-    let test = held_out(Task::Reverse, net.config.k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let test = held_out(Task::Reverse, net.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
     let reversal = accuracy(&net, &test).unwrap();
     assert!(reversal.0 >= 0.99, "the book's bar: 99% exact");
     b.exact("99%", 99.0).exact("1000", test.len() as f64);
     b.quoted(&accuracy_report(&net, &test, reversal).unwrap());
     // The residual stream after each block, through the final head.
-    let after: Vec<f64> = (0..=net.config.layers)
+    let after: Vec<f64> = (0..=net.config().layers)
         .map(|depth| accuracy_after(&net, &test, depth).unwrap())
         .collect();
     b.quoted(&residual_report(&after));
@@ -86,16 +86,16 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     );
     // Exercise 1: the sorting model, and where both models' heads look.
     let sorter = TinyTransformer::from_text(&data("ch11-sort-weights.txt")).unwrap();
-    let sort_test = held_out(Task::Sort, sorter.config.k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let sort_test = held_out(Task::Sort, sorter.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
     let sorting = accuracy(&sorter, &sort_test).unwrap();
     b.quoted(&accuracy_report(&sorter, &sort_test, sorting).unwrap());
     let split = digit_attention(&sorter, &sort_test).unwrap();
-    let uniform = uniform_target_share(&sort_test, sorter.config.k).unwrap();
+    let uniform = uniform_target_share(&sort_test, sorter.config().k).unwrap();
     b.quoted(&digit_attention_report(&[
         (
             "reverse",
             &digit_attention(&net, &test).unwrap(),
-            uniform_target_share(&test, net.config.k).unwrap(),
+            uniform_target_share(&test, net.config().k).unwrap(),
         ),
         ("sort", &split, uniform),
     ]));
@@ -209,9 +209,9 @@ fn bind_prose(b: &mut Bindings) {
         .exact("17", (c.context() + 1) as f64);
     // Adam's settings and the schedule.
     let net = TinyTransformer::new(c, 0).unwrap();
-    let adam = Adam::new(&net, BOOK_TRAINING.lr);
-    b.exact("0.98", adam.betas.1)
-        .exact("1e-9", adam.eps)
+    let adam = Adam::new(&net, BOOK_TRAINING.lr).unwrap();
+    b.exact("0.98", adam.betas().1)
+        .exact("1e-9", adam.eps())
         .exact("3e-3", BOOK_TRAINING.lr)
         .exact("30", BOOK_TRAINING.warmup as f64);
     // The CI test's bar (a_short_training_run_learns_to_reverse).

@@ -3,7 +3,7 @@
 use ndarray::{Array2, ArrayRef2};
 
 use crate::error::AttnError;
-use crate::position::{check_even, frequencies};
+use crate::position::{check_even, check_positions, frequencies};
 
 // ANCHOR: rope_half_split
 /// Exercise 1: RoPE with dimension `i` paired with `i + d/2` (the layout of
@@ -14,6 +14,7 @@ pub fn rope_half_split(
     first_position: usize,
 ) -> Result<Array2<f32>, AttnError> {
     check_even("d_k", x.ncols())?;
+    check_positions(first_position, x.nrows())?;
     let half = x.ncols() / 2;
     let omega = frequencies(x.ncols());
     let mut out = x.to_owned();

@@ -32,7 +32,7 @@ pub fn accuracy_report(
     test: &[Vec<usize>],
     (exact, digits): (f64, f64),
 ) -> Result<String, AttnError> {
-    let k = net.config.k;
+    let k = net.config().k;
     let mut out = format!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}");
     let prompts: Vec<Vec<usize>> = test.iter().take(3).map(|e| e[..=k].to_vec()).collect();
     for (prompt, answer) in prompts.iter().zip(greedy_decode(net, &prompts)?) {
@@ -108,23 +108,27 @@ pub fn mirror_attention(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
 ) -> Result<Vec<Vec<f64>>, AttnError> {
-    let k = net.config.k;
+    let k = net.config().k;
     check_examples(examples, k)?;
-    let (inputs, _) = inputs_and_targets(examples, k);
+    let (inputs, _) = inputs_and_targets(examples, k)?;
     let fwd = net.forward(&inputs)?;
     let mirror = |block, head| {
-        let per_sequence = (0..inputs.len()).map(|b| {
-            let w = fwd.weights(block, b, head);
-            (0..k).map(|j| w[[k + j, k - 1 - j]]).sum::<f64>() / k as f64
-        });
-        per_sequence.sum::<f64>() / inputs.len() as f64
+        let mut total = 0.0;
+        for b in 0..inputs.len() {
+            let w = fwd.weights(block, b, head)?;
+            total += (0..k).map(|j| w[[k + j, k - 1 - j]]).sum::<f64>() / k as f64;
+        }
+        Ok(total / inputs.len() as f64)
     };
-    Ok(per_block_and_head(net, mirror))
+    per_block_and_head(net, mirror)
 }
 
 /// `f(block, head)` for every block and head of `net`, one row a block.
-fn per_block_and_head<T>(net: &TinyTransformer, f: impl Fn(usize, usize) -> T) -> Vec<Vec<T>> {
-    let (layers, heads) = (net.config.layers, net.config.heads);
+fn per_block_and_head<T>(
+    net: &TinyTransformer,
+    f: impl Fn(usize, usize) -> Result<T, AttnError>,
+) -> Result<Vec<Vec<T>>, AttnError> {
+    let (layers, heads) = (net.config().layers, net.config().heads);
     (0..layers)
         .map(|l| (0..heads).map(|h| f(l, h)).collect())
         .collect()
@@ -150,14 +154,14 @@ pub fn digit_attention(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
 ) -> Result<Vec<Vec<DigitAttention>>, AttnError> {
-    let k = net.config.k;
+    let k = net.config().k;
     check_examples(examples, k)?;
-    let (inputs, _) = inputs_and_targets(examples, k);
+    let (inputs, _) = inputs_and_targets(examples, k)?;
     let fwd = net.forward(&inputs)?;
     let split = |block, head| {
         let mut sums = [0.0; 3];
         for (b, e) in examples.iter().enumerate() {
-            let w = fwd.weights(block, b, head);
+            let w = fwd.weights(block, b, head)?;
             for j in 0..k {
                 let target = e[k + 1 + j];
                 for (i, &digit) in e[..k].iter().enumerate() {
@@ -171,13 +175,13 @@ pub fn digit_attention(
             }
         }
         let n = (examples.len() * k) as f64;
-        DigitAttention {
+        Ok(DigitAttention {
             on_target: sums[0] / n,
             on_smaller: sums[1] / n,
             on_larger: sums[2] / n,
-        }
+        })
     };
-    Ok(per_block_and_head(net, split))
+    per_block_and_head(net, split)
 }
 
 /// The weight a uniform head would put on the prompt positions holding the
@@ -203,10 +207,11 @@ pub fn accuracy_after(
     examples: &[Vec<usize>],
     depth: usize,
 ) -> Result<f64, AttnError> {
-    let k = net.config.k;
+    let k = net.config().k;
     check_examples(examples, k)?;
-    let (inputs, targets) = inputs_and_targets(examples, k);
-    let logits = net.forward_through(&inputs, depth)?.logits;
+    let (inputs, targets) = inputs_and_targets(examples, k)?;
+    let fwd = net.forward_through(&inputs, depth)?;
+    let logits = fwd.logits();
     let (mut right, mut total) = (0, 0);
     for (row, target) in logits.rows().into_iter().zip(&targets) {
         if let Some(t) = *target {

@@ -2,7 +2,7 @@
 
 use ndarray::ArrayRef1;
 
-use super::{TinyTransformer, VOCAB};
+use super::{check_examples, TinyTransformer, VOCAB};
 use crate::error::AttnError;
 
 // ANCHOR: greedy
@@ -15,7 +15,8 @@ pub fn greedy_decode(
 ) -> Result<Vec<Vec<usize>>, AttnError> {
     let mut sequences: Vec<Vec<usize>> = prompts.to_vec();
     for _ in 0..net.config.k {
-        let logits = net.forward(&sequences)?.logits;
+        let fwd = net.forward(&sequences)?;
+        let logits = fwd.logits();
         let t = sequences[0].len();
         for (b, sequence) in sequences.iter_mut().enumerate() {
             let last = logits.row(b * t + t - 1);
@@ -52,16 +53,4 @@ pub fn accuracy(net: &TinyTransformer, examples: &[Vec<usize>]) -> Result<(f64, 
         exact as f64 / examples.len() as f64,
         digits as f64 / (examples.len() * k) as f64,
     ))
-}
-
-/// Checks that there is at least one example and each has `2k + 1` tokens.
-pub(crate) fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError> {
-    if examples.is_empty() || examples.iter().any(|e| e.len() != 2 * k + 1) {
-        return Err(AttnError::InvalidArgument {
-            name: "examples",
-            value: examples.len() as f32,
-            requirement: "must be at least one, each of 2k + 1 tokens",
-        });
-    }
-    Ok(())
 }

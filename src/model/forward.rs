@@ -25,8 +25,8 @@ struct BlockCache {
 
 /// The forward pass's result: logits and what the backward pass needs.
 pub struct Forward {
-    /// `BT×VOCAB`.
-    pub logits: Matrix,
+    logits: Matrix,   // BT×VOCAB
+    fingerprint: u64, // of the model that ran it: backward checks it
     tokens: Vec<Vec<usize>>,
     heads: usize,
     blocks: Vec<BlockCache>,
@@ -106,8 +106,16 @@ impl TinyTransformer {
         }
         let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
+        if let Some(((i, j), &value)) = logits.indexed_iter().find(|(_, x)| !x.is_finite()) {
+            return Err(AttnError::Overflow {
+                what: "the logits",
+                position: (i, j),
+                value: value as f32,
+            });
+        }
         Ok(Forward {
             logits,
+            fingerprint: self.fingerprint(),
             tokens: batch.to_vec(),
             heads: h,
             blocks: caches,
@@ -147,10 +155,35 @@ impl TinyTransformer {
 }
 
 impl Forward {
+    /// The logits, `BT×VOCAB`: row `b·T + i` scores the token after position
+    /// `i` of sequence `b`.
+    pub fn logits(&self) -> &Matrix {
+        &self.logits
+    }
+
     /// The `T×T` attention weights of `block`, `sequence` and `head`, as the
     /// forward pass kept them for the backward pass.
-    pub fn weights(&self, block: usize, sequence: usize, head: usize) -> &Matrix {
-        &self.blocks[block].heads[sequence * self.heads + head].p
+    pub fn weights(
+        &self,
+        block: usize,
+        sequence: usize,
+        head: usize,
+    ) -> Result<&Matrix, AttnError> {
+        let counts = [
+            ("block", block, self.blocks.len()),
+            ("sequence", sequence, self.tokens.len()),
+            ("head", head, self.heads),
+        ];
+        for (name, index, count) in counts {
+            if index >= count {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: index as f32,
+                    requirement: "must be less than the forward pass's number of them",
+                });
+            }
+        }
+        Ok(&self.blocks[block].heads[sequence * self.heads + head].p)
     }
 }
 
@@ -168,6 +201,13 @@ impl TinyTransformer {
                 what: "dL/dlogits and the logits",
                 left: d_logits.dim(),
                 right: fwd.logits.dim(),
+            });
+        }
+        if fwd.fingerprint != self.fingerprint() {
+            return Err(AttnError::InvalidArgument {
+                name: "forward pass",
+                value: 0.0,
+                requirement: "must come from this model, with its current parameters",
             });
         }
         if fwd.blocks.len() != self.blocks.len() {

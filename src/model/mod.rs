@@ -35,11 +35,12 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use crate::error::AttnError;
 use crate::grad::{FfnParams, Matrix};
 
+pub(crate) use decode::most_probable;
 pub use decode::{accuracy, greedy_decode};
-pub(crate) use decode::{check_examples, most_probable};
 pub use forward::Forward;
-pub use gradcheck::{check_gradients, small_problem};
-pub use task::{held_out, inputs_and_targets, reversal_example, Task};
+pub use gradcheck::{check_gradients, small_problem, Problem};
+pub(crate) use task::check_examples;
+pub use task::{held_out, inputs_and_targets, reversal_example, InputsAndTargets, Task};
 pub use train::{
     schedule, train, train_with, Adam, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING, BOOK_TRAINING,
     HELD_OUT,
@@ -50,10 +51,13 @@ pub const SEP: usize = 10;
 /// Tokens: the digits 0–9 and the separator.
 pub const VOCAB: usize = 11;
 const EPS: f64 = 1e-5;
+/// The most parameters [`TinyTransformer::new`] allocates: 2^27, 1 GiB of
+/// `f64`, far more than a tiny model needs.
+pub const MAX_PARAMETERS: usize = 1 << 27;
 
 // ANCHOR: config
 /// The sizes of the model and of the task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ModelConfig {
     /// Digits to reverse.
     pub k: usize,
@@ -94,44 +98,78 @@ impl ModelConfig {
                 h: self.heads,
             });
         }
-        Ok(())
+        match self.parameter_count() {
+            Some(count) if count <= MAX_PARAMETERS => Ok(()),
+            count => Err(AttnError::InvalidArgument {
+                name: "model configuration",
+                value: count.map_or(f32::INFINITY, |c| c as f32),
+                requirement: "needs at most 2^27 parameters (1 GiB of f64), a count it exceeds",
+            }),
+        }
     }
 
     /// Tokens the model reads: `k` digits, the separator, `k − 1` answer
-    /// digits (the last answer digit is only ever predicted).
+    /// digits (the last answer digit is only ever predicted). [`Self::check`]
+    /// keeps `k` small enough for `2k` to fit.
     pub fn context(&self) -> usize {
-        2 * self.k
+        self.k.saturating_mul(2)
+    }
+
+    /// The number of parameters a model of this configuration has, or
+    /// `None` if it does not fit in a `usize`.
+    pub fn parameter_count(&self) -> Option<usize> {
+        let (d, f, v) = (self.d_model, self.d_ff, VOCAB);
+        let block = [
+            2 * d,
+            4 * d.checked_mul(d)?,
+            2 * d,
+            d.checked_mul(f)?,
+            f,
+            f * d,
+            d,
+        ]
+        .into_iter()
+        .try_fold(0_usize, usize::checked_add)?;
+        let embeddings = (v + self.k.checked_mul(2)?).checked_mul(d)?;
+        let head = d.checked_mul(v)?.checked_add(v + 2 * d)?;
+        block
+            .checked_mul(self.layers)?
+            .checked_add(embeddings)?
+            .checked_add(head)
     }
 }
 
 /// One pre-norm block's parameters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Block {
+pub(crate) struct Block {
     /// LayerNorm before attention: scale and shift.
-    pub ln1: [Array1<f64>; 2],
+    ln1: [Array1<f64>; 2],
     /// Attention projections `W_Q, W_K, W_V, W_O`, each `d×d`, heads side by side.
-    pub attn: [Matrix; 4],
+    attn: [Matrix; 4],
     /// LayerNorm before the FFN.
-    pub ln2: [Array1<f64>; 2],
+    ln2: [Array1<f64>; 2],
     /// The FFN (GELU).
-    pub ffn: FfnParams,
+    ffn: FfnParams,
 }
 
 /// The model's parameters (and, with the same shapes, their gradients).
+/// The fields are private: every tensor's shape follows from `config`, and
+/// only [`TinyTransformer::new`], [`TinyTransformer::from_text`] and the
+/// optimiser write them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TinyTransformer {
     /// The sizes.
-    pub config: ModelConfig,
+    config: ModelConfig,
     /// Token embeddings, `VOCAB×d`.
-    pub tokens: Matrix,
+    tokens: Matrix,
     /// Learned position embeddings, `context×d`.
-    pub positions: Matrix,
+    positions: Matrix,
     /// The blocks.
-    pub blocks: Vec<Block>,
+    blocks: Vec<Block>,
     /// Final LayerNorm.
-    pub ln_f: [Array1<f64>; 2],
+    ln_f: [Array1<f64>; 2],
     /// Output projection `d×VOCAB` and its bias.
-    pub head: (Matrix, Array1<f64>),
+    head: (Matrix, Array1<f64>),
 }
 
 fn normal(rows: usize, cols: usize, std: f64, rng: &mut StdRng) -> Matrix {
@@ -210,6 +248,58 @@ impl TinyTransformer {
         out.push(slice_mut(&mut self.head.0));
         out.push(slice1_mut(&mut self.head.1));
         out
+    }
+
+    /// The sizes it was built with.
+    pub fn config(&self) -> ModelConfig {
+        self.config
+    }
+
+    /// Every parameter tensor's name and values, in [`Self::slices`] order:
+    /// `"token embeddings"`, `"block 1 W_Q"`, `"block 2 FFN b₁"`,
+    /// `"final LayerNorm γ"`, `"output head"`, …
+    pub fn named_slices(&self) -> Vec<(String, &[f64])> {
+        let mut names = vec!["token embeddings".to_string(), "position embeddings".into()];
+        for l in 1..=self.blocks.len() {
+            let per_block = [
+                "LayerNorm 1 γ",
+                "LayerNorm 1 β",
+                "W_Q",
+                "W_K",
+                "W_V",
+                "W_O",
+                "LayerNorm 2 γ",
+                "LayerNorm 2 β",
+                "FFN W₁",
+                "FFN b₁",
+                "FFN W₂",
+                "FFN b₂",
+            ];
+            names.extend(per_block.iter().map(|p| format!("block {l} {p}")));
+        }
+        names.extend(
+            [
+                "final LayerNorm γ",
+                "final LayerNorm β",
+                "output head",
+                "output head bias",
+            ]
+            .map(String::from),
+        );
+        names.into_iter().zip(self.slices()).collect()
+    }
+
+    /// A hash of the configuration and of every parameter's bits: a forward
+    /// pass records it, and the backward pass refuses a forward pass of
+    /// another model (or of this one before an update).
+    pub(crate) fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.config.hash(&mut hasher);
+        for tensor in self.slices() {
+            tensor.iter().for_each(|x| x.to_bits().hash(&mut hasher));
+        }
+        hasher.finish()
     }
 
     /// Number of parameters.
@@ -303,7 +393,7 @@ mod tests {
         )
         .unwrap();
         let mut net = net;
-        let mut adam = Adam::new(&net, 0.1);
+        let mut adam = Adam::new(&net, 0.1).unwrap();
         assert!(
             adam.update(&mut net, &other, 1.0).is_err(),
             "gradients of another model"

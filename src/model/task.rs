@@ -40,19 +40,44 @@ impl Task {
     }
 }
 
+/// `B` input sequences, and one next-token target (or `None`) per position.
+pub type InputsAndTargets = (Vec<Vec<usize>>, Vec<Option<usize>>);
+
 /// The model's inputs (all tokens but the last) and its targets (the next
 /// token at each position, but only where the next token is an answer digit:
 /// the digits of the prompt are random and cannot be predicted).
 pub fn inputs_and_targets(
     examples: &[Vec<usize>],
     k: usize,
-) -> (Vec<Vec<usize>>, Vec<Option<usize>>) {
+) -> Result<InputsAndTargets, AttnError> {
+    check_examples(examples, k)?;
     let inputs = examples.iter().map(|e| e[..2 * k].to_vec()).collect();
     let targets = examples
         .iter()
         .flat_map(|e| (0..2 * k).map(move |i| (i >= k).then(|| e[i + 1])))
         .collect();
-    (inputs, targets)
+    Ok((inputs, targets))
+}
+
+/// Checks that there is at least one example and each has `2k + 1` tokens.
+pub(crate) fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError> {
+    if examples.is_empty() {
+        return Err(AttnError::Empty {
+            name: "examples",
+            shape: (0, 2 * k + 1),
+        });
+    }
+    if let Some(e) = examples
+        .iter()
+        .find(|e| Some(e.len()) != k.checked_mul(2).map(|n| n + 1))
+    {
+        return Err(AttnError::InvalidArgument {
+            name: "example length",
+            value: e.len() as f32,
+            requirement: "must be 2k + 1 tokens: k digits, the separator, k answer digits",
+        });
+    }
+    Ok(())
 }
 
 /// A held-out set: `count` distinct examples of `task` from their own seed.
@@ -94,7 +119,7 @@ mod tests {
         assert_eq!(e.len(), 9);
         assert_eq!(e[4], SEP);
         assert!((0..4).all(|i| e[5 + i] == e[3 - i]));
-        let (inputs, targets) = inputs_and_targets(std::slice::from_ref(&e), 4);
+        let (inputs, targets) = inputs_and_targets(std::slice::from_ref(&e), 4).unwrap();
         assert_eq!(inputs[0], e[..8].to_vec());
         assert_eq!(&targets[..4], &[None, None, None, None]);
         assert_eq!(targets[4], Some(e[5]));

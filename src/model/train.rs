@@ -12,12 +12,9 @@ use crate::error::AttnError;
 /// The Adam optimiser (Kingma and Ba, 2015): per parameter, running means of
 /// the gradient (`m`) and of its square (`v`), bias-corrected.
 pub struct Adam {
-    /// Learning rate.
-    pub lr: f64,
-    /// Decay of `m` and `v`.
-    pub betas: (f64, f64),
-    /// Added to `√v̂`.
-    pub eps: f64,
+    lr: f64,           // the learning rate, finite and > 0
+    betas: (f64, f64), // decay of m and v
+    eps: f64,          // added to √v̂
     m: Vec<Vec<f64>>,
     v: Vec<Vec<f64>>,
     step: i32,
@@ -26,9 +23,10 @@ pub struct Adam {
 
 impl Adam {
     /// An optimiser for `model`'s parameters.
-    pub fn new(model: &TinyTransformer, lr: f64) -> Self {
+    pub fn new(model: &TinyTransformer, lr: f64) -> Result<Self, AttnError> {
+        check_learning_rate(lr)?;
         let zeros: Vec<Vec<f64>> = model.slices().iter().map(|s| vec![0.0; s.len()]).collect();
-        Adam {
+        Ok(Adam {
             lr,
             betas: (0.9, 0.98),
             eps: 1e-9,
@@ -36,7 +34,22 @@ impl Adam {
             v: zeros,
             step: 0,
             config: model.config,
-        }
+        })
+    }
+
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    /// `(β₁, β₂)`, the decay of the running means `m` and `v`.
+    pub fn betas(&self) -> (f64, f64) {
+        self.betas
+    }
+
+    /// `ε`, added to `√v̂`.
+    pub fn eps(&self) -> f64 {
+        self.eps
     }
 
     /// One update: `θ ← θ − lr · m̂ / (√v̂ + ε)`, scaled by `lr_factor`
@@ -53,6 +66,21 @@ impl Adam {
                 value: 0.0,
                 requirement: "must have the configuration the optimiser was made for",
             });
+        }
+        if !(lr_factor.is_finite() && lr_factor >= 0.0) {
+            return Err(AttnError::InvalidArgument {
+                name: "learning-rate factor",
+                value: lr_factor as f32,
+                requirement: "must be finite and ≥ 0",
+            });
+        }
+        for (name, values) in grads.named_slices() {
+            if let Some(bad) = values.iter().find(|g| !g.is_finite()) {
+                return Err(AttnError::NonFiniteGradient {
+                    tensor: name,
+                    value: *bad,
+                });
+            }
         }
         self.step += 1;
         let (b1, b2) = self.betas;
@@ -75,6 +103,18 @@ impl Adam {
     }
 }
 // ANCHOR_END: adam
+
+/// Checks that a learning rate is finite and positive.
+fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
+    if lr.is_finite() && lr > 0.0 {
+        return Ok(());
+    }
+    Err(AttnError::InvalidArgument {
+        name: "learning rate",
+        value: lr as f32,
+        requirement: "must be finite and > 0",
+    })
+}
 
 // ANCHOR: book_config
 /// The model chapter 11 trains: 8 digits, width 32, 2 heads, 2 blocks.
@@ -125,12 +165,20 @@ pub struct TrainConfig {
 
 // ANCHOR: train
 /// The learning-rate factor at `step`: linear warm-up, then cosine decay.
-pub fn schedule(step: usize, c: &TrainConfig) -> f64 {
+pub fn schedule(step: usize, c: &TrainConfig) -> Result<f64, AttnError> {
+    c.check()?; // warmup ≤ steps, so steps − warmup cannot underflow
+    if step >= c.steps {
+        return Err(AttnError::InvalidArgument {
+            name: "step",
+            value: step as f32,
+            requirement: "must be less than the configuration's number of steps",
+        });
+    }
     if step < c.warmup {
-        return (step + 1) as f64 / c.warmup as f64;
+        return Ok((step + 1) as f64 / c.warmup as f64);
     }
     let progress = (step - c.warmup) as f64 / (c.steps - c.warmup).max(1) as f64;
-    0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+    Ok(0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
 }
 
 /// Trains a fresh model on random examples of `c.task`, never drawing one of
@@ -153,9 +201,10 @@ pub fn train_with(
 ) -> Result<(TinyTransformer, Vec<f64>), AttnError> {
     c.check()?;
     let mut net = TinyTransformer::new(model, c.seed)?;
-    let mut adam = Adam::new(&net, c.lr);
-    let mut rng = StdRng::seed_from_u64(c.seed + 1);
+    let mut adam = Adam::new(&net, c.lr)?;
+    let mut rng = StdRng::seed_from_u64(c.seed.wrapping_add(1)); // any seed, even u64::MAX
     let excluded: HashSet<&Vec<usize>> = exclude.iter().collect();
+    check_exclusion(excluded.len(), model.k)?; // else drawing could never end
     let mut losses = Vec::with_capacity(c.steps);
     for step in 0..c.steps {
         let mut examples = Vec::with_capacity(c.batch);
@@ -165,9 +214,9 @@ pub fn train_with(
                 examples.push(e);
             }
         }
-        let (inputs, targets) = inputs_and_targets(&examples, model.k);
+        let (inputs, targets) = inputs_and_targets(&examples, model.k)?;
         let (loss, grads) = net.loss_and_gradients(&inputs, &targets)?;
-        adam.update(&mut net, &grads, schedule(step, c))?;
+        adam.update(&mut net, &grads, schedule(step, c)?)?;
         losses.push(loss);
         after_step(step, &net);
     }
@@ -180,20 +229,43 @@ impl TrainConfig {
     /// Checks that there is at least one step of at least one sequence, a
     /// positive learning rate, and a warm-up no longer than the training.
     pub fn check(&self) -> Result<(), AttnError> {
-        if self.steps == 0
-            || self.batch == 0
-            || self.warmup > self.steps
-            || self.lr.is_nan()
-            || self.lr <= 0.0
-        {
+        for (name, count) in [("steps", self.steps), ("batch", self.batch)] {
+            if count == 0 {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: 0.0,
+                    requirement: "must be at least 1",
+                });
+            }
+        }
+        if self.warmup > self.steps {
             return Err(AttnError::InvalidArgument {
-                name: "training configuration",
-                value: self.lr as f32,
-                requirement: "needs steps ≥ 1, batch ≥ 1, warmup ≤ steps and a learning rate > 0",
+                name: "warmup",
+                value: self.warmup as f32,
+                requirement: "must be at most the number of steps",
             });
         }
-        Ok(())
+        check_learning_rate(self.lr)
     }
+}
+
+/// Training draws examples until it finds ones not excluded: `excluded`
+/// distinct examples may be at most half of the `10^k` possible ones, as
+/// for [`crate::model::held_out`].
+fn check_exclusion(excluded: usize, k: usize) -> Result<(), AttnError> {
+    let possible = u32::try_from(k)
+        .ok()
+        .and_then(|k| 10usize.checked_pow(k))
+        .unwrap_or(usize::MAX);
+    if excluded > possible / 2 {
+        return Err(AttnError::InvalidArgument {
+            name: "excluded examples",
+            value: excluded as f32,
+            requirement: "must be at most half the 10^k possible sequences, or training \
+                          could not draw new ones",
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -216,7 +288,7 @@ mod tests {
         let before = net.clone();
         let mut grads = net.zeros_like();
         grads.tokens.fill(3.0);
-        let mut adam = Adam::new(&net, 0.01);
+        let mut adam = Adam::new(&net, 0.01).unwrap();
         adam.update(&mut net, &grads, 1.0).unwrap();
         let moved = &before.tokens - &net.tokens;
         assert!(
@@ -224,5 +296,19 @@ mod tests {
             "m̂/√v̂ = 1 on step 1"
         );
         assert_eq!(net.positions, before.positions, "zero gradient, no move");
+    }
+
+    #[test]
+    fn adam_refuses_a_gradient_that_is_not_finite() {
+        let mut net = TinyTransformer::new(small(), 2).unwrap();
+        let mut grads = net.zeros_like();
+        grads.blocks[0].attn[1][[0, 3]] = f64::NAN;
+        let mut adam = Adam::new(&net, 0.01).unwrap();
+        let err = adam.update(&mut net, &grads, 1.0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the gradient of block 1 W_K holds NaN: a step would make the parameters non-finite"
+        );
+        assert!(net.slices().iter().all(|s| s.iter().all(|x| x.is_finite())));
     }
 }

@@ -24,7 +24,10 @@ impl TinyTransformer {
         text
     }
 
-    /// Reads what [`Self::to_text`] wrote.
+    /// Reads what [`Self::to_text`] wrote. The file is not trusted: the
+    /// header's sizes must pass [`ModelConfig::check`] and agree with the
+    /// number of values the file holds before anything is allocated, every
+    /// value must be a finite `f32`, and nothing may follow the last tensor.
     pub fn from_text(text: &str) -> Result<Self, AttnError> {
         let invalid = |reason: String| AttnError::InvalidWeights { reason };
         let mut lines = text.lines();
@@ -41,28 +44,42 @@ impl TinyTransformer {
                 header.len()
             )));
         };
-        let mut model = TinyTransformer::new(
-            ModelConfig {
-                k,
-                d_model,
-                heads,
-                d_ff,
-                layers,
-            },
-            0,
-        )?;
-        for (i, tensor) in model.slices_mut().into_iter().enumerate() {
-            let line = lines
-                .next()
-                .ok_or_else(|| invalid(format!("tensor {i} is missing")))?;
-            let values: Vec<f64> = line
-                .split_whitespace()
-                .map(|w| {
-                    w.parse::<f32>()
-                        .map(f64::from)
-                        .map_err(|e| invalid(format!("tensor {i}: {e}")))
-                })
-                .collect::<Result<_, _>>()?;
+        let config = ModelConfig {
+            k,
+            d_model,
+            heads,
+            d_ff,
+            layers,
+        };
+        config
+            .check()
+            .map_err(|e| invalid(format!("header: {e}")))?;
+        // Read every value before allocating the model: the file's size, not
+        // its header, bounds the memory used.
+        let tensors: Vec<Vec<f32>> = lines
+            .by_ref()
+            .take(tensor_count(layers))
+            .enumerate()
+            .map(|(i, line)| read_tensor(i, line).map_err(invalid))
+            .collect::<Result<_, _>>()?;
+        let values: usize = tensors.iter().map(Vec::len).sum();
+        if Some(values) != config.parameter_count() {
+            return Err(invalid(format!(
+                "the file holds {values} values in {} tensors, but the header's model has \
+                 {} parameters in {}",
+                tensors.len(),
+                config.parameter_count().unwrap_or(usize::MAX),
+                tensor_count(layers)
+            )));
+        }
+        if let Some(extra) = lines.find(|l| !l.trim().is_empty()) {
+            let start: String = extra.chars().take(20).collect();
+            return Err(invalid(format!(
+                "unexpected content after the last tensor: {start}"
+            )));
+        }
+        let mut model = TinyTransformer::new(config, 0)?;
+        for (i, (tensor, values)) in model.slices_mut().into_iter().zip(&tensors).enumerate() {
             if values.len() != tensor.len() {
                 let reason = format!(
                     "tensor {i} has {} values, expected {}",
@@ -71,10 +88,32 @@ impl TinyTransformer {
                 );
                 return Err(invalid(reason));
             }
-            tensor.copy_from_slice(&values);
+            tensor
+                .iter_mut()
+                .zip(values)
+                .for_each(|(t, &v)| *t = f64::from(v));
         }
         Ok(model)
     }
+}
+
+/// Parameter tensors of a model with `layers` blocks: two embeddings, twelve
+/// a block, the final LayerNorm's two and the head's two.
+fn tensor_count(layers: usize) -> usize {
+    layers.saturating_mul(12).saturating_add(6)
+}
+
+/// The values of tensor `i`'s line, each a finite `f32`.
+fn read_tensor(i: usize, line: &str) -> Result<Vec<f32>, String> {
+    line.split_whitespace()
+        .map(|w| match w.parse::<f32>() {
+            Ok(x) if x.is_finite() => Ok(x),
+            Ok(x) => Err(format!(
+                "tensor {i}: {w} is {x} in f32, not a finite number"
+            )),
+            Err(e) => Err(format!("tensor {i}: {e}")),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -106,9 +145,37 @@ mod tests {
         assert!(TinyTransformer::from_text("hello").is_err());
         let truncated: String = net.to_text().lines().take(3).collect::<Vec<_>>().join("\n");
         let err = TinyTransformer::from_text(&truncated).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "cannot read the weights: tensor 2 is missing"
+        assert!(
+            err.to_string()
+                .contains("values in 2 tensors, but the header's model has"),
+            "{err}"
         );
+    }
+
+    #[test]
+    fn the_loader_trusts_nothing_in_its_file() {
+        let text = TinyTransformer::new(small(), 5).unwrap().to_text();
+        let with = |old: &str, new: &str| TinyTransformer::from_text(&text.replacen(old, new, 1));
+        let first_value = text.lines().nth(1).unwrap().split(' ').next().unwrap();
+        for bad in ["NaN", "inf", "1e39"] {
+            let err = with(first_value, bad).unwrap_err().to_string();
+            assert!(err.contains("not a finite number"), "{bad}: {err}");
+        }
+        let trailing = TinyTransformer::from_text(&(text.clone() + "garbage\n")).unwrap_err();
+        assert_eq!(
+            trailing.to_string(),
+            "cannot read the weights: unexpected content after the last tensor: garbage"
+        );
+        // Sizes that would need tens of GB are refused before any allocation.
+        let huge = "tiny-transformer 2 100000 2 100000 2\n1 2 3\n";
+        let err = TinyTransformer::from_text(huge).unwrap_err().to_string();
+        assert!(
+            err.starts_with("cannot read the weights: header: model configuration"),
+            "{err}"
+        );
+        let overflow = format!("tiny-transformer {} 8 2 12 2\n", usize::MAX);
+        assert!(TinyTransformer::from_text(&overflow).is_err());
+        let odd_heads = TinyTransformer::from_text("tiny-transformer 2 8 3 12 2\n");
+        assert!(matches!(odd_heads, Err(AttnError::InvalidWeights { .. })));
     }
 }
