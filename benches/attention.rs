@@ -85,7 +85,7 @@ fn bench_multihead(c: &mut Criterion) {
     });
     // The matrix product the layer is built on, at the projections' shape.
     group.bench_function(BenchmarkId::new("matmul_512", n), |b| {
-        b.iter(|| black_box(&x).dot(&layer.w_q))
+        b.iter(|| black_box(&x).dot(layer.weights()[0]))
     });
     group.finish();
 }

@@ -36,23 +36,27 @@ fn main() -> Result<(), attn::AttnError> {
         ),
     ] {
         println!("== {title} ==");
-        let (q, k, v) = (x_q.dot(&p.w_q), x_kv.dot(&p.w_k), x_kv.dot(&p.w_v));
+        let (q, k, v) = (
+            x_q.dot(p.weights()[0]),
+            x_kv.dot(p.weights()[1]),
+            x_kv.dot(p.weights()[2]),
+        );
         println!(
             "Q = X_q W_Q:  {} · {} = {}",
             shape(x_q),
-            shape(&p.w_q),
+            shape(p.weights()[0]),
             shape(&q)
         );
         println!(
             "K = X_kv W_K: {} · {} = {}",
             shape(x_kv),
-            shape(&p.w_k),
+            shape(p.weights()[1]),
             shape(&k)
         );
         println!(
             "V = X_kv W_V: {} · {} = {}",
             shape(x_kv),
-            shape(&p.w_v),
+            shape(p.weights()[2]),
             shape(&v)
         );
         let a = p.attend(x_q, x_kv)?;

@@ -27,7 +27,7 @@ fn main() -> Result<(), attn::AttnError> {
         "== Shapes, d_model = {D_MODEL}, h = {H}, d_k = {} ==",
         mha.d_k()
     );
-    let q = x.dot(&mha.w_q);
+    let q = x.dot(mha.weights()[0]);
     let heads = split_heads(&q, H)?;
     let out = mha.forward(&x, &x)?;
     println!("X:                       {}", shape(&x));

@@ -25,9 +25,9 @@ fn main() -> Result<(), attn::AttnError> {
     let mut rng = StdRng::seed_from_u64(8);
     let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng)?;
     let x = standard_normal(7, 64, &mut rng);
-    let attended = layer.attention.forward(&x, &x)?;
-    let a = layer.ln1.forward(&(&x + &attended.output))?;
-    let hidden = a.dot(&layer.ffn.w1);
+    let attended = layer.attention().forward(&x, &x)?;
+    let a = layer.layer_norms()[0].forward(&(&x + &attended.output))?;
+    let hidden = a.dot(layer.ffn().weights().0);
     let out = layer.forward(&x)?;
     println!("input X:                          {}", shape(&x));
     println!(
@@ -39,8 +39,8 @@ fn main() -> Result<(), attn::AttnError> {
     println!("LayerNorm(· + FFN(·)) = output:   {}", shape(&out));
     println!(
         "parameters: attention 4·64² = {}, FFN 2·64·256 + 256 + 64 = {}, LayerNorms 4·64 = {}",
-        layer.attention.parameters(),
-        layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len(),
+        layer.attention().parameters(),
+        layer.ffn().parameters(),
         4 * 64
     );
 
@@ -49,7 +49,9 @@ fn main() -> Result<(), attn::AttnError> {
     let y = standard_normal(5, 64, &mut rng);
     let memory = model.encode(&x)?;
     let decoded = model.decode(&y, &memory)?;
-    let cross = model.decoder[0].cross_attention.forward(&y, &memory)?;
+    let cross = model.decoder_layers()[0]
+        .cross_attention()
+        .forward(&y, &memory)?;
     println!("encoder output (memory):          {}", shape(&memory));
     println!(
         "decoder self-attention mask:      {}×{} (causal)",

@@ -54,11 +54,11 @@ pub(crate) fn softmax_backward(p: &ArrayRef2<f64>, dp: &ArrayRef2<f64>) -> Matri
 // ANCHOR: attention_backward
 /// What the attention forward pass keeps for the backward pass.
 #[derive(Debug, Clone)]
-pub struct AttentionCache {
+pub(crate) struct AttentionCache {
     /// The weights `P`, `n×m` (0 where masked).
-    pub p: Matrix,
+    pub(crate) p: Matrix,
     /// The factor the scores were multiplied by, `1/√d_k` (or 1, unscaled).
-    pub scale: f64,
+    pub(crate) scale: f64,
 }
 
 /// `O = softmax(scale·QKᵀ, masked) V`; `keep` is `n×m` or `None`.
@@ -120,11 +120,11 @@ pub(crate) fn linear_backward(
 // ANCHOR: layer_norm_backward
 /// What LayerNorm keeps for its backward pass.
 #[derive(Debug, Clone)]
-pub struct LayerNormCache {
+pub(crate) struct LayerNormCache {
     /// The normalised input `x̂ = (x − μ)/√(σ² + ε)`, `n×d`.
-    pub x_hat: Matrix,
+    pub(crate) x_hat: Matrix,
     /// `1/√(σ² + ε)` per row.
-    pub inv_std: Array1<f64>,
+    pub(crate) inv_std: Array1<f64>,
 }
 
 /// LayerNorm over each row, as in chapter 9 (`ε` inside the square root).
@@ -186,20 +186,20 @@ pub fn gelu_derivative(x: f64) -> f64 {
 
 /// The parameters of a feed-forward network `GELU(XW₁ + b₁)W₂ + b₂`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FfnParams {
+pub(crate) struct FfnParams {
     /// `d×d_ff`.
-    pub w1: Matrix,
+    pub(crate) w1: Matrix,
     /// `d_ff`.
-    pub b1: Array1<f64>,
+    pub(crate) b1: Array1<f64>,
     /// `d_ff×d`.
-    pub w2: Matrix,
+    pub(crate) w2: Matrix,
     /// `d`.
-    pub b2: Array1<f64>,
+    pub(crate) b2: Array1<f64>,
 }
 
 /// What the FFN keeps: its input, the pre-activation and the activation.
 #[derive(Debug, Clone)]
-pub struct FfnCache {
+pub(crate) struct FfnCache {
     x: Matrix,
     pre: Matrix,
     hidden: Matrix,

@@ -19,25 +19,23 @@ use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::attention::{batched_attention, for_each_item};
-use crate::error::{check_model_width, AttnError};
+use crate::error::{check_finite, check_model_width, AttnError};
 use crate::masking::masked_attention;
 use crate::projection::{init_weight, project};
 use crate::scaling::{entropy, standard_normal};
 
 // ANCHOR: struct
 /// A multi-head attention layer with `h` heads of width `d_k = d_model / h`.
+/// The fields are private, so that `h` always divides `d_model` and every
+/// matrix is `d_model×d_model`: [`MultiHeadAttention::new`] and
+/// [`MultiHeadAttention::from_weights`] check it, the accessors read them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiHeadAttention {
-    /// Number of heads.
-    pub h: usize,
-    /// `d_model×d_model`: the `h` query projections side by side.
-    pub w_q: Array2<f32>,
-    /// `d_model×d_model`: the `h` key projections side by side.
-    pub w_k: Array2<f32>,
-    /// `d_model×d_model`: the `h` value projections side by side.
-    pub w_v: Array2<f32>,
-    /// `d_model×d_model`: mixes the concatenated heads back to `d_model`.
-    pub w_o: Array2<f32>,
+    h: usize,         // number of heads
+    w_q: Array2<f32>, // d_model×d_model: the h query projections side by side
+    w_k: Array2<f32>, // d_model×d_model: the h key projections side by side
+    w_v: Array2<f32>, // d_model×d_model: the h value projections side by side
+    w_o: Array2<f32>, // d_model×d_model: mixes the concatenated heads back
 }
 // ANCHOR_END: struct
 
@@ -105,6 +103,42 @@ impl MultiHeadAttention {
         })
     }
     // ANCHOR_END: new
+
+    /// A layer from given weights, `[W_Q, W_K, W_V, W_O]`, each
+    /// `d_model×d_model` and finite, with `h` heads dividing `d_model`.
+    pub fn from_weights(weights: [Array2<f32>; 4], h: usize) -> Result<Self, AttnError> {
+        let d_model = weights[0].nrows();
+        check_heads(d_model, h)?;
+        for (name, w) in ["W_Q", "W_K", "W_V", "W_O"].into_iter().zip(&weights) {
+            if w.dim() != (d_model, d_model) {
+                return Err(AttnError::ShapesDiffer {
+                    what: "W_Q and every other weight of the layer (d_model×d_model)",
+                    left: (d_model, d_model),
+                    right: w.dim(),
+                });
+            }
+            check_finite(name, w)?;
+        }
+        let [w_q, w_k, w_v, w_o] = weights;
+        Ok(MultiHeadAttention {
+            h,
+            w_q,
+            w_k,
+            w_v,
+            w_o,
+        })
+    }
+
+    /// The number of heads `h`.
+    pub fn h(&self) -> usize {
+        self.h
+    }
+
+    /// The weights `[W_Q, W_K, W_V, W_O]`, each `d_model×d_model`; head `i`
+    /// of `W_Q` is columns `i·d_k .. (i + 1)·d_k`.
+    pub fn weights(&self) -> [&Array2<f32>; 4] {
+        [&self.w_q, &self.w_k, &self.w_v, &self.w_o]
+    }
 
     /// The model width.
     pub fn d_model(&self) -> usize {

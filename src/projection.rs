@@ -19,18 +19,17 @@ use ndarray_rand::rand_distr::Normal;
 use ndarray_rand::RandomExt;
 
 use crate::attention::{scaled_dot_product_attention, Attention};
-use crate::error::{check_model_width, check_not_empty, check_overflow, AttnError};
+use crate::error::{check_finite, check_model_width, check_not_empty, check_overflow, AttnError};
 
 // ANCHOR: projections
-/// The three learned matrices of one attention layer (one head).
+/// The three learned matrices of one attention layer (one head). Private,
+/// so that their shapes always fit: [`Projections::new`] and
+/// [`Projections::from_weights`] check them, [`Projections::weights`] reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Projections {
-    /// `d_model×d_k`: token vector → query.
-    pub w_q: Array2<f32>,
-    /// `d_model×d_k`: token vector → key.
-    pub w_k: Array2<f32>,
-    /// `d_model×d_v`: token vector → value.
-    pub w_v: Array2<f32>,
+    w_q: Array2<f32>, // d_model×d_k: token vector → query
+    w_k: Array2<f32>, // d_model×d_k: token vector → key
+    w_v: Array2<f32>, // d_model×d_v: token vector → value
 }
 // ANCHOR_END: projections
 
@@ -78,6 +77,37 @@ impl Projections {
             w_k: init_weight(d_model, d_k, rng)?,
             w_v: init_weight(d_model, d_v, rng)?,
         })
+    }
+
+    /// Projections from given weights: `W_Q`, `W_K` (`d_model×d_k`) and
+    /// `W_V` (`d_model×d_v`), non-empty and finite.
+    pub fn from_weights(
+        w_q: Array2<f32>,
+        w_k: Array2<f32>,
+        w_v: Array2<f32>,
+    ) -> Result<Self, AttnError> {
+        check_not_empty("W_Q", w_q.dim())?;
+        check_not_empty("W_V", w_v.dim())?;
+        if w_k.dim() != w_q.dim() || w_v.nrows() != w_q.nrows() {
+            let (left, right) = match w_k.dim() != w_q.dim() {
+                true => (w_q.dim(), w_k.dim()),
+                false => ((w_q.nrows(), w_v.ncols()), w_v.dim()),
+            };
+            return Err(AttnError::ShapesDiffer {
+                what: "W_Q and W_K (d_model×d_k), and W_V's d_model rows",
+                left,
+                right,
+            });
+        }
+        for (name, w) in [("W_Q", &w_q), ("W_K", &w_k), ("W_V", &w_v)] {
+            check_finite(name, w)?;
+        }
+        Ok(Projections { w_q, w_k, w_v })
+    }
+
+    /// `[W_Q, W_K, W_V]`.
+    pub fn weights(&self) -> [&Array2<f32>; 3] {
+        [&self.w_q, &self.w_k, &self.w_v]
     }
 
     /// The token width `d_model` these projections expect.
@@ -152,8 +182,9 @@ pub fn init_statistics(
     let p = Projections::new(d_model, d_k, d_k, &mut rng)?;
     let decoder = standard_normal(tokens, d_model, &mut rng);
     let encoder = standard_normal(tokens, d_model, &mut rng);
-    let q = decoder.dot(&p.w_q);
-    let k = encoder.dot(&p.w_k);
+    let [w_q, w_k, _] = p.weights();
+    let q = decoder.dot(w_q);
+    let k = encoder.dot(w_k);
     let scores = q.dot(&k.t()) / (d_k as f32).sqrt();
     let var = |a: &Array2<f32>| sample_variance(&a.flatten());
     Ok(InitStats {

@@ -327,3 +327,48 @@ fn invariants_are_kept_behind_constructors() {
     assert_eq!(named.len(), net.slices().len());
     assert_eq!(named[2].0, "block 1 LayerNorm 1 γ");
 }
+
+/// Class 10 for the layers: fields are private, and the constructors from
+/// given weights check what the private fields must satisfy.
+#[test]
+fn layers_from_given_weights_check_their_shapes() {
+    let w = Array2::<f32>::zeros((8, 8));
+    let ok = MultiHeadAttention::from_weights([w.clone(), w.clone(), w.clone(), w.clone()], 2);
+    assert_eq!(ok.unwrap().h(), 2);
+    let err = MultiHeadAttention::from_weights([w.clone(), w.clone(), w.clone(), w.clone()], 3);
+    assert!(matches!(
+        err,
+        Err(AttnError::HeadsDoNotDivide { d_model: 8, h: 3 })
+    ));
+    let narrow = Array2::<f32>::zeros((8, 4));
+    let err = MultiHeadAttention::from_weights([w.clone(), narrow, w.clone(), w.clone()], 2);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "W_Q and every other weight of the layer (d_model×d_model) must have the same shape, \
+         but they are 8×8 and 8×4"
+    );
+    let mut nan = w.clone();
+    nan[[1, 1]] = f32::NAN;
+    assert!(MultiHeadAttention::from_weights([w.clone(), w.clone(), nan, w.clone()], 2).is_err());
+    let gamma = ndarray::Array1::ones(4);
+    assert!(LayerNorm::from_parameters(gamma.clone(), ndarray::Array1::zeros(3), 1e-5).is_err());
+    assert!(LayerNorm::from_parameters(gamma.clone(), ndarray::Array1::zeros(4), 0.0).is_err());
+    let w1 = Array2::zeros((4, 6));
+    let ffn = FeedForward::from_weights(
+        w1.clone(),
+        ndarray::Array1::zeros(6),
+        Array2::zeros((6, 4)),
+        ndarray::Array1::zeros(5),
+        Activation::Gelu,
+    );
+    assert!(ffn.is_err(), "b₂ has d_model = 4 entries, not 5");
+    let mha = MultiHeadAttention::new(8, 2, &mut rng()).unwrap();
+    let ffn4 = FeedForward::new(4, 16, Activation::Relu, &mut rng()).unwrap();
+    let lns = [LayerNorm::new(8), LayerNorm::new(8)];
+    assert!(EncoderLayer::from_parts(mha, ffn4, lns, Norm::Post).is_err());
+    assert!(Projections::from_weights(w.clone(), narrow_copy(), w).is_err());
+}
+
+fn narrow_copy() -> Array2<f32> {
+    Array2::zeros((8, 4))
+}

@@ -19,20 +19,24 @@ fn shape_walkthroughs(b: &mut Bindings) {
     let encoder = standard_normal(7, 16, &mut rng);
     let decoder = standard_normal(5, 16, &mut rng);
     for (x_q, x_kv) in [(&encoder, &encoder), (&decoder, &encoder)] {
-        let (q, k, v) = (x_q.dot(&p.w_q), x_kv.dot(&p.w_k), x_kv.dot(&p.w_v));
+        let (q, k, v) = (
+            x_q.dot(p.weights()[0]),
+            x_kv.dot(p.weights()[1]),
+            x_kv.dot(p.weights()[2]),
+        );
         let a = p.attend(x_q, x_kv).unwrap();
         assert_eq!(a.weights.dim(), (x_q.nrows(), x_kv.nrows()));
         b.quoted(&format!(
             "Q = X_q W_Q:  {} · {} = {}\nK = X_kv W_K: {} · {} = {}\nV = X_kv W_V: {} · {} = {}\n\
              weights = softmax(QKᵀ/√d_k): {}\noutput = weights · V: {}",
             shape(x_q),
-            shape(&p.w_q),
+            shape(p.weights()[0]),
             shape(&q),
             shape(x_kv),
-            shape(&p.w_k),
+            shape(p.weights()[1]),
             shape(&k),
             shape(x_kv),
-            shape(&p.w_v),
+            shape(p.weights()[2]),
             shape(&v),
             shape(&a.weights),
             shape(&a.output)

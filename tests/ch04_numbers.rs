@@ -22,7 +22,7 @@ fn layer() -> MultiHeadAttention {
 
 fn shapes_block(b: &mut Bindings) {
     let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
-    let q = x.dot(&mha.w_q);
+    let q = x.dot(mha.weights()[0]);
     let heads = split_heads(&q, 4).unwrap();
     let out = mha.forward(&x, &x).unwrap();
     b.quoted(&format!(

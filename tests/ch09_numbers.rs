@@ -20,11 +20,12 @@ fn encoder_and_decoder_shapes(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(8);
     let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng).unwrap();
     let x = standard_normal(7, 64, &mut rng);
-    let attended = layer.attention.forward(&x, &x).unwrap();
-    let a = layer.ln1.forward(&(&x + &attended.output)).unwrap();
+    let attended = layer.attention().forward(&x, &x).unwrap();
+    let a = layer.layer_norms()[0]
+        .forward(&(&x + &attended.output))
+        .unwrap();
     let out = layer.forward(&x).unwrap();
-    let ffn_parameters =
-        layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
+    let ffn_parameters = layer.ffn().parameters();
     b.quoted(&format!(
         "input X:                          {}\nself-attention weights, per head: {:?}\n\
          LayerNorm(X + attention):         {}\nFFN hidden layer:                 {}\n\
@@ -33,16 +34,16 @@ fn encoder_and_decoder_shapes(b: &mut Bindings) {
         shape(&x),
         attended.weights.dim(),
         shape(&a),
-        shape(&a.dot(&layer.ffn.w1)),
+        shape(&a.dot(layer.ffn().weights().0)),
         shape(&out),
-        layer.attention.parameters(),
+        layer.attention().parameters(),
         4 * 64
     ));
     let model = Transformer::new(CHAPTER_CONFIG, 2, &mut rng).unwrap();
     let y = standard_normal(5, 64, &mut rng);
     let memory = model.encode(&x).unwrap();
-    let cross = model.decoder[0]
-        .cross_attention
+    let cross = model.decoder_layers()[0]
+        .cross_attention()
         .forward(&y, &memory)
         .unwrap();
     b.quoted(&format!(
@@ -125,13 +126,13 @@ fn exercise_1_parameter_count(b: &mut Bindings) {
         norm: Norm::Post,
     };
     let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
-    let ffn = layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
-    let norms = 2 * (layer.ln1.gamma.len() + layer.ln1.beta.len());
-    b.exact("1,048,576", layer.attention.parameters() as f64)
+    let ffn = layer.ffn().parameters();
+    let norms = 2 * (layer.layer_norms()[0].d_model() * 2);
+    b.exact("1,048,576", layer.attention().parameters() as f64)
         .exact("2,099,712", ffn as f64)
         .exact("2048", norms as f64)
-        .exact("512", layer.ln1.gamma.len() as f64);
-    assert_eq!(layer.attention.parameters() + ffn + norms, 3_150_336);
+        .exact("512", layer.layer_norms()[0].d_model() as f64);
+    assert_eq!(layer.attention().parameters() + ffn + norms, 3_150_336);
     b.quoted("Total\n$3{,}150{,}336$");
 }
 

@@ -56,13 +56,8 @@ fn causal_attention_matches_pytorch() {
 fn multi_head_attention_matches_pytorch() {
     for (file, h) in [("mha_5x7_d16_h4.txt", 4), ("mha_6x6_d64_h8.txt", 8)] {
         let g = load(file);
-        let mha = MultiHeadAttention {
-            h,
-            w_q: g["w_q"].clone(),
-            w_k: g["w_k"].clone(),
-            w_v: g["w_v"].clone(),
-            w_o: g["w_o"].clone(),
-        };
+        let weights = ["w_q", "w_k", "w_v", "w_o"].map(|w| g[w].clone());
+        let mha = MultiHeadAttention::from_weights(weights, h).unwrap();
         let out = mha.forward(&g["x_q"], &g["x_kv"]).unwrap();
         assert_abs_diff_eq!(out.output, g["output"], epsilon = TOLERANCE);
         for (i, head) in out.weights.axis_iter(Axis(0)).enumerate() {

@@ -17,7 +17,7 @@ pub fn head_weights(
     x_kv: &ArrayRef2<f32>,
     head: usize,
 ) -> Result<Array2<f32>, AttnError> {
-    if head >= layer.h {
+    if head >= layer.h() {
         return Err(AttnError::InvalidArgument {
             name: "head",
             value: head as f32,
@@ -28,8 +28,9 @@ pub fn head_weights(
     check_model_width("key/value input", x_kv, layer.d_model())?;
     let d_k = layer.d_k();
     let columns = s![.., head * d_k..(head + 1) * d_k];
-    let q = x_q.dot(&layer.w_q.slice(columns));
-    let k = x_kv.dot(&layer.w_k.slice(columns));
+    let [w_q, w_k, _, _] = layer.weights();
+    let q = x_q.dot(&w_q.slice(columns));
+    let k = x_kv.dot(&w_k.slice(columns));
     check_qkv(&q, &k, &k)?; // empty or non-finite inputs, as the layer rejects them
     softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt()))
 }

@@ -45,13 +45,14 @@ mod tests {
                 norm: Norm::Post,
             };
             let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
-            let ffn =
-                layer.ffn.w1.len() + layer.ffn.b1.len() + layer.ffn.w2.len() + layer.ffn.b2.len();
-            let norms = layer.ln1.gamma.len()
-                + layer.ln1.beta.len()
-                + layer.ln2.gamma.len()
-                + layer.ln2.beta.len();
-            let held = layer.attention.parameters() + ffn + norms;
+            let (w1, b1, w2, b2) = layer.ffn().weights();
+            let ffn = w1.len() + b1.len() + w2.len() + b2.len();
+            let norms: usize = layer
+                .layer_norms()
+                .iter()
+                .map(|ln| ln.parameters().0.len() + ln.parameters().1.len())
+                .sum();
+            let held = layer.attention().parameters() + ffn + norms;
             assert_eq!(encoder_layer_parameters(d_model, d_ff).unwrap(), held);
         }
         assert!(encoder_layer_parameters(usize::MAX, 2).is_err());

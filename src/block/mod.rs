@@ -1,0 +1,320 @@
+//! The Transformer block: attention plus a position-wise feed-forward
+//! network, each wrapped in a residual connection and a layer
+//! normalisation, stacked into an encoder and a decoder.
+//!
+//! | step | shape |
+//! | --- | --- |
+//! | input tokens `X` | `n×d_model` |
+//! | multi-head (self-)attention | `n×d_model` |
+//! | residual `X + ·`, LayerNorm | `n×d_model` |
+//! | FFN: `d_model → d_ff → d_model`, row by row | `n×d_ff`, then `n×d_model` |
+//! | residual, LayerNorm | `n×d_model` |
+//!
+//! Everything here is deterministic: dropout, which training adds after each
+//! sub-layer, is not part of the forward pass the book uses (chapter 9).
+
+use ndarray::{Array1, Array2, ArrayRef2, Axis};
+use ndarray_rand::rand::rngs::StdRng;
+
+use crate::error::{check_finite, check_model_width, check_not_empty, check_overflow, AttnError};
+use crate::projection::init_weight;
+
+mod layers;
+
+pub use layers::{Config, DecoderLayer, EncoderLayer, Transformer, CHAPTER_CONFIG};
+
+// ANCHOR: layer_norm
+/// Layer normalisation over the features of each token (each row):
+/// `y = (x − μ) / √(σ² + ε) · γ + β`, with `μ` and `σ²` the mean and the
+/// (biased, `1/d`) variance of the row. `ε` is added to the variance,
+/// **inside** the square root, as in PyTorch's `LayerNorm` (default
+/// `ε = 1e-5`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerNorm {
+    gamma: Array1<f32>, // scale, one per feature (d_model), initialised to 1
+    beta: Array1<f32>,  // shift, one per feature, initialised to 0
+    eps: f32,           // added to the variance: finite and > 0
+}
+
+impl LayerNorm {
+    /// The identity-initialised normalisation for `d_model` features.
+    pub fn new(d_model: usize) -> Self {
+        LayerNorm {
+            gamma: Array1::ones(d_model),
+            beta: Array1::zeros(d_model),
+            eps: 1e-5,
+        }
+    }
+
+    /// Normalises each row of `x` (`n×d_model`).
+    pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+        check_model_width("LayerNorm input", x, self.gamma.len())?;
+        let mut y = x.to_owned();
+        for mut row in y.rows_mut() {
+            // In f64: the variance of f32 entries near 3e38 is near 1e77.
+            let d = row.len() as f64;
+            let mean = row.iter().map(|&x| x as f64).sum::<f64>() / d;
+            let variance = row.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / d;
+            let inv_std = 1.0 / (variance + self.eps as f64).sqrt();
+            row.mapv_inplace(|x| ((x as f64 - mean) * inv_std) as f32);
+        }
+        let y = y * &self.gamma + &self.beta;
+        check_overflow("LayerNorm's output", &y)?; // a huge γ or β can overflow
+        Ok(y)
+    }
+}
+// ANCHOR_END: layer_norm
+
+impl LayerNorm {
+    /// A normalisation with given scale `γ`, shift `β` (the same length
+    /// `d_model ≥ 1`, finite) and `ε` (finite, `> 0`).
+    pub fn from_parameters(
+        gamma: Array1<f32>,
+        beta: Array1<f32>,
+        eps: f32,
+    ) -> Result<Self, AttnError> {
+        check_not_empty("γ", (1, gamma.len()))?;
+        if beta.len() != gamma.len() {
+            return Err(AttnError::ShapesDiffer {
+                what: "γ and β",
+                left: (1, gamma.len()),
+                right: (1, beta.len()),
+            });
+        }
+        check_finite("γ", &gamma.view().insert_axis(Axis(0)))?;
+        check_finite("β", &beta.view().insert_axis(Axis(0)))?;
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(AttnError::InvalidArgument {
+                name: "ε",
+                value: eps,
+                requirement: "must be finite and > 0",
+            });
+        }
+        Ok(LayerNorm { gamma, beta, eps })
+    }
+
+    /// The width `d_model` it normalises.
+    pub fn d_model(&self) -> usize {
+        self.gamma.len()
+    }
+
+    /// `(γ, β, ε)`.
+    pub fn parameters(&self) -> (&Array1<f32>, &Array1<f32>, f32) {
+        (&self.gamma, &self.beta, self.eps)
+    }
+}
+
+// ANCHOR: ffn
+/// The non-linearity of the feed-forward network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// `max(0, x)`, as in the original Transformer.
+    Relu,
+    /// `x·Φ(x)`, in the tanh approximation of GPT-2 and BERT.
+    Gelu,
+}
+
+impl Activation {
+    /// Applies the activation to one number.
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Activation::Relu => x.max(0.0),
+            Activation::Gelu => gelu(x),
+        }
+    }
+}
+
+/// GELU, tanh approximation: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+pub fn gelu(x: f32) -> f32 {
+    let c = (2.0 / std::f32::consts::PI).sqrt();
+    0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh())
+}
+
+/// The position-wise feed-forward network, `FFN(x) = act(x W₁ + b₁) W₂ + b₂`,
+/// applied to every token (row) separately: `d_model → d_ff → d_model`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedForward {
+    w1: Array2<f32>, // d_model×d_ff
+    b1: Array1<f32>, // d_ff
+    w2: Array2<f32>, // d_ff×d_model
+    b2: Array1<f32>, // d_model
+    activation: Activation,
+}
+
+impl FeedForward {
+    /// A network `d_model → d_ff → d_model` with weights drawn as in
+    /// chapter 3 (`N(0, 1/fan-in)`) and zero biases.
+    pub fn new(
+        d_model: usize,
+        d_ff: usize,
+        activation: Activation,
+        rng: &mut StdRng,
+    ) -> Result<Self, AttnError> {
+        Ok(FeedForward {
+            w1: init_weight(d_model, d_ff, rng)?,
+            b1: Array1::zeros(d_ff),
+            w2: init_weight(d_ff, d_model, rng)?,
+            b2: Array1::zeros(d_model),
+            activation,
+        })
+    }
+
+    /// `act(x W₁ + b₁) W₂ + b₂` for `x`: `n×d_model`.
+    pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+        check_model_width("FFN input", x, self.w1.nrows())?;
+        let hidden = (x.dot(&self.w1) + &self.b1).mapv(|h| self.activation.apply(h)); // n×d_ff
+        let output = hidden.dot(&self.w2) + &self.b2; // n×d_model
+        check_overflow("the FFN's output", &output)?;
+        Ok(output)
+    }
+}
+// ANCHOR_END: ffn
+
+impl FeedForward {
+    /// A network from given weights: `W₁` (`d_model×d_ff`), `b₁` (`d_ff`),
+    /// `W₂` (`d_ff×d_model`), `b₂` (`d_model`), all finite and non-empty.
+    pub fn from_weights(
+        w1: Array2<f32>,
+        b1: Array1<f32>,
+        w2: Array2<f32>,
+        b2: Array1<f32>,
+        activation: Activation,
+    ) -> Result<Self, AttnError> {
+        let (d_model, d_ff) = w1.dim();
+        check_not_empty("W₁", w1.dim())?;
+        let expected = [
+            ("b₁", (1, d_ff), (1, b1.len())),
+            ("W₂", (d_ff, d_model), w2.dim()),
+            ("b₂", (1, d_model), (1, b2.len())),
+        ];
+        for (what, want, got) in expected {
+            if want != got {
+                return Err(AttnError::ShapesDiffer {
+                    what,
+                    left: got,
+                    right: want,
+                });
+            }
+        }
+        check_finite("W₁", &w1)?;
+        check_finite("b₁", &b1.view().insert_axis(Axis(0)))?;
+        check_finite("W₂", &w2)?;
+        check_finite("b₂", &b2.view().insert_axis(Axis(0)))?;
+        Ok(FeedForward {
+            w1,
+            b1,
+            w2,
+            b2,
+            activation,
+        })
+    }
+
+    /// `(W₁, b₁, W₂, b₂)`.
+    pub fn weights(&self) -> (&Array2<f32>, &Array1<f32>, &Array2<f32>, &Array1<f32>) {
+        (&self.w1, &self.b1, &self.w2, &self.b2)
+    }
+
+    /// The hidden width `d_ff`.
+    pub fn d_ff(&self) -> usize {
+        self.w1.ncols()
+    }
+
+    /// The token width `d_model`.
+    pub fn d_model(&self) -> usize {
+        self.w1.nrows()
+    }
+
+    /// Parameters: `2·d_model·d_ff + d_ff + d_model`.
+    pub fn parameters(&self) -> usize {
+        self.w1.len() + self.b1.len() + self.w2.len() + self.b2.len()
+    }
+}
+
+// ANCHOR: sublayer
+/// Where the LayerNorm goes around each sub-layer `F` (attention or FFN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Norm {
+    /// The original Transformer: `x ← LayerNorm(x + F(x))`.
+    Post,
+    /// GPT-2 and most models since: `x ← x + F(LayerNorm(x))`, with one
+    /// more LayerNorm after the last layer.
+    Pre,
+}
+
+/// One residual sub-layer: `F` applied with the normalisation placed as
+/// `norm` says.
+pub fn residual(
+    x: &ArrayRef2<f32>,
+    ln: &LayerNorm,
+    norm: Norm,
+    f: impl FnOnce(&Array2<f32>) -> Result<Array2<f32>, AttnError>,
+) -> Result<Array2<f32>, AttnError> {
+    let same_shape = |fx: Array2<f32>| match fx.dim() == x.dim() {
+        true => Ok(fx + x),
+        false => Err(AttnError::ShapesDiffer {
+            what: "a sub-layer's output and its input",
+            left: fx.dim(),
+            right: x.dim(),
+        }),
+    };
+    match norm {
+        Norm::Post => ln.forward(&same_shape(f(&x.to_owned())?)?),
+        Norm::Pre => same_shape(f(&ln.forward(x)?)?),
+    }
+}
+// ANCHOR_END: sublayer
+
+/// Mean and standard deviation of every row's entries, averaged over rows:
+/// how far a residual stream is from zero mean and unit variance.
+pub fn row_statistics(x: &ArrayRef2<f32>) -> (f32, f32) {
+    let means = x.mean_axis(Axis(1)).expect("columns > 0");
+    let stds = x.std_axis(Axis(1), 0.0);
+    (means.mean().unwrap_or(0.0), stds.mean().unwrap_or(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_abs_diff_eq;
+    use ndarray::{array, s};
+
+    // ANCHOR: layer_norm_test
+    #[test]
+    fn layer_norm_gives_each_row_zero_mean_and_unit_variance() {
+        let x = array![[1.0_f32, 2.0, 3.0, 4.0], [10.0, 10.0, 10.0, 10.0]];
+        let y = LayerNorm::new(4).forward(&x).unwrap();
+        // Row 0: mean 2.5, variance 1.25 (divided by d = 4, not d − 1).
+        let inv_std = 1.0 / (1.25_f32 + 1e-5).sqrt();
+        assert_abs_diff_eq!(
+            y.row(0),
+            array![-1.5 * inv_std, -0.5 * inv_std, 0.5 * inv_std, 1.5 * inv_std],
+            epsilon = 1e-6
+        );
+        // A constant row has variance 0: ε keeps the division finite.
+        assert_eq!(y.row(1), array![0.0, 0.0, 0.0, 0.0]);
+        let (mean, std) = row_statistics(&y.slice(s![0..1, ..]));
+        assert!(mean.abs() < 1e-6 && (std - 1.0).abs() < 1e-5);
+    }
+    // ANCHOR_END: layer_norm_test
+
+    #[test]
+    fn epsilon_goes_inside_the_square_root() {
+        // With a tiny variance, (x − μ)/√(σ² + ε) and (x − μ)/(σ + ε) differ.
+        let x = array![[0.0_f32, 0.002]]; // σ² = 1e-6, σ = 1e-3
+        let y = LayerNorm::new(2).forward(&x).unwrap();
+        let inside = 0.001 / (1e-6_f32 + 1e-5).sqrt();
+        let outside = 0.001 / (1e-3_f32 + 1e-5);
+        assert_abs_diff_eq!(y[[0, 1]], inside, epsilon = 1e-5);
+        assert!((y[[0, 1]] - outside).abs() > 0.5);
+    }
+
+    #[test]
+    fn gelu_and_relu_values() {
+        assert_eq!(Activation::Relu.apply(-2.0), 0.0);
+        assert_eq!(Activation::Relu.apply(1.5), 1.5);
+        assert_eq!(gelu(0.0), 0.0);
+        assert_abs_diff_eq!(gelu(1.0), 0.841_192, epsilon = 1e-5); // PyTorch, approximate='tanh'
+        assert_abs_diff_eq!(gelu(-1.0), -0.158_808, epsilon = 1e-5);
+        assert!(gelu(-10.0).abs() < 1e-6);
+    }
+}
