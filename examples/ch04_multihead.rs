@@ -57,7 +57,7 @@ fn main() -> Result<(), attn::AttnError> {
         "\n== Mean entropy of each head's weights (nats; uniform over 7 = ln 7 = {:.3}) ==",
         7f64.ln()
     );
-    let entropies = head_entropies(&out.weights);
+    let entropies = head_entropies(&out.weights)?;
     for (i, e) in entropies.iter().enumerate() {
         println!("head {}: {e:.3}", i + 1);
     }

@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", tiled_memory_table(&memory, &seconds)?);
 
     println!("\n== Relative error against exact causal attention, n = 1024, d = 64 ==");
-    let errors = error_experiment(1024, 7);
+    let errors = error_experiment(1024, 7)?;
     println!("{}", error_table(&errors));
 
     println!("\n== Measured, d = 64, one thread (ms) ==");

@@ -115,7 +115,7 @@ fn residual_stream(layers: usize) -> Result<Vec<(f32, f32)>, attn::AttnError> {
             .collect::<Result<Vec<_>, _>>()
     });
     let x = standard_normal(16, 64, &mut StdRng::seed_from_u64(13));
-    let mut stds = vec![(row_statistics(&x).1, row_statistics(&x).1)];
+    let mut stds = vec![(row_statistics(&x)?.1, row_statistics(&x)?.1)];
     let (mut post, mut pre) = (x.clone(), x);
     for (post_layer, pre_layer) in stacks[0]
         .as_ref()
@@ -125,7 +125,7 @@ fn residual_stream(layers: usize) -> Result<Vec<(f32, f32)>, attn::AttnError> {
     {
         post = post_layer.forward(&post)?;
         pre = pre_layer.forward(&pre)?;
-        stds.push((row_statistics(&post).1, row_statistics(&pre).1));
+        stds.push((row_statistics(&post)?.1, row_statistics(&pre)?.1));
     }
     Ok(stds)
 }

@@ -14,7 +14,7 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use crate::attention::check_qkv;
-use crate::error::{check_overflow, AttnError};
+use crate::error::{check_not_empty, check_overflow, AttnError};
 use crate::masking::{causal_mask, masked_attention};
 use crate::position::sinusoidal;
 use crate::scaling::standard_normal;
@@ -129,7 +129,7 @@ fn check_normaliser(d: f32) -> Result<(), AttnError> {
     }
     Err(AttnError::InvalidArgument {
         name: "linear attention's normaliser φ(q_i)·z",
-        value: d,
+        value: f64::from(d),
         requirement: "must be positive and finite (entries of Q or K far below 0 make it \
                       underflow to 0, huge ones overflow)",
     })
@@ -163,12 +163,21 @@ pub fn relative_error(approx: &ArrayRef2<f32>, exact: &ArrayRef2<f32>) -> Result
         });
     }
     let norm = |x: &ArrayRef2<f32>| x.iter().map(|&a| (a as f64).powi(2)).sum::<f64>().sqrt();
-    Ok(norm(&(approx - exact)) / norm(exact))
+    let (difference, reference) = (norm(&(approx - exact)), norm(exact));
+    if !(reference > 0.0 && reference.is_finite() && difference.is_finite()) {
+        return Err(AttnError::InvalidArgument {
+            name: "the exact output's norm",
+            value: reference,
+            requirement: "must be finite and > 0, and the approximation finite, for a relative \
+                          error",
+        });
+    }
+    Ok(difference / reference)
 }
 
 // ANCHOR: error_experiment
 /// An approximate attention with `V` fixed: `(Q, K) ↦ output`.
-type Approximation<'a> = dyn Fn(&Array2<f32>, &Array2<f32>) -> Array2<f32> + 'a;
+type Approximation<'a> = dyn Fn(&Array2<f32>, &Array2<f32>) -> Result<Array2<f32>, AttnError> + 'a;
 
 /// The windows the error experiment tries.
 pub const WINDOWS: [usize; 6] = [16, 32, 64, 128, 256, 512];
@@ -191,40 +200,41 @@ pub struct ErrorRow {
 /// (seeded): random ones, and `Q = K = 2·PE` (chapter 6's sinusoidal
 /// encoding), whose scores fall with distance, so that exact attention is
 /// itself mostly local.
-pub fn error_experiment(n: usize, seed: u64) -> Vec<ErrorRow> {
+pub fn error_experiment(n: usize, seed: u64) -> Result<Vec<ErrorRow>, AttnError> {
     let d = 64;
+    check_not_empty("the experiment's tokens (n×64)", (n, d))?;
     let mut rng = StdRng::seed_from_u64(seed);
     let v = standard_normal(n, d, &mut rng);
     let random = (
         standard_normal(n, d, &mut rng),
         standard_normal(n, d, &mut rng),
     );
-    let pe = sinusoidal(n, d).expect("d is even") * 2.0;
+    let pe = sinusoidal(n, d)? * 2.0;
     let positional = (pe.clone(), pe);
-    let errors = |approximate: &Approximation| {
-        [&random, &positional].map(|(q, k)| {
-            let exact = masked_attention(q, k, &v, &causal_mask(n, n)).expect("shapes fit");
-            relative_error(&approximate(q, k), &exact.output).expect("same shapes")
-        })
+    let errors = |approximate: &Approximation| -> Result<[f64; 2], AttnError> {
+        let mut out = [0.0; 2];
+        for (error, (q, k)) in out.iter_mut().zip([&random, &positional]) {
+            let exact = masked_attention(q, k, &v, &causal_mask(n, n))?;
+            *error = relative_error(&approximate(q, k)?, &exact.output)?;
+        }
+        Ok(out)
     };
-    let mut rows: Vec<ErrorRow> = WINDOWS
-        .iter()
-        .map(|&w| {
-            let [random, local] = errors(&|q, k| local_attention(q, k, &v, w).expect("shapes fit"));
-            ErrorRow {
-                method: format!("local, w = {w}"),
-                random,
-                local,
-            }
-        })
-        .collect();
-    let [random, local] = errors(&|q, k| causal_linear_attention(q, k, &v).expect("shapes fit"));
+    let mut rows = Vec::new();
+    for w in WINDOWS {
+        let [random, local] = errors(&|q, k| local_attention(q, k, &v, w))?;
+        rows.push(ErrorRow {
+            method: format!("local, w = {w}"),
+            random,
+            local,
+        });
+    }
+    let [random, local] = errors(&|q, k| causal_linear_attention(q, k, &v))?;
     rows.push(ErrorRow {
         method: "linear (elu + 1)".into(),
         random,
         local,
     });
-    rows
+    Ok(rows)
 }
 // ANCHOR_END: error_experiment
 

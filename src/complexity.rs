@@ -63,11 +63,12 @@ pub fn activation_bytes(n: u64, d: u64) -> f64 {
 /// `(n, t)` best in the least-squares sense on a log-log scale: the slope of
 /// the line through `(ln n, ln t)`. Quadratic cost shows as `b ≈ 2`.
 pub fn fitted_exponent(points: &[(f64, f64)]) -> Result<f64, AttnError> {
-    if points.len() < 2 || points.iter().any(|&(n, t)| !(n > 0.0 && t > 0.0)) {
+    let usable = |&(n, t): &(f64, f64)| n > 0.0 && t > 0.0 && n.is_finite() && t.is_finite();
+    if points.len() < 2 || !points.iter().all(usable) {
         return Err(AttnError::InvalidArgument {
             name: "points",
-            value: points.len() as f32,
-            requirement: "must be at least 2, with positive n and t",
+            value: points.len() as f64,
+            requirement: "must be at least 2, with positive, finite n and t",
         });
     }
     let logs: Vec<(f64, f64)> = points.iter().map(|&(n, t)| (n.ln(), t.ln())).collect();
@@ -79,7 +80,7 @@ pub fn fitted_exponent(points: &[(f64, f64)]) -> Result<f64, AttnError> {
     if variance == 0.0 {
         return Err(AttnError::InvalidArgument {
             name: "points",
-            value: points.len() as f32,
+            value: points.len() as f64,
             requirement: "must have at least two different n",
         });
     }

@@ -143,7 +143,7 @@ pub enum AttnError {
         /// The argument's name.
         name: &'static str,
         /// The value given.
-        value: f32,
+        value: f64,
         /// What the value must satisfy, e.g. `"must be finite and > 0"`.
         requirement: &'static str,
     },
@@ -211,7 +211,7 @@ impl fmt::Display for AttnError {
                 name,
                 value,
                 requirement,
-            } => write!(f, "{name} {requirement}, got {value}"),
+            } => write!(f, "{name} {requirement}, got {}", shortest(value)),
             AttnError::NotSelfAttention { queries, keys } => write!(
                 f,
                 "causal attention needs one key per query, but there are {queries} queries and {keys} keys"
@@ -262,6 +262,17 @@ impl fmt::Display for AttnError {
 }
 
 impl std::error::Error for AttnError {}
+
+/// `value` as its shortest decimal: as an `f32` if it is one (an `f32`
+/// argument, or a count below 2^24), else as the `f64` it is.
+fn shortest(value: f64) -> String {
+    let single = value as f32;
+    if f64::from(single) == value {
+        single.to_string()
+    } else {
+        value.to_string()
+    }
+}
 
 /// Checks that `x`, computed from finite inputs, is finite: an entry that is
 /// not means `f32` overflowed on the way.
@@ -331,7 +342,7 @@ pub(crate) fn check_finite(
     match x.iter().find(|v| !v.is_finite()) {
         Some(&bad) => Err(AttnError::InvalidArgument {
             name,
-            value: bad,
+            value: f64::from(bad),
             requirement: "must hold only finite numbers",
         }),
         None => Ok(()),

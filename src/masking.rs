@@ -129,7 +129,7 @@ fn check_bias(bias: &ArrayRef2<f32>) -> Result<(), AttnError> {
     match bias.iter().find(|b| b.is_nan() || **b == f32::INFINITY) {
         Some(&bad) => Err(AttnError::InvalidArgument {
             name: "bias",
-            value: bad,
+            value: f64::from(bad),
             requirement: "must hold finite numbers, or −∞ for a dropped key",
         }),
         None => Ok(()),
@@ -178,7 +178,7 @@ pub fn real_positions(
     if len > padded_len {
         return Err(AttnError::InvalidArgument {
             name: "len",
-            value: len as f32,
+            value: len as f64,
             requirement: "must be at most the padded length",
         });
     }
@@ -221,7 +221,7 @@ pub fn padded_batch_attention(
     if lengths.len() != q.len_of(Axis(0)) {
         return Err(AttnError::InvalidArgument {
             name: "lengths",
-            value: lengths.len() as f32,
+            value: lengths.len() as f64,
             requirement: "must give one length per batch item",
         });
     }
@@ -351,7 +351,7 @@ pub fn cumulative_flops(n: u64, d: u64, per_token: fn(u64, u64) -> f64) -> Resul
     if n > MAX_DECODED_TOKENS {
         return Err(AttnError::InvalidArgument {
             name: "n",
-            value: n as f32,
+            value: n as f64,
             requirement: "must be at most 2^24 tokens, since the sum is taken token by token",
         });
     }

@@ -15,11 +15,11 @@
 //! | merge heads: permute to `n×h×d_k`, reshape | `n×d_model` |
 //! | output projection `· W_O` | `n×d_model` |
 
-use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, Axis};
+use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::attention::{batched_attention, for_each_item};
-use crate::error::{check_finite, check_model_width, AttnError};
+use crate::error::{check_finite, check_model_width, check_not_empty, AttnError};
 use crate::masking::masked_attention;
 use crate::projection::{init_weight, project};
 use crate::scaling::{entropy, standard_normal};
@@ -263,11 +263,20 @@ pub fn multihead_flops(n: usize, m: usize, d_model: usize, h: usize) -> Result<f
 
 /// Mean entropy (nats) of each head's rows of weights: `h` numbers, each
 /// between 0 (every query looks at one key) and `ln m` (uniform).
-pub fn head_entropies(weights: &ArrayRef3<f32>) -> Vec<f64> {
-    weights
-        .outer_iter()
-        .map(|head| head.rows().into_iter().map(|r| entropy(&r)).sum::<f64>() / head.nrows() as f64)
-        .collect()
+pub fn head_entropies(weights: &ArrayRef3<f32>) -> Result<Vec<f64>, AttnError> {
+    let (_, n, m) = weights.dim();
+    check_not_empty("weights of each head (n×m)", (n, m))?;
+    if let Some(&bad) = weights.iter().find(|w| !(0.0..=1.0).contains(*w)) {
+        return Err(AttnError::InvalidArgument {
+            name: "attention weight",
+            value: f64::from(bad),
+            requirement: "must lie in [0, 1]",
+        });
+    }
+    let mean_entropy = |head: ArrayView2<f32>| {
+        head.rows().into_iter().map(|r| entropy(&r)).sum::<f64>() / n as f64
+    };
+    Ok(weights.outer_iter().map(mean_entropy).collect())
 }
 
 // ANCHOR: embed
@@ -404,11 +413,11 @@ mod tests {
     fn entropies_lie_between_zero_and_ln_m() {
         let (mha, x_q, x_kv) = layer_and_inputs(32, 4);
         let w = mha.forward(&x_q, &x_kv).unwrap().weights;
-        for e in head_entropies(&w) {
+        for e in head_entropies(&w).unwrap() {
             assert!(e > 0.0 && e < 7f64.ln(), "{e}");
         }
         let uniform = Array3::from_elem((2, 3, 4), 0.25_f32);
-        for e in head_entropies(&uniform) {
+        for e in head_entropies(&uniform).unwrap() {
             assert!((e - 4f64.ln()).abs() < 1e-6);
         }
     }

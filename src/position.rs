@@ -21,7 +21,7 @@ pub(crate) fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> 
     if d == 0 || d % 2 == 1 {
         return Err(AttnError::InvalidArgument {
             name,
-            value: d as f32,
+            value: d as f64,
             requirement: "must be even and > 0 (dimensions come in sin/cos pairs)",
         });
     }
@@ -113,7 +113,7 @@ pub(crate) fn check_positions(first: usize, n: usize) -> Result<(), AttnError> {
         Some(_) => Ok(()),
         None => Err(AttnError::InvalidArgument {
             name: "first position",
-            value: first as f32,
+            value: first as f64,
             requirement: "plus the number of rows must fit in a usize",
         }),
     }
@@ -138,7 +138,15 @@ pub fn largest_norm_change(
         .into_iter()
         .zip(after.rows())
         .map(|(a, b)| (norm(a) - norm(b)).abs());
-    Ok(changes.fold(0.0, f32::max))
+    let largest = changes.fold(0.0, |m: f32, c| if c > m || c.is_nan() { c } else { m });
+    if !largest.is_finite() {
+        return Err(AttnError::InvalidArgument {
+            name: "rows before and after",
+            value: f64::from(largest),
+            requirement: "must have finite norms",
+        });
+    }
+    Ok(largest)
 }
 
 // ANCHOR: alibi
@@ -177,7 +185,7 @@ pub fn alibi_bias(n: usize, slope: f32) -> Result<Array2<f32>, AttnError> {
     if !(slope * n.saturating_sub(1) as f32).is_finite() {
         return Err(AttnError::InvalidArgument {
             name: "ALiBi slope",
-            value: slope,
+            value: f64::from(slope),
             requirement: "must be finite, and small enough that slope·(n − 1) is too",
         });
     }

@@ -45,7 +45,7 @@ pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Result<Array2<
     let std = 1.0 / (rows as f32).sqrt(); // positive and finite: rows ≥ 1
     let normal = Normal::new(0.0, std).map_err(|_| AttnError::InvalidArgument {
         name: "rows",
-        value: rows as f32,
+        value: rows as f64,
         requirement: "must give a finite standard deviation 1/√rows",
     })?;
     Ok(Array2::random_using((rows, cols), normal, rng))

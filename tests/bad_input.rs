@@ -372,3 +372,62 @@ fn layers_from_given_weights_check_their_shapes() {
 fn narrow_copy() -> Array2<f32> {
     Array2::zeros((8, 4))
 }
+
+/// Class 11: the small helpers answer degenerate input with an error, not
+/// a panic or a NaN.
+#[test]
+fn small_helpers_handle_degenerate_input() {
+    use attn::approximate::{error_experiment, relative_error};
+    use attn::block::row_statistics;
+    use attn::complexity::fitted_exponent;
+    use attn::multihead::head_entropies;
+    use attn::position::largest_norm_change;
+    use attn::show::{matrix, table};
+    assert!(row_statistics(&Array2::<f32>::zeros((3, 0))).is_err());
+    assert!(error_experiment(0, 1).is_err());
+    assert_eq!(table(&["a", "b"], &[vec!["1".into()]]), "a  b\n1");
+    assert!(matrix(&array![[1.0_f32]], usize::MAX).len() < 100);
+    let zeros = Array2::<f32>::zeros((2, 2));
+    assert!(relative_error(&zeros, &zeros).is_err(), "0 / 0");
+    assert!(fitted_exponent(&[(1.0, 1.0), (f64::INFINITY, 2.0)]).is_err());
+    let nan = ndarray::Array3::from_elem((1, 2, 2), f32::NAN);
+    assert!(head_entropies(&nan).is_err());
+    let mut rows = Array2::<f32>::ones((2, 2));
+    rows[[1, 0]] = f32::NAN;
+    assert!(largest_norm_change(&Array2::ones((2, 2)), &rows).is_err());
+}
+
+/// Class 12: messages name what the caller passed, in its own words.
+#[test]
+fn messages_name_the_argument_the_caller_passed() {
+    let net = TinyTransformer::new(small(), 0).unwrap();
+    assert_eq!(
+        net.forward(&[]).err().unwrap().to_string(),
+        "batch must hold at least one sequence, got 0"
+    );
+    assert_eq!(
+        MultiHeadAttention::new(0, 1, &mut rng())
+            .unwrap_err()
+            .to_string(),
+        "d_model must be at least 1, got 0"
+    );
+    // A count above 2^24 is printed exactly, not rounded through f32.
+    let err =
+        attn::masking::cumulative_flops(16_777_217 + (1 << 24), 1, flops_per_token_with_cache)
+            .unwrap_err();
+    assert!(err.to_string().ends_with("got 33554433"), "{err}");
+    assert_eq!(
+        net.loss(&[vec![1, 2]], &[None, Some(11)])
+            .unwrap_err()
+            .to_string(),
+        "target must be a digit 0–9 or the separator 10, got 11"
+    );
+    // A layer's input that is not finite is named as the layer's input.
+    let mha = MultiHeadAttention::new(8, 2, &mut rng()).unwrap();
+    let mut x = Array2::<f32>::zeros((3, 8));
+    x[[0, 0]] = f32::NAN;
+    assert_eq!(
+        mha.forward(&x, &x).unwrap_err().to_string(),
+        "query input must hold only finite numbers, got NaN"
+    );
+}

@@ -62,7 +62,7 @@ fn entropy_block_and_figure_claims(b: &mut Bindings) {
     let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
     let w = mha.forward(&x, &x).unwrap().weights;
     let mut block = String::new();
-    for (i, e) in head_entropies(&w).iter().enumerate() {
+    for (i, e) in head_entropies(&w).unwrap().iter().enumerate() {
         block += &format!("head {}: {e:.3}\n", i + 1);
     }
     b.quoted(&block);
@@ -75,8 +75,8 @@ fn entropy_block_and_figure_claims(b: &mut Bindings) {
     b.rounded("0.01", lo as f64).rounded("0.49", hi as f64);
     // "The average is flatter than any single head": higher entropy.
     let average = w.mean_axis(Axis(0)).unwrap().insert_axis(Axis(0));
-    let avg_entropy = head_entropies(&average)[0];
-    assert!(head_entropies(&w).iter().all(|&e| e < avg_entropy));
+    let avg_entropy = head_entropies(&average).unwrap()[0];
+    assert!(head_entropies(&w).unwrap().iter().all(|&e| e < avg_entropy));
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value

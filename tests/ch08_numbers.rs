@@ -100,7 +100,7 @@ fn memory_block_and_figure_8_1(b: &mut Bindings) {
 }
 
 fn error_table_and_figure_8_2(b: &mut Bindings) {
-    let rows = error_experiment(1024, 7);
+    let rows = error_experiment(1024, 7).unwrap();
     b.quoted(&format!("```text\n{}\n```", error_table(&rows)));
     let (local, linear) = rows.split_at(rows.len() - 1);
     // Local: error falls as the window grows; near-exact on local inputs.

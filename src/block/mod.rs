@@ -86,7 +86,7 @@ impl LayerNorm {
         if !(eps.is_finite() && eps > 0.0) {
             return Err(AttnError::InvalidArgument {
                 name: "ε",
-                value: eps,
+                value: f64::from(eps),
                 requirement: "must be finite and > 0",
             });
         }
@@ -266,10 +266,12 @@ pub fn residual(
 
 /// Mean and standard deviation of every row's entries, averaged over rows:
 /// how far a residual stream is from zero mean and unit variance.
-pub fn row_statistics(x: &ArrayRef2<f32>) -> (f32, f32) {
-    let means = x.mean_axis(Axis(1)).expect("columns > 0");
+pub fn row_statistics(x: &ArrayRef2<f32>) -> Result<(f32, f32), AttnError> {
+    check_not_empty("x", x.dim())?;
+    check_finite("x", x)?;
+    let means = x.mean_axis(Axis(1)).unwrap_or_default(); // columns ≥ 1: never the default
     let stds = x.std_axis(Axis(1), 0.0);
-    (means.mean().unwrap_or(0.0), stds.mean().unwrap_or(0.0))
+    Ok((means.mean().unwrap_or(0.0), stds.mean().unwrap_or(0.0)))
 }
 
 #[cfg(test)]
@@ -292,7 +294,7 @@ mod tests {
         );
         // A constant row has variance 0: ε keeps the division finite.
         assert_eq!(y.row(1), array![0.0, 0.0, 0.0, 0.0]);
-        let (mean, std) = row_statistics(&y.slice(s![0..1, ..]));
+        let (mean, std) = row_statistics(&y.slice(s![0..1, ..])).unwrap();
         assert!(mean.abs() < 1e-6 && (std - 1.0).abs() < 1e-5);
     }
     // ANCHOR_END: layer_norm_test

@@ -17,7 +17,7 @@ pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f
     if !(tau.is_finite() && tau > 0.0) {
         return Err(AttnError::InvalidArgument {
             name: "temperature",
-            value: tau,
+            value: f64::from(tau),
             requirement: "must be finite and > 0",
         });
     }
@@ -28,7 +28,7 @@ pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f
     {
         return Err(AttnError::InvalidArgument {
             name: "temperature",
-            value: tau,
+            value: f64::from(tau),
             requirement: "is so small that x / τ overflows f32",
         });
     }

@@ -12,7 +12,7 @@ pub fn score_scale(sigma_q: f64, sigma_k: f64, d_k: usize) -> Result<f64, AttnEr
         if !(sigma.is_finite() && sigma > 0.0) {
             return Err(AttnError::InvalidArgument {
                 name,
-                value: sigma as f32,
+                value: sigma,
                 requirement: "must be finite and > 0",
             });
         }

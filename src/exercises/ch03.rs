@@ -24,7 +24,7 @@ pub fn scaled_score_variance(
         if size < 2 {
             return Err(AttnError::InvalidArgument {
                 name,
-                value: size as f32,
+                value: size as f64,
                 requirement: "must be at least 2",
             });
         }
@@ -32,7 +32,7 @@ pub fn scaled_score_variance(
     if !(weight_std.is_finite() && weight_std > 0.0) {
         return Err(AttnError::InvalidArgument {
             name: "weight_std",
-            value: weight_std,
+            value: f64::from(weight_std),
             requirement: "must be finite and > 0",
         });
     }

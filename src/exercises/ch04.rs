@@ -20,7 +20,7 @@ pub fn head_weights(
     if head >= layer.h() {
         return Err(AttnError::InvalidArgument {
             name: "head",
-            value: head as f32,
+            value: head as f64,
             requirement: "must be less than the layer's number of heads",
         });
     }

@@ -15,7 +15,7 @@ pub fn naive_peak_bytes(n: u64, m: u64, d_k: u64, d_v: u64) -> Result<u64, AttnE
         .and_then(|f| f.checked_mul(4))
         .ok_or(AttnError::InvalidArgument {
             name: "n",
-            value: n as f32,
+            value: n as f64,
             requirement: "with these m, d_k and d_v gives more bytes than a u64 can count",
         })
 }

@@ -44,7 +44,7 @@ pub fn layers_to_reach_first_token(n: usize, w: usize) -> Result<usize, AttnErro
     if w < 2 {
         return Err(AttnError::InvalidArgument {
             name: "w",
-            value: w as f32,
+            value: w as f64,
             requirement: "must be at least 2 for a layer to reach back at all",
         });
     }

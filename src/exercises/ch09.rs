@@ -21,7 +21,7 @@ pub fn encoder_layer_parameters(d_model: usize, d_ff: usize) -> Result<usize, At
     };
     count().ok_or(AttnError::InvalidArgument {
         name: "d_model",
-        value: d_model as f32,
+        value: d_model as f64,
         requirement: "with d_ff gives a parameter count that overflows usize",
     })
 }

@@ -24,7 +24,7 @@ pub fn softmax_temperature_backward(
     if !(tau.is_finite() && tau > 0.0) {
         return Err(AttnError::InvalidArgument {
             name: "tau",
-            value: tau as f32,
+            value: tau,
             requirement: "must be finite and > 0",
         });
     }

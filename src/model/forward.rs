@@ -53,7 +53,7 @@ impl TinyTransformer {
         if depth > self.blocks.len() {
             return Err(AttnError::InvalidArgument {
                 name: "depth",
-                value: depth as f32,
+                value: depth as f64,
                 requirement: "must be at most the model's number of blocks",
             });
         }
@@ -129,16 +129,17 @@ impl TinyTransformer {
     /// same length, between 1 and the context, and that every token exists.
     fn check_batch(&self, batch: &[Vec<usize>]) -> Result<(), AttnError> {
         let Some(first) = batch.first() else {
-            return Err(AttnError::Empty {
+            return Err(AttnError::InvalidArgument {
                 name: "batch",
-                shape: (0, 0),
+                value: 0.0,
+                requirement: "must hold at least one sequence",
             });
         };
         let t = first.len();
         if t == 0 || t > self.config.context() || batch.iter().any(|s| s.len() != t) {
             return Err(AttnError::InvalidArgument {
                 name: "sequence length",
-                value: t as f32,
+                value: t as f64,
                 requirement:
                     "must be the same for every sequence, from 1 to the model's context (2k)",
             });
@@ -146,7 +147,7 @@ impl TinyTransformer {
         if let Some(&token) = batch.iter().flatten().find(|&&token| token >= VOCAB) {
             return Err(AttnError::InvalidArgument {
                 name: "token",
-                value: token as f32,
+                value: token as f64,
                 requirement: "must be a digit 0–9 or the separator 10",
             });
         }
@@ -178,7 +179,7 @@ impl Forward {
             if index >= count {
                 return Err(AttnError::InvalidArgument {
                     name,
-                    value: index as f32,
+                    value: index as f64,
                     requirement: "must be less than the forward pass's number of them",
                 });
             }
@@ -213,7 +214,7 @@ impl TinyTransformer {
         if fwd.blocks.len() != self.blocks.len() {
             return Err(AttnError::InvalidArgument {
                 name: "forward pass depth",
-                value: fwd.blocks.len() as f32,
+                value: fwd.blocks.len() as f64,
                 requirement: "must run through every block of this model (not forward_through)",
             });
         }
@@ -293,13 +294,20 @@ impl TinyTransformer {
 
     /// Checks one target (or `None`) per input position, each a token.
     fn check_targets(fwd: &Forward, targets: &[Option<usize>]) -> Result<(), AttnError> {
-        if targets.len() != fwd.logits.nrows() || targets.iter().flatten().any(|&t| t >= VOCAB) {
+        if targets.len() != fwd.logits.nrows() {
             return Err(AttnError::InvalidArgument {
                 name: "targets",
-                value: targets.len() as f32,
+                value: targets.len() as f64,
                 requirement: "must give one target token (or None) per input position",
             });
         }
-        Ok(())
+        match targets.iter().flatten().find(|&&t| t >= VOCAB) {
+            Some(&token) => Err(AttnError::InvalidArgument {
+                name: "target",
+                value: token as f64,
+                requirement: "must be a digit 0–9 or the separator 10",
+            }),
+            None => Ok(()),
+        }
     }
 }

@@ -102,7 +102,7 @@ impl ModelConfig {
             Some(count) if count <= MAX_PARAMETERS => Ok(()),
             count => Err(AttnError::InvalidArgument {
                 name: "model configuration",
-                value: count.map_or(f32::INFINITY, |c| c as f32),
+                value: count.map_or(f64::INFINITY, |c| c as f64),
                 requirement: "needs at most 2^27 parameters (1 GiB of f64), a count it exceeds",
             }),
         }
@@ -355,11 +355,13 @@ mod tests {
         let net = TinyTransformer::new(small(), 0).unwrap();
         let err = net.forward(&[]).err().unwrap();
         assert_eq!(
-            err,
-            AttnError::Empty {
-                name: "batch",
-                shape: (0, 0)
-            }
+            err.to_string(),
+            "batch must hold at least one sequence, got 0"
+        );
+        let bad_target = net.loss(&[vec![1, 2]], &[None, Some(12)]).unwrap_err();
+        assert_eq!(
+            bad_target.to_string(),
+            "target must be a digit 0–9 or the separator 10, got 12"
         );
         let too_long = net.forward(&[vec![1; 5]]).err().unwrap();
         assert!(too_long

@@ -73,7 +73,7 @@ pub(crate) fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), At
     {
         return Err(AttnError::InvalidArgument {
             name: "example length",
-            value: e.len() as f32,
+            value: e.len() as f64,
             requirement: "must be 2k + 1 tokens: k digits, the separator, k answer digits",
         });
     }
@@ -92,7 +92,7 @@ pub fn held_out(
     if count > possible / 2 {
         return Err(AttnError::InvalidArgument {
             name: "count",
-            value: count as f32,
+            value: count as f64,
             requirement: "must be at most half the 10^k possible sequences",
         });
     }

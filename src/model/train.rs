@@ -70,7 +70,7 @@ impl Adam {
         if !(lr_factor.is_finite() && lr_factor >= 0.0) {
             return Err(AttnError::InvalidArgument {
                 name: "learning-rate factor",
-                value: lr_factor as f32,
+                value: lr_factor,
                 requirement: "must be finite and ≥ 0",
             });
         }
@@ -111,7 +111,7 @@ fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
     }
     Err(AttnError::InvalidArgument {
         name: "learning rate",
-        value: lr as f32,
+        value: lr,
         requirement: "must be finite and > 0",
     })
 }
@@ -170,7 +170,7 @@ pub fn schedule(step: usize, c: &TrainConfig) -> Result<f64, AttnError> {
     if step >= c.steps {
         return Err(AttnError::InvalidArgument {
             name: "step",
-            value: step as f32,
+            value: step as f64,
             requirement: "must be less than the configuration's number of steps",
         });
     }
@@ -241,7 +241,7 @@ impl TrainConfig {
         if self.warmup > self.steps {
             return Err(AttnError::InvalidArgument {
                 name: "warmup",
-                value: self.warmup as f32,
+                value: self.warmup as f64,
                 requirement: "must be at most the number of steps",
             });
         }
@@ -260,7 +260,7 @@ fn check_exclusion(excluded: usize, k: usize) -> Result<(), AttnError> {
     if excluded > possible / 2 {
         return Err(AttnError::InvalidArgument {
             name: "excluded examples",
-            value: excluded as f32,
+            value: excluded as f64,
             requirement: "must be at most half the 10^k possible sequences, or training \
                           could not draw new ones",
         });
