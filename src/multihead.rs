@@ -70,6 +70,7 @@ fn check_heads(d_model: usize, h: usize) -> Result<(), AttnError> {
 pub fn split_heads(x: &ArrayRef2<f32>, h: usize) -> Result<Array3<f32>, AttnError> {
     let (n, d_model) = x.dim();
     check_heads(d_model, h)?;
+    check_finite("x", x)?;
     let d_k = d_model / h;
     let x = x.as_standard_layout(); // rows contiguous, so the reshape is a view
     let by_head = x.to_shape((n, h, d_k)).expect("checked: d_model = h · d_k"); // n×h×d_k

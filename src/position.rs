@@ -13,7 +13,7 @@
 
 use ndarray::{Array1, Array2, ArrayRef2};
 
-use crate::error::AttnError;
+use crate::error::{check_finite, check_overflow, AttnError};
 
 /// Checks that `d` is a positive, even width: the schemes here work on
 /// pairs of dimensions `(2i, 2i+1)`.
@@ -90,6 +90,7 @@ pub fn offset_map(delta: usize, d_model: usize) -> Result<Array2<f32>, AttnError
 pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_k", x.ncols())?;
     check_positions(first_position, x.nrows())?;
+    check_finite("x", x)?;
     let omega = frequencies(x.ncols());
     let mut out = x.to_owned();
     for (r, mut row) in out.rows_mut().into_iter().enumerate() {
@@ -102,6 +103,7 @@ pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, At
             row[2 * i + 1] = a * sin + b * cos;
         }
     }
+    check_overflow("RoPE's rotated rows", &out)?; // a·cos − b·sin of huge a, b
     Ok(out)
 }
 // ANCHOR_END: rope

@@ -119,19 +119,19 @@ impl ModelConfig {
     /// `None` if it does not fit in a `usize`.
     pub fn parameter_count(&self) -> Option<usize> {
         let (d, f, v) = (self.d_model, self.d_ff, VOCAB);
+        let d_f = d.checked_mul(f)?;
         let block = [
-            2 * d,
-            4 * d.checked_mul(d)?,
-            2 * d,
-            d.checked_mul(f)?,
+            d.checked_mul(4)?,
+            d.checked_mul(d)?.checked_mul(4)?,
+            d_f,
             f,
-            f * d,
+            d_f,
             d,
         ]
         .into_iter()
-        .try_fold(0_usize, usize::checked_add)?;
-        let embeddings = (v + self.k.checked_mul(2)?).checked_mul(d)?;
-        let head = d.checked_mul(v)?.checked_add(v + 2 * d)?;
+        .try_fold(0_usize, usize::checked_add)?; // LayerNorms, W_Q..W_O, FFN
+        let embeddings = self.k.checked_mul(2)?.checked_add(v)?.checked_mul(d)?;
+        let head = d.checked_mul(v + 2)?.checked_add(v)?; // W, bias, final LayerNorm
         block
             .checked_mul(self.layers)?
             .checked_add(embeddings)?
