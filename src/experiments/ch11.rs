@@ -41,7 +41,7 @@ pub fn accuracy_report(
     Ok(out)
 }
 
-/// The mean weight on the mirrored digit ([`crate::model::mirror_attention`]),
+/// The mean weight on the mirrored digit ([`mirror_attention`]),
 /// one line a block.
 pub fn mirror_report(mirror: &[Vec<f64>]) -> String {
     let lines: Vec<String> = mirror
@@ -56,7 +56,7 @@ pub fn mirror_report(mirror: &[Vec<f64>]) -> String {
 }
 
 /// The fraction of answer digits the residual stream predicts after 0, 1, …
-/// blocks (`after[depth]`, from [`crate::model::accuracy_after`]).
+/// blocks (`after[depth]`, from [`accuracy_after`]).
 pub fn residual_report(after: &[f64]) -> String {
     let lines: Vec<String> = after
         .iter()
@@ -69,8 +69,8 @@ pub fn residual_report(after: &[f64]) -> String {
     lines.join("\n")
 }
 
-/// [`crate::model::digit_attention`] of each named model, per block and head,
-/// with its uniform baseline ([`crate::model::uniform_target_share`]).
+/// [`digit_attention`] of each named model, per block and head,
+/// with its uniform baseline ([`uniform_target_share`]).
 pub fn digit_attention_report(models: &[(&str, &[Vec<DigitAttention>], f64)]) -> String {
     let mut out = String::from(
         "weight on prompt digits equal to / smaller than / larger than the next answer digit:",

@@ -81,7 +81,7 @@ pub(crate) fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), At
 }
 
 /// A held-out set: `count` distinct examples of `task` from their own seed.
-/// Training never draws one of these (see [`train`]).
+/// Training never draws one of these (see [`crate::model::train`]).
 pub fn held_out(
     task: Task,
     k: usize,
