@@ -14,7 +14,7 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use crate::attention::check_qkv;
-use crate::error::{check_not_empty, check_overflow, AttnError};
+use crate::error::{check_not_empty, check_overflow, check_size, AttnError};
 use crate::masking::{causal_mask, masked_attention};
 use crate::position::sinusoidal;
 use crate::scaling::standard_normal;
@@ -203,6 +203,7 @@ pub struct ErrorRow {
 pub fn error_experiment(n: usize, seed: u64) -> Result<Vec<ErrorRow>, AttnError> {
     let d = 64;
     check_not_empty("the experiment's tokens (n×64)", (n, d))?;
+    check_size("the experiment's causal mask", n, n)?;
     let mut rng = StdRng::seed_from_u64(seed);
     let v = standard_normal(n, d, &mut rng);
     let random = (

@@ -308,6 +308,23 @@ pub(crate) fn check_overflow_at(
     }
 }
 
+/// The most entries a matrix the crate builds from sizes alone may have:
+/// 2^30, 4 GiB of `f32`. A larger request is an error rather than an
+/// allocation failure, which would abort the process.
+pub const MAX_ENTRIES: usize = 1 << 30;
+
+/// Checks that a `rows×cols` matrix to be built has at most [`MAX_ENTRIES`].
+pub(crate) fn check_size(name: &'static str, rows: usize, cols: usize) -> Result<(), AttnError> {
+    match rows.checked_mul(cols) {
+        Some(entries) if entries <= MAX_ENTRIES => Ok(()),
+        _ => Err(AttnError::InvalidArgument {
+            name,
+            value: rows as f64 * cols as f64,
+            requirement: "would have more than 2^30 entries (rows × columns)",
+        }),
+    }
+}
+
 /// Checks that an input has at least one row and one column.
 pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnError> {
     if s.0 == 0 || s.1 == 0 {

@@ -18,7 +18,7 @@ use std::ops::Range;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 
 use crate::attention::{check_qkv, for_each_item, Attention, BatchedAttention};
-use crate::error::{check_overflow, AttnError};
+use crate::error::{check_overflow, check_size, AttnError};
 use crate::scaled_dot_product_attention;
 use crate::softmax::softmax_rows_in_place;
 
@@ -196,6 +196,7 @@ pub fn key_padding_mask(
     padded_len: usize,
     side: Padding,
 ) -> Result<Array2<bool>, AttnError> {
+    check_size("key-padding mask", n, padded_len)?;
     let real = real_positions(len, padded_len, side)?;
     Ok(Array2::from_shape_fn((n, padded_len), |(_, j)| {
         real.contains(&j)

@@ -13,7 +13,7 @@
 
 use ndarray::{Array1, Array2, ArrayRef2};
 
-use crate::error::{check_finite, check_overflow, AttnError};
+use crate::error::{check_finite, check_overflow, check_size, AttnError};
 
 /// Checks that `d` is a positive, even width: the schemes here work on
 /// pairs of dimensions `(2i, 2i+1)`.
@@ -42,6 +42,7 @@ pub fn frequencies(d: usize) -> Array1<f64> {
 /// sine and cosine of the same frequency **interleaved**, side by side.
 pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_model", d_model)?;
+    check_size("positional encoding", positions, d_model)?;
     let omega = frequencies(d_model);
     Ok(Array2::from_shape_fn((positions, d_model), |(pos, col)| {
         let angle = pos as f64 * omega[col / 2]; // columns 2i and 2i+1 share ω_i
@@ -67,6 +68,7 @@ pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnE
 /// It depends on the offset `delta` only, not on `pos`.
 pub fn offset_map(delta: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_model", d_model)?;
+    check_size("offset map", d_model, d_model)?;
     let mut m = Array2::zeros((d_model, d_model));
     for (i, omega) in frequencies(d_model).iter().enumerate() {
         let (sin, cos) = (delta as f64 * omega).sin_cos();
@@ -184,6 +186,7 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
 /// It is added to the scores (see [`crate::masking::biased_attention`]).
 /// `m·(n − 1)` must be finite: a bias of `−∞` would drop a key.
 pub fn alibi_bias(n: usize, slope: f32) -> Result<Array2<f32>, AttnError> {
+    check_size("ALiBi bias", n, n)?;
     if !(slope * n.saturating_sub(1) as f32).is_finite() {
         return Err(AttnError::InvalidArgument {
             name: "ALiBi slope",

@@ -19,7 +19,9 @@ use ndarray_rand::rand_distr::Normal;
 use ndarray_rand::RandomExt;
 
 use crate::attention::{scaled_dot_product_attention, Attention};
-use crate::error::{check_finite, check_model_width, check_not_empty, check_overflow, AttnError};
+use crate::error::{
+    check_finite, check_model_width, check_not_empty, check_overflow, check_size, AttnError,
+};
 
 // ANCHOR: projections
 /// The three learned matrices of one attention layer (one head). Private,
@@ -42,6 +44,7 @@ pub struct Projections {
 /// analysed, where `q·k/√d_k` has variance 1.
 pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Result<Array2<f32>, AttnError> {
     check_not_empty("weight matrix", (rows, cols))?;
+    check_size("weight matrix", rows, cols)?;
     let std = 1.0 / (rows as f32).sqrt(); // positive and finite: rows ≥ 1
     let normal = Normal::new(0.0, std).map_err(|_| AttnError::InvalidArgument {
         name: "rows",

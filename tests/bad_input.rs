@@ -431,3 +431,20 @@ fn messages_name_the_argument_the_caller_passed() {
         "query input must hold only finite numbers, got NaN"
     );
 }
+
+/// Sizes that would need more memory than any machine has are errors, not
+/// allocation failures that abort the process.
+#[test]
+fn sizes_beyond_memory_are_errors() {
+    use attn::position::{offset_map, sinusoidal};
+    assert!(sinusoidal(usize::MAX / 2, 2).is_err());
+    assert!(sinusoidal(1 << 20, 1 << 12).is_err());
+    assert!(offset_map(1, 1 << 16).is_err());
+    assert!(alibi_bias(1 << 16, 0.5).is_err());
+    assert!(
+        attn::masking::key_padding_mask(1 << 20, 3, 1 << 20, attn::masking::Padding::Right)
+            .is_err()
+    );
+    assert!(init_weight(1 << 20, 1 << 20, &mut rng()).is_err());
+    assert!(attn::approximate::error_experiment(1 << 16, 1).is_err());
+}
