@@ -1,9 +1,9 @@
-//! The memory measurements of chapters 7 and 8: the peak number of bytes allocated
+//! The memory measurements of chapters 8 and 9: the peak number of bytes allocated
 //! during one call of naive attention and of tiled attention, counted by a
 //! global allocator that wraps the system one. d = 64, f32, one thread.
 //!
 //! ```text
-//! cargo bench --bench memory   # writes book/data/ch07-memory.csv
+//! cargo bench --bench memory   # writes book/data/ch08-memory.csv
 //! ```
 //!
 //! Naive attention stops at n = 16,384 (1 GiB of scores); tiled attention
@@ -60,7 +60,7 @@ fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, f64) {
 
 fn main() {
     let d = 64;
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch07-memory.csv");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch08-memory.csv");
     let mut csv = String::from("method,n,peak_bytes,output_bytes,seconds\n");
     for p in 10..=16 {
         let n = 1usize << p;
@@ -87,6 +87,6 @@ fn main() {
             peak_during(|| tiled_attention(&q, &k, &v, false).unwrap()),
         );
     }
-    std::fs::write(path, csv).expect("write book/data/ch07-memory.csv");
+    std::fs::write(path, csv).expect("write book/data/ch08-memory.csv");
     println!("wrote {path}");
 }

@@ -17,10 +17,10 @@ use attn::AttnError;
 const PRODUCT_FLOPS: f64 = 2.0 * 512.0 * 512.0 * 512.0;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let timings = read_measurements(&data_file("ch07-timings.csv")?, "function", "mean_ns")?;
+    let timings = read_measurements(&data_file("ch08-timings.csv")?, "function", "mean_ns")?;
 
     println!("== Against NumPy, d = 64, one thread (ms) ==");
-    let numpy_csv = data_file("ch07-numpy.csv")?;
+    let numpy_csv = data_file("ch08-numpy.csv")?;
     let numpy = read_measurements(&numpy_csv, "version", "seconds")?;
     println!("{}", numpy_csv.lines().next().unwrap_or(""));
     println!("{}", numpy_table(&numpy, &timings, &[1024, 2048, 4096])?);
@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("\n== With `--features blas`: the system's OpenBLAS, one thread (ms) ==");
-    let blas_csv = data_file("ch07-timings-blas.csv")?;
+    let blas_csv = data_file("ch08-timings-blas.csv")?;
     println!("{}", blas_csv.lines().next().unwrap_or(""));
     let blas = read_measurements(&blas_csv, "function", "mean_ns")?;
     println!(

@@ -197,7 +197,7 @@ pub struct ErrorRow {
 /// Relative errors of local attention (each window in [`WINDOWS`]) and of
 /// causal linear attention against exact causal attention, for `n` tokens
 /// of width 64 and random values `V`, on two kinds of queries and keys
-/// (seeded): random ones, and `Q = K = 2·PE` (chapter 6's sinusoidal
+/// (seeded): random ones, and `Q = K = 2·PE` (chapter 7's sinusoidal
 /// encoding), whose scores fall with distance, so that exact attention is
 /// itself mostly local.
 pub fn error_experiment(n: usize, seed: u64) -> Result<Vec<ErrorRow>, AttnError> {
@@ -257,7 +257,7 @@ pub fn error_table(rows: &[ErrorRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exercises::ch05::sliding_window_mask;
+    use crate::exercises::ch06::sliding_window_mask;
     use approx::assert_abs_diff_eq;
 
     fn qkv(n: usize, seed: u64) -> (Array2<f32>, Array2<f32>, Array2<f32>) {

@@ -4,7 +4,7 @@
 //! Shapes: `Q` is `n×d_k` (one row per query), `K` is `m×d_k` (one row per
 //! key), `V` is `m×d_v` (one row per value; value `j` belongs to key `j`).
 //! The scores `QKᵀ/√d_k` and the weights are `n×m`; the output is `n×d_v`.
-//! `n` and `m` may differ (cross-attention, chapter 3).
+//! `n` and `m` may differ (cross-attention, chapter 4).
 
 use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
@@ -83,7 +83,7 @@ pub struct BatchedAttention {
     pub weights: Array3<f32>,
 }
 
-/// Attention over a batch of `b` independent problems (chapter 1, exercise 2;
+/// Attention over a batch of `b` independent problems (chapter 2, exercise 2;
 /// multi-head attention runs its heads through it):
 /// `Q`: `b×n×d_k`, `K`: `b×m×d_k`, `V`: `b×m×d_v`.
 /// Each batch item is attended on its own with the 2-D function.

@@ -1,7 +1,7 @@
 //! The cost model of one attention layer: FLOPs and memory as functions of
 //! the sequence length `n` and the width `d` (one head, `d_k = d_v = d`, or
 //! all heads together with `d = d_model`: in the matrix products `h`
-//! cancels, chapter 4; the scores are `n²` per head).
+//! cancels, chapter 5; the scores are `n²` per head).
 //! A multiply-add counts as 2 FLOPs; the softmax's `n²` exponentials are not
 //! FLOPs here; the appendix "Making it fast" measures them.
 
@@ -30,7 +30,7 @@ pub fn crossover_length(d: u64) -> f64 {
 }
 
 // ANCHOR: block_cost
-/// FLOPs of a block's feed-forward network (chapter 9): an `n×d` by `d×d_ff`
+/// FLOPs of a block's feed-forward network (chapter 10): an `n×d` by `d×d_ff`
 /// product and an `n×d_ff` by `d_ff×d` product, `2 · 2nd·d_ff`. With
 /// `d_ff = 4d` that is `16nd²`.
 pub fn feed_forward_flops(n: u64, d: u64, d_ff: u64) -> f64 {

@@ -4,7 +4,7 @@
 //! the gradients with respect to the inputs and parameters.
 //!
 //! Everything here is `f64`: the gradients are checked against central
-//! finite differences, which need the extra precision, and chapter 11's tiny
+//! finite differences, which need the extra precision, and chapter 12's tiny
 //! model trains with them. The tests also check the `f64` forward passes
 //! against the crate's `f32` ones.
 //!
@@ -43,7 +43,7 @@ pub(crate) fn softmax(s: &ArrayRef2<f64>) -> Matrix {
 
 /// The backward pass of a row-wise softmax: given `P = softmax(S)` and
 /// `dP`, returns `dS`. Row by row, the Jacobian is `diag(p) − ppᵀ`
-/// (chapter 2), so `ds = p ⊙ dp − p (pᵀdp) = p ⊙ (dp − pᵀdp)`, without ever
+/// (chapter 3), so `ds = p ⊙ dp − p (pᵀdp) = p ⊙ (dp − pᵀdp)`, without ever
 /// forming the `m×m` Jacobian.
 pub(crate) fn softmax_backward(p: &ArrayRef2<f64>, dp: &ArrayRef2<f64>) -> Matrix {
     let p_dot_dp = (p * dp).sum_axis(Axis(1)).insert_axis(Axis(1)); // n×1: pᵀdp per row
@@ -127,7 +127,7 @@ pub(crate) struct LayerNormCache {
     pub(crate) inv_std: Array1<f64>,
 }
 
-/// LayerNorm over each row, as in chapter 9 (`ε` inside the square root).
+/// LayerNorm over each row, as in chapter 10 (`ε` inside the square root).
 pub(crate) fn layer_norm_forward(
     x: &ArrayRef2<f64>,
     gamma: &Array1<f64>,
@@ -381,7 +381,7 @@ pub fn gradient_norms(
 }
 // ANCHOR_END: gradient_norms
 
-/// The gradient-norm table chapter 10 prints.
+/// The gradient-norm table chapter 11 prints.
 pub fn gradient_norm_table(norms: &[GradientNorms]) -> String {
     let rows: Vec<Vec<String>> = norms
         .iter()

@@ -6,26 +6,27 @@
 //!
 //! | module | chapter |
 //! | --- | --- |
-//! | [`softmax`] | 1. Scaled dot-product attention (a softmax that cannot overflow) |
-//! | [`attention`] | 1. Scaled dot-product attention |
-//! | [`scaling`] | 2. Why scale by √d_k (measured) |
-//! | [`projection`] | 3. Self- and cross-attention (learned projections) |
-//! | [`multihead`] | 4. Multi-head attention |
-//! | [`masking`] | 5. Masking (causal, padding, KV cache) |
-//! | [`position`] | 6. Positional encoding (sinusoidal, RoPE, ALiBi) |
-//! | [`complexity`] | 7. Complexity: the cost model |
-//! | [`tiled`] | 7. Exact attention in linear memory (online softmax) |
-//! | [`approximate`] | 7. Local and linear attention |
-//! | [`block`] | 8. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
-//! | [`grad`] | 9. Gradients: backward passes, checked by finite differences |
-//! | [`model`] | 10. A tiny Transformer trained to reverse digits |
+//! | [`origins`] | 1. Where attention came from (kernel regression, additive scores) |
+//! | [`softmax`] | 2. Scaled dot-product attention (a softmax that cannot overflow) |
+//! | [`attention`] | 2. Scaled dot-product attention |
+//! | [`scaling`] | 3. Why scale by √d_k (measured) |
+//! | [`projection`] | 4. Self- and cross-attention (learned projections) |
+//! | [`multihead`] | 5. Multi-head attention |
+//! | [`masking`] | 6. Masking (causal, padding, KV cache) |
+//! | [`position`] | 7. Positional encoding (sinusoidal, RoPE, ALiBi) |
+//! | [`complexity`] | 8. The cost of attention |
+//! | [`tiled`] | 9. Exact attention in linear memory (online softmax) |
+//! | [`approximate`] | 9. Local and linear attention |
+//! | [`block`] | 10. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
+//! | [`grad`] | 11. Gradients: backward passes, checked by finite differences |
+//! | [`model`] | 12. A tiny Transformer trained to reverse digits |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`experiments`] | the chapters' report helpers (what the examples print; not a reader's API) |
 //! | [`show`] | formatting of the numbers the examples print |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
 //! width `d_k` for queries and keys, `d_v` for values. Arithmetic is `f32`,
-//! except in [`grad`] and [`model`] (chapters 10 and 11), which train in `f64`.
+//! except in [`grad`] and [`model`] (chapters 11 and 12), which train in `f64`.
 //!
 //! Every public function checks its inputs and returns an [`AttnError`] that
 //! names the offending shapes, rather than panicking inside `ndarray`.
@@ -46,6 +47,7 @@ pub mod grad;
 pub mod masking;
 pub mod model;
 pub mod multihead;
+pub mod origins;
 pub mod position;
 pub mod projection;
 pub mod scaling;
@@ -62,28 +64,30 @@ pub use error::AttnError;
 pub mod chapters {
     #[doc = include_str!("../book/introduction.md")]
     pub struct Introduction;
-    #[doc = include_str!("../book/ch01-scaled-dot-product-attention.md")]
-    pub struct Ch01ScaledDotProductAttention;
-    #[doc = include_str!("../book/ch02-why-scale.md")]
-    pub struct Ch02WhyScale;
-    #[doc = include_str!("../book/ch03-self-and-cross-attention.md")]
-    pub struct Ch03SelfAndCrossAttention;
-    #[doc = include_str!("../book/ch04-multi-head-attention.md")]
-    pub struct Ch04MultiHeadAttention;
-    #[doc = include_str!("../book/ch05-masking.md")]
-    pub struct Ch05Masking;
-    #[doc = include_str!("../book/ch06-positional-encoding.md")]
-    pub struct Ch06PositionalEncoding;
-    #[doc = include_str!("../book/ch07-cost-of-attention.md")]
-    pub struct Ch07CostOfAttention;
-    #[doc = include_str!("../book/ch08-efficient-attention.md")]
-    pub struct Ch08EfficientAttention;
-    #[doc = include_str!("../book/ch09-transformer-block.md")]
-    pub struct Ch09TransformerBlock;
-    #[doc = include_str!("../book/ch10-gradients.md")]
-    pub struct Ch10Gradients;
-    #[doc = include_str!("../book/ch11-training.md")]
-    pub struct Ch11Training;
+    #[doc = include_str!("../book/ch01-where-attention-came-from.md")]
+    pub struct Ch01WhereAttentionCameFrom;
+    #[doc = include_str!("../book/ch02-scaled-dot-product-attention.md")]
+    pub struct Ch02ScaledDotProductAttention;
+    #[doc = include_str!("../book/ch03-why-scale.md")]
+    pub struct Ch03WhyScale;
+    #[doc = include_str!("../book/ch04-self-and-cross-attention.md")]
+    pub struct Ch04SelfAndCrossAttention;
+    #[doc = include_str!("../book/ch05-multi-head-attention.md")]
+    pub struct Ch05MultiHeadAttention;
+    #[doc = include_str!("../book/ch06-masking.md")]
+    pub struct Ch06Masking;
+    #[doc = include_str!("../book/ch07-positional-encoding.md")]
+    pub struct Ch07PositionalEncoding;
+    #[doc = include_str!("../book/ch08-cost-of-attention.md")]
+    pub struct Ch08CostOfAttention;
+    #[doc = include_str!("../book/ch09-efficient-attention.md")]
+    pub struct Ch09EfficientAttention;
+    #[doc = include_str!("../book/ch10-transformer-block.md")]
+    pub struct Ch10TransformerBlock;
+    #[doc = include_str!("../book/ch11-gradients.md")]
+    pub struct Ch11Gradients;
+    #[doc = include_str!("../book/ch12-training.md")]
+    pub struct Ch12Training;
     #[doc = include_str!("../book/notation.md")]
     pub struct Notation;
     #[doc = include_str!("../book/making-it-fast.md")]

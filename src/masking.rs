@@ -7,7 +7,7 @@
 //!
 //! The same mask can be written in additive form, a matrix `B` of `0` (keep)
 //! and `−∞` (drop) added to the scores; [`biased_attention`] takes any such
-//! bias, which chapter 6 reuses for ALiBi's distance penalty.
+//! bias, which chapter 7 reuses for ALiBi's distance penalty.
 //!
 //! For autoregressive decoding, [`KvCache`] keeps the keys and values of the
 //! tokens generated so far, so each new token costs one query's attention
@@ -80,7 +80,7 @@ fn checked_scores(
         });
     }
     let d_k = q.ncols() as f32;
-    let scores = (q / d_k.sqrt()).dot(&k.t()); // as chapter 1: scale the queries
+    let scores = (q / d_k.sqrt()).dot(&k.t()); // as chapter 2: scale the queries
     check_overflow("the scores QKᵀ/√d_k", &scores)?;
     Ok(scores)
 }
@@ -107,7 +107,7 @@ pub fn masked_attention(
 
 // ANCHOR: biased_attention
 /// `softmax(QKᵀ/√d_k + B) V` for an `n×m` additive bias `B`: a mask in
-/// additive form ([`additive_mask`]) or a position bias (ALiBi, chapter 6).
+/// additive form ([`additive_mask`]) or a position bias (ALiBi, chapter 7).
 pub fn biased_attention(
     q: &ArrayRef2<f32>,
     k: &ArrayRef2<f32>,
@@ -136,7 +136,7 @@ fn check_bias(bias: &ArrayRef2<f32>) -> Result<(), AttnError> {
     }
 }
 
-/// Chapter 5's experiment: one row of `scores` with every key masked, in
+/// Chapter 6's experiment: one row of `scores` with every key masked, in
 /// four ways. Returns the weights (`1×m` each) for: `−∞` with the stable
 /// softmax, `−∞` with the textbook softmax, `−1e9` written over the scores,
 /// and `−1e9` added to them.

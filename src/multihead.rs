@@ -92,7 +92,7 @@ pub fn merge_heads(heads: &ArrayRef3<f32>) -> Array2<f32> {
 impl MultiHeadAttention {
     // ANCHOR: new
     /// A layer for `d_model`-wide tokens with `h` heads, weights drawn as in
-    /// chapter 3 (`N(0, 1/d_model)`). `d_model` must be a multiple of `h`.
+    /// chapter 4 (`N(0, 1/d_model)`). `d_model` must be a multiple of `h`.
     pub fn new(d_model: usize, h: usize, rng: &mut StdRng) -> Result<Self, AttnError> {
         check_heads(d_model, h)?;
         Ok(MultiHeadAttention {
@@ -207,7 +207,7 @@ impl MultiHeadAttention {
 
     // ANCHOR: forward_masked
     /// [`Self::forward`] with a mask: `keep` is `n×m`, shared by every head
-    /// (chapter 5), e.g. the causal mask in a decoder's self-attention.
+    /// (chapter 6), e.g. the causal mask in a decoder's self-attention.
     pub fn forward_masked(
         &self,
         x_q: &ArrayRef2<f32>,

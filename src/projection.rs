@@ -40,7 +40,7 @@ pub struct Projections {
 ///
 /// With `rows = d_model` inputs per output, an input with unit-variance
 /// entries gives outputs with variance `d_model · (1/d_model) = 1`, so
-/// queries and keys start with unit-variance entries: the case chapter 2
+/// queries and keys start with unit-variance entries: the case chapter 3
 /// analysed, where `q·k/√d_k` has variance 1.
 pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Result<Array2<f32>, AttnError> {
     check_not_empty("weight matrix", (rows, cols))?;

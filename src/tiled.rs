@@ -6,7 +6,7 @@
 //! here on the CPU, where the tiles are sized for the caches rather than for
 //! a GPU's shared memory.
 //!
-//! Shapes as in chapter 1: `Q` is `n×d_k`, `K` is `m×d_k`, `V` is `m×d_v`,
+//! Shapes as in chapter 2: `Q` is `n×d_k`, `K` is `m×d_k`, `V` is `m×d_v`,
 //! the output `n×d_v`. The scratch memory is one `QUERY_BLOCK×KEY_BLOCK`
 //! tile of scores, one block of scaled queries, and two numbers per query
 //! of the block, whatever `n` and `m` are.
@@ -33,7 +33,7 @@ pub const KEY_BLOCK: usize = 256;
 ///
 /// While every score seen so far is `−∞` (masked), `M` stays `−∞`, the
 /// exponentials are 0 and nothing is accumulated. A NaN or `+∞` score is an
-/// error, as in chapter 1's softmax.
+/// error, as in chapter 2's softmax.
 pub fn online_softmax_step(
     scores: &mut [f32],
     max_so_far: &mut f32,

@@ -7,8 +7,8 @@ use attn::approximate::{causal_linear_attention, linear_attention, local_attenti
 use attn::block::{residual, Transformer};
 use attn::block::{Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm};
 use attn::complexity::projection_flops;
-use attn::exercises::ch01::softmax_with_temperature;
-use attn::exercises::ch08::chunked_softmax;
+use attn::exercises::ch02::softmax_with_temperature;
+use attn::exercises::ch09::chunked_softmax;
 use attn::masking::{biased_attention, masked_attention, masked_fill};
 use attn::masking::{cumulative_flops, flops_per_token_with_cache};
 use attn::model::{

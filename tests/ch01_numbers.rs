@@ -1,89 +1,131 @@
-//! Chapter 1 quotes the output of `cargo run --example ch01_attention`; these
-//! tests recompute each quoted block with the crate and require the chapter
-//! to contain it verbatim, so the prose cannot drift from the code.
+//! Chapter 1 quotes the output of `cargo run --example ch01_origins`; these
+//! tests rebuild every quoted block with the same functions and seeds,
+//! require the chapter to quote it verbatim, and check the claims its prose
+//! makes about the numbers.
 
-use attn::attention::{sentence_example, worked_example};
-use attn::scaled_dot_product_attention;
-use attn::show::matrix;
-use attn::softmax::{exp_nonpositive, naive_softmax, softmax};
-use ndarray::{array, Array2};
+use attn::experiments::ch01::{
+    bandwidth_table, queries, score_cost_table, sharpness_table, training_set, BANDWIDTHS,
+};
+use attn::origins::{
+    additive_score_flops, dot_score_flops, kernel_regression, sharpness_experiment,
+};
 
 mod common;
 
 use common::numbers::Bindings;
 
-const CHAPTER: &str = "ch01-scaled-dot-product-attention.md";
+const CHAPTER: &str = "ch01-where-attention-came-from.md";
 
-fn softmax_overflow_block(b: &mut Bindings) {
-    let logits = array![1000.0_f32, -1000.0, 0.0];
+fn kernel_regression_block_and_figures(b: &mut Bindings) {
+    let (x, y) = training_set(40, 2).unwrap();
+    let grid = queries(101);
     b.quoted(&format!(
-        "naive:  {}\nstable: {}\nexp overflows f32 above ln(f32::MAX) = {:.2}",
-        naive_softmax(&logits),
-        softmax(&logits).unwrap(),
-        f32::MAX.ln()
+        "```text\n{}\n```",
+        bandwidth_table(&x, &y, &grid).unwrap()
     ));
-    // The prose: "e^x overflows f32 once x passes ln(f32::MAX) ≈ 88.72".
-    b.quoted("$\\ln(\\text{f32::MAX}) \\approx 88.72$");
-    assert!(88.72_f32.exp().is_finite() && 88.73_f32.exp().is_infinite());
-}
-
-fn worked_example_block(b: &mut Bindings) {
-    let (q, k, v) = worked_example();
-    let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
-    let scores = q.dot(&k.t()) / 2.0;
-    b.quoted(&format!(
-        "scores = QKᵀ/√d_k:\n{}\nweights:\n{}\noutput:\n{}",
-        matrix(&scores, 4),
-        matrix(&a.weights, 4),
-        matrix(&a.output, 4)
-    ));
-    // The hand check, printed by the example and repeated in the prose.
-    let e2 = std::f32::consts::E.powi(2);
-    b.quoted(&format!(
-        "query 0: e²/(e²+3) = {e2:.3}/{:.3} = {:.4}",
-        e2 + 3.0,
-        e2 / (e2 + 3.0)
-    ));
-    b.quoted("$e^2/(e^2+3) = 7.389/10.389 \\approx 0.7112$");
-}
-
-fn shape_error_block(b: &mut Bindings) {
-    let (_, _, v) = worked_example();
-    let q = Array2::<f32>::zeros((3, 64));
-    let k = Array2::<f32>::zeros((4, 32));
-    let err = scaled_dot_product_attention(&q, &k, &v).unwrap_err();
-    b.quoted(&format!("```text\n{err}\n```"));
-}
-
-fn sentence_block_and_caption_numbers(b: &mut Bindings) {
-    let (_, x) = sentence_example();
-    let a = scaled_dot_product_attention(&x, &x, &x).unwrap();
-    b.quoted(&format!("```text\n{}\n```", matrix(&a.weights, 2)));
-    // Alt text: "cat" and "mat" put 0.41 on each other; the "the"s 0.37;
-    // "sat" and "on" about 0.55 on themselves; the rest within 0.04..0.10.
-    let w = |i: usize, j: usize| format!("{:.2}", a.weights[[i, j]]);
-    assert_eq!(
-        (w(1, 5), w(5, 1), w(0, 4)),
-        ("0.41".into(), "0.41".into(), "0.37".into())
-    );
-    assert!((a.weights[[2, 2]] - 0.55).abs() < 0.01 && (a.weights[[3, 3]] - 0.55).abs() < 0.015);
-    let big = [
-        (0, 0),
-        (0, 4),
-        (1, 1),
-        (1, 5),
-        (2, 2),
-        (3, 3),
-        (4, 0),
-        (4, 4),
-        (5, 1),
-        (5, 5),
-    ];
-    for ((i, j), &wij) in a.weights.indexed_iter() {
-        if !big.contains(&(i, j)) {
-            assert!((0.035..0.105).contains(&wij), "weight ({i}, {j}) = {wij}");
-        }
+    b.exact("40", x.len() as f64)
+        .exact("101", grid.len() as f64)
+        .exact("5", grid[grid.len() - 1] as f64)
+        .exact("0.3", 0.3); // the noise's standard deviation, in training_set
+    for (shown, rho) in ["0.05", "0.3", "2"].into_iter().zip(BANDWIDTHS) {
+        b.rounded(shown, f64::from(rho));
     }
+    // Figure 1.1's caption: "0.74 on average" is the small bandwidth's
+    // largest weight; "the middle bandwidth has the smallest error".
+    let error = |rho: f32| {
+        let a = kernel_regression(&grid, &x, &y, rho).unwrap();
+        grid.iter()
+            .zip(a.output.column(0))
+            .map(|(&q, &e)| ((e - attn::experiments::ch01::truth(q)) as f64).powi(2))
+            .sum::<f64>()
+    };
+    let errors = BANDWIDTHS.map(error);
+    b.claim(
+        "The middle bandwidth has the smallest",
+        errors[1] < errors[0] && errors[1] < errors[2],
+    );
+    let largest = |rho: f32| {
+        let a = kernel_regression(&grid, &x, &y, rho).unwrap();
+        a.weights
+            .rows()
+            .into_iter()
+            .map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64)
+            .sum::<f64>()
+            / grid.len() as f64
+    };
+    b.rounded("0.74", largest(0.05));
+    // Figure 1.2: the weights of the queries 1, 2.5 and 4 at ρ = 0.3; the
+    // bump at 4 reaches about 0.27, the highest.
+    let probes = ndarray::array![1.0_f32, 2.5, 4.0];
+    let a = kernel_regression(&probes, &x, &y, 0.3).unwrap();
+    let peaks: Vec<f64> = a
+        .weights
+        .rows()
+        .into_iter()
+        .map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64)
+        .collect();
+    b.rounded("0.27", peaks[2]);
+    assert!(
+        peaks[2] > peaks[0] && peaks[2] > peaks[1],
+        "the bump at 4 is highest: {peaks:?}"
+    );
+    for shown in ["1", "2.5", "4"] {
+        b.exact(shown, shown.parse::<f64>().unwrap());
+    }
+    // "the score falls with the squared distance": each query's weights
+    // fall with |x − x_j|.
+    let falls = a.weights.rows().into_iter().zip(&probes).all(|(w, &q)| {
+        let mut by_distance: Vec<(f32, f32)> = x
+            .iter()
+            .zip(w)
+            .map(|(&x_j, &w_j)| ((x_j - q).abs(), w_j))
+            .collect();
+        by_distance.sort_by(|a, b| a.0.total_cmp(&b.0));
+        by_distance.windows(2).all(|p| p[1].1 <= p[0].1)
+    });
+    b.claim("the score falls with the squared distance", falls);
+    // "where training points are sparse ... each gets more": fewer training
+    // inputs within one bandwidth of 4 than of 1 and 2.5.
+    let near = |c: f32| x.iter().filter(|&&x_j| (x_j - c).abs() < 0.3).count();
+    assert!(near(4.0) < near(1.0) && near(4.0) < near(2.5));
+}
+
+fn cost_block(b: &mut Bindings) {
+    b.quoted(&format!(
+        "```text\n{}\n```",
+        score_cost_table(&[128, 1024], 64)
+    ));
+    let ratio = |n| additive_score_flops(n, n, 64, 64) / dot_score_flops(n, n, 64);
+    b.rounded("1.6", ratio(1024))
+        .rounded("2.5", ratio(128))
+        .exact("64", 64);
+    b.claim(
+        "cost 1.6 to 2.5 times",
+        ratio(128) > 1.0 && ratio(1024) > 1.0,
+    );
+}
+
+fn sharpness_block(b: &mut Bindings) {
+    let (rows, bound) = sharpness_experiment(16, 8, &[1.0, 4.0, 16.0, 64.0], 1).unwrap();
+    let ceiling = (bound as f64).exp() / ((bound as f64).exp() + 15.0 * (-(bound as f64)).exp());
+    b.quoted(&format!(
+        "```text\n{}\nadditive scores lie within ±{bound:.2}, so no weight exceeds {ceiling:.3}\n```",
+        sharpness_table(&rows)
+    ));
+    b.exact("16", 16).exact("8", 8);
+    // Dot product: sharpens towards one key; additive: flattens towards 1/16.
+    b.claim(
+        "a longer query sharpens the weights until one key takes everything",
+        rows.windows(2).all(|w| w[1].dot >= w[0].dot) && rows[3].dot > 0.999,
+    );
+    let uniform = 1.0 / 16.0;
+    b.claim(
+        "the weights flatten towards the uniform",
+        rows.windows(2).all(|w| w[1].additive < w[0].additive)
+            && (rows[3].additive - uniform).abs() < 0.005,
+    );
+    // Quiz 3: the query's length multiplied by 64.
+    b.exact("64", 64);
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -91,78 +133,8 @@ fn sentence_block_and_caption_numbers(b: &mut Bindings) {
 #[test]
 fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
-    softmax_overflow_block(&mut b);
-    worked_example_block(&mut b);
-    shape_error_block(&mut b);
-    sentence_block_and_caption_numbers(&mut b);
-    bind_prose(&mut b);
+    kernel_regression_block_and_figures(&mut b);
+    cost_block(&mut b);
+    sharpness_block(&mut b);
     b.assert_all_bound();
-}
-
-/// Numbers of the prose, captions, alt text and quiz, each with its check.
-fn bind_prose(b: &mut Bindings) {
-    // "agrees with f64's exponential to a relative 3·10⁻⁷ (tested)".
-    let worst = (0..=200_000)
-        .map(|i| {
-            let x = -87.0 * i as f32 / 200_000.0;
-            let exact = (x as f64).exp();
-            ((exp_nonpositive(x) as f64 - exact) / exact).abs()
-        })
-        .fold(0.0, f64::max);
-    b.at_most("3e-7", worst);
-    // The logits [1000, −1000, 0] of the overflow block.
-    b.exact("1000", 1000.0).exact("-1000", -1000.0);
-    // Query 2's output is the mean of the values, [0.5, 0.5], and the test
-    // pins the worked example to 10⁻⁶ of the closed forms.
-    let (q, k, v) = worked_example();
-    let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
-    b.rounded("0.5", a.output[[2, 0]] as f64);
-    let e = std::f64::consts::E;
-    let closed = [
-        e * e / (e * e + 3.0),
-        1.0 / (e * e + 3.0),
-        e / (2.0 + 2.0 * e),
-        0.25,
-    ];
-    let (w00, w01, w11, w20) = (
-        a.weights[[0, 0]],
-        a.weights[[0, 1]],
-        a.weights[[1, 1]],
-        a.weights[[2, 0]],
-    );
-    let worst = [w00, w01, w11, w20]
-        .iter()
-        .zip(closed)
-        .map(|(&w, c)| (w as f64 - c).abs())
-        .fold(0.0, f64::max);
-    b.at_most("1e-6", worst);
-    // Figure 1.1's alt text: a 6 by 6 matrix for a six-word sentence.
-    let (words, x) = sentence_example();
-    b.exact("6", words.len() as f64);
-    assert_eq!(x.nrows(), 6);
-    // Exercise 3: at c = 100 the naive softmax gives NaN.
-    b.exact("100", 100.0);
-    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + 100.0))
-        .iter()
-        .all(|p| p.is_nan()));
-    // Quiz 1: Q is 5×16, K 7×16, V 7×3; weights 5×7, output 5×3.
-    let (q, k, v) = (
-        Array2::zeros((5, 16)),
-        Array2::zeros((7, 16)),
-        Array2::zeros((7, 3)),
-    );
-    let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
-    assert_eq!((a.weights.dim(), a.output.dim()), ((5, 7), (5, 3)));
-    b.exact("5", a.weights.nrows() as f64)
-        .exact("7", a.weights.ncols() as f64)
-        .exact("16", q.ncols() as f64);
-    // Quiz 2: subtracting the maximum leaves the result as it was.
-    let x = array![0.5_f32, -1.25, 2.0];
-    let shifted = x.mapv(|v| v - 2.0);
-    let same = softmax(&x)
-        .unwrap()
-        .iter()
-        .zip(&softmax(&shifted).unwrap())
-        .all(|(a, b)| (a - b).abs() < 1e-7);
-    b.claim("while the result stays the same", same);
 }

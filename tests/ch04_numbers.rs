@@ -1,82 +1,80 @@
-//! Chapter 4 quotes the output of `cargo run --example ch04_multihead`;
+//! Chapter 4 quotes the output of `cargo run --example ch04_self_cross`;
 //! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::multihead::{
-    embed_words, head_entropies, merge_heads, multihead_flops, split_heads, MultiHeadAttention,
-};
+use attn::projection::{init_statistics, Projections};
+use attn::scaling::standard_normal;
 use attn::show::shape;
-use ndarray::Axis;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
-
-const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
 mod common;
 
 use common::numbers::Bindings;
 
-const CHAPTER: &str = "ch04-multi-head-attention.md";
+const CHAPTER: &str = "ch04-self-and-cross-attention.md";
 
-fn layer() -> MultiHeadAttention {
-    MultiHeadAttention::new(32, 4, &mut StdRng::seed_from_u64(4)).unwrap()
-}
-
-fn shapes_block(b: &mut Bindings) {
-    let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
-    let q = x.dot(mha.weights()[0]);
-    let heads = split_heads(&q, 4).unwrap();
-    let out = mha.forward(&x, &x).unwrap();
-    b.quoted(&format!(
-        "X:                       {}\nQ = X W_Q:               {}\n\
-         split heads:             {:?} (h, n, d_k)\nweights, per head:       {:?} (h, n, m)\n\
-         merged heads:            {}\noutput = Concat · W_O:   {}",
-        shape(&x),
-        shape(&q),
-        heads.dim(),
-        out.weights.dim(),
-        shape(&merge_heads(&heads)),
-        shape(&out.output)
-    ));
-    let err = MultiHeadAttention::new(512, 7, &mut StdRng::seed_from_u64(0)).unwrap_err();
+fn shape_walkthroughs(b: &mut Bindings) {
+    // The example's sizes and seed: d_model 16, d_k = d_v = 8, m = 7, n = 5.
+    let mut rng = StdRng::seed_from_u64(3);
+    let p = Projections::new(16, 8, 8, &mut rng).unwrap();
+    let encoder = standard_normal(7, 16, &mut rng);
+    let decoder = standard_normal(5, 16, &mut rng);
+    for (x_q, x_kv) in [(&encoder, &encoder), (&decoder, &encoder)] {
+        let (q, k, v) = (
+            x_q.dot(p.weights()[0]),
+            x_kv.dot(p.weights()[1]),
+            x_kv.dot(p.weights()[2]),
+        );
+        let a = p.attend(x_q, x_kv).unwrap();
+        assert_eq!(a.weights.dim(), (x_q.nrows(), x_kv.nrows()));
+        b.quoted(&format!(
+            "Q = X_q W_Q:  {} · {} = {}\nK = X_kv W_K: {} · {} = {}\nV = X_kv W_V: {} · {} = {}\n\
+             weights = softmax(QKᵀ/√d_k): {}\noutput = weights · V: {}",
+            shape(x_q),
+            shape(p.weights()[0]),
+            shape(&q),
+            shape(x_kv),
+            shape(p.weights()[1]),
+            shape(&k),
+            shape(x_kv),
+            shape(p.weights()[2]),
+            shape(&v),
+            shape(&a.weights),
+            shape(&a.output)
+        ));
+    }
+    // Figure 4.1: 5 decoder queries over 7 encoder keys, weights from 0.01
+    // to 0.57.
+    let cross = p.attend(&decoder, &encoder).unwrap().weights;
+    b.exact("5", cross.nrows() as f64)
+        .exact("7", cross.ncols() as f64)
+        .exact("4", cross.nrows() as f64 - 1.0)
+        .exact("6", cross.ncols() as f64 - 1.0)
+        .rounded("0.01", cross.fold(1.0_f32, |a, &w| a.min(w)) as f64)
+        .rounded("0.57", cross.fold(0.0_f32, |a, &w| a.max(w)) as f64);
+    let err = p
+        .cross_attention(&decoder, &standard_normal(7, 12, &mut rng))
+        .unwrap_err();
     b.quoted(&format!("```text\n{err}\n```"));
 }
 
-fn the_sqrt_d_model_bug_factor(b: &mut Bindings) {
-    b.quoted(&format!("$\\sqrt{{8}} \\approx {:.1}$", 8f64.sqrt()));
-}
-
-fn cost_block(b: &mut Bindings) {
-    let mut block = format!("parameters: 4 · 32² = {}", layer().parameters());
-    for h in [1, 8, 64] {
-        block += &format!(
-            "\nFLOPs, n = m = 512, d_model = 512, h = {h:>2}: {}",
-            multihead_flops(512, 512, 512, h).unwrap()
-        );
-    }
-    b.quoted(&block);
-    b.quoted(&format!("$4 \\cdot 512^2 = {}$", "1{,}048{,}576"));
-    let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
-    assert_eq!(base.parameters(), 1_048_576);
-}
-
-fn entropy_block_and_figure_claims(b: &mut Bindings) {
-    let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
-    let w = mha.forward(&x, &x).unwrap().weights;
-    let mut block = String::new();
-    for (i, e) in head_entropies(&w).unwrap().iter().enumerate() {
-        block += &format!("head {}: {e:.3}\n", i + 1);
-    }
-    b.quoted(&block);
-    // "The" (row 0) and "the" (row 4) have identical rows in every head.
-    for head in w.outer_iter() {
-        assert_eq!(head.row(0), head.row(4));
-    }
-    // Alt text: "weights between 0.01 and 0.49".
-    let (lo, hi) = w.fold((1.0_f32, 0.0_f32), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-    b.rounded("0.01", lo as f64).rounded("0.49", hi as f64);
-    // "The average is flatter than any single head": higher entropy.
-    let average = w.mean_axis(Axis(0)).unwrap().insert_axis(Axis(0));
-    let avg_entropy = head_entropies(&average).unwrap()[0];
-    assert!(head_entropies(&w).unwrap().iter().all(|&e| e < avg_entropy));
+fn initialisation_keeps_unit_variance(b: &mut Bindings) {
+    let (d_model, d_k, tokens, seed) = (512, 64, 2000, 1);
+    let s = init_statistics(d_model, d_k, tokens, seed).unwrap();
+    b.quoted(&format!(
+        "== Variances at initialisation (d_model = {d_model}, d_k = {d_k}, {tokens} tokens, seed {seed}) ==\n\
+         Var(X) = {:.3}, Var(Q) = {:.3}, Var(K) = {:.3}, Var(QKᵀ/√d_k) = {:.3}",
+        s.x, s.q, s.k, s.scores
+    ));
+    // "Every stage stays at variance 1 (to within 2%)"
+    let worst = [s.x, s.q, s.k, s.scores]
+        .iter()
+        .map(|v| (v - 1.0).abs())
+        .fold(0.0, f64::max);
+    let unit = worst < 0.02;
+    b.at_most("2%", 100.0 * worst);
+    b.claim("Every stage stays at variance 1", unit);
+    // The measured width, which exercise 1 reuses.
+    b.exact("512", d_model as f64);
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -84,41 +82,7 @@ fn entropy_block_and_figure_claims(b: &mut Bindings) {
 #[test]
 fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
-    shapes_block(&mut b);
-    the_sqrt_d_model_bug_factor(&mut b);
-    cost_block(&mut b);
-    entropy_block_and_figure_claims(&mut b);
-    bind_prose(&mut b);
+    shape_walkthroughs(&mut b);
+    initialisation_keeps_unit_variance(&mut b);
     b.assert_all_bound();
-}
-
-/// Numbers of the prose, captions, alt text and quiz, each with its check.
-fn bind_prose(b: &mut Bindings) {
-    // "shrinks every score by a further factor √8": the layer's d_k against
-    // d_model at h = 8.
-    let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
-    let factor = (base.d_model() as f64 / base.d_k() as f64).sqrt();
-    b.claim(
-        "shrinks every score by a further factor",
-        (factor - 8f64.sqrt()).abs() < 1e-12,
-    );
-    // The tolerance of the comparisons: fused and separate projections agree
-    // to 10⁻⁵ (the per-head loop and the PyTorch files use the same bound).
-    let x = embed_words(&WORDS, 32, 2024);
-    let (separate, fused) = (
-        layer().forward(&x, &x).unwrap().output,
-        layer().forward_fused(&x).unwrap().output,
-    );
-    let worst = (&separate - &fused).fold(0.0_f32, |a, &d| a.max(d.abs()));
-    b.at_most("1e-5", worst as f64);
-    // The scores (one n×m matrix a head) grow with h: h · n·m numbers.
-    let scores = |h: usize| {
-        let mha = MultiHeadAttention::new(32, h, &mut StdRng::seed_from_u64(4)).unwrap();
-        mha.forward(&x, &x).unwrap().weights.len()
-    };
-    let n = WORDS.len();
-    b.claim(
-        "$h \\cdot n m$ of each, do grow with $h$",
-        [1, 2, 4, 8].iter().all(|&h| scores(h) == h * n * n),
-    );
 }

@@ -1,172 +1,82 @@
-//! Chapter 5 quotes the output of `cargo run --example ch05_masking`; these
-//! tests recompute it, require the chapter to quote it verbatim, and check
-//! the claims the prose and the figures' descriptions make.
+//! Chapter 5 quotes the output of `cargo run --example ch05_multihead`;
+//! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::masking::{
-    additive_mask, causal_mask, cumulative_flops, decode_cost_table, decode_with_cache,
-    flops_per_token_with_cache, flops_per_token_without_cache, fully_masked_row, key_padding_mask,
-    masked_attention, Padding,
+use attn::multihead::{
+    embed_words, head_entropies, merge_heads, multihead_flops, split_heads, MultiHeadAttention,
 };
-use attn::scaled_dot_product_attention;
-use attn::scaling::standard_normal;
-use attn::show::matrix;
-use attn::softmax::softmax_rows;
-use ndarray::{array, s, Array2};
+use attn::show::shape;
+use ndarray::Axis;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
 mod common;
 
 use common::numbers::Bindings;
 
-const CHAPTER: &str = "ch05-masking.md";
+const CHAPTER: &str = "ch05-multi-head-attention.md";
 
-fn ones_and_zeros(keep: &Array2<bool>) -> Array2<f32> {
-    keep.mapv(|k| if k { 1.0 } else { 0.0 })
+fn layer() -> MultiHeadAttention {
+    MultiHeadAttention::new(32, 4, &mut StdRng::seed_from_u64(4)).unwrap()
 }
 
-fn the_two_forms_of_the_causal_mask(b: &mut Bindings) {
-    let keep = causal_mask(5, 5);
-    b.exact("5", keep.nrows() as f64);
+fn shapes_block(b: &mut Bindings) {
+    let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
+    let q = x.dot(mha.weights()[0]);
+    let heads = split_heads(&q, 4).unwrap();
+    let out = mha.forward(&x, &x).unwrap();
     b.quoted(&format!(
-        "```text\n{}\n{}\n```",
-        matrix(&ones_and_zeros(&keep), 0),
-        matrix(&additive_mask(&keep), 0)
+        "X:                       {}\nQ = X W_Q:               {}\n\
+         split heads:             {:?} (h, n, d_k)\nweights, per head:       {:?} (h, n, m)\n\
+         merged heads:            {}\noutput = Concat · W_O:   {}",
+        shape(&x),
+        shape(&q),
+        heads.dim(),
+        out.weights.dim(),
+        shape(&merge_heads(&heads)),
+        shape(&out.output)
     ));
+    let err = MultiHeadAttention::new(512, 7, &mut StdRng::seed_from_u64(0)).unwrap_err();
+    b.quoted(&format!("```text\n{err}\n```"));
 }
 
-fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
-    let scores = array![3.0_f32, 40.0, -25.0, 100.0];
-    let [stable, textbook, fill_1e9, add_1e9] = fully_masked_row(&scores).unwrap();
-    b.exact("40", scores[1])
-        .exact("-25", scores[2])
-        .exact("100", scores[3]);
-    let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
-    b.quoted(&format!(
-        "fill -inf, stable softmax:    {}\nfill -inf, textbook softmax:  {}\n\
-         fill -1e9:                    {}\nadd -1e9:                     {}\n\
-         f32 numbers near 1e9 are {spacing} apart: 3 + (-1e9) = {}\n",
-        matrix(&stable, 4),
-        matrix(&textbook, 4),
-        matrix(&fill_1e9, 4),
-        matrix(&add_1e9, 4),
-        3.0_f32 + -1e9
-    ));
-    // The prose: zeros, NaN, uniform, all weight on the largest score.
-    assert!(stable.iter().all(|&w| w == 0.0));
-    assert!(textbook.iter().all(|w| w.is_nan()));
-    assert!(fill_1e9.iter().all(|&w| w == 0.25));
-    assert_eq!(add_1e9[[0, 3]], 1.0);
-    assert_eq!(spacing, 64.0);
+fn the_sqrt_d_model_bug_factor(b: &mut Bindings) {
+    b.quoted(&format!("$\\sqrt{{8}} \\approx {:.1}$", 8f64.sqrt()));
 }
 
-fn minus_1e9_with_large_scores(b: &mut Bindings) {
-    let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
-    let bias = additive_mask(&array![[true, true, false]]);
-    let inf = softmax_rows(&(&big + &bias)).unwrap();
-    let minus_1e9 = softmax_rows(&(&big + &bias.mapv(|b| b.max(-1e9)))).unwrap();
-    b.quoted(&format!(
-        "add -inf:  {}\nadd -1e9:  {}\n",
-        matrix(&inf, 4),
-        matrix(&minus_1e9, 4)
-    ));
-    assert_eq!(minus_1e9[[0, 2]], 1.0, "the masked key gets all the weight");
-    assert_eq!(inf[[0, 2]], 0.0);
-    b.exact("3e9", big[[0, 0]])
-        .exact("2.5e9", big[[0, 1]])
-        .exact("5e9", big[[0, 2]]);
-    // "In f16, whose largest finite value is 65,504": (2 − 2⁻¹⁰)·2¹⁵, from
-    // its 10 fraction bits and largest exponent 15.
-    b.exact("65,504", (2.0 - 2f64.powi(-10)) * 2f64.powi(15));
+fn cost_block(b: &mut Bindings) {
+    let mut block = format!("parameters: 4 · 32² = {}", layer().parameters());
+    for h in [1, 8, 64] {
+        block += &format!(
+            "\nFLOPs, n = m = 512, d_model = 512, h = {h:>2}: {}",
+            multihead_flops(512, 512, 512, h).unwrap()
+        );
+    }
+    b.quoted(&block);
+    b.quoted(&format!("$4 \\cdot 512^2 = {}$", "1{,}048{,}576"));
+    let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
+    assert_eq!(base.parameters(), 1_048_576);
 }
 
-fn padding_masks_and_the_zero_rows_of_padding_queries(b: &mut Bindings) {
-    let right = key_padding_mask(5, 3, 5, Padding::Right).unwrap();
-    // "For 3 real tokens in a row of 5", also Figure 5.2's size.
-    let real = right.row(0).iter().filter(|&&k| k).count();
-    b.exact("5", right.ncols() as f64).exact("3", real as f64);
-    let left_causal = key_padding_mask(5, 3, 5, Padding::Left).unwrap() & causal_mask(5, 5);
-    b.quoted(&format!(
-        "right padding, key-padding mask:\n{}\nleft padding and causal:\n{}\n",
-        matrix(&ones_and_zeros(&right), 0),
-        matrix(&ones_and_zeros(&left_causal), 0)
-    ));
-    let x = standard_normal(5, 4, &mut StdRng::seed_from_u64(5));
-    let out = masked_attention(&x, &x, &x, &left_causal).unwrap().output;
-    let padding_rows = out.slice(s![..2, ..]);
-    assert!(padding_rows.iter().all(|&o| o == 0.0));
-    b.quoted(&format!(
-        "output rows of the two padding queries:\n{}\n",
-        matrix(&padding_rows, 4)
-    ));
-}
-
-fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
-    let mut rng = StdRng::seed_from_u64(100);
-    let (q, k, v) = (
-        standard_normal(100, 16, &mut rng),
-        standard_normal(100, 16, &mut rng),
-        standard_normal(100, 16, &mut rng),
-    );
-    b.exact("100", q.nrows() as f64)
-        .exact("16", q.ncols() as f64);
-    let full = masked_attention(&q, &k, &v, &causal_mask(100, 100))
-        .unwrap()
-        .output;
-    let incremental = decode_with_cache(&q, &k, &v).unwrap();
-    let diff = (&full - &incremental).fold(0.0_f32, |m, &d| m.max(d.abs()));
-    b.at_most("1e-6", diff as f64);
-    b.quoted(&format!(
-        "largest difference from full causal attention: {diff:.1e}\n"
-    ));
-}
-
-fn decode_cost_table_and_figure_description(b: &mut Bindings) {
-    b.quoted(&format!(
-        "```text\n{}\n```",
-        decode_cost_table(&[1, 128, 1024, 4096], 512).unwrap()
-    ));
-    let without = cumulative_flops(4096, 512, flops_per_token_without_cache).unwrap();
-    let with = cumulative_flops(4096, 512, flops_per_token_with_cache).unwrap();
-    // Alt text: "about 6e13" and "about 2.6e10"; caption: "2504×".
-    b.value("6e13", without, 0.5e13).rounded("2.6e10", with);
-    assert_eq!(format!("{:.0}", without / with), "2504");
-    b.exact("512", 512.0);
-    let totals =
-        |per_token| [1, 128, 1024, 4096].map(|n| cumulative_flops(n, 512, per_token).unwrap());
-    let (no_cache, cache) = (
-        totals(flops_per_token_without_cache),
-        totals(flops_per_token_with_cache),
-    );
-    let rising = |xs: [f64; 4]| xs.windows(2).all(|w| w[1] > w[0]);
-    b.claim(
-        "The line without a cache rises steeply",
-        rising(no_cache) && rising(cache) && no_cache[0] == cache[0],
-    );
-    b.quoted("it is\n2504× at 4096 tokens.");
-}
-
-/// Figure 5.1's weights (the example's seed and sizes): without and with
-/// the causal mask, on the same random scores.
-fn figure_5_1_weights() -> (Array2<f32>, Array2<f32>) {
-    let mut rng = StdRng::seed_from_u64(55);
-    let (q, k) = (
-        standard_normal(6, 8, &mut rng),
-        standard_normal(6, 8, &mut rng),
-    );
-    let v = Array2::<f32>::eye(6);
-    let unmasked = scaled_dot_product_attention(&q, &k, &v).unwrap().weights;
-    let causal = masked_attention(&q, &k, &v, &causal_mask(6, 6))
-        .unwrap()
-        .weights;
-    (unmasked, causal)
-}
-
-#[test]
-fn figure_5_1_claims() {
-    let (unmasked, causal) = figure_5_1_weights();
-    assert_eq!(causal[[0, 0]], 1.0, "\"The\" attends only to itself");
-    assert_eq!(causal.row(5), unmasked.row(5), "the last row is unchanged");
-    assert!(unmasked.iter().all(|&w| w > 0.0));
+fn entropy_block_and_figure_claims(b: &mut Bindings) {
+    let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
+    let w = mha.forward(&x, &x).unwrap().weights;
+    let mut block = String::new();
+    for (i, e) in head_entropies(&w).unwrap().iter().enumerate() {
+        block += &format!("head {}: {e:.3}\n", i + 1);
+    }
+    b.quoted(&block);
+    // "The" (row 0) and "the" (row 4) have identical rows in every head.
+    for head in w.outer_iter() {
+        assert_eq!(head.row(0), head.row(4));
+    }
+    // Alt text: "weights between 0.01 and 0.49".
+    let (lo, hi) = w.fold((1.0_f32, 0.0_f32), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    b.rounded("0.01", lo as f64).rounded("0.49", hi as f64);
+    // "The average is flatter than any single head": higher entropy.
+    let average = w.mean_axis(Axis(0)).unwrap().insert_axis(Axis(0));
+    let avg_entropy = head_entropies(&average).unwrap()[0];
+    assert!(head_entropies(&w).unwrap().iter().all(|&e| e < avg_entropy));
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -174,53 +84,41 @@ fn figure_5_1_claims() {
 #[test]
 fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
-    the_two_forms_of_the_causal_mask(&mut b);
-    minus_infinity_and_minus_1e9_on_a_fully_masked_row(&mut b);
-    minus_1e9_with_large_scores(&mut b);
-    padding_masks_and_the_zero_rows_of_padding_queries(&mut b);
-    the_cache_reproduces_causal_attention(&mut b);
-    decode_cost_table_and_figure_description(&mut b);
+    shapes_block(&mut b);
+    the_sqrt_d_model_bug_factor(&mut b);
+    cost_block(&mut b);
+    entropy_block_and_figure_claims(&mut b);
     bind_prose(&mut b);
     b.assert_all_bound();
 }
 
 /// Numbers of the prose, captions, alt text and quiz, each with its check.
 fn bind_prose(b: &mut Bindings) {
-    // The error message quoted for a 4×4 mask on 3×4 scores.
-    let x = standard_normal(3, 2, &mut StdRng::seed_from_u64(0));
-    let y = standard_normal(4, 2, &mut StdRng::seed_from_u64(1));
-    let err = masked_attention(&x, &y, &y, &causal_mask(4, 4)).unwrap_err();
-    b.quoted(&format!("\"{err}\""));
-    // The property test's tolerance for row sums (10⁻⁵), measured on one
-    // causal case.
-    let mut rng = StdRng::seed_from_u64(7);
-    let (q, k) = (
-        standard_normal(6, 4, &mut rng),
-        standard_normal(6, 4, &mut rng),
+    // "shrinks every score by a further factor √8": the layer's d_k against
+    // d_model at h = 8.
+    let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
+    let factor = (base.d_model() as f64 / base.d_k() as f64).sqrt();
+    b.claim(
+        "shrinks every score by a further factor",
+        (factor - 8f64.sqrt()).abs() < 1e-12,
     );
-    let w = masked_attention(&q, &k, &k, &causal_mask(6, 6))
-        .unwrap()
-        .weights;
-    let worst_sum = w
-        .rows()
-        .into_iter()
-        .map(|r| (r.sum() - 1.0).abs())
-        .fold(0.0_f32, f32::max);
-    b.at_most("1e-5", worst_sum as f64);
-    // Figure 5.1: 6 by 6, the first row 1.00 on "The".
-    let (_, causal) = figure_5_1_weights();
-    b.exact("6", causal.nrows() as f64)
-        .rounded("1.00", causal[[0, 0]] as f64);
-    // Σ t² = n(n+1)(2n+1)/6 and the projections 4·2d²: constants of the
-    // closed forms that the crate's functions are tested against.
-    let (n, d) = (10u64, 3u64);
-    let sum_sq: u64 = (1..=n).map(|t| t * t).sum();
-    b.exact("6", (n * (n + 1) * (2 * n + 1) / sum_sq) as f64);
-    b.exact(
-        "4",
-        (flops_per_token_with_cache(1, d) - 4.0 * d as f64) / (2 * d * d) as f64,
+    // The tolerance of the comparisons: fused and separate projections agree
+    // to 10⁻⁵ (the per-head loop and the PyTorch files use the same bound).
+    let x = embed_words(&WORDS, 32, 2024);
+    let (separate, fused) = (
+        layer().forward(&x, &x).unwrap().output,
+        layer().forward_fused(&x).unwrap().output,
     );
-    // Quiz 1: the causal mask for n = 4 keeps 10 entries.
-    let kept = causal_mask(4, 4).iter().filter(|&&k| k).count();
-    b.exact("10", kept as f64);
+    let worst = (&separate - &fused).fold(0.0_f32, |a, &d| a.max(d.abs()));
+    b.at_most("1e-5", worst as f64);
+    // The scores (one n×m matrix a head) grow with h: h · n·m numbers.
+    let scores = |h: usize| {
+        let mha = MultiHeadAttention::new(32, h, &mut StdRng::seed_from_u64(4)).unwrap();
+        mha.forward(&x, &x).unwrap().weights.len()
+    };
+    let n = WORDS.len();
+    b.claim(
+        "$h \\cdot n m$ of each, do grow with $h$",
+        [1, 2, 4, 8].iter().all(|&h| scores(h) == h * n * n),
+    );
 }

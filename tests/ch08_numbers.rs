@@ -1,222 +1,141 @@
-//! Chapter 8 quotes the output of `cargo run --example ch08_efficient`,
-//! which reads the committed measurements in `book/data/` and computes the
-//! approximation errors. These tests rebuild every quoted block from the
-//! same files and functions, require the chapter to quote it verbatim, and
-//! check the claims the prose makes about the data.
+//! Chapter 8 quotes the output of `cargo run --example ch08_cost`, which
+//! reads the committed measurements in `book/data/`. These tests rebuild
+//! every quoted block from the same files and the same functions, require
+//! the chapter to quote it verbatim, and check the claims the prose makes
+//! about the data: re-measuring changes the numbers, and a claim that no
+//! longer holds fails here until the prose is updated.
 
-use attn::approximate::{error_experiment, error_table};
-use attn::exercises::ch08::layers_to_reach_first_token;
-use attn::experiments::measurements::{
-    data_file, exponent_of, lookup, millis, read_measurements, tiled_memory_table, timing_table,
-    Measurement, TIMED_METHODS,
+use attn::complexity::{
+    attention_flops, block_crossover_length, crossover_length, feed_forward_flops,
+    projection_flops, scores_bytes,
 };
-use attn::scaled_dot_product_attention;
-use attn::tiled::{tiled_attention, KEY_BLOCK, QUERY_BLOCK};
-use ndarray::Array2;
+use attn::experiments::measurements::{
+    cost_table, data_file, exponent_of, lookup, millis, naive_memory_table, read_measurements,
+    timing_table,
+};
 
 mod common;
 
 use common::numbers::Bindings;
 
-const CHAPTER: &str = "ch08-efficient-attention.md";
+const CHAPTER: &str = "ch08-cost-of-attention.md";
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn timings() -> Vec<Measurement> {
-    read_measurements(
-        &data_file("ch07-timings.csv").unwrap(),
-        "function",
-        "mean_ns",
-    )
-    .unwrap()
-}
-
-fn tiled_section(b: &mut Bindings) {
-    // The snippet's tolerance: tiled equals naive to 10⁻⁵ on its input.
-    let x = Array2::from_shape_fn((300, 16), |(i, j)| ((i * 7 + j * 3) % 11) as f32 / 11.0);
-    let tiled = tiled_attention(&x, &x, &x, false).unwrap();
-    let naive = scaled_dot_product_attention(&x, &x, &x).unwrap().output;
-    let worst = (&tiled - &naive).fold(0.0_f32, |m, d| m.max(d.abs()));
-    b.at_most("1e-5", worst as f64);
-    // The tile: 128 queries by 256 keys, 128 KiB of f32 scores.
-    b.exact("128", QUERY_BLOCK as f64)
-        .exact("256", KEY_BLOCK as f64)
-        .exact("128", (QUERY_BLOCK * KEY_BLOCK * 4 / 1024) as f64);
-    // Naive attention's scores: 64 MiB at 4096, 16 GiB at 65,536.
-    b.exact("64", ((4 * 4096 * 4096) >> 20) as f64)
-        .exact("16", ((4u64 * 65_536 * 65_536) >> 30) as f64)
-        .exact("4096", 4096)
-        .exact("65,536", 65_536);
-}
-
-fn memory_block_and_figure_8_1(b: &mut Bindings) {
-    let csv = data_file("ch07-memory.csv").unwrap();
-    let peak = read_measurements(&csv, "method", "peak_bytes").unwrap();
-    let seconds = read_measurements(&csv, "method", "seconds").unwrap();
-    b.quoted(&tiled_memory_table(&peak, &seconds).unwrap());
-    let mib = |m: &str, n: u64| lookup(&peak, m, n).map(|b| b / MIB);
-    for p in 10..=16 {
-        let n = 1u64 << p;
-        // "plus a constant 289 KiB": the scratch does not depend on n.
-        let beyond = (lookup(&peak, "tiled", n).unwrap() - (4 * n * 64) as f64) / 1024.0;
-        assert_eq!(format!("{beyond:.2}"), "289.00", "n = {n}");
-        b.rounded("289", beyond);
-    }
-    b.exact("64", 64);
-    // Alt text: 4.6 → 1032 MiB, 0.53 → 16.3 MiB, and the growth per doubling.
-    b.rounded("4.6", mib("naive", 1024).unwrap())
-        .rounded("1032", mib("naive", 16_384).unwrap())
-        .rounded("0.53", mib("tiled", 1024).unwrap())
-        .rounded("16.3", mib("tiled", 65_536).unwrap())
-        .exact("16,384", 16_384);
-    let growth = |m: &str, lo: u64| mib(m, 2 * lo).unwrap() / mib(m, lo).unwrap();
-    let naive_growth: Vec<f64> = (10..14).map(|p| growth("naive", 1 << p)).collect();
-    b.rounded("3.7", naive_growth[0])
-        .rounded("4.0", naive_growth[3]);
-    b.rounded("1.47", growth("tiled", 1024))
-        .rounded("1.97", growth("tiled", 32_768));
+fn cost_model_block(b: &mut Bindings) {
+    b.quoted(&format!(
+        "```text\n{}\ncrossover at n = 2·d_model = {}; scores at n = 65,536: {} GiB\n```",
+        cost_table(&[128, 512, 1024, 4096, 65_536], 512),
+        crossover_length(512),
+        scores_bytes(65_536) / (1u64 << 30) as f64
+    ));
+    // Per head; 8 heads held at once need 128 GiB.
+    b.exact("128", 8.0 * scores_bytes(65_536) / (1u64 << 30) as f64);
+    // The cost formulas' constants, tested against the crate's functions.
+    let (n, d) = (1000u64, 64u64);
+    assert_eq!(projection_flops(n, d), (8 * n * d * d) as f64);
+    assert_eq!(attention_flops(n, d), (4 * n * n * d) as f64);
+    b.exact("8", projection_flops(n, d) / (n * d * d) as f64)
+        .exact("4", attention_flops(n, d) / (n * n * d) as f64);
+    // Figure 8.1's slopes on a log-log scale: 1 and 2.
     b.claim(
-        "Naive attention's peak grows 3.7 to 4.0 times",
-        naive_growth.windows(2).all(|w| w[1] > w[0]),
+        "The projection line rises with slope 1",
+        projection_flops(2 * n, d) == 2.0 * projection_flops(n, d)
+            && attention_flops(2 * n, d) == 4.0 * attention_flops(n, d),
     );
-    b.claim(
-        "Tiled attention's peak grows 1.47 times",
-        (10..16).all(|p| growth("tiled", 1 << p) > 1.0),
-    );
-    // "in memory that grows linearly with n".
-    b.claim(
-        "in memory that\ngrows linearly",
-        (10..16).all(|p| (1.4..2.0).contains(&growth("tiled", 1 << p))),
-    );
-    b.rounded("18", lookup(&seconds, "tiled", 65_536).unwrap());
-    b.rounded(
-        "1.9%",
-        100.0 * mib("tiled", 4096).unwrap() / mib("naive", 4096).unwrap(),
-    );
-    let output = 1.0; // MiB at n = 4096
-    b.rounded(
-        "0.43%",
-        100.0 * (mib("tiled", 4096).unwrap() - output) / (mib("naive", 4096).unwrap() - output),
+    // The whole block: with d_ff = 4d the FFN adds 16nd², the linear term is
+    // 24nd², and the crossover is at n = 6d, 3072 at d_model = 512.
+    let ffn = feed_forward_flops(n, d, 4 * d);
+    b.exact("16", ffn / (n * d * d) as f64)
+        .exact("24", (ffn + projection_flops(n, d)) / (n * d * d) as f64)
+        .exact("3072", block_crossover_length(512, 4 * 512));
+    let m = block_crossover_length(512, 2048) as u64;
+    assert_eq!(
+        feed_forward_flops(m, 512, 2048) + projection_flops(m, 512),
+        attention_flops(m, 512)
     );
 }
 
-fn error_table_and_figure_8_2(b: &mut Bindings) {
-    let rows = error_experiment(1024, 7).unwrap();
-    b.quoted(&format!("```text\n{}\n```", error_table(&rows)));
-    let (local, linear) = rows.split_at(rows.len() - 1);
-    // Local: error falls as the window grows; near-exact on local inputs.
-    assert!(local
-        .windows(2)
-        .all(|w| w[1].random < w[0].random && w[1].local < w[0].local));
-    let below = local.iter().all(|r| r.local < 0.04);
-    b.claim("it stays below 0.04 everywhere", below)
-        .exact("0.04", 0.04);
-    b.claim(
-        "the error falls from 2.9 to 0.23",
-        local.windows(2).all(|w| w[1].random < w[0].random),
+fn timing_block_and_figure_7_2(b: &mut Bindings) {
+    let csv = data_file("ch08-timings.csv").unwrap();
+    let t = read_measurements(&csv, "function", "mean_ns").unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.starts_with("# measured 2026-11-21 on AMD EPYC"),
+        "the chapter dates the data: {header}"
     );
-    b.rounded("2.9", local[0].random)
-        .rounded("0.23", local[local.len() - 1].random)
-        .rounded("0.68", linear[0].random)
-        .rounded("0.99", linear[0].local)
-        .rounded("68%", 100.0 * linear[0].random)
-        .rounded("99%", 100.0 * linear[0].local)
-        .rounded("3.5%", 100.0 * local[0].local)
-        .at_least("100%", 100.0 * local[0].random)
-        .exact("1024", 1024)
-        .exact("16", 16);
-    assert!(local[0].random > 1.0, "\"exceeds 100%\"");
-    // Linear attention cannot make sharp weights: its similarity
-    // φ(q)·φ(k) is a polynomial of degree 2 in the entries, not exp.
-    b.claim("does not grow exponentially", linear[0].local > 0.9);
-}
-
-fn timing_block_and_figure_8_3(b: &mut Bindings) {
-    let t = timings();
+    b.fact("2026-11-21", &header[11..21]);
     let lengths = [128, 256, 512, 1024, 2048, 4096];
     b.quoted(&format!(
-        "```text\n{}\n```",
-        timing_table(&t, &TIMED_METHODS, &lengths).unwrap()
+        "{header}\n{}\n```",
+        timing_table(&t, &["naive", "naive_causal"], &lengths).unwrap()
     ));
-    let ms = |m: &str, n: u64| millis(&t, m, n).unwrap();
-    let exponent = |m: &str| exponent_of(&t, m, &[512, 1024, 2048, 4096]).unwrap();
     let mut block = String::new();
-    for method in ["tiled", "tiled_causal", "local_causal", "linear_causal"] {
-        block += &format!(
-            "{method}: time ∝ n^{:.2} over n = 512 … 4096\n",
-            exponent(method)
-        );
+    for method in ["naive", "naive_causal"] {
+        let b = exponent_of(&t, method, &[512, 1024, 2048, 4096]).unwrap();
+        block += &format!("{method}: time ∝ n^{b:.2} over n = 512 … 4096\n");
+        assert!((b - 2.0).abs() < 0.15, "{method}: exponent {b}");
     }
-    block += &format!(
-        "at n = 4096: tiled / naive = {:.2}, tiled causal / naive causal = {:.2}",
-        ms("tiled", 4096) / ms("naive", 4096),
-        ms("tiled_causal", 4096) / ms("naive_causal", 4096)
-    );
+    let ms = |m: &str, n: u64| millis(&t, m, n).unwrap();
+    let causal = ms("naive_causal", 4096) / ms("naive", 4096);
+    block += &format!("at n = 4096: naive_causal / naive = {causal:.2}\n```");
     b.quoted(&block);
-    b.exact("256", 256);
-    // "Exact attention stays quadratic, tiled or not".
+    // "each doubling of n costs about four times the time".
+    let doublings: Vec<f64> = [512, 1024, 2048]
+        .iter()
+        .map(|&n| ms("naive", 2 * n) / ms("naive", n))
+        .collect();
     b.claim(
-        "Exact attention stays quadratic",
-        exponent("tiled") > 1.9 && exponent("tiled_causal") > 1.7,
+        "about four times the time",
+        doublings.iter().all(|r| (3.5..4.5).contains(r)),
     );
-    b.rounded("1.98", exponent("tiled"))
-        .rounded("1.82", exponent("tiled_causal"));
-    // The causal saving at short and long lengths.
-    let causal = |n| ms("tiled_causal", n) / ms("tiled", n);
-    b.rounded("0.76", causal(512))
-        .rounded("0.53", causal(4096))
-        .exact("512", 512);
+    // "The causal mask saves nothing", "does not halve the time".
+    b.claim("The causal mask saves nothing", causal > 0.95);
+    b.claim("does not\nhalve the time", causal > 0.95);
+    // Alt text: both reach about 73 ms at 4096.
+    b.rounded("73", ms("naive", 4096))
+        .value("73", ms("naive_causal", 4096), 2.5);
+    b.exact("64", 64).exact("8", 512 / 64);
+    // "its cost grows with the square of the sequence length".
+    let quadratic = ["naive", "naive_causal"]
+        .iter()
+        .all(|m| (exponent_of(&t, m, &[512, 1024, 2048, 4096]).unwrap() - 2.0).abs() < 0.15);
+    b.claim("so its cost grows with the", quadratic);
+    b.rounded(
+        "2.05",
+        exponent_of(&t, "naive", &[512, 1024, 2048, 4096]).unwrap(),
+    );
+    // The next chapter "halves the causal time": tiled causal against
+    // chapter 6's masked attention at the longest length.
     b.claim(
-        "saving is smaller at short lengths",
-        causal(512) > causal(4096),
+        "halves the causal time",
+        (0.4..0.6).contains(&(ms("tiled_causal", 4096) / ms("naive_causal", 4096))),
     );
-    b.rounded("0.91", ms("tiled", 4096) / ms("naive", 4096))
-        .rounded("0.47", ms("tiled_causal", 4096) / ms("naive_causal", 4096));
-    // The causal approximations against exact causal (tiled causal) attention.
-    let ratio = |m: &str, n: u64| ms(m, n) / ms("tiled_causal", n);
-    b.rounded("0.94", ratio("local_causal", 1024))
-        .rounded("1.29", ratio("linear_causal", 1024))
-        .rounded("0.31", ratio("local_causal", 4096))
-        .rounded("0.40", ratio("linear_causal", 4096))
-        .rounded("3.3", 1.0 / ratio("local_causal", 4096))
-        .rounded("2.5", 1.0 / ratio("linear_causal", 4096));
-    let faster_at_4096 = ratio("local_causal", 4096) < 1.0 && ratio("linear_causal", 4096) < 1.0;
-    let as_fast_and_slower_at_1024 =
-        ratio("local_causal", 1024) > 0.9 && ratio("linear_causal", 1024) > 1.0;
-    b.claim("3.3 and 2.5\ntimes faster", faster_at_4096);
-    b.claim(
-        "attention is about as fast (0.94",
-        as_fast_and_slower_at_1024,
-    );
-    b.claim(
-        "Both win on time only for long",
-        faster_at_4096 && as_fast_and_slower_at_1024,
-    );
-    b.claim("both are faster", faster_at_4096);
-    b.claim("slower; at $n = 4096$ both", as_fast_and_slower_at_1024);
-    // Figure 8.3's alt text.
-    b.value("70", ms("naive", 4096), 5.0)
-        .value("70", ms("tiled", 4096), 5.0)
-        .rounded("11", ms("local_causal", 4096))
-        .rounded("14", ms("linear_causal", 4096));
-    b.claim(
-        "Local and linear attention rise with slope 1",
-        (exponent("local_causal") - 1.0).abs() < 0.15
-            && (exponent("linear_causal") - 1.0).abs() < 0.15,
-    );
-    // Quiz 3: against non-causal naive attention, local attention would
-    // "look twice as good as it is".
-    let naive_over_tiled_causal = ms("naive", 4096) / ms("tiled_causal", 4096);
-    assert!((1.8..2.3).contains(&naive_over_tiled_causal));
 }
 
-fn exercises(b: &mut Bindings) {
-    // Exercise 1's test runs chunk sizes 1 to 8.
-    b.exact("8", 8);
-    // Exercise 3: w = 256 reaches back 255 a layer; position 4095 of 4096
-    // needs 17 layers.
-    b.exact("255", 255)
-        .exact("4095", 4095)
-        .exact("17", layers_to_reach_first_token(4096, 256).unwrap() as f64);
+fn memory_block(b: &mut Bindings) {
+    let csv = data_file("ch08-memory.csv").unwrap();
+    let peaks = read_measurements(&csv, "method", "peak_bytes").unwrap();
+    b.quoted(&format!("```text\n{}\n```", naive_memory_table(&peaks)));
+    let mib = |n: u64| lookup(&peaks, "naive", n).unwrap() / MIB;
+    // "a constant 0.12 MiB": the same difference at every n.
+    for n in [1024, 2048, 4096, 8192, 16_384] {
+        let counted = (4 * n * n + 2 * 4 * 64 * n) as f64 / MIB;
+        b.rounded("0.12", mib(n) - counted);
+    }
+    // "the scores are 64 MiB of the 66", "a GiB" at 16,384.
+    b.exact("64", scores_bytes(4096) / (1u64 << 20) as f64)
+        .rounded("66", mib(4096))
+        .exact("16,384", 16_384);
+    assert_eq!(scores_bytes(16_384), (1u64 << 30) as f64, "a GiB of scores");
+    let growth: Vec<f64> = (10..14).map(|p| mib(1 << (p + 1)) / mib(1 << p)).collect();
+    b.rounded("3.7", growth[0]).rounded("4.0", growth[3]);
+    b.claim(
+        "multiplies the peak by 3.7",
+        growth.windows(2).all(|w| w[1] > w[0]),
+    );
+    // Quiz 3: about 4.
+    b.value("4", growth[3], 0.1);
+    b.exact("8192", 8192).exact("1024", 1024);
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -224,10 +143,12 @@ fn exercises(b: &mut Bindings) {
 #[test]
 fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
-    tiled_section(&mut b);
-    memory_block_and_figure_8_1(&mut b);
-    error_table_and_figure_8_2(&mut b);
-    timing_block_and_figure_8_3(&mut b);
-    exercises(&mut b);
+    cost_model_block(&mut b);
+    timing_block_and_figure_7_2(&mut b);
+    memory_block(&mut b);
+    // Exercise 1: the crossover for d_model = 4096 is 8192.
+    b.exact("8192", crossover_length(4096)).exact("4096", 4096);
+    // Exercise 2's test: the miss is under 1% of the peak from n = 4096.
+    b.exact("1%", 1);
     b.assert_all_bound();
 }

@@ -1,142 +1,222 @@
-//! Chapter 9 quotes the output of `cargo run --example ch09_block`; these
-//! tests recompute it and require the chapter to quote it verbatim.
+//! Chapter 9 quotes the output of `cargo run --example ch09_efficient`,
+//! which reads the committed measurements in `book/data/` and computes the
+//! approximation errors. These tests rebuild every quoted block from the
+//! same files and functions, require the chapter to quote it verbatim, and
+//! check the claims the prose makes about the data.
 
-use attn::block::{
-    gelu, row_statistics, Activation, Config, EncoderLayer, LayerNorm, Norm, Transformer,
-    CHAPTER_CONFIG,
+use attn::approximate::{error_experiment, error_table};
+use attn::exercises::ch09::layers_to_reach_first_token;
+use attn::experiments::measurements::{
+    data_file, exponent_of, lookup, millis, read_measurements, tiled_memory_table, timing_table,
+    Measurement, TIMED_METHODS,
 };
-use attn::scaling::standard_normal;
-use attn::show::{matrix, shape, table};
-use ndarray::array;
-use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use attn::scaled_dot_product_attention;
+use attn::tiled::{tiled_attention, KEY_BLOCK, QUERY_BLOCK};
+use ndarray::Array2;
 
 mod common;
 
 use common::numbers::Bindings;
 
-const CHAPTER: &str = "ch09-transformer-block.md";
+const CHAPTER: &str = "ch09-efficient-attention.md";
+const MIB: f64 = 1024.0 * 1024.0;
 
-fn encoder_and_decoder_shapes(b: &mut Bindings) {
-    let mut rng = StdRng::seed_from_u64(8);
-    let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng).unwrap();
-    let x = standard_normal(7, 64, &mut rng);
-    let attended = layer.attention().forward(&x, &x).unwrap();
-    let a = layer.layer_norms()[0]
-        .forward(&(&x + &attended.output))
-        .unwrap();
-    let out = layer.forward(&x).unwrap();
-    let ffn_parameters = layer.ffn().parameters();
-    b.quoted(&format!(
-        "input X:                          {}\nself-attention weights, per head: {:?}\n\
-         LayerNorm(X + attention):         {}\nFFN hidden layer:                 {}\n\
-         LayerNorm(· + FFN(·)) = output:   {}\n\
-         parameters: attention 4·64² = {}, FFN 2·64·256 + 256 + 64 = {ffn_parameters}, LayerNorms 4·64 = {}",
-        shape(&x),
-        attended.weights.dim(),
-        shape(&a),
-        shape(&a.dot(layer.ffn().weights().0)),
-        shape(&out),
-        layer.attention().parameters(),
-        4 * 64
-    ));
-    let model = Transformer::new(CHAPTER_CONFIG, 2, &mut rng).unwrap();
-    let y = standard_normal(5, 64, &mut rng);
-    let memory = model.encode(&x).unwrap();
-    let cross = model.decoder_layers()[0]
-        .cross_attention()
-        .forward(&y, &memory)
-        .unwrap();
-    b.quoted(&format!(
-        "encoder output (memory):          {}\ndecoder self-attention mask:      5×5 (causal)\n\
-         cross-attention weights, per head: {:?} (h, n, m)\ndecoder output:                   {}",
-        shape(&memory),
-        cross.weights.dim(),
-        shape(&model.decode(&y, &memory).unwrap())
-    ));
+fn timings() -> Vec<Measurement> {
+    read_measurements(
+        &data_file("ch08-timings.csv").unwrap(),
+        "function",
+        "mean_ns",
+    )
+    .unwrap()
 }
 
-fn layer_norm_and_gelu_lines(b: &mut Bindings) {
-    let y = LayerNorm::new(4)
-        .forward(&array![[1.0_f32, 2.0, 3.0, 4.0]])
-        .unwrap();
-    b.quoted(&format!("```text\n{}\n```", matrix(&y, 4)));
-    b.quoted(&format!(
-        "GELU(−1, 0, 1) = {:.4}, {:.4}, {:.4}",
-        gelu(-1.0),
-        gelu(0.0),
-        gelu(1.0)
-    ));
+fn tiled_section(b: &mut Bindings) {
+    // The snippet's tolerance: tiled equals naive to 10⁻⁵ on its input.
+    let x = Array2::from_shape_fn((300, 16), |(i, j)| ((i * 7 + j * 3) % 11) as f32 / 11.0);
+    let tiled = tiled_attention(&x, &x, &x, false).unwrap();
+    let naive = scaled_dot_product_attention(&x, &x, &x).unwrap().output;
+    let worst = (&tiled - &naive).fold(0.0_f32, |m, d| m.max(d.abs()));
+    b.at_most("1e-5", worst as f64);
+    // The tile: 128 queries by 256 keys, 128 KiB of f32 scores.
+    b.exact("128", QUERY_BLOCK as f64)
+        .exact("256", KEY_BLOCK as f64)
+        .exact("128", (QUERY_BLOCK * KEY_BLOCK * 4 / 1024) as f64);
+    // Naive attention's scores: 64 MiB at 4096, 16 GiB at 65,536.
+    b.exact("64", ((4 * 4096 * 4096) >> 20) as f64)
+        .exact("16", ((4u64 * 65_536 * 65_536) >> 30) as f64)
+        .exact("4096", 4096)
+        .exact("65,536", 65_536);
 }
 
-fn residual_stream_table_and_figure_8_1(b: &mut Bindings) {
-    let stacks = [Norm::Post, Norm::Pre].map(|norm| {
-        let mut rng = StdRng::seed_from_u64(12);
-        let c = Config {
-            norm,
-            ..CHAPTER_CONFIG
-        };
-        (0..12)
-            .map(|_| EncoderLayer::new(c, &mut rng).unwrap())
-            .collect::<Vec<_>>()
-    });
-    let x = standard_normal(16, 64, &mut StdRng::seed_from_u64(13));
-    assert_eq!(x.nrows(), 16);
-    let mut stds = vec![(row_statistics(&x).unwrap().1, row_statistics(&x).unwrap().1)];
-    let (mut post, mut pre) = (x.clone(), x);
-    for (a, b) in stacks[0].iter().zip(&stacks[1]) {
-        post = a.forward(&post).unwrap();
-        pre = b.forward(&pre).unwrap();
-        stds.push((
-            row_statistics(&post).unwrap().1,
-            row_statistics(&pre).unwrap().1,
-        ));
+fn memory_block_and_figure_8_1(b: &mut Bindings) {
+    let csv = data_file("ch08-memory.csv").unwrap();
+    let peak = read_measurements(&csv, "method", "peak_bytes").unwrap();
+    let seconds = read_measurements(&csv, "method", "seconds").unwrap();
+    b.quoted(&tiled_memory_table(&peak, &seconds).unwrap());
+    let mib = |m: &str, n: u64| lookup(&peak, m, n).map(|b| b / MIB);
+    for p in 10..=16 {
+        let n = 1u64 << p;
+        // "plus a constant 289 KiB": the scratch does not depend on n.
+        let beyond = (lookup(&peak, "tiled", n).unwrap() - (4 * n * 64) as f64) / 1024.0;
+        assert_eq!(format!("{beyond:.2}"), "289.00", "n = {n}");
+        b.rounded("289", beyond);
     }
-    let rows: Vec<Vec<String>> = [0, 1, 2, 4, 8, 12]
-        .iter()
-        .map(|&l| {
-            vec![
-                l.to_string(),
-                format!("{:.3}", stds[l].0),
-                format!("{:.3}", stds[l].1),
-            ]
-        })
-        .collect();
-    b.quoted(&table(
-        &["layer", "post-norm: std of x", "pre-norm: std of x"],
-        &rows,
-    ));
-    // Alt text: post-norm flat at 1.00 after layer 1; pre-norm 0.97 → 3.12.
-    let flat = stds[1..].iter().all(|s| format!("{:.2}", s.0) == "1.00");
-    b.rounded("1.00", stds[1].0 as f64)
-        .rounded("0.97", stds[0].1 as f64)
-        .rounded("3.12", stds[12].1 as f64);
-    // Rising at every layer the table shows.
-    let shown: Vec<f32> = [0, 1, 2, 4, 8, 12].iter().map(|&l| stds[l].1).collect();
-    let grows = shown.windows(2).all(|w| w[1] > w[0]);
-    b.claim("the pre-norm line rises from 0.97 to 3.12", grows && flat)
-        .claim("and it grows with\ndepth", grows)
-        .claim("Pre-norm lets\nthe stream grow", grows)
-        .claim("scale grows with depth (Figure 9.1)", grows);
-    b.exact("16", 16.0).exact("12", stds.len() as f64 - 1.0);
+    b.exact("64", 64);
+    // Alt text: 4.6 → 1032 MiB, 0.53 → 16.3 MiB, and the growth per doubling.
+    b.rounded("4.6", mib("naive", 1024).unwrap())
+        .rounded("1032", mib("naive", 16_384).unwrap())
+        .rounded("0.53", mib("tiled", 1024).unwrap())
+        .rounded("16.3", mib("tiled", 65_536).unwrap())
+        .exact("16,384", 16_384);
+    let growth = |m: &str, lo: u64| mib(m, 2 * lo).unwrap() / mib(m, lo).unwrap();
+    let naive_growth: Vec<f64> = (10..14).map(|p| growth("naive", 1 << p)).collect();
+    b.rounded("3.7", naive_growth[0])
+        .rounded("4.0", naive_growth[3]);
+    b.rounded("1.47", growth("tiled", 1024))
+        .rounded("1.97", growth("tiled", 32_768));
+    b.claim(
+        "Naive attention's peak grows 3.7 to 4.0 times",
+        naive_growth.windows(2).all(|w| w[1] > w[0]),
+    );
+    b.claim(
+        "Tiled attention's peak grows 1.47 times",
+        (10..16).all(|p| growth("tiled", 1 << p) > 1.0),
+    );
+    // "in memory that grows linearly with n".
+    b.claim(
+        "in memory that\ngrows linearly",
+        (10..16).all(|p| (1.4..2.0).contains(&growth("tiled", 1 << p))),
+    );
+    b.rounded("18", lookup(&seconds, "tiled", 65_536).unwrap());
+    b.rounded(
+        "1.9%",
+        100.0 * mib("tiled", 4096).unwrap() / mib("naive", 4096).unwrap(),
+    );
+    let output = 1.0; // MiB at n = 4096
+    b.rounded(
+        "0.43%",
+        100.0 * (mib("tiled", 4096).unwrap() - output) / (mib("naive", 4096).unwrap() - output),
+    );
 }
 
-fn exercise_1_parameter_count(b: &mut Bindings) {
-    let c = Config {
-        d_model: 512,
-        h: 8,
-        d_ff: 2048,
-        activation: Activation::Relu,
-        norm: Norm::Post,
-    };
-    let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
-    let ffn = layer.ffn().parameters();
-    let norms = 2 * (layer.layer_norms()[0].d_model() * 2);
-    b.exact("1,048,576", layer.attention().parameters() as f64)
-        .exact("2,099,712", ffn as f64)
-        .exact("2048", norms as f64)
-        .exact("512", layer.layer_norms()[0].d_model() as f64);
-    assert_eq!(layer.attention().parameters() + ffn + norms, 3_150_336);
-    b.quoted("Total\n$3{,}150{,}336$");
+fn error_table_and_figure_8_2(b: &mut Bindings) {
+    let rows = error_experiment(1024, 7).unwrap();
+    b.quoted(&format!("```text\n{}\n```", error_table(&rows)));
+    let (local, linear) = rows.split_at(rows.len() - 1);
+    // Local: error falls as the window grows; near-exact on local inputs.
+    assert!(local
+        .windows(2)
+        .all(|w| w[1].random < w[0].random && w[1].local < w[0].local));
+    let below = local.iter().all(|r| r.local < 0.04);
+    b.claim("it stays below 0.04 everywhere", below)
+        .exact("0.04", 0.04);
+    b.claim(
+        "the error falls from 2.9 to 0.23",
+        local.windows(2).all(|w| w[1].random < w[0].random),
+    );
+    b.rounded("2.9", local[0].random)
+        .rounded("0.23", local[local.len() - 1].random)
+        .rounded("0.68", linear[0].random)
+        .rounded("0.99", linear[0].local)
+        .rounded("68%", 100.0 * linear[0].random)
+        .rounded("99%", 100.0 * linear[0].local)
+        .rounded("3.5%", 100.0 * local[0].local)
+        .at_least("100%", 100.0 * local[0].random)
+        .exact("1024", 1024)
+        .exact("16", 16);
+    assert!(local[0].random > 1.0, "\"exceeds 100%\"");
+    // Linear attention cannot make sharp weights: its similarity
+    // φ(q)·φ(k) is a polynomial of degree 2 in the entries, not exp.
+    b.claim("does not grow exponentially", linear[0].local > 0.9);
+}
+
+fn timing_block_and_figure_8_3(b: &mut Bindings) {
+    let t = timings();
+    let lengths = [128, 256, 512, 1024, 2048, 4096];
+    b.quoted(&format!(
+        "```text\n{}\n```",
+        timing_table(&t, &TIMED_METHODS, &lengths).unwrap()
+    ));
+    let ms = |m: &str, n: u64| millis(&t, m, n).unwrap();
+    let exponent = |m: &str| exponent_of(&t, m, &[512, 1024, 2048, 4096]).unwrap();
+    let mut block = String::new();
+    for method in ["tiled", "tiled_causal", "local_causal", "linear_causal"] {
+        block += &format!(
+            "{method}: time ∝ n^{:.2} over n = 512 … 4096\n",
+            exponent(method)
+        );
+    }
+    block += &format!(
+        "at n = 4096: tiled / naive = {:.2}, tiled causal / naive causal = {:.2}",
+        ms("tiled", 4096) / ms("naive", 4096),
+        ms("tiled_causal", 4096) / ms("naive_causal", 4096)
+    );
+    b.quoted(&block);
+    b.exact("256", 256);
+    // "Exact attention stays quadratic, tiled or not".
+    b.claim(
+        "Exact attention stays quadratic",
+        exponent("tiled") > 1.9 && exponent("tiled_causal") > 1.7,
+    );
+    b.rounded("1.98", exponent("tiled"))
+        .rounded("1.82", exponent("tiled_causal"));
+    // The causal saving at short and long lengths.
+    let causal = |n| ms("tiled_causal", n) / ms("tiled", n);
+    b.rounded("0.76", causal(512))
+        .rounded("0.53", causal(4096))
+        .exact("512", 512);
+    b.claim(
+        "saving is smaller at short lengths",
+        causal(512) > causal(4096),
+    );
+    b.rounded("0.91", ms("tiled", 4096) / ms("naive", 4096))
+        .rounded("0.47", ms("tiled_causal", 4096) / ms("naive_causal", 4096));
+    // The causal approximations against exact causal (tiled causal) attention.
+    let ratio = |m: &str, n: u64| ms(m, n) / ms("tiled_causal", n);
+    b.rounded("0.94", ratio("local_causal", 1024))
+        .rounded("1.29", ratio("linear_causal", 1024))
+        .rounded("0.31", ratio("local_causal", 4096))
+        .rounded("0.40", ratio("linear_causal", 4096))
+        .rounded("3.3", 1.0 / ratio("local_causal", 4096))
+        .rounded("2.5", 1.0 / ratio("linear_causal", 4096));
+    let faster_at_4096 = ratio("local_causal", 4096) < 1.0 && ratio("linear_causal", 4096) < 1.0;
+    let as_fast_and_slower_at_1024 =
+        ratio("local_causal", 1024) > 0.9 && ratio("linear_causal", 1024) > 1.0;
+    b.claim("3.3 and 2.5\ntimes faster", faster_at_4096);
+    b.claim(
+        "attention is about as fast (0.94",
+        as_fast_and_slower_at_1024,
+    );
+    b.claim(
+        "Both win on time only for long",
+        faster_at_4096 && as_fast_and_slower_at_1024,
+    );
+    b.claim("both are faster", faster_at_4096);
+    b.claim("slower; at $n = 4096$ both", as_fast_and_slower_at_1024);
+    // Figure 9.3's alt text.
+    b.value("70", ms("naive", 4096), 5.0)
+        .value("70", ms("tiled", 4096), 5.0)
+        .rounded("11", ms("local_causal", 4096))
+        .rounded("14", ms("linear_causal", 4096));
+    b.claim(
+        "Local and linear attention rise with slope 1",
+        (exponent("local_causal") - 1.0).abs() < 0.15
+            && (exponent("linear_causal") - 1.0).abs() < 0.15,
+    );
+    // Quiz 3: against non-causal naive attention, local attention would
+    // "look twice as good as it is".
+    let naive_over_tiled_causal = ms("naive", 4096) / ms("tiled_causal", 4096);
+    assert!((1.8..2.3).contains(&naive_over_tiled_causal));
+}
+
+fn exercises(b: &mut Bindings) {
+    // Exercise 1's test runs chunk sizes 1 to 8.
+    b.exact("8", 8);
+    // Exercise 3: w = 256 reaches back 255 a layer; position 4095 of 4096
+    // needs 17 layers.
+    b.exact("255", 255)
+        .exact("4095", 4095)
+        .exact("17", layers_to_reach_first_token(4096, 256).unwrap() as f64);
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -144,33 +224,10 @@ fn exercise_1_parameter_count(b: &mut Bindings) {
 #[test]
 fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
-    encoder_and_decoder_shapes(&mut b);
-    layer_norm_and_gelu_lines(&mut b);
-    residual_stream_table_and_figure_8_1(&mut b);
-    exercise_1_parameter_count(&mut b);
-    bind_prose(&mut b);
+    tiled_section(&mut b);
+    memory_block_and_figure_8_1(&mut b);
+    error_table_and_figure_8_2(&mut b);
+    timing_block_and_figure_8_3(&mut b);
+    exercises(&mut b);
     b.assert_all_bound();
-}
-
-/// Numbers of the prose, captions, alt text and quiz, each with its check.
-fn bind_prose(b: &mut Bindings) {
-    // LayerNorm's ε = 10⁻⁵ (the crate's default), and ε inside the root: on
-    // a row with σ² = 10⁻⁶ the two placements differ by more than 0.5.
-    let x = array![[0.0_f32, 0.002]];
-    let y = LayerNorm::new(2).forward(&x).unwrap();
-    let eps = 1e-5_f32;
-    let inside = 0.001 / (1e-6_f32 + eps).sqrt();
-    let outside = 0.001 / (1e-3_f32 + eps);
-    assert!((y[[0, 1]] - inside).abs() < 1e-5, "the crate's ε is 1e-5");
-    b.value("1e-5", eps as f64, 1e-12)
-        .value("1e-6", (row_statistics(&x).unwrap().1 as f64).powi(2), 1e-9)
-        .at_least("0.5", (y[[0, 1]] - outside).abs() as f64);
-    assert!((y[[0, 1]] - outside).abs() > 0.5);
-    // The row [1, 2, 3, 4]: μ = 2.5, σ² = 1.25.
-    let (mean, std) = row_statistics(&array![[1.0_f32, 2.0, 3.0, 4.0]]).unwrap();
-    b.rounded("2.5", mean as f64)
-        .rounded("1.25", (std * std) as f64)
-        .exact("3", 3.0);
-    // Dropout 0.1 is the paper's rate (stated, not used by the crate).
-    b.exact("0.1", 0.1);
 }

@@ -1,175 +1,130 @@
-//! Chapter 11 quotes the output of `cargo run --example ch11_tiny_model`,
-//! which evaluates the committed weights; these tests recompute it from the
-//! same files, and train a small model from scratch to check that learning
-//! still works.
+//! Chapter 11 quotes the output of `cargo run --example ch11_gradients`;
+//! these tests recompute it and require the chapter to quote it verbatim.
 
-use std::time::Instant;
-
-use attn::experiments::ch11::{
-    accuracy_after, accuracy_report, digit_attention, digit_attention_report, mirror_attention,
-    mirror_report, residual_report, show_tokens, uniform_target_share,
-};
-use attn::model::{
-    accuracy, held_out, train, Adam, ModelConfig, Task, TinyTransformer, TrainConfig, BOOK_MODEL,
-    BOOK_TRAINING, HELD_OUT, VOCAB,
-};
+use attn::grad::{all_checks, check_table, gradient_norm_table, gradient_norms};
+use attn::model::check_gradients;
 
 mod common;
 
 use common::numbers::Bindings;
 
-const CHAPTER: &str = "ch11-training.md";
+const CHAPTER: &str = "ch11-gradients.md";
 
-/// The exact-sequence accuracy the from-scratch training run must reach.
-const CI_BAR: f64 = 0.95;
-
-fn data(name: &str) -> String {
-    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+fn gradient_check_tables(b: &mut Bindings) {
+    let checks = all_checks(0);
+    let worst = checks.iter().map(|(_, e)| *e).fold(0.0, f64::max);
+    b.at_most("1e-6", worst);
+    // "With h = 10⁻⁵ both are about 10⁻¹⁰": the errors the checks measure.
+    b.value("1e-10", worst, 1e-9);
+    // The tests run seeds 0 to 9, and 0 to 19 for attention.
+    for seed in 0..=19u64 {
+        let attention = attn::grad::check_attention(seed, seed % 2 == 1);
+        assert!(attention < 1e-6, "seed {seed}: {attention}");
+    }
+    b.exact("9", 9.0).exact("19", 19.0);
+    b.exact("1e-5", attn::grad::STEP);
+    b.quoted(&check_table("operation", &checks));
+    let model = check_gradients(3).unwrap();
+    b.quoted(&check_table("parameter", &model));
+    // "The embeddings' errors are larger, 4e-8 ... more than 20 times below".
+    let embeddings: Vec<f64> = model
+        .iter()
+        .filter(|(n, _)| n.contains("embeddings"))
+        .map(|(_, e)| *e)
+        .collect();
+    let others = model
+        .iter()
+        .filter(|(n, _)| !n.contains("embeddings"))
+        .map(|(_, e)| *e);
+    assert!(embeddings
+        .iter()
+        .all(|&e| e > others.clone().fold(0.0, f64::max) && e * 20.0 < 1e-6));
+    b.value("4e-8", embeddings[0], 0.5e-8)
+        .value("4e-8", embeddings[1], 0.5e-8)
+        .at_least("20", 1e-6 / embeddings[0]);
+    // The embeddings' standard deviation at initialisation.
+    let (net, _, _) = attn::model::small_problem(3).unwrap();
+    let tokens = net.named_slices()[0].1;
+    let std = (tokens.iter().map(|x| x * x).sum::<f64>() / tokens.len() as f64).sqrt();
+    b.value("0.02", std, 0.005);
+    b.claim(
+        "error of the central difference grows with the",
+        embeddings
+            .iter()
+            .all(|&e| e > others.clone().fold(0.0, f64::max)),
+    );
 }
 
-fn book_model() -> TinyTransformer {
-    TinyTransformer::from_text(&data("ch11-weights.txt")).unwrap()
-}
-
-/// Trains a small model from scratch: if backward passes, the optimiser or
-/// the model break, it stops learning and this fails.
 #[test]
-fn a_short_training_run_learns_to_reverse() {
-    let model = ModelConfig {
-        k: 8,
-        d_model: 16,
-        heads: 2,
-        d_ff: 64,
-        layers: 1,
-    };
-    let training = TrainConfig {
-        steps: 200,
-        batch: 32,
-        lr: 3e-3,
-        warmup: 10,
-        seed: 5,
-        task: Task::Reverse,
-    };
-    let test = held_out(Task::Reverse, model.k, 200, 7).unwrap();
-    let start = Instant::now();
-    let (net, losses) = train(model, &training, &test).unwrap();
-    let (exact, _) = accuracy(&net, &test).unwrap();
-    eprintln!(
-        "200 steps in {:.1} s, exact {exact}",
-        start.elapsed().as_secs_f64()
+fn embedding_gradients_are_the_largest() {
+    // The same small model and data as check_gradients(3).
+    let (net, inputs, targets) = attn::model::small_problem(3).unwrap();
+    let (_, grads) = net.loss_and_gradients(&inputs, &targets).unwrap();
+    let largest = |m: &[f64]| m.iter().fold(0.0_f64, |a, &b| a.max(b.abs()));
+    let named = grads.named_slices();
+    let of = |name: &str| largest(named.iter().find(|(n, _)| n == name).unwrap().1);
+    let embeddings = of("token embeddings").min(of("position embeddings"));
+    // The weight matrices: W_Q, W_K, W_V, W_O and the FFN's of every block,
+    // and the output head.
+    let matrices: Vec<f64> = named
+        .iter()
+        .filter(|(n, _)| n.contains(" W_") || n.contains(" W₁") || n.contains(" W₂"))
+        .chain(named.iter().filter(|(n, _)| n == "output head"))
+        .map(|(_, values)| largest(values))
+        .collect();
+    assert_eq!(
+        matrices.len(),
+        2 * 6 + 1,
+        "six matrices a block, and the head"
     );
-    assert!(losses[199] < 0.1 * losses[0], "the loss falls");
+    let biggest = matrices.iter().cloned().fold(0.0, f64::max);
     assert!(
-        exact >= CI_BAR,
-        "held-out exact-sequence accuracy {exact} below {CI_BAR}"
+        embeddings > 5.0 * biggest,
+        "\"more than five times\": {embeddings} vs {matrices:?}"
     );
 }
 
-fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
-    let net = book_model();
-    assert_eq!(net.config(), BOOK_MODEL);
-    assert_eq!(net.parameter_count(), 26_443);
-    let test = held_out(Task::Reverse, net.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
-    let reversal = accuracy(&net, &test).unwrap();
-    assert!(reversal.0 >= 0.99, "the book's bar: 99% exact");
-    b.exact("99%", 99.0).exact("1000", test.len() as f64);
-    b.quoted(&accuracy_report(&net, &test, reversal).unwrap());
-    // The residual stream after each block, through the final head.
-    let after: Vec<f64> = (0..=net.config().layers)
-        .map(|depth| accuracy_after(&net, &test, depth).unwrap())
-        .collect();
-    b.quoted(&residual_report(&after));
-    b.claim(
-        "block 2 changes no\nprediction",
-        after[1] == 1.0 && after[2] == 1.0,
-    );
-    // Exercise 1: the sorting model, and where both models' heads look.
-    let sorter = TinyTransformer::from_text(&data("ch11-sort-weights.txt")).unwrap();
-    let sort_test = held_out(Task::Sort, sorter.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
-    let sorting = accuracy(&sorter, &sort_test).unwrap();
-    b.quoted(&accuracy_report(&sorter, &sort_test, sorting).unwrap());
-    let split = digit_attention(&sorter, &sort_test).unwrap();
-    let uniform = uniform_target_share(&sort_test, sorter.config().k).unwrap();
-    b.quoted(&digit_attention_report(&[
-        (
-            "reverse",
-            &digit_attention(&net, &test).unwrap(),
-            uniform_target_share(&test, net.config().k).unwrap(),
-        ),
-        ("sort", &split, uniform),
-    ]));
-    let on_target: Vec<f64> = split.iter().flatten().map(|a| a.on_target).collect();
-    let lo = on_target.iter().cloned().fold(1.0, f64::min);
-    let hi = on_target.iter().cloned().fold(0.0, f64::max);
-    b.rounded("0.29", lo).rounded("0.36", hi);
-    assert!((2.0..2.2).contains(&(lo / uniform)) && (2.5..2.6).contains(&(hi / uniform)));
-    let mirror = mirror_attention(&net, &test).unwrap();
-    b.quoted(&mirror_report(&mirror));
-    // "96 to 97%" and "14%".
-    let (low, high) = (
-        mirror[0][0].min(mirror[0][1]),
-        mirror[0][0].max(mirror[0][1]),
-    );
-    b.rounded("96", 100.0 * low).rounded("97%", 100.0 * high);
-    for &w in &mirror[1] {
-        b.rounded("14%", 100.0 * w);
+fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
+    let norms = gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017).unwrap();
+    b.exact("200", 200.0);
+    let (first, last) = (&norms[0], &norms[norms.len() - 1]);
+    b.rounded("5.1", first.unscaled.0)
+        .rounded("1.0", last.unscaled.0)
+        .rounded("9.8", first.unscaled.1)
+        .rounded("67", last.unscaled.1);
+    for r in &norms {
+        b.value("4.8", r.scaled.0, 0.15)
+            .value("4.8", r.scaled.1, 0.15);
     }
-}
-
-fn training_log_and_figure_10_1(b: &mut Bindings) {
-    let log: Vec<(usize, f64, Option<f64>)> = data("ch11-training.csv")
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let c: Vec<&str> = l.split(',').collect();
-            (
-                c[0].parse().unwrap(),
-                c[1].parse().unwrap(),
-                c[2].parse().ok(),
-            )
-        })
-        .collect();
-    assert_eq!(log.len(), 600);
-    let mut block = String::from("step    loss  held-out exact (200)\n");
-    for s in [1, 20, 30, 40, 50, 100, 200, 600] {
-        let acc = log[s - 1].2.map_or("–".to_string(), |a| format!("{a:.3}"));
-        block += &format!("{s:>4}  {:.4}  {acc:>20}\n", log[s - 1].1);
+    let falls = norms.windows(2).all(|w| w[1].unscaled.0 < w[0].unscaled.0);
+    let rises = norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1);
+    let level = norms
+        .iter()
+        .all(|r| (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15);
+    b.claim("shrinks as $d_k$ grows", falls)
+        .claim("so $dQ$ grows instead", rises)
+        .claim("both norms stay near 4.8", level)
+        .claim(
+            "unscaled it falls from 5.1 to 1.0; scaled it stays near 4.8",
+            falls && level,
+        )
+        .claim(
+            "unscaled it rises from 9.8 to 67; scaled it stays near 4.8",
+            rises && level,
+        )
+        .claim("explodes as $d_k$ grows", falls && rises);
+    b.quoted(&gradient_norm_table(&norms));
+    // "both norms stay near 4.8 for every d_k" (within 0.15), and the
+    // unscaled ones fall (dS) and rise (dQ) monotonically.
+    for r in &norms {
+        assert!(
+            (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15,
+            "{r:?}"
+        );
     }
-    block += &format!(
-        "uniform guess over 11 tokens: loss ln 11 = {:.4}",
-        11f64.ln()
-    );
-    b.quoted(&block);
-    // Figure 11.1: accuracy 0 through step 25, 0.085 at 30, 1 from 40 on.
-    let acc = |s: usize| log[s - 1].2.unwrap();
-    assert!([5, 10, 15, 20, 25].iter().all(|&s| acc(s) == 0.0));
-    assert_eq!(acc(30), 0.085);
-    assert!(log[39..].iter().filter_map(|r| r.2).all(|a| a == 1.0));
-    // Figure 11.1: starts above ln 11 (2.40), 2.13 at step 20, below ln 10.
-    assert!(log[0].1 > 11f64.ln() && log[19].1 < 10f64.ln());
-    b.claim(
-        "falls to 2.1 by step 20",
-        log[19].1 < log[0].1 && log[49].1 < log[19].1 && log[599].1 < log[49].1,
-    );
-    b.rounded("2.40", 11f64.ln())
-        .rounded("2.13", log[19].1)
-        .rounded("2.30", 10f64.ln())
-        .rounded("3.0", log[0].1)
-        .rounded("2.1", log[19].1)
-        .value("0.05", log[49].1, 0.01)
-        .rounded("0.0002", log[599].1)
-        .exact("600", log.len() as f64)
-        .exact("100%", 100.0 * acc(40))
-        .exact("25", 25.0)
-        .exact("40", 40.0);
-    // The weights file is "about 0.3 MB".
-    let size = data("ch11-weights.txt").len() as f64 / 1e6;
-    b.value("0.3", size, 0.05);
-    // The training log, as `cargo xtask train` wrote it.
-    let train_log = data("ch11-train-log.txt");
-    assert!(train_log.starts_with("# measured "), "the log is dated");
-    b.quoted(train_log.trim_end());
+    assert!(norms
+        .windows(2)
+        .all(|w| w[1].unscaled.0 < w[0].unscaled.0 && w[1].unscaled.1 > w[0].unscaled.1));
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -177,43 +132,7 @@ fn training_log_and_figure_10_1(b: &mut Bindings) {
 #[test]
 fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
-    the_saved_model_reverses_the_held_out_set(&mut b);
-    training_log_and_figure_10_1(&mut b);
-    bind_prose(&mut b);
+    gradient_check_tables(&mut b);
+    gradient_norm_table_and_figure_9_1(&mut b);
     b.assert_all_bound();
-}
-
-/// Numbers of the prose, captions, alt text and quiz, each with its check.
-fn bind_prose(b: &mut Bindings) {
-    let c = BOOK_MODEL;
-    // The task's illustration: 8 digits reversed.
-    let digits = [3, 1, 4, 1, 5, 9, 2, 6];
-    let reversed: Vec<usize> = digits.iter().rev().cloned().collect();
-    b.quoted(&format!(
-        "{} |  →  {}",
-        show_tokens(&digits),
-        show_tokens(&reversed)
-    ));
-    // The permutation matrix over the one-hot prompt: 10k × 10k.
-    b.exact("80", (10 * c.k) as f64)
-        .exact("8", c.k as f64)
-        .exact("7", (c.k - 1) as f64);
-    // "output 3 comes from input 4": output j reads input k − 1 − j.
-    b.exact("4", (c.k - 1 - 3) as f64);
-    // The model's sizes.
-    b.exact("10", (VOCAB - 1) as f64)
-        .exact("32", c.d_model as f64)
-        .exact("128", c.d_ff as f64)
-        .exact("16", c.context() as f64)
-        .exact("15", (c.context() - 1) as f64)
-        .exact("17", (c.context() + 1) as f64);
-    // Adam's settings and the schedule.
-    let net = TinyTransformer::new(c, 0).unwrap();
-    let adam = Adam::new(&net, BOOK_TRAINING.lr).unwrap();
-    b.exact("0.98", adam.betas().1)
-        .exact("1e-9", adam.eps())
-        .exact("3e-3", BOOK_TRAINING.lr)
-        .exact("30", BOOK_TRAINING.warmup as f64);
-    // The CI test's bar (a_short_training_run_learns_to_reverse).
-    b.value("95%", 100.0 * CI_BAR, 1e-9);
 }

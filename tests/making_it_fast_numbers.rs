@@ -21,8 +21,8 @@ fn read(name: &str, method: &str, value: &str) -> Vec<Measurement> {
 }
 
 fn numpy_block_and_its_claims(b: &mut Bindings) {
-    let t = read("ch07-timings.csv", "function", "mean_ns");
-    let numpy_csv = data_file("ch07-numpy.csv").unwrap();
+    let t = read("ch08-timings.csv", "function", "mean_ns");
+    let numpy_csv = data_file("ch08-numpy.csv").unwrap();
     let numpy = read_measurements(&numpy_csv, "version", "seconds").unwrap();
     let lengths = [1024, 2048, 4096];
     b.quoted(&format!(
@@ -54,7 +54,7 @@ fn numpy_block_and_its_claims(b: &mut Bindings) {
 }
 
 fn the_three_changes(b: &mut Bindings) {
-    let t = read("ch07-timings.csv", "function", "mean_ns");
+    let t = read("ch08-timings.csv", "function", "mean_ns");
     // An n×n copy at 4096 is 64 MiB.
     b.exact("64", ((4 * 4096 * 4096) >> 20) as f64)
         .exact("4096", 4096);
@@ -72,7 +72,7 @@ fn the_three_changes(b: &mut Bindings) {
 }
 
 fn multihead_line(b: &mut Bindings) {
-    let t = read("ch07-timings.csv", "function", "mean_ns");
+    let t = read("ch08-timings.csv", "function", "mean_ns");
     let (layer, product) = (
         millis(&t, "multihead", 512).unwrap(),
         millis(&t, "matmul_512", 512).unwrap(),
@@ -93,10 +93,10 @@ fn multihead_line(b: &mut Bindings) {
 }
 
 fn blas_table_and_its_claims(b: &mut Bindings) {
-    let plain = read("ch07-timings.csv", "function", "mean_ns");
-    let blas_csv = data_file("ch07-timings-blas.csv").unwrap();
+    let plain = read("ch08-timings.csv", "function", "mean_ns");
+    let blas_csv = data_file("ch08-timings-blas.csv").unwrap();
     let blas = read_measurements(&blas_csv, "function", "mean_ns").unwrap();
-    let numpy = read("ch07-numpy.csv", "version", "seconds");
+    let numpy = read("ch08-numpy.csv", "version", "seconds");
     let gflops =
         |rows: &[Measurement], f: &str, flops: f64| flops / (millis(rows, f, 512).unwrap() * 1e6);
     let layer = multihead_flops(512, 512, 512, 8).unwrap() as f64;

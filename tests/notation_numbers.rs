@@ -11,7 +11,7 @@ fn every_number_is_bound() {
     // ω_i = 10000^(−2i/d_model): the base of the crate's frequencies.
     let omega = attn::position::frequencies(20);
     b.rounded("10000", omega[1].powf(-10.0));
-    // d_ff = 4 d_model in the paper's base model (chapter 9's configuration).
+    // d_ff = 4 d_model in the paper's base model (chapter 10's configuration).
     let c = attn::block::CHAPTER_CONFIG;
     b.exact("4", (c.d_ff / c.d_model) as f64);
     b.assert_all_bound();

@@ -10,7 +10,7 @@ use attn::attention::batched_attention;
 use attn::block::{
     Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm, Transformer,
 };
-use attn::exercises::ch08::chunked_softmax;
+use attn::exercises::ch09::chunked_softmax;
 use attn::masking::{
     biased_attention, decode_with_cache, masked_attention, padded_batch_attention, KvCache, Padding,
 };

@@ -31,7 +31,7 @@ fn chapters() -> Vec<(String, String)> {
 #[test]
 fn every_chapter_has_a_quiz_with_an_answer_per_question() {
     let chapters = chapters();
-    assert_eq!(chapters.len(), 11);
+    assert_eq!(chapters.len(), 12);
     for (name, text) in chapters {
         let quiz = text
             .split("## Quiz")
@@ -54,18 +54,18 @@ fn every_chapter_has_a_quiz_with_an_answer_per_question() {
 
 #[test]
 fn numeric_answers() {
-    // Chapter 2: the standard deviation of q·k at d_k = 256 is 16.
+    // Chapter 3: the standard deviation of q·k at d_k = 256 is 16.
     assert_eq!(256f64.sqrt(), 16.0);
-    // Chapter 4: d_k = 512 / 8 = 64, and h does not change the FLOPs.
+    // Chapter 5: d_k = 512 / 8 = 64, and h does not change the FLOPs.
     let layer = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
     assert_eq!(layer.d_k(), 64);
     assert_eq!(
         multihead_flops(100, 100, 512, 1),
         multihead_flops(100, 100, 512, 8)
     );
-    // Chapter 5: the causal mask for n = 4 keeps 10 entries.
+    // Chapter 6: the causal mask for n = 4 keeps 10 entries.
     assert_eq!(causal_mask(4, 4).iter().filter(|&&k| k).count(), 10);
-    // Chapter 6: position 0 is [0, 1, 0, 1, …]; ALiBi's slopes for 8 heads.
+    // Chapter 7: position 0 is [0, 1, 0, 1, …]; ALiBi's slopes for 8 heads.
     let pe = sinusoidal(1, 8).unwrap();
     assert_eq!(
         pe.row(0).to_vec(),
@@ -73,10 +73,10 @@ fn numeric_answers() {
     );
     let slopes = alibi_slopes(8).unwrap();
     assert_eq!((slopes[0], slopes[7]), (0.5, 1.0 / 256.0));
-    // Chapter 7: equal FLOPs at n = 1024 for d_model = 512.
+    // Chapter 8: equal FLOPs at n = 1024 for d_model = 512.
     assert_eq!(crossover_length(512), 1024.0);
     assert_eq!(projection_flops(1024, 512), attention_flops(1024, 512));
-    // Chapter 7: with d_ff = 4d, a block's crossover is at 3072.
+    // Chapter 8: with d_ff = 4d, a block's crossover is at 3072.
     assert_eq!(block_crossover_length(512, 2048), 3072.0);
     assert_eq!(
         projection_flops(3072, 512) + feed_forward_flops(3072, 512, 2048),

@@ -3,7 +3,7 @@
     python3 -m venv /tmp/npenv && /tmp/npenv/bin/pip install numpy
     MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-        /tmp/npenv/bin/python tools/numpy_attention.py > book/data/ch07-numpy.csv
+        /tmp/npenv/bin/python tools/numpy_attention.py > book/data/ch08-numpy.csv
 
 The malloc variables are the ones `cargo xtask measure` sets for the crate's
 benchmarks, so that neither side pays page faults for fresh n×n buffers.

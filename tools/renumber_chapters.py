@@ -2,11 +2,11 @@
 
     python3 tools/renumber_chapters.py 8:9 9:10 10:11
 
-moves every file named after a chapter (`book/ch08-*.md`, `book/figures/ch08-*`,
-`book/data/ch08-*`, `examples/ch08_*`, `tests/ch08_*`, `src/exercises/ch08.rs`,
+moves every file named after a chapter (`book/ch09-*.md`, `book/figures/ch09-*`,
+`book/data/ch09-*`, `examples/ch09_*`, `tests/ch09_*`, `src/exercises/ch09.rs`,
 ...) with `git mv`, and rewrites every reference in the tracked text files:
-"chapter 8", "chapters 8 and 9", "Figure 8.2", "Figures 8.1 and 9.1",
-`ch08`, `Ch08`, `figure_8_2`. The mapping is applied in one pass, so 8:9 and
+"chapter 9", "chapters 9 and 10", "Figure 9.2", "Figures 9.1 and 10.1",
+`ch09`, `Ch09`, `figure_9_2`. The mapping is applied in one pass, so 8:9 and
 9:10 together do not collide. Review `git diff` afterwards: a chapter whose
 content moved to another chapter needs its references edited by hand first.
 """

@@ -1,5 +1,5 @@
 //! Line-chart series from the measurements of `book/data/`, shared by the
-//! examples of chapters 7 and 8.
+//! examples of chapters 8 and 9.
 
 use attn::experiments::measurements::{lookup, Measurement};
 use plotters::style::RGBColor;

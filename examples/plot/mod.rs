@@ -16,7 +16,7 @@ mod outline;
 /// The font family name the figures use; registered from embedded bytes.
 const FAMILY: &str = "sans-serif";
 
-/// Where figure `name` (e.g. `"ch01-weights.svg"`) lives in the book.
+/// Where figure `name` (e.g. `"ch02-weights.svg"`) lives in the book.
 pub fn figure_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("book")
@@ -302,7 +302,8 @@ fn draw_chart(
     let x_fmt = |v: &f64| match (c.log2_x, whole(*v)) {
         (true, true) => format!("{}", 2f64.powi(v.round() as i32)),
         (true, false) => String::new(),
-        (false, _) => format!("{v:.0}"),
+        (false, true) => format!("{v:.0}"),
+        (false, false) => format!("{v:.1}"),
     };
     let y_fmt = |v: &f64| match (c.log10_y, whole(*v)) {
         (true, true) if (-3..=4).contains(&(v.round() as i32)) => {

@@ -1,5 +1,5 @@
 //! Encoder and decoder layers built from the block's pieces, and the
-//! encoder-decoder stack of the original Transformer (chapter 9).
+//! encoder-decoder stack of the original Transformer (chapter 10).
 
 use ndarray::{Array2, ArrayRef2};
 use ndarray_rand::rand::rngs::StdRng;
@@ -24,7 +24,7 @@ pub struct Config {
     pub norm: Norm,
 }
 
-/// The configuration chapter 9's example follows: small enough to print,
+/// The configuration chapter 10's example follows: small enough to print,
 /// shaped like the paper's base model (`d_ff = 4·d_model`, ReLU, post-norm).
 pub const CHAPTER_CONFIG: Config = Config {
     d_model: 64,

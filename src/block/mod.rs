@@ -11,7 +11,7 @@
 //! | residual, LayerNorm | `n×d_model` |
 //!
 //! Everything here is deterministic: dropout, which training adds after each
-//! sub-layer, is not part of the forward pass the book uses (chapter 9).
+//! sub-layer, is not part of the forward pass the book uses (chapter 10).
 
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
@@ -143,7 +143,7 @@ pub struct FeedForward {
 
 impl FeedForward {
     /// A network `d_model → d_ff → d_model` with weights drawn as in
-    /// chapter 3 (`N(0, 1/fan-in)`) and zero biases.
+    /// chapter 4 (`N(0, 1/fan-in)`) and zero biases.
     pub fn new(
         d_model: usize,
         d_ff: usize,

@@ -1,68 +1,63 @@
-//! Chapter 1 exercises: softmax temperature. (The solution to exercise 2,
-//! batched attention, is [`crate::attention::batched_attention`]: multi-head
-//! attention uses it.)
+//! Chapter 1 exercises: Luong's general multiplicative score.
 
-use ndarray::{Array1, ArrayRef1};
+use ndarray::{Array2, ArrayRef2};
 
-use crate::error::AttnError;
-use crate::softmax::softmax;
+use crate::error::{check_finite, check_not_empty, check_overflow, AttnError};
 
-// ANCHOR: temperature
-/// Exercise 1: softmax at temperature `τ`, `softmax(x / τ)`.
-///
-/// `τ → 0` approaches a hard lookup (all weight on the largest score);
-/// `τ → ∞` approaches the uniform distribution. `τ` must be finite and `> 0`,
-/// and large enough that `x / τ` stays finite.
-pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f32>, AttnError> {
-    if !(tau.is_finite() && tau > 0.0) {
-        return Err(AttnError::InvalidArgument {
-            name: "temperature",
-            value: f64::from(tau),
-            requirement: "must be finite and > 0",
+// ANCHOR: multiplicative
+/// Exercise 1: Luong's "general" score `s_ij = q_iᵀ W k_j` for queries `Q`
+/// (`n×d_q`), keys `K` (`m×d_k`) and `W` (`d_q×d_k`), all at once:
+/// `S = Q W Kᵀ`, the dot product of the projected queries `QW` with the keys.
+pub fn multiplicative_scores(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    w: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, AttnError> {
+    for (name, x) in [("queries", q), ("keys", k), ("W", w)] {
+        check_not_empty(name, x.dim())?;
+        check_finite(name, x)?;
+    }
+    if w.dim() != (q.ncols(), k.ncols()) {
+        return Err(AttnError::ShapesDiffer {
+            what: "W and d_q×d_k (the widths of the queries and the keys)",
+            left: w.dim(),
+            right: (q.ncols(), k.ncols()),
         });
     }
-    let scaled = x.mapv(|x_j| x_j / tau);
-    if x.iter()
-        .zip(&scaled)
-        .any(|(a, b)| a.is_finite() && !b.is_finite())
-    {
-        return Err(AttnError::InvalidArgument {
-            name: "temperature",
-            value: f64::from(tau),
-            requirement: "is so small that x / τ overflows f32",
-        });
-    }
-    softmax(&scaled)
+    let scores = q.dot(w).dot(&k.t()); // (n×d_q)(d_q×d_k)(d_k×m) = n×m
+    check_overflow("the scores Q W Kᵀ", &scores)?;
+    Ok(scores)
 }
-// ANCHOR_END: temperature
+// ANCHOR_END: multiplicative
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::array;
+    use crate::scaling::standard_normal;
+    use approx::assert_abs_diff_eq;
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
     #[test]
-    fn temperature_one_is_plain_softmax_and_limits_behave() {
-        let x = array![2.0_f32, 0.0, 1.0, -1.0];
-        assert_eq!(
-            softmax_with_temperature(&x, 1.0).unwrap(),
-            softmax(&x).unwrap()
+    fn the_general_score_is_a_dot_product_of_projected_queries() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let (q, k) = (
+            standard_normal(3, 4, &mut rng),
+            standard_normal(5, 2, &mut rng),
         );
-
-        let cold = softmax_with_temperature(&x, 0.01).unwrap();
-        assert!(cold[0] > 0.999_999, "τ → 0 puts all weight on the max");
-        let hot = softmax_with_temperature(&x, 1.0e4).unwrap();
+        let w = standard_normal(4, 2, &mut rng);
+        let s = multiplicative_scores(&q, &k, &w).unwrap();
+        assert_eq!(s.dim(), (3, 5));
+        assert_abs_diff_eq!(s, q.dot(&w).dot(&k.t()), epsilon = 1e-5);
+        let identity = Array2::eye(4);
+        let square_k = standard_normal(5, 4, &mut rng);
+        assert_abs_diff_eq!(
+            multiplicative_scores(&q, &square_k, &identity).unwrap(),
+            q.dot(&square_k.t()),
+            epsilon = 1e-5
+        );
         assert!(
-            hot.iter().all(|p| (p - 0.25).abs() < 1e-3),
-            "τ → ∞ is uniform"
-        );
-
-        for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
-            assert!(softmax_with_temperature(&x, bad).is_err());
-        }
-        assert_eq!(
-            softmax_with_temperature(&x, -1.0).unwrap_err().to_string(),
-            "temperature must be finite and > 0, got -1"
+            multiplicative_scores(&q, &k, &identity).is_err(),
+            "W must be 4×2"
         );
     }
 }

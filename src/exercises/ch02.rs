@@ -1,61 +1,68 @@
-//! Chapter 2, exercise 1: scores of variance 1 whatever the entries' scale.
+//! Chapter 2 exercises: softmax temperature. (The solution to exercise 2,
+//! batched attention, is [`crate::attention::batched_attention`]: multi-head
+//! attention uses it.)
+
+use ndarray::{Array1, ArrayRef1};
 
 use crate::error::AttnError;
+use crate::softmax::softmax;
 
-// ANCHOR: score_scale
-/// What to divide `q · k` by so that it has variance 1, when the entries of
-/// `q` and `k` are independent with mean 0 and standard deviations
-/// `sigma_q` and `sigma_k`: `Var(q · k) = d_k σ_q² σ_k²`, so the factor is
-/// `σ_q σ_k √d_k` (which is `√d_k` for unit entries).
-pub fn score_scale(sigma_q: f64, sigma_k: f64, d_k: usize) -> Result<f64, AttnError> {
-    for (name, sigma) in [("sigma_q", sigma_q), ("sigma_k", sigma_k)] {
-        if !(sigma.is_finite() && sigma > 0.0) {
-            return Err(AttnError::InvalidArgument {
-                name,
-                value: sigma,
-                requirement: "must be finite and > 0",
-            });
-        }
-    }
-    if d_k == 0 {
+// ANCHOR: temperature
+/// Exercise 1: softmax at temperature `τ`, `softmax(x / τ)`.
+///
+/// `τ → 0` approaches a hard lookup (all weight on the largest score);
+/// `τ → ∞` approaches the uniform distribution. `τ` must be finite and `> 0`,
+/// and large enough that `x / τ` stays finite.
+pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f32>, AttnError> {
+    if !(tau.is_finite() && tau > 0.0) {
         return Err(AttnError::InvalidArgument {
-            name: "d_k",
-            value: 0.0,
-            requirement: "must be at least 1",
+            name: "temperature",
+            value: f64::from(tau),
+            requirement: "must be finite and > 0",
         });
     }
-    Ok(sigma_q * sigma_k * (d_k as f64).sqrt())
+    let scaled = x.mapv(|x_j| x_j / tau);
+    if x.iter()
+        .zip(&scaled)
+        .any(|(a, b)| a.is_finite() && !b.is_finite())
+    {
+        return Err(AttnError::InvalidArgument {
+            name: "temperature",
+            value: f64::from(tau),
+            requirement: "is so small that x / τ overflows f32",
+        });
+    }
+    softmax(&scaled)
 }
-// ANCHOR_END: score_scale
+// ANCHOR_END: temperature
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scaling::{sample_variance, standard_normal};
-    use ndarray::Axis;
-    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
-
-    // ANCHOR: score_scale_test
-    #[test]
-    fn dividing_by_the_scale_gives_unit_variance() {
-        let (sigma_q, sigma_k, d_k) = (3.0, 0.5, 64);
-        let mut rng = StdRng::seed_from_u64(2);
-        let q = standard_normal(10_000, d_k, &mut rng) * sigma_q as f32;
-        let k = standard_normal(10_000, d_k, &mut rng) * sigma_k as f32;
-        let scale = score_scale(sigma_q, sigma_k, d_k).unwrap() as f32;
-        let scores = (&q * &k).sum_axis(Axis(1)) / scale;
-        let variance = sample_variance(&scores);
-        assert!((variance - 1.0).abs() < 0.05, "variance {variance}");
-        // Dividing by √d_k alone leaves (σ_q σ_k)² = 2.25.
-        let plain = (&q * &k).sum_axis(Axis(1)) / (d_k as f32).sqrt();
-        assert!((sample_variance(&plain) - 2.25).abs() < 0.1);
-    }
-    // ANCHOR_END: score_scale_test
+    use ndarray::array;
 
     #[test]
-    fn bad_arguments_are_errors() {
-        assert!(score_scale(0.0, 1.0, 4).is_err());
-        assert!(score_scale(1.0, f64::NAN, 4).is_err());
-        assert!(score_scale(1.0, 1.0, 0).is_err());
+    fn temperature_one_is_plain_softmax_and_limits_behave() {
+        let x = array![2.0_f32, 0.0, 1.0, -1.0];
+        assert_eq!(
+            softmax_with_temperature(&x, 1.0).unwrap(),
+            softmax(&x).unwrap()
+        );
+
+        let cold = softmax_with_temperature(&x, 0.01).unwrap();
+        assert!(cold[0] > 0.999_999, "τ → 0 puts all weight on the max");
+        let hot = softmax_with_temperature(&x, 1.0e4).unwrap();
+        assert!(
+            hot.iter().all(|p| (p - 0.25).abs() < 1e-3),
+            "τ → ∞ is uniform"
+        );
+
+        for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+            assert!(softmax_with_temperature(&x, bad).is_err());
+        }
+        assert_eq!(
+            softmax_with_temperature(&x, -1.0).unwrap_err().to_string(),
+            "temperature must be finite and > 0, got -1"
+        );
     }
 }

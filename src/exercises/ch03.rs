@@ -1,74 +1,61 @@
-//! Chapter 3, exercise 1: what too large an initialisation does to the
-//! scores, measured.
-
-use ndarray::Array2;
-use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+//! Chapter 3, exercise 1: scores of variance 1 whatever the entries' scale.
 
 use crate::error::AttnError;
-use crate::scaling::{sample_variance, standard_normal};
 
-// ANCHOR: score_variance
-/// The variance of the scaled scores `QKᵀ/√d_k` when `tokens` random tokens
-/// (`N(0, 1)` entries, width `d_model`) are projected to width `d_k` by
-/// weights drawn from `N(0, weight_std²)`. With `weight_std = 1/√d_model`
-/// (chapter 3's initialisation) it is about 1; with `weight_std = 1`, about
-/// `d_model²`.
-pub fn scaled_score_variance(
-    d_model: usize,
-    d_k: usize,
-    weight_std: f32,
-    tokens: usize,
-    seed: u64,
-) -> Result<f64, AttnError> {
-    for (name, size) in [("d_model", d_model), ("d_k", d_k), ("tokens", tokens)] {
-        if size < 2 {
+// ANCHOR: score_scale
+/// What to divide `q · k` by so that it has variance 1, when the entries of
+/// `q` and `k` are independent with mean 0 and standard deviations
+/// `sigma_q` and `sigma_k`: `Var(q · k) = d_k σ_q² σ_k²`, so the factor is
+/// `σ_q σ_k √d_k` (which is `√d_k` for unit entries).
+pub fn score_scale(sigma_q: f64, sigma_k: f64, d_k: usize) -> Result<f64, AttnError> {
+    for (name, sigma) in [("sigma_q", sigma_q), ("sigma_k", sigma_k)] {
+        if !(sigma.is_finite() && sigma > 0.0) {
             return Err(AttnError::InvalidArgument {
                 name,
-                value: size as f64,
-                requirement: "must be at least 2",
+                value: sigma,
+                requirement: "must be finite and > 0",
             });
         }
     }
-    if !(weight_std.is_finite() && weight_std > 0.0) {
+    if d_k == 0 {
         return Err(AttnError::InvalidArgument {
-            name: "weight_std",
-            value: f64::from(weight_std),
-            requirement: "must be finite and > 0",
+            name: "d_k",
+            value: 0.0,
+            requirement: "must be at least 1",
         });
     }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let w_q: Array2<f32> = standard_normal(d_model, d_k, &mut rng) * weight_std;
-    let w_k: Array2<f32> = standard_normal(d_model, d_k, &mut rng) * weight_std;
-    let x_q = standard_normal(tokens, d_model, &mut rng);
-    let x_kv = standard_normal(tokens, d_model, &mut rng);
-    let scores = x_q.dot(&w_q).dot(&x_kv.dot(&w_k).t()) / (d_k as f32).sqrt();
-    Ok(sample_variance(&scores.flatten()))
+    Ok(sigma_q * sigma_k * (d_k as f64).sqrt())
 }
-// ANCHOR_END: score_variance
+// ANCHOR_END: score_scale
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scaling::{sample_variance, standard_normal};
+    use ndarray::Axis;
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-    // ANCHOR: score_variance_test
+    // ANCHOR: score_scale_test
     #[test]
-    fn unit_weights_give_scores_of_variance_d_model_squared() {
-        let d_model = 64;
-        let right = scaled_score_variance(d_model, 16, 1.0 / (d_model as f32).sqrt(), 500, 3);
-        assert!((right.unwrap() - 1.0).abs() < 0.1);
-        let too_large = scaled_score_variance(d_model, 16, 1.0, 500, 3).unwrap();
-        let expected = (d_model * d_model) as f64;
-        assert!(
-            (too_large / expected - 1.0).abs() < 0.1,
-            "{too_large} vs {expected}"
-        );
+    fn dividing_by_the_scale_gives_unit_variance() {
+        let (sigma_q, sigma_k, d_k) = (3.0, 0.5, 64);
+        let mut rng = StdRng::seed_from_u64(2);
+        let q = standard_normal(10_000, d_k, &mut rng) * sigma_q as f32;
+        let k = standard_normal(10_000, d_k, &mut rng) * sigma_k as f32;
+        let scale = score_scale(sigma_q, sigma_k, d_k).unwrap() as f32;
+        let scores = (&q * &k).sum_axis(Axis(1)) / scale;
+        let variance = sample_variance(&scores);
+        assert!((variance - 1.0).abs() < 0.05, "variance {variance}");
+        // Dividing by √d_k alone leaves (σ_q σ_k)² = 2.25.
+        let plain = (&q * &k).sum_axis(Axis(1)) / (d_k as f32).sqrt();
+        assert!((sample_variance(&plain) - 2.25).abs() < 0.1);
     }
-    // ANCHOR_END: score_variance_test
+    // ANCHOR_END: score_scale_test
 
     #[test]
     fn bad_arguments_are_errors() {
-        assert!(scaled_score_variance(0, 16, 1.0, 500, 3).is_err());
-        assert!(scaled_score_variance(64, 16, f32::INFINITY, 500, 3).is_err());
-        assert!(scaled_score_variance(64, 16, 1.0, 1, 3).is_err());
+        assert!(score_scale(0.0, 1.0, 4).is_err());
+        assert!(score_scale(1.0, f64::NAN, 4).is_err());
+        assert!(score_scale(1.0, 1.0, 0).is_err());
     }
 }

@@ -1,64 +1,74 @@
-//! Chapter 4, exercise 2: one head's weights, the slow way.
+//! Chapter 4, exercise 1: what too large an initialisation does to the
+//! scores, measured.
 
-use ndarray::{s, Array2, ArrayRef2};
+use ndarray::Array2;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use crate::attention::check_qkv;
-use crate::error::{check_model_width, AttnError};
-use crate::multihead::MultiHeadAttention;
-use crate::softmax::softmax_rows;
+use crate::error::AttnError;
+use crate::scaling::{sample_variance, standard_normal};
 
-// ANCHOR: head_weights
-/// The `n×m` weights of head `head` of `layer`, computed on their own: take
-/// the head's `d_k` columns of `W_Q` and `W_K`, project, and softmax the
-/// scores divided by `√d_k`, the head's width (not `√d_model`).
-pub fn head_weights(
-    layer: &MultiHeadAttention,
-    x_q: &ArrayRef2<f32>,
-    x_kv: &ArrayRef2<f32>,
-    head: usize,
-) -> Result<Array2<f32>, AttnError> {
-    if head >= layer.h() {
+// ANCHOR: score_variance
+/// The variance of the scaled scores `QKᵀ/√d_k` when `tokens` random tokens
+/// (`N(0, 1)` entries, width `d_model`) are projected to width `d_k` by
+/// weights drawn from `N(0, weight_std²)`. With `weight_std = 1/√d_model`
+/// (chapter 4's initialisation) it is about 1; with `weight_std = 1`, about
+/// `d_model²`.
+pub fn scaled_score_variance(
+    d_model: usize,
+    d_k: usize,
+    weight_std: f32,
+    tokens: usize,
+    seed: u64,
+) -> Result<f64, AttnError> {
+    for (name, size) in [("d_model", d_model), ("d_k", d_k), ("tokens", tokens)] {
+        if size < 2 {
+            return Err(AttnError::InvalidArgument {
+                name,
+                value: size as f64,
+                requirement: "must be at least 2",
+            });
+        }
+    }
+    if !(weight_std.is_finite() && weight_std > 0.0) {
         return Err(AttnError::InvalidArgument {
-            name: "head",
-            value: head as f64,
-            requirement: "must be less than the layer's number of heads",
+            name: "weight_std",
+            value: f64::from(weight_std),
+            requirement: "must be finite and > 0",
         });
     }
-    check_model_width("query input", x_q, layer.d_model())?;
-    check_model_width("key/value input", x_kv, layer.d_model())?;
-    let d_k = layer.d_k();
-    let columns = s![.., head * d_k..(head + 1) * d_k];
-    let [w_q, w_k, _, _] = layer.weights();
-    let q = x_q.dot(&w_q.slice(columns));
-    let k = x_kv.dot(&w_k.slice(columns));
-    check_qkv(&q, &k, &k)?; // empty or non-finite inputs, as the layer rejects them
-    softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt()))
+    let mut rng = StdRng::seed_from_u64(seed);
+    let w_q: Array2<f32> = standard_normal(d_model, d_k, &mut rng) * weight_std;
+    let w_k: Array2<f32> = standard_normal(d_model, d_k, &mut rng) * weight_std;
+    let x_q = standard_normal(tokens, d_model, &mut rng);
+    let x_kv = standard_normal(tokens, d_model, &mut rng);
+    let scores = x_q.dot(&w_q).dot(&x_kv.dot(&w_k).t()) / (d_k as f32).sqrt();
+    Ok(sample_variance(&scores.flatten()))
 }
-// ANCHOR_END: head_weights
+// ANCHOR_END: score_variance
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scaling::standard_normal;
-    use approx::assert_abs_diff_eq;
-    use ndarray::Axis;
-    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-    // ANCHOR: head_weights_test
+    // ANCHOR: score_variance_test
     #[test]
-    fn each_head_matches_the_layer() {
-        let mut rng = StdRng::seed_from_u64(4);
-        let layer = MultiHeadAttention::new(32, 4, &mut rng).unwrap();
-        let (x_q, x_kv) = (
-            standard_normal(5, 32, &mut rng),
-            standard_normal(7, 32, &mut rng),
+    fn unit_weights_give_scores_of_variance_d_model_squared() {
+        let d_model = 64;
+        let right = scaled_score_variance(d_model, 16, 1.0 / (d_model as f32).sqrt(), 500, 3);
+        assert!((right.unwrap() - 1.0).abs() < 0.1);
+        let too_large = scaled_score_variance(d_model, 16, 1.0, 500, 3).unwrap();
+        let expected = (d_model * d_model) as f64;
+        assert!(
+            (too_large / expected - 1.0).abs() < 0.1,
+            "{too_large} vs {expected}"
         );
-        let all = layer.forward(&x_q, &x_kv).unwrap().weights;
-        for head in 0..4 {
-            let one = head_weights(&layer, &x_q, &x_kv, head).unwrap();
-            assert_abs_diff_eq!(one, all.index_axis(Axis(0), head), epsilon = 1e-6);
-        }
-        assert!(head_weights(&layer, &x_q, &x_kv, 4).is_err());
     }
-    // ANCHOR_END: head_weights_test
+    // ANCHOR_END: score_variance_test
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        assert!(scaled_score_variance(0, 16, 1.0, 500, 3).is_err());
+        assert!(scaled_score_variance(64, 16, f32::INFINITY, 500, 3).is_err());
+        assert!(scaled_score_variance(64, 16, 1.0, 1, 3).is_err());
+    }
 }

@@ -1,49 +1,64 @@
-//! Chapter 5 exercises: a sliding-window (local) causal mask.
+//! Chapter 5, exercise 2: one head's weights, the slow way.
 
-use ndarray::Array2;
+use ndarray::{s, Array2, ArrayRef2};
 
-use crate::error::AttnError;
+use crate::attention::check_qkv;
+use crate::error::{check_model_width, AttnError};
+use crate::multihead::MultiHeadAttention;
+use crate::softmax::softmax_rows;
 
-// ANCHOR: sliding_window
-/// Exercise 1: query `i` may attend to keys `i − w + 1, …, i`, the last `w`
-/// positions including itself. `w` must be at least 1.
-pub fn sliding_window_mask(n: usize, w: usize) -> Result<Array2<bool>, AttnError> {
-    if w == 0 {
+// ANCHOR: head_weights
+/// The `n×m` weights of head `head` of `layer`, computed on their own: take
+/// the head's `d_k` columns of `W_Q` and `W_K`, project, and softmax the
+/// scores divided by `√d_k`, the head's width (not `√d_model`).
+pub fn head_weights(
+    layer: &MultiHeadAttention,
+    x_q: &ArrayRef2<f32>,
+    x_kv: &ArrayRef2<f32>,
+    head: usize,
+) -> Result<Array2<f32>, AttnError> {
+    if head >= layer.h() {
         return Err(AttnError::InvalidArgument {
-            name: "window",
-            value: 0.0,
-            requirement: "must be at least 1 (a token always sees itself)",
+            name: "head",
+            value: head as f64,
+            requirement: "must be less than the layer's number of heads",
         });
     }
-    Ok(Array2::from_shape_fn((n, n), |(i, j)| j <= i && i - j < w))
+    check_model_width("query input", x_q, layer.d_model())?;
+    check_model_width("key/value input", x_kv, layer.d_model())?;
+    let d_k = layer.d_k();
+    let columns = s![.., head * d_k..(head + 1) * d_k];
+    let [w_q, w_k, _, _] = layer.weights();
+    let q = x_q.dot(&w_q.slice(columns));
+    let k = x_kv.dot(&w_k.slice(columns));
+    check_qkv(&q, &k, &k)?; // empty or non-finite inputs, as the layer rejects them
+    softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt()))
 }
-// ANCHOR_END: sliding_window
+// ANCHOR_END: head_weights
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::masking::{causal_mask, masked_attention};
     use crate::scaling::standard_normal;
+    use approx::assert_abs_diff_eq;
+    use ndarray::Axis;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    // ANCHOR: head_weights_test
     #[test]
-    fn a_wide_window_is_the_causal_mask_and_a_window_of_one_is_the_identity() {
-        assert_eq!(sliding_window_mask(6, 6).unwrap(), causal_mask(6, 6));
-        assert_eq!(sliding_window_mask(6, 100).unwrap(), causal_mask(6, 6));
-        let one = sliding_window_mask(5, 1).unwrap();
-        assert_eq!(one, Array2::from_shape_fn((5, 5), |(i, j)| i == j));
-        let x = standard_normal(5, 3, &mut StdRng::seed_from_u64(1));
-        assert_eq!(masked_attention(&x, &x, &x, &one).unwrap().output, x);
-        assert!(sliding_window_mask(3, 0).is_err());
-    }
-
-    #[test]
-    fn each_query_sees_at_most_w_keys_ending_at_itself() {
-        let m = sliding_window_mask(8, 3).unwrap();
-        for (i, row) in m.rows().into_iter().enumerate() {
-            let seen: Vec<usize> = (0..8).filter(|&j| row[j]).collect();
-            let expected: Vec<usize> = (i.saturating_sub(2)..=i).collect();
-            assert_eq!(seen, expected);
+    fn each_head_matches_the_layer() {
+        let mut rng = StdRng::seed_from_u64(4);
+        let layer = MultiHeadAttention::new(32, 4, &mut rng).unwrap();
+        let (x_q, x_kv) = (
+            standard_normal(5, 32, &mut rng),
+            standard_normal(7, 32, &mut rng),
+        );
+        let all = layer.forward(&x_q, &x_kv).unwrap().weights;
+        for head in 0..4 {
+            let one = head_weights(&layer, &x_q, &x_kv, head).unwrap();
+            assert_abs_diff_eq!(one, all.index_axis(Axis(0), head), epsilon = 1e-6);
         }
+        assert!(head_weights(&layer, &x_q, &x_kv, 4).is_err());
     }
+    // ANCHOR_END: head_weights_test
 }

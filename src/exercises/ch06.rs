@@ -1,59 +1,49 @@
-//! Chapter 6 exercises: RoPE in the "rotate half" layout.
+//! Chapter 6 exercises: a sliding-window (local) causal mask.
 
-use ndarray::{Array2, ArrayRef2};
+use ndarray::Array2;
 
 use crate::error::AttnError;
-use crate::position::{check_even, check_positions, frequencies};
 
-// ANCHOR: rope_half_split
-/// Exercise 1: RoPE with dimension `i` paired with `i + d/2` (the layout of
-/// GPT-NeoX and of Hugging Face's Llama, "rotate half") instead of `2i` with
-/// `2i + 1`. Pair `i` still turns by `pos · ω_i`.
-pub fn rope_half_split(
-    x: &ArrayRef2<f32>,
-    first_position: usize,
-) -> Result<Array2<f32>, AttnError> {
-    check_even("d_k", x.ncols())?;
-    check_positions(first_position, x.nrows())?;
-    let half = x.ncols() / 2;
-    let omega = frequencies(x.ncols());
-    let mut out = x.to_owned();
-    for (r, mut row) in out.rows_mut().into_iter().enumerate() {
-        let pos = (first_position + r) as f64;
-        for i in 0..half {
-            let (sin, cos) = (pos * omega[i]).sin_cos();
-            let (sin, cos) = (sin as f32, cos as f32);
-            let (a, b) = (row[i], row[i + half]);
-            row[i] = a * cos - b * sin;
-            row[i + half] = a * sin + b * cos;
-        }
+// ANCHOR: sliding_window
+/// Exercise 1: query `i` may attend to keys `i − w + 1, …, i`, the last `w`
+/// positions including itself. `w` must be at least 1.
+pub fn sliding_window_mask(n: usize, w: usize) -> Result<Array2<bool>, AttnError> {
+    if w == 0 {
+        return Err(AttnError::InvalidArgument {
+            name: "window",
+            value: 0.0,
+            requirement: "must be at least 1 (a token always sees itself)",
+        });
     }
-    Ok(out)
+    Ok(Array2::from_shape_fn((n, n), |(i, j)| j <= i && i - j < w))
 }
-// ANCHOR_END: rope_half_split
+// ANCHOR_END: sliding_window
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::position::rope;
+    use crate::masking::{causal_mask, masked_attention};
     use crate::scaling::standard_normal;
-    use approx::assert_abs_diff_eq;
-    use ndarray::Axis;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
     #[test]
-    fn the_two_layouts_differ_only_by_an_ordering_of_the_dimensions() {
-        let x = standard_normal(20, 16, &mut StdRng::seed_from_u64(8));
-        // Interleaved dimension 2i ↔ half-split dimension i; 2i + 1 ↔ i + 8.
-        let to_half: Vec<usize> = (0..16).step_by(2).chain((1..16).step_by(2)).collect();
-        let interleaved = rope(&x, 4).unwrap().select(Axis(1), &to_half);
-        let half = rope_half_split(&x.select(Axis(1), &to_half), 4).unwrap();
-        assert_abs_diff_eq!(interleaved, half, epsilon = 1e-6);
-        // Without reordering, the same weights give different results.
-        let mixed = rope_half_split(&x, 4).unwrap();
-        assert!((&mixed - &rope(&x, 4).unwrap())
-            .iter()
-            .any(|d| d.abs() > 1e-2));
-        assert!(rope_half_split(&x.select(Axis(1), &[0, 1, 2]), 0).is_err());
+    fn a_wide_window_is_the_causal_mask_and_a_window_of_one_is_the_identity() {
+        assert_eq!(sliding_window_mask(6, 6).unwrap(), causal_mask(6, 6));
+        assert_eq!(sliding_window_mask(6, 100).unwrap(), causal_mask(6, 6));
+        let one = sliding_window_mask(5, 1).unwrap();
+        assert_eq!(one, Array2::from_shape_fn((5, 5), |(i, j)| i == j));
+        let x = standard_normal(5, 3, &mut StdRng::seed_from_u64(1));
+        assert_eq!(masked_attention(&x, &x, &x, &one).unwrap().output, x);
+        assert!(sliding_window_mask(3, 0).is_err());
+    }
+
+    #[test]
+    fn each_query_sees_at_most_w_keys_ending_at_itself() {
+        let m = sliding_window_mask(8, 3).unwrap();
+        for (i, row) in m.rows().into_iter().enumerate() {
+            let seen: Vec<usize> = (0..8).filter(|&j| row[j]).collect();
+            let expected: Vec<usize> = (i.saturating_sub(2)..=i).collect();
+            assert_eq!(seen, expected);
+        }
     }
 }

@@ -1,55 +1,59 @@
-//! Chapter 7 exercises: predicting naive attention's peak memory.
+//! Chapter 7 exercises: RoPE in the "rotate half" layout.
+
+use ndarray::{Array2, ArrayRef2};
 
 use crate::error::AttnError;
+use crate::position::{check_even, check_positions, frequencies};
 
-// ANCHOR: naive_peak
-/// Exercise 2: the bytes naive attention holds at once for `n` queries, `m`
-/// keys, widths `d_k` and `d_v`, in `f32`: the `n×m` scores (the weights
-/// overwrite them), the `n×d_v` output and the `n×d_k` copy of `Q / √d_k`,
-/// `4(nm + n·d_v + n·d_k)`.
-pub fn naive_peak_bytes(n: u64, m: u64, d_k: u64, d_v: u64) -> Result<u64, AttnError> {
-    let floats = [n.checked_mul(m), n.checked_mul(d_v), n.checked_mul(d_k)]
-        .into_iter()
-        .try_fold(0_u64, |total, part| total.checked_add(part?));
-    floats
-        .and_then(|f| f.checked_mul(4))
-        .ok_or(AttnError::InvalidArgument {
-            name: "n",
-            value: n as f64,
-            requirement: "with these m, d_k and d_v gives more bytes than a u64 can count",
-        })
+// ANCHOR: rope_half_split
+/// Exercise 1: RoPE with dimension `i` paired with `i + d/2` (the layout of
+/// GPT-NeoX and of Hugging Face's Llama, "rotate half") instead of `2i` with
+/// `2i + 1`. Pair `i` still turns by `pos · ω_i`.
+pub fn rope_half_split(
+    x: &ArrayRef2<f32>,
+    first_position: usize,
+) -> Result<Array2<f32>, AttnError> {
+    check_even("d_k", x.ncols())?;
+    check_positions(first_position, x.nrows())?;
+    let half = x.ncols() / 2;
+    let omega = frequencies(x.ncols());
+    let mut out = x.to_owned();
+    for (r, mut row) in out.rows_mut().into_iter().enumerate() {
+        let pos = (first_position + r) as f64;
+        for i in 0..half {
+            let (sin, cos) = (pos * omega[i]).sin_cos();
+            let (sin, cos) = (sin as f32, cos as f32);
+            let (a, b) = (row[i], row[i + half]);
+            row[i] = a * cos - b * sin;
+            row[i + half] = a * sin + b * cos;
+        }
+    }
+    Ok(out)
 }
-// ANCHOR_END: naive_peak
+// ANCHOR_END: rope_half_split
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::measurements::read_measurements;
-
-    const MEMORY: &str = include_str!("../../book/data/ch07-memory.csv");
+    use crate::position::rope;
+    use crate::scaling::standard_normal;
+    use approx::assert_abs_diff_eq;
+    use ndarray::Axis;
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
     #[test]
-    fn the_prediction_misses_the_measured_peak_by_a_constant() {
-        let peaks = read_measurements(MEMORY, "method", "peak_bytes").unwrap();
-        let naive: Vec<_> = peaks.iter().filter(|r| r.method == "naive").collect();
-        assert!(naive.len() >= 5, "the memory benchmark's naive rows");
-        let differences: Vec<i64> = naive
+    fn the_two_layouts_differ_only_by_an_ordering_of_the_dimensions() {
+        let x = standard_normal(20, 16, &mut StdRng::seed_from_u64(8));
+        // Interleaved dimension 2i ↔ half-split dimension i; 2i + 1 ↔ i + 8.
+        let to_half: Vec<usize> = (0..16).step_by(2).chain((1..16).step_by(2)).collect();
+        let interleaved = rope(&x, 4).unwrap().select(Axis(1), &to_half);
+        let half = rope_half_split(&x.select(Axis(1), &to_half), 4).unwrap();
+        assert_abs_diff_eq!(interleaved, half, epsilon = 1e-6);
+        // Without reordering, the same weights give different results.
+        let mixed = rope_half_split(&x, 4).unwrap();
+        assert!((&mixed - &rope(&x, 4).unwrap())
             .iter()
-            .map(|r| r.value as i64 - naive_peak_bytes(r.n, r.n, 64, 64).unwrap() as i64)
-            .collect();
-        assert!(
-            differences.iter().all(|&d| d == differences[0] && d > 0),
-            "measured minus predicted, by n: {differences:?}"
-        );
-        for r in naive.iter().filter(|r| r.n >= 4096) {
-            assert!((differences[0] as f64) < 0.01 * r.value, "n = {}", r.n);
-        }
-    }
-
-    #[test]
-    fn rectangular_shapes_count_each_matrix_once_and_overflow_is_an_error() {
-        assert_eq!(naive_peak_bytes(3, 5, 2, 7).unwrap(), 4 * (15 + 21 + 6));
-        let error = naive_peak_bytes(1 << 32, 1 << 32, 64, 64).unwrap_err();
-        assert!(error.to_string().starts_with("n with these m"), "{error}");
+            .any(|d| d.abs() > 1e-2));
+        assert!(rope_half_split(&x.select(Axis(1), &[0, 1, 2]), 0).is_err());
     }
 }

@@ -1,101 +1,55 @@
-//! Chapter 8 exercises: the online softmax on its own.
-
-use ndarray::{Array1, ArrayRef1};
+//! Chapter 8 exercises: predicting naive attention's peak memory.
 
 use crate::error::AttnError;
-use crate::softmax::exp_nonpositive;
-use crate::tiled::online_softmax_step;
 
-// ANCHOR: online_softmax
-/// Exercise 2: the softmax of a row read `chunk` entries at a time, keeping
-/// between chunks only the running maximum `M` and the running sum `ℓ`.
-/// A second pass then writes `exp(x_j − M) / ℓ`.
-pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, AttnError> {
-    if chunk == 0 {
-        return Err(AttnError::InvalidArgument {
-            name: "chunk",
-            value: 0.0,
-            requirement: "must be at least 1",
-        });
-    }
-    let (mut max_so_far, mut l) = (f32::NEG_INFINITY, 0.0_f32);
-    for (c, part) in x.to_vec().chunks(chunk).enumerate() {
-        let mut scratch = part.to_vec(); // the step overwrites it with exponentials
-        online_softmax_step(&mut scratch, &mut max_so_far, &mut l).map_err(|e| match e {
-            AttnError::InvalidScore { position, value } => AttnError::InvalidScore {
-                position: (0, c * chunk + position.1), // the position in the whole row
-                value,
-            },
-            other => other,
-        })?;
-    }
-    if l == 0.0 {
-        return Ok(Array1::zeros(x.len())); // every entry −∞
-    }
-    Ok(x.mapv(|x_j| exp_nonpositive(x_j - max_so_far) / l))
+// ANCHOR: naive_peak
+/// Exercise 2: the bytes naive attention holds at once for `n` queries, `m`
+/// keys, widths `d_k` and `d_v`, in `f32`: the `n×m` scores (the weights
+/// overwrite them), the `n×d_v` output and the `n×d_k` copy of `Q / √d_k`,
+/// `4(nm + n·d_v + n·d_k)`.
+pub fn naive_peak_bytes(n: u64, m: u64, d_k: u64, d_v: u64) -> Result<u64, AttnError> {
+    let floats = [n.checked_mul(m), n.checked_mul(d_v), n.checked_mul(d_k)]
+        .into_iter()
+        .try_fold(0_u64, |total, part| total.checked_add(part?));
+    floats
+        .and_then(|f| f.checked_mul(4))
+        .ok_or(AttnError::InvalidArgument {
+            name: "n",
+            value: n as f64,
+            requirement: "with these m, d_k and d_v gives more bytes than a u64 can count",
+        })
 }
-// ANCHOR_END: online_softmax
-
-// ANCHOR: layers_to_reach
-/// Exercise 3: how many stacked layers of local attention with window `w`
-/// (each query sees itself and the `w − 1` keys before it) it takes before
-/// the last of `n` positions can depend on the first: `⌈(n − 1)/(w − 1)⌉`.
-pub fn layers_to_reach_first_token(n: usize, w: usize) -> Result<usize, AttnError> {
-    if w < 2 {
-        return Err(AttnError::InvalidArgument {
-            name: "w",
-            value: w as f64,
-            requirement: "must be at least 2 for a layer to reach back at all",
-        });
-    }
-    Ok(n.saturating_sub(1).div_ceil(w - 1))
-}
-// ANCHOR_END: layers_to_reach
+// ANCHOR_END: naive_peak
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exercises::ch05::sliding_window_mask;
-    use crate::softmax::softmax;
-    use approx::assert_abs_diff_eq;
-    use ndarray::{array, Array2};
+    use crate::experiments::measurements::read_measurements;
+
+    const MEMORY: &str = include_str!("../../book/data/ch08-memory.csv");
 
     #[test]
-    fn chunked_softmax_equals_softmax_for_every_chunk_size() {
-        let x = array![3.0_f32, -1.0, 40.0, 0.5, 39.0, -7.0, 2.0];
-        for chunk in 1..=8 {
-            assert_abs_diff_eq!(
-                chunked_softmax(&x, chunk).unwrap(),
-                softmax(&x).unwrap(),
-                epsilon = 1e-6
-            );
+    fn the_prediction_misses_the_measured_peak_by_a_constant() {
+        let peaks = read_measurements(MEMORY, "method", "peak_bytes").unwrap();
+        let naive: Vec<_> = peaks.iter().filter(|r| r.method == "naive").collect();
+        assert!(naive.len() >= 5, "the memory benchmark's naive rows");
+        let differences: Vec<i64> = naive
+            .iter()
+            .map(|r| r.value as i64 - naive_peak_bytes(r.n, r.n, 64, 64).unwrap() as i64)
+            .collect();
+        assert!(
+            differences.iter().all(|&d| d == differences[0] && d > 0),
+            "measured minus predicted, by n: {differences:?}"
+        );
+        for r in naive.iter().filter(|r| r.n >= 4096) {
+            assert!((differences[0] as f64) < 0.01 * r.value, "n = {}", r.n);
         }
-        let masked = array![f32::NEG_INFINITY, f32::NEG_INFINITY];
-        assert_eq!(chunked_softmax(&masked, 1).unwrap(), array![0.0, 0.0]);
-        assert!(chunked_softmax(&x, 0).is_err());
-    }
-
-    /// Which positions each position's output can depend on after `layers`
-    /// layers: the boolean product of the window mask with itself.
-    fn reach(n: usize, w: usize, layers: usize) -> Array2<bool> {
-        let mask = sliding_window_mask(n, w).unwrap();
-        let mut reach = Array2::from_shape_fn((n, n), |(i, j)| i == j);
-        for _ in 0..layers {
-            reach = Array2::from_shape_fn((n, n), |(i, j)| {
-                (0..n).any(|k| mask[[i, k]] && reach[[k, j]])
-            });
-        }
-        reach
     }
 
     #[test]
-    fn a_stack_of_windows_reaches_back_one_window_a_layer() {
-        for (n, w) in [(64, 8), (50, 2), (40, 40), (33, 5)] {
-            let layers = layers_to_reach_first_token(n, w).unwrap();
-            assert!(reach(n, w, layers)[[n - 1, 0]], "n = {n}, w = {w}");
-            assert!(!reach(n, w, layers - 1)[[n - 1, 0]], "n = {n}, w = {w}");
-        }
-        assert!(layers_to_reach_first_token(10, 1).is_err());
-        assert_eq!(layers_to_reach_first_token(1, 4).unwrap(), 0);
+    fn rectangular_shapes_count_each_matrix_once_and_overflow_is_an_error() {
+        assert_eq!(naive_peak_bytes(3, 5, 2, 7).unwrap(), 4 * (15 + 21 + 6));
+        let error = naive_peak_bytes(1 << 32, 1 << 32, 64, 64).unwrap_err();
+        assert!(error.to_string().starts_with("n with these m"), "{error}");
     }
 }

@@ -1,61 +1,101 @@
-//! Chapter 9, exercise 1: the parameters of one encoder layer, counted from
-//! the formula.
+//! Chapter 9 exercises: the online softmax on its own.
+
+use ndarray::{Array1, ArrayRef1};
 
 use crate::error::AttnError;
+use crate::softmax::exp_nonpositive;
+use crate::tiled::online_softmax_step;
 
-// ANCHOR: encoder_parameters
-/// The parameters of one encoder layer with bias-free attention (as in this
-/// crate): `4d²` in attention, `2·d·d_ff + d_ff + d` in the FFN (two
-/// matrices and their biases), `4d` in the two LayerNorms (`γ` and `β`).
-pub fn encoder_layer_parameters(d_model: usize, d_ff: usize) -> Result<usize, AttnError> {
-    let count = || {
-        let attention = d_model.checked_mul(d_model)?.checked_mul(4)?;
-        let ffn = d_model
-            .checked_mul(d_ff)?
-            .checked_mul(2)?
-            .checked_add(d_ff)?
-            .checked_add(d_model)?;
-        attention
-            .checked_add(ffn)?
-            .checked_add(d_model.checked_mul(4)?)
-    };
-    count().ok_or(AttnError::InvalidArgument {
-        name: "d_model",
-        value: d_model as f64,
-        requirement: "with d_ff gives a parameter count that overflows usize",
-    })
+// ANCHOR: online_softmax
+/// Exercise 2: the softmax of a row read `chunk` entries at a time, keeping
+/// between chunks only the running maximum `M` and the running sum `ℓ`.
+/// A second pass then writes `exp(x_j − M) / ℓ`.
+pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, AttnError> {
+    if chunk == 0 {
+        return Err(AttnError::InvalidArgument {
+            name: "chunk",
+            value: 0.0,
+            requirement: "must be at least 1",
+        });
+    }
+    let (mut max_so_far, mut l) = (f32::NEG_INFINITY, 0.0_f32);
+    for (c, part) in x.to_vec().chunks(chunk).enumerate() {
+        let mut scratch = part.to_vec(); // the step overwrites it with exponentials
+        online_softmax_step(&mut scratch, &mut max_so_far, &mut l).map_err(|e| match e {
+            AttnError::InvalidScore { position, value } => AttnError::InvalidScore {
+                position: (0, c * chunk + position.1), // the position in the whole row
+                value,
+            },
+            other => other,
+        })?;
+    }
+    if l == 0.0 {
+        return Ok(Array1::zeros(x.len())); // every entry −∞
+    }
+    Ok(x.mapv(|x_j| exp_nonpositive(x_j - max_so_far) / l))
 }
-// ANCHOR_END: encoder_parameters
+// ANCHOR_END: online_softmax
+
+// ANCHOR: layers_to_reach
+/// Exercise 3: how many stacked layers of local attention with window `w`
+/// (each query sees itself and the `w − 1` keys before it) it takes before
+/// the last of `n` positions can depend on the first: `⌈(n − 1)/(w − 1)⌉`.
+pub fn layers_to_reach_first_token(n: usize, w: usize) -> Result<usize, AttnError> {
+    if w < 2 {
+        return Err(AttnError::InvalidArgument {
+            name: "w",
+            value: w as f64,
+            requirement: "must be at least 2 for a layer to reach back at all",
+        });
+    }
+    Ok(n.saturating_sub(1).div_ceil(w - 1))
+}
+// ANCHOR_END: layers_to_reach
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block::{Activation, Config, EncoderLayer, Norm};
-    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+    use crate::exercises::ch06::sliding_window_mask;
+    use crate::softmax::softmax;
+    use approx::assert_abs_diff_eq;
+    use ndarray::{array, Array2};
 
-    // ANCHOR: encoder_parameters_test
     #[test]
-    fn the_formula_counts_what_the_layer_holds() {
-        for (d_model, h, d_ff) in [(512, 8, 2048), (32, 4, 128), (8, 2, 8)] {
-            let c = Config {
-                d_model,
-                h,
-                d_ff,
-                activation: Activation::Relu,
-                norm: Norm::Post,
-            };
-            let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
-            let (w1, b1, w2, b2) = layer.ffn().weights();
-            let ffn = w1.len() + b1.len() + w2.len() + b2.len();
-            let norms: usize = layer
-                .layer_norms()
-                .iter()
-                .map(|ln| ln.parameters().0.len() + ln.parameters().1.len())
-                .sum();
-            let held = layer.attention().parameters() + ffn + norms;
-            assert_eq!(encoder_layer_parameters(d_model, d_ff).unwrap(), held);
+    fn chunked_softmax_equals_softmax_for_every_chunk_size() {
+        let x = array![3.0_f32, -1.0, 40.0, 0.5, 39.0, -7.0, 2.0];
+        for chunk in 1..=8 {
+            assert_abs_diff_eq!(
+                chunked_softmax(&x, chunk).unwrap(),
+                softmax(&x).unwrap(),
+                epsilon = 1e-6
+            );
         }
-        assert!(encoder_layer_parameters(usize::MAX, 2).is_err());
+        let masked = array![f32::NEG_INFINITY, f32::NEG_INFINITY];
+        assert_eq!(chunked_softmax(&masked, 1).unwrap(), array![0.0, 0.0]);
+        assert!(chunked_softmax(&x, 0).is_err());
     }
-    // ANCHOR_END: encoder_parameters_test
+
+    /// Which positions each position's output can depend on after `layers`
+    /// layers: the boolean product of the window mask with itself.
+    fn reach(n: usize, w: usize, layers: usize) -> Array2<bool> {
+        let mask = sliding_window_mask(n, w).unwrap();
+        let mut reach = Array2::from_shape_fn((n, n), |(i, j)| i == j);
+        for _ in 0..layers {
+            reach = Array2::from_shape_fn((n, n), |(i, j)| {
+                (0..n).any(|k| mask[[i, k]] && reach[[k, j]])
+            });
+        }
+        reach
+    }
+
+    #[test]
+    fn a_stack_of_windows_reaches_back_one_window_a_layer() {
+        for (n, w) in [(64, 8), (50, 2), (40, 40), (33, 5)] {
+            let layers = layers_to_reach_first_token(n, w).unwrap();
+            assert!(reach(n, w, layers)[[n - 1, 0]], "n = {n}, w = {w}");
+            assert!(!reach(n, w, layers - 1)[[n - 1, 0]], "n = {n}, w = {w}");
+        }
+        assert!(layers_to_reach_first_token(10, 1).is_err());
+        assert_eq!(layers_to_reach_first_token(1, 4).unwrap(), 0);
+    }
 }

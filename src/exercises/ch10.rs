@@ -1,55 +1,61 @@
-//! Chapter 10, exercise 1: the backward pass of a softmax with temperature.
-
-use ndarray::{Array2, ArrayRef2};
+//! Chapter 10, exercise 1: the parameters of one encoder layer, counted from
+//! the formula.
 
 use crate::error::AttnError;
-use crate::grad::softmax_backward;
 
-// ANCHOR: temperature_backward
-/// Given `P = softmax(S/τ)` (row-wise) and `dP`, returns `dS`. The chain rule
-/// adds one factor to chapter 10's softmax backward pass:
-/// `ds = p ⊙ (dp − pᵀdp) / τ`.
-pub fn softmax_temperature_backward(
-    p: &ArrayRef2<f64>,
-    dp: &ArrayRef2<f64>,
-    tau: f64,
-) -> Result<Array2<f64>, AttnError> {
-    if p.dim() != dp.dim() {
-        return Err(AttnError::ShapesDiffer {
-            what: "the weights P and their gradient dP",
-            left: p.dim(),
-            right: dp.dim(),
-        });
-    }
-    if !(tau.is_finite() && tau > 0.0) {
-        return Err(AttnError::InvalidArgument {
-            name: "tau",
-            value: tau,
-            requirement: "must be finite and > 0",
-        });
-    }
-    Ok(softmax_backward(p, dp) / tau)
+// ANCHOR: encoder_parameters
+/// The parameters of one encoder layer with bias-free attention (as in this
+/// crate): `4d²` in attention, `2·d·d_ff + d_ff + d` in the FFN (two
+/// matrices and their biases), `4d` in the two LayerNorms (`γ` and `β`).
+pub fn encoder_layer_parameters(d_model: usize, d_ff: usize) -> Result<usize, AttnError> {
+    let count = || {
+        let attention = d_model.checked_mul(d_model)?.checked_mul(4)?;
+        let ffn = d_model
+            .checked_mul(d_ff)?
+            .checked_mul(2)?
+            .checked_add(d_ff)?
+            .checked_add(d_model)?;
+        attention
+            .checked_add(ffn)?
+            .checked_add(d_model.checked_mul(4)?)
+    };
+    count().ok_or(AttnError::InvalidArgument {
+        name: "d_model",
+        value: d_model as f64,
+        requirement: "with d_ff gives a parameter count that overflows usize",
+    })
 }
-// ANCHOR_END: temperature_backward
+// ANCHOR_END: encoder_parameters
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grad::{gradient_error, normal_matrix, softmax};
+    use crate::block::{Activation, Config, EncoderLayer, Norm};
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-    // ANCHOR: temperature_backward_test
+    // ANCHOR: encoder_parameters_test
     #[test]
-    fn matches_central_differences() {
-        let mut rng = StdRng::seed_from_u64(9);
-        let (s, r) = (normal_matrix(3, 5, &mut rng), normal_matrix(3, 5, &mut rng));
-        for tau in [0.5, 1.0, 8.0] {
-            // L = Σ P ⊙ R, so dP = R.
-            let loss = |s: &Array2<f64>| (softmax(&(s / tau)) * &r).sum();
-            let p = softmax(&(&s / tau));
-            let ds = softmax_temperature_backward(&p, &r, tau).unwrap();
-            assert!(gradient_error(&ds, loss, &s) < 1e-6, "τ = {tau}");
+    fn the_formula_counts_what_the_layer_holds() {
+        for (d_model, h, d_ff) in [(512, 8, 2048), (32, 4, 128), (8, 2, 8)] {
+            let c = Config {
+                d_model,
+                h,
+                d_ff,
+                activation: Activation::Relu,
+                norm: Norm::Post,
+            };
+            let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
+            let (w1, b1, w2, b2) = layer.ffn().weights();
+            let ffn = w1.len() + b1.len() + w2.len() + b2.len();
+            let norms: usize = layer
+                .layer_norms()
+                .iter()
+                .map(|ln| ln.parameters().0.len() + ln.parameters().1.len())
+                .sum();
+            let held = layer.attention().parameters() + ffn + norms;
+            assert_eq!(encoder_layer_parameters(d_model, d_ff).unwrap(), held);
         }
+        assert!(encoder_layer_parameters(usize::MAX, 2).is_err());
     }
-    // ANCHOR_END: temperature_backward_test
+    // ANCHOR_END: encoder_parameters_test
 }

@@ -1,43 +1,55 @@
-//! Chapter 11, exercise 1: sort instead of reverse.
+//! Chapter 11, exercise 1: the backward pass of a softmax with temperature.
 
-use ndarray_rand::rand::{rngs::StdRng, Rng};
+use ndarray::{Array2, ArrayRef2};
 
-use crate::model::SEP;
+use crate::error::AttnError;
+use crate::grad::softmax_backward;
 
-// ANCHOR: sorting_example
-/// `k` random digits followed by the separator and the same digits in
-/// increasing order: `2k + 1` tokens. Where the `j`-th answer digit comes
-/// from depends on the digits themselves, not on `j` alone.
-pub fn sorting_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
-    let digits: Vec<usize> = (0..k).map(|_| rng.random_range(0..10)).collect();
-    let mut sorted = digits.clone();
-    sorted.sort_unstable();
-    let mut sequence = digits;
-    sequence.push(SEP);
-    sequence.extend(sorted);
-    sequence
+// ANCHOR: temperature_backward
+/// Given `P = softmax(S/τ)` (row-wise) and `dP`, returns `dS`. The chain rule
+/// adds one factor to chapter 11's softmax backward pass:
+/// `ds = p ⊙ (dp − pᵀdp) / τ`.
+pub fn softmax_temperature_backward(
+    p: &ArrayRef2<f64>,
+    dp: &ArrayRef2<f64>,
+    tau: f64,
+) -> Result<Array2<f64>, AttnError> {
+    if p.dim() != dp.dim() {
+        return Err(AttnError::ShapesDiffer {
+            what: "the weights P and their gradient dP",
+            left: p.dim(),
+            right: dp.dim(),
+        });
+    }
+    if !(tau.is_finite() && tau > 0.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "tau",
+            value: tau,
+            requirement: "must be finite and > 0",
+        });
+    }
+    Ok(softmax_backward(p, dp) / tau)
 }
-// ANCHOR_END: sorting_example
+// ANCHOR_END: temperature_backward
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray_rand::rand::SeedableRng;
+    use crate::grad::{gradient_error, normal_matrix, softmax};
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    // ANCHOR: temperature_backward_test
     #[test]
-    fn the_answer_is_the_prompt_sorted() {
-        let mut rng = StdRng::seed_from_u64(3);
-        for k in [1, 2, 8, 13] {
-            let e = sorting_example(k, &mut rng);
-            assert_eq!(e.len(), 2 * k + 1);
-            assert_eq!(e[k], SEP);
-            let (prompt, answer) = (&e[..k], &e[k + 1..]);
-            assert!(answer.windows(2).all(|w| w[0] <= w[1]), "{e:?}");
-            let count = |xs: &[usize], d| xs.iter().filter(|&&x| x == d).count();
-            assert!(
-                (0..10).all(|d| count(prompt, d) == count(answer, d)),
-                "{e:?}"
-            );
+    fn matches_central_differences() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let (s, r) = (normal_matrix(3, 5, &mut rng), normal_matrix(3, 5, &mut rng));
+        for tau in [0.5, 1.0, 8.0] {
+            // L = Σ P ⊙ R, so dP = R.
+            let loss = |s: &Array2<f64>| (softmax(&(s / tau)) * &r).sum();
+            let p = softmax(&(&s / tau));
+            let ds = softmax_temperature_backward(&p, &r, tau).unwrap();
+            assert!(gradient_error(&ds, loss, &s) < 1e-6, "τ = {tau}");
         }
     }
+    // ANCHOR_END: temperature_backward_test
 }

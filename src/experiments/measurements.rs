@@ -1,4 +1,4 @@
-//! The measurements of chapters 7 and 8 and of the appendix "Making it
+//! The measurements of chapters 8 and 9 and of the appendix "Making it
 //! fast": reading the committed files of `book/data/` and formatting the
 //! tables the chapters quote. Report helpers, not a reader's API.
 
@@ -65,7 +65,7 @@ pub fn lookup(rows: &[Measurement], method: &str, n: u64) -> Option<f64> {
         .map(|r| r.value)
 }
 
-/// The methods of chapter 7's timing table, as the benchmark names them.
+/// The methods of chapter 8's timing table, as the benchmark names them.
 pub const TIMED_METHODS: [&str; 6] = [
     "naive",
     "tiled",
@@ -172,7 +172,7 @@ pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Chapter 7's memory table: naive attention's measured peak at `d = 64`
+/// Chapter 8's memory table: naive attention's measured peak at `d = 64`
 /// beside the count of its scores, output and scaled `Q`,
 /// `4(n² + 2·64·n)` bytes, and the difference, in MiB.
 pub fn naive_memory_table(peaks: &[Measurement]) -> String {
@@ -198,7 +198,7 @@ pub fn naive_memory_table(peaks: &[Measurement]) -> String {
     crate::show::table(&header, &rows)
 }
 
-/// Chapter 8's memory table: the peaks of naive and tiled attention at
+/// Chapter 9's memory table: the peaks of naive and tiled attention at
 /// `d = 64` for `n = 1024 … 65,536` (– where naive attention was not run),
 /// what tiled attention holds beyond its `n×64` output, and two summary
 /// lines.

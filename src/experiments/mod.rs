@@ -2,5 +2,6 @@
 //! test quotes, formatted once. Not a reader's API: the mechanism, the
 //! layers and the models live in the modules the chapters teach.
 
-pub mod ch11;
+pub mod ch01;
+pub mod ch12;
 pub mod measurements;

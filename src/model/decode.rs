@@ -1,4 +1,4 @@
-//! Greedy decoding and accuracy (chapter 11).
+//! Greedy decoding and accuracy (chapter 12).
 
 use ndarray::ArrayRef1;
 

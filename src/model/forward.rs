@@ -1,5 +1,5 @@
 //! The forward pass of the tiny Transformer, and its backward pass: every
-//! step of the forward pass undone in reverse order (chapters 10 and 11).
+//! step of the forward pass undone in reverse order (chapters 11 and 12).
 
 use ndarray::{s, ArrayRef2};
 

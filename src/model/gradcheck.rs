@@ -1,4 +1,4 @@
-//! The gradient check of the whole model (chapter 10).
+//! The gradient check of the whole model (chapter 11).
 
 use ndarray::{Array1, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};

@@ -1,5 +1,5 @@
 //! A tiny decoder-only Transformer, trained from scratch to reverse a
-//! sequence of digits (chapter 11).
+//! sequence of digits (chapter 12).
 //!
 //! The task: given `k` digits and a separator, `3 1 4 1 5 9 | `, produce the
 //! digits reversed, `9 5 1 4 1 3`. Output `j` must copy input `k − 1 − j`:
@@ -9,7 +9,7 @@
 //!
 //! Decoder-only (GPT-style): one causal stack reads the prompt and writes the
 //! answer, predicting each next token. It is the simplest model that solves
-//! the task, and the one chapter 5's KV cache and chapter 9's pre-norm block
+//! the task, and the one chapter 6's KV cache and chapter 10's pre-norm block
 //! were written for.
 //!
 //! | step | shape (`B` sequences of `T` tokens, width `d`) |
@@ -178,7 +178,7 @@ fn normal(rows: usize, cols: usize, std: f64, rng: &mut StdRng) -> Matrix {
 
 impl TinyTransformer {
     /// A freshly initialised model: embeddings `N(0, 0.02²)` as in GPT-2,
-    /// weight matrices `N(0, 1/fan-in)` as in chapter 3, LayerNorms the
+    /// weight matrices `N(0, 1/fan-in)` as in chapter 4, LayerNorms the
     /// identity, biases 0.
     pub fn new(config: ModelConfig, seed: u64) -> Result<Self, AttnError> {
         config.check()?;

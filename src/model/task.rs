@@ -1,5 +1,5 @@
 //! The tasks the tiny Transformer learns: examples, and the model's inputs
-//! and targets (chapter 11).
+//! and targets (chapter 12).
 
 use std::collections::HashSet;
 
@@ -25,8 +25,8 @@ pub fn reversal_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
 pub enum Task {
     /// The prompt's digits in reverse order ([`reversal_example`]).
     Reverse,
-    /// The prompt's digits in increasing order (chapter 11's exercise 1,
-    /// [`crate::exercises::ch11::sorting_example`]).
+    /// The prompt's digits in increasing order (chapter 12's exercise 1,
+    /// [`crate::exercises::ch12::sorting_example`]).
     Sort,
 }
 
@@ -35,7 +35,7 @@ impl Task {
     pub fn example(self, k: usize, rng: &mut StdRng) -> Vec<usize> {
         match self {
             Task::Reverse => reversal_example(k, rng),
-            Task::Sort => crate::exercises::ch11::sorting_example(k, rng),
+            Task::Sort => crate::exercises::ch12::sorting_example(k, rng),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Training the tiny Transformer: Adam, the learning-rate schedule and the
-//! training loop (chapter 11).
+//! training loop (chapter 12).
 
 use std::collections::HashSet;
 
@@ -117,7 +117,7 @@ fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
 }
 
 // ANCHOR: book_config
-/// The model chapter 11 trains: 8 digits, width 32, 2 heads, 2 blocks.
+/// The model chapter 12 trains: 8 digits, width 32, 2 heads, 2 blocks.
 pub const BOOK_MODEL: ModelConfig = ModelConfig {
     k: 8,
     d_model: 32,
@@ -125,7 +125,7 @@ pub const BOOK_MODEL: ModelConfig = ModelConfig {
     d_ff: 128,
     layers: 2,
 };
-/// How chapter 11 trains it: 600 steps of 64 sequences, peak learning rate
+/// How chapter 12 trains it: 600 steps of 64 sequences, peak learning rate
 /// 3·10⁻³ after 30 warm-up steps.
 pub const BOOK_TRAINING: TrainConfig = TrainConfig {
     steps: 600,
@@ -135,7 +135,7 @@ pub const BOOK_TRAINING: TrainConfig = TrainConfig {
     seed: 1,
     task: Task::Reverse,
 };
-/// How chapter 11's exercise 1 trains the same model to sort: the same
+/// How chapter 12's exercise 1 trains the same model to sort: the same
 /// steps, data sizes and seed, only the task differs.
 pub const BOOK_SORT_TRAINING: TrainConfig = TrainConfig {
     task: Task::Sort,

@@ -358,7 +358,7 @@ fn scan_line(
             i += 1;
             continue;
         }
-        // Digits glued to a name (d_k, f32, ch02, x1) are part of the name.
+        // Digits glued to a name (d_k, f32, ch03, x1) are part of the name.
         let before = line[..i].chars().next_back();
         if before.is_some_and(|c| c.is_alphabetic() || c == '_' || c == '\\') {
             while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
@@ -554,7 +554,7 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
         .parse()
         .unwrap_or(f64::NAN);
     // References: chapters, figures, sections, exercises, experiments,
-    // questions, and lists of them ("chapters 2, 6 and 10", "Figure 2.1").
+    // questions, and lists of them ("chapters 3, 7 and 11", "Figure 3.1").
     let words = [
         "chapter",
         "chapters",

@@ -5,7 +5,7 @@
 //! - `cargo xtask test`: every check CI runs; stops at the first failure.
 //!
 //! and two helpers: `cargo xtask figures`, which only redraws the figures,
-//! and `cargo xtask measure`, which reruns the benchmarks of chapters 7 and 8 (several
+//! and `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9 (several
 //! minutes), writes their results to `book/data/` and redraws the figures.
 
 use std::path::{Path, PathBuf};
@@ -215,20 +215,20 @@ fn ensure_book_tools() -> Step {
     Ok(())
 }
 
-/// Chapter 11's training runs (reversal and sorting, under a minute each):
+/// Chapter 12's training runs (reversal and sorting, under a minute each):
 /// write the weights, the loss curves and what the run printed (dated) to
 /// `book/data/`, then redraw the figures from them.
 fn train() -> Step {
-    run(cargo().args(["build", "--release", "--locked", "--example", "ch11_train"]))?;
+    run(cargo().args(["build", "--release", "--locked", "--example", "ch12_train"]))?;
     let output = capture(&mut Command::new(
-        root().join("target/release/examples/ch11_train"),
+        root().join("target/release/examples/ch12_train"),
     ))?;
     eprint!("{output}");
     let (date, cpu, rustc) = provenance()?;
     let log = format!(
         "# measured {date} on {cpu}, one thread, by `cargo xtask train` ({rustc})\n{output}"
     );
-    let path = root().join("book/data/ch11-train-log.txt");
+    let path = root().join("book/data/ch12-train-log.txt");
     std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
     figures()
 }
@@ -256,7 +256,7 @@ const KEEP_FREED_MEMORY: [(&str, &str); 2] = [
     ("MALLOC_TRIM_THRESHOLD_", "2147483647"),
 ];
 
-/// The measurements of chapters 7 and 8 and of the appendix: the criterion timings, the memory benchmark,
+/// The measurements of chapters 8 and 9 and of the appendix: the criterion timings, the memory benchmark,
 /// then the CSV and the figures.
 fn measure() -> Step {
     run(cargo()
@@ -265,7 +265,7 @@ fn measure() -> Step {
     run(cargo().args(["bench", "--locked", "--bench", "memory"]))?;
     timings_csv(
         "target/criterion",
-        "ch07-timings.csv",
+        "ch08-timings.csv",
         "",
         &KEEP_FREED_MEMORY,
     )?;
@@ -274,7 +274,7 @@ fn measure() -> Step {
 
 /// `cargo xtask measure --blas`: the timing benchmarks again with the `blas`
 /// feature (the system's OpenBLAS, one thread), in their own target dir, to
-/// `book/data/ch07-timings-blas.csv`.
+/// `book/data/ch08-timings-blas.csv`.
 fn measure_blas() -> Step {
     let env = [
         KEEP_FREED_MEMORY[0],
@@ -290,7 +290,7 @@ fn measure_blas() -> Step {
         .env("CRITERION_HOME", root().join("target/blas/criterion")))?;
     timings_csv(
         "target/blas/criterion",
-        "ch07-timings-blas.csv",
+        "ch08-timings-blas.csv",
         " --blas",
         &env,
     )?;

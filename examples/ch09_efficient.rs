@@ -1,10 +1,10 @@
-//! Chapter 8, Efficient attention: prints the memory of tiled attention, the
+//! Chapter 9, Efficient attention: prints the memory of tiled attention, the
 //! approximation errors and the time of every method (read from
 //! `book/data/`, written by `cargo xtask measure`), and draws the chapter's
 //! three figures. Its output and figures are the same on every run.
 //!
 //! ```text
-//! cargo run --release --example ch08_efficient
+//! cargo run --release --example ch09_efficient
 //! ```
 
 mod plot;
@@ -20,7 +20,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("== Peak memory of one call, d = 64 ==");
-    let memory_csv = data_file("ch07-memory.csv")?;
+    let memory_csv = data_file("ch08-memory.csv")?;
     let memory = read_measurements(&memory_csv, "method", "peak_bytes")?;
     let seconds = read_measurements(&memory_csv, "method", "seconds")?;
     println!("{}", tiled_memory_table(&memory, &seconds)?);
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", error_table(&errors));
 
     println!("\n== Measured, d = 64, one thread (ms) ==");
-    let timings = read_measurements(&data_file("ch07-timings.csv")?, "function", "mean_ns")?;
+    let timings = read_measurements(&data_file("ch08-timings.csv")?, "function", "mean_ns")?;
     println!("{}", timing_table(&timings, &TIMED_METHODS, &LENGTHS)?);
     for method in ["tiled", "tiled_causal", "local_causal", "linear_causal"] {
         let b = exponent_of(&timings, method, &[512, 1024, 2048, 4096])?;
@@ -72,7 +72,7 @@ fn draw_memory(memory: &[Measurement]) {
         line("naive", "naive: the n×n scores", plot::ORANGE_),
         line("tiled", "tiled: output and one tile", plot::BLUE_),
     ];
-    let path = plot::line_charts("ch08-memory.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch09-memory.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
 }
 
@@ -111,7 +111,7 @@ fn draw_errors(errors: &[ErrorRow]) {
         flat("linear, random Q and K", linear[0].random, plot::BROWN_),
         flat("linear, Q = K = 2·PE", linear[0].local, plot::GREEN_),
     ];
-    let path = plot::line_charts("ch08-approx-error.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch09-approx-error.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
 }
 
@@ -135,6 +135,6 @@ fn draw_scaling(timings: &[Measurement]) {
         line("local_causal", "local, w = 256", plot::PURPLE_),
         line("linear_causal", "linear, causal", plot::BROWN_),
     ];
-    let path = plot::line_charts("ch08-scaling.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch09-scaling.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
 }

@@ -1,10 +1,10 @@
-//! Chapter 9, The Transformer block: prints the shape after every step of
+//! Chapter 10, The Transformer block: prints the shape after every step of
 //! an encoder and a decoder layer, a LayerNorm by hand, and the size of the
 //! residual stream through post-norm and pre-norm stacks; draws the
 //! encoder-decoder diagram and the residual-stream chart.
 //!
 //! ```text
-//! cargo run --release --example ch09_block
+//! cargo run --release --example ch10_block
 //! ```
 
 mod plot;
@@ -153,13 +153,13 @@ fn draw_residual(depth: &[(f32, f32)]) {
         series("post-norm: LayerNorm(x + F(x))", |s| s.0, plot::ORANGE_),
         series("pre-norm: x + F(LayerNorm(x))", |s| s.1, plot::BLUE_),
     ];
-    let path = plot::line_charts("ch09-residual.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch10-residual.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
 }
 
-/// Figure 9.1: the encoder-decoder Transformer, drawn from boxes and arrows.
+/// Figure 10.1: the encoder-decoder Transformer, drawn from boxes and arrows.
 fn draw_diagram() {
-    let path = plot::drawing("ch09-architecture.svg", (900, 640), |root| {
+    let path = plot::drawing("ch10-architecture.svg", (900, 640), |root| {
         let title = plot::font(22).pos(text_anchor::Pos::new(
             text_anchor::HPos::Center,
             text_anchor::VPos::Top,

@@ -1,15 +1,15 @@
-//! Chapter 11, Training a tiny Transformer: loads the committed weights and
-//! training log (`book/data/ch11-*`, written by `cargo xtask train`), prints
+//! Chapter 12, Training a tiny Transformer: loads the committed weights and
+//! training log (`book/data/ch12-*`, written by `cargo xtask train`), prints
 //! the model's size, its held-out accuracy and how it attends, decodes a few
 //! examples, and draws the loss curve and the learned attention maps.
 //!
 //! ```text
-//! cargo run --release --example ch11_tiny_model
+//! cargo run --release --example ch12_tiny_model
 //! ```
 
 mod plot;
 
-use attn::experiments::ch11::{
+use attn::experiments::ch12::{
     accuracy_after, accuracy_report, digit_attention, digit_attention_report, mirror_attention,
     mirror_report, residual_report, token, uniform_target_share,
 };
@@ -28,7 +28,7 @@ fn data(name: &str) -> String {
 
 /// The training log: `(step, loss, held-out exact accuracy if measured)`.
 fn training_log() -> Vec<(usize, f64, Option<f64>)> {
-    data("ch11-training.csv")
+    data("ch12-training.csv")
         .lines()
         .skip(1)
         .map(|line| {
@@ -43,7 +43,7 @@ fn training_log() -> Vec<(usize, f64, Option<f64>)> {
 }
 
 fn main() -> Result<(), attn::AttnError> {
-    let net = TinyTransformer::from_text(&data("ch11-weights.txt"))?;
+    let net = TinyTransformer::from_text(&data("ch12-weights.txt"))?;
     let c = net.config();
     println!(
         "== The model: k = {}, d_model = {}, {} heads, d_ff = {}, {} blocks; {} parameters ==",
@@ -97,7 +97,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("{}", residual_report(&after));
 
     println!("\n== Exercise 1: the same model trained to sort ==");
-    let sorter = TinyTransformer::from_text(&data("ch11-sort-weights.txt"))?;
+    let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt"))?;
     assert_eq!(
         sorter.config(),
         BOOK_MODEL,
@@ -128,13 +128,13 @@ fn main() -> Result<(), attn::AttnError> {
     draw_attention(
         &net,
         &test[0],
-        "ch11-attention.svg",
+        "ch12-attention.svg",
         "Learned attention on a held-out example (prompt, separator |, answer so far)",
     )?;
     draw_attention(
         &sorter,
         &sort_test[0],
-        "ch11-sort-attention.svg",
+        "ch12-sort-attention.svg",
         "Learned attention of the sorting model on a held-out example",
     )?;
     Ok(())
@@ -173,7 +173,7 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
         y_range: (0.0, 1.2),
     };
     let path = plot::line_charts(
-        "ch11-training.svg",
+        "ch12-training.svg",
         &[(loss_chart, vec![loss]), (acc_chart, vec![acc])],
     );
     println!("wrote {}", path.display());

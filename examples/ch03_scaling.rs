@@ -1,8 +1,8 @@
-//! Chapter 2, Why scale by √d_k: runs the three experiments, prints the
+//! Chapter 3, Why scale by √d_k: runs the three experiments, prints the
 //! tables the chapter quotes and draws its three figures.
 //!
 //! ```text
-//! cargo run --release --example ch02_scaling
+//! cargo run --release --example ch03_scaling
 //! ```
 
 mod plot;
@@ -42,7 +42,7 @@ fn main() -> Result<(), attn::AttnError> {
     };
 
     let path = plot::line_charts(
-        "ch02-variance.svg",
+        "ch03-variance.svg",
         &[(
             Chart {
                 title: "Variance of the score q·k, unscaled and scaled",
@@ -79,7 +79,7 @@ fn main() -> Result<(), attn::AttnError> {
         saturation.iter().map(|r| (r.d_k as f64, f(r))).collect()
     };
     let path = plot::line_charts(
-        "ch02-saturation.svg",
+        "ch03-saturation.svg",
         &[
             (
                 Chart {
@@ -121,7 +121,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("wrote {}", path.display());
 
     let path = plot::line_charts(
-        "ch02-jacobian.svg",
+        "ch03-jacobian.svg",
         &[(
             Chart {
                 title: "Size of the softmax gradient, ‖diag(p) − ppᵀ‖_F",

@@ -1,8 +1,8 @@
-//! Chapter 1, Scaled dot-product attention: prints every number the chapter
+//! Chapter 2, Scaled dot-product attention: prints every number the chapter
 //! quotes and draws its figure.
 //!
 //! ```text
-//! cargo run --release --example ch01_attention
+//! cargo run --release --example ch02_attention
 //! ```
 
 mod plot;
@@ -48,7 +48,7 @@ fn main() -> Result<(), attn::AttnError> {
     println!("weights (rows: queries, columns: keys {words:?}):");
     println!("{}", matrix(&a.weights, 2));
     let path = plot::heatmap(
-        "ch01-sentence-weights.svg",
+        "ch02-sentence-weights.svg",
         &plot::Heatmap {
             title: "Self-attention weights, Q = K = V = X (hand-made embeddings)",
             row_labels: &words,

@@ -1,10 +1,10 @@
-//! Chapter 10, Gradients of attention: prints how far every backward pass
+//! Chapter 11, Gradients of attention: prints how far every backward pass
 //! is from central finite differences, the same for the whole tiny model,
 //! and the gradient norms through attention with and without the 1/√d_k
 //! scale; draws the gradient-norm chart.
 //!
 //! ```text
-//! cargo run --release --example ch10_gradients
+//! cargo run --release --example ch11_gradients
 //! ```
 
 mod plot;
@@ -61,7 +61,7 @@ fn main() -> Result<(), attn::AttnError> {
             ],
         ),
     ];
-    let path = plot::line_charts("ch10-gradient-norms.svg", &panels);
+    let path = plot::line_charts("ch11-gradient-norms.svg", &panels);
     println!("wrote {}", path.display());
     Ok(())
 }

@@ -1,9 +1,9 @@
-//! Chapter 5, Masking: prints the masks, what −∞ and −1e9 do to a row of
+//! Chapter 6, Masking: prints the masks, what −∞ and −1e9 do to a row of
 //! scores, a padded batch, the KV cache check and its cost, and draws the
 //! chapter's three figures.
 //!
 //! ```text
-//! cargo run --release --example ch05_masking
+//! cargo run --release --example ch06_masking
 //! ```
 
 mod plot;
@@ -95,7 +95,7 @@ fn main() -> Result<(), attn::AttnError> {
     Ok(())
 }
 
-/// Figure 5.2: the causal mask, a key-padding mask, and both with left
+/// Figure 6.2: the causal mask, a key-padding mask, and both with left
 /// padding, over the same 5 positions and 3 real tokens as the printed masks.
 fn draw_masks() -> Result<(), attn::AttnError> {
     let positions = ["0", "1", "2", "3", "4"];
@@ -126,12 +126,12 @@ fn draw_masks() -> Result<(), attn::AttnError> {
             (h, ones_and_zeros(keep))
         })
         .collect();
-    let path = plot::heatmap_grid("ch05-masks.svg", "Three masks over 5 positions", 3, &panels);
+    let path = plot::heatmap_grid("ch06-masks.svg", "Three masks over 5 positions", 3, &panels);
     println!("wrote {}", path.display());
     Ok(())
 }
 
-/// Figure 5.2: the same scores, softmaxed without and with the causal mask.
+/// Figure 6.2: the same scores, softmaxed without and with the causal mask.
 fn draw_weights() -> Result<(), attn::AttnError> {
     let words = ["The", "cat", "sat", "on", "the", "mat"];
     let mut rng = StdRng::seed_from_u64(55);
@@ -154,7 +154,7 @@ fn draw_weights() -> Result<(), attn::AttnError> {
     };
     let panels = [(panel("no mask"), unmasked), (panel("causal mask"), causal)];
     let path = plot::heatmap_grid(
-        "ch05-masked-weights.svg",
+        "ch06-masked-weights.svg",
         "The same scores (random Q, K) softmaxed without and with the causal mask",
         2,
         &panels,
@@ -163,7 +163,7 @@ fn draw_weights() -> Result<(), attn::AttnError> {
     Ok(())
 }
 
-/// Figure 5.3: total FLOPs to generate n tokens, with and without a cache.
+/// Figure 6.3: total FLOPs to generate n tokens, with and without a cache.
 fn draw_cost() -> Result<(), attn::AttnError> {
     let d = 512;
     let ns: Vec<u64> = (0..=12).map(|p| 1 << p).collect();
@@ -194,7 +194,7 @@ fn draw_cost() -> Result<(), attn::AttnError> {
         )?,
         series("with a KV cache", flops_per_token_with_cache, plot::BLUE_)?,
     ];
-    let path = plot::line_charts("ch05-kv-cache.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch06-kv-cache.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Chapter 11's printed reports on the trained models. Each formats values
+//! Chapter 12's printed reports on the trained models. Each formats values
 //! the caller has computed once (the example prints them, the numbers test
 //! quotes them and checks the same values).
 

@@ -1,9 +1,9 @@
-//! Chapter 3, Self- and cross-attention: prints the shape of every step of
+//! Chapter 4, Self- and cross-attention: prints the shape of every step of
 //! both, measures what the initialisation does to variances, and draws the
 //! cross-attention weights.
 //!
 //! ```text
-//! cargo run --release --example ch03_self_cross
+//! cargo run --release --example ch04_self_cross
 //! ```
 
 mod plot;
@@ -81,7 +81,7 @@ fn main() -> Result<(), attn::AttnError> {
     let row_labels: Vec<&str> = rows.iter().map(String::as_str).collect();
     let col_labels: Vec<&str> = cols.iter().map(String::as_str).collect();
     let path = plot::heatmap(
-        "ch03-cross-attention.svg",
+        "ch04-cross-attention.svg",
         &plot::Heatmap {
             title: "Cross-attention weights at initialisation (random, untrained)",
             row_labels: &row_labels,

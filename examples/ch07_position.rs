@@ -1,9 +1,9 @@
-//! Chapter 6, Positional encoding: prints the permutation check, sinusoidal
+//! Chapter 7, Positional encoding: prints the permutation check, sinusoidal
 //! values, the offset map's error, position similarities, RoPE's relative
 //! scores and ALiBi's slopes, and draws the chapter's four figures.
 //!
 //! ```text
-//! cargo run --release --example ch06_position
+//! cargo run --release --example ch07_position
 //! ```
 
 mod plot;
@@ -142,7 +142,7 @@ fn main() -> Result<(), attn::AttnError> {
     Ok(())
 }
 
-/// Figure 6.1: the encoding of 64 positions in 128 dimensions.
+/// Figure 7.1: the encoding of 64 positions in 128 dimensions.
 fn draw_sinusoidal() -> Result<(), attn::AttnError> {
     let pe = sinusoidal(64, 128)?;
     let every = |n: usize, step: usize| -> Vec<String> {
@@ -169,12 +169,12 @@ fn draw_sinusoidal() -> Result<(), attn::AttnError> {
         range: (-1.0, 1.0),
         annotate: None,
     };
-    let path = plot::dense_heatmap("ch06-sinusoidal.svg", &h, &pe, (900, 560));
+    let path = plot::dense_heatmap("ch07-sinusoidal.svg", &h, &pe, (900, 560));
     println!("wrote {}", path.display());
     Ok(())
 }
 
-/// Figure 6.2: four dimensions of the encoding as functions of position.
+/// Figure 7.2: four dimensions of the encoding as functions of position.
 fn draw_curves() -> Result<(), attn::AttnError> {
     let pe = sinusoidal(101, 128)?;
     let colours = [plot::BLUE_, plot::ORANGE_, plot::GREY_, plot::GREEN_];
@@ -210,12 +210,12 @@ fn draw_curves() -> Result<(), attn::AttnError> {
         log10_y: false,
         y_range: (-1.1, 1.8),
     };
-    let path = plot::line_charts("ch06-pe-curves.svg", &[(chart, series)]);
+    let path = plot::line_charts("ch07-pe-curves.svg", &[(chart, series)]);
     println!("wrote {}", path.display());
     Ok(())
 }
 
-/// Figure 6.3: similarity of two positions' encodings against their distance.
+/// Figure 7.3: similarity of two positions' encodings against their distance.
 fn draw_similarity() -> Result<(), attn::AttnError> {
     let series = [(64, plot::ORANGE_), (128, plot::BLUE_), (512, plot::GREY_)]
         .iter()
@@ -239,12 +239,12 @@ fn draw_similarity() -> Result<(), attn::AttnError> {
         log10_y: false,
         y_range: (0.0, 1.2),
     };
-    let path = plot::line_charts("ch06-similarity.svg", &[(chart, series)]);
+    let path = plot::line_charts("ch07-similarity.svg", &[(chart, series)]);
     println!("wrote {}", path.display());
     Ok(())
 }
 
-/// Figure 6.4: ALiBi's bias matrices for four of eight heads.
+/// Figure 7.4: ALiBi's bias matrices for four of eight heads.
 fn draw_alibi() -> Result<(), attn::AttnError> {
     let slopes = alibi_slopes(8)?;
     let positions = ["0", "1", "2", "3", "4", "5", "6", "7"];
@@ -270,7 +270,7 @@ fn draw_alibi() -> Result<(), attn::AttnError> {
         })
         .collect::<Result<_, attn::AttnError>>()?;
     let path = plot::heatmap_grid(
-        "ch06-alibi.svg",
+        "ch07-alibi.svg",
         "ALiBi bias added to the scores, 4 of 8 heads (future keys: −inf)",
         2,
         &panels,

@@ -1,8 +1,8 @@
-//! Chapter 4, Multi-head attention: prints the shape of every step, the cost
+//! Chapter 5, Multi-head attention: prints the shape of every step, the cost
 //! of the layer, the entropy of each head, and draws the per-head weights.
 //!
 //! ```text
-//! cargo run --release --example ch04_multihead
+//! cargo run --release --example ch05_multihead
 //! ```
 
 mod plot;
@@ -89,7 +89,7 @@ fn main() -> Result<(), attn::AttnError> {
         })
         .collect();
     let path = plot::heatmap_grid(
-        "ch04-heads.svg",
+        "ch05-heads.svg",
         "Multi-head self-attention weights at initialisation (random, untrained)",
         3,
         &panels,

@@ -1,10 +1,10 @@
-//! Chapter 7, The cost of attention: prints the cost model, the measured
+//! Chapter 8, The cost of attention: prints the cost model, the measured
 //! time and memory of exact attention (read from `book/data/`, written by
 //! `cargo xtask measure`), and draws the chapter's two figures. It measures
 //! nothing itself, so its output and figures are the same on every run.
 //!
 //! ```text
-//! cargo run --release --example ch07_cost
+//! cargo run --release --example ch08_cost
 //! ```
 
 mod plot;
@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         scores_bytes(65_536) / (1u64 << 30) as f64
     );
 
-    let csv = data_file("ch07-timings.csv")?;
+    let csv = data_file("ch08-timings.csv")?;
     let timings = read_measurements(&csv, "function", "mean_ns")?;
     println!("\n== Measured, d = 64, one thread (ms) ==");
     println!("{}", csv.lines().next().unwrap_or(""));
@@ -43,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("\n== Peak memory of naive attention, d = 64 ==");
-    let memory = data_file("ch07-memory.csv")?;
+    let memory = data_file("ch08-memory.csv")?;
     println!(
         "{}",
         naive_memory_table(&read_measurements(&memory, "method", "peak_bytes")?)
@@ -74,7 +74,7 @@ fn draw_cost_model() {
         series("projections, 8·n·d²", projection_flops, plot::BLUE_),
         series("attention, 4·n²·d", attention_flops, plot::ORANGE_),
     ];
-    let path = plot::line_charts("ch07-cost-model.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch08-cost-model.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
 }
 
@@ -99,6 +99,6 @@ fn draw_time(timings: &[Measurement]) {
             true,
         ),
     ];
-    let path = plot::line_charts("ch07-time.svg", &[(chart, lines)]);
+    let path = plot::line_charts("ch08-time.svg", &[(chart, lines)]);
     println!("wrote {}", path.display());
 }

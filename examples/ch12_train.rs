@@ -1,11 +1,11 @@
-//! Chapter 11: trains the tiny Transformer to reverse 8 digits, and the same
+//! Chapter 12: trains the tiny Transformer to reverse 8 digits, and the same
 //! model to sort them (exercise 1), prints the training time and the
 //! held-out accuracy of each, and writes the weights and the loss curves to
 //! `book/data/` (run by `cargo xtask train`, not in CI: the figures come
 //! from the committed weights).
 //!
 //! ```text
-//! cargo xtask train        # = cargo run --release --example ch11_train
+//! cargo xtask train        # = cargo run --release --example ch12_train
 //! ```
 
 use std::time::Instant;
@@ -16,7 +16,7 @@ use attn::model::{
 };
 
 fn main() -> Result<(), attn::AttnError> {
-    for (training, name) in [(BOOK_TRAINING, "ch11"), (BOOK_SORT_TRAINING, "ch11-sort")] {
+    for (training, name) in [(BOOK_TRAINING, "ch12"), (BOOK_SORT_TRAINING, "ch12-sort")] {
         train_and_save(&training, name)?;
     }
     Ok(())

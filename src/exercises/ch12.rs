@@ -1,0 +1,43 @@
+//! Chapter 12, exercise 1: sort instead of reverse.
+
+use ndarray_rand::rand::{rngs::StdRng, Rng};
+
+use crate::model::SEP;
+
+// ANCHOR: sorting_example
+/// `k` random digits followed by the separator and the same digits in
+/// increasing order: `2k + 1` tokens. Where the `j`-th answer digit comes
+/// from depends on the digits themselves, not on `j` alone.
+pub fn sorting_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
+    let digits: Vec<usize> = (0..k).map(|_| rng.random_range(0..10)).collect();
+    let mut sorted = digits.clone();
+    sorted.sort_unstable();
+    let mut sequence = digits;
+    sequence.push(SEP);
+    sequence.extend(sorted);
+    sequence
+}
+// ANCHOR_END: sorting_example
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray_rand::rand::SeedableRng;
+
+    #[test]
+    fn the_answer_is_the_prompt_sorted() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for k in [1, 2, 8, 13] {
+            let e = sorting_example(k, &mut rng);
+            assert_eq!(e.len(), 2 * k + 1);
+            assert_eq!(e[k], SEP);
+            let (prompt, answer) = (&e[..k], &e[k + 1..]);
+            assert!(answer.windows(2).all(|w| w[0] <= w[1]), "{e:?}");
+            let count = |xs: &[usize], d| xs.iter().filter(|&&x| x == d).count();
+            assert!(
+                (0..10).all(|d| count(prompt, d) == count(answer, d)),
+                "{e:?}"
+            );
+        }
+    }
+}

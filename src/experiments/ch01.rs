@@ -1,0 +1,112 @@
+//! Chapter 1's experiments and printed tables: kernel regression on a
+//! seeded toy problem, the cost of the two scores, and how sharp each can
+//! make its weights.
+
+use ndarray::Array1;
+use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
+use ndarray_rand::rand_distr::{Distribution, Normal};
+
+use crate::error::AttnError;
+use crate::origins::{additive_score_flops, dot_score_flops, kernel_regression, SharpnessRow};
+use crate::show::table;
+
+/// The function the toy problem samples: `sin(2x) + x/2`.
+pub fn truth(x: f32) -> f32 {
+    (2.0 * x).sin() + 0.5 * x
+}
+
+/// The bandwidths chapter 1 compares: too small, about right, too large.
+pub const BANDWIDTHS: [f32; 3] = [0.05, 0.3, 2.0];
+
+/// `count` training points: `x` uniform in `[0, 5)`, sorted, and
+/// `y = truth(x)` plus Gaussian noise of standard deviation 0.3 (seeded).
+pub fn training_set(count: usize, seed: u64) -> Result<(Array1<f32>, Array1<f32>), AttnError> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let noise = Normal::new(0.0_f32, 0.3).map_err(|_| AttnError::InvalidArgument {
+        name: "noise",
+        value: 0.3,
+        requirement: "must be a valid standard deviation",
+    })?;
+    let mut x: Vec<f32> = (0..count).map(|_| rng.random_range(0.0..5.0)).collect();
+    x.sort_by(f32::total_cmp);
+    let y = x
+        .iter()
+        .map(|&x| truth(x) + noise.sample(&mut rng))
+        .collect();
+    Ok((Array1::from(x), y))
+}
+
+/// `count` evenly spaced queries across `[0, 5]`.
+pub fn queries(count: usize) -> Array1<f32> {
+    Array1::linspace(0.0, 5.0, count)
+}
+
+/// For each bandwidth: the mean squared error of the estimates against the
+/// true function at the queries, and the mean over queries of the largest
+/// weight one training point gets.
+pub fn bandwidth_table(
+    x: &Array1<f32>,
+    y: &Array1<f32>,
+    queries: &Array1<f32>,
+) -> Result<String, AttnError> {
+    let mut rows = Vec::new();
+    for rho in BANDWIDTHS {
+        let a = kernel_regression(queries, x, y, rho)?;
+        let error = queries
+            .iter()
+            .zip(a.output.column(0))
+            .map(|(&q, &e)| ((e - truth(q)) as f64).powi(2))
+            .sum::<f64>()
+            / queries.len() as f64;
+        let top = a
+            .weights
+            .rows()
+            .into_iter()
+            .map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64)
+            .sum::<f64>()
+            / queries.len() as f64;
+        rows.push(vec![
+            format!("{rho}"),
+            format!("{error:.3}"),
+            format!("{top:.2}"),
+        ]);
+    }
+    let header = ["bandwidth ρ", "squared error", "largest weight"];
+    Ok(table(&header, &rows))
+}
+
+/// FLOPs of the additive and the dot-product scores for `n = m` tokens of
+/// width `d`, with `d_a = d` hidden units, in MFLOP, and their ratio.
+pub fn score_cost_table(ns: &[u64], d: u64) -> String {
+    let rows: Vec<Vec<String>> = ns
+        .iter()
+        .map(|&n| {
+            let (additive, dot) = (additive_score_flops(n, n, d, d), dot_score_flops(n, n, d));
+            vec![
+                n.to_string(),
+                format!("{:.1}", additive / 1e6),
+                format!("{:.1}", dot / 1e6),
+                format!("{:.2}", additive / dot),
+            ]
+        })
+        .collect();
+    table(
+        &["n = m", "additive (MFLOP)", "dot (MFLOP)", "ratio"],
+        &rows,
+    )
+}
+
+/// The sharpness experiment as the chapter prints it.
+pub fn sharpness_table(rows: &[SharpnessRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{}", r.scale),
+                format!("{:.3}", r.dot),
+                format!("{:.3}", r.additive),
+            ]
+        })
+        .collect();
+    table(&["query scale", "dot product", "additive"], &cells)
+}

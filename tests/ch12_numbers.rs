@@ -1,0 +1,219 @@
+//! Chapter 12 quotes the output of `cargo run --example ch12_tiny_model`,
+//! which evaluates the committed weights; these tests recompute it from the
+//! same files, and train a small model from scratch to check that learning
+//! still works.
+
+use std::time::Instant;
+
+use attn::experiments::ch12::{
+    accuracy_after, accuracy_report, digit_attention, digit_attention_report, mirror_attention,
+    mirror_report, residual_report, show_tokens, uniform_target_share,
+};
+use attn::model::{
+    accuracy, held_out, train, Adam, ModelConfig, Task, TinyTransformer, TrainConfig, BOOK_MODEL,
+    BOOK_TRAINING, HELD_OUT, VOCAB,
+};
+
+mod common;
+
+use common::numbers::Bindings;
+
+const CHAPTER: &str = "ch12-training.md";
+
+/// The exact-sequence accuracy the from-scratch training run must reach.
+const CI_BAR: f64 = 0.95;
+
+fn data(name: &str) -> String {
+    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn book_model() -> TinyTransformer {
+    TinyTransformer::from_text(&data("ch12-weights.txt")).unwrap()
+}
+
+/// Trains a small model from scratch: if backward passes, the optimiser or
+/// the model break, it stops learning and this fails.
+#[test]
+fn a_short_training_run_learns_to_reverse() {
+    let model = ModelConfig {
+        k: 8,
+        d_model: 16,
+        heads: 2,
+        d_ff: 64,
+        layers: 1,
+    };
+    let training = TrainConfig {
+        steps: 200,
+        batch: 32,
+        lr: 3e-3,
+        warmup: 10,
+        seed: 5,
+        task: Task::Reverse,
+    };
+    let test = held_out(Task::Reverse, model.k, 200, 7).unwrap();
+    let start = Instant::now();
+    let (net, losses) = train(model, &training, &test).unwrap();
+    let (exact, _) = accuracy(&net, &test).unwrap();
+    eprintln!(
+        "200 steps in {:.1} s, exact {exact}",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(losses[199] < 0.1 * losses[0], "the loss falls");
+    assert!(
+        exact >= CI_BAR,
+        "held-out exact-sequence accuracy {exact} below {CI_BAR}"
+    );
+}
+
+fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
+    let net = book_model();
+    assert_eq!(net.config(), BOOK_MODEL);
+    assert_eq!(net.parameter_count(), 26_443);
+    let test = held_out(Task::Reverse, net.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let reversal = accuracy(&net, &test).unwrap();
+    assert!(reversal.0 >= 0.99, "the book's bar: 99% exact");
+    b.exact("99%", 99.0).exact("1000", test.len() as f64);
+    b.quoted(&accuracy_report(&net, &test, reversal).unwrap());
+    // The residual stream after each block, through the final head.
+    let after: Vec<f64> = (0..=net.config().layers)
+        .map(|depth| accuracy_after(&net, &test, depth).unwrap())
+        .collect();
+    b.quoted(&residual_report(&after));
+    b.claim(
+        "block 2 changes no\nprediction",
+        after[1] == 1.0 && after[2] == 1.0,
+    );
+    // Exercise 1: the sorting model, and where both models' heads look.
+    let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt")).unwrap();
+    let sort_test = held_out(Task::Sort, sorter.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let sorting = accuracy(&sorter, &sort_test).unwrap();
+    b.quoted(&accuracy_report(&sorter, &sort_test, sorting).unwrap());
+    let split = digit_attention(&sorter, &sort_test).unwrap();
+    let uniform = uniform_target_share(&sort_test, sorter.config().k).unwrap();
+    b.quoted(&digit_attention_report(&[
+        (
+            "reverse",
+            &digit_attention(&net, &test).unwrap(),
+            uniform_target_share(&test, net.config().k).unwrap(),
+        ),
+        ("sort", &split, uniform),
+    ]));
+    let on_target: Vec<f64> = split.iter().flatten().map(|a| a.on_target).collect();
+    let lo = on_target.iter().cloned().fold(1.0, f64::min);
+    let hi = on_target.iter().cloned().fold(0.0, f64::max);
+    b.rounded("0.29", lo).rounded("0.36", hi);
+    assert!((2.0..2.2).contains(&(lo / uniform)) && (2.5..2.6).contains(&(hi / uniform)));
+    let mirror = mirror_attention(&net, &test).unwrap();
+    b.quoted(&mirror_report(&mirror));
+    // "96 to 97%" and "14%".
+    let (low, high) = (
+        mirror[0][0].min(mirror[0][1]),
+        mirror[0][0].max(mirror[0][1]),
+    );
+    b.rounded("96", 100.0 * low).rounded("97%", 100.0 * high);
+    for &w in &mirror[1] {
+        b.rounded("14%", 100.0 * w);
+    }
+}
+
+fn training_log_and_figure_10_1(b: &mut Bindings) {
+    let log: Vec<(usize, f64, Option<f64>)> = data("ch12-training.csv")
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (
+                c[0].parse().unwrap(),
+                c[1].parse().unwrap(),
+                c[2].parse().ok(),
+            )
+        })
+        .collect();
+    assert_eq!(log.len(), 600);
+    let mut block = String::from("step    loss  held-out exact (200)\n");
+    for s in [1, 20, 30, 40, 50, 100, 200, 600] {
+        let acc = log[s - 1].2.map_or("–".to_string(), |a| format!("{a:.3}"));
+        block += &format!("{s:>4}  {:.4}  {acc:>20}\n", log[s - 1].1);
+    }
+    block += &format!(
+        "uniform guess over 11 tokens: loss ln 11 = {:.4}",
+        11f64.ln()
+    );
+    b.quoted(&block);
+    // Figure 12.1: accuracy 0 through step 25, 0.085 at 30, 1 from 40 on.
+    let acc = |s: usize| log[s - 1].2.unwrap();
+    assert!([5, 10, 15, 20, 25].iter().all(|&s| acc(s) == 0.0));
+    assert_eq!(acc(30), 0.085);
+    assert!(log[39..].iter().filter_map(|r| r.2).all(|a| a == 1.0));
+    // Figure 12.1: starts above ln 11 (2.40), 2.13 at step 20, below ln 10.
+    assert!(log[0].1 > 11f64.ln() && log[19].1 < 10f64.ln());
+    b.claim(
+        "falls to 2.1 by step 20",
+        log[19].1 < log[0].1 && log[49].1 < log[19].1 && log[599].1 < log[49].1,
+    );
+    b.rounded("2.40", 11f64.ln())
+        .rounded("2.13", log[19].1)
+        .rounded("2.30", 10f64.ln())
+        .rounded("3.0", log[0].1)
+        .rounded("2.1", log[19].1)
+        .value("0.05", log[49].1, 0.01)
+        .rounded("0.0002", log[599].1)
+        .exact("600", log.len() as f64)
+        .exact("100%", 100.0 * acc(40))
+        .exact("25", 25.0)
+        .exact("40", 40.0);
+    // The weights file is "about 0.3 MB".
+    let size = data("ch12-weights.txt").len() as f64 / 1e6;
+    b.value("0.3", size, 0.05);
+    // The training log, as `cargo xtask train` wrote it.
+    let train_log = data("ch12-train-log.txt");
+    assert!(train_log.starts_with("# measured "), "the log is dated");
+    b.quoted(train_log.trim_end());
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    the_saved_model_reverses_the_held_out_set(&mut b);
+    training_log_and_figure_10_1(&mut b);
+    bind_prose(&mut b);
+    b.assert_all_bound();
+}
+
+/// Numbers of the prose, captions, alt text and quiz, each with its check.
+fn bind_prose(b: &mut Bindings) {
+    let c = BOOK_MODEL;
+    // The task's illustration: 8 digits reversed.
+    let digits = [3, 1, 4, 1, 5, 9, 2, 6];
+    let reversed: Vec<usize> = digits.iter().rev().cloned().collect();
+    b.quoted(&format!(
+        "{} |  →  {}",
+        show_tokens(&digits),
+        show_tokens(&reversed)
+    ));
+    // The permutation matrix over the one-hot prompt: 10k × 10k.
+    b.exact("80", (10 * c.k) as f64)
+        .exact("8", c.k as f64)
+        .exact("7", (c.k - 1) as f64);
+    // "output 3 comes from input 4": output j reads input k − 1 − j.
+    b.exact("4", (c.k - 1 - 3) as f64);
+    // The model's sizes.
+    b.exact("10", (VOCAB - 1) as f64)
+        .exact("32", c.d_model as f64)
+        .exact("128", c.d_ff as f64)
+        .exact("16", c.context() as f64)
+        .exact("15", (c.context() - 1) as f64)
+        .exact("17", (c.context() + 1) as f64);
+    // Adam's settings and the schedule.
+    let net = TinyTransformer::new(c, 0).unwrap();
+    let adam = Adam::new(&net, BOOK_TRAINING.lr).unwrap();
+    b.exact("0.98", adam.betas().1)
+        .exact("1e-9", adam.eps())
+        .exact("3e-3", BOOK_TRAINING.lr)
+        .exact("30", BOOK_TRAINING.warmup as f64);
+    // The CI test's bar (a_short_training_run_learns_to_reverse).
+    b.value("95%", 100.0 * CI_BAR, 1e-9);
+}
