@@ -157,7 +157,8 @@ fn draw_residual(depth: &[(f32, f32)]) {
     println!("wrote {}", path.display());
 }
 
-/// Figure 10.1: the encoder-decoder Transformer, drawn from boxes and arrows.
+/// Figure 10.2: the encoder-decoder Transformer, drawn from boxes and arrows.
+/// The encoder reads the `m` source tokens, the decoder the `n` target ones.
 fn draw_diagram() {
     let path = plot::drawing("ch10-architecture.svg", (900, 640), |root| {
         let title = plot::font(22).pos(text_anchor::Pos::new(
@@ -171,10 +172,10 @@ fn draw_diagram() {
         ))
         .expect("draw title");
         let encoder = [
-            ("Add & LayerNorm", "n×d_model", 0xE8F0FA),
-            ("Feed-forward network", "n×d_ff → n×d_model", 0xD6E6F7),
-            ("Add & LayerNorm", "n×d_model", 0xE8F0FA),
-            ("Multi-head self-attention", "h × (n×n weights)", 0xF9DDB8),
+            ("Add & LayerNorm", "m×d_model", 0xE8F0FA),
+            ("Feed-forward network", "m×d_ff → m×d_model", 0xD6E6F7),
+            ("Add & LayerNorm", "m×d_model", 0xE8F0FA),
+            ("Multi-head self-attention", "h × (m×m weights)", 0xF9DDB8),
         ];
         let decoder = [
             ("Add & LayerNorm", "n×d_model", 0xE8F0FA),
