@@ -20,6 +20,7 @@
 //! | [`block`] | 10. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
 //! | [`grad`] | 11. Gradients: backward passes, checked by finite differences |
 //! | [`model`] | 12. A tiny Transformer trained to reverse digits |
+//! | [`translation`] | a toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`experiments`] | the chapters' report helpers (what the examples print; not a reader's API) |
 //! | [`show`] | formatting of the numbers the examples print |
@@ -54,6 +55,7 @@ pub mod scaling;
 pub mod show;
 pub mod softmax;
 pub mod tiled;
+pub mod translation;
 
 pub use attention::{scaled_dot_product_attention, Attention};
 pub use error::AttnError;

@@ -1,0 +1,20 @@
+//! A toy translation task with real alignment structure, and the metric
+//! translation is scored by. The encoder–decoder that learns the task is
+//! to follow; the task and the metric stand on their own and are tested.
+//!
+//! The source language writes numbers from 1 to 999,999 in English words,
+//! but says the ones before the tens, as German does: 342,015 is
+//! "three hundred two and forty thousand fifteen". The target is its
+//! digits, `3 4 2 0 1 5`. Aligning the two takes what real translation
+//! takes: reordering ("two and forty" → `4 2`), one word for several
+//! tokens ("twelve" → `1 2`, "hundred" → `0 0` in "seven hundred"), and
+//! words for no token at all ("and", "thousand").
+
+mod bleu;
+mod numbers;
+
+pub use bleu::{corpus_bleu, Bleu};
+pub use numbers::{
+    number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS, EOS, PAD,
+    TARGET_VOCAB,
+};
