@@ -68,7 +68,7 @@ pub fn corpus_bleu(
     } else {
         (1.0 - r as f64 / c as f64).exp()
     };
-    let score = if precisions.iter().any(|&p| p == 0.0) {
+    let score = if precisions.contains(&0.0) {
         0.0
     } else {
         brevity_penalty * (precisions.iter().map(|p| p.ln()).sum::<f64>() / 4.0).exp()
