@@ -1,5 +1,5 @@
-//! A toy translation task with real alignment structure, and the metric
-//! translation is scored by. The encoder–decoder that learns the task is
+//! A toy translation task with real alignment structure, beam search, and
+//! the metric translation is scored by. The encoder–decoder that learns the task is
 //! to follow; the task and the metric stand on their own and are tested.
 //!
 //! The source language writes numbers from 1 to 999,999 in English words,
@@ -10,9 +10,11 @@
 //! tokens ("twelve" → `1 2`, "hundred" → `0 0` in "seven hundred"), and
 //! words for no token at all ("and", "thousand").
 
+mod beam;
 mod bleu;
 mod numbers;
 
+pub use beam::{beam_search, Hypothesis};
 pub use bleu::{corpus_bleu, Bleu};
 pub use numbers::{
     number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS, EOS, PAD,
