@@ -152,6 +152,43 @@ pub(crate) struct Block {
     ffn: FfnParams,
 }
 
+/// A model an optimiser can update: its parameter tensors as flat slices,
+/// in a fixed order, with names. The gradients are a model of the same
+/// shape. [`Adam`] works on any of them.
+pub trait Parameters {
+    /// Every parameter tensor as a flat slice, in a fixed order.
+    fn slices(&self) -> Vec<&[f64]>;
+    /// [`Parameters::slices`], mutable.
+    fn slices_mut(&mut self) -> Vec<&mut [f64]>;
+    /// Every tensor's name and values, in the same order.
+    fn named_slices(&self) -> Vec<(String, &[f64])>;
+}
+
+/// A hash of a model's configuration and of every parameter's bits: a
+/// forward pass records it, and the backward pass refuses a forward pass of
+/// another model (or of the same model before an update).
+pub(crate) fn fingerprint(model: &impl Parameters, config: impl std::hash::Hash) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    config.hash(&mut hasher);
+    for tensor in model.slices() {
+        tensor.iter().for_each(|x| x.to_bits().hash(&mut hasher));
+    }
+    hasher.finish()
+}
+
+impl Parameters for TinyTransformer {
+    fn slices(&self) -> Vec<&[f64]> {
+        TinyTransformer::slices(self)
+    }
+    fn slices_mut(&mut self) -> Vec<&mut [f64]> {
+        TinyTransformer::slices_mut(self)
+    }
+    fn named_slices(&self) -> Vec<(String, &[f64])> {
+        TinyTransformer::named_slices(self)
+    }
+}
+
 /// The model's parameters (and, with the same shapes, their gradients).
 /// The fields are private: every tensor's shape follows from `config`, and
 /// only [`TinyTransformer::new`], [`TinyTransformer::from_text`] and the
@@ -293,13 +330,7 @@ impl TinyTransformer {
     /// pass records it, and the backward pass refuses a forward pass of
     /// another model (or of this one before an update).
     pub(crate) fn fingerprint(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.config.hash(&mut hasher);
-        for tensor in self.slices() {
-            tensor.iter().for_each(|x| x.to_bits().hash(&mut hasher));
-        }
-        hasher.finish()
+        fingerprint(self, self.config)
     }
 
     /// Number of parameters.

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{inputs_and_targets, ModelConfig, Task, TinyTransformer};
+use super::{inputs_and_targets, ModelConfig, Parameters, Task, TinyTransformer};
 use crate::error::AttnError;
 
 // ANCHOR: adam
@@ -18,12 +18,11 @@ pub struct Adam {
     m: Vec<Vec<f64>>,
     v: Vec<Vec<f64>>,
     step: i32,
-    config: ModelConfig,
 }
 
 impl Adam {
-    /// An optimiser for `model`'s parameters.
-    pub fn new(model: &TinyTransformer, lr: f64) -> Result<Self, AttnError> {
+    /// An optimiser for `model`'s parameters (any model of the crate).
+    pub fn new(model: &impl Parameters, lr: f64) -> Result<Self, AttnError> {
         check_learning_rate(lr)?;
         let zeros: Vec<Vec<f64>> = model.slices().iter().map(|s| vec![0.0; s.len()]).collect();
         Ok(Adam {
@@ -33,7 +32,6 @@ impl Adam {
             m: zeros.clone(),
             v: zeros,
             step: 0,
-            config: model.config,
         })
     }
 
@@ -54,17 +52,19 @@ impl Adam {
 
     /// One update: `θ ← θ − lr · m̂ / (√v̂ + ε)`, scaled by `lr_factor`
     /// (the schedule).
-    pub fn update(
+    pub fn update<P: Parameters>(
         &mut self,
-        model: &mut TinyTransformer,
-        grads: &TinyTransformer,
+        model: &mut P,
+        grads: &P,
         lr_factor: f64,
     ) -> Result<(), AttnError> {
-        if model.config != self.config || grads.config != self.config {
+        let sizes = |p: &P| p.slices().iter().map(|s| s.len()).collect::<Vec<_>>();
+        let expected: Vec<usize> = self.m.iter().map(Vec::len).collect();
+        if sizes(model) != expected || sizes(grads) != expected {
             return Err(AttnError::InvalidArgument {
                 name: "model and gradients",
                 value: 0.0,
-                requirement: "must have the configuration the optimiser was made for",
+                requirement: "must have the tensors the optimiser was made for",
             });
         }
         if !(lr_factor.is_finite() && lr_factor >= 0.0) {

@@ -12,10 +12,14 @@
 
 mod beam;
 mod bleu;
+mod forward;
+mod model;
 mod numbers;
 
 pub use beam::{beam_search, Hypothesis};
 pub use bleu::{corpus_bleu, Bleu};
+pub use forward::Seq2SeqForward;
+pub use model::{batch, source_vocab_size, Batch, Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
     number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS, EOS, PAD,
     TARGET_VOCAB,

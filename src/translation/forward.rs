@@ -1,0 +1,473 @@
+//! The encoder–decoder's forward pass over a padded [`Batch`], and its
+//! backward pass, each step of the forward pass undone in reverse order.
+
+use ndarray::{Array1, Array2, ArrayRef2};
+
+use super::model::{mha_backward, mha_forward, Batch, MhaCache, Seq2Seq};
+use super::{source_vocab_size, TARGET_VOCAB};
+use crate::error::AttnError;
+use crate::grad::{
+    cross_entropy, ffn_backward, ffn_forward, layer_norm_backward, layer_norm_forward,
+    linear_backward, FfnCache, LayerNormCache, Matrix,
+};
+
+const EPS: f64 = 1e-5;
+
+/// What one encoder layer keeps.
+struct EncoderCache {
+    ln1: LayerNormCache,
+    a: Matrix,
+    attention: MhaCache,
+    ln2: LayerNormCache,
+    ffn: FfnCache,
+}
+
+/// What one decoder layer keeps.
+struct DecoderCache {
+    ln1: LayerNormCache,
+    a: Matrix,
+    self_attention: MhaCache,
+    ln2: LayerNormCache,
+    b: Matrix,
+    cross_attention: MhaCache,
+    ln3: LayerNormCache,
+    ffn: FfnCache,
+}
+
+/// The forward pass's result: logits, cross-attention weights, and what the
+/// backward pass needs.
+pub struct Seq2SeqForward {
+    logits: Matrix,
+    fingerprint: u64,
+    batch: Batch,
+    lengths: (usize, usize), // S, T
+    encoder: Vec<EncoderCache>,
+    encoder_ln: LayerNormCache,
+    memory: Matrix, // what the decoder attends to: BS×d, or B×d with the bottleneck
+    decoder: Vec<DecoderCache>,
+    decoder_ln: LayerNormCache,
+    z: Matrix,
+}
+
+impl Seq2SeqForward {
+    /// `BT×TARGET_VOCAB`: row `b·T + i` scores the token after decoder input `i`.
+    pub fn logits(&self) -> &Matrix {
+        &self.logits
+    }
+
+    /// The `T×S` cross-attention weights of decoder `layer`, `head` and
+    /// pair `b` (with the bottleneck, `T×1`).
+    pub fn cross_weights(&self, layer: usize, b: usize, head: usize) -> Result<&Matrix, AttnError> {
+        let heads = self
+            .decoder
+            .first()
+            .map_or(0, |d| d.cross_attention.heads.len())
+            / self.batch.sources.len();
+        let counts = [
+            ("layer", layer, self.decoder.len()),
+            ("pair", b, self.batch.sources.len()),
+            ("head", head, heads),
+        ];
+        for (name, index, count) in counts {
+            if index >= count {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: index as f64,
+                    requirement: "must be less than the forward pass's number of them",
+                });
+            }
+        }
+        Ok(&self.decoder[layer].cross_attention.heads[b * heads + head].p)
+    }
+}
+
+impl Seq2Seq {
+    /// The forward pass over a padded batch.
+    pub fn forward(&self, batch: &Batch) -> Result<Seq2SeqForward, AttnError> {
+        let (s, t) = self.check_batch(batch)?;
+        let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
+        let real = |len: usize, rows: usize| Array2::from_shape_fn((rows, s), |(_, j)| j < len);
+        let mut x = embed(
+            &batch.sources,
+            &self.source_embeddings,
+            &self.source_positions,
+        );
+        let mut encoder = Vec::new();
+        for e in &self.encoder {
+            let (a, ln1) = layer_norm_forward(&x, &e.attention.ln[0], &e.attention.ln[1], EPS);
+            let keep = |b: usize| real(batch.source_lengths[b], s);
+            let (att, attention) = mha_forward(&a, &a, &e.attention.w, (s, s, h), keep);
+            x += &att;
+            let (c, ln2) = layer_norm_forward(&x, &e.ln[0], &e.ln[1], EPS);
+            let (f, ffn) = ffn_forward(&c, &e.ffn);
+            x += &f;
+            encoder.push(EncoderCache {
+                ln1,
+                a,
+                attention,
+                ln2,
+                ffn,
+            });
+        }
+        let (output, encoder_ln) =
+            layer_norm_forward(&x, &self.encoder_ln[0], &self.encoder_ln[1], EPS);
+        let memory = match bottleneck {
+            true => pool(&output, &batch.source_lengths, s),
+            false => output,
+        };
+        let tk = if bottleneck { 1 } else { s };
+        let mut y = embed(
+            &batch.inputs,
+            &self.target_embeddings,
+            &self.target_positions,
+        );
+        let mut decoder = Vec::new();
+        for d in &self.decoder {
+            let sa = &d.self_attention;
+            let (a, ln1) = layer_norm_forward(&y, &sa.ln[0], &sa.ln[1], EPS);
+            let causal = |_: usize| Array2::from_shape_fn((t, t), |(i, j)| j <= i);
+            let (out, self_attention) = mha_forward(&a, &a, &sa.w, (t, t, h), causal);
+            y += &out;
+            let ca = &d.cross_attention;
+            let (b, ln2) = layer_norm_forward(&y, &ca.ln[0], &ca.ln[1], EPS);
+            let keep = |i: usize| match bottleneck {
+                true => Array2::from_elem((t, 1), true),
+                false => real(batch.source_lengths[i], t),
+            };
+            let (out, cross_attention) = mha_forward(&b, &memory, &ca.w, (t, tk, h), keep);
+            y += &out;
+            let (c, ln3) = layer_norm_forward(&y, &d.ln[0], &d.ln[1], EPS);
+            let (f, ffn) = ffn_forward(&c, &d.ffn);
+            y += &f;
+            decoder.push(DecoderCache {
+                ln1,
+                a,
+                self_attention,
+                ln2,
+                b,
+                cross_attention,
+                ln3,
+                ffn,
+            });
+        }
+        let (z, decoder_ln) = layer_norm_forward(&y, &self.decoder_ln[0], &self.decoder_ln[1], EPS);
+        let logits = z.dot(&self.head.0) + &self.head.1;
+        if let Some(((i, j), &value)) = logits.indexed_iter().find(|(_, x)| !x.is_finite()) {
+            return Err(AttnError::Overflow {
+                what: "the logits",
+                position: (i, j),
+                value: value as f32,
+            });
+        }
+        Ok(Seq2SeqForward {
+            logits,
+            fingerprint: crate::model::fingerprint(self, self.config),
+            batch: batch.clone(),
+            lengths: (s, t),
+            encoder,
+            encoder_ln,
+            memory,
+            decoder,
+            decoder_ln,
+            z,
+        })
+    }
+
+    /// The loss of a batch (cross-entropy over its real target tokens) and
+    /// its gradient with respect to every parameter.
+    pub fn loss_and_gradients(&self, batch: &Batch) -> Result<(f64, Seq2Seq), AttnError> {
+        let fwd = self.forward(batch)?;
+        let (loss, d_logits) = cross_entropy(&fwd.logits, &batch.targets);
+        Ok((loss, self.backward(&fwd, &d_logits)?))
+    }
+
+    /// The loss alone.
+    pub fn loss(&self, batch: &Batch) -> Result<f64, AttnError> {
+        Ok(cross_entropy(&self.forward(batch)?.logits, &batch.targets).0)
+    }
+
+    /// The backward pass: the gradient with respect to every parameter,
+    /// given `dL/dlogits`.
+    pub fn backward(
+        &self,
+        fwd: &Seq2SeqForward,
+        d_logits: &ArrayRef2<f64>,
+    ) -> Result<Seq2Seq, AttnError> {
+        if fwd.fingerprint != crate::model::fingerprint(self, self.config) {
+            return Err(AttnError::InvalidArgument {
+                name: "forward pass",
+                value: 0.0,
+                requirement: "must come from this model, with its current parameters",
+            });
+        }
+        if d_logits.dim() != fwd.logits.dim() {
+            return Err(AttnError::ShapesDiffer {
+                what: "dL/dlogits and the logits",
+                left: d_logits.dim(),
+                right: fwd.logits.dim(),
+            });
+        }
+        let (s, t) = fwd.lengths;
+        let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
+        let tk = if bottleneck { 1 } else { s };
+        let mut g = self.zeros_like();
+        let (dz, dw, db) = linear_backward(&fwd.z, &self.head.0, d_logits);
+        g.head = (dw, db);
+        let (mut dy, dg, db) = layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln[0], &dz);
+        g.decoder_ln = [dg, db];
+        let mut d_memory = Matrix::zeros(fwd.memory.dim());
+        for (l, (p, c)) in self.decoder.iter().zip(&fwd.decoder).enumerate().rev() {
+            let gd = &mut g.decoder[l];
+            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, &dy);
+            gd.ffn = d_ffn;
+            let (dx, dg, db) = layer_norm_backward(&c.ln3, &p.ln[0], &dc);
+            gd.ln = [dg, db];
+            dy += &dx;
+            let ca = &p.cross_attention;
+            let (d_b, d_mem, dw) = mha_backward(
+                &c.cross_attention,
+                &c.b,
+                &fwd.memory,
+                &ca.w,
+                (t, tk, h),
+                &dy,
+            );
+            d_memory += &d_mem;
+            gd.cross_attention.w = dw;
+            let (dx, dg, db) = layer_norm_backward(&c.ln2, &ca.ln[0], &d_b);
+            gd.cross_attention.ln = [dg, db];
+            dy += &dx;
+            let sa = &p.self_attention;
+            let (d_a, d_a2, dw) =
+                mha_backward(&c.self_attention, &c.a, &c.a, &sa.w, (t, t, h), &dy);
+            gd.self_attention.w = dw;
+            let (dx, dg, db) = layer_norm_backward(&c.ln1, &sa.ln[0], &(d_a + d_a2));
+            gd.self_attention.ln = [dg, db];
+            dy += &dx;
+        }
+        scatter(
+            &dy,
+            &fwd.batch.inputs,
+            &mut g.target_embeddings,
+            &mut g.target_positions,
+        );
+        let d_output = match bottleneck {
+            true => unpool(&d_memory, &fwd.batch.source_lengths, s),
+            false => d_memory,
+        };
+        let (mut dx, dg, db) = layer_norm_backward(&fwd.encoder_ln, &self.encoder_ln[0], &d_output);
+        g.encoder_ln = [dg, db];
+        for (l, (p, c)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
+            let ge = &mut g.encoder[l];
+            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, &dx);
+            ge.ffn = d_ffn;
+            let (dxx, dg, db) = layer_norm_backward(&c.ln2, &p.ln[0], &dc);
+            ge.ln = [dg, db];
+            dx += &dxx;
+            let (d_a, d_a2, dw) =
+                mha_backward(&c.attention, &c.a, &c.a, &p.attention.w, (s, s, h), &dx);
+            ge.attention.w = dw;
+            let (dxx, dg, db) = layer_norm_backward(&c.ln1, &p.attention.ln[0], &(d_a + d_a2));
+            ge.attention.ln = [dg, db];
+            dx += &dxx;
+        }
+        scatter(
+            &dx,
+            &fwd.batch.sources,
+            &mut g.source_embeddings,
+            &mut g.source_positions,
+        );
+        Ok(g)
+    }
+
+    /// Checks the batch against the model: tokens in the vocabularies,
+    /// lengths within the position tables, one target per decoder input.
+    /// Returns `(S, T)`.
+    fn check_batch(&self, batch: &Batch) -> Result<(usize, usize), AttnError> {
+        let (s_max, t_max) = self.config.max_lengths;
+        let rows = |x: &[Vec<usize>]| x.first().map_or(0, Vec::len);
+        let (s, t) = (rows(&batch.sources), rows(&batch.inputs));
+        let b = batch.sources.len();
+        let ragged = |x: &[Vec<usize>], n: usize| x.iter().any(|r| r.len() != n);
+        if b == 0
+            || batch.inputs.len() != b
+            || batch.source_lengths.len() != b
+            || batch.targets.len() != b * t
+            || ragged(&batch.sources, s)
+            || ragged(&batch.inputs, t)
+            || s == 0
+            || t == 0
+            || s > s_max
+            || t > t_max
+            || batch.source_lengths.iter().any(|&l| l == 0 || l > s)
+        {
+            return Err(AttnError::InvalidArgument {
+                name: "batch",
+                value: b as f64,
+                requirement: "must hold at least one pair, padded to common lengths within the \
+                              model's position tables, with one target per decoder input",
+            });
+        }
+        let outside = |x: &[Vec<usize>], v: usize| x.iter().flatten().find(|&&id| id >= v).copied();
+        let bad = outside(&batch.sources, source_vocab_size())
+            .or(outside(&batch.inputs, TARGET_VOCAB))
+            .or(batch
+                .targets
+                .iter()
+                .flatten()
+                .find(|&&id| id >= TARGET_VOCAB)
+                .copied());
+        if let Some(token) = bad {
+            return Err(AttnError::InvalidArgument {
+                name: "token",
+                value: token as f64,
+                requirement: "must be in the model's vocabulary",
+            });
+        }
+        Ok((s, t))
+    }
+}
+
+/// Token plus position embeddings of padded sequences: `B·L × d`.
+fn embed(tokens: &[Vec<usize>], embeddings: &Matrix, positions: &Matrix) -> Matrix {
+    let len = tokens.first().map_or(0, Vec::len);
+    let mut x = Matrix::zeros((tokens.len() * len, embeddings.ncols()));
+    for (b, sequence) in tokens.iter().enumerate() {
+        for (i, &token) in sequence.iter().enumerate() {
+            x.row_mut(b * len + i)
+                .assign(&(&embeddings.row(token) + &positions.row(i)));
+        }
+    }
+    x
+}
+
+/// The backward pass of [`embed`]: each row of `dx` to its token's and its
+/// position's row.
+fn scatter(dx: &Matrix, tokens: &[Vec<usize>], embeddings: &mut Matrix, positions: &mut Matrix) {
+    let len = tokens.first().map_or(0, Vec::len);
+    for (b, sequence) in tokens.iter().enumerate() {
+        for (i, &token) in sequence.iter().enumerate() {
+            let row = dx.row(b * len + i);
+            embeddings.row_mut(token).scaled_add(1.0, &row);
+            positions.row_mut(i).scaled_add(1.0, &row);
+        }
+    }
+}
+
+/// The mean of each sequence's real rows: `BS×d` → `B×d`.
+fn pool(x: &Matrix, lengths: &[usize], s: usize) -> Matrix {
+    let mut pooled = Matrix::zeros((lengths.len(), x.ncols()));
+    for (b, &len) in lengths.iter().enumerate() {
+        let rows = x.slice(ndarray::s![b * s..b * s + len, ..]);
+        pooled
+            .row_mut(b)
+            .assign(&(rows.sum_axis(ndarray::Axis(0)) / len as f64));
+    }
+    pooled
+}
+
+/// The backward pass of [`pool`]: each real row gets `1/len` of its
+/// sequence's gradient, padding rows nothing.
+fn unpool(d_pooled: &Matrix, lengths: &[usize], s: usize) -> Matrix {
+    let mut dx = Matrix::zeros((lengths.len() * s, d_pooled.ncols()));
+    for (b, &len) in lengths.iter().enumerate() {
+        let share: Array1<f64> = d_pooled.row(b).to_owned() / len as f64;
+        for j in 0..len {
+            dx.row_mut(b * s + j).assign(&share);
+        }
+    }
+    dx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::{batch, Seq2SeqConfig};
+    use super::super::number_pair;
+    use super::*;
+    use crate::model::Parameters;
+
+    fn small(bottleneck: bool) -> (Seq2Seq, Batch) {
+        let config = Seq2SeqConfig {
+            d_model: 8,
+            heads: 2,
+            d_ff: 12,
+            layers: 1,
+            max_lengths: (12, 8),
+            bottleneck,
+        };
+        let pairs: Vec<_> = [342_015, 12, 700].map(|x| number_pair(x).unwrap()).to_vec();
+        let refs: Vec<(&[usize], &[usize])> = pairs
+            .iter()
+            .map(|p| (&p.source[..], &p.target[..]))
+            .collect();
+        (Seq2Seq::new(config, 4).unwrap(), batch(&refs).unwrap())
+    }
+
+    /// Central differences on a few entries of every tensor.
+    fn largest_error(bottleneck: bool) -> (f64, String) {
+        let (net, batch) = small(bottleneck);
+        let (_, grads) = net.loss_and_gradients(&batch).unwrap();
+        let analytic: Vec<Vec<f64>> = grads.slices().iter().map(|s| s.to_vec()).collect();
+        let names: Vec<String> = net.named_slices().into_iter().map(|(n, _)| n).collect();
+        let mut worst = (0.0, String::new());
+        let delta = 1e-6; // small: LayerNorm of 0.02-sized embeddings curves sharply
+        for (t, values) in analytic.iter().enumerate() {
+            for i in [0, values.len() / 2, values.len() - 1] {
+                let at = |x: f64| {
+                    let mut probe = net.clone();
+                    probe.slices_mut()[t][i] = x;
+                    probe.loss(&batch).unwrap()
+                };
+                let x = net.slices()[t][i];
+                let numeric = (at(x + delta) - at(x - delta)) / (2.0 * delta);
+                let error =
+                    (numeric - values[i]).abs() / numeric.abs().max(values[i].abs()).max(1e-4);
+                if error > worst.0 {
+                    worst = (
+                        error,
+                        format!("{} [{i}]: {} vs {numeric}", names[t], values[i]),
+                    );
+                }
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn the_backward_pass_matches_finite_differences() {
+        for bottleneck in [false, true] {
+            let (error, at) = largest_error(bottleneck);
+            assert!(
+                error < 1e-5,
+                "bottleneck {bottleneck}: {at}, relative error {error:e}"
+            );
+        }
+    }
+
+    #[test]
+    fn padding_does_not_change_a_pair_s_logits() {
+        let (net, both) = small(false);
+        let p = number_pair(12).unwrap();
+        let alone = batch(&[(&p.source[..], &p.target[..])]).unwrap();
+        let (t_alone, t_both) = (alone.inputs[0].len(), both.inputs[0].len());
+        let l_alone = net.forward(&alone).unwrap().logits().clone();
+        let l_both = net.forward(&both).unwrap().logits().clone();
+        for i in 0..t_alone {
+            for v in 0..TARGET_VOCAB {
+                let (a, b) = (l_alone[[i, v]], l_both[[t_both + i, v]]);
+                assert!((a - b).abs() < 1e-10, "position {i}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn another_model_s_forward_pass_is_refused() {
+        let (net, batch) = small(false);
+        let (other, _) = small(true);
+        let fwd = other.forward(&batch).unwrap();
+        let d = Matrix::zeros(fwd.logits().dim());
+        assert!(net.backward(&fwd, &d).is_err());
+        assert!(fwd.cross_weights(0, 3, 0).is_err());
+        assert_eq!(fwd.cross_weights(0, 0, 1).unwrap().dim(), (7, 1));
+    }
+}
