@@ -42,8 +42,8 @@ pub use gradcheck::{check_gradients, small_problem, Problem};
 pub(crate) use task::check_examples;
 pub use task::{held_out, inputs_and_targets, reversal_example, InputsAndTargets, Task};
 pub use train::{
-    schedule, train, train_with, Adam, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING, BOOK_TRAINING,
-    HELD_OUT,
+    schedule, train, train_with, warmup_cosine, Adam, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING,
+    BOOK_TRAINING, HELD_OUT,
 };
 
 /// The separator between the digits and their reversal.

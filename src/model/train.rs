@@ -166,18 +166,24 @@ pub struct TrainConfig {
 // ANCHOR: train
 /// The learning-rate factor at `step`: linear warm-up, then cosine decay.
 pub fn schedule(step: usize, c: &TrainConfig) -> Result<f64, AttnError> {
-    c.check()?; // warmup ≤ steps, so steps − warmup cannot underflow
-    if step >= c.steps {
+    c.check()?;
+    warmup_cosine(step, c.steps, c.warmup)
+}
+
+/// Linear warm-up over `warmup` steps, then cosine decay to 0 at `steps`:
+/// the factor of the learning rate at `step`.
+pub fn warmup_cosine(step: usize, steps: usize, warmup: usize) -> Result<f64, AttnError> {
+    if step >= steps || warmup > steps {
         return Err(AttnError::InvalidArgument {
             name: "step",
             value: step as f64,
-            requirement: "must be less than the configuration's number of steps",
+            requirement: "must be less than the number of steps, with warmup at most that",
         });
     }
-    if step < c.warmup {
-        return Ok((step + 1) as f64 / c.warmup as f64);
+    if step < warmup {
+        return Ok((step + 1) as f64 / warmup as f64);
     }
-    let progress = (step - c.warmup) as f64 / (c.steps - c.warmup).max(1) as f64;
+    let progress = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
     Ok(0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
 }
 

@@ -1,52 +1,53 @@
 //! The encoder–decoder's forward pass over a padded [`Batch`], and its
 //! backward pass, each step of the forward pass undone in reverse order.
 
-use ndarray::{Array1, Array2, ArrayRef2};
+use ndarray::Array2;
 
-use super::model::{mha_backward, mha_forward, Batch, MhaCache, Seq2Seq};
+use super::attention::{mha_forward, MhaCache};
+use super::batch::Batch;
+use super::model::Seq2Seq;
 use super::{source_vocab_size, TARGET_VOCAB};
 use crate::error::AttnError;
 use crate::grad::{
-    cross_entropy, ffn_backward, ffn_forward, layer_norm_backward, layer_norm_forward,
-    linear_backward, FfnCache, LayerNormCache, Matrix,
+    cross_entropy, ffn_forward, layer_norm_forward, FfnCache, LayerNormCache, Matrix,
 };
 
 const EPS: f64 = 1e-5;
 
 /// What one encoder layer keeps.
-struct EncoderCache {
-    ln1: LayerNormCache,
-    a: Matrix,
-    attention: MhaCache,
-    ln2: LayerNormCache,
-    ffn: FfnCache,
+pub(super) struct EncoderCache {
+    pub(super) ln1: LayerNormCache,
+    pub(super) a: Matrix,
+    pub(super) attention: MhaCache,
+    pub(super) ln2: LayerNormCache,
+    pub(super) ffn: FfnCache,
 }
 
 /// What one decoder layer keeps.
-struct DecoderCache {
-    ln1: LayerNormCache,
-    a: Matrix,
-    self_attention: MhaCache,
-    ln2: LayerNormCache,
-    b: Matrix,
-    cross_attention: MhaCache,
-    ln3: LayerNormCache,
-    ffn: FfnCache,
+pub(super) struct DecoderCache {
+    pub(super) ln1: LayerNormCache,
+    pub(super) a: Matrix,
+    pub(super) self_attention: MhaCache,
+    pub(super) ln2: LayerNormCache,
+    pub(super) b: Matrix,
+    pub(super) cross_attention: MhaCache,
+    pub(super) ln3: LayerNormCache,
+    pub(super) ffn: FfnCache,
 }
 
 /// The forward pass's result: logits, cross-attention weights, and what the
 /// backward pass needs.
 pub struct Seq2SeqForward {
-    logits: Matrix,
-    fingerprint: u64,
-    batch: Batch,
-    lengths: (usize, usize), // S, T
-    encoder: Vec<EncoderCache>,
-    encoder_ln: LayerNormCache,
-    memory: Matrix, // what the decoder attends to: BS×d, or B×d with the bottleneck
-    decoder: Vec<DecoderCache>,
-    decoder_ln: LayerNormCache,
-    z: Matrix,
+    pub(super) logits: Matrix,
+    pub(super) fingerprint: u64,
+    pub(super) batch: Batch,
+    pub(super) lengths: (usize, usize), // S, T
+    pub(super) encoder: Vec<EncoderCache>,
+    pub(super) encoder_ln: LayerNormCache,
+    pub(super) memory: Matrix, // what the decoder attends to: BS×d, or B×d with the bottleneck
+    pub(super) decoder: Vec<DecoderCache>,
+    pub(super) decoder_ln: LayerNormCache,
+    pub(super) z: Matrix,
 }
 
 impl Seq2SeqForward {
@@ -186,100 +187,6 @@ impl Seq2Seq {
         Ok(cross_entropy(&self.forward(batch)?.logits, &batch.targets).0)
     }
 
-    /// The backward pass: the gradient with respect to every parameter,
-    /// given `dL/dlogits`.
-    pub fn backward(
-        &self,
-        fwd: &Seq2SeqForward,
-        d_logits: &ArrayRef2<f64>,
-    ) -> Result<Seq2Seq, AttnError> {
-        if fwd.fingerprint != crate::model::fingerprint(self, self.config) {
-            return Err(AttnError::InvalidArgument {
-                name: "forward pass",
-                value: 0.0,
-                requirement: "must come from this model, with its current parameters",
-            });
-        }
-        if d_logits.dim() != fwd.logits.dim() {
-            return Err(AttnError::ShapesDiffer {
-                what: "dL/dlogits and the logits",
-                left: d_logits.dim(),
-                right: fwd.logits.dim(),
-            });
-        }
-        let (s, t) = fwd.lengths;
-        let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
-        let tk = if bottleneck { 1 } else { s };
-        let mut g = self.zeros_like();
-        let (dz, dw, db) = linear_backward(&fwd.z, &self.head.0, d_logits);
-        g.head = (dw, db);
-        let (mut dy, dg, db) = layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln[0], &dz);
-        g.decoder_ln = [dg, db];
-        let mut d_memory = Matrix::zeros(fwd.memory.dim());
-        for (l, (p, c)) in self.decoder.iter().zip(&fwd.decoder).enumerate().rev() {
-            let gd = &mut g.decoder[l];
-            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, &dy);
-            gd.ffn = d_ffn;
-            let (dx, dg, db) = layer_norm_backward(&c.ln3, &p.ln[0], &dc);
-            gd.ln = [dg, db];
-            dy += &dx;
-            let ca = &p.cross_attention;
-            let (d_b, d_mem, dw) = mha_backward(
-                &c.cross_attention,
-                &c.b,
-                &fwd.memory,
-                &ca.w,
-                (t, tk, h),
-                &dy,
-            );
-            d_memory += &d_mem;
-            gd.cross_attention.w = dw;
-            let (dx, dg, db) = layer_norm_backward(&c.ln2, &ca.ln[0], &d_b);
-            gd.cross_attention.ln = [dg, db];
-            dy += &dx;
-            let sa = &p.self_attention;
-            let (d_a, d_a2, dw) =
-                mha_backward(&c.self_attention, &c.a, &c.a, &sa.w, (t, t, h), &dy);
-            gd.self_attention.w = dw;
-            let (dx, dg, db) = layer_norm_backward(&c.ln1, &sa.ln[0], &(d_a + d_a2));
-            gd.self_attention.ln = [dg, db];
-            dy += &dx;
-        }
-        scatter(
-            &dy,
-            &fwd.batch.inputs,
-            &mut g.target_embeddings,
-            &mut g.target_positions,
-        );
-        let d_output = match bottleneck {
-            true => unpool(&d_memory, &fwd.batch.source_lengths, s),
-            false => d_memory,
-        };
-        let (mut dx, dg, db) = layer_norm_backward(&fwd.encoder_ln, &self.encoder_ln[0], &d_output);
-        g.encoder_ln = [dg, db];
-        for (l, (p, c)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
-            let ge = &mut g.encoder[l];
-            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, &dx);
-            ge.ffn = d_ffn;
-            let (dxx, dg, db) = layer_norm_backward(&c.ln2, &p.ln[0], &dc);
-            ge.ln = [dg, db];
-            dx += &dxx;
-            let (d_a, d_a2, dw) =
-                mha_backward(&c.attention, &c.a, &c.a, &p.attention.w, (s, s, h), &dx);
-            ge.attention.w = dw;
-            let (dxx, dg, db) = layer_norm_backward(&c.ln1, &p.attention.ln[0], &(d_a + d_a2));
-            ge.attention.ln = [dg, db];
-            dx += &dxx;
-        }
-        scatter(
-            &dx,
-            &fwd.batch.sources,
-            &mut g.source_embeddings,
-            &mut g.source_positions,
-        );
-        Ok(g)
-    }
-
     /// Checks the batch against the model: tokens in the vocabularies,
     /// lengths within the position tables, one target per decoder input.
     /// Returns `(S, T)`.
@@ -341,19 +248,6 @@ fn embed(tokens: &[Vec<usize>], embeddings: &Matrix, positions: &Matrix) -> Matr
     x
 }
 
-/// The backward pass of [`embed`]: each row of `dx` to its token's and its
-/// position's row.
-fn scatter(dx: &Matrix, tokens: &[Vec<usize>], embeddings: &mut Matrix, positions: &mut Matrix) {
-    let len = tokens.first().map_or(0, Vec::len);
-    for (b, sequence) in tokens.iter().enumerate() {
-        for (i, &token) in sequence.iter().enumerate() {
-            let row = dx.row(b * len + i);
-            embeddings.row_mut(token).scaled_add(1.0, &row);
-            positions.row_mut(i).scaled_add(1.0, &row);
-        }
-    }
-}
-
 /// The mean of each sequence's real rows: `BS×d` → `B×d`.
 fn pool(x: &Matrix, lengths: &[usize], s: usize) -> Matrix {
     let mut pooled = Matrix::zeros((lengths.len(), x.ncols()));
@@ -366,22 +260,10 @@ fn pool(x: &Matrix, lengths: &[usize], s: usize) -> Matrix {
     pooled
 }
 
-/// The backward pass of [`pool`]: each real row gets `1/len` of its
-/// sequence's gradient, padding rows nothing.
-fn unpool(d_pooled: &Matrix, lengths: &[usize], s: usize) -> Matrix {
-    let mut dx = Matrix::zeros((lengths.len() * s, d_pooled.ncols()));
-    for (b, &len) in lengths.iter().enumerate() {
-        let share: Array1<f64> = d_pooled.row(b).to_owned() / len as f64;
-        for j in 0..len {
-            dx.row_mut(b * s + j).assign(&share);
-        }
-    }
-    dx
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::model::{batch, Seq2SeqConfig};
+    use super::super::batch::batch;
+    use super::super::model::Seq2SeqConfig;
     use super::super::number_pair;
     use super::*;
     use crate::model::Parameters;

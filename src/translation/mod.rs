@@ -10,17 +10,23 @@
 //! tokens ("twelve" → `1 2`, "hundred" → `0 0` in "seven hundred"), and
 //! words for no token at all ("and", "thousand").
 
+mod attention;
+mod backward;
+mod batch;
 mod beam;
 mod bleu;
 mod forward;
 mod model;
 mod numbers;
+mod train;
 
+pub use batch::{batch, Batch};
 pub use beam::{beam_search, Hypothesis};
 pub use bleu::{corpus_bleu, Bleu};
 pub use forward::Seq2SeqForward;
-pub use model::{batch, source_vocab_size, Batch, Seq2Seq, Seq2SeqConfig};
+pub use model::{source_vocab_size, Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
     number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS, EOS, PAD,
     TARGET_VOCAB,
 };
+pub use train::{evaluate, next_log_probs, train_seq2seq, translate, Seq2SeqTraining};

@@ -13,12 +13,12 @@
 //! | target embeddings + positions, `N` decoder layers, LayerNorm | `BT×d` |
 //! | linear head | `BT×TARGET_VOCAB` |
 
-use ndarray::{s, Array1, Array2, ArrayRef2};
+use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{source_vocabulary, BOS, EOS, PAD, TARGET_VOCAB};
+use super::{source_vocabulary, TARGET_VOCAB};
 use crate::error::AttnError;
-use crate::grad::{attention_backward, attention_forward, AttentionCache, FfnParams, Matrix};
+use crate::grad::{FfnParams, Matrix};
 use crate::model::Parameters;
 
 /// The sizes of the encoder–decoder.
@@ -298,153 +298,4 @@ impl Parameters for Seq2Seq {
         out.push(("output head bias".into(), v(&self.head.1)));
         out
     }
-}
-
-/// What multi-head attention over a padded batch keeps for its backward
-/// pass: the projections, each (sequence, head)'s weights, the heads'
-/// concatenated output.
-pub(crate) struct MhaCache {
-    pub(crate) q: Matrix,
-    pub(crate) k: Matrix,
-    pub(crate) v: Matrix,
-    pub(crate) heads: Vec<AttentionCache>,
-    pub(crate) o: Matrix,
-}
-
-/// Multi-head attention of `x_q` (`B·tq × d`) over `x_kv` (`B·tk × d`), each
-/// sequence `b` on its own rows with the mask `keep(b)` (`tq×tk`).
-pub(crate) fn mha_forward(
-    x_q: &ArrayRef2<f64>,
-    x_kv: &ArrayRef2<f64>,
-    w: &[Matrix; 4],
-    (tq, tk, heads): (usize, usize, usize),
-    keep: impl Fn(usize) -> Array2<bool>,
-) -> (Matrix, MhaCache) {
-    let (q, k, v) = (x_q.dot(&w[0]), x_kv.dot(&w[1]), x_kv.dot(&w[2]));
-    let d_k = q.ncols() / heads;
-    let mut o = Matrix::zeros(q.dim());
-    let mut caches = Vec::new();
-    for b in 0..x_q.nrows() / tq {
-        let mask = keep(b);
-        for h in 0..heads {
-            let cols = h * d_k..(h + 1) * d_k;
-            let (rq, rk) = (
-                s![b * tq..(b + 1) * tq, cols.clone()],
-                s![b * tk..(b + 1) * tk, cols],
-            );
-            let (out, cache) = attention_forward(
-                &q.slice(rq),
-                &k.slice(rk),
-                &v.slice(rk),
-                Some(&mask),
-                1.0 / (d_k as f64).sqrt(),
-            );
-            o.slice_mut(rq).assign(&out);
-            caches.push(cache);
-        }
-    }
-    let out = o.dot(&w[3]);
-    (
-        out,
-        MhaCache {
-            q,
-            k,
-            v,
-            heads: caches,
-            o,
-        },
-    )
-}
-
-/// The backward pass of [`mha_forward`]: `(dX_q, dX_kv, [dW_Q, dW_K, dW_V, dW_O])`.
-pub(crate) fn mha_backward(
-    cache: &MhaCache,
-    x_q: &ArrayRef2<f64>,
-    x_kv: &ArrayRef2<f64>,
-    w: &[Matrix; 4],
-    (tq, tk, heads): (usize, usize, usize),
-    d_out: &ArrayRef2<f64>,
-) -> (Matrix, Matrix, [Matrix; 4]) {
-    let d_o = d_out.dot(&w[3].t());
-    let dw_o = cache.o.t().dot(d_out);
-    let d_k = cache.q.ncols() / heads;
-    let (mut dq, mut dk, mut dv) = (
-        Matrix::zeros(cache.q.dim()),
-        Matrix::zeros(cache.k.dim()),
-        Matrix::zeros(cache.v.dim()),
-    );
-    for b in 0..x_q.nrows() / tq {
-        for h in 0..heads {
-            let cols = h * d_k..(h + 1) * d_k;
-            let (rq, rk) = (
-                s![b * tq..(b + 1) * tq, cols.clone()],
-                s![b * tk..(b + 1) * tk, cols],
-            );
-            let (g_q, g_k, g_v) = attention_backward(
-                &cache.q.slice(rq),
-                &cache.k.slice(rk),
-                &cache.v.slice(rk),
-                &cache.heads[b * heads + h],
-                &d_o.slice(rq),
-            );
-            dq.slice_mut(rq).assign(&g_q);
-            dk.slice_mut(rk).assign(&g_k);
-            dv.slice_mut(rk).assign(&g_v);
-        }
-    }
-    let dx_q = dq.dot(&w[0].t());
-    let dx_kv = dk.dot(&w[1].t()) + dv.dot(&w[2].t());
-    let dw = [x_q.t().dot(&dq), x_kv.t().dot(&dk), x_kv.t().dot(&dv), dw_o];
-    (dx_q, dx_kv, dw)
-}
-
-/// A padded batch: sources padded with [`PAD`] to the longest, decoder
-/// inputs `BOS target` and outputs `target EOS` padded likewise, and each
-/// pair's real lengths.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Batch {
-    /// `B×S` source ids.
-    pub sources: Vec<Vec<usize>>,
-    /// `B×T` decoder inputs.
-    pub inputs: Vec<Vec<usize>>,
-    /// `B·T` next-token targets, `None` at padding.
-    pub targets: Vec<Option<usize>>,
-    /// Real source lengths.
-    pub source_lengths: Vec<usize>,
-}
-
-/// Pads `pairs` (source ids, target ids) into a [`Batch`].
-pub fn batch(pairs: &[(&[usize], &[usize])]) -> Result<Batch, AttnError> {
-    if pairs.is_empty() || pairs.iter().any(|(s, _)| s.is_empty()) {
-        return Err(AttnError::InvalidArgument {
-            name: "pairs",
-            value: pairs.len() as f64,
-            requirement: "must be at least one, each with a non-empty source",
-        });
-    }
-    let s_max = pairs.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
-    let t_max = pairs.iter().map(|(_, t)| t.len() + 1).max().unwrap_or(0);
-    let pad = |x: Vec<usize>, len: usize| {
-        let mut x = x;
-        x.resize(len, PAD);
-        x
-    };
-    let mut out = Batch {
-        sources: Vec::new(),
-        inputs: Vec::new(),
-        targets: Vec::new(),
-        source_lengths: Vec::new(),
-    };
-    for (source, target) in pairs {
-        out.sources.push(pad(source.to_vec(), s_max));
-        out.source_lengths.push(source.len());
-        let mut input = vec![BOS];
-        input.extend_from_slice(target);
-        out.inputs.push(pad(input, t_max));
-        let mut next: Vec<Option<usize>> = target.iter().map(|&t| Some(t)).collect();
-        next.push(Some(EOS));
-        next.resize(t_max, None);
-        out.targets.extend(next);
-    }
-    Ok(out)
 }
