@@ -1,6 +1,7 @@
-//! A toy translation task with real alignment structure, beam search, and
-//! the metric translation is scored by. The encoder–decoder that learns the task is
-//! to follow; the task and the metric stand on their own and are tested.
+//! Attention as alignment: a toy translation task with real alignment
+//! structure, an encoder–decoder Transformer that learns it (and a variant
+//! whose decoder sees one pooled vector instead of attending), training
+//! with teacher forcing, greedy decoding and beam search, and corpus BLEU.
 //!
 //! The source language writes numbers from 1 to 999,999 in English words,
 //! but says the ones before the tens, as German does: 342,015 is
