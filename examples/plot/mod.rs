@@ -335,29 +335,46 @@ fn draw_chart(
         .bold_line_style(BLACK.mix(0.08))
         .draw()
         .expect("draw chart axes");
+    // Colour is never the only cue: a dashed series is a reference, and the
+    // k-th solid series carries the k-th marker shape, in the legend too.
+    let mut solid = 0;
     for s in series {
         let colour = s.colour;
         let points: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (tx(x), ty(y))).collect();
-        let legend = move |(x, y): (i32, i32)| {
-            PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(2))
-        };
         if s.dashed {
+            let legend = move |(x, y): (i32, i32)| {
+                EmptyElement::at((x, y))
+                    + PathElement::new(vec![(0, 0), (8, 0)], colour.stroke_width(2))
+                    + PathElement::new(vec![(14, 0), (22, 0)], colour.stroke_width(2))
+            };
             chart
                 .draw_series(DashedLineSeries::new(points, 6, 4, colour.stroke_width(2)))
                 .expect("draw reference line")
                 .label(s.label.as_str())
                 .legend(legend);
         } else {
+            let shape = Marker::ALL[solid % Marker::ALL.len()];
+            solid += 1;
+            let legend = move |(x, y): (i32, i32)| {
+                EmptyElement::at((x, y))
+                    + PathElement::new(vec![(0, 0), (22, 0)], colour.stroke_width(2))
+                    + shape.at((11, 0), colour)
+            };
             chart
                 .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
                 .expect("draw series")
                 .label(s.label.as_str())
                 .legend(legend);
-            if points.len() <= 40 {
-                chart
-                    .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                    .expect("draw markers");
-            }
+            // Every point of a measurement; about 12 along a long curve.
+            let step = points.len().div_ceil(40).max(points.len() / 12).max(1);
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .step_by(step)
+                        .map(|&p| EmptyElement::at(p) + shape.at((0, 0), colour)),
+                )
+                .expect("draw markers");
         }
     }
     chart
@@ -368,6 +385,72 @@ fn draw_chart(
         .label_font((FAMILY, 14))
         .draw()
         .expect("draw legend");
+}
+
+/// The marker shapes that tell solid series apart without colour, each a
+/// filled polygon around its point (offsets in pixels).
+#[derive(Debug, Clone, Copy)]
+enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Plus,
+    Diamond,
+    TriangleDown,
+}
+
+impl Marker {
+    const ALL: [Marker; 6] = [
+        Marker::Circle,
+        Marker::Square,
+        Marker::Triangle,
+        Marker::Plus,
+        Marker::Diamond,
+        Marker::TriangleDown,
+    ];
+
+    fn vertices(self) -> Vec<(i32, i32)> {
+        match self {
+            Marker::Circle => vec![
+                (4, 0),
+                (3, 3),
+                (0, 4),
+                (-3, 3),
+                (-4, 0),
+                (-3, -3),
+                (0, -4),
+                (3, -3),
+            ],
+            Marker::Square => vec![(-4, -4), (4, -4), (4, 4), (-4, 4)],
+            Marker::Triangle => vec![(0, -5), (5, 4), (-5, 4)],
+            Marker::Plus => vec![
+                (-1, -5),
+                (1, -5),
+                (1, -1),
+                (5, -1),
+                (5, 1),
+                (1, 1),
+                (1, 5),
+                (-1, 5),
+                (-1, 1),
+                (-5, 1),
+                (-5, -1),
+                (-1, -1),
+            ],
+            Marker::Diamond => vec![(0, -5), (5, 0), (0, 5), (-5, 0)],
+            Marker::TriangleDown => vec![(0, 5), (5, -4), (-5, -4)],
+        }
+    }
+
+    /// The shape at `(dx, dy)` from its anchor.
+    fn at(self, (dx, dy): (i32, i32), colour: RGBColor) -> Polygon<(i32, i32)> {
+        let points = self
+            .vertices()
+            .into_iter()
+            .map(|(x, y)| (x + dx, y + dy))
+            .collect::<Vec<_>>();
+        Polygon::new(points, colour.filled())
+    }
 }
 
 /// Writes one line chart, or several side by side, to `book/figures/name`.
