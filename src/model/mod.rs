@@ -29,6 +29,8 @@ mod task;
 mod train;
 mod weights;
 
+pub(crate) use weights::{read_checkpoint, read_header, write_checkpoint};
+
 use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 

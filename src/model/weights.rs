@@ -1,43 +1,106 @@
 //! Saving and reading the tiny Transformer's weights as text.
 
-use super::{ModelConfig, TinyTransformer};
+use super::{ModelConfig, Parameters, TinyTransformer};
 use crate::error::AttnError;
 
+/// A checkpoint as text: a header line, then one line per tensor (in
+/// [`Parameters::slices`] order) of its values, space-separated, each
+/// rounded to `f32` and written as the shortest decimal that reads back to
+/// that `f32` (Rust's `{}` formatting). Rounding to `f32` halves the file;
+/// the book reports accuracy for the weights as saved.
+pub(crate) fn write_checkpoint(header: &str, model: &impl Parameters) -> String {
+    let mut text = format!("{header}\n");
+    for tensor in model.slices() {
+        let values: Vec<String> = tensor.iter().map(|&x| format!("{}", x as f32)).collect();
+        text += &values.join(" ");
+        text.push('\n');
+    }
+    text
+}
+
+/// The numbers of a checkpoint's header line, which must start with `kind`.
+pub(crate) fn read_header(text: &str, kind: &str) -> Result<Vec<usize>, AttnError> {
+    text.lines()
+        .next()
+        .and_then(|l| l.strip_prefix(kind))
+        .ok_or_else(|| invalid(format!("not a {} file", kind.trim())))?
+        .split_whitespace()
+        .map(|w| w.parse().map_err(|e| invalid(format!("header: {e}"))))
+        .collect()
+}
+
+/// Reads the `count` tensors after the header and loads them into `model`.
+/// The file is not trusted: every value must be a finite `f32`, the values
+/// must number `parameters` (checked before `model` is built, so that the
+/// file's size, not its header, bounds the memory used), and nothing may
+/// follow the last tensor.
+pub(crate) fn read_checkpoint<P: Parameters>(
+    text: &str,
+    count: usize,
+    parameters: Option<usize>,
+    model: impl FnOnce() -> Result<P, AttnError>,
+) -> Result<P, AttnError> {
+    let mut lines = text.lines().skip(1);
+    let tensors: Vec<Vec<f32>> = lines
+        .by_ref()
+        .take(count)
+        .enumerate()
+        .map(|(i, line)| read_tensor(i, line).map_err(invalid))
+        .collect::<Result<_, _>>()?;
+    let values: usize = tensors.iter().map(Vec::len).sum();
+    if Some(values) != parameters {
+        return Err(invalid(format!(
+            "the file holds {values} values in {} tensors, but the header's model has \
+             {} parameters in {count}",
+            tensors.len(),
+            parameters.unwrap_or(usize::MAX),
+        )));
+    }
+    if let Some(extra) = lines.find(|l| !l.trim().is_empty()) {
+        let start: String = extra.chars().take(20).collect();
+        return Err(invalid(format!(
+            "unexpected content after the last tensor: {start}"
+        )));
+    }
+    let mut model = model()?;
+    for (i, (tensor, values)) in model.slices_mut().into_iter().zip(&tensors).enumerate() {
+        if values.len() != tensor.len() {
+            let reason = format!(
+                "tensor {i} has {} values, expected {}",
+                values.len(),
+                tensor.len()
+            );
+            return Err(invalid(reason));
+        }
+        tensor
+            .iter_mut()
+            .zip(values)
+            .for_each(|(t, &v)| *t = f64::from(v));
+    }
+    Ok(model)
+}
+
+fn invalid(reason: String) -> AttnError {
+    AttnError::InvalidWeights { reason }
+}
+
 impl TinyTransformer {
-    /// The weights as text: a header line `tiny-transformer k d_model heads
-    /// d_ff layers`, then one line per tensor (in [`Self::slices`] order)
-    /// of its values, space-separated, each rounded to `f32` and written as
-    /// the shortest decimal that reads back to that `f32` (Rust's `{}`
-    /// formatting). Rounding to `f32` halves the file; the book reports
-    /// accuracy for the weights as saved.
+    /// The weights as text (see [`write_checkpoint`]), with the header
+    /// `tiny-transformer k d_model heads d_ff layers`.
     pub fn to_text(&self) -> String {
         let c = self.config;
-        let mut text = format!(
-            "tiny-transformer {} {} {} {} {}\n",
+        let header = format!(
+            "tiny-transformer {} {} {} {} {}",
             c.k, c.d_model, c.heads, c.d_ff, c.layers
         );
-        for tensor in self.slices() {
-            let values: Vec<String> = tensor.iter().map(|&x| format!("{}", x as f32)).collect();
-            text += &values.join(" ");
-            text.push('\n');
-        }
-        text
+        write_checkpoint(&header, self)
     }
 
-    /// Reads what [`Self::to_text`] wrote. The file is not trusted: the
-    /// header's sizes must pass [`ModelConfig::check`] and agree with the
-    /// number of values the file holds before anything is allocated, every
-    /// value must be a finite `f32`, and nothing may follow the last tensor.
+    /// Reads what [`Self::to_text`] wrote. The header's sizes must pass
+    /// [`ModelConfig::check`]; the rest is checked as [`read_checkpoint`]
+    /// says.
     pub fn from_text(text: &str) -> Result<Self, AttnError> {
-        let invalid = |reason: String| AttnError::InvalidWeights { reason };
-        let mut lines = text.lines();
-        let header: Vec<usize> = lines
-            .next()
-            .and_then(|l| l.strip_prefix("tiny-transformer "))
-            .ok_or_else(|| invalid("not a tiny-transformer file".into()))?
-            .split_whitespace()
-            .map(|w| w.parse().map_err(|e| invalid(format!("header: {e}"))))
-            .collect::<Result<_, _>>()?;
+        let header = read_header(text, "tiny-transformer ")?;
         let [k, d_model, heads, d_ff, layers] = header[..] else {
             return Err(invalid(format!(
                 "the header has {} numbers, expected 5",
@@ -54,46 +117,9 @@ impl TinyTransformer {
         config
             .check()
             .map_err(|e| invalid(format!("header: {e}")))?;
-        // Read every value before allocating the model: the file's size, not
-        // its header, bounds the memory used.
-        let tensors: Vec<Vec<f32>> = lines
-            .by_ref()
-            .take(tensor_count(layers))
-            .enumerate()
-            .map(|(i, line)| read_tensor(i, line).map_err(invalid))
-            .collect::<Result<_, _>>()?;
-        let values: usize = tensors.iter().map(Vec::len).sum();
-        if Some(values) != config.parameter_count() {
-            return Err(invalid(format!(
-                "the file holds {values} values in {} tensors, but the header's model has \
-                 {} parameters in {}",
-                tensors.len(),
-                config.parameter_count().unwrap_or(usize::MAX),
-                tensor_count(layers)
-            )));
-        }
-        if let Some(extra) = lines.find(|l| !l.trim().is_empty()) {
-            let start: String = extra.chars().take(20).collect();
-            return Err(invalid(format!(
-                "unexpected content after the last tensor: {start}"
-            )));
-        }
-        let mut model = TinyTransformer::new(config, 0)?;
-        for (i, (tensor, values)) in model.slices_mut().into_iter().zip(&tensors).enumerate() {
-            if values.len() != tensor.len() {
-                let reason = format!(
-                    "tensor {i} has {} values, expected {}",
-                    values.len(),
-                    tensor.len()
-                );
-                return Err(invalid(reason));
-            }
-            tensor
-                .iter_mut()
-                .zip(values)
-                .for_each(|(t, &v)| *t = f64::from(v));
-        }
-        Ok(model)
+        read_checkpoint(text, tensor_count(layers), config.parameter_count(), || {
+            TinyTransformer::new(config, 0)
+        })
     }
 }
 

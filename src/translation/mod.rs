@@ -20,6 +20,7 @@ mod forward;
 mod model;
 mod numbers;
 mod train;
+mod weights;
 
 pub use batch::{batch, Batch};
 pub use beam::{beam_search, Hypothesis};

@@ -159,7 +159,7 @@ fn ffn_params(d: usize, f: usize, rng: &mut StdRng) -> FfnParams {
     }
 }
 
-fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
+pub(crate) fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
     let sizes = [
         ("d_model", c.d_model),
         ("heads", c.heads),
