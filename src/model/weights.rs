@@ -85,8 +85,11 @@ fn invalid(reason: String) -> AttnError {
 }
 
 impl TinyTransformer {
-    /// The weights as text (see [`write_checkpoint`]), with the header
-    /// `tiny-transformer k d_model heads d_ff layers`.
+    /// The weights as text: a header line `tiny-transformer k d_model heads
+    /// d_ff layers`, then one line per tensor (in [`Self::slices`] order) of
+    /// its values, each rounded to `f32` and written as the shortest decimal
+    /// that reads back to that `f32`. Rounding halves the file; the book
+    /// reports accuracy for the weights as saved.
     pub fn to_text(&self) -> String {
         let c = self.config;
         let header = format!(
@@ -96,9 +99,10 @@ impl TinyTransformer {
         write_checkpoint(&header, self)
     }
 
-    /// Reads what [`Self::to_text`] wrote. The header's sizes must pass
-    /// [`ModelConfig::check`]; the rest is checked as [`read_checkpoint`]
-    /// says.
+    /// Reads what [`Self::to_text`] wrote. The file is not trusted: the
+    /// header's sizes must pass [`ModelConfig::check`] and agree with the
+    /// number of values the file holds before anything is allocated, every
+    /// value must be a finite `f32`, and nothing may follow the last tensor.
     pub fn from_text(text: &str) -> Result<Self, AttnError> {
         let header = read_header(text, "tiny-transformer ")?;
         let [k, d_model, heads, d_ff, layers] = header[..] else {

@@ -40,7 +40,7 @@ pub struct Seq2SeqConfig {
     pub bottleneck: bool,
 }
 
-/// Source tokens: [`PAD`], [`BOS`], [`EOS`], then the words.
+/// Source tokens: [`super::PAD`], [`super::BOS`], [`super::EOS`], then the words.
 pub fn source_vocab_size() -> usize {
     3 + source_vocabulary().len()
 }
