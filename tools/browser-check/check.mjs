@@ -99,6 +99,12 @@ for (const width of widths) {
       return out;
     });
     found.forEach(report);
+    // Printing opens every collapsed solution and answer (theme/print-answers.js).
+    const closed = await page.evaluate(() => {
+      window.dispatchEvent(new Event('beforeprint'));
+      return document.querySelectorAll('details:not([open])').length;
+    });
+    if (closed) report(`${closed} solutions or answers stay closed when printing`);
     await page.close();
   }
   await context.close();
