@@ -75,15 +75,19 @@ pub const TIMED_METHODS: [&str; 6] = [
     "linear_causal",
 ];
 
+/// The value measured for `method` at `n`, or an error if the data holds
+/// no such measurement.
+pub fn measured(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnError> {
+    lookup(rows, method, n).ok_or_else(|| AttnError::MissingMeasurement {
+        method: method.to_string(),
+        n,
+    })
+}
+
 /// Milliseconds measured for `method` at `n`, from rows whose values are
 /// nanoseconds, or an error if the data holds no such measurement.
 pub fn millis(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnError> {
-    lookup(rows, method, n)
-        .map(|ns| ns / 1e6)
-        .ok_or_else(|| AttnError::MissingMeasurement {
-            method: method.to_string(),
-            n,
-        })
+    Ok(measured(rows, method, n)? / 1e6)
 }
 
 /// The cost-model table the chapter prints: GFLOP of the projections and of
@@ -135,12 +139,7 @@ pub fn blas_table(
 ) -> Result<String, AttnError> {
     let mut cells = Vec::new();
     for &n in ns {
-        let numpy_ms = lookup(numpy, "numpy_f32", n)
-            .map(|s| s * 1e3)
-            .ok_or_else(|| AttnError::MissingMeasurement {
-                method: "numpy_f32".into(),
-                n,
-            })?;
+        let numpy_ms = measured(numpy, "numpy_f32", n)? * 1e3;
         cells.push(vec![
             n.to_string(),
             format!("{:.2}", millis(plain, "naive", n)?),
@@ -206,12 +205,7 @@ pub fn tiled_memory_table(
     peaks: &[Measurement],
     seconds: &[Measurement],
 ) -> Result<String, AttnError> {
-    let peak = |method: &str, n: u64| {
-        lookup(peaks, method, n).ok_or_else(|| AttnError::MissingMeasurement {
-            method: method.into(),
-            n,
-        })
-    };
+    let peak = |method: &str, n: u64| measured(peaks, method, n);
     let output = |n: u64| (4 * n * 64) as f64;
     let mut rows = Vec::new();
     for n in (10..=16).map(|p| 1u64 << p) {
@@ -231,10 +225,7 @@ pub fn tiled_memory_table(
         "tiled beyond its output (KiB)",
     ];
     let (naive, tiled) = (peak("naive", 4096)?, peak("tiled", 4096)?);
-    let time = lookup(seconds, "tiled", 65_536).ok_or(AttnError::MissingMeasurement {
-        method: "tiled".into(),
-        n: 65_536,
-    })?;
+    let time = measured(seconds, "tiled", 65_536)?;
     Ok(format!(
         "{}\nat n = 4096: tiled / naive = {:.1}% (beyond the output: {:.2}%)\n\
          tiled at n = 65,536: {time:.0} s, peak {:.1} MiB",
@@ -258,11 +249,7 @@ pub fn numpy_table(
     for &n in ns {
         let mut row = vec![n.to_string()];
         for version in ["numpy_tutorial", "numpy_f32"] {
-            let seconds = lookup(numpy, version, n).ok_or(AttnError::MissingMeasurement {
-                method: version.into(),
-                n,
-            })?;
-            row.push(format!("{:.2}", seconds * 1e3));
+            row.push(format!("{:.2}", measured(numpy, version, n)? * 1e3));
         }
         for method in ["naive", "tiled", "tiled_causal"] {
             row.push(format!("{:.2}", millis(timings, method, n)?));
