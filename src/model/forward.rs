@@ -106,16 +106,10 @@ impl TinyTransformer {
         }
         let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
-        if let Some(((i, j), &value)) = logits.indexed_iter().find(|(_, x)| !x.is_finite()) {
-            return Err(AttnError::Overflow {
-                what: "the logits",
-                position: (i, j),
-                value: value as f32,
-            });
-        }
+        crate::model::check_logits(&logits)?;
         Ok(Forward {
             logits,
-            fingerprint: self.fingerprint(),
+            fingerprint: super::fingerprint(self, self.config),
             tokens: batch.to_vec(),
             heads: h,
             blocks: caches,
@@ -204,13 +198,7 @@ impl TinyTransformer {
                 right: fwd.logits.dim(),
             });
         }
-        if fwd.fingerprint != self.fingerprint() {
-            return Err(AttnError::InvalidArgument {
-                name: "forward pass",
-                value: 0.0,
-                requirement: "must come from this model, with its current parameters",
-            });
-        }
+        super::check_same_model(fwd.fingerprint, self, self.config)?;
         if fwd.blocks.len() != self.blocks.len() {
             return Err(AttnError::InvalidArgument {
                 name: "forward pass depth",

@@ -179,6 +179,46 @@ pub(crate) fn fingerprint(model: &impl Parameters, config: impl std::hash::Hash)
     hasher.finish()
 }
 
+/// Checks that the forward pass that recorded `recorded` ran `model` with
+/// its current parameters.
+pub(crate) fn check_same_model(
+    recorded: u64,
+    model: &impl Parameters,
+    config: impl std::hash::Hash,
+) -> Result<(), AttnError> {
+    if recorded == fingerprint(model, config) {
+        return Ok(());
+    }
+    Err(AttnError::InvalidArgument {
+        name: "forward pass",
+        value: 0.0,
+        requirement: "must come from this model, with its current parameters",
+    })
+}
+
+/// A model of the same shape as `model` with every parameter 0 (to hold
+/// gradients).
+pub(crate) fn zeroed<P: Parameters + Clone>(model: &P) -> P {
+    let mut z = model.clone();
+    for s in z.slices_mut() {
+        s.fill(0.0);
+    }
+    z
+}
+
+/// Checks that a forward pass's logits are finite: they are not when `f64`
+/// overflowed on the way, and a loss of them would be meaningless.
+pub(crate) fn check_logits(logits: &Matrix) -> Result<(), AttnError> {
+    match logits.indexed_iter().find(|(_, x)| !x.is_finite()) {
+        Some(((i, j), &value)) => Err(AttnError::Overflow {
+            what: "the logits",
+            position: (i, j),
+            value: value as f32,
+        }),
+        None => Ok(()),
+    }
+}
+
 impl Parameters for TinyTransformer {
     fn slices(&self) -> Vec<&[f64]> {
         TinyTransformer::slices(self)
@@ -328,13 +368,6 @@ impl TinyTransformer {
         names.into_iter().zip(self.slices()).collect()
     }
 
-    /// A hash of the configuration and of every parameter's bits: a forward
-    /// pass records it, and the backward pass refuses a forward pass of
-    /// another model (or of this one before an update).
-    pub(crate) fn fingerprint(&self) -> u64 {
-        fingerprint(self, self.config)
-    }
-
     /// Number of parameters.
     pub fn parameter_count(&self) -> usize {
         self.slices().iter().map(|s| s.len()).sum()
@@ -342,11 +375,7 @@ impl TinyTransformer {
 
     /// A model of the same shape with every parameter 0 (to hold gradients).
     pub fn zeros_like(&self) -> Self {
-        let mut z = self.clone();
-        for s in z.slices_mut() {
-            s.fill(0.0);
-        }
-        z
+        zeroed(self)
     }
 }
 

@@ -17,13 +17,7 @@ impl Seq2Seq {
         fwd: &Seq2SeqForward,
         d_logits: &ArrayRef2<f64>,
     ) -> Result<Seq2Seq, AttnError> {
-        if fwd.fingerprint != crate::model::fingerprint(self, self.config) {
-            return Err(AttnError::InvalidArgument {
-                name: "forward pass",
-                value: 0.0,
-                requirement: "must come from this model, with its current parameters",
-            });
-        }
+        crate::model::check_same_model(fwd.fingerprint, self, self.config)?;
         if d_logits.dim() != fwd.logits.dim() {
             return Err(AttnError::ShapesDiffer {
                 what: "dL/dlogits and the logits",

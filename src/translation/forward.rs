@@ -153,13 +153,7 @@ impl Seq2Seq {
         }
         let (z, decoder_ln) = layer_norm_forward(&y, &self.decoder_ln[0], &self.decoder_ln[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
-        if let Some(((i, j), &value)) = logits.indexed_iter().find(|(_, x)| !x.is_finite()) {
-            return Err(AttnError::Overflow {
-                what: "the logits",
-                position: (i, j),
-                value: value as f32,
-            });
-        }
+        crate::model::check_logits(&logits)?;
         Ok(Seq2SeqForward {
             logits,
             fingerprint: crate::model::fingerprint(self, self.config),

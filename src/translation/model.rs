@@ -142,11 +142,7 @@ impl Seq2Seq {
 
     /// A model of the same shape with every parameter 0 (to hold gradients).
     pub fn zeros_like(&self) -> Self {
-        let mut z = self.clone();
-        for s in z.slices_mut() {
-            s.fill(0.0);
-        }
-        z
+        crate::model::zeroed(self)
     }
 }
 
