@@ -7,17 +7,21 @@ use super::{inputs_and_targets, reversal_example, ModelConfig, TinyTransformer};
 use crate::error::AttnError;
 use crate::grad::Matrix;
 
+/// The small model of the gradient check and of the model's unit tests:
+/// 2-digit tasks, 2 blocks of width 8 with 2 heads.
+pub(crate) const SMALL: ModelConfig = ModelConfig {
+    k: 2,
+    d_model: 8,
+    heads: 2,
+    d_ff: 12,
+    layers: 2,
+};
+
 /// The gradient check's problem: a small model (2 blocks of width 8, 2
 /// heads) from `seed`, and three 2-digit reversal examples as inputs and
 /// targets.
 pub fn small_problem(seed: u64) -> Result<Problem, AttnError> {
-    let config = ModelConfig {
-        k: 2,
-        d_model: 8,
-        heads: 2,
-        d_ff: 12,
-        layers: 2,
-    };
+    let config = SMALL;
     let mut rng = StdRng::seed_from_u64(seed.wrapping_add(1)); // any seed, even u64::MAX
     let examples: Vec<Vec<usize>> = (0..3)
         .map(|_| reversal_example(config.k, &mut rng))

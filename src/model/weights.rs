@@ -151,13 +151,7 @@ mod tests {
     use super::*;
 
     fn small() -> ModelConfig {
-        ModelConfig {
-            k: 2,
-            d_model: 8,
-            heads: 2,
-            d_ff: 12,
-            layers: 2,
-        }
+        crate::model::gradcheck::SMALL
     }
 
     #[test]
