@@ -14,8 +14,8 @@ use attn::experiments::ch12::{
     mirror_report, residual_report, token, uniform_target_share,
 };
 use attn::model::{
-    accuracy, held_out, inputs_and_targets, Task, TinyTransformer, BOOK_MODEL, BOOK_TRAINING,
-    HELD_OUT,
+    accuracy, held_out, inputs_and_targets, Parameters, Task, TinyTransformer, BOOK_MODEL,
+    BOOK_TRAINING, HELD_OUT,
 };
 use attn::show::table;
 use ndarray::Array2;

@@ -11,8 +11,8 @@
 use std::time::Instant;
 
 use attn::model::{
-    accuracy, held_out, train_with, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING, BOOK_TRAINING,
-    HELD_OUT,
+    accuracy, held_out, train_with, Parameters, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING,
+    BOOK_TRAINING, HELD_OUT,
 };
 
 fn main() -> Result<(), attn::AttnError> {

@@ -12,8 +12,8 @@ use attn::exercises::ch09::chunked_softmax;
 use attn::masking::{biased_attention, masked_attention, masked_fill};
 use attn::masking::{cumulative_flops, flops_per_token_with_cache};
 use attn::model::{
-    inputs_and_targets, schedule, small_problem, train, Adam, ModelConfig, Task, TinyTransformer,
-    TrainConfig,
+    inputs_and_targets, schedule, small_problem, train, Adam, ModelConfig, Parameters, Task,
+    TinyTransformer, TrainConfig,
 };
 use attn::multihead::MultiHeadAttention;
 use attn::position::alibi_bias;

@@ -10,8 +10,8 @@ use attn::experiments::ch12::{
     mirror_report, residual_report, show_tokens, uniform_target_share,
 };
 use attn::model::{
-    accuracy, held_out, train, Adam, ModelConfig, Task, TinyTransformer, TrainConfig, BOOK_MODEL,
-    BOOK_TRAINING, HELD_OUT, VOCAB,
+    accuracy, held_out, train, Adam, ModelConfig, Parameters, Task, TinyTransformer, TrainConfig,
+    BOOK_MODEL, BOOK_TRAINING, HELD_OUT, VOCAB,
 };
 
 mod common;

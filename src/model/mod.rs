@@ -164,6 +164,10 @@ pub trait Parameters {
     fn slices_mut(&mut self) -> Vec<&mut [f64]>;
     /// Every tensor's name and values, in the same order.
     fn named_slices(&self) -> Vec<(String, &[f64])>;
+    /// The number of parameters.
+    fn parameter_count(&self) -> usize {
+        self.slices().iter().map(|s| s.len()).sum()
+    }
 }
 
 /// A hash of a model's configuration and of every parameter's bits: a
@@ -366,11 +370,6 @@ impl TinyTransformer {
             .map(String::from),
         );
         names.into_iter().zip(self.slices()).collect()
-    }
-
-    /// Number of parameters.
-    pub fn parameter_count(&self) -> usize {
-        self.slices().iter().map(|s| s.len()).sum()
     }
 
     /// A model of the same shape with every parameter 0 (to hold gradients).
