@@ -15,3 +15,4 @@ pub mod ch09;
 pub mod ch10;
 pub mod ch11;
 pub mod ch12;
+pub mod ch13;

@@ -4,4 +4,5 @@
 
 pub mod ch01;
 pub mod ch12;
+pub mod ch13;
 pub mod measurements;

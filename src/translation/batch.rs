@@ -18,6 +18,7 @@ pub struct Batch {
     pub source_lengths: Vec<usize>,
 }
 
+// ANCHOR: batch
 /// Pads `pairs` (source ids, target ids) into a [`Batch`].
 pub fn batch(pairs: &[(&[usize], &[usize])]) -> Result<Batch, AttnError> {
     if pairs.is_empty() || pairs.iter().any(|(s, _)| s.is_empty()) {
@@ -53,3 +54,4 @@ pub fn batch(pairs: &[(&[usize], &[usize])]) -> Result<Batch, AttnError> {
     }
     Ok(out)
 }
+// ANCHOR_END: batch

@@ -13,6 +13,11 @@ pub struct Bleu {
     pub score: f64,
     /// The modified n-gram precisions `p_1 … p_4`.
     pub precisions: [f64; 4],
+    /// For each `n`, the clipped matches and the candidate n-grams whose
+    /// ratio is `p_n`.
+    pub counts: [(usize, usize); 4],
+    /// The candidates' total length `c` and the references' `r`.
+    pub lengths: (usize, usize),
     /// The brevity penalty: 1 if the candidates are longer than the
     /// references in total, else `exp(1 − r/c)`.
     pub brevity_penalty: f64,
@@ -44,7 +49,8 @@ pub fn corpus_bleu(
         });
     }
     let mut precisions = [0.0; 4];
-    for (n, p_n) in (1..=4).zip(precisions.iter_mut()) {
+    let mut counts = [(0, 0); 4];
+    for ((n, p_n), count) in (1..=4).zip(precisions.iter_mut()).zip(counts.iter_mut()) {
         let (mut matched, mut total) = (0, 0);
         for (candidate, reference) in candidates.iter().zip(references) {
             let reference_counts = ngrams(reference, n);
@@ -53,6 +59,7 @@ pub fn corpus_bleu(
                 total += count;
             }
         }
+        *count = (matched, total);
         *p_n = if total == 0 {
             0.0
         } else {
@@ -76,6 +83,8 @@ pub fn corpus_bleu(
     Ok(Bleu {
         score,
         precisions,
+        counts,
+        lengths: (c, r),
         brevity_penalty,
     })
 }
@@ -95,6 +104,8 @@ mod tests {
         let references = vec![vec![3, 4, 2, 0, 1, 5], vec![7, 0, 0]];
         let bleu = corpus_bleu(&candidates, &references).unwrap();
         assert_eq!(bleu.precisions, [1.0, 5.0 / 6.0, 0.75, 0.5]);
+        assert_eq!(bleu.counts, [(8, 8), (5, 6), (3, 4), (1, 2)]);
+        assert_eq!(bleu.lengths, (8, 9));
         assert_abs_diff_eq!(bleu.brevity_penalty, (-0.125f64).exp(), epsilon = 1e-12);
         let by_hand = (-0.125f64).exp() * (5.0 / 6.0 * 0.75 * 0.5f64).powf(0.25);
         assert_abs_diff_eq!(bleu.score, by_hand, epsilon = 1e-12);

@@ -94,6 +94,7 @@ impl Seq2Seq {
             &self.source_positions,
         );
         let mut encoder = Vec::new();
+        // ANCHOR: encoder
         for e in &self.encoder {
             let (a, ln1) = layer_norm_forward(&x, &e.attention.ln[0], &e.attention.ln[1], EPS);
             let keep = |b: usize| real(batch.source_lengths[b], s);
@@ -116,6 +117,7 @@ impl Seq2Seq {
             true => pool(&output, &batch.source_lengths, s),
             false => output,
         };
+        // ANCHOR_END: encoder
         let tk = if bottleneck { 1 } else { s };
         let mut y = embed(
             &batch.inputs,
@@ -123,6 +125,7 @@ impl Seq2Seq {
             &self.target_positions,
         );
         let mut decoder = Vec::new();
+        // ANCHOR: decoder
         for d in &self.decoder {
             let sa = &d.self_attention;
             let (a, ln1) = layer_norm_forward(&y, &sa.ln[0], &sa.ln[1], EPS);
@@ -151,6 +154,7 @@ impl Seq2Seq {
                 ffn,
             });
         }
+        // ANCHOR_END: decoder
         let (z, decoder_ln) = layer_norm_forward(&y, &self.decoder_ln[0], &self.decoder_ln[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
         crate::model::check_logits(&logits)?;
@@ -242,6 +246,7 @@ fn embed(tokens: &[Vec<usize>], embeddings: &Matrix, positions: &Matrix) -> Matr
     x
 }
 
+// ANCHOR: pool
 /// The mean of each sequence's real rows: `BS×d` → `B×d`.
 fn pool(x: &Matrix, lengths: &[usize], s: usize) -> Matrix {
     let mut pooled = Matrix::zeros((lengths.len(), x.ncols()));
@@ -253,6 +258,7 @@ fn pool(x: &Matrix, lengths: &[usize], s: usize) -> Matrix {
     }
     pooled
 }
+// ANCHOR_END: pool
 
 #[cfg(test)]
 mod tests {

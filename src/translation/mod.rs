@@ -17,6 +17,7 @@ mod batch;
 mod beam;
 mod bleu;
 mod forward;
+pub(crate) mod loss;
 mod model;
 mod numbers;
 mod train;
@@ -28,7 +29,10 @@ pub use bleu::{corpus_bleu, Bleu};
 pub use forward::Seq2SeqForward;
 pub use model::{source_vocab_size, Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
-    number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS, EOS, PAD,
-    TARGET_VOCAB,
+    alignment, number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS,
+    EOS, PAD, TARGET_VOCAB,
 };
-pub use train::{evaluate, next_log_probs, train_seq2seq, translate, Seq2SeqTraining};
+pub use train::{
+    book_pairs, evaluate, next_log_probs, score, train_seq2seq, translate, translate_all,
+    Seq2SeqTraining, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
+};

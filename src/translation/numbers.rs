@@ -71,6 +71,65 @@ pub fn number_words(x: u32) -> Result<Vec<&'static str>, AttnError> {
     Ok(words)
 }
 
+// ANCHOR: alignment
+/// Which source word each target digit of `x` translates: `Some(j)` for
+/// word `j`, `None` for a zero no word names (the 0 of "three hundred
+/// five"). A digit is named by its ones, tens or teen word ("two and
+/// forty" → 4 from "forty", 2 from "two"; "twelve" → both of 1 2); the
+/// zeros of a round number come from the word that makes it round: 7 0 0
+/// from "seven hundred", the three zeros of 21,000 from "thousand".
+pub fn alignment(x: u32) -> Result<Vec<Option<usize>>, AttnError> {
+    number_words(x)?; // checks the range
+    let mut digits = Vec::new();
+    let mut next_word = 0;
+    for (group, value) in [(1000, x / 1000), (1, x % 1000)] {
+        let padded = group == 1 && x >= 1000; // the low group writes all 3 digits
+        let here = |i: usize| Some(next_word + i);
+        let (hundreds, rest) = (value / 100, value % 100);
+        let mut used = 0;
+        let mut group_digits: Vec<Option<usize>> = Vec::new();
+        if hundreds > 0 {
+            group_digits.push(here(0)); // "seven" of "seven hundred"
+            used = 2;
+        } else if padded {
+            group_digits.push(None);
+        }
+        let round = if hundreds > 0 { here(1) } else { None }; // "hundred"
+        let (tens, ones) = match rest {
+            0 => (round, round),
+            1..=9 => (None, here(used)),
+            10..=19 => (here(used), here(used)),
+            _ if rest % 10 == 0 => (here(used), here(used)),
+            _ => (here(used + 2), here(used)), // "two and forty"
+        };
+        used += match rest {
+            0 => 0,
+            1..=19 => 1,
+            _ if rest % 10 == 0 => 1,
+            _ => 3,
+        };
+        if hundreds > 0 || padded || rest >= 10 {
+            group_digits.push(tens);
+        }
+        if value > 0 || padded {
+            group_digits.push(ones);
+        }
+        if group == 1000 && value > 0 {
+            used += 1; // "thousand"
+            if x % 1000 == 0 {
+                group_digits.extend([here(used - 1); 3]); // 21,000: "thousand" → 0 0 0
+            }
+        }
+        if value > 0 {
+            // (a round thousand's low group: its zeros came with "thousand")
+            digits.extend(group_digits);
+            next_word += used;
+        }
+    }
+    Ok(digits)
+}
+// ANCHOR_END: alignment
+
 /// Every source word, in a fixed order: a word's id is its index plus 3
 /// (after [`PAD`], [`BOS`] and [`EOS`]).
 pub fn source_vocabulary() -> Vec<&'static str> {
@@ -124,18 +183,39 @@ pub fn number_pair(x: u32) -> Result<TranslationPair, AttnError> {
     })
 }
 
-/// `count` distinct pairs of numbers drawn uniformly from 1 to 999,999
-/// (seeded), none of them in `exclude` (a held-out set, say).
+/// A random number from 1 to 999,999 whose six digits are drawn one by
+/// one: 0 with probability ½, else 1 to 9 evenly (a draw of 0 is redrawn).
+/// Zeros make numbers shorter and rounder, so sources of every length from
+/// one word to eleven occur, where uniform numbers are nearly all six
+/// digits long.
+fn random_number(rng: &mut StdRng) -> u32 {
+    loop {
+        let x = (0..6).fold(0, |x, _| {
+            let digit = if rng.random_bool(0.5) {
+                0
+            } else {
+                rng.random_range(1..=9)
+            };
+            10 * x + digit
+        });
+        if x > 0 {
+            return x;
+        }
+    }
+}
+
+/// `count` distinct pairs of random numbers (seeded; see
+/// [`random_number`]), none of them in `exclude` (a held-out set, say).
 pub fn translation_set(
     count: usize,
     seed: u64,
     exclude: &[TranslationPair],
 ) -> Result<Vec<TranslationPair>, AttnError> {
-    if count > 500_000 {
+    if count > 100_000 {
         return Err(AttnError::InvalidArgument {
             name: "count",
             value: count as f64,
-            requirement: "must be at most half of the 999,999 numbers",
+            requirement: "must be at most 100,000 (a tenth of the numbers)",
         });
     }
     let excluded: HashSet<u32> = exclude.iter().map(|p| p.number).collect();
@@ -143,7 +223,7 @@ pub fn translation_set(
     let mut seen = HashSet::new();
     let mut pairs = Vec::with_capacity(count);
     while pairs.len() < count {
-        let x = rng.random_range(1..=999_999);
+        let x = random_number(&mut rng);
         if !excluded.contains(&x) && seen.insert(x) {
             pairs.push(number_pair(x)?);
         }
@@ -194,6 +274,32 @@ mod tests {
     }
 
     #[test]
+    fn every_digit_aligns_to_the_word_that_names_it() {
+        let show = |x: u32| {
+            let words = number_words(x).unwrap();
+            alignment(x)
+                .unwrap()
+                .iter()
+                .map(|a| a.map_or("–", |j| words[j]))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(show(342_015), "three forty two – fifteen fifteen");
+        assert_eq!(show(700), "seven hundred hundred");
+        assert_eq!(show(305), "three – five");
+        assert_eq!(show(21_000), "twenty one thousand thousand thousand");
+        assert_eq!(show(12), "twelve twelve");
+        assert_eq!(show(40), "forty forty");
+        assert_eq!(show(7), "seven");
+        assert_eq!(show(1_005), "one – – five");
+        assert_eq!(show(100_100), "one hundred hundred one hundred hundred");
+        // One entry per digit, for every length of number.
+        for x in [1, 9, 10, 99, 100, 999, 1_000, 10_001, 999_999, 500_000] {
+            assert_eq!(alignment(x).unwrap().len(), x.to_string().len(), "{x}");
+        }
+    }
+
+    #[test]
     fn a_set_is_distinct_seeded_and_avoids_the_held_out_numbers() {
         let held_out = translation_set(200, 7, &[]).unwrap();
         let train = translation_set(1000, 8, &held_out).unwrap();
@@ -201,6 +307,6 @@ mod tests {
         assert_eq!(numbers.len(), 1000);
         assert!(held_out.iter().all(|p| !numbers.contains(&p.number)));
         assert_eq!(train, translation_set(1000, 8, &held_out).unwrap());
-        assert!(translation_set(600_000, 1, &[]).is_err());
+        assert!(translation_set(100_001, 1, &[]).is_err());
     }
 }

@@ -4,8 +4,9 @@
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::batch::{batch, Batch};
+use super::loss::smoothed_cross_entropy;
 use super::model::{Seq2Seq, Seq2SeqConfig};
-use super::{beam_search, corpus_bleu, Bleu, TranslationPair, BOS, EOS};
+use super::{beam_search, corpus_bleu, translation_set, Bleu, TranslationPair, BOS, EOS};
 use crate::error::AttnError;
 use crate::model::{warmup_cosine, Adam};
 
@@ -22,8 +23,44 @@ pub struct Seq2SeqTraining {
     pub warmup: usize,
     /// Seed of the initialisation and of the batches.
     pub seed: u64,
+    /// Label smoothing `ε` (0: plain cross-entropy).
+    pub label_smoothing: f64,
 }
 
+/// The book's model: 2 encoder and 2 decoder layers of width 32 with 4
+/// heads, sources up to 12 words and targets up to 7 tokens after BOS.
+pub const BOOK_SEQ2SEQ: Seq2SeqConfig = Seq2SeqConfig {
+    d_model: 32,
+    heads: 4,
+    d_ff: 64,
+    layers: 2,
+    max_lengths: (12, 8),
+    bottleneck: false,
+};
+
+/// The book's training run: 1,500 steps of 32 pairs.
+pub const BOOK_SEQ2SEQ_TRAINING: Seq2SeqTraining = Seq2SeqTraining {
+    steps: 1500,
+    batch: 32,
+    lr: 3e-3,
+    warmup: 100,
+    seed: 1,
+    label_smoothing: 0.0,
+};
+
+/// The book's data: `(count, seed)` of the held-out numbers, drawn first,
+/// and of the training numbers, drawn from the rest.
+pub const BOOK_PAIRS: [(usize, u64); 2] = [(1000, 2026), (5000, 12)];
+
+/// The book's held-out pairs and training pairs (no number in both).
+pub fn book_pairs() -> Result<(Vec<TranslationPair>, Vec<TranslationPair>), AttnError> {
+    let [(held_out_count, held_out_seed), (train_count, train_seed)] = BOOK_PAIRS;
+    let held_out = translation_set(held_out_count, held_out_seed, &[])?;
+    let train = translation_set(train_count, train_seed, &held_out)?;
+    Ok((held_out, train))
+}
+
+// ANCHOR: train
 /// Trains a fresh model on batches drawn (seeded, with replacement) from
 /// `pairs`, with teacher forcing: the decoder reads `BOS target` and learns
 /// to predict `target EOS`. Returns the model and the loss of every step.
@@ -51,13 +88,18 @@ pub fn train_seq2seq(
             .iter()
             .map(|p| (&p.source[..], &p.target[..]))
             .collect();
-        let (loss, grads) = net.loss_and_gradients(&batch(&refs)?)?;
+        let batch = batch(&refs)?;
+        let fwd = net.forward(&batch)?;
+        let (loss, d_logits) =
+            smoothed_cross_entropy(fwd.logits(), &batch.targets, training.label_smoothing)?;
+        let grads = net.backward(&fwd, &d_logits)?;
         let factor = warmup_cosine(step, training.steps, training.warmup)?;
         adam.update(&mut net, &grads, factor)?;
         losses.push(loss);
     }
     Ok((net, losses))
 }
+// ANCHOR_END: train
 
 /// The log-probabilities of every next target token after `prefix`, for
 /// the source `source`.
@@ -99,6 +141,34 @@ pub fn translate(net: &Seq2Seq, source: &[usize], width: usize) -> Result<Vec<us
     Ok(tokens)
 }
 
+/// Translates every source of `pairs` with beam width `width`.
+pub fn translate_all(
+    net: &Seq2Seq,
+    pairs: &[TranslationPair],
+    width: usize,
+) -> Result<Vec<Vec<usize>>, AttnError> {
+    pairs
+        .iter()
+        .map(|p| translate(net, &p.source, width))
+        .collect()
+}
+
+/// Exact-sequence accuracy and corpus BLEU of `candidates`, one for each
+/// pair of `pairs`.
+pub fn score(
+    candidates: &[Vec<usize>],
+    pairs: &[TranslationPair],
+) -> Result<(f64, Bleu), AttnError> {
+    let references: Vec<Vec<usize>> = pairs.iter().map(|p| p.target.clone()).collect();
+    let bleu = corpus_bleu(candidates, &references)?;
+    let exact = candidates
+        .iter()
+        .zip(&references)
+        .filter(|(c, r)| c == r)
+        .count();
+    Ok((exact as f64 / pairs.len() as f64, bleu))
+}
+
 /// Exact-sequence accuracy and corpus BLEU of translating `pairs` with
 /// beam width `width`.
 pub fn evaluate(
@@ -106,18 +176,5 @@ pub fn evaluate(
     pairs: &[TranslationPair],
     width: usize,
 ) -> Result<(f64, Bleu), AttnError> {
-    let mut candidates = Vec::with_capacity(pairs.len());
-    for p in pairs {
-        candidates.push(translate(net, &p.source, width)?);
-    }
-    let references: Vec<Vec<usize>> = pairs.iter().map(|p| p.target.clone()).collect();
-    let exact = candidates
-        .iter()
-        .zip(&references)
-        .filter(|(c, r)| c == r)
-        .count();
-    Ok((
-        exact as f64 / pairs.len().max(1) as f64,
-        corpus_bleu(&candidates, &references)?,
-    ))
+    score(&translate_all(net, pairs, width)?, pairs)
 }

@@ -1,0 +1,289 @@
+//! Chapter 13's measurements and printed reports on the trained
+//! encoder–decoders: accuracy by source length, how alignment-like each
+//! cross-attention head is, and where beam search changes a translation.
+//! Each report formats values the caller computed once (the example prints
+//! them, the numbers test quotes them and checks the same values).
+
+use crate::error::AttnError;
+use crate::grad::Matrix;
+use crate::show::table;
+use crate::translation::{
+    alignment, batch, corpus_bleu, number_pair, number_words, Seq2Seq, TranslationPair,
+    TARGET_VOCAB,
+};
+
+/// A target as the book prints it: its digits, space-separated.
+pub fn digits(target: &[usize]) -> String {
+    let digit = |&t: &usize| match t {
+        3..TARGET_VOCAB => (t - 3).to_string(),
+        _ => "?".into(),
+    };
+    target.iter().map(digit).collect::<Vec<_>>().join(" ")
+}
+
+/// The task's examples: each number, its words, its digits, and the word
+/// each digit translates (`–`: none).
+pub fn examples_report(numbers: &[u32]) -> Result<String, AttnError> {
+    let mut rows = Vec::new();
+    for &x in numbers {
+        let words = number_words(x)?;
+        let from: Vec<&str> = alignment(x)?
+            .iter()
+            .map(|a| a.map_or("–", |j| words[j]))
+            .collect();
+        rows.push(vec![
+            words.join(" "),
+            digits(&number_pair(x)?.target),
+            from.join(", "),
+        ]);
+    }
+    Ok(table(&["source", "target", "each digit from"], &rows))
+}
+
+/// Chapter 13's worked BLEU example: two candidates, their references,
+/// and every step of corpus BLEU.
+pub fn bleu_report() -> Result<String, AttnError> {
+    let candidates = [vec![3, 4, 2, 0, 5], vec![7, 0, 0]];
+    let references = [vec![3, 4, 2, 0, 1, 5], vec![7, 0, 0]];
+    let bleu = corpus_bleu(&candidates, &references)?;
+    let mut out = String::new();
+    for (c, r) in candidates.iter().zip(&references) {
+        let show = |x: &[usize]| x.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
+        out += &format!("candidate {:<10} reference {}\n", show(c), show(r));
+    }
+    let fractions: Vec<String> = bleu
+        .counts
+        .iter()
+        .map(|(matched, total)| format!("{matched}/{total}"))
+        .collect();
+    let (c, r) = bleu.lengths;
+    out += &format!(
+        "p_1 … p_4 = {}\nc = {c}, r = {r}, brevity penalty = {:.4}\nBLEU = {:.4}",
+        fractions.join(", "),
+        bleu.brevity_penalty,
+        bleu.score
+    );
+    Ok(out)
+}
+
+/// Exact-sequence accuracy by source length: `(words, pairs, share exact)`
+/// for every length present, shortest first.
+pub fn accuracy_by_length(
+    candidates: &[Vec<usize>],
+    pairs: &[TranslationPair],
+) -> Vec<(usize, usize, f64)> {
+    let longest = pairs.iter().map(|p| p.source.len()).max().unwrap_or(0);
+    (1..=longest)
+        .filter_map(|len| {
+            let of_len: Vec<bool> = pairs
+                .iter()
+                .zip(candidates)
+                .filter(|(p, _)| p.source.len() == len)
+                .map(|(p, c)| *c == p.target)
+                .collect();
+            let exact = of_len.iter().filter(|&&e| e).count();
+            (!of_len.is_empty()).then(|| (len, of_len.len(), exact as f64 / of_len.len() as f64))
+        })
+        .collect()
+}
+
+/// Both models' accuracy by source length, one row a length, with how
+/// many training pairs have that length.
+pub fn length_report(
+    attention: &[(usize, usize, f64)],
+    bottleneck: &[(usize, usize, f64)],
+    train: &[TranslationPair],
+) -> String {
+    let rows: Vec<Vec<String>> = attention
+        .iter()
+        .zip(bottleneck)
+        .map(|(a, b)| {
+            let trained = train.iter().filter(|p| p.source.len() == a.0).count();
+            vec![
+                a.0.to_string(),
+                trained.to_string(),
+                a.1.to_string(),
+                format!("{:.3}", a.2),
+                format!("{:.3}", b.2),
+            ]
+        })
+        .collect();
+    let header = [
+        "source words",
+        "training pairs",
+        "held-out pairs",
+        "exact, attention",
+        "exact, bottleneck",
+    ];
+    table(&header, &rows)
+}
+
+/// The cross-attention weights of `pair`, its reference target fed to the
+/// decoder (teacher forcing): `[layer][head]`, each `(digits + 1) × words`
+/// (row `i` predicts digit `i`; the last row predicts EOS).
+pub fn cross_attention(
+    net: &Seq2Seq,
+    pair: &TranslationPair,
+) -> Result<Vec<Vec<Matrix>>, AttnError> {
+    let fwd = net.forward(&batch(&[(&pair.source[..], &pair.target[..])])?)?;
+    let c = net.config();
+    (0..c.layers)
+        .map(|l| {
+            (0..c.heads)
+                .map(|h| Ok(fwd.cross_weights(l, 0, h)?.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+/// The index of the largest entry of `row` (the first of equals).
+fn most_attended(row: ndarray::ArrayView1<f64>) -> usize {
+    let mut best = 0;
+    for (j, &w) in row.iter().enumerate() {
+        if w > row[best] {
+            best = j;
+        }
+    }
+    best
+}
+
+// ANCHOR: alignment_score
+/// How alignment-like each cross-attention head is, `[layer][head]`: over
+/// the digits of `pairs` that some word names ([`alignment`]), the share
+/// whose most-attended source word is that word. The decoder reads the
+/// reference target (teacher forcing), so every head is scored on the
+/// same positions.
+pub fn alignment_scores(
+    net: &Seq2Seq,
+    pairs: &[TranslationPair],
+) -> Result<Vec<Vec<f64>>, AttnError> {
+    let c = net.config();
+    let mut hits = vec![vec![0_usize; c.heads]; c.layers];
+    let mut aligned = 0;
+    for chunk in pairs.chunks(100) {
+        let refs: Vec<(&[usize], &[usize])> = chunk
+            .iter()
+            .map(|p| (&p.source[..], &p.target[..]))
+            .collect();
+        let fwd = net.forward(&batch(&refs)?)?;
+        for (b, pair) in chunk.iter().enumerate() {
+            let gold = alignment(pair.number)?;
+            aligned += gold.iter().flatten().count();
+            for (l, layer_hits) in hits.iter_mut().enumerate() {
+                for (h, head_hits) in layer_hits.iter_mut().enumerate() {
+                    let w = fwd.cross_weights(l, b, h)?;
+                    for (i, word) in gold.iter().enumerate() {
+                        let row = w.row(i);
+                        let real = row.slice(ndarray::s![..pair.source.len()]);
+                        if *word == Some(most_attended(real)) {
+                            *head_hits += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let share = |n: usize| n as f64 / aligned.max(1) as f64;
+    Ok(hits
+        .iter()
+        .map(|l| l.iter().map(|&n| share(n)).collect())
+        .collect())
+}
+// ANCHOR_END: alignment_score
+
+/// Two guesses that know nothing of the words, scored like
+/// [`alignment_scores`]: a random word (the expected share, the mean of
+/// `1/words`), and the diagonal (digit `i` of `T` from word
+/// `round(i·(S − 1)/(T − 1))` of `S`), which a language without
+/// reordering would favour.
+pub fn alignment_baselines(pairs: &[TranslationPair]) -> Result<(f64, f64), AttnError> {
+    let (mut chance, mut diagonal, mut aligned) = (0.0, 0, 0);
+    for pair in pairs {
+        let gold = alignment(pair.number)?;
+        let (s, t) = (pair.source.len(), gold.len());
+        for (i, word) in gold.iter().enumerate() {
+            if let Some(j) = *word {
+                aligned += 1;
+                chance += 1.0 / s as f64;
+                let guess = (i * (s - 1)) as f64 / (t - 1).max(1) as f64;
+                diagonal += usize::from(guess.round() as usize == j);
+            }
+        }
+    }
+    let n = aligned.max(1) as f64;
+    Ok((chance / n, diagonal as f64 / n))
+}
+
+/// The alignment scores as a table (one row a decoder layer), then the
+/// two baselines.
+pub fn alignment_report(scores: &[Vec<f64>], (chance, diagonal): (f64, f64)) -> String {
+    let heads = scores.first().map_or(0, Vec::len);
+    let header: Vec<String> = std::iter::once("decoder layer".to_string())
+        .chain((1..=heads).map(|h| format!("head {h}")))
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = scores
+        .iter()
+        .enumerate()
+        .map(|(l, s)| {
+            std::iter::once((l + 1).to_string())
+                .chain(s.iter().map(|x| format!("{x:.3}")))
+                .collect()
+        })
+        .collect();
+    format!(
+        "{}\nrandom word {chance:.3}, diagonal {diagonal:.3}",
+        table(&header, &rows)
+    )
+}
+
+/// The held-out scores: one row a model and decoding, `(model, beam
+/// width, exact, BLEU)`; width 1 is greedy.
+pub fn scores_report(results: &[(&str, usize, f64, f64)]) -> String {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|&(model, width, exact, bleu)| {
+            let decoding = match width {
+                1 => "greedy".to_string(),
+                _ => format!("beam {width}"),
+            };
+            vec![
+                model.to_string(),
+                decoding,
+                format!("{exact:.3}"),
+                format!("{bleu:.3}"),
+            ]
+        })
+        .collect();
+    table(&["model", "decoding", "exact", "BLEU"], &rows)
+}
+
+/// One line of [`beam_changes`]: `model`'s translations with beam `width`
+/// against greedy decoding.
+pub fn beam_report(
+    model: &str,
+    width: usize,
+    (differ, fixed, broken): (usize, usize, usize),
+) -> String {
+    format!(
+        "beam {width} vs greedy, {model}: {differ} translations differ, {fixed} corrected, {broken} spoiled"
+    )
+}
+
+/// Where beam search and greedy decoding disagree on `pairs`: how many
+/// translations differ, how many beam search corrects, how many it spoils.
+pub fn beam_changes(
+    greedy: &[Vec<usize>],
+    beam: &[Vec<usize>],
+    pairs: &[TranslationPair],
+) -> (usize, usize, usize) {
+    let (mut differ, mut fixed, mut broken) = (0, 0, 0);
+    for ((g, b), p) in greedy.iter().zip(beam).zip(pairs) {
+        if g != b {
+            differ += 1;
+            fixed += usize::from(*b == p.target);
+            broken += usize::from(*g == p.target);
+        }
+    }
+    (differ, fixed, broken)
+}
