@@ -37,9 +37,15 @@ fn main() -> ExitCode {
             Some("--blas") => measure_blas(),
             _ => measure(),
         },
-        "train" => train(),
+        "train" => match std::env::args().nth(2).as_deref() {
+            None => train(&["ch12", "ch13"]),
+            Some(chapter @ ("ch12" | "ch13")) => train(&[chapter]),
+            Some(other) => Err(format!("no training runs for {other}: ch12 or ch13")),
+        },
         _ => {
-            eprintln!("usage: cargo xtask serve | test | figures | measure [--blas] | train");
+            eprintln!(
+                "usage: cargo xtask serve | test | figures | measure [--blas] | train [ch12 | ch13]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -221,21 +227,29 @@ fn ensure_book_tools() -> Step {
     Ok(())
 }
 
-/// Chapter 12's training runs (reversal and sorting, under a minute each):
-/// write the weights, the loss curves and what the run printed (dated) to
-/// `book/data/`, then redraw the figures from them.
-fn train() -> Step {
-    run(cargo().args(["build", "--release", "--locked", "--example", "ch12_train"]))?;
-    let output = capture(&mut Command::new(
-        root().join("target/release/examples/ch12_train"),
-    ))?;
-    eprint!("{output}");
-    let (date, cpu, rustc) = provenance()?;
-    let log = format!(
-        "# measured {date} on {cpu}, one thread, by `cargo xtask train` ({rustc})\n{output}"
-    );
-    let path = root().join("book/data/ch12-train-log.txt");
-    std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
+/// The chapters' training runs (`examples/CHAPTER_*_train.rs`): chapter
+/// 12's two models (under a minute each) and chapter 13's encoder–decoders
+/// (about four minutes). Each writes its weights and loss curves to
+/// `book/data/`; what it printed goes, dated, to `CHAPTER-train-log.txt`.
+/// Then the figures are redrawn from them.
+fn train(chapters: &[&str]) -> Step {
+    for chapter in chapters {
+        let example = match *chapter {
+            "ch12" => "ch12_train",
+            _ => "ch13_translation_train",
+        };
+        run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+        let output = capture(&mut Command::new(
+            root().join(format!("target/release/examples/{example}")),
+        ))?;
+        eprint!("{output}");
+        let (date, cpu, rustc) = provenance()?;
+        let log = format!(
+            "# measured {date} on {cpu}, one thread, by `cargo xtask train` ({rustc})\n{output}"
+        );
+        let path = root().join(format!("book/data/{chapter}-train-log.txt"));
+        std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     figures()
 }
 
