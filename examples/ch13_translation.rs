@@ -1,0 +1,285 @@
+//! Chapter 13, Attention learns to align: loads the three trained
+//! encoder–decoders (`book/data/ch13-*`, written by `cargo xtask train`),
+//! translates the held-out numbers greedily and by beam search, measures
+//! accuracy by source length and how alignment-like each cross-attention
+//! head is, and draws the learned alignment, accuracy by length and the
+//! loss curves.
+//!
+//! ```text
+//! cargo run --release --example ch13_translation
+//! ```
+
+mod plot;
+
+use attn::exercises::ch13::smoothing_floor;
+use attn::experiments::ch13::{
+    accuracy_by_length, alignment_baselines, alignment_report, alignment_scores, beam_changes,
+    beam_report, bleu_report, cross_attention, digits, examples_report, length_report,
+    scores_report,
+};
+use attn::model::Parameters;
+use attn::translation::{
+    book_pairs, number_words, score, translate_all, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ,
+    TARGET_VOCAB,
+};
+use ndarray::Array2;
+
+/// The beam width compared with greedy decoding.
+const BEAM: usize = 4;
+
+fn data(name: &str) -> String {
+    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (run `cargo xtask train`)"))
+}
+
+fn model(name: &str) -> Result<Seq2Seq, attn::AttnError> {
+    Seq2Seq::from_text(&data(&format!("ch13-{name}-weights.txt")))
+}
+
+fn main() -> Result<(), attn::AttnError> {
+    println!("== The task ==");
+    println!("{}", examples_report(&[342_015, 21_000, 305])?);
+    let (held_out, train) = book_pairs()?;
+    println!(
+        "{} training pairs, {} held-out pairs (no number in both)",
+        train.len(),
+        held_out.len()
+    );
+
+    println!("\n== BLEU, worked by hand in the chapter ==");
+    println!("{}", bleu_report()?);
+
+    let attention = model("attention")?;
+    let bottleneck = model("bottleneck")?;
+    let smoothed = model("smoothed")?;
+    assert_eq!(attention.config(), BOOK_SEQ2SEQ, "the book's model");
+    println!(
+        "\n== The models: {} parameters each ==",
+        attention.parameter_count()
+    );
+    assert_eq!(attention.parameter_count(), bottleneck.parameter_count());
+
+    println!("\n== Held-out scores ==");
+    let mut results = Vec::new();
+    let mut translations = Vec::new();
+    for (name, net, widths) in [
+        ("attention", &attention, &[1, BEAM][..]),
+        ("bottleneck", &bottleneck, &[1, BEAM][..]),
+        ("attention, label smoothing 0.1", &smoothed, &[1][..]),
+    ] {
+        for &width in widths {
+            let candidates = translate_all(net, &held_out, width)?;
+            let (exact, bleu) = score(&candidates, &held_out)?;
+            results.push((name, width, exact, bleu.score));
+            translations.push(candidates);
+        }
+    }
+    println!("{}", scores_report(&results));
+    for (name, i) in [("attention", 0), ("bottleneck", 2)] {
+        let changes = beam_changes(&translations[i], &translations[i + 1], &held_out);
+        println!("{}", beam_report(name, BEAM, changes));
+    }
+
+    println!("\n== Exact accuracy by source length (greedy) ==");
+    let by_attention = accuracy_by_length(&translations[0], &held_out);
+    let by_bottleneck = accuracy_by_length(&translations[2], &held_out);
+    println!("{}", length_report(&by_attention, &by_bottleneck, &train));
+
+    println!("\n== How alignment-like is each cross-attention head? ==");
+    let scores = alignment_scores(&attention, &held_out)?;
+    println!(
+        "{}",
+        alignment_report(&scores, alignment_baselines(&held_out)?)
+    );
+
+    let shown = held_out
+        .iter()
+        .find(|p| p.source.len() >= 10)
+        .expect("a held-out sentence of 10 words");
+    println!(
+        "\n== Figure: {} → {} ==",
+        number_words(shown.number)?.join(" "),
+        digits(&shown.target)
+    );
+    println!(
+        "\n== Exercise 2 ==\nlowest loss with label smoothing 0.1 over {TARGET_VOCAB} tokens: {:.4}",
+        smoothing_floor(0.1, TARGET_VOCAB)
+    );
+    draw_alignment(&attention, shown, &scores)?;
+    draw_length(&by_attention, &by_bottleneck);
+    draw_training();
+    Ok(())
+}
+
+/// The axis labels of a pair: its words, and the digits each row predicts.
+fn labels(pair: &TranslationPair) -> Result<(Vec<String>, Vec<String>), attn::AttnError> {
+    let words = number_words(pair.number)?
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    let mut rows: Vec<String> = digits(&pair.target).split(' ').map(String::from).collect();
+    rows.push("EOS".into());
+    Ok((words, rows))
+}
+
+fn draw_alignment(
+    net: &Seq2Seq,
+    pair: &TranslationPair,
+    scores: &[Vec<f64>],
+) -> Result<(), attn::AttnError> {
+    let weights = cross_attention(net, pair)?;
+    let (words, rows) = labels(pair)?;
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let as_f32 = |m: &Array2<f64>| m.mapv(|x| x as f32);
+    // The most alignment-like head, large, with its weights written in.
+    let (layer, head) = (0..scores.len())
+        .flat_map(|l| (0..scores[l].len()).map(move |h| (l, h)))
+        .fold((0, 0), |best, (l, h)| {
+            if scores[l][h] > scores[best.0][best.1] {
+                (l, h)
+            } else {
+                best
+            }
+        });
+    let title = format!(
+        "Decoder layer {}, head {}: cross-attention on a held-out number",
+        layer + 1,
+        head + 1
+    );
+    let heatmap = plot::Heatmap {
+        title: &title,
+        row_labels: &rows,
+        col_labels: &words,
+        x_desc: "source word (key)",
+        y_desc: "digit being predicted (query)",
+        value_desc: "attention weight",
+        range: (0.0, 1.0),
+        annotate: Some(2),
+    };
+    let path = plot::heatmap(
+        "ch13-alignment.svg",
+        &heatmap,
+        &as_f32(&weights[layer][head]),
+    );
+    println!(
+        "wrote {} (layer {}, head {})",
+        path.display(),
+        layer + 1,
+        head + 1
+    );
+    // Every layer and head.
+    let titles: Vec<String> = (0..weights.len())
+        .flat_map(|l| {
+            (0..weights[l].len()).map(move |h| format!("layer {}, head {}", l + 1, h + 1))
+        })
+        .collect();
+    let panels: Vec<(plot::Heatmap, Array2<f32>)> = weights
+        .iter()
+        .flatten()
+        .zip(&titles)
+        .map(|(w, title)| {
+            let h = plot::Heatmap {
+                title,
+                row_labels: &rows,
+                col_labels: &words,
+                x_desc: "source word",
+                y_desc: "digit predicted",
+                value_desc: "attention weight",
+                range: (0.0, 1.0),
+                annotate: None,
+            };
+            (h, as_f32(w))
+        })
+        .collect();
+    let path = plot::heatmap_grid(
+        "ch13-cross-attention.svg",
+        "Cross-attention of every decoder layer and head on the same number",
+        2,
+        &panels,
+    );
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+fn draw_length(attention: &[(usize, usize, f64)], bottleneck: &[(usize, usize, f64)]) {
+    let series = |label: &str, by: &[(usize, usize, f64)], colour| plot::Series {
+        label: label.into(),
+        points: by
+            .iter()
+            .map(|&(len, _, exact)| (len as f64, exact))
+            .collect(),
+        colour,
+        dashed: false,
+    };
+    let chart = plot::Chart {
+        title: "Held-out exact accuracy by source length",
+        x_desc: "source length (words)",
+        y_desc: "share translated exactly (greedy)",
+        log2_x: false,
+        log10_y: false,
+        y_range: (0.0, 1.2),
+    };
+    let path = plot::line_charts(
+        "ch13-length.svg",
+        &[(
+            chart,
+            vec![
+                series(
+                    "cross-attention over every source word",
+                    attention,
+                    plot::BLUE_,
+                ),
+                series(
+                    "one pooled vector (the bottleneck)",
+                    bottleneck,
+                    plot::ORANGE_,
+                ),
+            ],
+        )],
+    );
+    println!("wrote {}", path.display());
+}
+
+fn draw_training() {
+    let csv = data("ch13-training.csv");
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|c| c.parse().expect("a number")).collect())
+        .collect();
+    let series = |column: usize, label: &str, colour| plot::Series {
+        label: label.into(),
+        points: rows.iter().map(|r| (r[0], r[column])).collect(),
+        colour,
+        dashed: false,
+    };
+    let floor = smoothing_floor(0.1, TARGET_VOCAB);
+    let chart = plot::Chart {
+        title: "Training loss",
+        x_desc: "step",
+        y_desc: "loss (log scale)",
+        log2_x: false,
+        log10_y: true,
+        y_range: (1e-6, 10.0),
+    };
+    let path = plot::line_charts(
+        "ch13-training.svg",
+        &[(
+            chart,
+            vec![
+                series(1, "attention", plot::BLUE_),
+                series(2, "bottleneck", plot::ORANGE_),
+                series(3, "attention, label smoothing 0.1", plot::GREEN_),
+                plot::Series {
+                    label: "lowest loss label smoothing 0.1 allows".into(),
+                    points: vec![(1.0, floor), (rows.len() as f64, floor)],
+                    colour: plot::GREY_,
+                    dashed: true,
+                },
+            ],
+        )],
+    );
+    println!("wrote {}", path.display());
+}

@@ -1,0 +1,259 @@
+//! Chapter 13 quotes the output of `cargo run --example ch13_translation`,
+//! which evaluates the committed weights, and the log of `cargo xtask
+//! train ch13`; these tests recompute the output from the same files, check
+//! the log against the saved models, and bind every number the chapter
+//! shows. (Training from scratch is `tests/translation_learns.rs`.)
+
+use attn::exercises::ch13::smoothing_floor;
+use attn::experiments::ch13::{
+    accuracy_by_length, alignment_baselines, alignment_report, alignment_scores, beam_changes,
+    beam_report, bleu_report, cross_attention, examples_report, length_report, scores_report,
+};
+use attn::model::Parameters;
+use attn::translation::{
+    alignment, book_pairs, number_words, score, translate_all, Seq2Seq, BOOK_PAIRS, BOOK_SEQ2SEQ,
+    BOOK_SEQ2SEQ_TRAINING, TARGET_VOCAB,
+};
+
+mod common;
+
+use common::numbers::Bindings;
+
+const CHAPTER: &str = "ch13-attention-learns-to-align.md";
+
+/// The beam width the chapter compares with greedy decoding.
+const BEAM: usize = 4;
+
+fn data(name: &str) -> String {
+    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn model(name: &str) -> Seq2Seq {
+    Seq2Seq::from_text(&data(&format!("ch13-{name}-weights.txt"))).unwrap()
+}
+
+/// The seed sweep of `cargo xtask train ch13`: `(seed, exact, best head)`.
+fn seeds() -> Vec<(u64, f64, f64)> {
+    data("ch13-seeds.csv")
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (
+                c[0].parse().unwrap(),
+                c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Every number the chapter shows is bound: quoted output, or a value
+/// registered here with its check, or exempt (`tests/common/numbers.rs`).
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    let (held_out, train) = book_pairs().unwrap();
+
+    // The task, the reference alignment and the data.
+    b.quoted(&examples_report(&[342_015, 21_000, 305]).unwrap());
+    b.quoted(&format!(
+        "{} training pairs, {} held-out pairs (no number in both)",
+        train.len(),
+        held_out.len()
+    ));
+    assert_eq!(BOOK_PAIRS.map(|p| p.0), [held_out.len(), train.len()]);
+    let longest = held_out.iter().chain(&train).map(|p| p.source.len()).max();
+    assert_eq!(longest, Some(11), "sources of one word to eleven");
+
+    // The model.
+    let attention = model("attention");
+    let bottleneck = model("bottleneck");
+    let smoothed = model("smoothed");
+    assert_eq!(attention.config(), BOOK_SEQ2SEQ);
+    assert_eq!(bottleneck.parameter_count(), attention.parameter_count());
+    let c = BOOK_SEQ2SEQ;
+    b.exact("44,653", attention.parameter_count() as f64)
+        .exact("13", TARGET_VOCAB as f64)
+        .exact("32", c.d_model as f64)
+        .exact("64", c.d_ff as f64);
+    b.claim(
+        "two layers of each kind, width 32, 4 heads",
+        c.layers == 2 && c.heads == 4,
+    );
+
+    // The training log, as `cargo xtask train ch13` wrote it: its held-out
+    // scores must be the saved models'.
+    let log = data("ch13-train-log.txt");
+    assert!(log.starts_with("# measured "), "the log is dated");
+    b.quoted(log.trim_end());
+    b.exact("0.1", 0.1);
+
+    // BLEU's worked example.
+    b.quoted(&bleu_report().unwrap());
+    b.value("0.8825", (1.0 - 9.0_f64 / 8.0).exp(), 5e-5);
+
+    // Held-out scores, greedy and beam search.
+    let mut results = Vec::new();
+    let mut translations = Vec::new();
+    for (name, net, widths) in [
+        ("attention", &attention, &[1, BEAM][..]),
+        ("bottleneck", &bottleneck, &[1, BEAM][..]),
+        ("attention, label smoothing 0.1", &smoothed, &[1][..]),
+    ] {
+        for &width in widths {
+            let candidates = translate_all(net, &held_out, width).unwrap();
+            let (exact, bleu) = score(&candidates, &held_out).unwrap();
+            results.push((name, width, exact, bleu.score));
+            translations.push(candidates);
+        }
+    }
+    b.quoted(&scores_report(&results));
+    for (name, i) in [("attention", 0), ("bottleneck", 2)] {
+        let changes = beam_changes(&translations[i], &translations[i + 1], &held_out);
+        b.quoted(&beam_report(name, BEAM, changes));
+    }
+    for (name, i) in [("attention", 0), ("bottleneck", 2), ("smoothed", 4)] {
+        let (_, _, exact, bleu) = results[i];
+        let scores = format!("held-out exact {exact:.3}, BLEU {bleu:.3} (greedy)");
+        assert!(
+            log.lines()
+                .any(|l| l.starts_with(&format!("{name}: ")) && l.ends_with(&scores)),
+            "the training log's {name} line does not match the saved model"
+        );
+    }
+    b.exact("1500", BOOK_SEQ2SEQ_TRAINING.steps as f64);
+
+    // Accuracy by source length.
+    let by_attention = accuracy_by_length(&translations[0], &held_out);
+    let by_bottleneck = accuracy_by_length(&translations[2], &held_out);
+    b.quoted(&length_report(&by_attention, &by_bottleneck, &train));
+    let errors_only_below_3 = held_out
+        .iter()
+        .zip(&translations[0])
+        .all(|(p, t)| *t == p.target || p.source.len() <= 2);
+    b.claim(
+        "makes all of its errors on sentences of one or two words",
+        errors_only_below_3,
+    );
+    let after_peak: Vec<f64> = by_bottleneck
+        .iter()
+        .filter(|r| r.0 >= 4)
+        .map(|r| r.2)
+        .collect();
+    b.claim(
+        "does\nworse the longer the sentence",
+        after_peak.first() > after_peak.last(),
+    );
+    b.claim(
+        "peaks at 4 words",
+        by_bottleneck.iter().all(|r| r.2 <= by_bottleneck[3].2) && by_bottleneck[3].0 == 4,
+    );
+    let atleast3 = by_attention.iter().filter(|r| r.0 >= 3).all(|r| r.2 == 1.0);
+    b.claim("at 1.0 from 3 to 11 words", atleast3);
+    b.exact("1.0", if atleast3 { 1.0 } else { 0.0 });
+    b.at_most("0.4", by_bottleneck.last().unwrap().2);
+    b.claim(
+        "translates every held-out sentence of 3 words or more",
+        atleast3,
+    );
+
+    // Alignment.
+    let scores = alignment_scores(&attention, &held_out).unwrap();
+    let baselines = alignment_baselines(&held_out).unwrap();
+    b.quoted(&alignment_report(&scores, baselines));
+    let all: Vec<f64> = scores.iter().flatten().cloned().collect();
+    let best = all.iter().cloned().fold(0.0, f64::max);
+    assert!(
+        all.iter().all(|&s| s > baselines.0),
+        "every head beats a random word"
+    );
+    b.claim("Every head beats a random word", true);
+    b.value("0.2", best - baselines.1, 0.05);
+    assert_eq!(scores[1][0], best, "Figure 13.2 is layer 2, head 1");
+
+    // The held-out number of Figures 13.2 and 13.3.
+    let shown = held_out.iter().find(|p| p.source.len() >= 10).unwrap();
+    assert_eq!(
+        number_words(shown.number).unwrap().join(" "),
+        "nine hundred four and thirty thousand three hundred two and ninety"
+    );
+    assert_eq!(shown.number, 934_392);
+    b.exact("7", (shown.target.len() + 1) as f64)
+        .exact("11", shown.source.len() as f64);
+    let w = &cross_attention(&attention, shown).unwrap()[1][0];
+    b.rounded("0.99", w[[0, 0]]).rounded("0.95", w[[5, 8]]);
+    let gold = alignment(shown.number).unwrap();
+    let hits = (0..gold.len())
+        .filter(|&i| {
+            let row = w.row(i);
+            let most = (0..row.len()).fold(0, |m, j| if row[j] > row[m] { j } else { m });
+            gold[i] == Some(most)
+        })
+        .count();
+    assert_eq!(hits, gold.len(), "each digit's most-attended word names it");
+
+    // The seed sweep: seed 1 is the saved model.
+    let sweep = seeds();
+    assert_eq!(sweep.len(), 5);
+    assert_eq!(sweep[0].0, BOOK_SEQ2SEQ_TRAINING.seed);
+    assert_eq!(
+        sweep[0].1, results[0].2,
+        "seed 1's accuracy is the saved model's"
+    );
+    assert_eq!(sweep[0].2, best, "seed 1's best head is the saved model's");
+    let seed_lines: Vec<&str> = log.lines().filter(|l| l.starts_with("seed ")).collect();
+    b.quoted(&seed_lines.join("\n"));
+    let exact: Vec<f64> = sweep.iter().map(|s| s.1).collect();
+    let heads: Vec<f64> = sweep.iter().map(|s| s.2).collect();
+    let (lo, hi) = (
+        exact.iter().cloned().fold(1.0, f64::min),
+        exact.iter().cloned().fold(0.0, f64::max),
+    );
+    b.rounded("0.977", lo).rounded("0.988", hi);
+    let worst_head = heads.iter().cloned().fold(1.0, f64::min);
+    b.rounded("0.197", worst_head);
+    assert!(
+        (worst_head - baselines.0).abs() < 0.01,
+        "the worst seed's best head is no better than a random word"
+    );
+    assert_eq!(
+        heads.iter().cloned().fold(0.0, f64::max),
+        best,
+        "seed 1 is the best"
+    );
+
+    // Exercises and quiz.
+    let floor = smoothing_floor(0.1, TARGET_VOCAB);
+    b.quoted(&format!(
+        "lowest loss with label smoothing 0.1 over {TARGET_VOCAB} tokens: {floor:.4}"
+    ));
+    b.rounded("0.54", floor);
+    let smoothed_final: f64 = data("ch13-training.csv")
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .nth(3)
+        .unwrap()
+        .parse()
+        .unwrap();
+    b.claim(
+        "and it reaches that floor",
+        (smoothed_final - floor).abs() < 1e-3,
+    );
+    // Figure 13.1's alt text: the final losses of the three runs.
+    let last: Vec<f64> = data("ch13-training.csv")
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    b.at_most("0.001", last[0]).value("0.04", last[1], 0.005);
+    b.claim("falls fastest", last[0] < last[1] && last[1] < last[2]);
+
+    b.assert_all_bound();
+}
