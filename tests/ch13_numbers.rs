@@ -193,6 +193,24 @@ fn every_number_is_bound() {
         })
         .count();
     assert_eq!(hits, gold.len(), "each digit's most-attended word names it");
+    // Figure 13.3: heads 1 and 2 of layer 1 rest on the first "hundred"
+    // for the last two digits and EOS.
+    let weights = cross_attention(&attention, shown).unwrap();
+    for head in [0, 1] {
+        let w = &weights[0][head];
+        for i in w.nrows() - 3..w.nrows() {
+            let row = w.row(i);
+            let most = (0..row.len()).fold(0, |m, j| if row[j] > row[m] { j } else { m });
+            assert_eq!(most, 1, "layer 1, head {}, row {i}", head + 1);
+        }
+    }
+    // Some heads look at the "hundred" after "three" (word 7, not word 6)
+    // for the fourth digit.
+    let one_off = weights.iter().flatten().filter(|w| {
+        let row = w.row(3);
+        (0..row.len()).fold(0, |m, j| if row[j] > row[m] { j } else { m }) == 7
+    });
+    assert!(one_off.count() >= 2, "some heads look one word off");
 
     // The seed sweep: seed 1 is the saved model.
     let sweep = seeds();

@@ -204,8 +204,8 @@ fn random_number(rng: &mut StdRng) -> u32 {
     }
 }
 
-/// `count` distinct pairs of random numbers (seeded; see
-/// [`random_number`]), none of them in `exclude` (a held-out set, say).
+/// `count` distinct pairs of random numbers (seeded; each digit 0 with
+/// probability ½), none of them in `exclude` (a held-out set, say).
 pub fn translation_set(
     count: usize,
     seed: u64,
