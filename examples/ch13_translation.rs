@@ -14,18 +14,14 @@ mod plot;
 use attn::exercises::ch13::smoothing_floor;
 use attn::experiments::ch13::{
     accuracy_by_length, alignment_baselines, alignment_report, alignment_scores, beam_changes,
-    beam_report, bleu_report, cross_attention, digits, examples_report, length_report,
-    scores_report,
+    beam_report, bleu_report, cross_attention, decode_and_score, digits, examples_report,
+    length_report, scores_report, BEAM,
 };
 use attn::model::Parameters;
 use attn::translation::{
-    book_pairs, number_words, score, translate_all, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ,
-    TARGET_VOCAB,
+    book_pairs, number_words, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ, TARGET_VOCAB,
 };
 use ndarray::Array2;
-
-/// The beam width compared with greedy decoding.
-const BEAM: usize = 4;
 
 fn data(name: &str) -> String {
     let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -61,20 +57,12 @@ fn main() -> Result<(), attn::AttnError> {
     assert_eq!(attention.parameter_count(), bottleneck.parameter_count());
 
     println!("\n== Held-out scores ==");
-    let mut results = Vec::new();
-    let mut translations = Vec::new();
-    for (name, net, widths) in [
+    let models: [(&str, &Seq2Seq, &[usize]); 3] = [
         ("attention", &attention, &[1, BEAM][..]),
         ("bottleneck", &bottleneck, &[1, BEAM][..]),
         ("attention, label smoothing 0.1", &smoothed, &[1][..]),
-    ] {
-        for &width in widths {
-            let candidates = translate_all(net, &held_out, width)?;
-            let (exact, bleu) = score(&candidates, &held_out)?;
-            results.push((name, width, exact, bleu.score));
-            translations.push(candidates);
-        }
-    }
+    ];
+    let (results, translations) = decode_and_score(&models, &held_out)?;
     println!("{}", scores_report(&results));
     for (name, i) in [("attention", 0), ("bottleneck", 2)] {
         let changes = beam_changes(&translations[i], &translations[i + 1], &held_out);

@@ -7,12 +7,13 @@
 use attn::exercises::ch13::smoothing_floor;
 use attn::experiments::ch13::{
     accuracy_by_length, alignment_baselines, alignment_report, alignment_scores, beam_changes,
-    beam_report, bleu_report, cross_attention, examples_report, length_report, scores_report,
+    beam_report, bleu_report, cross_attention, decode_and_score, examples_report, length_report,
+    scores_report, BEAM,
 };
 use attn::model::Parameters;
 use attn::translation::{
-    alignment, book_pairs, number_words, score, translate_all, Seq2Seq, BOOK_PAIRS, BOOK_SEQ2SEQ,
-    BOOK_SEQ2SEQ_TRAINING, TARGET_VOCAB,
+    alignment, book_pairs, number_words, Seq2Seq, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
+    TARGET_VOCAB,
 };
 
 mod common;
@@ -20,9 +21,6 @@ mod common;
 use common::numbers::Bindings;
 
 const CHAPTER: &str = "ch13-attention-learns-to-align.md";
-
-/// The beam width the chapter compares with greedy decoding.
-const BEAM: usize = 4;
 
 fn data(name: &str) -> String {
     let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -95,20 +93,12 @@ fn every_number_is_bound() {
     b.value("0.8825", (1.0 - 9.0_f64 / 8.0).exp(), 5e-5);
 
     // Held-out scores, greedy and beam search.
-    let mut results = Vec::new();
-    let mut translations = Vec::new();
-    for (name, net, widths) in [
+    let models: [(&str, &Seq2Seq, &[usize]); 3] = [
         ("attention", &attention, &[1, BEAM][..]),
         ("bottleneck", &bottleneck, &[1, BEAM][..]),
         ("attention, label smoothing 0.1", &smoothed, &[1][..]),
-    ] {
-        for &width in widths {
-            let candidates = translate_all(net, &held_out, width).unwrap();
-            let (exact, bleu) = score(&candidates, &held_out).unwrap();
-            results.push((name, width, exact, bleu.score));
-            translations.push(candidates);
-        }
-    }
+    ];
+    let (results, translations) = decode_and_score(&models, &held_out).unwrap();
     b.quoted(&scores_report(&results));
     for (name, i) in [("attention", 0), ("bottleneck", 2)] {
         let changes = beam_changes(&translations[i], &translations[i + 1], &held_out);

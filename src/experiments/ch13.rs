@@ -8,8 +8,8 @@ use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::show::table;
 use crate::translation::{
-    alignment, batch, corpus_bleu, number_pair, number_words, Seq2Seq, TranslationPair,
-    TARGET_VOCAB,
+    alignment, batch, corpus_bleu, number_pair, number_words, score, translate_all, Seq2Seq,
+    TranslationPair, TARGET_VOCAB,
 };
 
 /// A target as the book prints it: its digits, space-separated.
@@ -237,9 +237,37 @@ pub fn alignment_report(scores: &[Vec<f64>], (chance, diagonal): (f64, f64)) -> 
     )
 }
 
+/// The beam width chapter 13 compares with greedy decoding.
+pub const BEAM: usize = 4;
+
+/// A row of [`scores_report`]: model, beam width (1: greedy), exact, BLEU.
+pub type Score = (&'static str, usize, f64, f64);
+
+/// Translations of a set of pairs, one token list a pair.
+pub type Translations = Vec<Vec<usize>>;
+
+/// Translates `pairs` with each model at each of its beam widths and
+/// scores the translations: the rows of [`scores_report`], and the
+/// translations in the same order.
+pub fn decode_and_score(
+    models: &[(&'static str, &Seq2Seq, &[usize])],
+    pairs: &[TranslationPair],
+) -> Result<(Vec<Score>, Vec<Translations>), AttnError> {
+    let (mut results, mut translations) = (Vec::new(), Vec::new());
+    for &(name, net, widths) in models {
+        for &width in widths {
+            let candidates = translate_all(net, pairs, width)?;
+            let (exact, bleu) = score(&candidates, pairs)?;
+            results.push((name, width, exact, bleu.score));
+            translations.push(candidates);
+        }
+    }
+    Ok((results, translations))
+}
+
 /// The held-out scores: one row a model and decoding, `(model, beam
 /// width, exact, BLEU)`; width 1 is greedy.
-pub fn scores_report(results: &[(&str, usize, f64, f64)]) -> String {
+pub fn scores_report(results: &[Score]) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|&(model, width, exact, bleu)| {
