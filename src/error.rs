@@ -133,6 +133,14 @@ pub enum AttnError {
         /// Why it cannot be read.
         reason: String,
     },
+    /// A pretrained model's file (weights, configuration, tokenizer) that
+    /// cannot be read, or does not hold what the model needs.
+    ModelFile {
+        /// The file's path.
+        path: String,
+        /// What is wrong, e.g. `"no tensor named encoder.layer.0.attention.self.query.weight"`.
+        reason: String,
+    },
     /// A saved model that cannot be read back.
     InvalidWeights {
         /// What is wrong, e.g. `"tensor 3 has 10 values, expected 12"`.
@@ -250,6 +258,13 @@ impl fmt::Display for AttnError {
                 ref path,
                 ref reason,
             } => write!(f, "cannot read {path}: {reason} (run `cargo xtask measure`)"),
+            AttnError::ModelFile {
+                ref path,
+                ref reason,
+            } => write!(
+                f,
+                "cannot load the model from {path}: {reason} (`cargo xtask model` fetches it)"
+            ),
             AttnError::InvalidWeights { ref reason } => {
                 write!(f, "cannot read the weights: {reason}")
             }

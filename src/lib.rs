@@ -20,7 +20,8 @@
 //! | [`block`] | 10. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
 //! | [`grad`] | 11. Gradients: backward passes, checked by finite differences |
 //! | [`model`] | 12. A tiny Transformer trained to reverse digits |
-//! | [`translation`] | a toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
+//! | [`translation`] | 13. A toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
+//! | [`pretrained`] | 14. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`experiments`] | the chapters' report helpers (what the examples print; not a reader's API) |
 //! | [`show`] | formatting of the numbers the examples print |
@@ -50,6 +51,7 @@ pub mod model;
 pub mod multihead;
 pub mod origins;
 pub mod position;
+pub mod pretrained;
 pub mod projection;
 pub mod scaling;
 pub mod show;

@@ -15,7 +15,7 @@
 //! | merge heads: permute to `n×h×d_k`, reshape | `n×d_model` |
 //! | output projection `· W_O` | `n×d_model` |
 
-use ndarray::{concatenate, s, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
+use ndarray::{concatenate, s, Array1, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::attention::{batched_attention, for_each_item};
@@ -31,11 +31,12 @@ use crate::scaling::{entropy, standard_normal};
 /// [`MultiHeadAttention::from_weights`] check it, the accessors read them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiHeadAttention {
-    h: usize,         // number of heads
-    w_q: Array2<f32>, // d_model×d_model: the h query projections side by side
-    w_k: Array2<f32>, // d_model×d_model: the h key projections side by side
-    w_v: Array2<f32>, // d_model×d_model: the h value projections side by side
-    w_o: Array2<f32>, // d_model×d_model: mixes the concatenated heads back
+    h: usize,                         // number of heads
+    w_q: Array2<f32>,                 // d_model×d_model: the h query projections side by side
+    w_k: Array2<f32>,                 // d_model×d_model: the h key projections side by side
+    w_v: Array2<f32>,                 // d_model×d_model: the h value projections side by side
+    w_o: Array2<f32>,                 // d_model×d_model: mixes the concatenated heads back
+    biases: Option<[Array1<f32>; 4]>, // b_Q, b_K, b_V, b_O (d_model each), if any
 }
 // ANCHOR_END: struct
 
@@ -101,6 +102,7 @@ impl MultiHeadAttention {
             w_k: init_weight(d_model, d_model, rng)?,
             w_v: init_weight(d_model, d_model, rng)?,
             w_o: init_weight(d_model, d_model, rng)?,
+            biases: None,
         })
     }
     // ANCHOR_END: new
@@ -127,7 +129,35 @@ impl MultiHeadAttention {
             w_k,
             w_v,
             w_o,
+            biases: None,
         })
+    }
+
+    /// The same layer with a bias added after each projection,
+    /// `[b_Q, b_K, b_V, b_O]`, each `d_model` long and finite: `Q = X_q W_Q + b_Q`,
+    /// and so on, as in PyTorch's `nn.MultiheadAttention` and BERT (chapter 14).
+    pub fn with_biases(self, biases: [Array1<f32>; 4]) -> Result<Self, AttnError> {
+        let d_model = self.d_model();
+        for (name, b) in ["b_Q", "b_K", "b_V", "b_O"].into_iter().zip(&biases) {
+            if b.len() != d_model {
+                return Err(AttnError::ShapesDiffer {
+                    what: "W_Q's columns and every bias of the layer (d_model)",
+                    left: (1, d_model),
+                    right: (1, b.len()),
+                });
+            }
+            check_finite(name, &b.view().insert_axis(Axis(0)))?;
+        }
+        Ok(MultiHeadAttention {
+            biases: Some(biases),
+            ..self
+        })
+    }
+
+    /// The biases `[b_Q, b_K, b_V, b_O]`, if the layer has any.
+    pub fn biases(&self) -> Option<[&Array1<f32>; 4]> {
+        let [b_q, b_k, b_v, b_o] = self.biases.as_ref()?;
+        Some([b_q, b_k, b_v, b_o])
     }
 
     /// The number of heads `h`.
@@ -151,9 +181,48 @@ impl MultiHeadAttention {
         self.d_model() / self.h
     }
 
-    /// Parameters: four `d_model×d_model` matrices, `4·d_model²` (no biases).
+    /// Parameters: four `d_model×d_model` matrices, `4·d_model²`, plus
+    /// `4·d_model` if the layer has biases.
     pub fn parameters(&self) -> usize {
-        4 * self.d_model() * self.d_model()
+        let d = self.d_model();
+        4 * d * d + self.biases.as_ref().map_or(0, |_| 4 * d)
+    }
+
+    // ANCHOR: without_head
+    /// The same layer with head `i` (counted from 0) removed: the rows
+    /// `i·d_k .. (i+1)·d_k` of `W_O`, which carry head `i`'s output into the
+    /// result, set to zero. The other heads, and `b_O`, are unchanged.
+    pub fn without_head(&self, i: usize) -> Result<Self, AttnError> {
+        if i >= self.h {
+            return Err(AttnError::InvalidArgument {
+                name: "head",
+                value: i as f64,
+                requirement: "must be less than the number of heads h",
+            });
+        }
+        let d_k = self.d_k();
+        let mut ablated = self.clone();
+        ablated
+            .w_o
+            .slice_mut(s![i * d_k..(i + 1) * d_k, ..])
+            .fill(0.0);
+        Ok(ablated)
+    }
+    // ANCHOR_END: without_head
+
+    /// `x W + b`, with `b` the bias `index` (0: Q, 1: K, 2: V, 3: O) if any.
+    fn project_biased(
+        &self,
+        what: &'static str,
+        x: &ArrayRef2<f32>,
+        w: &ArrayRef2<f32>,
+        index: usize,
+    ) -> Result<Array2<f32>, AttnError> {
+        let y = project(what, x, w)?;
+        Ok(match &self.biases {
+            Some(biases) => y + &biases[index],
+            None => y,
+        })
     }
 
     fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
@@ -181,10 +250,11 @@ impl MultiHeadAttention {
     ) -> Result<[Array3<f32>; 3], AttnError> {
         self.check_width("query input", x_q)?;
         self.check_width("key/value input", x_kv)?;
-        let q = split_heads(&project("the queries X_q W_Q", x_q, &self.w_q)?, self.h)?; // h×n×d_k
-        let k = split_heads(&project("the keys X_kv W_K", x_kv, &self.w_k)?, self.h)?; // h×m×d_k
-        let v = split_heads(&project("the values X_kv W_V", x_kv, &self.w_v)?, self.h)?; // h×m×d_k
-        Ok([q, k, v])
+        let q = self.project_biased("the queries X_q W_Q", x_q, &self.w_q, 0)?; // n×d_model
+        let k = self.project_biased("the keys X_kv W_K", x_kv, &self.w_k, 1)?; // m×d_model
+        let v = self.project_biased("the values X_kv W_V", x_kv, &self.w_v, 2)?; // m×d_model
+        let split = |x: Array2<f32>| split_heads(&x, self.h); // h×n×d_k or h×m×d_k
+        Ok([split(q)?, split(k)?, split(v)?])
     }
     // ANCHOR_END: forward
 
@@ -198,7 +268,8 @@ impl MultiHeadAttention {
         v: &Array3<f32>,
     ) -> Result<MultiHeadOutput, AttnError> {
         let heads = batched_attention(q, k, v)?; // h×n×d_k, weights h×n×m
-        let output = project("the output", &merge_heads(&heads.output), &self.w_o)?; // n×d_model
+        let output =
+            self.project_biased("the output", &merge_heads(&heads.output), &self.w_o, 3)?; // n×d_model
         Ok(MultiHeadOutput {
             output,
             weights: heads.weights,
@@ -218,7 +289,8 @@ impl MultiHeadAttention {
         let heads = for_each_item(&q, &k, &v, |_, q_i, k_i, v_i| {
             masked_attention(&q_i, &k_i, &v_i, keep)
         })?;
-        let output = project("the output", &merge_heads(&heads.output), &self.w_o)?; // n×d_model
+        let output =
+            self.project_biased("the output", &merge_heads(&heads.output), &self.w_o, 3)?; // n×d_model
         Ok(MultiHeadOutput {
             output,
             weights: heads.weights,
@@ -235,6 +307,13 @@ impl MultiHeadAttention {
         let d = self.d_model();
         let w_qkv = concatenate![Axis(1), self.w_q, self.w_k, self.w_v]; // d×3d
         let qkv = project("the projections X [W_Q | W_K | W_V]", x, &w_qkv)?; // n×3d
+        let qkv = match &self.biases {
+            Some([b_q, b_k, b_v, _]) => {
+                qkv + &concatenate![Axis(0), b_q.view(), b_k.view(), b_v.view()]
+                // + [b_Q | b_K | b_V]
+            }
+            None => qkv,
+        };
         let q = split_heads(&qkv.slice(s![.., 0..d]), self.h)?;
         let k = split_heads(&qkv.slice(s![.., d..2 * d]), self.h)?;
         let v = split_heads(&qkv.slice(s![.., 2 * d..3 * d]), self.h)?;

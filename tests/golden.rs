@@ -3,37 +3,17 @@
 //! committed under `tests/golden/` by `tools/golden.py` (see its header for
 //! how to regenerate; CI only reads the files). Tolerance: 1e-5 in f32.
 
-use std::collections::HashMap;
-
 use approx::assert_abs_diff_eq;
 use attn::masking::{causal_mask, masked_attention};
 use attn::multihead::MultiHeadAttention;
 use attn::scaled_dot_product_attention;
-use ndarray::{Array2, Axis};
+use ndarray::Axis;
+
+mod common;
+
+use common::golden::load;
 
 const TOLERANCE: f32 = 1e-5;
-
-/// Reads a golden file: `NAME ROWS COLS` headers, each followed by its rows.
-fn load(name: &str) -> HashMap<String, Array2<f32>> {
-    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
-    let mut tensors = HashMap::new();
-    while let Some(header) = lines.next() {
-        let parts: Vec<&str> = header.split_whitespace().collect();
-        let [key, rows, cols] = parts[..] else {
-            panic!("{path}: bad header {header:?}");
-        };
-        let (rows, cols): (usize, usize) = (rows.parse().unwrap(), cols.parse().unwrap());
-        let values: Vec<f32> = (0..rows)
-            .flat_map(|_| lines.next().expect("a row").split_whitespace())
-            .map(|v| v.parse().expect("a number"))
-            .collect();
-        let tensor = Array2::from_shape_vec((rows, cols), values).expect("rows × cols numbers");
-        tensors.insert(key.to_string(), tensor);
-    }
-    tensors
-}
 
 #[test]
 fn scaled_dot_product_attention_matches_pytorch() {

@@ -1,7 +1,7 @@
 //! Encoder and decoder layers built from the block's pieces, and the
 //! encoder-decoder stack of the original Transformer (chapter 10).
 
-use ndarray::{Array2, ArrayRef2};
+use ndarray::{Array2, Array3, ArrayRef2};
 use ndarray_rand::rand::rngs::StdRng;
 
 use super::{residual, Activation, FeedForward, LayerNorm, Norm};
@@ -88,6 +88,26 @@ impl EncoderLayer {
             norm,
         })
     }
+
+    // ANCHOR: forward_masked
+    /// [`Self::forward`] with a mask on the self-attention: `keep` is `n×n`
+    /// (a key-padding mask, say, chapter 6). Returns the output, `n×d_model`,
+    /// and the attention weights of every head, `h×n×n`.
+    pub fn forward_masked(
+        &self,
+        x: &ArrayRef2<f32>,
+        keep: &ArrayRef2<bool>,
+    ) -> Result<(Array2<f32>, Array3<f32>), AttnError> {
+        let mut weights = Array3::zeros((0, 0, 0));
+        let x = residual(x, &self.ln1, self.norm, |x| {
+            let attended = self.attention.forward_masked(x, x, keep)?;
+            weights = attended.weights;
+            Ok(attended.output)
+        })?;
+        let output = residual(&x, &self.ln2, self.norm, |x| self.ffn.forward(x))?;
+        Ok((output, weights))
+    }
+    // ANCHOR_END: forward_masked
 
     /// The self-attention sub-layer.
     pub fn attention(&self) -> &MultiHeadAttention {

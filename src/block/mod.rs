@@ -112,6 +112,9 @@ pub enum Activation {
     Relu,
     /// `x·Φ(x)`, in the tanh approximation of GPT-2 and BERT.
     Gelu,
+    /// `x·Φ(x)` exactly, through the error function: PyTorch's default GELU,
+    /// and the one BERT-style models on the Hugging Face hub use.
+    GeluErf,
 }
 
 impl Activation {
@@ -120,8 +123,15 @@ impl Activation {
         match self {
             Activation::Relu => x.max(0.0),
             Activation::Gelu => gelu(x),
+            Activation::GeluErf => gelu_erf(x),
         }
     }
+}
+
+/// GELU, exact: `x·Φ(x) = 0.5·x·(1 + erf(x/√2))`, with `Φ` the standard
+/// normal distribution function.
+pub fn gelu_erf(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
 /// GELU, tanh approximation: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
@@ -318,5 +328,21 @@ mod tests {
         assert_abs_diff_eq!(gelu(1.0), 0.841_192, epsilon = 1e-5); // PyTorch, approximate='tanh'
         assert_abs_diff_eq!(gelu(-1.0), -0.158_808, epsilon = 1e-5);
         assert!(gelu(-10.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn exact_gelu_values_and_how_far_the_tanh_form_is() {
+        // PyTorch, F.gelu(x) (approximate='none'), in f32.
+        assert_abs_diff_eq!(gelu_erf(1.0), 0.841_344_7, epsilon = 1e-6);
+        assert_abs_diff_eq!(gelu_erf(-1.0), -0.158_655_3, epsilon = 1e-6);
+        assert_abs_diff_eq!(gelu_erf(3.0), 2.995_950_5, epsilon = 1e-6);
+        assert_eq!(gelu_erf(0.0), 0.0);
+        // The two forms differ by up to a few 1e-4: far more than a golden
+        // test's 1e-5, so a model needs the one it was trained with.
+        let gap = (-600..=600)
+            .map(|i| i as f32 / 100.0)
+            .map(|x| (gelu(x) - gelu_erf(x)).abs())
+            .fold(0.0, f32::max);
+        assert!(gap > 1e-4 && gap < 1e-3, "gap {gap}");
     }
 }

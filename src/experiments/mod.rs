@@ -5,4 +5,6 @@
 pub mod ch01;
 pub mod ch12;
 pub mod ch13;
+pub mod ch14;
+pub mod ch14_data;
 pub mod measurements;

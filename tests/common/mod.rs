@@ -3,4 +3,5 @@
 
 #![allow(dead_code)]
 
+pub mod golden;
 pub mod numbers;

