@@ -92,6 +92,10 @@ pub mod chapters {
     pub struct Ch11Gradients;
     #[doc = include_str!("../book/ch12-training.md")]
     pub struct Ch12Training;
+    #[doc = include_str!("../book/ch13-attention-learns-to-align.md")]
+    pub struct Ch13AttentionLearnsToAlign;
+    #[doc = include_str!("../book/ch14-attention-in-a-trained-model.md")]
+    pub struct Ch14AttentionInATrainedModel;
     #[doc = include_str!("../book/notation.md")]
     pub struct Notation;
     #[doc = include_str!("../book/making-it-fast.md")]

@@ -32,6 +32,8 @@ pub struct Derived {
     pub tensors: Vec<(String, String, Vec<usize>)>,
     /// What [`Bert::parameter_count`] counts.
     pub parameters: usize,
+    /// The `ε` of the model's LayerNorms.
+    pub layer_norm_eps: f32,
     /// Sentences and their tokens: the tokenizer's examples, the figure's
     /// sentence, then the corpus.
     pub tokens: Vec<(String, Tokens)>,
@@ -68,6 +70,11 @@ pub fn derive(model: &Path) -> Result<Vec<String>, AttnError> {
         tensors += &format!("{}\t{}\t{}\n", t.name, t.dtype, shape.join("x"));
     }
     tensors += &format!("# Bert::parameter_count\t{}\n", bert.parameter_count());
+    let eps = bert
+        .layers()
+        .first()
+        .map_or(0.0, |l| l.layer_norms()[0].parameters().2);
+    tensors += &format!("# LayerNorm ε\t{eps:e}\n");
 
     let mut token_rows = String::new();
     for (sentence, t) in sentences.iter().zip(&tokens) {
@@ -120,6 +127,24 @@ pub fn derive(model: &Path) -> Result<Vec<String>, AttnError> {
     ])
 }
 
+/// The sentences per second in a speed file (`ch14-speed.tsv`, the crate's,
+/// or `ch14-speed-pytorch.tsv`), and its first line (when, where, how).
+pub fn read_speed(file: &str) -> Result<(f64, String), AttnError> {
+    let text = std::fs::read_to_string(data_dir().join(file)).map_err(|e| bad(file, e))?;
+    let header = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("# ");
+    let row = rows(&text)
+        .next()
+        .ok_or_else(|| bad(file, "no measurement"))?;
+    Ok((
+        number(file, row.get(1).copied().unwrap_or(""))?,
+        header.to_string(),
+    ))
+}
+
 /// The data rows of a file's text: neither comments nor the column names.
 fn rows(text: &str) -> impl Iterator<Item = Vec<&str>> {
     text.lines()
@@ -167,6 +192,11 @@ impl Derived {
             .find_map(|l| l.strip_prefix("# Bert::parameter_count\t"))
             .ok_or_else(|| bad(f[0], "no parameter count"))?;
         let parameters = number(f[0], parameters)?;
+        let eps = tensors_text
+            .lines()
+            .find_map(|l| l.strip_prefix("# LayerNorm ε\t"))
+            .ok_or_else(|| bad(f[0], "no LayerNorm ε"))?;
+        let layer_norm_eps = number(f[0], eps)?;
 
         let mut tokens = Vec::new();
         for r in rows(tokens_text) {
@@ -229,6 +259,7 @@ impl Derived {
         Ok(Derived {
             tensors,
             parameters,
+            layer_norm_eps,
             tokens,
             attention,
             heads,

@@ -7,4 +7,5 @@ pub mod ch12;
 pub mod ch13;
 pub mod ch14;
 pub mod ch14_data;
+pub mod ch14_report;
 pub mod measurements;

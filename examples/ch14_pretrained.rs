@@ -1,0 +1,257 @@
+//! Chapter 14: attention in a trained model. Prints what the chapter quotes
+//! and draws its figures, from the data `cargo xtask model --data` derived
+//! from all-MiniLM-L6-v2 and committed in `book/data/`: no model and no
+//! Python needed here.
+
+mod plot;
+
+use attn::experiments::ch14::Corpus;
+use attn::experiments::ch14::TOKENIZER_EXAMPLES;
+use attn::experiments::ch14_data::{read_speed, Derived};
+use attn::experiments::ch14_report::{
+    ablation_report, architecture_report, figure_tokens, layers_report, measured_report,
+    positional_heads_report, similarity_report, speed_report, tokens_report,
+};
+use ndarray::Array2;
+use plotters::prelude::*;
+use plotters::style::colors::colormaps::ViridisRGB;
+
+fn main() -> Result<(), attn::AttnError> {
+    let d = Derived::read()?;
+    let corpus = Corpus::read()?;
+    let corpus_tokens: Vec<_> = d.tokens[TOKENIZER_EXAMPLES.len() + 1..]
+        .iter()
+        .map(|(_, t)| t.clone())
+        .collect();
+    println!(
+        "== The architecture, read off the weights ==\n{}\n",
+        architecture_report(&d)
+    );
+    println!(
+        "== Tokens ==\n{}\n",
+        tokens_report(&d.tokens[..TOKENIZER_EXAMPLES.len()])
+    );
+    println!("== Per layer ==\n{}\n", layers_report(&d, &corpus_tokens));
+    println!(
+        "== Heads found by position ==\n{}\n",
+        positional_heads_report(&d)
+    );
+    println!("== Removing one head ==\n{}\n", ablation_report(&d));
+    println!("== Similarity ==\n{}\n", similarity_report(&d, &corpus)?);
+    let (ours, measured) = read_speed("ch14-speed.tsv")?;
+    let (pytorch, pytorch_measured) = read_speed("ch14-speed-pytorch.tsv")?;
+    println!(
+        "== Speed ==\n{}\n{}\n",
+        speed_report(ours, pytorch),
+        measured_report(&measured, &pytorch_measured)
+    );
+
+    let tokens = figure_tokens(&d)?;
+    draw_all_heads(&d, tokens.tokens.len());
+    draw_two_heads(&d, &tokens.tokens);
+    draw_sinks(&d);
+    draw_head_maps(&d);
+    Ok(())
+}
+
+/// A `layers × heads` matrix of one statistic, as `f32` for a heatmap.
+fn per_head(d: &Derived, value: impl Fn(usize, usize) -> f64) -> Array2<f32> {
+    Array2::from_shape_fn((d.heads.len(), d.heads[0].len()), |(l, h)| {
+        value(l, h) as f32
+    })
+}
+
+/// Figure 14.1: all 72 heads on one sentence, a small heatmap each.
+fn draw_all_heads(d: &Derived, n: usize) {
+    let (layers, h) = (d.attention.len(), d.attention[0].shape()[0]);
+    let (px, gap, left, top) = (6_i32, 14_i32, 130_i32, 80_i32);
+    let side = px * n as i32;
+    let width = left + h as i32 * (side + gap) + 20;
+    let height = top + layers as i32 * (side + gap) + 20;
+    let path = plot::drawing(
+        "ch14-all-heads.svg",
+        (width as u32, height as u32),
+        |root| {
+            let title =
+                "All 72 heads of all-MiniLM-L6-v2 on one sentence (rows: queries, columns: keys)";
+            root.draw(&Text::new(title, (left, 14), plot::font(24)))
+                .expect("title");
+            for head in 0..h {
+                let x = left + head as i32 * (side + gap);
+                let label = format!("head {}", head + 1);
+                root.draw(&Text::new(label, (x + 8, top - 34), plot::font(20)))
+                    .expect("head label");
+            }
+            for (layer, weights) in d.attention.iter().enumerate() {
+                let y = top + layer as i32 * (side + gap);
+                let label = format!("layer {}", layer + 1);
+                root.draw(&Text::new(label, (10, y + side / 2 - 12), plot::font(22)))
+                    .expect("layer label");
+                for (head, w) in weights.outer_iter().enumerate() {
+                    let x = left + head as i32 * (side + gap);
+                    for ((i, j), &v) in w.indexed_iter() {
+                        let colour = ViridisRGB::get_color_normalized(v, 0.0, 1.0);
+                        let (cx, cy) = (x + j as i32 * px, y + i as i32 * px);
+                        root.draw(&Rectangle::new(
+                            [(cx, cy), (cx + px, cy + px)],
+                            colour.filled(),
+                        ))
+                        .expect("cell");
+                    }
+                }
+            }
+        },
+    );
+    println!("wrote {}", path.display());
+}
+
+/// The head with the largest value of a statistic, `(layer, head)`.
+fn strongest(d: &Derived, value: impl Fn(usize, usize) -> f64) -> (usize, usize) {
+    let values = per_head(d, value);
+    let (at, _) = values
+        .indexed_iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .expect("72 heads");
+    at
+}
+
+/// Figure 14.2: the strongest previous-token head and the head that puts
+/// most weight on [CLS], with the tokens.
+fn draw_two_heads(d: &Derived, tokens: &[String]) {
+    let labels: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let previous = strongest(d, |l, h| d.heads[l][h].0.previous);
+    let cls = strongest(d, |l, h| d.heads[l][h].0.cls);
+    let titles = [
+        format!(
+            "Layer {} head {}: the previous token",
+            previous.0 + 1,
+            previous.1 + 1
+        ),
+        format!("Layer {} head {}: [CLS]", cls.0 + 1, cls.1 + 1),
+    ];
+    let panels: Vec<(plot::Heatmap, Array2<f32>)> = [previous, cls]
+        .iter()
+        .zip(&titles)
+        .map(|(&(l, h), title)| {
+            let heatmap = plot::Heatmap {
+                title,
+                row_labels: &labels,
+                col_labels: &labels,
+                x_desc: "key",
+                y_desc: "query",
+                value_desc: "attention weight",
+                range: (0.0, 1.0),
+                annotate: None,
+            };
+            (
+                heatmap,
+                d.attention[l].index_axis(ndarray::Axis(0), h).to_owned(),
+            )
+        })
+        .collect();
+    let path = plot::heatmap_grid(
+        "ch14-two-heads.svg",
+        "Two heads of the trained model",
+        1,
+        &panels,
+    );
+    println!("wrote {}", path.display());
+}
+
+/// Figure 14.3: the weight on [CLS] and on [SEP], per layer.
+fn draw_sinks(d: &Derived) {
+    let layer_mean = |f: &dyn Fn(usize, usize) -> f64| -> Vec<(f64, f64)> {
+        (0..d.heads.len())
+            .map(|l| {
+                let h = d.heads[l].len();
+                (
+                    (l + 1) as f64,
+                    (0..h).map(|i| f(l, i)).sum::<f64>() / h as f64,
+                )
+            })
+            .collect()
+    };
+    let series = |label: &str, points, colour, dashed| plot::Series {
+        label: label.into(),
+        points,
+        colour,
+        dashed,
+    };
+    let chart = plot::Chart {
+        title: "Attention on the special tokens, by layer (corpus mean)",
+        x_desc: "layer",
+        y_desc: "share of a query's attention",
+        log2_x: false,
+        log10_y: false,
+        y_range: (0.0, 1.0),
+    };
+    let path = plot::line_charts(
+        "ch14-sinks.svg",
+        &[(
+            chart,
+            vec![
+                series(
+                    "on [CLS]",
+                    layer_mean(&|l, h| d.heads[l][h].0.cls),
+                    plot::BLUE_,
+                    false,
+                ),
+                series(
+                    "on [SEP]",
+                    layer_mean(&|l, h| d.heads[l][h].0.sep),
+                    plot::ORANGE_,
+                    false,
+                ),
+            ],
+        )],
+    );
+    println!("wrote {}", path.display());
+}
+
+/// Figures 14.4 and 14.5: per head, the weight on the previous and on the
+/// next token; and how far removing the head moves the embeddings.
+fn draw_head_maps(d: &Derived) {
+    let layers: Vec<String> = (1..=d.heads.len()).map(|l| format!("layer {l}")).collect();
+    let heads: Vec<String> = (1..=d.heads[0].len()).map(|h| h.to_string()).collect();
+    let (rows, cols): (Vec<&str>, Vec<&str>) = (
+        layers.iter().map(String::as_str).collect(),
+        heads.iter().map(String::as_str).collect(),
+    );
+    let map = |title, value_desc, range, annotate| plot::Heatmap {
+        title,
+        row_labels: &rows,
+        col_labels: &cols,
+        x_desc: "head",
+        y_desc: "",
+        value_desc,
+        range,
+        annotate: Some(annotate),
+    };
+    let panels = [
+        (
+            map("Weight on the previous token", "mean weight", (0.0, 1.0), 2),
+            per_head(d, |l, h| d.heads[l][h].0.previous),
+        ),
+        (
+            map("Weight on the next token", "mean weight", (0.0, 1.0), 2),
+            per_head(d, |l, h| d.heads[l][h].0.next),
+        ),
+    ];
+    let path = plot::heatmap_grid(
+        "ch14-positional-heads.svg",
+        "Heads that attend by position (corpus mean)",
+        1,
+        &panels,
+    );
+    println!("wrote {}", path.display());
+    let shift = per_head(d, |l, h| d.heads[l][h].1.shift);
+    let top = shift.iter().fold(0.0_f32, |m, &x| m.max(x));
+    let h = map(
+        "How far the paraphrases' embeddings move without each head (1 − cos)",
+        "1 − cos",
+        (0.0, top),
+        3,
+    );
+    let path = plot::heatmap("ch14-ablation.svg", &h, &shift);
+    println!("wrote {}", path.display());
+}

@@ -1,0 +1,62 @@
+//! Chapter 14: attention in a trained model.
+
+use ndarray::ArrayRef2;
+
+use crate::error::AttnError;
+
+// ANCHOR: parameters_by_hand
+/// Exercise 1: the parameters of a BERT-style encoder from its sizes alone:
+/// three embedding tables and their LayerNorm, then per layer four
+/// `d×d` projections with biases, the FFN `d → d_ff → d` with biases, and
+/// two LayerNorms (`γ` and `β` each).
+pub fn bert_parameters(
+    vocabulary: usize,
+    positions: usize,
+    d: usize,
+    d_ff: usize,
+    layers: usize,
+) -> usize {
+    let embeddings = (vocabulary + positions + 2) * d + 2 * d;
+    let attention = 4 * (d * d + d);
+    let ffn = d * d_ff + d_ff + d_ff * d + d;
+    embeddings + layers * (attention + ffn + 2 * 2 * d)
+}
+// ANCHOR_END: parameters_by_hand
+
+// ANCHOR: self_weight
+/// Exercise 2: the mean weight a head puts on each token's own position,
+/// the diagonal of its `n×n` weights.
+pub fn self_weight(w: &ArrayRef2<f32>) -> Result<f64, AttnError> {
+    let n = w.nrows();
+    if n == 0 || w.ncols() != n {
+        return Err(AttnError::ShapesDiffer {
+            what: "a head's weights and a square",
+            left: w.dim(),
+            right: (n.max(1), n.max(1)),
+        });
+    }
+    Ok(w.diag().iter().map(|&x| f64::from(x)).sum::<f64>() / n as f64)
+}
+// ANCHOR_END: self_weight
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{array, Array2};
+
+    #[test]
+    fn a_one_layer_toy_counts_by_hand() {
+        // vocabulary 10, 4 positions, d = 2, d_ff = 3, one layer:
+        // tables (10 + 4 + 2)·2 = 32, LayerNorm 4; attention 4·(4 + 2) = 24;
+        // FFN 6 + 3 + 6 + 2 = 17; two LayerNorms 8.
+        assert_eq!(bert_parameters(10, 4, 2, 3, 1), 32 + 4 + 24 + 17 + 8);
+    }
+
+    #[test]
+    fn self_weight_reads_the_diagonal() {
+        assert_eq!(self_weight(&Array2::<f32>::eye(3)).unwrap(), 1.0);
+        let w = array![[0.5_f32, 0.5], [1.0, 0.0]];
+        assert_eq!(self_weight(&w).unwrap(), 0.25);
+        assert!(self_weight(&Array2::<f32>::zeros((2, 3))).is_err());
+    }
+}

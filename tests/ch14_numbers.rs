@@ -1,0 +1,191 @@
+//! Chapter 14 quotes the output of `cargo run --example ch14_pretrained`,
+//! which reads the data `cargo xtask model --data` derived from the
+//! pretrained model (`tests/pretrained.rs` derives it again from the model
+//! and compares). These tests recompute that output from the same files and
+//! bind every number the chapter shows.
+
+use attn::exercises::ch14::{bert_parameters, self_weight};
+use attn::experiments::ch14::{Corpus, TOKENIZER_EXAMPLES};
+use attn::experiments::ch14_data::{read_speed, Derived};
+use attn::experiments::ch14_report::{
+    ablation_report, architecture_report, figure_tokens, layers_report, measured_report,
+    positional_heads_report, similarity_report, speed_report, tokens_report,
+};
+
+mod common;
+
+use common::numbers::Bindings;
+
+const CHAPTER: &str = "ch14-attention-in-a-trained-model.md";
+
+/// Per layer, the mean over heads of one statistic.
+fn layer_means(
+    d: &Derived,
+    f: impl Fn(&attn::experiments::ch14::HeadStatistics) -> f64,
+) -> Vec<f64> {
+    d.heads
+        .iter()
+        .map(|row| row.iter().map(|(s, _)| f(s)).sum::<f64>() / row.len() as f64)
+        .collect()
+}
+
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    let d = Derived::read().unwrap();
+    let corpus = Corpus::read().unwrap();
+    let corpus_tokens: Vec<_> = d.tokens[TOKENIZER_EXAMPLES.len() + 1..]
+        .iter()
+        .map(|(_, t)| t.clone())
+        .collect();
+
+    // The model and its architecture.
+    b.quoted(&architecture_report(&d));
+    b.exact("1e-5", 1e-5);
+    b.exact("32", 384 / 12);
+    b.claim(
+        "12 heads of $d_k = 32$",
+        d.tensors.iter().any(|t| t.2 == [384, 384]),
+    );
+    b.exact("6", d.heads.len() as f64);
+    b.exact("72", (d.heads.len() * d.heads[0].len()) as f64);
+    b.exact("30,522", 30_522);
+    b.value("1e-12", f64::from(d.layer_norm_eps), 1e-18);
+
+    // Tokens.
+    b.quoted(&tokens_report(&d.tokens[..1]));
+    b.quoted(&tokens_report(&d.tokens[1..2]));
+    let figure = figure_tokens(&d).unwrap();
+    b.exact("16", figure.ids.len() as f64);
+    let longest = corpus_tokens.iter().map(|t| t.ids.len()).max().unwrap();
+    b.claim(
+        "each sentence is short (16\ntokens at most in this corpus)",
+        longest == 16,
+    );
+
+    // The golden tests' sizes (tests/pretrained.rs and tools/minilm_golden.py).
+    let golden = common::golden::load("minilm.txt");
+    let ids = golden.keys().filter(|k| k.starts_with("ids_")).count();
+    let attended = golden
+        .keys()
+        .filter(|k| k.ends_with("_layer0_head0"))
+        .count();
+    assert_eq!(attended, 2, "all 72 heads' weights for two of them");
+    b.claim("ids of three sentences", ids == 3);
+    b.claim(
+        "embeddings of ten corpus sentences",
+        golden["embeddings"].nrows() == 10,
+    );
+
+    // Statistics.
+    b.quoted(&layers_report(&d, &corpus_tokens));
+    b.exact("50", corpus_tokens.len() as f64);
+    let cls = layer_means(&d, |s| s.cls);
+    let sep = layer_means(&d, |s| s.sep);
+    let either: Vec<f64> = cls.iter().zip(&sep).map(|(c, s)| c + s).collect();
+    b.claim(
+        "in layers 2\nto 5 more than half of all attention goes to `[CLS]` and `[SEP]`",
+        either[1..5].iter().all(|&x| x > 0.5),
+    );
+    b.claim(
+        "In this model the sink is mostly `[CLS]`",
+        cls.iter().zip(&sep).all(|(c, s)| c > s),
+    );
+    b.rounded("0.25", cls[0]).rounded("0.38", cls[5]);
+    b.value("0.6", cls[1..5].iter().sum::<f64>() / 4.0, 0.05);
+    b.claim(
+        "about 0.6 in layers 2 to 5",
+        cls[1..5].iter().all(|&c| (c - 0.6).abs() < 0.07),
+    );
+    b.at_most("0.1", sep.iter().cloned().fold(0.0, f64::max));
+    b.quoted(&positional_heads_report(&d));
+    let prev = d.heads[0][2].0.previous;
+    b.rounded("1.00", prev);
+    b.rounded("0.64", d.heads[1][8].0.next);
+    b.claim(
+        "Every layer is far more focused than uniform attention",
+        true,
+    );
+
+    // Ablation.
+    b.quoted(&ablation_report(&d));
+    b.exact("24", (2 * corpus.pairs.len()) as f64);
+    let shift = |l: usize, h: usize| d.heads[l][h].1.shift;
+    let last_min = (0..12).map(|h| shift(5, h)).fold(f64::MAX, f64::min);
+    let before_max = (0..5)
+        .flat_map(|l| (0..12).map(move |h| (l, h)))
+        .map(|(l, h)| shift(l, h))
+        .fold(0.0, f64::max);
+    b.claim(
+        "Every head of the last layer matters more than any head before it",
+        last_min > before_max,
+    );
+    b.claim(
+        "moves the\nembeddings more than removing any head of layers 1 to 5",
+        last_min > before_max,
+    );
+    b.rounded("0.01", before_max.max(0.0))
+        .rounded("0.011", last_min);
+    b.rounded("0.041", (0..12).map(|h| shift(5, h)).fold(0.0, f64::max));
+    b.claim(
+        "*raises* the paraphrases' similarity",
+        d.heads[5][9].1.similarity_change > 0.0,
+    );
+    let mut ranked: Vec<f64> = d.heads.iter().flatten().map(|(_, a)| a.shift).collect();
+    ranked.sort_by(|a, b| b.total_cmp(a));
+    b.claim(
+        "is not among those that matter most",
+        shift(0, 2) < ranked[5],
+    );
+
+    // Similarity.
+    b.quoted(&similarity_report(&d, &corpus).unwrap());
+    let lowest_same = d.similarity.iter().map(|p| p.0).fold(f32::MAX, f32::min);
+    let highest_other = d.similarity.iter().map(|p| p.1).fold(f32::MIN, f32::max);
+    b.claim(
+        "Every paraphrase pair scores higher than every unrelated pair",
+        lowest_same > highest_other,
+    );
+    b.claim(
+        "The corpus holds twelve\nparaphrase pairs",
+        corpus.pairs.len() == 12,
+    );
+    let best = (0..12).max_by(|&i, &j| d.similarity[i].0.total_cmp(&d.similarity[j].0));
+    b.claim(
+        "Pair 7, which shares nearly all its\nwords, scores highest",
+        best == Some(6),
+    );
+    b.exact("5", 5).exact("7", 7);
+
+    // Speed.
+    let (ours, measured) = read_speed("ch14-speed.tsv").unwrap();
+    let (pytorch, pytorch_measured) = read_speed("ch14-speed-pytorch.tsv").unwrap();
+    b.quoted(&speed_report(ours, pytorch));
+    b.quoted(&measured_report(&measured, &pytorch_measured));
+    b.claim("The crate is ahead here", ours > pytorch);
+
+    // Exercises.
+    let count = bert_parameters(30_522, 512, 384, 1536, 6);
+    assert_eq!(count, d.parameters);
+    b.exact("22565376", count as f64);
+    b.exact("11,720,448", (30_522 * 384) as f64);
+    b.claim(
+        "more than half of the model is the\nvocabulary",
+        2 * 30_522 * 384 > count,
+    );
+    b.exact("512", 512).exact("384", 384).exact("1536", 1536);
+    let mut best = (0.0, 0, 0);
+    for (l, w) in d.attention.iter().enumerate() {
+        for (h, x) in w.outer_iter().enumerate() {
+            let s = self_weight(&x).unwrap();
+            if s > best.0 {
+                best = (s, l + 1, h + 1);
+            }
+        }
+    }
+    b.rounded("0.20", best.0);
+    b.claim("the largest is layer 2, head 2", (best.1, best.2) == (2, 2));
+    b.exact("1536", 1536);
+
+    b.assert_all_bound();
+}
