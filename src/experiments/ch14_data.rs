@@ -1,5 +1,5 @@
 //! Chapter 14's data files in `book/data/`: derived once from the model by
-//! [`derive`] (`cargo xtask model --data`), committed, and read back by
+//! [`derive()`] (`cargo xtask model --data`), committed, and read back by
 //! [`Derived::read`], so that the chapter's example, its figures and its
 //! numbers test need no model. A test derives them again and compares.
 
@@ -14,7 +14,7 @@ use super::ch14::{
 use crate::error::AttnError;
 use crate::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
 
-/// The derived files, in the order [`derive`] returns them.
+/// The derived files, in the order [`derive()`] returns them.
 pub const FILES: [&str; 5] = [
     "ch14-tensors.tsv",
     "ch14-tokens.tsv",
