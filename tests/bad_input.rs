@@ -448,3 +448,37 @@ fn sizes_beyond_memory_are_errors() {
     assert!(init_weight(1 << 20, 1 << 20, &mut rng()).is_err());
     assert!(attn::approximate::error_experiment(1 << 16, 1).is_err());
 }
+
+/// Chapter 14's additions: biases of the wrong length or not finite, a head
+/// or a pooled length that does not exist, vectors of different lengths.
+#[test]
+fn pretrained_model_pieces_reject_bad_arguments() {
+    use attn::pretrained::{cosine, mean_pool};
+    use ndarray::Array1;
+    let mha = MultiHeadAttention::new(8, 2, &mut rng()).unwrap();
+    let short = [8, 8, 8, 7].map(Array1::<f32>::zeros);
+    assert_eq!(
+        mha.clone().with_biases(short).unwrap_err().to_string(),
+        "W_Q's columns and every bias of the layer (d_model) must have the same shape, \
+         but they are 1×8 and 1×7"
+    );
+    let mut nan = [8, 8, 8, 8].map(Array1::<f32>::zeros);
+    nan[1][3] = f32::NAN;
+    assert_eq!(
+        mha.clone().with_biases(nan).unwrap_err().to_string(),
+        "b_K must hold only finite numbers, got NaN"
+    );
+    assert_eq!(
+        mha.without_head(2).unwrap_err().to_string(),
+        "head must be less than the number of heads h, got 2"
+    );
+    let hidden = Array2::<f32>::ones((3, 4));
+    assert!(mean_pool(&hidden, 0).is_err() && mean_pool(&hidden, 4).is_err());
+    assert!(cosine(&Array1::zeros(3), &Array1::zeros(4)).is_err());
+    // A model directory that is not there names the file and the command.
+    let missing = attn::pretrained::Bert::load(std::path::Path::new("no/such/model"));
+    assert!(missing
+        .unwrap_err()
+        .to_string()
+        .contains("no/such/model/config.json"));
+}
