@@ -7,11 +7,17 @@
 //! cargo run --release --example making_it_fast
 //! ```
 
+use attn::experiments::fast_report::{
+    fast_table, layer_report, machine_report, roofline_points, roofline_report, FastData,
+};
 use attn::experiments::measurements::{
     blas_table, data_file, lookup, millis, numpy_table, read_measurements, Measurement,
 };
+use attn::experiments::roofline::roofline;
 use attn::multihead::multihead_flops;
 use attn::AttnError;
+
+mod plot;
 
 /// FLOPs of a 512×512 by 512×512 matrix product.
 const PRODUCT_FLOPS: f64 = 2.0 * 512.0 * 512.0 * 512.0;
@@ -61,5 +67,74 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gflops(&blas, "multihead", layer_flops)?,
         gflops(&blas, "matmul_512", PRODUCT_FLOPS)?
     );
+
+    let fast = FastData::parse(
+        &data_file("appendix-timings.csv")?,
+        &data_file("appendix-pytorch.csv")?,
+        &data_file("appendix-machine.csv")?,
+    )?;
+    println!("\n== The machine's limits ==");
+    println!("{}", machine_report(&fast));
+    let ns = [1024, 2048, 4096];
+    println!("\n== Exact attention against PyTorch's SDPA, d = 64 (ms) ==");
+    println!("{}", fast_table(&fast, &ns, false)?);
+    println!("\n== Causal ==");
+    println!("{}", fast_table(&fast, &ns, true)?);
+    println!("\n== The multi-head layer, n = 512, d_model = 512, h = 8 ==");
+    println!("{}", layer_report(&fast)?);
+    println!("\n== The roofline ==");
+    println!("{}", roofline_report(&fast, 4096)?);
+    for line in data_file("appendix-timings.csv")?.lines().take(1) {
+        println!("\n{}", line.trim_start_matches("# "));
+    }
+    for line in data_file("appendix-pytorch.csv")?.lines().take(1) {
+        println!("{}", line.trim_start_matches("# "));
+    }
+    draw_roofline(&fast)?;
+    Ok(())
+}
+
+/// The roofline at n = 4096: the two roofs (bandwidth times intensity, and
+/// the FMA peak) and each kernel as a point, on log–log axes.
+fn draw_roofline(fast: &FastData) -> Result<(), AttnError> {
+    let roof: Vec<(f64, f64)> = (0..=40)
+        .map(|i| 2f64.powf(i as f64 / 3.0)) // 1 to 2¹³ FLOP per byte
+        .map(|x| (x, roofline(x, fast.peak, fast.bandwidth)))
+        .collect();
+    let colours = [
+        plotters::style::RGBColor(20, 20, 20),
+        plot::BLUE_,
+        plot::GREEN_,
+        plot::ORANGE_,
+        plot::PURPLE_,
+        plot::BROWN_,
+    ];
+    let mut series = vec![plot::Series {
+        label: "roof: min(FMA peak, intensity × bandwidth)".into(),
+        points: roof,
+        colour: plot::GREY_,
+        dashed: true,
+    }];
+    for ((name, intensity, achieved), colour) in roofline_points(fast, 4096)?
+        .into_iter()
+        .zip(colours.into_iter().cycle())
+    {
+        series.push(plot::Series {
+            label: name,
+            points: vec![(intensity, achieved)],
+            colour,
+            dashed: false,
+        });
+    }
+    let chart = plot::Chart {
+        title: "The roofline of one core, n = 4096, d = 64",
+        x_desc: "arithmetic intensity (FLOP per byte, log)",
+        y_desc: "GFLOP/s (log)",
+        log2_x: true,
+        log10_y: true,
+        y_range: (10.0, 300.0),
+    };
+    let path = plot::line_charts("appendix-roofline.svg", &[(chart, series)]);
+    println!("wrote {}", path.display());
     Ok(())
 }

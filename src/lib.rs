@@ -22,6 +22,7 @@
 //! | [`model`] | 12. A tiny Transformer trained to reverse digits |
 //! | [`translation`] | 13. A toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
 //! | [`pretrained`] | 14. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
+//! | [`fast`] | Appendix: making it fast (exact attention on several threads, FlashAttention-2's loop order) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //! | [`experiments`] | the chapters' report helpers (what the examples print; not a reader's API) |
 //! | [`show`] | formatting of the numbers the examples print |
@@ -45,6 +46,7 @@ pub mod complexity;
 pub mod error;
 pub mod exercises;
 pub mod experiments;
+pub mod fast;
 pub mod grad;
 pub mod masking;
 pub mod model;

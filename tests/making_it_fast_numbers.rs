@@ -4,6 +4,9 @@
 //! functions, require the appendix to quote it verbatim, and check the
 //! claims its prose makes about the data.
 
+use attn::experiments::fast_report::{
+    fast_table, layer_report, machine_report, roofline_points, roofline_report, FastData,
+};
 use attn::experiments::measurements::{
     blas_table, data_file, lookup, millis, numpy_table, read_measurements, Measurement,
 };
@@ -159,5 +162,88 @@ fn every_number_is_bound() {
     the_three_changes(&mut b);
     multihead_line(&mut b);
     blas_table_and_its_claims(&mut b);
+    the_fast_kernel_against_pytorch(&mut b);
     b.assert_all_bound();
+}
+
+/// The last section: the machine's limits, the fast kernel and PyTorch in
+/// one session, the roofline, and what the prose says about them.
+fn the_fast_kernel_against_pytorch(b: &mut Bindings) {
+    let d = FastData::parse(
+        &data_file("appendix-timings.csv").unwrap(),
+        &data_file("appendix-pytorch.csv").unwrap(),
+        &data_file("appendix-machine.csv").unwrap(),
+    )
+    .unwrap();
+    let ns = [1024, 2048, 4096];
+    b.quoted(&machine_report(&d));
+    b.quoted(&fast_table(&d, &ns, false).unwrap());
+    b.quoted(&fast_table(&d, &ns, true).unwrap());
+    b.quoted(&layer_report(&d).unwrap());
+    b.quoted(&roofline_report(&d, 4096).unwrap());
+    let provenance = |file: &str| {
+        let text = data_file(file).unwrap();
+        text.lines()
+            .next()
+            .unwrap()
+            .trim_start_matches("# ")
+            .to_string()
+    };
+    b.quoted(&format!(
+        "{}\n{}",
+        provenance("appendix-timings.csv"),
+        provenance("appendix-pytorch.csv")
+    ));
+    let ratio = |c: &str, t: &str, n| {
+        d.theirs(&format!("sdpa{c}_{t}"), n).unwrap() / d.ours(&format!("fast{c}_{t}"), n).unwrap()
+    };
+    // Plain attention: PyTorch ahead by 1.3 to 1.6 on one thread.
+    let behind: Vec<f64> = ns.iter().map(|&n| 1.0 / ratio("", "1t", n)).collect();
+    b.rounded("1.3", behind.iter().cloned().fold(f64::MAX, f64::min))
+        .rounded("1.6", behind.iter().cloned().fold(0.0, f64::max));
+    b.claim(
+        "PyTorch's kernel stays\nahead for plain attention",
+        behind.iter().all(|&x| x > 1.0),
+    );
+    b.claim(
+        "the fast kernel is level with\nPyTorch at $n = 1024$ on one thread",
+        (ratio("_causal", "1t", 1024) - 1.0).abs() < 0.05,
+    );
+    b.claim(
+        "ahead on two threads from\n$n = 2048$",
+        ratio("_causal", "2t", 2048) > 1.0 && ratio("_causal", "2t", 4096) > 1.0,
+    );
+    let speed_up = d.ours("fast_1t", 4096).unwrap() / d.ours("fast_2t", 4096).unwrap();
+    b.rounded("1.9", speed_up);
+    b.claim(
+        "One thread gains over chapter 5's layer, but two threads gain little",
+        d.ours("fast_multihead_1t", 512).unwrap() < d.ours("multihead_1t", 512).unwrap()
+            && d.ours("fast_multihead_1t", 512).unwrap()
+                / d.ours("fast_multihead_2t", 512).unwrap()
+                < 1.3,
+    );
+    let points = roofline_points(&d, 4096).unwrap();
+    let ridge = d.peak / d.bandwidth;
+    b.claim(
+        "Every kernel sits under the flat part of the roof",
+        points.iter().all(|p| p.1 > ridge && p.2 < d.peak),
+    );
+    b.rounded("6", ridge).rounded("16", points[0].1);
+    b.claim(
+        "reaches a smaller share of the peak than PyTorch's",
+        points[5].2 > points[3].2,
+    );
+    b.claim("PyTorch highest", points.iter().all(|p| p.2 <= points[5].2));
+    b.exact("16", 16)
+        .exact("64", 64)
+        .exact("512", 512)
+        .exact("2048", 2048)
+        .exact("8192", 8192);
+    b.exact("1e-5", 1e-5);
+    // F = 4n²d, and I = n/4 without stored scores.
+    b.exact("4", attn::complexity::attention_flops(1, 1));
+    assert_eq!(
+        attn::experiments::roofline::attention_intensity(4096, 64, false),
+        4096.0 / 4.0
+    );
 }

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         "figures" => figures(),
         "measure" => match std::env::args().nth(2).as_deref() {
             Some("--blas") => measure_blas(),
+            Some("fast") => measure_fast(),
             _ => measure(),
         },
         "model" => match std::env::args().nth(2).as_deref() {
@@ -53,8 +54,8 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve | test | figures | measure [--blas] | train [ch12 | ch13] \
-                 | model [--data]"
+                "usage: cargo xtask serve | test | figures | measure [--blas | fast] \
+                 | train [ch12 | ch13] | model [--data]"
             );
             return ExitCode::from(2);
         }
@@ -440,6 +441,39 @@ fn measure() -> Step {
     figures()
 }
 
+/// `cargo xtask measure fast`: the appendix's fast kernel against the
+/// chapters' attention (`benches/fast.rs`, one and two threads) into
+/// `book/data/appendix-timings.csv`, and this core's FMA peak and memory
+/// bandwidth into `appendix-machine.csv`. PyTorch should then be timed in
+/// the same session: the command is printed.
+fn measure_fast() -> Step {
+    let example = "making_it_fast_data";
+    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    let (date, cpu, rustc) = provenance()?;
+    run(
+        Command::new(root().join(format!("target/release/examples/{example}"))).env(
+            "ATTN_MEASURED",
+            format!("{date} on {cpu}, one thread ({rustc})"),
+        ),
+    )?;
+    run(cargo()
+        .args(["bench", "--locked", "--bench", "fast"])
+        .envs(KEEP_FREED_MEMORY)
+        .env("CRITERION_HOME", root().join("target/criterion-fast")))?;
+    timings_csv(
+        "target/criterion-fast",
+        "appendix-timings.csv",
+        " fast",
+        &KEEP_FREED_MEMORY,
+    )?;
+    eprintln!(
+        "\nnow time PyTorch in the same session (tools/torch_attention.py; its header says how):\n  \
+         MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 python tools/torch_attention.py \
+         > book/data/appendix-pytorch.csv"
+    );
+    figures()
+}
+
 /// `cargo xtask measure --blas`: the timing benchmarks again with the `blas`
 /// feature (the system's OpenBLAS, one thread), in their own target dir, to
 /// `book/data/ch08-timings-blas.csv`.
@@ -506,7 +540,7 @@ fn timings_csv(criterion: &str, csv: &str, how: &str, env: &[(&str, &str)]) -> S
     let (date, cpu, rustc) = provenance()?;
     let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let text = format!(
-        "# measured {date} on {cpu}, one thread, by `cargo xtask measure{how}` ({rustc}; {})\n\
+        "# measured {date} on {cpu}, one thread (two for functions ending in _2t), by `cargo xtask measure{how}` ({rustc}; {})\n\
          group,function,n,mean_ns,low_ns,high_ns\n{}\n",
         env.join(" "),
         rows.join("\n")

@@ -1,0 +1,437 @@
+//! Exact attention written for speed (the appendix "Making it fast"):
+//! chapter 9's tiled attention with FlashAttention-2's loop order (Dao,
+//! 2023), and everything that does not compute taken out of the loops.
+//!
+//! - Query tiles outside, key tiles inside: a tile of queries keeps its
+//!   output, running maxima and sums in cache while every key tile passes.
+//! - The scale `1/√d_k` is folded into the queries once per tile.
+//! - The exponentials and their row sum are one pass over the scores.
+//! - The output is rescaled once per key tile and normalised once at the end.
+//! - No allocation inside the loops: each thread owns one scratch of a
+//!   query tile, a score tile and two numbers per query, whatever `n` is.
+//! - Query tiles are independent, so they run on `rayon`'s threads.
+//!
+//! Shapes as in chapter 2: `Q` is `n×d_k`, `K` is `m×d_k`, `V` is `m×d_v`,
+//! the output `n×d_v`.
+
+use ndarray::{s, Array1, Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+use crate::attention::check_qkv;
+use crate::error::{check_finite, check_model_width, check_overflow, AttnError};
+use crate::multihead::MultiHeadAttention;
+use crate::softmax::exp_nonpositive;
+
+/// The sizes of the tiles: `query` rows of queries by `key` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tiles {
+    /// Queries per tile: the rows one task owns.
+    pub query: usize,
+    /// Keys per tile: the columns of one tile of scores.
+    pub key: usize,
+}
+
+/// The tiles [`fast_attention`] uses (the appendix measures the others).
+pub const FAST_TILES: Tiles = Tiles {
+    query: 128,
+    key: 256,
+};
+
+/// One thread's scratch: a tile of scaled queries, a tile of scores, and
+/// each query's running maximum and sum.
+struct Scratch {
+    q: Array2<f32>,   // tiles.query×d_k
+    s: Array2<f32>,   // tiles.query×tiles.key
+    max: Array1<f32>, // tiles.query
+    sum: Array1<f32>, // tiles.query
+}
+
+impl Scratch {
+    fn new(d_k: usize, tiles: Tiles) -> Scratch {
+        Scratch {
+            q: Array2::zeros((tiles.query, d_k)),
+            s: Array2::zeros((tiles.query, tiles.key)),
+            max: Array1::zeros(tiles.query),
+            sum: Array1::zeros(tiles.query),
+        }
+    }
+}
+
+// ANCHOR: fast
+/// `softmax(QKᵀ/√d_k) V`, exact to rounding, as [`crate::tiled::tiled_attention`]
+/// computes it (with `causal`, query `i` sees keys `0..=i`), on the current
+/// `rayon` thread pool.
+pub fn fast_attention(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    causal: bool,
+) -> Result<Array2<f32>, AttnError> {
+    fast_attention_with(q, k, v, causal, FAST_TILES)
+}
+
+/// [`fast_attention`] with other tiles (each side at least 1).
+pub fn fast_attention_with(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    causal: bool,
+    tiles: Tiles,
+) -> Result<Array2<f32>, AttnError> {
+    check_qkv(q, k, v)?;
+    if tiles.query == 0 || tiles.key == 0 {
+        return Err(AttnError::InvalidArgument {
+            name: "tile size",
+            value: 0.0,
+            requirement: "must be at least 1",
+        });
+    }
+    let mut output = Array2::zeros((q.nrows(), v.ncols()));
+    attend_into(q, k, v, causal, tiles, output.view_mut())?;
+    check_overflow("the output", &output)?;
+    Ok(output)
+}
+
+/// Writes the attention of `q` over `k`, `v` into `output` (`n×d_v`), one
+/// query tile per task.
+fn attend_into(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    causal: bool,
+    tiles: Tiles,
+    mut output: ArrayViewMut2<f32>,
+) -> Result<(), AttnError> {
+    let d_k = q.ncols();
+    output
+        .axis_chunks_iter_mut(Axis(0), tiles.query)
+        .into_par_iter()
+        .enumerate()
+        .try_for_each_init(
+            || Scratch::new(d_k, tiles),
+            |scratch, (t, out)| {
+                let i0 = t * tiles.query;
+                query_tile([q, k, v], causal, tiles.key, i0, out, scratch)
+            },
+        )
+}
+
+/// The output rows `i0 .. i0 + out.nrows()`: every key tile the causal mask
+/// leaves visible, with the online softmax.
+fn query_tile(
+    [q, k, v]: [&ArrayRef2<f32>; 3],
+    causal: bool,
+    key_tile: usize,
+    i0: usize,
+    mut out: ArrayViewMut2<f32>,
+    scratch: &mut Scratch,
+) -> Result<(), AttnError> {
+    let rows = out.nrows();
+    let scale = 1.0 / (q.ncols() as f32).sqrt();
+    let mut q_tile = scratch.q.slice_mut(s![..rows, ..]);
+    q_tile.zip_mut_with(&q.slice(s![i0..i0 + rows, ..]), |a, &b| *a = b * scale);
+    scratch.max.fill(f32::NEG_INFINITY);
+    scratch.sum.fill(0.0);
+    let keys_seen = if causal {
+        k.nrows().min(i0 + rows)
+    } else {
+        k.nrows()
+    };
+    for j0 in (0..keys_seen).step_by(key_tile) {
+        let cols = key_tile.min(keys_seen - j0);
+        let mut s_tile = scratch.s.slice_mut(s![..rows, ..cols]);
+        let k_tile = k.slice(s![j0..j0 + cols, ..]);
+        product(
+            &mut s_tile,
+            scratch.q.slice(s![..rows, ..]),
+            k_tile.t(),
+            false,
+        );
+        let on_diagonal = causal && j0 + cols > i0 + 1;
+        for r in 0..rows {
+            let mut row = s_tile.row_mut(r);
+            let scores = row.as_slice_mut().expect("score rows are contiguous");
+            let visible = if on_diagonal {
+                (i0 + r + 1).saturating_sub(j0).min(cols)
+            } else {
+                cols
+            };
+            let (seen, future) = scores.split_at_mut(visible);
+            future.fill(0.0); // weight 0: the key is in the query's future
+            let alpha =
+                exponentials(seen, &mut scratch.max[r], &mut scratch.sum[r]).map_err(|value| {
+                    AttnError::Overflow {
+                        what: "the scores QKᵀ/√d_k",
+                        position: (i0 + r, j0),
+                        value,
+                    }
+                })?;
+            if alpha != 1.0 {
+                out.row_mut(r).map_inplace(|o| *o *= alpha);
+            }
+        }
+        product(
+            &mut out,
+            s_tile.view(),
+            v.slice(s![j0..j0 + cols, ..]),
+            true,
+        );
+    }
+    for (mut row, &l) in out.rows_mut().into_iter().zip(&scratch.sum) {
+        if l > 0.0 {
+            let inv = 1.0 / l;
+            row.map_inplace(|o| *o *= inv);
+        }
+    }
+    Ok(())
+}
+
+/// `c ← a·b`, or `c ← c + a·b` with `accumulate`, through the `gemm`
+/// crate, which this appendix measured faster than ndarray's products on
+/// the tiles' shapes (an inner dimension of only `d_k`). Any strides.
+fn product(c: &mut ArrayViewMut2<f32>, a: ArrayView2<f32>, b: ArrayView2<f32>, accumulate: bool) {
+    let ((m, k), (k_b, n)) = (a.dim(), b.dim());
+    assert!(
+        k == k_b && c.dim() == (m, n),
+        "tile shapes are fixed by the loops"
+    );
+    let (cs, as_, bs) = (c.strides(), a.strides(), b.strides());
+    let (c_rs, c_cs) = (cs[0], cs[1]);
+    // SAFETY: the three views are valid for their shapes and strides, the
+    // shapes agree (checked above), and `c` is borrowed mutably, so it does
+    // not alias `a` or `b`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            c_cs,
+            c_rs,
+            accumulate,
+            a.as_ptr(),
+            as_[1],
+            as_[0],
+            b.as_ptr(),
+            bs[1],
+            bs[0],
+            1.0,
+            1.0, // c ← 1·c + 1·a·b (c is read only with `accumulate`)
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// Lanes of the running maximum and sum: independent accumulators the
+/// compiler keeps in one vector register each.
+const LANES: usize = 16;
+
+/// The online softmax on one row of a tile, in one pass after the maximum:
+/// `scores` become `exp(score − M_new)` while their sum is taken; `M` and
+/// `ℓ` are updated, and the factor `exp(M_old − M_new)` for the output so far
+/// is returned. A score of `+∞` or NaN (the product of finite queries and
+/// keys overflowed) is returned as the error.
+///
+/// Both passes keep `LANES` partial results, combined at the end: a single
+/// running sum would make every addition wait for the one before, and the
+/// compiler may not reorder floating-point additions on its own.
+fn exponentials(scores: &mut [f32], max: &mut f32, sum: &mut f32) -> Result<f32, f32> {
+    let mut lane_max = [f32::NEG_INFINITY; LANES];
+    let mut poison = [0.0_f32; LANES]; // becomes NaN if a score is NaN or ±∞
+    let chunks = scores.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for i in 0..LANES {
+            lane_max[i] = lane_max[i].max(chunk[i]);
+            poison[i] += chunk[i] * 0.0;
+        }
+    }
+    let block_max = rest
+        .iter()
+        .chain(&lane_max)
+        .fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+    let poisoned = rest.iter().map(|x| x * 0.0).chain(poison).any(f32::is_nan);
+    if poisoned && (block_max == f32::INFINITY || scores.iter().any(|x| x.is_nan())) {
+        return Err(if block_max == f32::INFINITY {
+            block_max
+        } else {
+            f32::NAN
+        });
+    }
+    let max_new = max.max(block_max);
+    if max_new == f32::NEG_INFINITY {
+        return Ok(1.0); // an empty row: nothing seen yet
+    }
+    let mut lane_sum = [0.0_f32; LANES];
+    let mut chunks = scores.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        for i in 0..LANES {
+            chunk[i] = exp_nonpositive(chunk[i] - max_new);
+            lane_sum[i] += chunk[i];
+        }
+    }
+    let mut row_sum: f32 = lane_sum.iter().sum();
+    for x in chunks.into_remainder() {
+        *x = exp_nonpositive(*x - max_new);
+        row_sum += *x;
+    }
+    let alpha = exp_nonpositive(*max - max_new);
+    *sum = *sum * alpha + row_sum;
+    *max = max_new;
+    Ok(alpha)
+}
+// ANCHOR_END: fast
+
+// ANCHOR: fast_multihead
+/// [`crate::multihead::MultiHeadAttention::forward`]'s output (without the
+/// weights), with every head attended by [`fast_attention`]'s kernel, the
+/// heads in parallel, each writing its columns of the merged heads in place.
+pub fn fast_multihead(
+    layer: &MultiHeadAttention,
+    x_q: &ArrayRef2<f32>,
+    x_kv: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, AttnError> {
+    let d_model = layer.d_model();
+    check_model_width("query input", x_q, d_model)?;
+    check_model_width("key/value input", x_kv, d_model)?;
+    check_finite("query input", x_q)?;
+    check_finite("key/value input", x_kv)?;
+    let [w_q, w_k, w_v, w_o] = layer.weights();
+    let biases = layer.biases();
+    let project = |x: &ArrayRef2<f32>, w: &Array2<f32>, i: usize| -> Array2<f32> {
+        let y = x.dot(w);
+        match biases {
+            Some(b) => y + b[i],
+            None => y,
+        }
+    };
+    let (q, k, v) = (
+        project(x_q, w_q, 0),
+        project(x_kv, w_k, 1),
+        project(x_kv, w_v, 2),
+    );
+    check_overflow("the projections", &q)?;
+    check_overflow("the projections", &k)?;
+    check_overflow("the projections", &v)?;
+    let d_k = layer.d_k();
+    let mut merged = Array2::zeros((x_q.nrows(), d_model)); // the heads side by side
+    merged
+        .axis_chunks_iter_mut(Axis(1), d_k)
+        .into_par_iter()
+        .enumerate()
+        .try_for_each(|(i, out)| {
+            let head = s![.., i * d_k..(i + 1) * d_k];
+            attend_into(
+                &q.slice(head),
+                &k.slice(head),
+                &v.slice(head),
+                false,
+                FAST_TILES,
+                out,
+            )
+        })?;
+    let output = project(&merged, w_o, 3);
+    check_overflow("the output", &output)?;
+    Ok(output)
+}
+// ANCHOR_END: fast_multihead
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::masking::{causal_mask, masked_attention};
+    use crate::scaled_dot_product_attention;
+    use crate::scaling::standard_normal;
+    use approx::assert_abs_diff_eq;
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+    #[test]
+    fn fast_attention_equals_naive_attention_with_and_without_the_mask() {
+        let mut rng = StdRng::seed_from_u64(77);
+        // The shapes of chapter 9's test: below, at and across the tiles.
+        let shapes = [
+            (1, 1, 1, 1),
+            (5, 3, 4, 2),
+            (128, 256, 64, 64),
+            (130, 300, 16, 8),
+            (257, 513, 64, 32),
+            (600, 600, 33, 7),
+            (1000, 700, 64, 64),
+        ];
+        for (n, m, d_k, d_v) in shapes {
+            let q = standard_normal(n, d_k, &mut rng);
+            let k = standard_normal(m, d_k, &mut rng);
+            let v = standard_normal(m, d_v, &mut rng);
+            let naive = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
+            assert_abs_diff_eq!(
+                fast_attention(&q, &k, &v, false).unwrap(),
+                naive,
+                epsilon = 1e-5
+            );
+            let naive = masked_attention(&q, &k, &v, &causal_mask(n, m))
+                .unwrap()
+                .output;
+            assert_abs_diff_eq!(
+                fast_attention(&q, &k, &v, true).unwrap(),
+                naive,
+                epsilon = 1e-5
+            );
+        }
+    }
+
+    #[test]
+    fn the_fast_multihead_layer_equals_the_layer_of_chapter_5() {
+        let mut rng = StdRng::seed_from_u64(9);
+        for (n, m, d_model, h) in [(7, 7, 32, 4), (130, 70, 64, 8), (300, 300, 48, 3)] {
+            let layer = MultiHeadAttention::new(d_model, h, &mut rng).unwrap();
+            let x_q = standard_normal(n, d_model, &mut rng);
+            let x_kv = standard_normal(m, d_model, &mut rng);
+            let expected = layer.forward(&x_q, &x_kv).unwrap().output;
+            assert_abs_diff_eq!(
+                fast_multihead(&layer, &x_q, &x_kv).unwrap(),
+                expected,
+                epsilon = 1e-5
+            );
+        }
+        let layer = MultiHeadAttention::new(8, 2, &mut rng).unwrap();
+        let wrong = Array2::<f32>::zeros((3, 6));
+        assert!(fast_multihead(&layer, &wrong, &wrong).is_err());
+    }
+
+    #[test]
+    fn one_thread_and_two_give_the_same_bits() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let (q, k, v) = (
+            standard_normal(300, 32, &mut rng),
+            standard_normal(300, 32, &mut rng),
+            standard_normal(300, 16, &mut rng),
+        );
+        let on = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| fast_attention(&q, &k, &v, true).unwrap())
+        };
+        assert_eq!(on(1), on(2));
+    }
+
+    #[test]
+    fn growing_scores_are_rescaled_and_overflow_is_an_error() {
+        let (n, m, d) = (3, 1000, 2);
+        let q = Array2::from_elem((n, d), 10.0_f32);
+        let k = Array2::from_shape_fn((m, d), |(j, _)| j as f32 / 10.0);
+        let v = Array2::from_shape_fn((m, 1), |(j, _)| (j % 7) as f32);
+        let naive = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
+        assert_abs_diff_eq!(
+            fast_attention(&q, &k, &v, false).unwrap(),
+            naive,
+            epsilon = 1e-4
+        );
+        let huge = Array2::from_elem((2, 2), 3e38_f32);
+        assert!(fast_attention(&huge, &huge, &huge, false).is_err());
+    }
+}
