@@ -11,8 +11,6 @@
 //! counts are deterministic: they depend on the sizes allocated, not on
 //! timing.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use attn::scaled_dot_product_attention;
@@ -21,41 +19,18 @@ use attn::tiled::tiled_attention;
 use ndarray::Array2;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-/// The system allocator, counting the bytes currently allocated and the
-/// most ever allocated at once since the last [`reset_peak`].
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Relaxed) + layout.size();
-            PEAK.fetch_max(now, Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(p, layout) };
-        CURRENT.fetch_sub(layout.size(), Relaxed);
-    }
-}
+#[path = "../tests/common/counting.rs"]
+mod counting;
+use counting::{peak_during, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// Runs `f` and returns the peak bytes allocated above what was allocated
-/// before it started, and the seconds it took.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, f64) {
-    let before = CURRENT.load(Relaxed);
-    PEAK.store(before, Relaxed);
+/// The peak bytes `f` allocates above the start, and the seconds it takes.
+fn peak_and_seconds<T>(f: impl FnOnce() -> T) -> (usize, f64) {
     let t = Instant::now();
-    let result = f();
-    let seconds = t.elapsed().as_secs_f64();
-    drop(result);
-    (PEAK.load(Relaxed) - before, seconds)
+    let peak = peak_during(f);
+    (peak, t.elapsed().as_secs_f64())
 }
 
 fn main() {
@@ -79,12 +54,12 @@ fn main() {
         if n <= 16_384 {
             row(
                 "naive",
-                peak_during(|| scaled_dot_product_attention(&q, &k, &v).unwrap()),
+                peak_and_seconds(|| scaled_dot_product_attention(&q, &k, &v).unwrap()),
             );
         }
         row(
             "tiled",
-            peak_during(|| tiled_attention(&q, &k, &v, false).unwrap()),
+            peak_and_seconds(|| tiled_attention(&q, &k, &v, false).unwrap()),
         );
     }
     std::fs::write(path, csv).expect("write book/data/ch08-memory.csv");

@@ -11,7 +11,7 @@ use attn::experiments::fast_report::{
     fast_table, layer_report, machine_report, roofline_points, roofline_report, FastData,
 };
 use attn::experiments::measurements::{
-    blas_table, data_file, lookup, millis, numpy_table, read_measurements, Measurement,
+    blas_table, data_file, lookup, millis, numpy_table, provenance, read_measurements, Measurement,
 };
 use attn::experiments::roofline::roofline;
 use attn::multihead::multihead_flops;
@@ -84,12 +84,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", layer_report(&fast)?);
     println!("\n== The roofline ==");
     println!("{}", roofline_report(&fast, 4096)?);
-    for line in data_file("appendix-timings.csv")?.lines().take(1) {
-        println!("\n{}", line.trim_start_matches("# "));
-    }
-    for line in data_file("appendix-pytorch.csv")?.lines().take(1) {
-        println!("{}", line.trim_start_matches("# "));
-    }
+    println!("\n{}", provenance(&data_file("appendix-timings.csv")?));
+    println!("{}", provenance(&data_file("appendix-pytorch.csv")?));
     draw_roofline(&fast)?;
     Ok(())
 }

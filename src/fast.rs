@@ -351,17 +351,7 @@ mod tests {
     #[test]
     fn fast_attention_equals_naive_attention_with_and_without_the_mask() {
         let mut rng = StdRng::seed_from_u64(77);
-        // The shapes of chapter 9's test: below, at and across the tiles.
-        let shapes = [
-            (1, 1, 1, 1),
-            (5, 3, 4, 2),
-            (128, 256, 64, 64),
-            (130, 300, 16, 8),
-            (257, 513, 64, 32),
-            (600, 600, 33, 7),
-            (1000, 700, 64, 64),
-        ];
-        for (n, m, d_k, d_v) in shapes {
+        for (n, m, d_k, d_v) in crate::tiled::tests::SHAPES {
             let q = standard_normal(n, d_k, &mut rng);
             let k = standard_normal(m, d_k, &mut rng);
             let v = standard_normal(m, d_v, &mut rng);

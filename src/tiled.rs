@@ -127,7 +127,7 @@ fn mask_future(tile: &mut ArrayViewMut2<f32>, i0: usize, j0: usize) {
 // ANCHOR_END: tiled
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::masking::{causal_mask, masked_attention};
     use crate::scaled_dot_product_attention;
@@ -136,20 +136,22 @@ mod tests {
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
     // ANCHOR: tiled_test
+    /// `(n, m, d_k, d_v)` below, at and across the tile sizes, `n ≠ m`, odd
+    /// widths (the appendix's fast kernel is tested on them too).
+    pub(crate) const SHAPES: [(usize, usize, usize, usize); 7] = [
+        (1, 1, 1, 1),
+        (5, 3, 4, 2),
+        (128, 256, 64, 64),
+        (130, 300, 16, 8),
+        (257, 513, 64, 32),
+        (600, 600, 33, 7),
+        (1000, 700, 64, 64),
+    ];
+
     #[test]
     fn tiled_attention_equals_naive_attention_with_and_without_the_mask() {
         let mut rng = StdRng::seed_from_u64(77);
-        // Sizes below, at and across the tile sizes, n ≠ m, odd widths.
-        let shapes = [
-            (1, 1, 1, 1),
-            (5, 3, 4, 2),
-            (128, 256, 64, 64),
-            (130, 300, 16, 8),
-            (257, 513, 64, 32),
-            (600, 600, 33, 7),
-            (1000, 700, 64, 64),
-        ];
-        for (n, m, d_k, d_v) in shapes {
+        for (n, m, d_k, d_v) in SHAPES {
             let q = standard_normal(n, d_k, &mut rng);
             let k = standard_normal(m, d_k, &mut rng);
             let v = standard_normal(m, d_v, &mut rng);

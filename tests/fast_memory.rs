@@ -2,43 +2,16 @@
 //! it allocates nothing that grows with `n`. A global allocator counts the
 //! bytes allocated at once during a call, on a one-thread pool.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-
 use attn::fast::fast_attention;
 use attn::scaling::standard_normal;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Relaxed) + layout.size();
-            PEAK.fetch_max(now, Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(p, layout) };
-        CURRENT.fetch_sub(layout.size(), Relaxed);
-    }
-}
+#[path = "common/counting.rs"]
+mod counting;
+use counting::{peak_during, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// The most bytes allocated at once above the start, during `f`.
-fn peak_during(f: impl FnOnce()) -> usize {
-    let before = CURRENT.load(Relaxed);
-    PEAK.store(before, Relaxed);
-    f();
-    PEAK.load(Relaxed) - before
-}
 
 #[test]
 fn scratch_does_not_grow_with_n() {

@@ -8,7 +8,7 @@ use attn::experiments::fast_report::{
     fast_table, layer_report, machine_report, roofline_points, roofline_report, FastData,
 };
 use attn::experiments::measurements::{
-    blas_table, data_file, lookup, millis, numpy_table, read_measurements, Measurement,
+    blas_table, data_file, lookup, millis, numpy_table, provenance, read_measurements, Measurement,
 };
 use attn::multihead::multihead_flops;
 
@@ -181,14 +181,7 @@ fn the_fast_kernel_against_pytorch(b: &mut Bindings) {
     b.quoted(&fast_table(&d, &ns, true).unwrap());
     b.quoted(&layer_report(&d).unwrap());
     b.quoted(&roofline_report(&d, 4096).unwrap());
-    let provenance = |file: &str| {
-        let text = data_file(file).unwrap();
-        text.lines()
-            .next()
-            .unwrap()
-            .trim_start_matches("# ")
-            .to_string()
-    };
+    let provenance = |file: &str| provenance(&data_file(file).unwrap()).to_string();
     b.quoted(&format!(
         "{}\n{}",
         provenance("appendix-timings.csv"),

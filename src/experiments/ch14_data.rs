@@ -11,6 +11,7 @@ use super::ch14::{
     ablations, corpus_statistics, embeddings, pair_similarities, tokenize_all,
     unrelated_similarities, Ablation, Corpus, HeadStatistics, FIGURE_SENTENCE, TOKENIZER_EXAMPLES,
 };
+use super::measurements::provenance;
 use crate::error::AttnError;
 use crate::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
 
@@ -131,11 +132,7 @@ pub fn derive(model: &Path) -> Result<Vec<String>, AttnError> {
 /// or `ch14-speed-pytorch.tsv`), and its first line (when, where, how).
 pub fn read_speed(file: &str) -> Result<(f64, String), AttnError> {
     let text = std::fs::read_to_string(data_dir().join(file)).map_err(|e| bad(file, e))?;
-    let header = text
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("# ");
+    let header = provenance(&text);
     let row = rows(&text)
         .next()
         .ok_or_else(|| bad(file, "no measurement"))?;

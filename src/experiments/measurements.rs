@@ -14,6 +14,15 @@ pub fn data_file(name: &str) -> Result<String, AttnError> {
     })
 }
 
+/// The first line of a committed data file without its `# `: when, on
+/// which machine and how it was measured.
+pub fn provenance(text: &str) -> &str {
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("# ")
+}
+
 /// One row of a measurement file (`book/data/*.csv`): which method, which
 /// `n`, and the measured value (seconds, or bytes).
 #[derive(Debug, Clone, PartialEq)]

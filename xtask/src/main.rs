@@ -229,7 +229,13 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// Chapter 14's data, derived from the model (`examples/ch14_pretrained_data.rs`,
 /// which also times it, dated), then its figures.
 fn model_data() -> Step {
-    let example = "ch14_pretrained_data";
+    run_dated_example("ch14_pretrained_data")?;
+    figures()
+}
+
+/// Builds and runs a `_data` example with `ATTN_MEASURED` set to today's
+/// date, this CPU and the compiler, which it writes into its data's header.
+fn run_dated_example(example: &str) -> Step {
     run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     let (date, cpu, rustc) = provenance()?;
     run(
@@ -237,8 +243,7 @@ fn model_data() -> Step {
             "ATTN_MEASURED",
             format!("{date} on {cpu}, one thread ({rustc})"),
         ),
-    )?;
-    figures()
+    )
 }
 
 /// Where the browser check's script is installed with its one dependency.
@@ -447,15 +452,7 @@ fn measure() -> Step {
 /// bandwidth into `appendix-machine.csv`. PyTorch should then be timed in
 /// the same session: the command is printed.
 fn measure_fast() -> Step {
-    let example = "making_it_fast_data";
-    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
-    let (date, cpu, rustc) = provenance()?;
-    run(
-        Command::new(root().join(format!("target/release/examples/{example}"))).env(
-            "ATTN_MEASURED",
-            format!("{date} on {cpu}, one thread ({rustc})"),
-        ),
-    )?;
+    run_dated_example("making_it_fast_data")?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "fast"])
         .envs(KEEP_FREED_MEMORY)
