@@ -7,8 +7,10 @@
 //! cargo run --release --example making_it_fast
 //! ```
 
+use attn::experiments::fast_profile::{profile_table, tiles_table, ProfileData};
 use attn::experiments::fast_report::{
-    fast_table, layer_report, machine_report, roofline_points, roofline_report, FastData,
+    fast_table, layer_report, machine_report, roofline_points, roofline_report, targets_report,
+    FastData,
 };
 use attn::experiments::measurements::{
     blas_table, data_file, lookup, millis, numpy_table, provenance, read_measurements, Measurement,
@@ -75,6 +77,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     println!("\n== The machine's limits ==");
     println!("{}", machine_report(&fast));
+    let profile = ProfileData::parse(
+        &data_file("appendix-profile.csv")?,
+        &data_file("appendix-tiles.csv")?,
+        &data_file("appendix-machine.csv")?,
+    )?;
+    println!("\n== Where the fast kernel's time goes, d = 64 ==");
+    println!("{}", profile_table(&profile)?);
+    println!("\n== The tiles ==");
+    println!("{}", tiles_table(&profile)?);
+    println!("{}", provenance(&data_file("appendix-profile.csv")?));
     let ns = [1024, 2048, 4096];
     println!("\n== Exact attention against PyTorch's SDPA, d = 64 (ms) ==");
     println!("{}", fast_table(&fast, &ns, false)?);
@@ -82,6 +94,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", fast_table(&fast, &ns, true)?);
     println!("\n== The multi-head layer, n = 512, d_model = 512, h = 8 ==");
     println!("{}", layer_report(&fast)?);
+    println!("\n== The targets ==");
+    println!("{}", targets_report(&fast)?);
     println!("\n== The roofline ==");
     println!("{}", roofline_report(&fast, 4096)?);
     println!("\n{}", provenance(&data_file("appendix-timings.csv")?));

@@ -1,23 +1,83 @@
-//! The appendix "Making it fast": this core's limits, measured, into
-//! `book/data/appendix-machine.csv` (run by `cargo xtask measure`, which
-//! passes the date and machine in `ATTN_MEASURED`): the f32 FMA peak and
-//! the memory bandwidth of a STREAM triad, one thread.
+//! The appendix "Making it fast": this core's limits and the fast kernel's
+//! profile, measured (run by `cargo xtask measure fast`, which passes the
+//! date and machine in `ATTN_MEASURED`), one thread, into `book/data/`:
+//!
+//! - `appendix-machine.csv`: the f32 FMA peak and the memory bandwidth of a
+//!   STREAM triad;
+//! - `appendix-profile.csv`: each phase of the loop at n = 4096, d = 64,
+//!   chapter 9's way and the fast kernel's;
+//! - `appendix-tiles.csv`: the whole call at n = 4096, d = 64, chapter 9's
+//!   kernel and the fast kernel with each tile size.
 
+use attn::experiments::fast_profile::{phases, whole_calls};
 use attn::experiments::roofline::{fma_peak, triad_bandwidth};
+use attn::fast::{Tiles, FAST_TILES};
 
-fn main() -> std::io::Result<()> {
-    let peak = fma_peak(20_000_000, 5);
-    let bandwidth = triad_bandwidth(1 << 25, 10); // 3 arrays of 128 MiB
-    let measured = std::env::var("ATTN_MEASURED").unwrap_or_else(|_| "(undated)".into());
-    let text = format!(
-        "# measured {measured}, by `cargo xtask measure`: best of 5 FMA runs, 10 triads of 2^25 floats\n\
-         quantity,value\nfma_peak_gflops,{peak:.1}\ntriad_gbytes_per_s,{bandwidth:.1}\n"
-    );
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/book/data/appendix-machine.csv"
-    );
-    std::fs::write(path, &text)?;
+const N: usize = 4096;
+const D: usize = 64;
+const REPEATS: usize = 7;
+
+fn write(file: &str, text: &str) -> std::io::Result<()> {
+    let path = format!("{}/book/data/{file}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::write(path, text)?;
     print!("{text}");
     Ok(())
+}
+
+/// This core's data caches as `appendix-machine.csv` lines, in KiB, from
+/// Linux's `/sys` (`l1d_kib`, `l2_kib`, `l3_kib`; none elsewhere).
+fn caches_kib() -> String {
+    let mut lines = String::new();
+    for (index, key) in [(0, "l1d_kib"), (2, "l2_kib"), (3, "l3_kib")] {
+        let path = format!("/sys/devices/system/cpu/cpu0/cache/index{index}/size");
+        if let Ok(size) = std::fs::read_to_string(path) {
+            let kib = size.trim().trim_end_matches('K');
+            lines += &format!("{key},{kib}\n");
+        }
+    }
+    lines
+}
+
+fn main() -> std::io::Result<()> {
+    let measured = std::env::var("ATTN_MEASURED").unwrap_or_else(|_| "(undated)".into());
+    let peak = fma_peak(20_000_000, 5);
+    let bandwidth = triad_bandwidth(1 << 25, 10); // 3 arrays of 128 MiB
+    write(
+        "appendix-machine.csv",
+        &format!(
+            "# measured {measured}, by `cargo xtask measure fast`: best of 5 FMA runs, \
+             10 triads of 2^25 floats\nquantity,value\nfma_peak_gflops,{peak:.1}\n\
+             triad_gbytes_per_s,{bandwidth:.1}\n{}",
+            caches_kib()
+        ),
+    )?;
+    let mut profile = format!(
+        "# measured {measured}, by `cargo xtask measure fast`: n = {N}, d = {D}, \
+         {}×{} tiles, best of {REPEATS}\nphase,chapter_9_ns,fast_ns\n",
+        FAST_TILES.query, FAST_TILES.key
+    );
+    for phase in phases(N, D, FAST_TILES, REPEATS) {
+        let ns = |s: f64| (s * 1e9).round();
+        profile += &format!(
+            "{},{},{}\n",
+            phase.name,
+            ns(phase.chapter_9),
+            ns(phase.fast)
+        );
+    }
+    write("appendix-profile.csv", &profile)?;
+    let tiles: Vec<Tiles> = [64, 128, 256, 512]
+        .into_iter()
+        .flat_map(|query| [128, 256, 512, 1024].map(|key| Tiles { query, key }))
+        .collect();
+    let (chapter_9, fast) = whole_calls(N, D, &tiles, REPEATS);
+    let mut calls = format!(
+        "# measured {measured}, by `cargo xtask measure fast`: n = {N}, d = {D}, \
+         best of {REPEATS}\nkernel,query_tile,key_tile,best_ns\n"
+    );
+    calls += &format!("tiled,128,256,{:.0}\n", chapter_9 * 1e9);
+    for (t, seconds) in tiles.iter().zip(fast) {
+        calls += &format!("fast,{},{},{:.0}\n", t.query, t.key, seconds * 1e9);
+    }
+    write("appendix-tiles.csv", &calls)
 }

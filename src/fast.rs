@@ -14,6 +14,7 @@
 //! Shapes as in chapter 2: `Q` is `n×d_k`, `K` is `m×d_k`, `V` is `m×d_v`,
 //! the output `n×d_v`.
 
+use gemm::Parallelism;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
@@ -31,10 +32,12 @@ pub struct Tiles {
     pub key: usize,
 }
 
-/// The tiles [`fast_attention`] uses (the appendix measures the others).
+/// The tiles [`fast_attention`] uses: the largest the appendix measured,
+/// whose working set (896 KiB at `d = 64`) still fits one core's 1 MiB L2
+/// cache on the machine it was measured on.
 pub const FAST_TILES: Tiles = Tiles {
-    query: 128,
-    key: 256,
+    query: 256,
+    key: 512,
 };
 
 /// One thread's scratch: a tile of scaled queries, a tile of scores, and
@@ -146,6 +149,7 @@ fn query_tile(
             scratch.q.slice(s![..rows, ..]),
             k_tile.t(),
             false,
+            Parallelism::None,
         );
         let on_diagonal = causal && j0 + cols > i0 + 1;
         for r in 0..rows {
@@ -175,6 +179,7 @@ fn query_tile(
             s_tile.view(),
             v.slice(s![j0..j0 + cols, ..]),
             true,
+            Parallelism::None,
         );
     }
     for (mut row, &l) in out.rows_mut().into_iter().zip(&scratch.sum) {
@@ -188,8 +193,16 @@ fn query_tile(
 
 /// `c ← a·b`, or `c ← c + a·b` with `accumulate`, through the `gemm`
 /// crate, which this appendix measured faster than ndarray's products on
-/// the tiles' shapes (an inner dimension of only `d_k`). Any strides.
-fn product(c: &mut ArrayViewMut2<f32>, a: ArrayView2<f32>, b: ArrayView2<f32>, accumulate: bool) {
+/// the tiles' shapes (an inner dimension of only `d_k`). Any strides. With
+/// `Parallelism::Rayon(0)` it splits the product over the current pool's
+/// threads; the tiles use `Parallelism::None`, as each runs on one thread.
+pub(crate) fn product(
+    c: &mut ArrayViewMut2<f32>,
+    a: ArrayView2<f32>,
+    b: ArrayView2<f32>,
+    accumulate: bool,
+    threads: Parallelism,
+) {
     let ((m, k), (k_b, n)) = (a.dim(), b.dim());
     assert!(
         k == k_b && c.dim() == (m, n),
@@ -220,7 +233,7 @@ fn product(c: &mut ArrayViewMut2<f32>, a: ArrayView2<f32>, b: ArrayView2<f32>, a
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            threads,
         );
     }
 }
@@ -238,7 +251,7 @@ const LANES: usize = 16;
 /// Both passes keep `LANES` partial results, combined at the end: a single
 /// running sum would make every addition wait for the one before, and the
 /// compiler may not reorder floating-point additions on its own.
-fn exponentials(scores: &mut [f32], max: &mut f32, sum: &mut f32) -> Result<f32, f32> {
+pub(crate) fn exponentials(scores: &mut [f32], max: &mut f32, sum: &mut f32) -> Result<f32, f32> {
     let mut lane_max = [f32::NEG_INFINITY; LANES];
     let mut poison = [0.0_f32; LANES]; // becomes NaN if a score is NaN or ±∞
     let chunks = scores.chunks_exact(LANES);
@@ -288,7 +301,8 @@ fn exponentials(scores: &mut [f32], max: &mut f32, sum: &mut f32) -> Result<f32,
 // ANCHOR: fast_multihead
 /// [`crate::multihead::MultiHeadAttention::forward`]'s output (without the
 /// weights), with every head attended by [`fast_attention`]'s kernel, the
-/// heads in parallel, each writing its columns of the merged heads in place.
+/// heads in parallel, each writing its columns of the merged heads in place,
+/// and the four projections split over the pool's threads.
 pub fn fast_multihead(
     layer: &MultiHeadAttention,
     x_q: &ArrayRef2<f32>,
@@ -302,7 +316,14 @@ pub fn fast_multihead(
     let [w_q, w_k, w_v, w_o] = layer.weights();
     let biases = layer.biases();
     let project = |x: &ArrayRef2<f32>, w: &Array2<f32>, i: usize| -> Array2<f32> {
-        let y = x.dot(w);
+        let mut y = Array2::zeros((x.nrows(), w.ncols()));
+        product(
+            &mut y.view_mut(),
+            x.view(),
+            w.view(),
+            false,
+            Parallelism::Rayon(0),
+        );
         match biases {
             Some(b) => y + b[i],
             None => y,

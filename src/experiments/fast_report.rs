@@ -10,12 +10,12 @@ use crate::error::AttnError;
 use crate::show::table;
 
 /// The appendix's measurements: the crate's criterion means and PyTorch's
-/// best times, both in nanoseconds, and the machine's limits.
+/// mean times, both in nanoseconds, and the machine's limits.
 #[derive(Debug, Clone)]
 pub struct FastData {
     /// `appendix-timings.csv`: method (e.g. `fast_1t`), n, mean ns.
     pub crate_ns: Vec<Measurement>,
-    /// `appendix-pytorch.csv`: method with its threads (e.g. `sdpa_2t`), n, best ns.
+    /// `appendix-pytorch.csv`: method with its threads (e.g. `sdpa_2t`), n, mean ns.
     pub pytorch_ns: Vec<Measurement>,
     /// FMA peak, GFLOP/s.
     pub peak: f64,
@@ -23,11 +23,20 @@ pub struct FastData {
     pub bandwidth: f64,
 }
 
-fn bad(path: &str, reason: String) -> AttnError {
+pub(super) fn bad(path: &str, reason: String) -> AttnError {
     AttnError::MissingDataFile {
         path: format!("book/data/{path}"),
         reason,
     }
+}
+
+/// The value of `key` in `appendix-machine.csv`.
+pub(super) fn machine_value(machine: &str, key: &str) -> Result<f64, AttnError> {
+    machine
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key},")))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| bad("appendix-machine.csv", format!("no {key}")))
 }
 
 impl FastData {
@@ -41,26 +50,21 @@ impl FastData {
             .map(|l| {
                 let c: Vec<&str> = l.split(',').collect();
                 match c.as_slice() {
-                    ["function", "threads", "n", "best_ns"] => "method,n,ns\n".to_string(),
-                    [f, t, n, ns] => format!("{f}_{t}t,{n},{ns}\n"),
+                    ["function", "threads", "n", "mean_ns", "best_ns"] => {
+                        "method,n,ns\n".to_string()
+                    }
+                    [f, t, n, mean, _] => format!("{f}_{t}t,{n},{mean}\n"),
                     _ => String::new(),
                 }
             })
             .collect();
         let pytorch_ns = read_measurements(&with_threads, "method", "ns")
             .map_err(|e| bad("appendix-pytorch.csv", e))?;
-        let value = |key: &str| -> Result<f64, AttnError> {
-            machine
-                .lines()
-                .find_map(|l| l.strip_prefix(&format!("{key},")))
-                .and_then(|v| v.trim().parse().ok())
-                .ok_or_else(|| bad("appendix-machine.csv", format!("no {key}")))
-        };
         Ok(FastData {
             crate_ns,
             pytorch_ns,
-            peak: value("fma_peak_gflops")?,
-            bandwidth: value("triad_gbytes_per_s")?,
+            peak: machine_value(machine, "fma_peak_gflops")?,
+            bandwidth: machine_value(machine, "triad_gbytes_per_s")?,
         })
     }
 
@@ -202,4 +206,69 @@ pub fn roofline_report(d: &FastData, n: u64) -> Result<String, AttnError> {
         ],
         &rows,
     ))
+}
+
+/// The smallest and largest of `ratios`, as `"a–b×"` (or `"a×"`).
+fn range(ratios: &[f64]) -> (f64, String) {
+    let lo = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().cloned().fold(0.0, f64::max);
+    let text = if ratios.len() == 1 {
+        format!("{lo:.2}×")
+    } else {
+        format!("{lo:.2}–{hi:.2}×")
+    };
+    (lo, text)
+}
+
+/// The appendix's targets against the measurements: each target, the
+/// measured ratio (PyTorch's time over the fast kernel's, or one thread's
+/// time over two threads'), and whether every measurement meets it.
+pub fn targets_report(d: &FastData) -> Result<String, AttnError> {
+    let ns = [1024, 2048, 4096];
+    let vs_torch = |c: &str, t: &str| -> Result<Vec<f64>, AttnError> {
+        ns.iter()
+            .map(|&n| {
+                Ok(d.theirs(&format!("sdpa{c}_{t}"), n)? / d.ours(&format!("fast{c}_{t}"), n)?)
+            })
+            .collect()
+    };
+    let layer = |t: &str| -> Result<Vec<f64>, AttnError> {
+        Ok(vec![
+            d.theirs(&format!("multihead_{t}"), 512)?
+                / d.ours(&format!("fast_multihead_{t}"), 512)?,
+        ])
+    };
+    let speed_up = vec![d.ours("fast_1t", 4096)? / d.ours("fast_2t", 4096)?];
+    let share = roofline_points(d, 4096)?[3].2 / d.peak;
+    let mut rows = Vec::new();
+    for (target, ratios, bar) in [
+        ("plain, 1 thread: ≥ 1.0× PyTorch", vs_torch("", "1t")?, 1.0),
+        (
+            "causal, 1 thread: ≥ 1.0× PyTorch",
+            vs_torch("_causal", "1t")?,
+            1.0,
+        ),
+        ("plain, 2 threads: ≥ 1.0× PyTorch", vs_torch("", "2t")?, 1.0),
+        (
+            "causal, 2 threads: ≥ 1.0× PyTorch",
+            vs_torch("_causal", "2t")?,
+            1.0,
+        ),
+        ("2 threads at n = 4096: ≥ 1.8× 1 thread", speed_up, 1.8),
+        ("layer, 1 thread: ≥ 1.0× PyTorch", layer("1t")?, 1.0),
+        ("layer, 2 threads: ≥ 1.0× PyTorch", layer("2t")?, 1.0),
+    ] {
+        let (lo, text) = range(&ratios);
+        rows.push(vec![
+            target.to_string(),
+            text,
+            if lo >= bar { "yes" } else { "no" }.into(),
+        ]);
+    }
+    rows.push(vec![
+        "n = 4096, 1 thread: ≥ 60% of the FMA peak".into(),
+        format!("{:.0}%", 100.0 * share),
+        if share >= 0.6 { "yes" } else { "no" }.into(),
+    ]);
+    Ok(table(&["target", "measured", "met"], &rows))
 }

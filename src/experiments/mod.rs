@@ -8,6 +8,7 @@ pub mod ch13;
 pub mod ch14;
 pub mod ch14_data;
 pub mod ch14_report;
+pub mod fast_profile;
 pub mod fast_report;
 pub mod measurements;
 pub mod roofline;

@@ -446,11 +446,13 @@ fn measure() -> Step {
     figures()
 }
 
-/// `cargo xtask measure fast`: the appendix's fast kernel against the
+/// `cargo xtask measure fast`: this core's FMA peak and memory bandwidth
+/// and the fast kernel's profile and tile sizes
+/// (`examples/making_it_fast_data.rs`), then the fast kernel against the
 /// chapters' attention (`benches/fast.rs`, one and two threads) into
-/// `book/data/appendix-timings.csv`, and this core's FMA peak and memory
-/// bandwidth into `appendix-machine.csv`. PyTorch should then be timed in
-/// the same session: the command is printed.
+/// `book/data/appendix-timings.csv`, then PyTorch on the same shapes
+/// (`tools/torch_attention.py`) if `TORCH_PYTHON` names a Python with torch;
+/// without it, the command to run right after is printed.
 fn measure_fast() -> Step {
     run_dated_example("making_it_fast_data")?;
     run(cargo()
@@ -463,11 +465,29 @@ fn measure_fast() -> Step {
         " fast",
         &KEEP_FREED_MEMORY,
     )?;
-    eprintln!(
-        "\nnow time PyTorch in the same session (tools/torch_attention.py; its header says how):\n  \
-         MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 python tools/torch_attention.py \
-         > book/data/appendix-pytorch.csv"
-    );
+    match std::env::var_os("TORCH_PYTHON") {
+        Some(python) => {
+            let out = Command::new(python)
+                .arg(root().join("tools/torch_attention.py"))
+                .envs(KEEP_FREED_MEMORY)
+                .output()
+                .map_err(|e| format!("TORCH_PYTHON: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "tools/torch_attention.py failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            std::fs::write(root().join("book/data/appendix-pytorch.csv"), &out.stdout)
+                .map_err(|e| format!("book/data/appendix-pytorch.csv: {e}"))?;
+        }
+        None => eprintln!(
+            "\nnow time PyTorch in the same session, or set TORCH_PYTHON to a Python with \
+             torch (tools/torch_attention.py's header says how to make one):\n  \
+             MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 python tools/torch_attention.py \
+             > book/data/appendix-pytorch.csv"
+        ),
+    }
     figures()
 }
 
