@@ -169,7 +169,7 @@ fn draw_sinusoidal() -> Result<(), attn::AttnError> {
         range: (-1.0, 1.0),
         annotate: None,
     };
-    let path = plot::dense_heatmap("ch07-sinusoidal.svg", &h, &pe, (900, 560));
+    let path = plot::dense_heatmap("ch07-sinusoidal.svg", &h, &pe, (740, 480));
     println!("wrote {}", path.display());
     Ok(())
 }

@@ -159,6 +159,7 @@ fn draw_residual(depth: &[(f32, f32)]) {
 
 /// Figure 10.2: the encoder-decoder Transformer, drawn from boxes and arrows.
 /// The encoder reads the `m` source tokens, the decoder the `n` target ones.
+/// Shown at 750 of its 900 pixels, so no text is smaller than 15.
 fn draw_diagram() {
     let path = plot::drawing("ch10-architecture.svg", (900, 640), |root| {
         let title = plot::font(22).pos(text_anchor::Pos::new(
@@ -226,7 +227,7 @@ fn draw_diagram() {
                 root.draw(&Text::new(
                     shape.to_string(),
                     (x0 + 10, y + 25),
-                    plot::font(13).color(&BLACK.mix(0.6)),
+                    plot::font(15).color(&BLACK.mix(0.65)),
                 ))
                 .expect("shape");
                 if i + 1 < boxes.len() {
@@ -261,7 +262,7 @@ fn draw_diagram() {
             root.draw(&Text::new(
                 text.to_string(),
                 (x + 10, y + 12),
-                plot::font(14),
+                plot::font(15),
             ))
             .expect("io text");
         };
@@ -300,7 +301,7 @@ fn draw_diagram() {
         root.draw(&Text::new(
             "memory: the encoder's output, m×d_model".to_string(),
             (215, 96),
-            plot::font(13).color(&BLUE),
+            plot::font(15).color(&BLUE),
         ))
         .expect("memory label");
     });

@@ -158,17 +158,17 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
     };
     let loss_chart = plot::Chart {
         title: "Training loss",
-        x_desc: "step",
+        x_desc: "step (log scale)",
         y_desc: "loss (log scale)",
-        log2_x: false,
+        log2_x: true,
         log10_y: true,
         y_range: (1e-4, 10.0),
     };
     let acc_chart = plot::Chart {
         title: "Held-out accuracy while training",
-        x_desc: "step",
+        x_desc: "step (log scale)",
         y_desc: "fraction of sequences reversed exactly",
-        log2_x: false,
+        log2_x: true,
         log10_y: false,
         y_range: (0.0, 1.2),
     };

@@ -61,34 +61,41 @@ fn per_head(d: &Derived, value: impl Fn(usize, usize) -> f64) -> Array2<f32> {
     })
 }
 
-/// Figure 14.1: all 72 heads on one sentence, a small heatmap each.
+/// Figure 14.1: all 72 heads on one sentence, a small heatmap each: a
+/// column per layer and a row per head, so that the figure fits the book's
+/// column at full size.
 fn draw_all_heads(d: &Derived, n: usize) {
     let (layers, h) = (d.attention.len(), d.attention[0].shape()[0]);
-    let (px, gap, left, top) = (6_i32, 14_i32, 130_i32, 80_i32);
+    let (px, gap, left, top) = (5_i32, 16_i32, 100_i32, 96_i32);
     let side = px * n as i32;
-    let width = left + h as i32 * (side + gap) + 20;
-    let height = top + layers as i32 * (side + gap) + 20;
+    let width = left + layers as i32 * (side + gap) + 10;
+    let height = top + h as i32 * (side + gap) + 10;
     let path = plot::drawing(
         "ch14-all-heads.svg",
         (width as u32, height as u32),
         |root| {
-            let title =
-                "All 72 heads of all-MiniLM-L6-v2 on one sentence (rows: queries, columns: keys)";
-            root.draw(&Text::new(title, (left, 14), plot::font(24)))
+            let title = "All 72 heads on one sentence";
+            root.draw(&Text::new(title, (10, 10), plot::font(24)))
                 .expect("title");
+            let note = "rows of a square: queries; columns: keys";
+            root.draw(&Text::new(note, (10, 42), plot::font(16)))
+                .expect("note");
+            for layer in 0..layers {
+                let x = left + layer as i32 * (side + gap);
+                let label = format!("layer {}", layer + 1);
+                root.draw(&Text::new(label, (x + 10, top - 26), plot::font(18)))
+                    .expect("layer label");
+            }
             for head in 0..h {
-                let x = left + head as i32 * (side + gap);
+                let y = top + head as i32 * (side + gap);
                 let label = format!("head {}", head + 1);
-                root.draw(&Text::new(label, (x + 8, top - 34), plot::font(20)))
+                root.draw(&Text::new(label, (10, y + side / 2 - 10), plot::font(18)))
                     .expect("head label");
             }
             for (layer, weights) in d.attention.iter().enumerate() {
-                let y = top + layer as i32 * (side + gap);
-                let label = format!("layer {}", layer + 1);
-                root.draw(&Text::new(label, (10, y + side / 2 - 12), plot::font(22)))
-                    .expect("layer label");
+                let x = left + layer as i32 * (side + gap);
                 for (head, w) in weights.outer_iter().enumerate() {
-                    let x = left + head as i32 * (side + gap);
+                    let y = top + head as i32 * (side + gap);
                     for ((i, j), &v) in w.indexed_iter() {
                         let colour = ViridisRGB::get_color_normalized(v, 0.0, 1.0);
                         let (cx, cy) = (x + j as i32 * px, y + i as i32 * px);

@@ -45,11 +45,51 @@ fn render(
         draw(&root);
         root.present().expect("finish the SVG");
     }
+    legible(name, size.0, &svg);
     let path = figure_path(name);
     std::fs::create_dir_all(path.parent().unwrap()).expect("create book/figures");
     std::fs::write(&path, outline::text_to_paths(&svg, ttf_noto_sans::REGULAR))
         .expect("write figure");
     path
+}
+
+/// The width of the book's text column in CSS pixels: a wider figure is
+/// shown scaled down to it, a narrower one at its own size.
+const COLUMN: f64 = 750.0;
+
+/// The smallest text a reader should have to read, in CSS pixels.
+const SMALLEST_TEXT: f64 = 10.0;
+
+/// Panics, naming the text, if any text of the figure `name` (`width`
+/// pixels wide) would render below [`SMALLEST_TEXT`] pixels in the book's
+/// column. plotters writes a font of size `s` as `s / 1.24` pixels per em.
+fn legible(name: &str, width: u32, svg: &str) {
+    let shown = (COLUMN / width as f64).min(1.0);
+    let mut smallest: Option<(f64, String)> = None;
+    for text in svg.split("<text ").skip(1) {
+        let Some(size) = outline::attribute(text, "font-size") else {
+            continue;
+        };
+        let label = text
+            .split('>')
+            .nth(1)
+            .unwrap_or("")
+            .split('<')
+            .next()
+            .unwrap_or("");
+        let px = size * shown;
+        if !label.trim().is_empty() && smallest.as_ref().is_none_or(|(s, _)| px < *s) {
+            smallest = Some((px, label.trim().to_string()));
+        }
+    }
+    if let Some((px, label)) = smallest {
+        assert!(
+            px >= SMALLEST_TEXT,
+            "{name}: the text {label:?} would render at {px:.1} px in the book's {COLUMN} px \
+             column (at least {SMALLEST_TEXT} px is legible): draw it larger, or the figure \
+             narrower or in fewer panels"
+        );
+    }
 }
 
 /// Writes a figure drawn freely with plotters' primitives (a diagram):
@@ -68,6 +108,7 @@ pub fn font(size: u32) -> TextStyle<'static> {
 }
 
 /// A heatmap of an `n×m` matrix in `[lo, hi]`.
+#[derive(Clone, Copy)]
 pub struct Heatmap<'a> {
     /// The figure's title.
     pub title: &'a str,
@@ -107,10 +148,30 @@ fn draw_cells(
 ) {
     let (n, m) = values.dim();
     let (lo, hi) = h.range;
+    // Key labels wider than their column are turned to read upwards.
+    let key_px = (plot.dim_in_pixel().0 as f64 - 100.0) / m as f64;
+    let longest = h
+        .col_labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let turn = longest as f64 * LABEL_CHAR_PX > key_px - 4.0;
+    let x_labels_px = if turn {
+        30 + (longest as f64 * LABEL_CHAR_PX) as u32
+    } else {
+        55
+    };
     let mut chart = ChartBuilder::on(plot)
-        .caption(h.title, (FAMILY, title_size))
+        .caption(
+            h.title,
+            (
+                FAMILY,
+                fitted(h.title, title_size, plot.dim_in_pixel().0 - 20),
+            ),
+        )
         .margin(10)
-        .x_label_area_size(55)
+        .x_label_area_size(x_labels_px)
         .y_label_area_size(80)
         .build_cartesian_2d((0..m - 1).into_segmented(), (0..n - 1).into_segmented())
         .expect("build heatmap axes");
@@ -125,7 +186,13 @@ fn draw_cells(
         .disable_mesh()
         .x_labels(m)
         .y_labels(n)
-        .x_label_formatter(&|v| label(h.col_labels, v, false))
+        .x_label_formatter(&|v| {
+            if turn {
+                String::new() // drawn below, after the cells
+            } else {
+                label(h.col_labels, v, false)
+            }
+        })
         .y_label_formatter(&|v| label(h.row_labels, v, true))
         .x_desc(h.x_desc)
         .y_desc(h.y_desc)
@@ -161,6 +228,25 @@ fn draw_cells(
                 .expect("draw cell value");
         }
     }
+    if turn {
+        // Read upwards, ending just below the axis under each column.
+        let style = TextStyle::from((FAMILY, 15).into_font())
+            .transform(FontTransform::Rotate270)
+            .pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Right,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+        let (x0, y0) = plot.get_base_pixel();
+        for (j, text) in h.col_labels.iter().enumerate().take(m) {
+            let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(j), SegmentValue::Exact(0)));
+            plot.draw(&Text::new(
+                text.to_string(),
+                (x - x0, y - y0 + 8),
+                style.clone(),
+            ))
+            .expect("draw key label");
+        }
+    }
 }
 
 /// A vertical colour bar for the range `h.range`, captioned `h.value_desc`.
@@ -194,7 +280,30 @@ fn draw_colour_bar(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, h: &H
     .expect("draw colour bar");
 }
 
-/// Writes a grid of heatmaps (`columns` per row) sharing one colour bar:
+/// The largest font size up to `largest` (but not below 15) at which
+/// `text` fits in `width` pixels.
+fn fitted(text: &str, largest: u32, width: u32) -> u32 {
+    (15..=largest)
+        .rev()
+        .find(|&size| {
+            outline::text_width(text, size as f64, ttf_noto_sans::REGULAR) <= width as f64
+        })
+        .unwrap_or(15)
+}
+
+/// About how wide one character of a 15-pixel label is drawn, in pixels.
+const LABEL_CHAR_PX: f64 = 7.5;
+
+/// The pixels for each of `m` keys in a heatmap panel whose labels and
+/// margins take `fixed` pixels, with `columns` panels and the colour bar
+/// side by side in the book's column: at most `widest`.
+fn key_width(m: usize, columns: usize, fixed: u32, widest: u32) -> u32 {
+    let panel = (COLUMN as u32 - 110) / columns as u32;
+    (panel.saturating_sub(fixed) / m as u32).min(widest)
+}
+
+/// Writes a grid of heatmaps (at most `columns` per row, fewer if the keys
+/// would not fit the book's column) sharing one colour bar:
 /// `panels` pairs each panel's settings (title, labels) with its values;
 /// the colour bar takes its range and caption from the first panel.
 pub fn heatmap_grid(
@@ -203,16 +312,31 @@ pub fn heatmap_grid(
     columns: usize,
     panels: &[(Heatmap, ndarray::Array2<f32>)],
 ) -> PathBuf {
-    let rows = panels.len().div_ceil(columns);
     let (n, m) = panels[0].1.dim();
-    let cell_w = (120 + 55 * m as u32).max(380);
-    let cell_h = (110 + 42 * n as u32).max(300);
+    let numbers = panels[0].0.annotate.is_some();
+    // As many panels side by side as leave each key room for its label or
+    // its number; the figure is never wider than the book's column.
+    let columns = (1..=columns)
+        .rev()
+        .find(|&c| key_width(m, c, 120, 55) >= if numbers { 34 } else { 12 })
+        .unwrap_or(1);
+    let rows = panels.len().div_ceil(columns);
+    let key = key_width(m, columns, 120, 55);
+    let cell_w = (120 + key * m as u32).max(380.min((COLUMN as u32 - 110) / columns as u32));
+    let cell_h = (110 + key.clamp(12, 42) * n as u32).max(300);
     let size = (cell_w * columns as u32 + 110, cell_h * rows as u32 + 50);
     render(name, size, |root| {
-        let root = root.titled(title, (FAMILY, 24)).expect("draw figure title");
+        let title_size = fitted(title, 24, size.0 - 20);
+        let root = root
+            .titled(title, (FAMILY, title_size))
+            .expect("draw figure title");
         let (grid, bar) = root.split_horizontally(size.0 as i32 - 110);
         for (area, (h, values)) in grid.split_evenly((rows, columns)).iter().zip(panels) {
-            draw_cells(area, h, values, 17);
+            let h = Heatmap {
+                annotate: h.annotate.filter(|_| key >= 34),
+                ..*h
+            };
+            draw_cells(area, &h, values, 17);
         }
         draw_colour_bar(&bar, &panels[0].0);
     })
@@ -221,9 +345,14 @@ pub fn heatmap_grid(
 /// Writes a single heatmap figure to `book/figures/name`.
 pub fn heatmap(name: &str, h: &Heatmap, values: &ndarray::Array2<f32>) -> PathBuf {
     let (n, m) = values.dim();
-    let width = (200 + 70 * m as u32).max(520) + 110;
-    let height = (150 + 50 * n as u32).max(360);
-    render(name, (width, height), |root| draw_heatmap(root, h, values))
+    let key = key_width(m, 1, 200, 70);
+    let width = (200 + key * m as u32).max(520) + 110;
+    let height = (150 + key.clamp(18, 50) * n as u32).max(360);
+    let h = Heatmap {
+        annotate: h.annotate.filter(|_| key >= 34),
+        ..*h
+    };
+    render(name, (width, height), |root| draw_heatmap(root, &h, values))
 }
 
 /// Writes a heatmap of a large matrix (no cell values) at a fixed `size` in
@@ -291,7 +420,10 @@ fn draw_chart(
     let (x_lo, x_hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
     let (y_lo, y_hi) = (ty(c.y_range.0), ty(c.y_range.1));
     let mut chart = ChartBuilder::on(area)
-        .caption(c.title, (FAMILY, 19))
+        .caption(
+            c.title,
+            (FAMILY, fitted(c.title, 19, area.dim_in_pixel().0 - 20)),
+        )
         .margin(12)
         .margin_right(24)
         .x_label_area_size(50)
@@ -453,11 +585,12 @@ impl Marker {
     }
 }
 
-/// Writes one line chart, or several side by side, to `book/figures/name`.
+/// Writes one line chart, or several one above the other (so that each is
+/// shown at its full width), to `book/figures/name`.
 pub fn line_charts(name: &str, panels: &[(Chart, Vec<Series>)]) -> PathBuf {
-    let width = 620 * panels.len() as u32;
-    render(name, (width, 460), |root| {
-        let areas = root.split_evenly((1, panels.len()));
+    let height = 460 * panels.len() as u32;
+    render(name, (620, height), |root| {
+        let areas = root.split_evenly((panels.len(), 1));
         for (area, (chart, series)) in areas.iter().zip(panels) {
             draw_chart(area, chart, series);
         }

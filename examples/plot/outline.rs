@@ -29,6 +29,32 @@ pub fn text_to_paths(svg: &str, font: &'static [u8]) -> String {
     out
 }
 
+/// How wide `text` is drawn at plotters' font size `size` (which it writes
+/// as `size / 1.24` pixels per em), in pixels, laid out as [`text_to_paths`]
+/// lays it out.
+pub fn text_width(text: &str, size: f64, font: &'static [u8]) -> f64 {
+    let font = FontRef::try_from_slice(font).expect("a valid TrueType font");
+    let glyphs: Vec<_> = text.chars().map(|c| font.glyph_id(c)).collect();
+    let mut x = 0.0;
+    for (i, &g) in glyphs.iter().enumerate() {
+        if i > 0 {
+            x += font.kern_unscaled(glyphs[i - 1], g);
+        }
+        x += font.h_advance_unscaled(g);
+    }
+    f64::from(x) * size / 1.24 / f64::from(font.units_per_em().unwrap_or(1000.0))
+}
+
+/// The number in attribute `key` of the tag text `tag` (from just after
+/// `<text ` to its `>`), if it has one.
+pub fn attribute(tag: &str, key: &str) -> Option<f64> {
+    let tag = &tag[..tag.find('>')?];
+    parse_attributes(tag)
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 fn parse_attributes(s: &str) -> Vec<(String, String)> {
     let mut attrs = Vec::new();
     let mut rest = s.trim();
