@@ -159,7 +159,7 @@ fn draw_residual(depth: &[(f32, f32)]) {
 
 /// Figure 10.2: the encoder-decoder Transformer, drawn from boxes and arrows.
 /// The encoder reads the `m` source tokens, the decoder the `n` target ones.
-/// Shown at 750 of its 900 pixels, so no text is smaller than 15.
+/// Shown at 750 of its 900 pixels, so its text is drawn large.
 fn draw_diagram() {
     let path = plot::drawing("ch10-architecture.svg", (900, 640), |root| {
         let title = plot::font(22).pos(text_anchor::Pos::new(
@@ -195,7 +195,7 @@ fn draw_diagram() {
             ),
         ];
         let column = |x0: i32, top: i32, boxes: &[(&str, &str, u32)], label: &str| {
-            let (w, h, gap) = (360, 44, 14);
+            let (w, h, gap) = (360, 52, 14);
             let bottom = top + boxes.len() as i32 * (h + gap);
             root.draw(&Rectangle::new(
                 [(x0 - 14, top - 14), (x0 + w + 14, bottom)],
@@ -205,7 +205,7 @@ fn draw_diagram() {
             root.draw(&Text::new(
                 label.to_string(),
                 (x0 - 10, bottom + 4),
-                plot::font(15),
+                plot::font(19),
             ))
             .expect("label");
             for (i, (name, shape, colour)) in boxes.iter().enumerate() {
@@ -220,14 +220,14 @@ fn draw_diagram() {
                 .expect("box edge");
                 root.draw(&Text::new(
                     name.to_string(),
-                    (x0 + 10, y + 6),
-                    plot::font(15),
+                    (x0 + 10, y + 5),
+                    plot::font(17),
                 ))
                 .expect("name");
                 root.draw(&Text::new(
                     shape.to_string(),
-                    (x0 + 10, y + 25),
-                    plot::font(15).color(&BLACK.mix(0.65)),
+                    (x0 + 10, y + 27),
+                    plot::font(19).color(&BLACK.mix(0.65)),
                 ))
                 .expect("shape");
                 if i + 1 < boxes.len() {
@@ -262,30 +262,30 @@ fn draw_diagram() {
             root.draw(&Text::new(
                 text.to_string(),
                 (x + 10, y + 12),
-                plot::font(15),
+                plot::font(19),
             ))
             .expect("io text");
         };
         io(
             30,
             enc_bottom + 40,
-            "source tokens: embeddings + positions (m×d_model)",
+            "source embeddings + positions, m×d_model",
         );
         io(
             480,
             dec_bottom + 40,
-            "target tokens, shifted right: embeddings + positions",
+            "target embeddings (shifted) + positions",
         );
         arrow(root, (210, enc_bottom + 40), (210, enc_bottom - 14));
         arrow(root, (660, dec_bottom + 40), (660, dec_bottom - 14));
         io(
             480,
             60,
-            "Linear (d_model → vocabulary), softmax: next token",
+            "Linear (d_model → vocabulary), softmax",
         );
         arrow(root, (660, 150 - 14), (660, 100));
         // The memory: encoder output into the decoder's cross-attention.
-        let cross_y = 150 + 3 * 58 + 22;
+        let cross_y = 150 + 3 * 66 + 26;
         root.draw(&PathElement::new(
             vec![
                 (210, 136),
@@ -301,7 +301,7 @@ fn draw_diagram() {
         root.draw(&Text::new(
             "memory: the encoder's output, m×d_model".to_string(),
             (215, 96),
-            plot::font(15).color(&BLUE),
+            plot::font(19).color(&BLUE),
         ))
         .expect("memory label");
     });

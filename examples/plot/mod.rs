@@ -77,7 +77,8 @@ fn legible(name: &str, width: u32, svg: &str) {
             .split('<')
             .next()
             .unwrap_or("");
-        let px = size * shown;
+        let subscripted = outline::pieces(label).iter().any(|(_, sub)| *sub);
+        let px = size * shown * if subscripted { outline::SUB_SCALE as f64 } else { 1.0 };
         if !label.trim().is_empty() && smallest.as_ref().is_none_or(|(s, _)| px < *s) {
             smallest = Some((px, label.trim().to_string()));
         }
@@ -462,7 +463,7 @@ fn draw_chart(
         .x_desc(c.x_desc)
         .y_desc(c.y_desc)
         .label_style((FAMILY, 14))
-        .axis_desc_style((FAMILY, 15))
+        .axis_desc_style((FAMILY, 16))
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08))
         .draw()
@@ -514,7 +515,7 @@ fn draw_chart(
         .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK.mix(0.3))
-        .label_font((FAMILY, 14))
+        .label_font((FAMILY, 16))
         .draw()
         .expect("draw legend");
 }

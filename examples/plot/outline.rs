@@ -34,15 +34,7 @@ pub fn text_to_paths(svg: &str, font: &'static [u8]) -> String {
 /// lays it out.
 pub fn text_width(text: &str, size: f64, font: &'static [u8]) -> f64 {
     let font = FontRef::try_from_slice(font).expect("a valid TrueType font");
-    let glyphs: Vec<_> = text.chars().map(|c| font.glyph_id(c)).collect();
-    let mut x = 0.0;
-    for (i, &g) in glyphs.iter().enumerate() {
-        if i > 0 {
-            x += font.kern_unscaled(glyphs[i - 1], g);
-        }
-        x += font.h_advance_unscaled(g);
-    }
-    f64::from(x) * size / 1.24 / f64::from(font.units_per_em().unwrap_or(1000.0))
+    f64::from(layout(&font, text, (size / 1.24) as f32).1)
 }
 
 /// The number in attribute `key` of the tag text `tag` (from just after
@@ -81,6 +73,68 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
 }
 
+/// The pieces of a label: `_x` or `_{xy}` is a subscript, as in the
+/// book's notation (`d_k`, `d_model`, `ω_5`, `‖A‖_F`); the rest is normal.
+pub fn pieces(text: &str) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = vec![(String::new(), false)];
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next_is_word = chars
+            .peek()
+            .is_some_and(|n| n.is_alphanumeric() || *n == '{');
+        if c == '_' && next_is_word {
+            let mut sub = String::new();
+            if chars.peek() == Some(&'{') {
+                chars.next();
+                sub.extend(chars.by_ref().take_while(|&c| c != '}'));
+            } else {
+                while let Some(&n) = chars.peek().filter(|n| n.is_alphanumeric()) {
+                    sub.push(n);
+                    chars.next();
+                }
+            }
+            out.push((sub, true));
+            out.push((String::new(), false));
+        } else {
+            out.last_mut().expect("a piece").0.push(c);
+        }
+    }
+    out.retain(|(t, _)| !t.is_empty());
+    out
+}
+
+/// How much smaller a subscript is, and how far below the baseline it sits
+/// (in ems of the label).
+pub const SUB_SCALE: f32 = 0.8;
+const SUB_DROP: f32 = 0.2;
+
+/// Each glyph of a label with its pen position and size in pixels (`size`
+/// per em) and its drop below the baseline, and the label's width.
+fn layout(font: &FontRef, text: &str, size: f32) -> (Vec<(ab_glyph::GlyphId, f32, f32, f32)>, f32) {
+    let units = font.units_per_em().unwrap_or(1000.0);
+    let mut glyphs = Vec::new();
+    let mut x = 0.0;
+    for (piece, sub) in pieces(text) {
+        let (em, drop) = if sub {
+            (size * SUB_SCALE, size * SUB_DROP)
+        } else {
+            (size, 0.0)
+        };
+        let scale = em / units;
+        let mut previous = None;
+        for c in piece.chars() {
+            let g = font.glyph_id(c);
+            if let Some(p) = previous {
+                x += font.kern_unscaled(p, g) * scale;
+            }
+            glyphs.push((g, x, scale, drop));
+            x += font.h_advance_unscaled(g) * scale;
+            previous = Some(g);
+        }
+    }
+    (glyphs, x)
+}
+
 /// One `<path>` (empty if the text has no visible glyphs) for one label.
 fn text_path(font: &FontRef, attrs: &[(String, String)], text: &str) -> String {
     let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
@@ -89,18 +143,8 @@ fn text_path(font: &FontRef, attrs: &[(String, String)], text: &str) -> String {
     let units = font.units_per_em().unwrap_or(1000.0);
     let scale = size / units;
 
-    // Horizontal layout: advances plus kerning, in font units.
-    let glyphs: Vec<_> = text.chars().map(|c| font.glyph_id(c)).collect();
-    let mut pen = Vec::with_capacity(glyphs.len());
-    let mut x = 0.0;
-    for (i, &g) in glyphs.iter().enumerate() {
-        if i > 0 {
-            x += font.kern_unscaled(glyphs[i - 1], g);
-        }
-        pen.push(x);
-        x += font.h_advance_unscaled(g);
-    }
-    let width = x * scale;
+    // Horizontal layout: advances plus kerning, subscripts smaller.
+    let (glyphs, width) = layout(font, text, size);
     let shift = match get("text-anchor") {
         Some("middle") => -width / 2.0,
         Some("end") => -width,
@@ -120,12 +164,12 @@ fn text_path(font: &FontRef, attrs: &[(String, String)], text: &str) -> String {
     let (x0, baseline) = (num("x") + shift, num("y") + dy);
 
     let mut d = String::new();
-    for (&g, &px) in glyphs.iter().zip(&pen) {
+    for &(g, px, scale, drop) in &glyphs {
         let Some(outline) = font.outline(g) else {
             continue;
         };
         // Font units are y-up; SVG is y-down.
-        let at = |p: Point| (x0 + (px + p.x) * scale, baseline - p.y * scale);
+        let at = |p: Point| (x0 + px + p.x * scale, baseline + drop - p.y * scale);
         let mut last: Option<Point> = None;
         for curve in &outline.curves {
             let (start, end) = match *curve {
