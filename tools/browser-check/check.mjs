@@ -76,6 +76,9 @@ for (const width of widths) {
       }
       const errors = document.querySelectorAll('.katex-error');
       if (errors.length) out.push(`${errors.length} KaTeX errors, first: ${errors[0].textContent.slice(0, 60)}`);
+      // Screen readers read the MathML KaTeX writes beside its HTML.
+      const silent = [...document.querySelectorAll('.katex')].filter((k) => !k.querySelector('.katex-mathml math'));
+      if (silent.length) out.push(`${silent.length} equations without MathML, first: "${silent[0].textContent.slice(0, 60)}"`);
       const content = document.querySelector('main') ?? document.body;
       const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
       for (let n = walker.nextNode(); n; n = walker.nextNode()) {
