@@ -278,11 +278,7 @@ fn draw_diagram() {
         );
         arrow(root, (210, enc_bottom + 40), (210, enc_bottom - 14));
         arrow(root, (660, dec_bottom + 40), (660, dec_bottom - 14));
-        io(
-            480,
-            60,
-            "Linear (d_model → vocabulary), softmax",
-        );
+        io(480, 60, "Linear (d_model → vocabulary), softmax");
         arrow(root, (660, 150 - 14), (660, 100));
         // The memory: encoder output into the decoder's cross-attention.
         let cross_y = 150 + 3 * 66 + 26;

@@ -78,7 +78,13 @@ fn legible(name: &str, width: u32, svg: &str) {
             .next()
             .unwrap_or("");
         let subscripted = outline::pieces(label).iter().any(|(_, sub)| *sub);
-        let px = size * shown * if subscripted { outline::SUB_SCALE as f64 } else { 1.0 };
+        let px = size
+            * shown
+            * if subscripted {
+                outline::SUB_SCALE as f64
+            } else {
+                1.0
+            };
         if !label.trim().is_empty() && smallest.as_ref().is_none_or(|(s, _)| px < *s) {
             smallest = Some((px, label.trim().to_string()));
         }
