@@ -63,6 +63,7 @@ const SMALLEST_TEXT: f64 = 10.0;
 /// Panics, naming the text, if any text of the figure `name` (`width`
 /// pixels wide) would render below [`SMALLEST_TEXT`] pixels in the book's
 /// column. plotters writes a font of size `s` as `s / 1.24` pixels per em.
+/// With `ATTN_FIGURE_SIZES` set, prints each figure's smallest text.
 fn legible(name: &str, width: u32, svg: &str) {
     let shown = (COLUMN / width as f64).min(1.0);
     let mut smallest: Option<(f64, String)> = None;
@@ -90,6 +91,9 @@ fn legible(name: &str, width: u32, svg: &str) {
         }
     }
     if let Some((px, label)) = smallest {
+        if std::env::var_os("ATTN_FIGURE_SIZES").is_some() {
+            eprintln!("{name}: smallest text {px:.1} px ({label:?})");
+        }
         assert!(
             px >= SMALLEST_TEXT,
             "{name}: the text {label:?} would render at {px:.1} px in the book's {COLUMN} px \
@@ -438,10 +442,16 @@ fn draw_chart(
         .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
         .expect("build chart axes");
     let whole = |v: f64| (v - v.round()).abs() < 1e-9;
+    // A few whole-numbered x values (layers, say) get a tick each and no
+    // fractional ticks between them.
+    let counts = !c.log2_x
+        && x_hi - x_lo <= 20.0
+        && series.iter().all(|s| s.points.iter().all(|p| whole(p.0)));
     let x_fmt = |v: &f64| match (c.log2_x, whole(*v)) {
         (true, true) => format!("{}", 2f64.powi(v.round() as i32)),
         (true, false) => String::new(),
         (false, true) => format!("{v:.0}"),
+        (false, false) if counts => String::new(),
         (false, false) => format!("{v:.1}"),
     };
     let y_fmt = |v: &f64| match (c.log10_y, whole(*v)) {
@@ -454,7 +464,7 @@ fn draw_chart(
     };
     chart
         .configure_mesh()
-        .x_labels(if c.log2_x {
+        .x_labels(if c.log2_x || counts {
             (x_hi - x_lo).round() as usize + 1
         } else {
             11
