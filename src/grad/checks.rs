@@ -1,0 +1,239 @@
+//! Chapter 11's experiments on the backward passes: the size of the
+//! gradients with and without the `1/√d_k` scale, and each backward pass
+//! checked against central differences, with the tables the chapter prints.
+
+use ndarray::{ArrayRef2, Axis};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use super::*;
+
+// ANCHOR: gradient_norms
+/// One row of the scaling experiment: mean Frobenius norms of `dS` (the
+/// gradient reaching the scores) and of `dQ`, for attention with and
+/// without the `1/√d_k` scale.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GradientNorms {
+    /// Width of queries and keys.
+    pub d_k: usize,
+    /// `‖dS‖` and `‖dQ‖`, unscaled.
+    pub unscaled: (f64, f64),
+    /// `‖dS‖` and `‖dQ‖`, scaled by `1/√d_k`.
+    pub scaled: (f64, f64),
+}
+
+/// For each `d_k`, `trials` random problems (`Q`, `K`, `V`, `dO` all
+/// `N(0, 1)`, 16 queries and 16 keys): the mean norms of the gradient with
+/// respect to the scores and to `Q`, with and without scaling.
+pub fn gradient_norms(
+    d_ks: &[usize],
+    trials: usize,
+    seed: u64,
+) -> Result<Vec<GradientNorms>, AttnError> {
+    if trials == 0 || d_ks.contains(&0) {
+        return Err(AttnError::InvalidArgument {
+            name: "trials and every d_k",
+            value: 0.0,
+            requirement: "must be at least 1",
+        });
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let norm = |x: &Matrix| x.mapv(|a| a * a).sum().sqrt();
+    Ok(d_ks
+        .iter()
+        .map(|&d_k| {
+            let mut sums = [0.0; 4];
+            for _ in 0..trials {
+                let (q, k) = (
+                    normal_matrix(16, d_k, &mut rng),
+                    normal_matrix(16, d_k, &mut rng),
+                );
+                let (v, d_out) = (
+                    normal_matrix(16, 16, &mut rng),
+                    normal_matrix(16, 16, &mut rng),
+                );
+                for (slot, scale) in [(0, 1.0), (2, 1.0 / (d_k as f64).sqrt())] {
+                    let (_, cache) = attention_forward(&q, &k, &v, None, scale);
+                    let dp = d_out.dot(&v.t());
+                    let ds = softmax_backward(&cache.p, &dp);
+                    let (dq, _, _) = attention_backward(&q, &k, &v, &cache, &d_out);
+                    sums[slot] += norm(&ds);
+                    sums[slot + 1] += norm(&dq);
+                }
+            }
+            let mean = |i: usize| sums[i] / trials as f64;
+            GradientNorms {
+                d_k,
+                unscaled: (mean(0), mean(1)),
+                scaled: (mean(2), mean(3)),
+            }
+        })
+        .collect())
+}
+// ANCHOR_END: gradient_norms
+
+/// The gradient-norm table chapter 11 prints.
+pub fn gradient_norm_table(norms: &[GradientNorms]) -> String {
+    let rows: Vec<Vec<String>> = norms
+        .iter()
+        .map(|r| {
+            vec![
+                r.d_k.to_string(),
+                format!("{:.4}", r.unscaled.0),
+                format!("{:.4}", r.scaled.0),
+                format!("{:.2}", r.unscaled.1),
+                format!("{:.2}", r.scaled.1),
+            ]
+        })
+        .collect();
+    let header = [
+        "d_k",
+        "‖dS‖ unscaled",
+        "‖dS‖ scaled",
+        "‖dQ‖ unscaled",
+        "‖dQ‖ scaled",
+    ];
+    crate::show::table(&header, &rows)
+}
+
+/// A table of gradient checks, `(what, relative error)`, under `header`.
+pub fn check_table(header: &str, checks: &[(&str, f64)]) -> String {
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|(name, e)| vec![name.to_string(), format!("{e:.1e}")])
+        .collect();
+    crate::show::table(&[header, "relative error"], &rows)
+}
+
+// ANCHOR: checks
+/// A random linear functional `L(Y) = Σ Y ⊙ R` turns any output `Y` into a
+/// scalar loss whose gradient with respect to `Y` is exactly `R`.
+fn probe_loss(y: &ArrayRef2<f64>, r: &ArrayRef2<f64>) -> f64 {
+    (y * r).sum()
+}
+
+/// Largest relative error between attention's backward pass and central
+/// differences, over `dQ`, `dK` and `dV`, on a random 4-query, 5-key problem
+/// (with the causal mask if `masked`).
+pub fn check_attention(seed: u64, masked: bool) -> f64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (n, m, d_k, d_v) = (4, 5, 3, 2);
+    let q = normal_matrix(n, d_k, &mut rng);
+    let k = normal_matrix(m, d_k, &mut rng);
+    let v = normal_matrix(m, d_v, &mut rng);
+    let r = normal_matrix(n, d_v, &mut rng);
+    let keep = masked.then(|| crate::masking::causal_mask(n, m));
+    let keep = keep.as_deref();
+    let scale = 1.0 / (d_k as f64).sqrt();
+    let loss = |q: &Matrix, k: &Matrix, v: &Matrix| {
+        probe_loss(&attention_forward(q, k, v, keep, scale).0, &r)
+    };
+    let (_, cache) = attention_forward(&q, &k, &v, keep, scale);
+    let (dq, dk, dv) = attention_backward(&q, &k, &v, &cache, &r);
+    worst([
+        gradient_error(&dq, |q| loss(q, &k, &v), &q),
+        gradient_error(&dk, |k| loss(&q, k, &v), &k),
+        gradient_error(&dv, |v| loss(&q, &k, v), &v),
+    ])
+}
+// ANCHOR_END: checks
+
+/// As [`check_attention`], for the row-wise softmax.
+pub fn check_softmax(seed: u64) -> f64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let s = normal_matrix(3, 6, &mut rng) * 3.0;
+    let r = normal_matrix(3, 6, &mut rng);
+    let analytic = softmax_backward(&softmax(&s), &r);
+    gradient_error(&analytic, |s| probe_loss(&softmax(s), &r), &s)
+}
+
+/// As [`check_attention`], for a linear layer (`dX`, `dW`, `db`).
+pub fn check_linear(seed: u64) -> f64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (x, w) = (normal_matrix(5, 4, &mut rng), normal_matrix(4, 3, &mut rng));
+    let b = normal_matrix(1, 3, &mut rng);
+    let r = normal_matrix(5, 3, &mut rng);
+    let loss = |x: &Matrix, w: &Matrix, b: &Matrix| {
+        probe_loss(&linear_forward(x, w, &b.row(0).to_owned()), &r)
+    };
+    let (dx, dw, db) = linear_backward(&x, &w, &r);
+    worst([
+        gradient_error(&dx, |x| loss(x, &w, &b), &x),
+        gradient_error(&dw, |w| loss(&x, w, &b), &w),
+        gradient_error(&db.insert_axis(Axis(0)), |b| loss(&x, &w, b), &b),
+    ])
+}
+
+/// As [`check_attention`], for LayerNorm (`dX`, `dγ`, `dβ`).
+pub fn check_layer_norm(seed: u64) -> f64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let x = normal_matrix(4, 6, &mut rng) * 2.0 + 1.0;
+    let (gamma, beta) = (normal_matrix(1, 6, &mut rng), normal_matrix(1, 6, &mut rng));
+    let r = normal_matrix(4, 6, &mut rng);
+    let loss = |x: &Matrix, g: &Matrix, b: &Matrix| {
+        probe_loss(
+            &layer_norm_forward(x, &g.row(0).to_owned(), &b.row(0).to_owned(), 1e-5).0,
+            &r,
+        )
+    };
+    let (_, cache) =
+        layer_norm_forward(&x, &gamma.row(0).to_owned(), &beta.row(0).to_owned(), 1e-5);
+    let (dx, dg, db) = layer_norm_backward(&cache, &gamma.row(0).to_owned(), &r);
+    worst([
+        gradient_error(&dx, |x| loss(x, &gamma, &beta), &x),
+        gradient_error(&dg.insert_axis(Axis(0)), |g| loss(&x, g, &beta), &gamma),
+        gradient_error(&db.insert_axis(Axis(0)), |b| loss(&x, &gamma, b), &beta),
+    ])
+}
+
+/// As [`check_attention`], for the FFN with GELU (`dX`, `dW₁`, `dW₂`).
+pub fn check_ffn(seed: u64) -> f64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (d, d_ff) = (3, 5);
+    let p = FfnParams {
+        w1: normal_matrix(d, d_ff, &mut rng),
+        b1: normal_matrix(1, d_ff, &mut rng).row(0).to_owned(),
+        w2: normal_matrix(d_ff, d, &mut rng),
+        b2: normal_matrix(1, d, &mut rng).row(0).to_owned(),
+    };
+    let x = normal_matrix(4, d, &mut rng);
+    let r = normal_matrix(4, d, &mut rng);
+    let (_, cache) = ffn_forward(&x, &p);
+    let (dx, grads) = ffn_backward(&cache, &p, &r);
+    let loss = |x: &Matrix, p: &FfnParams| probe_loss(&ffn_forward(x, p).0, &r);
+    let with_w1 = |w1: &Matrix| FfnParams {
+        w1: w1.clone(),
+        ..p.clone()
+    };
+    let with_w2 = |w2: &Matrix| FfnParams {
+        w2: w2.clone(),
+        ..p.clone()
+    };
+    worst([
+        gradient_error(&dx, |x| loss(x, &p), &x),
+        gradient_error(&grads.w1, |w| loss(&x, &with_w1(w)), &p.w1),
+        gradient_error(&grads.w2, |w| loss(&x, &with_w2(w)), &p.w2),
+    ])
+}
+
+/// As [`check_attention`], for softmax cross-entropy with an ignored row.
+pub fn check_cross_entropy(seed: u64) -> f64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let z = normal_matrix(4, 5, &mut rng);
+    let targets = [Some(1), None, Some(4), Some(0)];
+    let (_, dz) = cross_entropy(&z, &targets);
+    gradient_error(&dz, |z| cross_entropy(z, &targets).0, &z)
+}
+
+/// Every check, as the chapter prints them: `(operation, largest relative
+/// error)`.
+pub fn all_checks(seed: u64) -> Vec<(&'static str, f64)> {
+    vec![
+        ("softmax", check_softmax(seed)),
+        ("attention", check_attention(seed, false)),
+        ("attention, causal mask", check_attention(seed, true)),
+        ("linear layer", check_linear(seed)),
+        ("LayerNorm", check_layer_norm(seed)),
+        ("FFN (GELU)", check_ffn(seed)),
+        ("cross-entropy", check_cross_entropy(seed)),
+    ]
+}

@@ -1,0 +1,132 @@
+//! Tests of `multihead`.
+
+use super::*;
+use approx::assert_abs_diff_eq;
+use ndarray_rand::rand::SeedableRng;
+
+fn layer_and_inputs(d_model: usize, h: usize) -> (MultiHeadAttention, Array2<f32>, Array2<f32>) {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mha = MultiHeadAttention::new(d_model, h, &mut rng).unwrap();
+    let x_q = standard_normal(5, d_model, &mut rng);
+    let x_kv = standard_normal(7, d_model, &mut rng);
+    (mha, x_q, x_kv)
+}
+
+/// The slow way, written independently of `forward`: for each head, slice
+/// its columns out of the weight matrices, attend with an explicit
+/// `1/√(d_model/h)`, and concatenate the results column by column.
+fn per_head_loop(mha: &MultiHeadAttention, x_q: &Array2<f32>, x_kv: &Array2<f32>) -> Array2<f32> {
+    let (d, h) = (mha.d_model(), mha.h);
+    let d_head = d / h;
+    let mut concat = Array2::<f32>::zeros((x_q.nrows(), d));
+    for i in 0..h {
+        let cols = s![.., i * d_head..(i + 1) * d_head];
+        let q = x_q.dot(&mha.w_q.slice(cols));
+        let k = x_kv.dot(&mha.w_k.slice(cols));
+        let v = x_kv.dot(&mha.w_v.slice(cols));
+        let mut scores = q.dot(&k.t()) / (d_head as f32).sqrt();
+        for mut row in scores.rows_mut() {
+            let max = row.fold(f32::MIN, |a, &b| a.max(b));
+            row.mapv_inplace(|x| (x - max).exp());
+            let sum = row.sum();
+            row.mapv_inplace(|x| x / sum);
+        }
+        concat.slice_mut(cols).assign(&scores.dot(&v));
+    }
+    concat.dot(&mha.w_o)
+}
+
+#[test]
+fn forward_equals_the_per_head_loop() {
+    for (d_model, h) in [(16, 1), (16, 4), (24, 3), (64, 8)] {
+        let (mha, x_q, x_kv) = layer_and_inputs(d_model, h);
+        let fast = mha.forward(&x_q, &x_kv).unwrap();
+        assert_eq!(fast.weights.dim(), (h, 5, 7));
+        assert_abs_diff_eq!(
+            fast.output,
+            per_head_loop(&mha, &x_q, &x_kv),
+            epsilon = 1e-5
+        );
+    }
+}
+
+#[test]
+fn scaling_by_sqrt_d_model_would_be_caught() {
+    // The recurring bug: dividing by √d_model instead of √d_k. Rescaling
+    // the queries by √d_k/√d_model reproduces it; the output must differ.
+    let (mha, x_q, x_kv) = layer_and_inputs(64, 8);
+    let right = mha.forward(&x_q, &x_kv).unwrap().output;
+    let mut buggy = mha.clone();
+    buggy.w_q.mapv_inplace(|w| w * (8.0_f32 / 64.0).sqrt());
+    let wrong = buggy.forward(&x_q, &x_kv).unwrap().output;
+    let gap = (&right - &wrong)
+        .mapv(f32::abs)
+        .fold(0.0_f32, |a, &b| a.max(b));
+    assert!(gap > 1e-2, "a √d_model scale changes the output by {gap}");
+}
+
+#[test]
+fn fused_projection_equals_three_projections() {
+    let (mha, x, _) = layer_and_inputs(32, 4);
+    let separate = mha.forward(&x, &x).unwrap();
+    let fused = mha.forward_fused(&x).unwrap();
+    assert_abs_diff_eq!(separate.output, fused.output, epsilon = 1e-5);
+    assert_abs_diff_eq!(separate.weights, fused.weights, epsilon = 1e-6);
+}
+
+#[test]
+fn split_then_merge_is_the_identity() {
+    let x = Array2::from_shape_fn((3, 8), |(i, j)| (10 * i + j) as f32);
+    let heads = split_heads(&x, 4).unwrap();
+    assert_eq!(heads.dim(), (4, 3, 2));
+    assert_eq!(heads[[1, 2, 0]], x[[2, 2]]); // head 1 holds columns 2..4
+    assert_eq!(merge_heads(&heads), x);
+    assert_eq!(
+        split_heads(&x, 3).unwrap_err(),
+        AttnError::HeadsDoNotDivide { d_model: 8, h: 3 }
+    );
+}
+
+#[test]
+fn heads_must_divide_d_model() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let err = MultiHeadAttention::new(512, 7, &mut rng).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "d_model = 512 cannot be split into h = 7 equal heads (512 is not a multiple of 7)"
+    );
+    assert!(MultiHeadAttention::new(512, 0, &mut rng).is_err());
+    assert!(multihead_flops(4, 4, 512, 0).is_err());
+}
+
+#[test]
+fn entropies_lie_between_zero_and_ln_m() {
+    let (mha, x_q, x_kv) = layer_and_inputs(32, 4);
+    let w = mha.forward(&x_q, &x_kv).unwrap().weights;
+    for e in head_entropies(&w).unwrap() {
+        assert!(e > 0.0 && e < 7f64.ln(), "{e}");
+    }
+    let uniform = Array3::from_elem((2, 3, 4), 0.25_f32);
+    for e in head_entropies(&uniform).unwrap() {
+        assert!((e - 4f64.ln()).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn equal_words_get_equal_embeddings() {
+    let x = embed_words(&["The", "cat", "the"], 8, 1);
+    assert_eq!(x.row(0), x.row(2));
+    assert_ne!(x.row(0), x.row(1));
+}
+
+#[test]
+fn cost_formulas() {
+    let (mha, _, _) = layer_and_inputs(64, 8);
+    assert_eq!(mha.parameters(), 4 * 64 * 64);
+    let (n, m, d) = (5, 7, 512);
+    // 4·n·d² + 4·m·d² + 4·n·m·d, whatever the number of heads.
+    let formula = (4 * n * d * d + 4 * m * d * d + 4 * n * m * d) as f64;
+    for h in [1, 2, 8, 64] {
+        assert_eq!(multihead_flops(n, m, d, h), Ok(formula), "h = {h}");
+    }
+}
