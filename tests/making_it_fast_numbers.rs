@@ -279,7 +279,7 @@ fn the_profile_and_the_tiles(b: &mut Bindings, p: &ProfileData, torch_ns: f64, p
     );
     b.rounded("43.2", products / 1e6)
         .rounded("82%", 100.0 * products / torch_ns);
-    let product_flops = 2.0 * 4096.0 * 4096.0 * 64.0;
+    let product_flops = attn::complexity::attention_flops(4096, 64) / 2.0;
     b.rounded("90%", 100.0 * product_flops / scores.2.min(output.2) / peak);
     // The tiles.
     let mut by_time = p.calls.clone();

@@ -11,7 +11,7 @@ use super::ch14::{
     ablations, corpus_statistics, embeddings, pair_similarities, tokenize_all,
     unrelated_similarities, Ablation, Corpus, HeadStatistics, FIGURE_SENTENCE, TOKENIZER_EXAMPLES,
 };
-use super::measurements::provenance;
+use super::measurements::{bad, data_rows, number, provenance};
 use crate::error::AttnError;
 use crate::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
 
@@ -142,26 +142,9 @@ pub fn read_speed(file: &str) -> Result<(f64, String), AttnError> {
     ))
 }
 
-/// The data rows of a file's text: neither comments nor the column names.
+/// The data rows of a tab-separated file's text.
 fn rows(text: &str) -> impl Iterator<Item = Vec<&str>> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .map(|l| l.split('\t').collect())
-}
-
-fn bad(file: &str, what: impl std::fmt::Display) -> AttnError {
-    AttnError::MissingDataFile {
-        path: format!("book/data/{file}"),
-        reason: what.to_string(),
-    }
-}
-
-fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, AttnError> {
-    field
-        .trim()
-        .parse()
-        .map_err(|_| bad(file, format!("{field:?} is not a number")))
+    data_rows(text, '\t')
 }
 
 impl Derived {

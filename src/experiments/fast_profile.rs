@@ -14,7 +14,9 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::fast_report::{bad, machine_value};
+use super::fast_report::machine_value;
+use super::measurements::{bad, data_rows, number};
+use crate::complexity::attention_flops;
 use crate::error::AttnError;
 use crate::fast::{exponentials, fast_attention_with, product, Tiles, FAST_TILES};
 use crate::scaling::standard_normal;
@@ -168,39 +170,27 @@ impl ProfileData {
     /// Parses `appendix-profile.csv`, `appendix-tiles.csv` and the cache
     /// sizes of `appendix-machine.csv`.
     pub fn parse(profile: &str, tiles: &str, machine: &str) -> Result<ProfileData, AttnError> {
-        let rows = |body: &str| -> Vec<Vec<String>> {
-            body.lines()
-                .filter(|l| !l.starts_with('#'))
-                .skip(1)
-                .map(|l| l.split(',').map(str::to_string).collect())
-                .collect()
-        };
-        let num = |file: &str, s: &str| -> Result<f64, AttnError> {
-            s.trim()
-                .parse()
-                .map_err(|_| bad(file, format!("{s:?} is not a number")))
-        };
         let mut phases = Vec::new();
-        for r in rows(profile) {
-            let [name, ours_9, fast] = r.as_slice() else {
-                return Err(bad("appendix-profile.csv", format!("bad row {r:?}")));
-            };
+        for r in data_rows(profile, ',') {
             let f = "appendix-profile.csv";
-            phases.push((name.clone(), num(f, ours_9)?, num(f, fast)?));
+            let [name, ours_9, fast] = r.as_slice() else {
+                return Err(bad(f, format!("bad row {r:?}")));
+            };
+            phases.push((name.to_string(), number(f, ours_9)?, number(f, fast)?));
         }
         let (mut tiled, mut calls) = (None, Vec::new());
-        for r in rows(tiles) {
+        for r in data_rows(tiles, ',') {
             let f = "appendix-tiles.csv";
             let [kernel, query, key, ns] = r.as_slice() else {
                 return Err(bad(f, format!("bad row {r:?}")));
             };
-            let ns = num(f, ns)?;
-            match kernel.as_str() {
+            let ns = number(f, ns)?;
+            match *kernel {
                 "tiled" => tiled = Some(ns),
                 _ => calls.push((
                     Tiles {
-                        query: num(f, query)? as usize,
-                        key: num(f, key)? as usize,
+                        query: number(f, query)?,
+                        key: number(f, key)?,
                     },
                     ns,
                 )),
@@ -209,7 +199,7 @@ impl ProfileData {
         let cache = |key: &str| machine_value(machine, key);
         Ok(ProfileData {
             phases,
-            tiled: tiled.ok_or_else(|| bad("appendix-tiles.csv", "no tiled row".into()))?,
+            tiled: tiled.ok_or_else(|| bad("appendix-tiles.csv", "no tiled row"))?,
             calls,
             caches: [cache("l1d_kib")?, cache("l2_kib")?, cache("l3_kib")?],
         })
@@ -236,7 +226,7 @@ pub fn working_set(tiles: Tiles, d: usize) -> usize {
 /// phase chapter 9's way and the fast kernel's, the time saved, the
 /// products' GFLOP/s and each phase's share of the fast call.
 pub fn profile_table(p: &ProfileData) -> Result<String, AttnError> {
-    let product_flops = 2.0 * 4096.0 * 4096.0 * 64.0;
+    let product_flops = attention_flops(4096, 64) / 2.0; // each of the two products
     let whole = p.call(FAST_TILES)?;
     let label = |name: &str| match name {
         "scores" => "scores Q_i K_jᵀ",

@@ -3,7 +3,7 @@
 //! `cargo xtask measure fast` and `tools/torch_attention.py` wrote, and the
 //! points of its roofline. Report helpers, not a reader's API.
 
-use super::measurements::{measured, read_measurements, Measurement};
+use super::measurements::{bad, measured, read_measurements, Measurement};
 use super::roofline::{attention_intensity, roofline};
 use crate::complexity::attention_flops;
 use crate::error::AttnError;
@@ -21,13 +21,6 @@ pub struct FastData {
     pub peak: f64,
     /// Triad bandwidth, GB/s.
     pub bandwidth: f64,
-}
-
-pub(super) fn bad(path: &str, reason: String) -> AttnError {
-    AttnError::MissingDataFile {
-        path: format!("book/data/{path}"),
-        reason,
-    }
 }
 
 /// The value of `key` in `appendix-machine.csv`.

@@ -23,6 +23,31 @@ pub fn provenance(text: &str) -> &str {
         .trim_start_matches("# ")
 }
 
+/// The data rows of a committed file's text, split at `separator`:
+/// neither `#` comments nor the line of column names.
+pub(crate) fn data_rows(text: &str, separator: char) -> impl Iterator<Item = Vec<&str>> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .map(move |l| l.split(separator).collect())
+}
+
+/// The error for `book/data/FILE` that does not hold what it should.
+pub(crate) fn bad(file: &str, what: impl std::fmt::Display) -> AttnError {
+    AttnError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: what.to_string(),
+    }
+}
+
+/// A number read from a field of `book/data/FILE`.
+pub(crate) fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, AttnError> {
+    field
+        .trim()
+        .parse()
+        .map_err(|_| bad(file, format!("{field:?} is not a number")))
+}
+
 /// One row of a measurement file (`book/data/*.csv`): which method, which
 /// `n`, and the measured value (seconds, or bytes).
 #[derive(Debug, Clone, PartialEq)]
