@@ -44,11 +44,13 @@ fn render(
         draw(&root);
         root.present().expect("finish the SVG");
     }
-    legible(name, size.0, &svg);
+    let (svg, smallest) = outline::text_to_paths(&svg, ttf_noto_sans::REGULAR);
+    if let Some((em, text)) = smallest {
+        legible(name, size.0, em as f64, &text);
+    }
     let path = figure_path(name);
     std::fs::create_dir_all(path.parent().unwrap()).expect("create book/figures");
-    std::fs::write(&path, outline::text_to_paths(&svg, ttf_noto_sans::REGULAR))
-        .expect("write figure");
+    std::fs::write(&path, svg).expect("write figure");
     path
 }
 
@@ -59,47 +61,22 @@ const COLUMN: f64 = 750.0;
 /// The smallest text a reader should have to read, in CSS pixels.
 const SMALLEST_TEXT: f64 = 10.0;
 
-/// Panics, naming the text, if any text of the figure `name` (`width`
-/// pixels wide) would render below [`SMALLEST_TEXT`] pixels in the book's
-/// column. plotters writes a font of size `s` as `s / 1.24` pixels per em.
-/// With `ATTN_FIGURE_SIZES` set, prints each figure's smallest text.
-fn legible(name: &str, width: u32, svg: &str) {
-    let shown = (COLUMN / width as f64).min(1.0);
-    let mut smallest: Option<(f64, String)> = None;
-    for text in svg.split("<text ").skip(1) {
-        let Some(size) = outline::attribute(text, "font-size") else {
-            continue;
-        };
-        let label = text
-            .split('>')
-            .nth(1)
-            .unwrap_or("")
-            .split('<')
-            .next()
-            .unwrap_or("");
-        let subscripted = outline::pieces(label).iter().any(|(_, sub)| *sub);
-        let px = size
-            * shown
-            * if subscripted {
-                outline::SUB_SCALE as f64
-            } else {
-                1.0
-            };
-        if !label.trim().is_empty() && smallest.as_ref().is_none_or(|(s, _)| px < *s) {
-            smallest = Some((px, label.trim().to_string()));
-        }
+/// Panics, naming it, if the figure `name`'s smallest `text`, `em` pixels
+/// per em in a figure `width` pixels wide, would render below
+/// [`SMALLEST_TEXT`] pixels in the book's column. (plotters writes a font of
+/// size `s` as `s / 1.24` pixels per em; a subscript counts at its size.)
+/// With `ATTN_FIGURE_SIZES` set, prints the size.
+fn legible(name: &str, width: u32, em: f64, text: &str) {
+    let px = em * (COLUMN / width as f64).min(1.0);
+    if std::env::var_os("ATTN_FIGURE_SIZES").is_some() {
+        eprintln!("{name}: smallest text {px:.1} px ({text:?})");
     }
-    if let Some((px, label)) = smallest {
-        if std::env::var_os("ATTN_FIGURE_SIZES").is_some() {
-            eprintln!("{name}: smallest text {px:.1} px ({label:?})");
-        }
-        assert!(
-            px >= SMALLEST_TEXT,
-            "{name}: the text {label:?} would render at {px:.1} px in the book's {COLUMN} px \
-             column (at least {SMALLEST_TEXT} px is legible): draw it larger, or the figure \
-             narrower or in fewer panels"
-        );
-    }
+    assert!(
+        px >= SMALLEST_TEXT,
+        "{name}: the text {text:?} would render at {px:.1} px in the book's {COLUMN} px \
+         column (at least {SMALLEST_TEXT} px is legible): draw it larger, or the figure \
+         narrower or in fewer panels"
+    );
 }
 
 /// Writes a figure drawn freely with plotters' primitives (a diagram):

@@ -10,10 +10,13 @@
 use ab_glyph::{Font, FontRef, OutlineCurve, Point};
 use std::fmt::Write;
 
-/// Replaces every `<text>` element of `svg` by a filled path in `font`.
-pub fn text_to_paths(svg: &str, font: &'static [u8]) -> String {
+/// `svg` with every `<text>` element replaced by a filled path in `font`,
+/// and the smallest text it held: its glyphs' size in pixels per em (a
+/// subscript's, if it has one) and the text.
+pub fn text_to_paths(svg: &str, font: &'static [u8]) -> (String, Option<(f32, String)>) {
     let font = FontRef::try_from_slice(font).expect("a valid TrueType font");
     let mut out = String::with_capacity(svg.len());
+    let mut smallest: Option<(f32, String)> = None;
     let mut rest = svg;
     while let Some(start) = rest.find("<text ") {
         out.push_str(&rest[..start]);
@@ -22,11 +25,28 @@ pub fn text_to_paths(svg: &str, font: &'static [u8]) -> String {
         let attrs = parse_attributes(&rest[start + "<text ".len()..tag_end]);
         let text = unescape(rest[tag_end + 1..close].trim_matches('\n'));
         out.push_str(&text_path(&font, &attrs, &text));
+        let em = smallest_em(&attrs, &text);
+        if !text.trim().is_empty() && smallest.as_ref().is_none_or(|(s, _)| em < *s) {
+            smallest = Some((em, text.trim().to_string()));
+        }
         rest = &rest[close + "</text>".len()..];
         rest = rest.strip_prefix('\n').unwrap_or(rest);
     }
     out.push_str(rest);
-    out
+    (out, smallest)
+}
+
+/// The size of a label's smallest glyphs, in pixels per em.
+fn smallest_em(attrs: &[(String, String)], text: &str) -> f32 {
+    let size = attrs
+        .iter()
+        .find(|(k, _)| k == "font-size")
+        .and_then(|(_, v)| v.parse::<f32>().ok())
+        .unwrap_or(0.0);
+    match pieces(text).iter().any(|(_, sub)| *sub) {
+        true => size * SUB_SCALE,
+        false => size,
+    }
 }
 
 /// How wide `text` is drawn at plotters' font size `size` (which it writes
@@ -35,16 +55,6 @@ pub fn text_to_paths(svg: &str, font: &'static [u8]) -> String {
 pub fn text_width(text: &str, size: f64, font: &'static [u8]) -> f64 {
     let font = FontRef::try_from_slice(font).expect("a valid TrueType font");
     f64::from(layout(&font, text, (size / 1.24) as f32).1)
-}
-
-/// The number in attribute `key` of the tag text `tag` (from just after
-/// `<text ` to its `>`), if it has one.
-pub fn attribute(tag: &str, key: &str) -> Option<f64> {
-    let tag = &tag[..tag.find('>')?];
-    parse_attributes(tag)
-        .into_iter()
-        .find(|(k, _)| k == key)
-        .and_then(|(_, v)| v.parse().ok())
 }
 
 fn parse_attributes(s: &str) -> Vec<(String, String)> {
@@ -75,7 +85,7 @@ fn escape(s: &str) -> String {
 
 /// The pieces of a label: `_x` or `_{xy}` is a subscript, as in the
 /// book's notation (`d_k`, `d_model`, `ω_5`, `‖A‖_F`); the rest is normal.
-pub fn pieces(text: &str) -> Vec<(String, bool)> {
+fn pieces(text: &str) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = vec![(String::new(), false)];
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -105,7 +115,7 @@ pub fn pieces(text: &str) -> Vec<(String, bool)> {
 
 /// How much smaller a subscript is, and how far below the baseline it sits
 /// (in ems of the label).
-pub const SUB_SCALE: f32 = 0.8;
+const SUB_SCALE: f32 = 0.8;
 const SUB_DROP: f32 = 0.2;
 
 /// Each glyph of a label with its pen position and size in pixels (`size`
