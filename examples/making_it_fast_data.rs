@@ -12,6 +12,7 @@
 use attn::experiments::fast_profile::{phases, whole_calls};
 use attn::experiments::roofline::{fma_peak, triad_bandwidth};
 use attn::fast::{Tiles, FAST_TILES};
+use attn::tiled::{KEY_BLOCK, QUERY_BLOCK};
 
 const N: usize = 4096;
 const D: usize = 64;
@@ -75,7 +76,7 @@ fn main() -> std::io::Result<()> {
         "# measured {measured}, by `cargo xtask measure fast`: n = {N}, d = {D}, \
          best of {REPEATS}\nkernel,query_tile,key_tile,best_ns\n"
     );
-    calls += &format!("tiled,128,256,{:.0}\n", chapter_9 * 1e9);
+    calls += &format!("tiled,{QUERY_BLOCK},{KEY_BLOCK},{:.0}\n", chapter_9 * 1e9);
     for (t, seconds) in tiles.iter().zip(fast) {
         calls += &format!("fast,{},{},{:.0}\n", t.query, t.key, seconds * 1e9);
     }

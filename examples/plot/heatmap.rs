@@ -184,6 +184,9 @@ fn draw_colour_bar(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, h: &H
 /// About how wide one character of a 15-pixel label is drawn, in pixels.
 const LABEL_CHAR_PX: f64 = 7.5;
 
+/// The narrowest key column, in pixels, that a cell's number fits in.
+const NUMBER_PX: u32 = 34;
+
 /// The pixels for each of `m` keys in a heatmap panel whose labels and
 /// margins take `fixed` pixels, with `columns` panels and the colour bar
 /// side by side in the book's column: at most `widest`.
@@ -208,7 +211,7 @@ pub fn heatmap_grid(
     // its number; the figure is never wider than the book's column.
     let columns = (1..=columns)
         .rev()
-        .find(|&c| key_width(m, c, 120, 55) >= if numbers { 34 } else { 12 })
+        .find(|&c| key_width(m, c, 120, 55) >= if numbers { NUMBER_PX } else { 12 })
         .unwrap_or(1);
     let rows = panels.len().div_ceil(columns);
     let key = key_width(m, columns, 120, 55);
@@ -223,7 +226,7 @@ pub fn heatmap_grid(
         let (grid, bar) = root.split_horizontally(size.0 as i32 - 110);
         for (area, (h, values)) in grid.split_evenly((rows, columns)).iter().zip(panels) {
             let h = Heatmap {
-                annotate: h.annotate.filter(|_| key >= 34),
+                annotate: h.annotate.filter(|_| key >= NUMBER_PX),
                 ..*h
             };
             draw_cells(area, &h, values, 17);
@@ -239,7 +242,7 @@ pub fn heatmap(name: &str, h: &Heatmap, values: &ndarray::Array2<f32>) -> PathBu
     let width = (200 + key * m as u32).max(520) + 110;
     let height = (150 + key.clamp(18, 50) * n as u32).max(360);
     let h = Heatmap {
-        annotate: h.annotate.filter(|_| key >= 34),
+        annotate: h.annotate.filter(|_| key >= NUMBER_PX),
         ..*h
     };
     render(name, (width, height), |root| draw_heatmap(root, &h, values))
