@@ -26,11 +26,17 @@ use counting::{peak_during, Counting};
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// The peak bytes `f` allocates above the start, and the seconds it takes.
+/// The peak bytes `f` allocates above the start, and the seconds it takes
+/// (not counting the drop of its result).
 fn peak_and_seconds<T>(f: impl FnOnce() -> T) -> (usize, f64) {
-    let t = Instant::now();
-    let peak = peak_during(f);
-    (peak, t.elapsed().as_secs_f64())
+    let mut seconds = 0.0;
+    let peak = peak_during(|| {
+        let t = Instant::now();
+        let result = f();
+        seconds = t.elapsed().as_secs_f64();
+        result
+    });
+    (peak, seconds)
 }
 
 fn main() {
