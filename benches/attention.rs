@@ -17,13 +17,14 @@ use attn::masking::{causal_mask, masked_attention};
 use attn::multihead::MultiHeadAttention;
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;
-use attn::softmax::exp_nonpositive;
 use attn::tiled::tiled_attention;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ndarray::Array2;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use std::hint::black_box;
 use std::time::Duration;
+
+mod common;
 
 const D: usize = 64;
 const LENGTHS: [usize; 6] = [128, 256, 512, 1024, 2048, 4096];
@@ -83,33 +84,9 @@ fn bench_multihead(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("multihead", n), |b| {
         b.iter(|| layer.forward(black_box(&x), &x).unwrap())
     });
-    // The matrix product the layer is built on, at the projections' shape.
-    group.bench_function(BenchmarkId::new("matmul_512", n), |b| {
-        b.iter(|| black_box(&x).dot(layer.weights()[0]))
-    });
     group.finish();
+    common::bench_product(c, &layer, &x);
 }
 
-fn bench_exp(c: &mut Criterion) {
-    let x: Vec<f32> = (0..1 << 20).map(|i| -((i % 1000) as f32) / 50.0).collect();
-    let mut out = vec![0.0_f32; x.len()];
-    let mut group = c.benchmark_group("exp");
-    group.bench_function(BenchmarkId::new("std_exp", x.len()), |b| {
-        b.iter(|| {
-            for (o, &x) in out.iter_mut().zip(black_box(&x)) {
-                *o = x.exp();
-            }
-        })
-    });
-    group.bench_function(BenchmarkId::new("exp_nonpositive", x.len()), |b| {
-        b.iter(|| {
-            for (o, &x) in out.iter_mut().zip(black_box(&x)) {
-                *o = exp_nonpositive(x);
-            }
-        })
-    });
-    group.finish();
-}
-
-criterion_group!(benches, bench_attention, bench_multihead, bench_exp);
+criterion_group!(benches, bench_attention, bench_multihead, common::bench_exp);
 criterion_main!(benches);

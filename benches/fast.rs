@@ -1,8 +1,11 @@
 //! The appendix "Making it fast": the fast kernel against the chapters'
-//! attention, on 1 and 2 threads, in one run. `cargo xtask measure fast`
-//! runs it (into `target/criterion-fast`) and collects the estimates in
-//! `book/data/appendix-timings.csv`; `tools/torch_attention.py`, run right
-//! after, times PyTorch on the same shapes.
+//! attention, on 1 and 2 threads, the multi-head layer and the product it
+//! is built on, and the softmax's exponential, all in one run. `cargo xtask
+//! measure fast` runs it (into `target/criterion-fast`, and again with
+//! `--features blas` for the functions the `blas` feature changes) and
+//! collects criterion's means in `book/data/appendix-timings.csv` and
+//! `appendix-timings-blas.csv`; NumPy and PyTorch are timed on the same
+//! shapes in the same run.
 //!
 //! Function names end in `_1t` or `_2t`: the size of the `rayon` pool the
 //! call runs in (the chapters' functions use one thread whatever the pool).
@@ -17,6 +20,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use std::hint::black_box;
 use std::time::Duration;
+
+mod common;
 
 const D: usize = 64;
 
@@ -70,7 +75,8 @@ fn bench_fast(c: &mut Criterion) {
         });
     }
     group.finish();
+    common::bench_product(c, &layer, &x);
 }
 
-criterion_group!(benches, bench_fast);
+criterion_group!(benches, bench_fast, common::bench_exp);
 criterion_main!(benches);

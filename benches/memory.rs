@@ -42,7 +42,14 @@ fn peak_and_seconds<T>(f: impl FnOnce() -> T) -> (usize, f64) {
 fn main() {
     let d = 64;
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch08-memory.csv");
-    let mut csv = String::from("method,n,peak_bytes,output_bytes,seconds\n");
+    let mut csv = format!(
+        "{}\nmethod,n,peak_bytes,output_bytes,seconds\n",
+        attn::experiments::provenance::header(
+            "peak of one call",
+            "one thread, d = 64: the peak bytes of one call, counted by a global allocator, \
+             and the seconds of that call"
+        )
+    );
     for p in 10..=16 {
         let n = 1usize << p;
         let mut rng = StdRng::seed_from_u64(n as u64);

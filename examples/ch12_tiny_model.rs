@@ -30,6 +30,7 @@ fn data(name: &str) -> String {
 fn training_log() -> Vec<(usize, f64, Option<f64>)> {
     data("ch12-training.csv")
         .lines()
+        .filter(|l| !l.starts_with('#'))
         .skip(1)
         .map(|line| {
             let cells: Vec<&str> = line.split(',').collect();

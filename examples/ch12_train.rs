@@ -10,6 +10,8 @@
 
 use std::time::Instant;
 
+use attn::experiments::provenance::header;
+
 use attn::model::{
     accuracy, held_out, train_with, Parameters, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING,
     BOOK_TRAINING, HELD_OUT,
@@ -29,9 +31,9 @@ fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), attn::AttnEr
     // Held-out accuracy every 5 steps while the model is learning, then every 20.
     let measured = |step: usize| {
         if step <= 100 {
-            step % 5 == 0
+            step.is_multiple_of(5)
         } else {
-            step % 20 == 0
+            step.is_multiple_of(20)
         }
     };
     let mut checkpoints = Vec::new();
@@ -58,8 +60,19 @@ fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), attn::AttnEr
     );
 
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
-    std::fs::write(format!("{dir}/{name}-weights.txt"), net.to_text()).expect("write weights");
-    let mut csv = String::from("step,loss,held_out_exact\n");
+    let weights = header("exact", "the trained weights, rounded to f32");
+    std::fs::write(
+        format!("{dir}/{name}-weights.txt"),
+        format!("{weights}\n{}", net.to_text()),
+    )
+    .expect("write weights");
+    let mut csv = format!(
+        "{}\nstep,loss,held_out_exact\n",
+        header(
+            "per step",
+            "each step's loss on its batch; exact accuracy on 200 held-out sequences at checkpoints"
+        )
+    );
     for (i, loss) in losses.iter().enumerate() {
         let step = i + 1;
         let acc = checkpoints

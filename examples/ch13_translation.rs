@@ -234,6 +234,7 @@ fn draw_training() {
     let csv = data("ch13-training.csv");
     let rows: Vec<Vec<f64>> = csv
         .lines()
+        .filter(|l| !l.starts_with('#'))
         .skip(1)
         .map(|l| l.split(',').map(|c| c.parse().expect("a number")).collect())
         .collect();

@@ -14,6 +14,7 @@
 use std::time::Instant;
 
 use attn::experiments::ch13::alignment_scores;
+use attn::experiments::provenance::header;
 use attn::model::Parameters;
 use attn::translation::{
     book_pairs, evaluate, train_seq2seq, Seq2SeqConfig, Seq2SeqTraining, BOOK_SEQ2SEQ,
@@ -63,11 +64,21 @@ fn main() -> Result<(), attn::AttnError> {
             losses[losses.len() - 1],
             bleu.score
         );
-        std::fs::write(format!("{dir}/ch13-{name}-weights.txt"), net.to_text())
-            .expect("write weights");
+        let weights = header("exact", "the trained weights, rounded to f32");
+        std::fs::write(
+            format!("{dir}/ch13-{name}-weights.txt"),
+            format!("{weights}\n{}", net.to_text()),
+        )
+        .expect("write weights");
         curves.push(losses);
     }
-    let mut csv = String::from("step,attention,bottleneck,smoothed\n");
+    let mut csv = format!(
+        "{}\nstep,attention,bottleneck,smoothed\n",
+        header(
+            "per step",
+            "each step's loss on its batch, for each of the three models"
+        )
+    );
     for step in 0..curves[0].len() {
         let row: Vec<String> = curves.iter().map(|c| c[step].to_string()).collect();
         csv += &format!("{},{}\n", step + 1, row.join(","));
@@ -76,7 +87,13 @@ fn main() -> Result<(), attn::AttnError> {
     println!("wrote book/data/ch13-*-weights.txt and book/data/ch13-training.csv");
 
     // The same model and data from other seeds: do the heads align?
-    let mut seeds = String::from("seed,held_out_exact,best_head_alignment\n");
+    let mut seeds = format!(
+        "{}\nseed,held_out_exact,best_head_alignment\n",
+        header(
+            "one run per seed",
+            "greedy exact accuracy on the 1000 held-out pairs; the best head's alignment score"
+        )
+    );
     for seed in 1..=SEEDS {
         let training = Seq2SeqTraining {
             seed,

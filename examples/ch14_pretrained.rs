@@ -7,7 +7,7 @@ mod plot;
 
 use attn::experiments::ch14::Corpus;
 use attn::experiments::ch14::TOKENIZER_EXAMPLES;
-use attn::experiments::ch14_data::{read_speed, Derived};
+use attn::experiments::ch14_data::{read_speeds, Derived};
 use attn::experiments::ch14_report::{
     ablation_report, architecture_report, figure_tokens, layers_report, measured_report,
     positional_heads_report, similarity_report, speed_report, tokens_report,
@@ -38,12 +38,11 @@ fn main() -> Result<(), attn::AttnError> {
     );
     println!("== Removing one head ==\n{}\n", ablation_report(&d));
     println!("== Similarity ==\n{}\n", similarity_report(&d, &corpus)?);
-    let (ours, measured) = read_speed("ch14-speed.tsv")?;
-    let (pytorch, pytorch_measured) = read_speed("ch14-speed-pytorch.tsv")?;
+    let speeds = read_speeds()?;
     println!(
         "== Speed ==\n{}\n{}\n",
-        speed_report(ours, pytorch),
-        measured_report(&measured, &pytorch_measured)
+        speed_report(speeds.ours, speeds.pytorch),
+        measured_report(&speeds.sources[0].line, &speeds.sources[1].line)
     );
 
     let tokens = figure_tokens(&d)?;

@@ -1,10 +1,12 @@
 //! Chapter 14's data, derived from the pretrained model (`cargo xtask model
 //! --data` runs this after fetching it): the files of
 //! `attn::experiments::ch14_data::FILES` in `book/data/`, and the crate's
-//! speed, `book/data/ch14-speed.tsv`, dated by `ATTN_MEASURED`.
+//! speed, `book/data/ch14-speed.tsv`, each headed by the run
+//! (`ATTN_RUN_HEADER`).
 
 use attn::experiments::ch14::{embeddings_per_second, model_dir, tokenize_all, Corpus};
 use attn::experiments::ch14_data::{data_dir, derive, FILES};
+use attn::experiments::provenance::header;
 use attn::pretrained::{Bert, WordPiece};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,12 +19,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let corpus = Corpus::read()?;
     let tokens = tokenize_all(&WordPiece::load(&model)?, &corpus.sentences())?;
     let per_second = embeddings_per_second(&bert, &tokens, 10)?;
-    let measured = std::env::var("ATTN_MEASURED").unwrap_or_else(|_| "(undated)".into());
     let text = format!(
-        "# measured {measured}, by `cargo xtask model --data`: the {} corpus sentences \
-         embedded one at a time, best of 10 passes\nimplementation\tsentences_per_second\n\
-         attn\t{per_second:.1}\n",
-        tokens.len()
+        "{}\nimplementation\tsentences_per_second\nattn\t{per_second:.1}\n",
+        header(
+            "best of 10",
+            &format!(
+                "one thread, by `cargo xtask model --data`: the {} corpus sentences \
+                 embedded one at a time, the best of 10 passes",
+                tokens.len()
+            )
+        )
     );
     std::fs::write(data_dir().join("ch14-speed.tsv"), text)?;
     println!("crate: {per_second:.1} sentence embeddings per second");

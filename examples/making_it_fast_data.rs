@@ -1,6 +1,7 @@
 //! The appendix "Making it fast": this core's limits and the fast kernel's
 //! profile, measured (run by `cargo xtask measure fast`, which passes the
-//! date and machine in `ATTN_MEASURED`), one thread, into `book/data/`:
+//! date, the machine and the run in `ATTN_RUN_HEADER`), one thread, into
+//! `book/data/`, each figure the mean of repeated runs:
 //!
 //! - `appendix-machine.csv`: the f32 FMA peak and the memory bandwidth of a
 //!   STREAM triad;
@@ -10,7 +11,8 @@
 //!   kernel and the fast kernel with each tile size.
 
 use attn::experiments::fast_profile::{phases, whole_calls};
-use attn::experiments::roofline::{fma_peak, triad_bandwidth};
+use attn::experiments::provenance::header;
+use attn::experiments::roofline::{fma_peak, fma_peak_512, triad_bandwidth};
 use attn::fast::{Tiles, FAST_TILES};
 use attn::tiled::{KEY_BLOCK, QUERY_BLOCK};
 
@@ -40,22 +42,32 @@ fn caches_kib() -> String {
 }
 
 fn main() -> std::io::Result<()> {
-    let measured = std::env::var("ATTN_MEASURED").unwrap_or_else(|_| "(undated)".into());
     let peak = fma_peak(20_000_000, 5);
+    let wide = fma_peak_512(20_000_000, 5)
+        .map_or(String::new(), |p| format!("fma_peak_512_gflops,{p:.1}\n"));
     let bandwidth = triad_bandwidth(1 << 25, 10); // 3 arrays of 128 MiB
+    let machine = header(
+        "mean",
+        "one thread: 5 FMA runs as compiled, 5 with 512-bit AVX-512 instructions, \
+         10 triads of 2^25 floats; caches from /sys",
+    );
     write(
         "appendix-machine.csv",
         &format!(
-            "# measured {measured}, by `cargo xtask measure fast`: best of 5 FMA runs, \
-             10 triads of 2^25 floats\nquantity,value\nfma_peak_gflops,{peak:.1}\n\
+            "{machine}\nquantity,value\nfma_peak_gflops,{peak:.1}\n{wide}\
              triad_gbytes_per_s,{bandwidth:.1}\n{}",
             caches_kib()
         ),
     )?;
     let mut profile = format!(
-        "# measured {measured}, by `cargo xtask measure fast`: n = {N}, d = {D}, \
-         {}×{} tiles, best of {REPEATS}\nphase,chapter_9_ns,fast_ns\n",
-        FAST_TILES.query, FAST_TILES.key
+        "{}\nphase,chapter_9_ns,fast_ns\n",
+        header(
+            "mean",
+            &format!(
+                "one thread: n = {N}, d = {D}, {}×{} tiles, {REPEATS} runs",
+                FAST_TILES.query, FAST_TILES.key
+            )
+        )
     );
     for phase in phases(N, D, FAST_TILES, REPEATS) {
         let ns = |s: f64| (s * 1e9).round();
@@ -73,8 +85,11 @@ fn main() -> std::io::Result<()> {
         .collect();
     let (chapter_9, fast) = whole_calls(N, D, &tiles, REPEATS);
     let mut calls = format!(
-        "# measured {measured}, by `cargo xtask measure fast`: n = {N}, d = {D}, \
-         best of {REPEATS}\nkernel,query_tile,key_tile,best_ns\n"
+        "{}\nkernel,query_tile,key_tile,mean_ns\n",
+        header(
+            "mean",
+            &format!("one thread: n = {N}, d = {D}, {REPEATS} runs")
+        )
     );
     calls += &format!("tiled,{QUERY_BLOCK},{KEY_BLOCK},{:.0}\n", chapter_9 * 1e9);
     for (t, seconds) in tiles.iter().zip(fast) {

@@ -133,6 +133,15 @@ pub enum AttnError {
         /// Why it cannot be read.
         reason: String,
     },
+    /// Two committed data files put side by side whose figures come from
+    /// different measurement runs or are different statistics (a mean and a
+    /// best-of), which the book never compares.
+    MixedMeasurements {
+        /// The first file, its run and statistic.
+        first: String,
+        /// The file that differs from it.
+        second: String,
+    },
     /// A pretrained model's file (weights, configuration, tokenizer) that
     /// cannot be read, or does not hold what the model needs.
     ModelFile {
@@ -258,6 +267,14 @@ impl fmt::Display for AttnError {
                 ref path,
                 ref reason,
             } => write!(f, "cannot read {path}: {reason} (run `cargo xtask measure`)"),
+            AttnError::MixedMeasurements {
+                ref first,
+                ref second,
+            } => write!(
+                f,
+                "{first} and {second} are not one measurement run with one statistic, so their \
+                 figures cannot be compared: measure them again together (`cargo xtask measure fast`)"
+            ),
             AttnError::ModelFile {
                 ref path,
                 ref reason,

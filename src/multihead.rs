@@ -61,7 +61,7 @@ fn check_heads(d_model: usize, h: usize) -> Result<(), AttnError> {
             });
         }
     }
-    if d_model % h != 0 {
+    if !d_model.is_multiple_of(h) {
         return Err(AttnError::HeadsDoNotDivide { d_model, h });
     }
     Ok(())

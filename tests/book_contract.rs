@@ -262,10 +262,15 @@ fn figures_exist_come_from_examples_and_are_all_shown() {
 #[test]
 fn every_page_has_an_unbound_number_check() {
     let mut tests = Vec::new();
-    for entry in fs::read_dir(root().join("tests")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "rs") {
-            tests.push(fs::read_to_string(&path).unwrap());
+    let mut dirs = vec![root().join("tests")];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                tests.push(fs::read_to_string(&path).unwrap());
+            }
         }
     }
     for (page, _) in chapters() {

@@ -13,6 +13,7 @@ use attn::experiments::measurements::{
     cost_table, data_file, exponent_of, lookup, millis, naive_memory_table, read_measurements,
     timing_table,
 };
+use attn::experiments::provenance::Provenance;
 
 mod common;
 
@@ -59,11 +60,9 @@ fn timing_block_and_figure_7_2(b: &mut Bindings) {
     let csv = data_file("ch08-timings.csv").unwrap();
     let t = read_measurements(&csv, "function", "mean_ns").unwrap();
     let header = csv.lines().next().unwrap();
-    assert!(
-        header.starts_with("# measured 2026-11-21 on AMD EPYC"),
-        "the chapter dates the data: {header}"
-    );
-    b.fact("2026-11-21", &header[11..21]);
+    let p = Provenance::parse("ch08-timings.csv", &csv).unwrap();
+    assert_eq!(p.cpu, "AMD EPYC", "the chapter names the processor");
+    b.fact("2026-11-21", &p.date);
     let lengths = [128, 256, 512, 1024, 2048, 4096];
     b.quoted(&format!(
         "{header}\n{}\n```",

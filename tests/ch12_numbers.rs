@@ -120,6 +120,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
 fn training_log_and_figure_10_1(b: &mut Bindings) {
     let log: Vec<(usize, f64, Option<f64>)> = data("ch12-training.csv")
         .lines()
+        .filter(|l| !l.starts_with('#'))
         .skip(1)
         .map(|l| {
             let c: Vec<&str> = l.split(',').collect();
@@ -168,7 +169,9 @@ fn training_log_and_figure_10_1(b: &mut Bindings) {
     b.value("0.3", size, 0.05);
     // The training log, as `cargo xtask train` wrote it.
     let train_log = data("ch12-train-log.txt");
-    assert!(train_log.starts_with("# measured "), "the log is dated");
+    let p =
+        attn::experiments::provenance::Provenance::parse("ch12-train-log.txt", &train_log).unwrap();
+    assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
     b.quoted(train_log.trim_end());
 }
 

@@ -35,6 +35,7 @@ fn model(name: &str) -> Seq2Seq {
 fn seeds() -> Vec<(u64, f64, f64)> {
     data("ch13-seeds.csv")
         .lines()
+        .filter(|l| !l.starts_with('#'))
         .skip(1)
         .map(|l| {
             let c: Vec<&str> = l.split(',').collect();
@@ -84,7 +85,8 @@ fn every_number_is_bound() {
     // The training log, as `cargo xtask train ch13` wrote it: its held-out
     // scores must be the saved models'.
     let log = data("ch13-train-log.txt");
-    assert!(log.starts_with("# measured "), "the log is dated");
+    let p = attn::experiments::provenance::Provenance::parse("ch13-train-log.txt", &log).unwrap();
+    assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
     b.quoted(log.trim_end());
     b.exact("0.1", 0.1);
 

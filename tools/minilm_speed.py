@@ -5,14 +5,15 @@ The same model (all-MiniLM-L6-v2, run by Hugging Face transformers' BertModel
 on PyTorch), the same 50 sentences of book/data/ch14-corpus.txt, embedded one
 at a time (mean pooling, L2 normalisation) on one thread, best of 10 passes:
 what `cargo xtask model --data` measures for the crate. Not run in CI (it needs
-PyTorch). Run it right after `cargo xtask model --data`, on the same machine,
-from the repository root:
+PyTorch). `cargo xtask model --data` runs it in the same run as the crate's
+measurement, with the Python that TORCH_PYTHON names:
 
-    python3 -m venv /tmp/torchenv
-    /tmp/torchenv/bin/pip install torch transformers
-    /tmp/torchenv/bin/python tools/minilm_speed.py
+    python3 -m venv /tmp/venv-torch
+    /tmp/venv-torch/bin/pip install torch transformers
+    TORCH_PYTHON=/tmp/venv-torch/bin/python cargo xtask model --data
 
-It writes book/data/ch14-speed-pytorch.tsv, dated, with the CPU and versions.
+It writes book/data/ch14-speed-pytorch.tsv, headed by the run (the book
+refuses a comparison of two runs), with the versions.
 """
 import datetime
 import os
@@ -30,12 +31,13 @@ OUT = os.path.join(ROOT, "book", "data", "ch14-speed-pytorch.tsv")
 PASSES = 10
 
 
-def cpu():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
+def run_header():
+    """The run's header from `cargo xtask`, or one that says it was run by hand."""
+    header = os.environ.get("ATTN_RUN_HEADER")
+    if header:
+        return header
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
 
 
 def main():
@@ -61,12 +63,11 @@ def main():
                 embed(x)
             best = min(best, time.perf_counter() - start)
     per_second = len(ids) / best
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     with open(OUT, "w") as out:
         out.write(
-            f"# measured {date} on {cpu()}, one thread, by tools/minilm_speed.py "
+            f"# {run_header()}; statistic: best of {PASSES}; one thread, by tools/minilm_speed.py "
             f"(torch {torch.__version__}, transformers {transformers.__version__}): "
-            f"the {len(ids)} corpus sentences embedded one at a time, best of {PASSES} passes\n"
+            f"the {len(ids)} corpus sentences embedded one at a time, the best of {PASSES} passes\n"
         )
         out.write("implementation\tsentences_per_second\n")
         out.write(f"pytorch\t{per_second:.1f}\n")

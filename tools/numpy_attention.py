@@ -1,26 +1,38 @@
 """Times NumPy attention on the shapes of the appendix "Making it fast" (not part of CI).
 
+`cargo xtask measure fast` runs it, in the same run as the crate's timings,
+with the Python that TORCH_PYTHON names (one with numpy, e.g. the venv of
+tools/torch_attention.py's header), and writes book/data/appendix-numpy.csv.
+By hand, for a look (the book refuses a file from another run):
+
     python3 -m venv /tmp/npenv && /tmp/npenv/bin/pip install numpy
     MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \
-    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-        /tmp/npenv/bin/python tools/numpy_attention.py > book/data/ch08-numpy.csv
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+        /tmp/npenv/bin/python tools/numpy_attention.py
 
-The malloc variables are the ones `cargo xtask measure` sets for the crate's
-benchmarks, so that neither side pays page faults for fresh n×n buffers.
+The malloc variables are the ones the crate's benchmarks run with, so that
+neither side pays page faults for fresh n×n buffers.
 
 Two versions, both on float32 inputs:
 - "numpy_f32": softmax(Q @ K.T / sqrt(d)) @ V with every step kept in float32
   (the scale is a float32 scalar, the softmax is stable and in place);
 - "numpy_tutorial": the common tutorial form, whose `np.sqrt(d)` is a float64
   scalar, so `scores / np.sqrt(d)` promotes the n×n scores to float64.
-Each is timed as the best of 7 runs after a warm-up; one thread (the
-variables above), matching the crate's single-threaded benchmarks.
+Each is timed as criterion times the crate: half a second of warm-up, then
+runs for two seconds (at least 10), whose mean is written; one thread (the
+variables above), as the crate's benchmarks.
 """
+import datetime
+import os
 import platform
 import sys
 import time
 
 import numpy as np
+
+WARM_UP_S = 0.5
+MEASURE_S = 2.0
+MIN_RUNS = 10
 
 
 def attention_f32(q, k, v):
@@ -40,28 +52,43 @@ def attention_tutorial(q, k, v):
     return weights @ v
 
 
-def best_of(f, *args, runs=7):
-    f(*args)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
+def mean_ns(f, *args):
+    start = time.perf_counter()
+    while time.perf_counter() - start < WARM_UP_S:
         f(*args)
-        times.append(time.perf_counter() - t)
-    return min(times)
+    times = []
+    start = time.perf_counter()
+    while len(times) < MIN_RUNS or time.perf_counter() - start < MEASURE_S:
+        t = time.perf_counter_ns()
+        f(*args)
+        times.append(time.perf_counter_ns() - t)
+    return sum(times) / len(times)
+
+
+def run_header():
+    """The run's header from `cargo xtask`, or one that says it was run by hand."""
+    header = os.environ.get("ATTN_RUN_HEADER")
+    if header:
+        return header
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
 
 
 def main():
     rng = np.random.default_rng(0)
     d = 64
-    print(f"# numpy {np.__version__}, python {platform.python_version()}, {platform.machine()}")
-    print("version,n,seconds")
+    print(
+        f"# {run_header()}; statistic: mean; mean of 2 s of calls after 0.5 s of warm-up, "
+        f"one thread; numpy {np.__version__}, python {platform.python_version()}"
+    )
+    print("version,n,mean_ns")
     for n in [1024, 2048, 4096]:
         q, k, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
         ref = attention_tutorial(q, k, v)
         out = attention_f32(q, k, v)
         assert out.dtype == np.float32 and np.abs(out - ref).max() < 1e-4
         for name, f in [("numpy_f32", attention_f32), ("numpy_tutorial", attention_tutorial)]:
-            print(f"{name},{n},{best_of(f, q, k, v):.6f}")
+            print(f"{name},{n},{mean_ns(f, q, k, v):.0f}")
             sys.stdout.flush()
 
 

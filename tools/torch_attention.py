@@ -1,21 +1,22 @@
 """Times PyTorch's attention on the shapes of the appendix "Making it fast" (not part of CI).
 
-    python3 -m venv /tmp/torchenv && /tmp/torchenv/bin/pip install torch
-    MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \
-        /tmp/torchenv/bin/python tools/torch_attention.py > book/data/appendix-pytorch.csv
+    python3 -m venv /tmp/venv-torch && /tmp/venv-torch/bin/pip install torch numpy
+    TORCH_PYTHON=/tmp/venv-torch/bin/python cargo xtask measure fast
 
-Run it in the same session and on the same machine as `cargo xtask measure`,
-whose numbers it is compared with; the malloc variables are the ones that
-command sets for the crate. Measured, each with 1 and with 2 threads
-(`torch.set_num_threads`), f32, as criterion times the crate: half a
-second of warm-up, then runs for two seconds (at least 10), whose mean is
-compared with criterion's mean; the best run is written too:
+`cargo xtask measure fast` runs it in the same run as the crate's timings
+(whose numbers it is compared with; the book refuses figures from two runs)
+and writes its output to book/data/appendix-pytorch.csv; the malloc
+variables are the ones the crate's benchmarks run with. Measured, each
+with 1 and with 2 threads (`torch.set_num_threads`), f32, as criterion
+times the crate: half a second of warm-up, then runs for two seconds (at
+least 10), whose mean is written:
 - "sdpa", "sdpa_causal": `F.scaled_dot_product_attention` (its fused CPU
   kernel) on one head, n = 1024, 2048, 4096, d = 64;
 - "multihead": `nn.MultiheadAttention(512, 8, bias=False, batch_first=True)`
   with need_weights=False at n = 512, the crate's layer (which has no biases).
 """
 import datetime
+import os
 import platform
 import time
 
@@ -29,7 +30,7 @@ MEASURE_S = 2.0
 MIN_RUNS = 10
 
 
-def mean_and_best_ns(f):
+def mean_ns(f):
     start = time.perf_counter()
     while time.perf_counter() - start < WARM_UP_S:
         f()
@@ -39,21 +40,24 @@ def mean_and_best_ns(f):
         t = time.perf_counter_ns()
         f()
         times.append(time.perf_counter_ns() - t)
-    return sum(times) / len(times), min(times)
+    return sum(times) / len(times)
 
 
-def cpu():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
+def run_header():
+    """The run's header from `cargo xtask`, or one that says it was run by hand."""
+    header = os.environ.get("ATTN_RUN_HEADER")
+    if header:
+        return header
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
 
 
 def main():
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    print(f"# measured {date} on {cpu()}, by tools/torch_attention.py (torch {torch.__version__}, mean of 2 s of runs)")
-    print("function,threads,n,mean_ns,best_ns")
+    print(
+        f"# {run_header()}; statistic: mean; mean of 2 s of calls after 0.5 s of warm-up; "
+        f"torch {torch.__version__}, cpu capability {torch.backends.cpu.get_cpu_capability()}"
+    )
+    print("function,threads,n,mean_ns")
     gen = torch.Generator().manual_seed(0)
     with torch.inference_mode():
         for threads in [1, 2]:
@@ -61,14 +65,14 @@ def main():
             for n in LENGTHS:
                 q, k, v = (torch.randn(1, 1, n, D, generator=gen) for _ in range(3))
                 for name, causal in [("sdpa", False), ("sdpa_causal", True)]:
-                    mean, best = mean_and_best_ns(
+                    mean = mean_ns(
                         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                     )
-                    print(f"{name},{threads},{n},{mean:.0f},{best:.0f}")
+                    print(f"{name},{threads},{n},{mean:.0f}")
             layer = torch.nn.MultiheadAttention(512, 8, bias=False, batch_first=True).eval()
             x = torch.randn(1, 512, 512, generator=gen)
-            mean, best = mean_and_best_ns(lambda: layer(x, x, x, need_weights=False))
-            print(f"multihead,{threads},512,{mean:.0f},{best:.0f}")
+            mean = mean_ns(lambda: layer(x, x, x, need_weights=False))
+            print(f"multihead,{threads},512,{mean:.0f}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ use super::ch14::{
     ablations, corpus_statistics, embeddings, pair_similarities, tokenize_all,
     unrelated_similarities, Ablation, Corpus, HeadStatistics, FIGURE_SENTENCE, TOKENIZER_EXAMPLES,
 };
-use super::measurements::{bad, data_rows, number, provenance};
+use super::measurements::{bad, data_rows, number};
+use super::provenance::{one_run, Provenance};
 use crate::error::AttnError;
 use crate::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
 
@@ -23,8 +24,6 @@ pub const FILES: [&str; 5] = [
     "ch14-heads.tsv",
     "ch14-similarity.tsv",
 ];
-
-const HEADER: &str = "# derived from all-MiniLM-L6-v2 by `cargo xtask model --data`";
 
 /// Everything chapter 14 quotes or draws.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,7 +114,11 @@ pub fn derive(model: &Path) -> Result<Vec<String>, AttnError> {
         similarity += &format!("{i}\t{same:.4}\t{unrelated:.4}\n");
     }
 
-    let head = |columns: &str, body: String| format!("{HEADER}\n{columns}\n{body}");
+    let header = super::provenance::header(
+        "exact",
+        "derived from all-MiniLM-L6-v2 by `cargo xtask model --data`",
+    );
+    let head = |columns: &str, body: String| format!("{header}\n{columns}\n{body}");
     Ok(vec![
         head("name\tdtype\tshape", tensors),
         head("sentence\ttokens\tids", token_rows),
@@ -128,18 +131,38 @@ pub fn derive(model: &Path) -> Result<Vec<String>, AttnError> {
     ])
 }
 
-/// The sentences per second in a speed file (`ch14-speed.tsv`, the crate's,
-/// or `ch14-speed-pytorch.tsv`), and its first line (when, where, how).
-pub fn read_speed(file: &str) -> Result<(f64, String), AttnError> {
-    let text = std::fs::read_to_string(data_dir().join(file)).map_err(|e| bad(file, e))?;
-    let header = provenance(&text);
-    let row = rows(&text)
-        .next()
-        .ok_or_else(|| bad(file, "no measurement"))?;
-    Ok((
-        number(file, row.get(1).copied().unwrap_or(""))?,
-        header.to_string(),
-    ))
+/// The sentences per second of the crate (`ch14-speed.tsv`) and of PyTorch
+/// (`ch14-speed-pytorch.tsv`), measured in one run with one statistic
+/// (checked), and the two files' headers.
+#[derive(Debug, Clone)]
+pub struct Speeds {
+    /// The crate's sentence embeddings per second.
+    pub ours: f64,
+    /// PyTorch's.
+    pub pytorch: f64,
+    /// The headers of the two files.
+    pub sources: [Provenance; 2],
+}
+
+/// Reads both speed files and checks they are one run.
+pub fn read_speeds() -> Result<Speeds, AttnError> {
+    let speed = |file: &str| -> Result<(f64, Provenance), AttnError> {
+        let text = std::fs::read_to_string(data_dir().join(file)).map_err(|e| bad(file, e))?;
+        let row = rows(&text)
+            .next()
+            .ok_or_else(|| bad(file, "no measurement"))?;
+        Ok((
+            number(file, row.get(1).copied().unwrap_or(""))?,
+            Provenance::parse(file, &text)?,
+        ))
+    };
+    let ((ours, a), (pytorch, b)) = (speed("ch14-speed.tsv")?, speed("ch14-speed-pytorch.tsv")?);
+    one_run(&[&a, &b])?;
+    Ok(Speeds {
+        ours,
+        pytorch,
+        sources: [a, b],
+    })
 }
 
 /// The data rows of a tab-separated file's text.

@@ -14,8 +14,9 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::fast_report::machine_value;
+use super::fast_data::machine_value;
 use super::measurements::{bad, data_rows, number};
+use super::provenance::{one_run, Provenance};
 use crate::complexity::attention_flops;
 use crate::error::AttnError;
 use crate::fast::{exponentials, fast_attention_with, product, Tiles, FAST_TILES};
@@ -23,7 +24,7 @@ use crate::scaling::standard_normal;
 use crate::show::table;
 use crate::tiled::{online_softmax_step, tiled_attention};
 
-/// One phase's best time in seconds, chapter 9's way and the fast kernel's.
+/// One phase's mean time in seconds, chapter 9's way and the fast kernel's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Phase {
     /// `"scores"`, `"softmax"` or `"output"`.
@@ -48,15 +49,15 @@ fn tile_pairs(n: usize, tiles: Tiles) -> Vec<TilePair> {
     pairs
 }
 
-/// The least seconds `f` takes in `repeats` runs.
-fn best_of(repeats: usize, mut f: impl FnMut()) -> f64 {
-    (0..repeats)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
+/// The mean seconds `f` takes over `repeats` runs, after one run to warm
+/// the caches (the statistic of every timing in the appendix).
+fn mean_of(repeats: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let start = Instant::now();
+    for _ in 0..repeats {
+        f();
+    }
+    start.elapsed().as_secs_f64() / repeats as f64
 }
 
 /// `c ← a·b` (or `c + a·b`) by ndarray, as chapter 9 does, or by `gemm`.
@@ -75,7 +76,7 @@ fn multiply(
 }
 
 /// Times the three phases of the loop at `n×d` with `tiles`, each both
-/// ways, the best of `repeats` runs (a few seconds at `n = 4096`).
+/// ways, the mean of `repeats` runs (a few seconds at `n = 4096`).
 pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> [Phase; 3] {
     let mut rng = StdRng::seed_from_u64(n as u64);
     let [q, k, v] = [(); 3].map(|_| standard_normal(n, d, &mut rng));
@@ -85,7 +86,7 @@ pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> [Phase; 3] {
     let mut sum = Array1::<f32>::zeros(tiles.query);
     let pairs = tile_pairs(n, tiles);
     let mut time = |fast: bool, phase: usize| {
-        best_of(repeats, || {
+        mean_of(repeats, || {
             for &(i0, j0, rows, cols) in &pairs {
                 let mut s_ij = s_tile.slice_mut(s![..rows, ..cols]);
                 match phase {
@@ -129,7 +130,7 @@ pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> [Phase; 3] {
     })
 }
 
-/// The whole call at `n×d` on one thread, the best of `repeats` runs:
+/// The whole call at `n×d` on one thread, the mean of `repeats` runs:
 /// chapter 9's kernel, then the fast kernel with each of `tiles`.
 pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64, Vec<f64>) {
     let mut rng = StdRng::seed_from_u64(n as u64);
@@ -138,13 +139,13 @@ pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64,
         .num_threads(1)
         .build()
         .expect("a one-thread pool");
-    let chapter_9 = best_of(repeats, || {
+    let chapter_9 = mean_of(repeats, || {
         tiled_attention(&q, &k, &v, false).expect("finite inputs");
     });
     let fast = tiles
         .iter()
         .map(|&t| {
-            best_of(repeats, || {
+            mean_of(repeats, || {
                 pool.install(|| fast_attention_with(&q, &k, &v, false, t).expect("finite inputs"));
             })
         })
@@ -164,11 +165,32 @@ pub struct ProfileData {
     pub calls: Vec<(Tiles, f64)>,
     /// The cache sizes in KiB, `[L1d, L2, L3]`.
     pub caches: [f64; 3],
+    /// The headers of the profile, the tile sweep and the machine's file:
+    /// one run, one statistic.
+    pub sources: Vec<Provenance>,
 }
 
+/// The files [`ProfileData::read`] reads.
+pub const PROFILE_FILES: [&str; 3] = [
+    "appendix-profile.csv",
+    "appendix-tiles.csv",
+    "appendix-machine.csv",
+];
+
 impl ProfileData {
-    /// Parses `appendix-profile.csv`, `appendix-tiles.csv` and the cache
-    /// sizes of `appendix-machine.csv`.
+    /// Reads the files of [`PROFILE_FILES`] from `book/data/`, and checks
+    /// that they are one measurement run with one statistic.
+    pub fn read() -> Result<ProfileData, AttnError> {
+        let [profile, tiles, machine] = PROFILE_FILES.map(Provenance::read);
+        let ((p, profile), (t, tiles), (m, machine)) = (profile?, tiles?, machine?);
+        one_run(&[&p, &t, &m])?;
+        let mut data = ProfileData::parse(&profile, &tiles, &machine)?;
+        data.sources = vec![p, t, m];
+        Ok(data)
+    }
+
+    /// Parses the texts of `appendix-profile.csv`, `appendix-tiles.csv` and
+    /// the cache sizes of `appendix-machine.csv` (without their sources).
     pub fn parse(profile: &str, tiles: &str, machine: &str) -> Result<ProfileData, AttnError> {
         let mut phases = Vec::new();
         for r in data_rows(profile, ',') {
@@ -202,6 +224,7 @@ impl ProfileData {
             tiled: tiled.ok_or_else(|| bad("appendix-tiles.csv", "no tiled row"))?,
             calls,
             caches: [cache("l1d_kib")?, cache("l2_kib")?, cache("l3_kib")?],
+            sources: Vec::new(),
         })
     }
 

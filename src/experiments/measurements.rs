@@ -162,38 +162,6 @@ pub fn timing_table(
     Ok(crate::show::table(&header, &cells))
 }
 
-/// The table comparing the crate with and without the `blas` feature and
-/// NumPy (`numpy_f32`, seconds): milliseconds per call of naive and tiled
-/// attention at each `n`.
-pub fn blas_table(
-    plain: &[Measurement],
-    blas: &[Measurement],
-    numpy: &[Measurement],
-    ns: &[u64],
-) -> Result<String, AttnError> {
-    let mut cells = Vec::new();
-    for &n in ns {
-        let numpy_ms = measured(numpy, "numpy_f32", n)? * 1e3;
-        cells.push(vec![
-            n.to_string(),
-            format!("{:.2}", millis(plain, "naive", n)?),
-            format!("{:.2}", millis(blas, "naive", n)?),
-            format!("{:.2}", millis(plain, "tiled", n)?),
-            format!("{:.2}", millis(blas, "tiled", n)?),
-            format!("{numpy_ms:.2}"),
-        ]);
-    }
-    let header = [
-        "n",
-        "naive",
-        "naive, blas",
-        "tiled",
-        "tiled, blas",
-        "NumPy f32",
-    ];
-    Ok(crate::show::table(&header, &cells))
-}
-
 /// The fitted exponent of `method`'s time over `ns` (see [`fitted_exponent`]).
 pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64, AttnError> {
     let points = ns
@@ -268,37 +236,6 @@ pub fn tiled_memory_table(
         100.0 * (tiled - output(4096)) / (naive - output(4096)),
         peak("tiled", 65_536)? / MIB
     ))
-}
-
-/// The appendix's table: NumPy's tutorial version (`float64` by accident)
-/// and its careful `float32` version (`numpy`, seconds) beside the crate's
-/// naive, tiled and tiled causal attention (`timings`, nanoseconds), in
-/// milliseconds.
-pub fn numpy_table(
-    numpy: &[Measurement],
-    timings: &[Measurement],
-    ns: &[u64],
-) -> Result<String, AttnError> {
-    let mut rows = Vec::new();
-    for &n in ns {
-        let mut row = vec![n.to_string()];
-        for version in ["numpy_tutorial", "numpy_f32"] {
-            row.push(format!("{:.2}", measured(numpy, version, n)? * 1e3));
-        }
-        for method in ["naive", "tiled", "tiled_causal"] {
-            row.push(format!("{:.2}", millis(timings, method, n)?));
-        }
-        rows.push(row);
-    }
-    let header = [
-        "n",
-        "NumPy (f64 by accident)",
-        "NumPy f32",
-        "naive",
-        "tiled",
-        "tiled causal",
-    ];
-    Ok(crate::show::table(&header, &rows))
 }
 
 #[cfg(test)]

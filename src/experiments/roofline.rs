@@ -19,10 +19,10 @@ const CHAINS: usize = 8;
 /// This core's f32 multiply-add rate, in GFLOP/s (a fused multiply-add is
 /// 2 operations): `CHAINS × LANES` independent accumulators, each updated
 /// `rounds` times with `a ← a·x + y`, which the compiler turns into vector
-/// FMA instructions. The best of `repeats` runs.
+/// FMA instructions. The mean of `repeats` runs.
 pub fn fma_peak(rounds: usize, repeats: usize) -> f64 {
     let (x, y) = (black_box(0.999_999_f32), black_box(1e-7_f32));
-    let mut best = f64::INFINITY;
+    let mut seconds = 0.0;
     for _ in 0..repeats {
         let mut acc = [1.0_f32; LANES * CHAINS];
         let start = Instant::now();
@@ -31,32 +31,80 @@ pub fn fma_peak(rounds: usize, repeats: usize) -> f64 {
                 *a = a.mul_add(x, y);
             }
         }
-        best = best.min(start.elapsed().as_secs_f64());
+        seconds += start.elapsed().as_secs_f64();
         black_box(&acc);
     }
-    (2 * CHAINS * LANES * rounds) as f64 / best / 1e9
+    (2 * CHAINS * LANES * rounds * repeats) as f64 / seconds / 1e9
 }
 // ANCHOR_END: fma_peak
+
+// ANCHOR: fma_peak_512
+/// This core's f32 multiply-add rate with its widest vectors, 512-bit
+/// AVX-512, in GFLOP/s: the loop of [`fma_peak`] written with explicit
+/// AVX-512 instructions (`_mm512_fmadd_ps`, 16 lanes each), because the
+/// compiler may prefer narrower vectors for the portable loop (it does on
+/// Intel's recent server cores, where 512-bit instructions can lower the
+/// clock). `None` on a processor without AVX-512.
+pub fn fma_peak_512(rounds: usize, repeats: usize) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the processor has AVX-512F, checked just above.
+        let seconds = unsafe { fma_512_seconds(rounds, repeats) };
+        return Some((2 * CHAINS * LANES * rounds * repeats) as f64 / seconds / 1e9);
+    }
+    let _ = (rounds, repeats);
+    None
+}
+
+/// The seconds of `repeats` runs of `rounds` rounds of `CHAINS`
+/// independent 16-lane multiply-adds.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn fma_512_seconds(rounds: usize, repeats: usize) -> f64 {
+    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_set1_ps};
+    let (x, y) = (
+        _mm512_set1_ps(black_box(0.999_999_f32)),
+        _mm512_set1_ps(black_box(1e-7_f32)),
+    );
+    let mut seconds = 0.0;
+    for _ in 0..repeats {
+        let mut acc = [_mm512_set1_ps(1.0); CHAINS];
+        let start = Instant::now();
+        for _ in 0..rounds {
+            for a in acc.iter_mut() {
+                *a = _mm512_fmadd_ps(*a, x, y);
+            }
+        }
+        seconds += start.elapsed().as_secs_f64();
+        black_box(&acc);
+    }
+    seconds
+}
+// ANCHOR_END: fma_peak_512
 
 // ANCHOR: triad
 /// This core's memory bandwidth, in GB/s, from the STREAM triad
 /// `a[i] = b[i] + s·c[i]` over arrays of `len` floats, far larger than
-/// the caches: 3 × 4 bytes move per element. The best of `repeats` runs.
+/// the caches: 3 × 4 bytes move per element. The mean of `repeats` runs,
+/// after one that touches every page.
 pub fn triad_bandwidth(len: usize, repeats: usize) -> f64 {
     let b = vec![1.0_f32; len];
     let c = vec![2.0_f32; len];
     let mut a = vec![0.0_f32; len];
     let s = black_box(3.0_f32);
-    let mut best = f64::INFINITY;
+    let mut seconds = 0.0;
+    for ((a, &b), &c) in a.iter_mut().zip(&b).zip(&c) {
+        *a = b + s * c;
+    }
     for _ in 0..repeats {
         let start = Instant::now();
         for ((a, &b), &c) in a.iter_mut().zip(&b).zip(&c) {
             *a = b + s * c;
         }
-        best = best.min(start.elapsed().as_secs_f64());
+        seconds += start.elapsed().as_secs_f64();
         black_box(&a);
     }
-    (3 * 4 * len) as f64 / best / 1e9
+    (3 * 4 * len * repeats) as f64 / seconds / 1e9
 }
 // ANCHOR_END: triad
 
@@ -78,6 +126,27 @@ pub fn attention_intensity(n: u64, d: u64, stores_scores: bool) -> f64 {
 }
 // ANCHOR_END: intensity
 
+// ANCHOR: tiled_intensity
+/// Arithmetic intensity of a fused kernel (one that never stores the
+/// scores) with query tiles of `query_tile` rows: it reads `Q` and writes
+/// the output once, but reads `K` and `V` once for every query tile, so
+/// `4n²d` FLOPs move `8nd + 8nd·⌈n / query_tile⌉` bytes: about
+/// `query_tile / 2` FLOPs per byte, however long the sequence.
+pub fn tiled_intensity(n: u64, d: u64, query_tile: u64) -> f64 {
+    let tiles = n.div_ceil(query_tile) as f64;
+    let bytes = 8.0 * (n * d) as f64 * (1.0 + tiles);
+    attention_flops(n, d) / bytes
+}
+// ANCHOR_END: tiled_intensity
+
+/// Arithmetic intensity of one of naive attention's two products, `QKᵀ` or
+/// `weights·V`: `2n²d` FLOPs while the `n×n` matrix is written or read once
+/// and the `n×d` operands move, `4n² + 8nd` bytes; about `d/2` for long
+/// sequences.
+pub fn naive_product_intensity(n: u64, d: u64) -> f64 {
+    attention_flops(n, d) / 2.0 / (scores_bytes(n) + 8.0 * (n * d) as f64)
+}
+
 /// The roofline: the most GFLOP/s a kernel of `intensity` can reach on a
 /// core with `peak` GFLOP/s and `bandwidth` GB/s.
 pub fn roofline(intensity: f64, peak: f64, bandwidth: f64) -> f64 {
@@ -96,6 +165,11 @@ mod tests {
         // Storing the scores bounds it near 4n²d / (4 · 4n²) = d/4 = 16.
         let stored = attention_intensity(4096, 64, true);
         assert!(stored < 16.0 && stored > 10.0, "{stored}");
+        // Re-reading K and V for each query tile: about query_tile / 2.
+        let tiled = tiled_intensity(4096, 64, 256);
+        assert!((tiled - 256.0 / 2.0 * 16.0 / 17.0).abs() < 1e-9, "{tiled}");
+        assert_eq!(tiled_intensity(4096, 64, 4096), 4096.0 / 4.0);
+        assert!((naive_product_intensity(1 << 20, 64) - 32.0).abs() < 0.01);
         assert_eq!(roofline(1.0, 100.0, 20.0), 20.0);
         assert_eq!(roofline(10.0, 100.0, 20.0), 100.0);
     }
@@ -103,6 +177,9 @@ mod tests {
     #[test]
     fn the_machine_measurements_are_positive_and_finite() {
         let peak = fma_peak(1000, 2);
+        if let Some(wide) = fma_peak_512(1000, 2) {
+            assert!(wide.is_finite() && wide > 0.0);
+        }
         let bandwidth = triad_bandwidth(1 << 16, 2);
         assert!(peak.is_finite() && peak > 0.0);
         assert!(bandwidth.is_finite() && bandwidth > 0.0);

@@ -94,7 +94,7 @@ impl ModelConfig {
                 });
             }
         }
-        if self.d_model % self.heads != 0 {
+        if !self.d_model.is_multiple_of(self.heads) {
             return Err(AttnError::HeadsDoNotDivide {
                 d_model: self.d_model,
                 h: self.heads,

@@ -18,9 +18,15 @@ pub(crate) fn write_checkpoint(header: &str, model: &impl Parameters) -> String 
     text
 }
 
+/// The lines of a checkpoint after its provenance comments (`# …` lines
+/// before the header, which name the run that trained it).
+fn checkpoint_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().skip_while(|l| l.starts_with('#'))
+}
+
 /// The numbers of a checkpoint's header line, which must start with `kind`.
 pub(crate) fn read_header(text: &str, kind: &str) -> Result<Vec<usize>, AttnError> {
-    text.lines()
+    checkpoint_lines(text)
         .next()
         .and_then(|l| l.strip_prefix(kind))
         .ok_or_else(|| invalid(format!("not a {} file", kind.trim())))?
@@ -40,7 +46,7 @@ pub(crate) fn read_checkpoint<P: Parameters>(
     parameters: Option<usize>,
     model: impl FnOnce() -> Result<P, AttnError>,
 ) -> Result<P, AttnError> {
-    let mut lines = text.lines().skip(1);
+    let mut lines = checkpoint_lines(text).skip(1);
     let tensors: Vec<Vec<f32>> = lines
         .by_ref()
         .take(count)

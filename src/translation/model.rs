@@ -179,7 +179,7 @@ pub(crate) fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
             requirement: "must be at most 64",
         });
     }
-    if c.d_model % c.heads != 0 {
+    if !c.d_model.is_multiple_of(c.heads) {
         return Err(AttnError::HeadsDoNotDivide {
             d_model: c.d_model,
             h: c.heads,

@@ -65,7 +65,7 @@ pub fn number_words(x: u32) -> Result<Vec<&'static str>, AttnError> {
         below_thousand(x / 1000, &mut words);
         words.push("thousand");
     }
-    if x % 1000 > 0 {
+    if !x.is_multiple_of(1000) {
         below_thousand(x % 1000, &mut words);
     }
     Ok(words)
@@ -116,7 +116,7 @@ pub fn alignment(x: u32) -> Result<Vec<Option<usize>>, AttnError> {
         }
         if group == 1000 && value > 0 {
             used += 1; // "thousand"
-            if x % 1000 == 0 {
+            if x.is_multiple_of(1000) {
                 group_digits.extend([here(used - 1); 3]); // 21,000: "thousand" → 0 0 0
             }
         }

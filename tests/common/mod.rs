@@ -5,3 +5,4 @@
 
 pub mod golden;
 pub mod numbers;
+pub mod units;

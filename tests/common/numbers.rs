@@ -14,9 +14,17 @@
 //! every line that makes one must hold a phrase registered with
 //! [`Bindings::claim`], together with the check over the data.
 //!
+//! Measured figures carry their source ([`Bindings::from`]): the run and
+//! the statistic of the data file they come from. A sentence, a table or an
+//! output block that holds figures of two runs, or of two statistics, is a
+//! comparison the data cannot support, and fails the check too
+//! ([`super::units`]).
+//!
 //! There is no list of allowed numbers without an assertion.
 
 use std::ops::Range;
+
+use attn::experiments::provenance::{one_run, Provenance};
 
 /// What one chapter's numbers test binds, built by calling crate code.
 pub struct Bindings {
@@ -27,6 +35,75 @@ pub struct Bindings {
     block_numbers: Vec<String>,
     values: Vec<String>,
     claims: Vec<String>,
+    /// Bound numbers (as normalised text) with the run and statistic of
+    /// the file they were measured in.
+    sourced_values: Vec<(String, String)>,
+    /// Quoted output with the run and statistic it was printed from.
+    sourced_spans: Vec<(Range<usize>, String)>,
+    /// Claims about measured data, with their run and statistic.
+    sourced_claims: Vec<(String, String)>,
+}
+
+/// Bindings of figures measured in one run, with one statistic: what
+/// [`Bindings::from`] returns. Each method is [`Bindings`]' own, and also
+/// records the figures' source.
+pub struct Sourced<'a> {
+    bindings: &'a mut Bindings,
+    source: String,
+}
+
+impl Sourced<'_> {
+    /// [`Bindings::quoted`], for output printed from these sources.
+    pub fn quoted(&mut self, block: &str) -> &mut Self {
+        self.bindings.quoted(block);
+        let text = &self.bindings.text;
+        for (start, _) in text.match_indices(block) {
+            self.bindings
+                .sourced_spans
+                .push((start..start + block.len(), self.source.clone()));
+        }
+        self
+    }
+
+    /// [`Bindings::value`], for a figure of these sources.
+    pub fn value(&mut self, shown: &str, computed: f64, tolerance: f64) -> &mut Self {
+        self.bindings.value(shown, computed, tolerance);
+        self.record(shown)
+    }
+
+    /// [`Bindings::rounded`], for a figure of these sources.
+    pub fn rounded(&mut self, shown: &str, computed: f64) -> &mut Self {
+        self.bindings.rounded(shown, computed);
+        self.record(shown)
+    }
+
+    /// [`Bindings::at_most`], for a figure of these sources.
+    pub fn at_most(&mut self, shown: &str, computed: f64) -> &mut Self {
+        self.bindings.at_most(shown, computed);
+        self.record(shown)
+    }
+
+    /// [`Bindings::at_least`], for a figure of these sources.
+    pub fn at_least(&mut self, shown: &str, computed: f64) -> &mut Self {
+        self.bindings.at_least(shown, computed);
+        self.record(shown)
+    }
+
+    /// [`Bindings::claim`], for a claim about these sources' data.
+    pub fn claim(&mut self, phrase: &str, holds: bool) -> &mut Self {
+        self.bindings.claim(phrase, holds);
+        self.bindings
+            .sourced_claims
+            .push((phrase.to_string(), self.source.clone()));
+        self
+    }
+
+    fn record(&mut self, shown: &str) -> &mut Self {
+        self.bindings
+            .sourced_values
+            .push((normalise(shown), self.source.clone()));
+        self
+    }
 }
 
 /// A number as written: its text (without thousands separators) and where.
@@ -53,6 +130,25 @@ impl Bindings {
             block_numbers: Vec::new(),
             values: Vec::new(),
             claims: Vec::new(),
+            sourced_values: Vec::new(),
+            sourced_spans: Vec::new(),
+            sourced_claims: Vec::new(),
+        }
+    }
+
+    /// Binds figures measured in `sources`, which must be one run with one
+    /// statistic (else the test fails, naming them), and remembers that
+    /// source for the check of [`super::units`].
+    pub fn from(&mut self, sources: &[&Provenance]) -> Sourced<'_> {
+        if let Err(e) = one_run(sources) {
+            panic!("{}: {e}", self.chapter);
+        }
+        let source = sources.first().map_or(String::new(), |p| {
+            format!("run {}, statistic {}", p.run, p.statistic)
+        });
+        Sourced {
+            bindings: self,
+            source,
         }
     }
 
@@ -196,6 +292,45 @@ impl Bindings {
                         self.chapter, line.number
                     ));
                 }
+            }
+        }
+        found.extend(self.mixed_runs());
+        found
+    }
+
+    /// Every sentence, table or output block that holds figures of more
+    /// than one run or statistic, as `file:line: …`.
+    pub fn mixed_runs(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for unit in super::units::units(&self.text) {
+            let mut sources: Vec<&str> = Vec::new();
+            for t in self.tokens.iter().filter(|t| unit.range.contains(&t.start)) {
+                let by_value = self.sourced_values.iter().filter(|(v, _)| *v == t.text);
+                let by_span = self
+                    .sourced_spans
+                    .iter()
+                    .filter(|(r, _)| r.contains(&t.start))
+                    .map(|(_, s)| s);
+                sources.extend(by_value.map(|(_, s)| s.as_str()));
+                sources.extend(by_span.map(String::as_str));
+            }
+            let unit_text = &self.text[unit.range.clone()];
+            let flat = unit_text.replace('\n', " ");
+            for (phrase, source) in &self.sourced_claims {
+                if flat.contains(&phrase.replace('\n', " ")) {
+                    sources.push(source);
+                }
+            }
+            sources.sort();
+            sources.dedup();
+            if sources.len() > 1 {
+                found.push(format!(
+                    "book/{}:{}: one {} compares figures of different runs or statistics: {}",
+                    self.chapter,
+                    unit.line,
+                    unit.kind,
+                    sources.join(" and ")
+                ));
             }
         }
         found
@@ -616,6 +751,9 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     }
     if after.starts_with('.') && after[1..].starts_with(|c: char| c.is_ascii_digit()) {
         return Some("a version number");
+    }
+    if lower.ends_with("arxiv:") {
+        return Some("an arXiv identifier in a citation");
     }
     if [
         "pytorch ", "numpy ", "nep ", "version ", "python ", "katex ", "mdbook ",

@@ -7,10 +7,16 @@
 //! and helpers: `cargo xtask figures`, which only redraws the figures;
 //! `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9 (several
 //! minutes), writes their results to `book/data/` and redraws the figures;
-//! `cargo xtask train`, chapters 12 and 13's training runs; and
-//! `cargo xtask model`, which fetches chapter 14's pretrained model into
-//! `target/models/` (with `--data`, it also rederives chapter 14's data and
-//! measures its speed).
+//! `cargo xtask measure fast`, the appendix's run (the crate with and without
+//! OpenBLAS, NumPy and PyTorch); `cargo xtask train`, chapters 12 and 13's
+//! training runs; and `cargo xtask model`, which fetches chapter 14's
+//! pretrained model into `target/models/` (with `--data`, it also rederives
+//! chapter 14's data and measures its speed against PyTorch's).
+//!
+//! Each command that writes `book/data/` is one *measurement run*: every
+//! file it writes starts with the same header line, `# date: …; cpu: …;
+//! run: COMMAND TIME; …; statistic: …`, and the book compares figures only
+//! within one run and one statistic.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -38,9 +44,9 @@ fn main() -> ExitCode {
         "test" => test(),
         "figures" => figures(),
         "measure" => match std::env::args().nth(2).as_deref() {
-            Some("--blas") => measure_blas(),
             Some("fast") => measure_fast(),
-            _ => measure(),
+            None => measure(),
+            Some(other) => Err(format!("unknown option {other}: fast or nothing")),
         },
         "model" => match std::env::args().nth(2).as_deref() {
             None => model(),
@@ -54,7 +60,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve | test | figures | measure [--blas | fast] \
+                "usage: cargo xtask serve | test | figures | measure [fast] \
                  | train [ch12 | ch13] | model [--data]"
             );
             return ExitCode::from(2);
@@ -226,23 +232,56 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Chapter 14's data, derived from the model (`examples/ch14_pretrained_data.rs`,
-/// which also times it, dated), then its figures.
+/// Chapter 14's data, derived from the model, and the crate's and
+/// PyTorch's speed on it, in one run (`examples/ch14_pretrained_data.rs`,
+/// then `tools/minilm_speed.py` with the Python `TORCH_PYTHON` names), then
+/// its figures.
 fn model_data() -> Step {
-    run_dated_example("ch14_pretrained_data")?;
+    let python = reference_python(
+        "chapter 14 compares the crate's speed with PyTorch's, measured in the same run",
+        "torch and transformers (tools/minilm_speed.py's header says how)",
+    )?;
+    let run = start_run("model --data")?;
+    run_example("ch14_pretrained_data", &run)?;
+    self::run(
+        Command::new(python)
+            .arg(root().join("tools/minilm_speed.py"))
+            .env("ATTN_RUN_HEADER", &run),
+    )?;
     figures()
 }
 
-/// Builds and runs a `_data` example with `ATTN_MEASURED` set to today's
-/// date, this CPU and the compiler, which it writes into its data's header.
-fn run_dated_example(example: &str) -> Step {
-    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+/// The Python in `TORCH_PYTHON`, which the comparison `why` needs, with
+/// `what` installed; an error saying how to make one otherwise.
+fn reference_python(why: &str, what: &str) -> Result<std::ffi::OsString, String> {
+    std::env::var_os("TORCH_PYTHON").ok_or_else(|| {
+        format!(
+            "{why}: set TORCH_PYTHON to a Python with {what}, e.g. \
+             `python3 -m venv /tmp/venv-torch && /tmp/venv-torch/bin/pip install torch numpy \
+             transformers`, then `TORCH_PYTHON=/tmp/venv-torch/bin/python cargo xtask …`"
+        )
+    })
+}
+
+/// One measurement run of `command`: the header that every file it writes
+/// starts with (the day, the processor, the command and the minute it
+/// started, the compiler), passed to its programs in `ATTN_RUN_HEADER`.
+fn start_run(command: &str) -> Result<String, String> {
     let (date, cpu, rustc) = provenance()?;
-    run(
-        Command::new(root().join(format!("target/release/examples/{example}"))).env(
-            "ATTN_MEASURED",
-            format!("{date} on {cpu}, one thread ({rustc})"),
-        ),
+    let time = capture(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%MZ"]))?;
+    Ok(format!(
+        "date: {date}; cpu: {cpu}; run: {command} {}; rustc: {rustc}",
+        time.trim()
+    ))
+}
+
+/// Builds and runs an example of `run`, which writes its data files with
+/// the run's header.
+fn run_example(example: &str, run: &str) -> Step {
+    self::run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    self::run(
+        Command::new(root().join(format!("target/release/examples/{example}")))
+            .env("ATTN_RUN_HEADER", run),
     )
 }
 
@@ -384,8 +423,8 @@ fn ensure_book_tools() -> Step {
 /// The chapters' training runs (`examples/CHAPTER_*_train.rs`): chapter
 /// 12's two models (under a minute each) and chapter 13's encoder–decoders
 /// (about four minutes). Each writes its weights and loss curves to
-/// `book/data/`; what it printed goes, dated, to `CHAPTER-train-log.txt`.
-/// Then the figures are redrawn from them.
+/// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
+/// the run's header. Then the figures are redrawn from them.
 fn train(chapters: &[&str]) -> Step {
     for chapter in chapters {
         let example = match *chapter {
@@ -393,14 +432,14 @@ fn train(chapters: &[&str]) -> Step {
             _ => "ch13_translation_train",
         };
         run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
-        let output = capture(&mut Command::new(
-            root().join(format!("target/release/examples/{example}")),
-        ))?;
+        let header = start_run(&format!("train {chapter}"))?;
+        let output = capture(
+            Command::new(root().join(format!("target/release/examples/{example}")))
+                .env("ATTN_RUN_HEADER", &header),
+        )?;
         eprint!("{output}");
-        let (date, cpu, rustc) = provenance()?;
-        let log = format!(
-            "# measured {date} on {cpu}, one thread, by `cargo xtask train` ({rustc})\n{output}"
-        );
+        let log =
+            format!("# {header}; statistic: one run; one thread, by `cargo xtask train`\n{output}");
         let path = root().join(format!("book/data/{chapter}-train-log.txt"));
         std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
     }
@@ -430,96 +469,142 @@ const KEEP_FREED_MEMORY: [(&str, &str); 2] = [
     ("MALLOC_TRIM_THRESHOLD_", "2147483647"),
 ];
 
-/// The measurements of chapters 8 and 9 and of the appendix: the criterion timings, the memory benchmark,
-/// then the CSV and the figures.
+/// The measurements of chapters 8 and 9, in one run: the criterion
+/// timings and the memory benchmark, then the CSV and the figures.
 fn measure() -> Step {
+    let header = start_run("measure")?;
+    wipe("target/criterion")?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "attention"])
-        .envs(KEEP_FREED_MEMORY))?;
-    run(cargo().args(["bench", "--locked", "--bench", "memory"]))?;
+        .envs(KEEP_FREED_MEMORY)
+        .env("ATTN_RUN_HEADER", &header))?;
+    run(cargo()
+        .args(["bench", "--locked", "--bench", "memory"])
+        .env("ATTN_RUN_HEADER", &header))?;
     timings_csv(
+        &header,
         "target/criterion",
         "ch08-timings.csv",
-        "",
         &KEEP_FREED_MEMORY,
     )?;
     figures()
 }
 
-/// `cargo xtask measure fast`: this core's FMA peak and memory bandwidth
-/// and the fast kernel's profile and tile sizes
-/// (`examples/making_it_fast_data.rs`), then the fast kernel against the
-/// chapters' attention (`benches/fast.rs`, one and two threads) into
-/// `book/data/appendix-timings.csv`, then PyTorch on the same shapes
-/// (`tools/torch_attention.py`) if `TORCH_PYTHON` names a Python with torch;
-/// without it, the command to run right after is printed.
+/// The functions the `blas` feature changes, as a criterion filter.
+const BLAS_CHANGES: &str = "/(naive_1t|tiled_1t|multihead_1t|matmul_512)/";
+
+/// `cargo xtask measure fast`: the appendix's run, every figure a mean.
+/// This core's FMA peak, memory bandwidth and caches and the fast kernel's
+/// profile and tile sizes (`examples/making_it_fast_data.rs`); the fast
+/// kernel against the chapters' attention (`benches/fast.rs`, one and two
+/// threads) into `appendix-timings.csv`, and again with the system's
+/// OpenBLAS for what it changes into `appendix-timings-blas.csv`; NumPy
+/// (`tools/numpy_attention.py`) and PyTorch (`tools/torch_attention.py`) on
+/// the same shapes, run by the Python in `TORCH_PYTHON`.
 fn measure_fast() -> Step {
-    run_dated_example("making_it_fast_data")?;
+    let python = reference_python(
+        "the appendix compares the crate with NumPy and PyTorch measured in the same run",
+        "torch and numpy (tools/torch_attention.py's header says how)",
+    )?;
+    let header = start_run("measure fast")?;
+    run_example("making_it_fast_data", &header)?;
+    wipe("target/criterion-fast")?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "fast"])
         .envs(KEEP_FREED_MEMORY)
         .env("CRITERION_HOME", root().join("target/criterion-fast")))?;
     timings_csv(
+        &header,
         "target/criterion-fast",
         "appendix-timings.csv",
-        " fast",
         &KEEP_FREED_MEMORY,
     )?;
-    match std::env::var_os("TORCH_PYTHON") {
-        Some(python) => {
-            let out = Command::new(python)
-                .arg(root().join("tools/torch_attention.py"))
-                .envs(KEEP_FREED_MEMORY)
-                .output()
-                .map_err(|e| format!("TORCH_PYTHON: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "tools/torch_attention.py failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            std::fs::write(root().join("book/data/appendix-pytorch.csv"), &out.stdout)
-                .map_err(|e| format!("book/data/appendix-pytorch.csv: {e}"))?;
+    // OPENBLAS_VERBOSE=2 makes OpenBLAS say which kernels it chose for
+    // this processor ("Core: …"), which the files' headers record.
+    let one_thread = [
+        ("OPENBLAS_NUM_THREADS", "1"),
+        ("OMP_NUM_THREADS", "1"),
+        ("OPENBLAS_VERBOSE", "2"),
+    ];
+    wipe("target/blas/criterion-fast")?;
+    let output = capture(
+        cargo()
+            .args([
+                "bench",
+                "--locked",
+                "--features",
+                "blas",
+                "--target-dir",
+                "target/blas",
+            ])
+            .args(["--bench", "fast", "--", BLAS_CHANGES])
+            .envs(KEEP_FREED_MEMORY)
+            .envs(one_thread)
+            .env("CRITERION_HOME", root().join("target/blas/criterion-fast")),
+    )
+    .map_err(|e| {
+        format!("{e}\nthe blas feature needs OpenBLAS (Debian: `apt-get install libopenblas-dev`)")
+    })?;
+    eprint!("{output}");
+    let blas_env = [KEEP_FREED_MEMORY[0], KEEP_FREED_MEMORY[1], one_thread[0]];
+    timings_csv(
+        &format!("{header}; openblas {}", openblas_core(&output)),
+        "target/blas/criterion-fast",
+        "appendix-timings-blas.csv",
+        &blas_env,
+    )?;
+    for (script, csv) in [
+        ("numpy_attention.py", "appendix-numpy.csv"),
+        ("torch_attention.py", "appendix-pytorch.csv"),
+    ] {
+        let out = Command::new(&python)
+            .arg(root().join("tools").join(script))
+            .envs(KEEP_FREED_MEMORY)
+            .envs(one_thread)
+            .env("ATTN_RUN_HEADER", &header)
+            .output()
+            .map_err(|e| format!("TORCH_PYTHON: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("tools/{script} failed: {stderr}"));
         }
-        None => eprintln!(
-            "\nnow time PyTorch in the same session, or set TORCH_PYTHON to a Python with \
-             torch (tools/torch_attention.py's header says how to make one):\n  \
-             MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 python tools/torch_attention.py \
-             > book/data/appendix-pytorch.csv"
-        ),
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (first, rest) = stdout.split_once('\n').unwrap_or((&stdout, ""));
+        let text = match script {
+            "numpy_attention.py" => format!("{first}; openblas {}\n{rest}", openblas_core(&stderr)),
+            _ => stdout.to_string(),
+        };
+        let path = root().join("book/data").join(csv);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
     }
     figures()
 }
 
-/// `cargo xtask measure --blas`: the timing benchmarks again with the `blas`
-/// feature (the system's OpenBLAS, one thread), in their own target dir, to
-/// `book/data/ch08-timings-blas.csv`.
-fn measure_blas() -> Step {
-    let env = [
-        KEEP_FREED_MEMORY[0],
-        KEEP_FREED_MEMORY[1],
-        ("OPENBLAS_NUM_THREADS", "1"),
-    ];
-    let features = ["--features", "blas", "--target-dir", "target/blas"];
-    run(cargo()
-        .args(["bench", "--locked"])
-        .args(features)
-        .args(["--bench", "attention"])
-        .envs(env)
-        .env("CRITERION_HOME", root().join("target/blas/criterion")))?;
-    timings_csv(
-        "target/blas/criterion",
-        "ch08-timings-blas.csv",
-        " --blas",
-        &env,
-    )?;
-    figures()
+/// The kernels OpenBLAS chose, from what it printed with
+/// `OPENBLAS_VERBOSE=2`: `core: SkylakeX`, or `core: not reported`.
+fn openblas_core(output: &str) -> String {
+    let core = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Core: "))
+        .unwrap_or("not reported");
+    format!("core: {core}")
 }
 
-/// Collects criterion's estimates (`criterion/*/*/*/new/`, under `target`)
-/// into `book/data/csv`, headed by when and on what it was measured, and how
-/// (`how` is added to the command in the header, `env` is listed after it).
-fn timings_csv(criterion: &str, csv: &str, how: &str, env: &[(&str, &str)]) -> Step {
+/// Removes a criterion directory, so that a run's CSV holds only what that
+/// run measured.
+fn wipe(dir: &str) -> Step {
+    let path = root().join(dir);
+    if path.exists() {
+        std::fs::remove_dir_all(&path).map_err(|e| format!("wiping {dir}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Collects criterion's means (`criterion/*/*/*/new/`, under `target`) into
+/// `book/data/csv`, headed by the run's `header`, the statistic and the
+/// allocator settings `env`.
+fn timings_csv(header: &str, criterion: &str, csv: &str, env: &[(&str, &str)]) -> Step {
     let read_json = |path: &Path| -> Result<serde_json::Value, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -554,10 +639,10 @@ fn timings_csv(criterion: &str, csv: &str, how: &str, env: &[(&str, &str)]) -> S
         }
     }
     rows.sort();
-    let (date, cpu, rustc) = provenance()?;
     let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let text = format!(
-        "# measured {date} on {cpu}, one thread (two for functions ending in _2t), by `cargo xtask measure{how}` ({rustc}; {})\n\
+        "# {header}; statistic: mean; criterion's mean of each call (low and high: its 95% \
+         interval), one thread (two for functions ending in _2t); env: {}\n\
          group,function,n,mean_ns,low_ns,high_ns\n{}\n",
         env.join(" "),
         rows.join("\n")

@@ -1,0 +1,123 @@
+//! The book means what it says. The numbers tests bind every number a page
+//! shows to the code that computes it; these checks read the pages for the
+//! meaning around the numbers, where a machine can.
+//!
+//! - `data`: every committed data file names its date, processor,
+//!   measurement run and statistic (the numbers tests then refuse a
+//!   sentence or table that compares two runs or two statistics).
+
+mod data;
+
+use std::path::PathBuf;
+
+/// The repository's `book/` directory.
+pub fn book() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("book")
+}
+
+/// The text of `book/NAME`.
+pub fn page(name: &str) -> String {
+    let path = book().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One entry of SUMMARY.md: its title, its file, and the part it is in.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub title: String,
+    pub file: String,
+    pub part: String,
+}
+
+/// The pages SUMMARY.md lists, in order (the introduction's part is "").
+pub fn summary() -> Vec<Listed> {
+    let mut part = String::new();
+    let mut out = Vec::new();
+    for line in page("SUMMARY.md").lines() {
+        if let Some(title) = line.strip_prefix("# ") {
+            part = title.trim().to_string();
+            continue;
+        }
+        let Some(open) = line.find('[') else { continue };
+        let Some(mid) = line[open..].find("](") else {
+            continue;
+        };
+        let title = &line[open + 1..open + mid];
+        let rest = &line[open + mid + 2..];
+        let file = &rest[..rest.find(')').unwrap_or(rest.len())];
+        out.push(Listed {
+            title: title.to_string(),
+            file: file.to_string(),
+            part: if part == "Summary" {
+                String::new()
+            } else {
+                part.clone()
+            },
+        });
+    }
+    out
+}
+
+/// The numbered chapters (files `chNN-….md`), in order: `(number, file)`.
+pub fn chapters() -> Vec<(usize, String)> {
+    summary()
+        .into_iter()
+        .filter_map(|l| {
+            let n = l.file.strip_prefix("ch")?.get(..2)?.parse().ok()?;
+            Some((n, l.file))
+        })
+        .collect()
+}
+
+/// A page's prose as a reader reads it, with the same byte offsets as the
+/// page: code and output fences, inline code and math blanked out (every
+/// character but newlines becomes a space), so that what is left is the
+/// words. Line breaks stay, for line numbers.
+pub fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_fence, mut in_display) = (false, false);
+    let blank = |line: &str| -> String {
+        line.chars()
+            .map(|c| if c == '\n' { '\n' } else { ' ' })
+            .collect()
+    };
+    for line in text.split_inclusive('\n') {
+        let fence = line.trim_start().starts_with("```");
+        let display = !in_fence && line.trim() == "$$";
+        if fence || in_fence || display || in_display {
+            out.push_str(&blank(line));
+            in_fence ^= fence;
+            in_display ^= display;
+            continue;
+        }
+        let mut in_code = false;
+        let mut in_math = false;
+        for c in line.chars() {
+            let toggles = (c == '`' && !in_math) || (c == '$' && !in_code);
+            if c == '`' && !in_math {
+                in_code = !in_code;
+            } else if c == '$' && !in_code {
+                in_math = !in_math;
+            }
+            let blank = toggles || in_code || in_math;
+            out.push(if blank && c != '\n' { ' ' } else { c });
+        }
+    }
+    out
+}
+
+/// The 1-based line of byte `offset` in `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset].matches('\n').count() + 1
+}
+
+/// Every page SUMMARY.md lists, with its text.
+pub fn pages() -> Vec<(String, String)> {
+    summary()
+        .into_iter()
+        .map(|l| {
+            let text = page(&l.file);
+            (l.file, text)
+        })
+        .collect()
+}
