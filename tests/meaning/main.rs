@@ -1,11 +1,17 @@
 //! The book means what it says. The numbers tests bind every number a page
 //! shows to the code that computes it; these checks read the pages for the
-//! meaning around the numbers, where a machine can.
+//! meaning around the numbers, where a machine can:
 //!
+//! - `citations`: every "Author (year)" or "Author et al." has an entry in
+//!   the bibliography, and every entry is cited;
 //! - `data`: every committed data file names its date, processor,
 //!   measurement run and statistic (the numbers tests then refuse a
 //!   sentence or table that compares two runs or two statistics).
 
+#[path = "../common/mod.rs"]
+mod common;
+
+mod citations;
 mod data;
 
 use std::path::PathBuf;
