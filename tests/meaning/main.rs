@@ -4,6 +4,11 @@
 //!
 //! - `citations`: every "Author (year)" or "Author et al." has an entry in
 //!   the bibliography, and every entry is cited;
+//! - `references`: the introduction lists the chapters SUMMARY.md lists,
+//!   counts them right, and no page points a reader to the wrong chapter or
+//!   to a figure that does not exist;
+//! - `exercises`: every exercise is of a declared kind, a code exercise with
+//!   a tested solution in the crate, or a discussion with a written answer;
 //! - `data`: every committed data file names its date, processor,
 //!   measurement run and statistic (the numbers tests then refuse a
 //!   sentence or table that compares two runs or two statistics).
@@ -13,6 +18,8 @@ mod common;
 
 mod citations;
 mod data;
+mod exercises;
+mod references;
 
 use std::path::PathBuf;
 
