@@ -10,8 +10,9 @@
 mod plot;
 
 use attn::experiments::ch12::{
-    accuracy_after, accuracy_report, digit_attention, digit_attention_report, mirror_attention,
-    mirror_report, residual_report, token, uniform_target_share,
+    ablation_report, ablations, accuracy_after, accuracy_report, digit_attention,
+    digit_attention_report, mirror_attention, mirror_report, residual_report, token,
+    uniform_target_share,
 };
 use attn::model::{
     accuracy, held_out, inputs_and_targets, Parameters, Task, TinyTransformer, BOOK_MODEL,
@@ -124,6 +125,18 @@ fn main() -> Result<(), attn::AttnError> {
             ),
         ])
     );
+
+    println!("\n== Removing heads: held-out accuracy, greedy ==");
+    let (reverse, sort) = (ablations(&net, &test)?, ablations(&sorter, &sort_test)?);
+    println!(
+        "{}",
+        ablation_report(&[("reverse", &reverse), ("sort", &sort)])
+    );
+    println!("\n== The sorting model's residual stream after each block ==");
+    let sort_after = (0..=c.layers)
+        .map(|depth| accuracy_after(&sorter, &sort_test, depth))
+        .collect::<Result<Vec<f64>, _>>()?;
+    println!("{}", residual_report(&sort_after));
 
     draw_training(&log);
     draw_attention(

@@ -6,8 +6,9 @@
 use std::time::Instant;
 
 use attn::experiments::ch12::{
-    accuracy_after, accuracy_report, digit_attention, digit_attention_report, mirror_attention,
-    mirror_report, residual_report, show_tokens, uniform_target_share,
+    ablation_report, ablations, accuracy_after, accuracy_report, digit_attention,
+    digit_attention_report, mirror_attention, mirror_report, residual_report, show_tokens,
+    uniform_target_share,
 };
 use attn::model::{
     accuracy, held_out, train, Adam, ModelConfig, Parameters, Task, TinyTransformer, TrainConfig,
@@ -16,7 +17,7 @@ use attn::model::{
 
 mod common;
 
-use common::numbers::Bindings;
+use common::numbers::{Bindings, Evidence};
 
 const CHAPTER: &str = "ch12-training.md";
 
@@ -72,8 +73,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     assert_eq!(net.parameter_count(), 26_443);
     let test = held_out(Task::Reverse, net.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
     let reversal = accuracy(&net, &test).unwrap();
-    assert!(reversal.0 >= 0.99, "the book's bar: 99% exact");
-    b.exact("99%", 99.0).exact("1000", test.len() as f64);
+    b.exact("1000", test.len() as f64);
     b.quoted(&accuracy_report(&net, &test, reversal).unwrap());
     // The residual stream after each block, through the final head.
     let after: Vec<f64> = (0..=net.config().layers)
@@ -115,6 +115,71 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     for &w in &mirror[1] {
         b.rounded("14%", 100.0 * w);
     }
+    removing_heads(b, (&net, &test), (&sorter, &sort_test));
+}
+
+/// Rows of `ablations`: what was removed, exact and per-digit accuracy.
+type Ablated = Vec<attn::experiments::ch12::Ablation>;
+
+/// What removing heads does to each model, and what the text says of it.
+fn removing_heads(
+    b: &mut Bindings,
+    (net, test): (&TinyTransformer, &[Vec<usize>]),
+    (sorter, sort_test): (&TinyTransformer, &[Vec<usize>]),
+) {
+    let (reverse, sort): (Ablated, Ablated) = (
+        ablations(net, test).unwrap(),
+        ablations(sorter, sort_test).unwrap(),
+    );
+    b.quoted(&ablation_report(&[("reverse", &reverse), ("sort", &sort)]));
+    let row = |rows: &Ablated, name: &str| rows.iter().find(|r| r.0 == name).unwrap().clone();
+    let (block_1, block_2) = (
+        row(&reverse, "block 1, all heads"),
+        row(&reverse, "block 2, all heads"),
+    );
+    b.claim(
+        "Without the first block's two heads, no held-out sequence is reversed",
+        block_1.1 == 0.0,
+    )
+    .claim(
+        "about the tenth a guess would get",
+        (0.09..0.11).contains(&block_1.2),
+    )
+    .claim(
+        "Without\nthe second block's heads, every sequence still is",
+        block_2.1 == 1.0,
+    )
+    .claim(
+        "removing head 2 alone leaves 0.3800 of the",
+        row(&reverse, "block 1, head 2").1 < row(&reverse, "block 1, head 1").1,
+    );
+    let none = row(&sort, "none").1;
+    b.claim(
+        "In this run the sorting model spreads the work over both\nblocks",
+        row(&sort, "block 1, all heads").1 < 0.1 && row(&sort, "block 2, all heads").1 < 0.1,
+    )
+    .claim(
+        "each head removed\nalone costs more than half of them",
+        sort.iter()
+            .filter(|r| r.0.contains(", head "))
+            .all(|r| r.1 < 0.5 * none),
+    );
+    let after: Vec<f64> = (0..=sorter.config().layers)
+        .map(|depth| accuracy_after(sorter, sort_test, depth).unwrap())
+        .collect();
+    b.quoted(&residual_report(&after));
+    // What training learned, and on what it rests.
+    for phrase in [
+        "looks at what its attention learned in one",
+        "the model finds the positional",
+        "does not prove that the model uses what it\nfinds there",
+        "Figure 12.2. Learned attention on a held-out example",
+        "these patterns were learned in this run",
+        "Figure 12.3. Learned attention of the model trained to sort",
+    ] {
+        b.learned(phrase, Evidence::OneRun);
+    }
+    b.learned("$W_Q$ and $W_K$ could learn", Evidence::Conjecture);
 }
 
 fn training_log_and_figure_10_1(b: &mut Bindings) {
@@ -208,8 +273,7 @@ fn bind_prose(b: &mut Bindings) {
         .exact("32", c.d_model as f64)
         .exact("128", c.d_ff as f64)
         .exact("16", c.context() as f64)
-        .exact("15", (c.context() - 1) as f64)
-        .exact("17", (c.context() + 1) as f64);
+        .exact("15", (c.context() - 1) as f64);
     // Adam's settings and the schedule.
     let net = TinyTransformer::new(c, 0).unwrap();
     let adam = Adam::new(&net, BOOK_TRAINING.lr).unwrap();

@@ -4,8 +4,10 @@
 
 use crate::error::AttnError;
 use crate::model::{
-    check_examples, greedy_decode, inputs_and_targets, most_probable, TinyTransformer, SEP,
+    accuracy, check_examples, greedy_decode, inputs_and_targets, most_probable, TinyTransformer,
+    SEP,
 };
+use crate::show::table;
 
 /// A token as the book prints it: a digit, or `|` for the separator.
 pub fn token(t: usize) -> String {
@@ -220,4 +222,54 @@ pub fn accuracy_after(
         }
     }
     Ok(right as f64 / total as f64)
+}
+
+/// One row of [`ablations`]: what was removed, and the exact and per-digit
+/// accuracy without it.
+pub type Ablation = (String, f64, f64);
+
+/// Held-out exact and per-digit accuracy (greedy) of `net` with heads
+/// removed: none, then for each block both its heads and each one alone
+/// (`(block, head)` counted from 1). Each row: what was removed, and the
+/// accuracies.
+pub fn ablations(
+    net: &TinyTransformer,
+    examples: &[Vec<usize>],
+) -> Result<Vec<Ablation>, AttnError> {
+    let c = net.config();
+    let mut sets = vec![("none".to_string(), Vec::new())];
+    for block in 1..=c.layers {
+        let all: Vec<(usize, usize)> = (1..=c.heads).map(|h| (block, h)).collect();
+        sets.push((format!("block {block}, all heads"), all));
+        for head in 1..=c.heads {
+            sets.push((format!("block {block}, head {head}"), vec![(block, head)]));
+        }
+    }
+    sets.into_iter()
+        .map(|(name, removed)| {
+            let (exact, digits) = accuracy(&net.without_heads(&removed)?, examples)?;
+            Ok((name, exact, digits))
+        })
+        .collect()
+}
+
+/// The table of [`ablations`] for each named model, side by side.
+pub fn ablation_report(models: &[(&str, &[Ablation])]) -> String {
+    let rows: Vec<Vec<String>> = (0..models[0].1.len())
+        .map(|i| {
+            let mut row = vec![models[0].1[i].0.clone()];
+            for (_, rows) in models {
+                row.push(format!("{:.4}", rows[i].1));
+                row.push(format!("{:.4}", rows[i].2));
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["heads removed".to_string()];
+    for (name, _) in models {
+        header.push(format!("{name}: exact"));
+        header.push(format!("{name}: per digit"));
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    table(&header, &rows)
 }
