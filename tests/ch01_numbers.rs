@@ -124,6 +124,12 @@ fn sharpness_block(b: &mut Bindings) {
         rows.windows(2).all(|w| w[1].additive < w[0].additive)
             && (rows[3].additive - uniform).abs() < 0.005,
     );
+    // "already divided by √d and still reaches a weight of 1.000", and the
+    // scores grow with the query's length (the table's weights sharpen).
+    b.claim(
+        "1.000. When training lengthens queries and keys, their scores grow with\nthem",
+        format!("{:.3}", rows[3].dot) == "1.000" && rows.windows(2).all(|w| w[1].dot >= w[0].dot),
+    );
     // Quiz 3: the query's length multiplied by 64.
     b.exact("64", 64);
 }

@@ -266,6 +266,8 @@ fn every_number_of_the_bibliography_is_bound() {
     let mut b = crate::common::numbers::Bindings::new("bibliography.md");
     let titles: Vec<String> = entries().into_iter().map(|e| e.title).collect();
     let title = |phrase: &str| titles.iter().any(|t| t.contains(phrase));
+    b.exact("22", 22)
+        .claim("vision transformers to 22 billion", title("to 22 billion"));
     // A claim word that is part of a title, not the book's claim.
     let phrase = "faster attention with better parallelism";
     b.claim(phrase, title(phrase));
