@@ -121,4 +121,17 @@ fn bind_prose(b: &mut Bindings) {
         "$h \\cdot n m$ of each, do grow with $h$",
         [1, 2, 4, 8].iter().all(|&h| scores(h) == h * n * n),
     );
+    // Quiz 1: 8 → 16 heads of a 512-wide layer: head width 32, same
+    // parameters, twice the score matrices.
+    let sixteen = MultiHeadAttention::new(512, 16, &mut StdRng::seed_from_u64(0)).unwrap();
+    b.exact("16", sixteen.h() as f64)
+        .exact("32", sixteen.d_k() as f64);
+    let count = |m: &MultiHeadAttention| m.weights().iter().map(|w| w.len()).sum::<usize>();
+    assert_eq!(count(&sixteen), count(&base));
+    assert_eq!(
+        attn::multihead::multihead_flops(512, 512, 512, 16).unwrap(),
+        attn::multihead::multihead_flops(512, 512, 512, 8).unwrap()
+    );
+    // Quiz 2: the wrong scale shrinks the scores by √8 ≈ 2.8.
+    b.rounded("2.8", factor);
 }

@@ -97,9 +97,12 @@ fn every_number_is_bound() {
     let prev = d.heads[0][2].0.previous;
     b.rounded("1.00", prev);
     b.rounded("0.64", d.heads[1][8].0.next);
+    let uniform = attn::experiments::ch14::uniform_entropy(&corpus_tokens);
     b.claim(
         "Every layer is far more focused than uniform attention",
-        true,
+        layer_means(&d, |s| s.entropy)
+            .iter()
+            .all(|&e| e < 0.75 * uniform),
     );
 
     // Ablation.
@@ -125,6 +128,21 @@ fn every_number_is_bound() {
     b.claim(
         "*raises* the paraphrases' similarity",
         d.heads[5][9].1.similarity_change > 0.0,
+    );
+    // Quiz 2: the head with the most weight on [CLS] is the one whose removal
+    // moves the embeddings least.
+    let heads: Vec<(usize, usize)> = (0..6).flat_map(|l| (0..12).map(move |h| (l, h))).collect();
+    let most_cls = heads
+        .iter()
+        .max_by(|a, b| d.heads[a.0][a.1].0.cls.total_cmp(&d.heads[b.0][b.1].0.cls))
+        .unwrap();
+    let least_shift = heads
+        .iter()
+        .min_by(|a, b| shift(a.0, a.1).total_cmp(&shift(b.0, b.1)))
+        .unwrap();
+    b.claim(
+        "over the corpus, layer 3 head 10, is the head whose removal moves the",
+        *most_cls == (2, 9) && most_cls == least_shift,
     );
     let mut ranked: Vec<f64> = d.heads.iter().flatten().map(|(_, a)| a.shift).collect();
     ranked.sort_by(|a, b| b.total_cmp(a));
