@@ -102,23 +102,24 @@ fn main() -> Result<(), attn::AttnError> {
         standard_normal(1, 64, &mut rng),
         standard_normal(1, 64, &mut rng),
     );
-    let score = |m: usize, n: usize| -> Result<f32, attn::AttnError> {
-        Ok(rope(&q, m)?.row(0).dot(&rope(&k, n)?.row(0)))
+    // The query at position t, the key at position t2 (the book's t′).
+    let score = |t: usize, t2: usize| -> Result<f32, attn::AttnError> {
+        Ok(rope(&q, t)?.row(0).dot(&rope(&k, t2)?.row(0)))
     };
     let pairs = [(5, 2), (105, 102), (1005, 1002), (2, 5)];
     let rows: Vec<Vec<String>> = pairs
         .iter()
-        .map(|&(m, n)| {
-            let s = score(m, n)?;
+        .map(|&(t, t2)| {
+            let s = score(t, t2)?;
             Ok(vec![
-                m.to_string(),
-                n.to_string(),
-                format!("{}", m as i64 - n as i64),
+                t.to_string(),
+                t2.to_string(),
+                format!("{}", t as i64 - t2 as i64),
                 format!("{s:.4}"),
             ])
         })
         .collect::<Result<_, attn::AttnError>>()?;
-    println!("{}", table(&["s", "t", "s − t", "q_s · k_t"], &rows));
+    println!("{}", table(&["t", "t′", "t − t′", "q_t · k_t′"], &rows));
     let x = standard_normal(50, 64, &mut rng);
     let rotated = rope(&x, 3)?;
     let norm_change = largest_norm_change(&x, &rotated)?;

@@ -152,8 +152,8 @@ fn check_self_attention(
     Ok(())
 }
 
-/// The relative error `‖A − E‖ / ‖E‖` (Frobenius norms) of an approximation
-/// `A` of the exact `E`; the two must have the same shape.
+/// The relative error `‖Ô − O‖ / ‖O‖` (Frobenius norms) of an approximation
+/// `Ô` of the exact output `O`; the two must have the same shape.
 pub fn relative_error(approx: &ArrayRef2<f32>, exact: &ArrayRef2<f32>) -> Result<f64, AttnError> {
     if approx.dim() != exact.dim() {
         return Err(AttnError::ShapesDiffer {

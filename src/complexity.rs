@@ -59,9 +59,9 @@ pub fn activation_bytes(n: u64, d: u64) -> f64 {
 // ANCHOR_END: cost_model
 
 // ANCHOR: fit
-/// The exponent `b` of the power law `t ≈ a·nᵇ` that fits the points
-/// `(n, t)` best in the least-squares sense on a log-log scale: the slope of
-/// the line through `(ln n, ln t)`. Quadratic cost shows as `b ≈ 2`.
+/// The exponent `κ` of the power law `time ∝ n^κ` that fits the points
+/// `(n, time)` best in the least-squares sense on a log-log scale: the slope
+/// of the line through `(ln n, ln time)`. Quadratic cost shows as `κ ≈ 2`.
 pub fn fitted_exponent(points: &[(f64, f64)]) -> Result<f64, AttnError> {
     let usable = |&(n, t): &(f64, f64)| n > 0.0 && t > 0.0 && n.is_finite() && t.is_finite();
     if points.len() < 2 || !points.iter().all(usable) {

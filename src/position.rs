@@ -290,22 +290,23 @@ mod tests {
             standard_normal(1, 64, &mut rng),
             standard_normal(1, 64, &mut rng),
         );
-        let score = |m: usize, n: usize| {
-            let (q_m, k_n) = (rope(&q, m).unwrap(), rope(&k, n).unwrap());
-            q_m.row(0).dot(&k_n.row(0))
+        // The query at position t, the key at position t2 (the book's t′).
+        let score = |t: usize, t2: usize| {
+            let (q_t, k_t2) = (rope(&q, t).unwrap(), rope(&k, t2).unwrap());
+            q_t.row(0).dot(&k_t2.row(0))
         };
-        for (m, n) in [(0, 0), (5, 2), (2, 5), (40, 3), (100, 100)] {
+        for (t, t2) in [(0, 0), (5, 2), (2, 5), (40, 3), (100, 100)] {
             for shift in [1, 7, 250, 1000] {
-                let (a, b) = (score(m, n), score(m + shift, n + shift));
+                let (a, b) = (score(t, t2), score(t + shift, t2 + shift));
                 assert!(
                     (a - b).abs() < 1e-4,
-                    "({m},{n}) → {a}, shifted by {shift} → {b}"
+                    "({t},{t2}) → {a}, shifted by {shift} → {b}"
                 );
             }
         }
         assert!(
             (score(5, 2) - score(2, 5)).abs() > 1e-3,
-            "the sign of m − n matters"
+            "the sign of t − t′ matters"
         );
 
         let x = standard_normal(50, 64, &mut rng);

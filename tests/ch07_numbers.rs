@@ -195,7 +195,7 @@ fn rope_block(b: &mut Bindings) {
     b.claim("require the score to stay within", drift < 1e-4);
     b.quoted(&format!(
         "{}\nlargest change of a vector's norm under RoPE (50 vectors): {norm_change:.1e}\n",
-        table(&["s", "t", "s − t", "q_s · k_t"], &rows)
+        table(&["t", "t′", "t − t′", "q_t · k_t′"], &rows)
     ));
 }
 

@@ -14,5 +14,8 @@ fn every_number_is_bound() {
     // d_ff = 4 d_model in the paper's base model (chapter 10's configuration).
     let c = attn::block::CHAPTER_CONFIG;
     b.exact("4", (c.d_ff / c.d_model) as f64);
+    // d_v need not equal d_k: chapter 2's worked example has d_k = 4, d_v = 2.
+    let (_, k, v) = attn::attention::worked_example();
+    b.exact("4", k.ncols() as f64).exact("2", v.ncols() as f64);
     b.assert_all_bound();
 }

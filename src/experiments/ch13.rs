@@ -56,9 +56,10 @@ pub fn bleu_report() -> Result<String, AttnError> {
         .iter()
         .map(|(matched, total)| format!("{matched}/{total}"))
         .collect();
-    let (c, r) = bleu.lengths;
+    let (candidate, reference) = bleu.lengths;
     out += &format!(
-        "p_1 … p_4 = {}\nc = {c}, r = {r}, brevity penalty = {:.4}\nBLEU = {:.4}",
+        "precisions of 1- to 4-grams: {}\nlengths: candidates {candidate}, references {reference}; \
+         brevity penalty = {:.4}\nBLEU = {:.4}",
         fractions.join(", "),
         bleu.brevity_penalty,
         bleu.score

@@ -11,7 +11,8 @@
 //!   a tested solution in the crate, or a discussion with a written answer;
 //! - `data`: every committed data file names its date, processor,
 //!   measurement run and statistic (the numbers tests then refuse a
-//!   sentence or table that compares two runs or two statistics).
+//!   sentence or table that compares two runs or two statistics);
+//! - `notation`: the notation page lists every symbol the book's math uses.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -19,6 +20,7 @@ mod common;
 mod citations;
 mod data;
 mod exercises;
+mod notation;
 mod references;
 
 use std::path::PathBuf;
