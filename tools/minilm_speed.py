@@ -15,9 +15,7 @@ measurement, with the Python that TORCH_PYTHON names:
 It writes book/data/ch14-speed-pytorch.tsv, headed by the run (the book
 refuses a comparison of two runs), with the versions.
 """
-import datetime
 import os
-import platform
 import time
 
 import torch
@@ -25,19 +23,12 @@ import torch.nn.functional as F
 import transformers
 from transformers import BertModel, BertTokenizer
 
+from measuring import run_header
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 MODEL = os.path.join(ROOT, "target", "models", "all-MiniLM-L6-v2")
 OUT = os.path.join(ROOT, "book", "data", "ch14-speed-pytorch.tsv")
 PASSES = 10
-
-
-def run_header():
-    """The run's header from `cargo xtask`, or one that says it was run by hand."""
-    header = os.environ.get("ATTN_RUN_HEADER")
-    if header:
-        return header
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
 
 
 def main():

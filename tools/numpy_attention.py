@@ -22,17 +22,12 @@ Each is timed as criterion times the crate: half a second of warm-up, then
 runs for two seconds (at least 10), whose mean is written; one thread (the
 variables above), as the crate's benchmarks.
 """
-import datetime
-import os
 import platform
 import sys
-import time
 
 import numpy as np
 
-WARM_UP_S = 0.5
-MEASURE_S = 2.0
-MIN_RUNS = 10
+from measuring import mean_ns, run_header
 
 
 def attention_f32(q, k, v):
@@ -50,28 +45,6 @@ def attention_tutorial(q, k, v):
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
     weights = weights / weights.sum(axis=-1, keepdims=True)
     return weights @ v
-
-
-def mean_ns(f, *args):
-    start = time.perf_counter()
-    while time.perf_counter() - start < WARM_UP_S:
-        f(*args)
-    times = []
-    start = time.perf_counter()
-    while len(times) < MIN_RUNS or time.perf_counter() - start < MEASURE_S:
-        t = time.perf_counter_ns()
-        f(*args)
-        times.append(time.perf_counter_ns() - t)
-    return sum(times) / len(times)
-
-
-def run_header():
-    """The run's header from `cargo xtask`, or one that says it was run by hand."""
-    header = os.environ.get("ATTN_RUN_HEADER")
-    if header:
-        return header
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
 
 
 def main():

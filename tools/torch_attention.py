@@ -15,41 +15,14 @@ least 10), whose mean is written:
 - "multihead": `nn.MultiheadAttention(512, 8, bias=False, batch_first=True)`
   with need_weights=False at n = 512, the crate's layer (which has no biases).
 """
-import datetime
-import os
-import platform
-import time
 
 import torch
 import torch.nn.functional as F
 
+from measuring import mean_ns, run_header
+
 D = 64
 LENGTHS = [1024, 2048, 4096]
-WARM_UP_S = 0.5
-MEASURE_S = 2.0
-MIN_RUNS = 10
-
-
-def mean_ns(f):
-    start = time.perf_counter()
-    while time.perf_counter() - start < WARM_UP_S:
-        f()
-    times = []
-    start = time.perf_counter()
-    while len(times) < MIN_RUNS or time.perf_counter() - start < MEASURE_S:
-        t = time.perf_counter_ns()
-        f()
-        times.append(time.perf_counter_ns() - t)
-    return sum(times) / len(times)
-
-
-def run_header():
-    """The run's header from `cargo xtask`, or one that says it was run by hand."""
-    header = os.environ.get("ATTN_RUN_HEADER")
-    if header:
-        return header
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
 
 
 def main():

@@ -6,33 +6,13 @@ use std::collections::BTreeSet;
 
 use crate::{chapters, line_of, page, pages, prose, summary};
 
-const NUMBER_WORDS: [&str; 19] = [
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-    "twenty",
-];
-
+/// The number a word names, from two to twenty ("seven" → 7), read with
+/// chapter 13's number words.
 fn number_word(word: &str) -> Option<usize> {
-    NUMBER_WORDS
-        .iter()
-        .position(|w| w.eq_ignore_ascii_case(word))
-        .map(|i| i + 2)
+    let word = word.to_lowercase();
+    (2..=20)
+        .find(|&n| attn::translation::number_words(n).is_ok_and(|w| w == [word.as_str()]))
+        .map(|n| n as usize)
 }
 
 /// Every chapter number a text refers to: "chapter 3", "chapters 2 to 7",

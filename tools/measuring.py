@@ -1,0 +1,37 @@
+"""What the measuring scripts of tools/ share: the header of a measurement run,
+and criterion's way of timing (imported by numpy_attention.py,
+torch_attention.py and minilm_speed.py, which run from the repository root
+as `python tools/NAME.py`)."""
+import datetime
+import os
+import platform
+import time
+
+WARM_UP_S = 0.5
+MEASURE_S = 2.0
+MIN_RUNS = 10
+
+
+def run_header():
+    """The run's header from `cargo xtask`, or one that says it was run by hand
+    (which the book's tests refuse: a comparison needs one run)."""
+    header = os.environ.get("ATTN_RUN_HEADER")
+    if header:
+        return header
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
+
+
+def mean_ns(f, *args):
+    """The mean nanoseconds of `f(*args)`, timed as criterion times the crate:
+    half a second of warm-up, then calls for two seconds (at least 10)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < WARM_UP_S:
+        f(*args)
+    times = []
+    start = time.perf_counter()
+    while len(times) < MIN_RUNS or time.perf_counter() - start < MEASURE_S:
+        t = time.perf_counter_ns()
+        f(*args)
+        times.append(time.perf_counter_ns() - t)
+    return sum(times) / len(times)
