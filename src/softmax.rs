@@ -81,11 +81,11 @@ fn invalid_score(i: usize, row: &ArrayRef1<f32>) -> AttnError {
 /// relative error below `3·10⁻⁷` (tested against `f64`), and exactly 0 for
 /// `x < −87.3` (including `−∞`), where `e^x` is below the smallest normal `f32`.
 ///
-/// It writes `x = n·ln 2 + r` with `n` an integer and `|r| ≤ ln 2 / 2`, so
-/// `e^x = 2ⁿ · e^r`: `2ⁿ` is built directly from its bits, and `e^r` is a
-/// degree-6 polynomial (Cephes' coefficients). There are no branches and no
-/// library calls, so the compiler turns a loop of these into vector
-/// instructions, several exponentials per instruction. The appendix "Making it fast" measures it.
+/// It writes `x = ν·ln 2 + r` with `ν` an integer and `|r| ≤ ln 2 / 2`, so
+/// `e^x = 2^ν · e^r`: `2^ν` is built directly from its bits, and `e^r` is a
+/// degree-7 polynomial (Cephes' coefficients, close to the Taylor series).
+/// It makes no library calls, so the compiler turns a loop of these into
+/// vector instructions, several exponentials per instruction. The appendix "Making it fast" measures it.
 #[inline(always)]
 pub fn exp_nonpositive(x: f32) -> f32 {
     const LOG2_E: f32 = std::f32::consts::LOG2_E;
@@ -94,8 +94,8 @@ pub fn exp_nonpositive(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2²³: adding it rounds to an integer
     let clamped = x.max(-87.3);
     let t = clamped * LOG2_E + ROUND;
-    let n = t - ROUND; // round(x / ln 2), as a float
-    let r = clamped - n * LN2_HI - n * LN2_LO; // |r| ≤ ln 2 / 2
+    let nu = t - ROUND; // ν = round(x / ln 2), as a float
+    let r = clamped - nu * LN2_HI - nu * LN2_LO; // |r| ≤ ln 2 / 2
     let p = 1.987_569_1e-4;
     let p = p * r + 1.398_199_9e-3;
     let p = p * r + 8.333_452e-3;
@@ -103,12 +103,12 @@ pub fn exp_nonpositive(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 0.5;
     let e_r = p * r * r + r + 1.0;
-    let n_int = t.to_bits() as i32 - ROUND.to_bits() as i32; // the integer n
-    let two_n = f32::from_bits(((n_int + 127) << 23) as u32); // 2ⁿ, n ≥ −126
+    let nu_int = t.to_bits() as i32 - ROUND.to_bits() as i32; // the integer ν
+    let two_nu = f32::from_bits(((nu_int + 127) << 23) as u32); // 2^ν, ν ≥ −126
     if x < -87.3 {
         0.0
     } else {
-        e_r * two_n
+        e_r * two_nu
     }
 }
 

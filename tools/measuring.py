@@ -16,10 +16,18 @@ def run_header():
     """The run's header from `cargo xtask`, or one that says it was run by hand
     (which the book's tests refuse: a comparison needs one run)."""
     header = os.environ.get("ATTN_RUN_HEADER")
-    if header:
-        return header
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
+    if not header:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        header = f"date: {now:%Y-%m-%d}; cpu: {platform.processor() or 'unknown'}; run: by hand {now:%Y-%m-%dT%H:%MZ}"
+    return header
+
+
+def allocator_settings():
+    """The variables of glibc's allocator that a timing depends on, as
+    `; env: …` for a header, or nothing when none is set."""
+    names = ["MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "OPENBLAS_NUM_THREADS"]
+    env = [f"{n}={os.environ[n]}" for n in names if n in os.environ]
+    return f"; env: {' '.join(env)}" if env else ""
 
 
 def mean_ns(f, *args):

@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from measuring import mean_ns, run_header
+from measuring import allocator_settings, mean_ns, run_header
 
 
 def attention_f32(q, k, v):
@@ -53,6 +53,7 @@ def main():
     print(
         f"# {run_header()}; statistic: mean; mean of 2 s of calls after 0.5 s of warm-up, "
         f"one thread; numpy {np.__version__}, python {platform.python_version()}"
+        f"{allocator_settings()}"
     )
     print("version,n,mean_ns")
     for n in [1024, 2048, 4096]:

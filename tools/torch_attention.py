@@ -19,7 +19,7 @@ least 10), whose mean is written:
 import torch
 import torch.nn.functional as F
 
-from measuring import mean_ns, run_header
+from measuring import allocator_settings, mean_ns, run_header
 
 D = 64
 LENGTHS = [1024, 2048, 4096]
@@ -29,6 +29,7 @@ def main():
     print(
         f"# {run_header()}; statistic: mean; mean of 2 s of calls after 0.5 s of warm-up; "
         f"torch {torch.__version__}, cpu capability {torch.backends.cpu.get_cpu_capability()}"
+        f"{allocator_settings()}"
     )
     print("function,threads,n,mean_ns")
     gen = torch.Generator().manual_seed(0)

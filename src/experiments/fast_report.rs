@@ -241,7 +241,7 @@ pub fn speed_report(d: &FastData) -> Result<String, AttnError> {
         "at most 2, the number of cores".to_string()
     };
     rows.push(vec![
-        "one thread's time / two threads'".into(),
+        "plain: one thread's time / two threads'".into(),
         range(&speed_up),
         reading,
     ]);

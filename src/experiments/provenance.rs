@@ -119,14 +119,27 @@ fn describe(p: &Provenance) -> String {
 /// The header line a measuring command writes, from `ATTN_RUN_HEADER`
 /// (`date: …; cpu: …; run: …`, set by `cargo xtask` for every program of one
 /// run) and what this file's figures are: `# date: …; cpu: …; run: …;
-/// statistic: STATISTIC; DETAILS`. Without the variable (a program run by
-/// hand) the run is `by hand` and the date and processor unknown, which the
-/// book's tests refuse.
+/// statistic: STATISTIC; DETAILS`, and the allocator's settings when they
+/// are set. Without the variable (a program run by hand) the run is `by
+/// hand` and the date and processor unknown, which the book's tests refuse.
 pub fn header(statistic: &str, details: &str) -> String {
     let run = std::env::var("ATTN_RUN_HEADER")
         .unwrap_or_else(|_| "date: unknown; cpu: unknown; run: by hand".into());
-    format!("# {run}; statistic: {statistic}; {details}")
+    let env: Vec<String> = ALLOCATOR_SETTINGS
+        .iter()
+        .filter_map(|name| Some(format!("{name}={}", std::env::var(name).ok()?)))
+        .collect();
+    let env = if env.is_empty() {
+        String::new()
+    } else {
+        format!("; env: {}", env.join(" "))
+    };
+    format!("# {run}; statistic: {statistic}; {details}{env}")
 }
+
+/// The variables of glibc's allocator that a timing depends on (the
+/// appendix "Making it fast" explains them); a header names those set.
+const ALLOCATOR_SETTINGS: [&str; 2] = ["MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_"];
 
 #[cfg(test)]
 mod tests {

@@ -242,7 +242,7 @@ fn model_data() -> Step {
         "torch and transformers (tools/minilm_speed.py's header says how)",
     )?;
     let run = start_run("model --data")?;
-    run_example("ch14_pretrained_data", &run)?;
+    run_example("ch14_pretrained_data", &run, &[])?;
     self::run(
         Command::new(python)
             .arg(root().join("tools/minilm_speed.py"))
@@ -275,12 +275,13 @@ fn start_run(command: &str) -> Result<String, String> {
     ))
 }
 
-/// Builds and runs an example of `run`, which writes its data files with
-/// the run's header.
-fn run_example(example: &str, run: &str) -> Step {
+/// Builds and runs an example of `run` with the variables `env`; it writes
+/// its data files with the run's header.
+fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Step {
     self::run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     self::run(
         Command::new(root().join(format!("target/release/examples/{example}")))
+            .envs(env.iter().copied())
             .env("ATTN_RUN_HEADER", run),
     )
 }
@@ -507,7 +508,7 @@ fn measure_fast() -> Step {
         "torch and numpy (tools/torch_attention.py's header says how)",
     )?;
     let header = start_run("measure fast")?;
-    run_example("making_it_fast_data", &header)?;
+    run_example("making_it_fast_data", &header, &KEEP_FREED_MEMORY)?;
     wipe("target/criterion-fast")?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "fast"])
