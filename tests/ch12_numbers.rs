@@ -81,7 +81,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
         .collect();
     b.quoted(&residual_report(&after));
     b.claim(
-        "block 2 changes no\nprediction",
+        "Block 2 changes no prediction",
         after[1] == 1.0 && after[2] == 1.0,
     );
     // Exercise 1: the sorting model, and where both models' heads look.
@@ -148,6 +148,10 @@ fn removing_heads(
     .claim(
         "Without\nthe second block's heads, every sequence still is",
         block_2.1 == 1.0,
+    )
+    .claim(
+        "removing its heads costs the reversal nothing",
+        block_2.1 == row(&reverse, "none").1 && block_2.2 == row(&reverse, "none").2,
     )
     .claim(
         "removing head 2 alone leaves 0.3800 of the",

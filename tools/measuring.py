@@ -23,8 +23,9 @@ def run_header():
 
 
 def allocator_settings():
-    """The variables of glibc's allocator that a timing depends on, as
-    `; env: …` for a header, or nothing when none is set."""
+    """The environment a timing depends on (glibc's allocator settings and
+    OpenBLAS's thread count), as `; env: …` for a header, or nothing when
+    none is set."""
     names = ["MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "OPENBLAS_NUM_THREADS"]
     env = [f"{n}={os.environ[n]}" for n in names if n in os.environ]
     return f"; env: {' '.join(env)}" if env else ""
