@@ -159,21 +159,42 @@ pub fn roofline_report(d: &FastData, n: u64) -> Result<String, AttnError> {
     ))
 }
 
-/// PyTorch's time over the fast kernel's (above 1: the fast kernel's call
-/// takes less time), at each of `ns`, for `method` with `t` threads.
-fn vs_pytorch(d: &FastData, ns: &[u64], causal: bool, t: &str) -> Result<Vec<f64>, AttnError> {
-    let c = if causal { "_causal" } else { "" };
-    ns.iter()
-        .map(|&n| Ok(d.theirs(&format!("sdpa{c}_{t}"), n)? / d.ours(&format!("fast{c}_{t}"), n)?))
-        .collect()
+/// PyTorch's time over the fast kernel's for each comparison the appendix
+/// makes, labelled: plain and causal attention at `ns` on one and two
+/// threads, then the multi-head layer at n = 512.
+pub fn vs_pytorch(d: &FastData, ns: &[u64]) -> Result<Vec<(&'static str, Vec<f64>)>, AttnError> {
+    let ratio =
+        |theirs: String, ours: String, n: u64| Ok(d.theirs(&theirs, n)? / d.ours(&ours, n)?);
+    let attention = |c: &str, t: &str| -> Result<Vec<f64>, AttnError> {
+        ns.iter()
+            .map(|&n| ratio(format!("sdpa{c}_{t}"), format!("fast{c}_{t}"), n))
+            .collect()
+    };
+    let layer = |t: &str| -> Result<Vec<f64>, AttnError> {
+        Ok(vec![ratio(
+            format!("multihead_{t}"),
+            format!("fast_multihead_{t}"),
+            512,
+        )?])
+    };
+    Ok(vec![
+        ("plain, 1 thread", attention("", "1t")?),
+        ("plain, 2 threads", attention("", "2t")?),
+        ("causal, 1 thread", attention("_causal", "1t")?),
+        ("causal, 2 threads", attention("_causal", "2t")?),
+        ("the layer, 1 thread", layer("1t")?),
+        ("the layer, 2 threads", layer("2t")?),
+    ])
 }
 
-/// What a set of ratios says, read by their side of 1.
+/// What a set of ratios says, read by their side of 1 (`at every n` when
+/// there are several).
 fn reading(ratios: &[f64], above: &str, below: &str) -> String {
+    let every = if ratios.len() == 1 { "" } else { " at every n" };
     if ratios.iter().all(|&r| r > 1.0) {
-        above.to_string()
+        format!("{above}{every}")
     } else if ratios.iter().all(|&r| r < 1.0) {
-        below.to_string()
+        format!("{below}{every}")
     } else {
         "it depends on n".to_string()
     }
@@ -195,27 +216,9 @@ fn range(ratios: &[f64]) -> String {
 /// at n = 512), and what it says; then what a second thread buys.
 pub fn speed_report(d: &FastData) -> Result<String, AttnError> {
     let ns = [1024, 2048, 4096];
-    let ours = "ours takes less time at every n";
-    let theirs = "PyTorch's takes less time at every n";
-    let layer = |t: &str| -> Result<Vec<f64>, AttnError> {
-        Ok(vec![
-            d.theirs(&format!("multihead_{t}"), 512)?
-                / d.ours(&format!("fast_multihead_{t}"), 512)?,
-        ])
-    };
     let mut rows = Vec::new();
-    for (what, ratios) in [
-        ("plain, 1 thread", vs_pytorch(d, &ns, false, "1t")?),
-        ("plain, 2 threads", vs_pytorch(d, &ns, false, "2t")?),
-        ("causal, 1 thread", vs_pytorch(d, &ns, true, "1t")?),
-        ("causal, 2 threads", vs_pytorch(d, &ns, true, "2t")?),
-        ("the layer, 1 thread", layer("1t")?),
-        ("the layer, 2 threads", layer("2t")?),
-    ] {
-        let verdict = reading(&ratios, ours, theirs).replace(
-            " at every n",
-            if ratios.len() == 1 { "" } else { " at every n" },
-        );
+    for (what, ratios) in vs_pytorch(d, &ns)? {
+        let verdict = reading(&ratios, "ours takes less time", "PyTorch's takes less time");
         rows.push(vec![what.to_string(), range(&ratios), verdict]);
     }
     let speed_up: Vec<f64> = ns
