@@ -147,14 +147,11 @@ pub struct Speeds {
 /// Reads both speed files and checks they are one run.
 pub fn read_speeds() -> Result<Speeds, AttnError> {
     let speed = |file: &str| -> Result<(f64, Provenance), AttnError> {
-        let text = std::fs::read_to_string(data_dir().join(file)).map_err(|e| bad(file, e))?;
+        let (source, text) = Provenance::read(file)?;
         let row = rows(&text)
             .next()
             .ok_or_else(|| bad(file, "no measurement"))?;
-        Ok((
-            number(file, row.get(1).copied().unwrap_or(""))?,
-            Provenance::parse(file, &text)?,
-        ))
+        Ok((number(file, row.get(1).copied().unwrap_or(""))?, source))
     };
     let ((ours, a), (pytorch, b)) = (speed("ch14-speed.tsv")?, speed("ch14-speed-pytorch.tsv")?);
     one_run(&[&a, &b])?;

@@ -14,15 +14,6 @@ pub fn data_file(name: &str) -> Result<String, AttnError> {
     })
 }
 
-/// The first line of a committed data file without its `# `: when, on
-/// which machine and how it was measured.
-pub fn provenance(text: &str) -> &str {
-    text.lines()
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("# ")
-}
-
 /// The data rows of a committed file's text, split at `separator`:
 /// neither `#` comments nor the line of column names.
 pub(crate) fn data_rows(text: &str, separator: char) -> impl Iterator<Item = Vec<&str>> {
