@@ -10,6 +10,9 @@
 //! `mdbook build` renders a missing include as an empty block and exits 0,
 //! which is why these checks live here.
 
+mod common;
+
+use common::book::{book, includes, rust_files, summary};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,24 +21,9 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn book() -> PathBuf {
-    root().join("book")
-}
-
 /// The chapter files SUMMARY.md links to, relative to `book/`.
 fn summary_chapters() -> Vec<String> {
-    let summary = fs::read_to_string(book().join("SUMMARY.md")).expect("book/SUMMARY.md");
-    let mut chapters = Vec::new();
-    let mut rest = summary.as_str();
-    while let Some(i) = rest.find("](") {
-        let end = rest[i + 2..].find(')').expect("closed link");
-        let target = &rest[i + 2..i + 2 + end];
-        if !target.is_empty() {
-            chapters.push(target.to_string());
-        }
-        rest = &rest[i + 2 + end..];
-    }
-    chapters
+    summary().into_iter().map(|l| l.file).collect()
 }
 
 /// Every markdown file under `book/` except SUMMARY.md, relative to `book/`.
@@ -94,23 +82,6 @@ fn fences(text: &str) -> Vec<Fence> {
                 line: i + 1,
             });
         }
-    }
-    out
-}
-
-/// The `{{#include PATH[:ANCHOR]}}` directives of a text: `(path, anchor)`.
-fn includes(text: &str) -> Vec<(String, Option<String>)> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("{{#include ") {
-        let end = rest[i..].find("}}").expect("closed include");
-        let arg = rest[i + "{{#include ".len()..i + end].trim();
-        let (path, anchor) = match arg.split_once(':') {
-            Some((p, a)) => (p.to_string(), Some(a.to_string())),
-            None => (arg.to_string(), None),
-        };
-        out.push((path, anchor));
-        rest = &rest[i + end..];
     }
     out
 }
@@ -261,18 +232,10 @@ fn figures_exist_come_from_examples_and_are_all_shown() {
 /// file builds `Bindings::new("PAGE")` and calls `assert_all_bound` on it.
 #[test]
 fn every_page_has_an_unbound_number_check() {
-    let mut tests = Vec::new();
-    let mut dirs = vec![root().join("tests")];
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                tests.push(fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
+    let tests: Vec<String> = rust_files(&root().join("tests"))
+        .iter()
+        .map(|path| fs::read_to_string(path).unwrap())
+        .collect();
     for (page, _) in chapters() {
         let checked = tests
             .iter()

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod book;
 pub mod golden;
 pub mod numbers;
 pub mod units;

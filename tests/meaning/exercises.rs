@@ -8,8 +8,8 @@
 
 use regex::Regex;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
+use crate::common::book::{includes, rust_files};
 use crate::{book, page, pages};
 
 /// One exercise: its page, number, title line, kind and solution.
@@ -53,25 +53,12 @@ fn exercises_of(file: &str, text: &str) -> Vec<Exercise> {
     out
 }
 
-/// Every `.rs` file under `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The names every `#[test]` function of the crate and its tests calls,
 /// and the test functions' own names.
 fn called_by_tests() -> BTreeSet<String> {
     let root = book().parent().unwrap().to_path_buf();
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("tests"), &mut files);
+    let mut files = rust_files(&root.join("src"));
+    files.extend(rust_files(&root.join("tests")));
     let call = Regex::new(r"\b([a-z_][a-z0-9_]*)\s*\(").unwrap();
     let mut names = BTreeSet::new();
     for path in files {
@@ -120,7 +107,6 @@ fn anchored(file: &str, anchor: &str) -> String {
 #[test]
 fn every_exercise_is_code_with_a_tested_solution_or_discussion_with_an_answer() {
     let tested = called_by_tests();
-    let include = Regex::new(r"\{\{#include (\.\./src/[^:}]+):([a-z_0-9]+)\}\}").unwrap();
     let defined = Regex::new(r"\bfn ([a-z_][a-z0-9_]*)").unwrap();
     let mut problems = Vec::new();
     let mut count = 0;
@@ -138,14 +124,19 @@ fn every_exercise_is_code_with_a_tested_solution_or_discussion_with_an_answer() 
             };
             match e.kind.as_deref() {
                 Some("Code") => {
-                    let includes: Vec<_> = include.captures_iter(solution).collect();
+                    // Crate code: includes of `../src/` files, by anchor.
+                    let includes: Vec<(String, String)> = includes(solution)
+                        .into_iter()
+                        .filter_map(|(path, anchor)| Some((path, anchor?)))
+                        .filter(|(path, _)| path.starts_with("../src/"))
+                        .collect();
                     if includes.is_empty() {
                         problems.push(format!(
                             "{at}: a code exercise whose solution shows no crate code"
                         ));
                     }
-                    let proven = includes.iter().any(|c| {
-                        let code = anchored(&c[1], &c[2]);
+                    let proven = includes.iter().any(|(path, anchor)| {
+                        let code = anchored(path, anchor);
                         code.contains("#[test]")
                             || defined.captures_iter(&code).any(|d| tested.contains(&d[1]))
                     });

@@ -23,55 +23,7 @@ mod exercises;
 mod notation;
 mod references;
 
-use std::path::PathBuf;
-
-/// The repository's `book/` directory.
-pub fn book() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("book")
-}
-
-/// The text of `book/NAME`.
-pub fn page(name: &str) -> String {
-    let path = book().join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// One entry of SUMMARY.md: its title, its file, and the part it is in.
-#[derive(Debug, Clone)]
-pub struct Listed {
-    pub title: String,
-    pub file: String,
-    pub part: String,
-}
-
-/// The pages SUMMARY.md lists, in order (the introduction's part is "").
-pub fn summary() -> Vec<Listed> {
-    let mut part = String::new();
-    let mut out = Vec::new();
-    for line in page("SUMMARY.md").lines() {
-        if let Some(title) = line.strip_prefix("# ") {
-            part = title.trim().to_string();
-            continue;
-        }
-        let Some(open) = line.find('[') else { continue };
-        let Some(mid) = line[open..].find("](") else {
-            continue;
-        };
-        let title = &line[open + 1..open + mid];
-        let rest = &line[open + mid + 2..];
-        let file = &rest[..rest.find(')').unwrap_or(rest.len())];
-        out.push(Listed {
-            title: title.to_string(),
-            file: file.to_string(),
-            part: if part == "Summary" {
-                String::new()
-            } else {
-                part.clone()
-            },
-        });
-    }
-    out
-}
+pub use common::book::{book, page, pages, summary};
 
 /// The numbered chapters (files `chNN-….md`), in order: `(number, file)`.
 pub fn chapters() -> Vec<(usize, String)> {
@@ -124,15 +76,4 @@ pub fn prose(text: &str) -> String {
 /// The 1-based line of byte `offset` in `text`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     text[..offset].matches('\n').count() + 1
-}
-
-/// Every page SUMMARY.md lists, with its text.
-pub fn pages() -> Vec<(String, String)> {
-    summary()
-        .into_iter()
-        .map(|l| {
-            let text = page(&l.file);
-            (l.file, text)
-        })
-        .collect()
 }
