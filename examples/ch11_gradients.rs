@@ -17,7 +17,7 @@ const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];
 
 fn main() -> Result<(), attn::AttnError> {
     println!("== Backward passes against central differences (h = 1e-5, f64, seed 0) ==");
-    println!("{}", check_table("operation", &all_checks(0)));
+    println!("{}", check_table("operation", &all_checks(0)?));
 
     println!("\n== The whole model (2 blocks, width 8), one matrix of each kind ==");
     println!("{}", check_table("parameter", &check_gradients(3)?));

@@ -15,9 +15,10 @@ use attn::experiments::ch12::{
     uniform_target_share,
 };
 use attn::model::{
-    accuracy, held_out, inputs_and_targets, Parameters, Task, TinyTransformer, BOOK_MODEL,
-    BOOK_TRAINING, HELD_OUT,
+    accuracy, held_out, inputs_and_targets, Task, TinyTransformer, BOOK_MODEL, BOOK_TRAINING,
+    HELD_OUT,
 };
+use attn::nn::Parameters;
 use attn::show::table;
 use ndarray::Array2;
 
@@ -84,7 +85,7 @@ fn main() -> Result<(), attn::AttnError> {
         "\n== Held-out: {} sequences never drawn in training ==",
         HELD_OUT.0
     );
-    let test = held_out(Task::Reverse, c.k, HELD_OUT.0, HELD_OUT.1)?;
+    let test = held_out(Task::REVERSE, c.k, HELD_OUT.0, HELD_OUT.1)?;
     println!("{}", accuracy_report(&net, &test, accuracy(&net, &test)?)?);
 
     println!("\n== Mean weight on the mirrored digit (key k − 1 − j for answer step j) ==");
@@ -105,7 +106,7 @@ fn main() -> Result<(), attn::AttnError> {
         BOOK_MODEL,
         "the sorting weights are the book's model"
     );
-    let sort_test = held_out(Task::Sort, c.k, HELD_OUT.0, HELD_OUT.1)?;
+    let sort_test = held_out(attn::exercises::ch12::SORT, c.k, HELD_OUT.0, HELD_OUT.1)?;
     println!(
         "{}",
         accuracy_report(&sorter, &sort_test, accuracy(&sorter, &sort_test)?)?

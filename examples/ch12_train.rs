@@ -12,10 +12,11 @@ use std::time::Instant;
 
 use attn::experiments::provenance::header;
 
+use attn::exercises::ch12::BOOK_SORT_TRAINING;
 use attn::model::{
-    accuracy, held_out, train_with, Parameters, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING,
-    BOOK_TRAINING, HELD_OUT,
+    accuracy, held_out, train_with, TrainConfig, BOOK_MODEL, BOOK_TRAINING, HELD_OUT,
 };
+use attn::nn::Parameters;
 
 fn main() -> Result<(), attn::AttnError> {
     for (training, name) in [(BOOK_TRAINING, "ch12"), (BOOK_SORT_TRAINING, "ch12-sort")] {

@@ -17,7 +17,7 @@ use attn::experiments::ch13::{
     beam_report, bleu_report, cross_attention, decode_and_score, digits, examples_report,
     length_report, scores_report, BEAM,
 };
-use attn::model::Parameters;
+use attn::nn::Parameters;
 use attn::translation::{
     book_pairs, number_words, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ, TARGET_VOCAB,
 };

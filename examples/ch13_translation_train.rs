@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use attn::experiments::ch13::alignment_scores;
 use attn::experiments::provenance::header;
-use attn::model::Parameters;
+use attn::nn::Parameters;
 use attn::translation::{
     book_pairs, evaluate, train_seq2seq, Seq2SeqConfig, Seq2SeqTraining, BOOK_SEQ2SEQ,
     BOOK_SEQ2SEQ_TRAINING,

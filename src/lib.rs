@@ -7,6 +7,7 @@
 //! | module | chapter |
 //! | --- | --- |
 //! | [`origins`] | 1. Where attention came from (kernel regression, additive scores) |
+//! | [`real`] | the two float types every layer is generic over (`f32`, `f64`) |
 //! | [`softmax`] | 2. Scaled dot-product attention (a softmax that cannot overflow) |
 //! | [`attention`] | 2. Scaled dot-product attention |
 //! | [`scaling`] | 3. Why scale by √d_k (measured) |
@@ -18,7 +19,8 @@
 //! | [`tiled`] | 9. Exact attention in linear memory (online softmax) |
 //! | [`approximate`] | 9. Local and linear attention |
 //! | [`block`] | 10. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
-//! | [`grad`] | 11. Gradients: backward passes, checked by finite differences |
+//! | [`nn`] | 10–12. The training stack: each layer's forward and backward pass once, generic over `f32`/`f64`; the loss, Adam, checkpoints |
+//! | [`grad`] | 11. Gradients: the backward passes checked by finite differences |
 //! | [`model`] | 12. A tiny Transformer trained to reverse digits |
 //! | [`translation`] | 13. A toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
 //! | [`pretrained`] | 14. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
@@ -29,7 +31,8 @@
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
 //! width `d_k` for queries and keys, `d_v` for values. Arithmetic is `f32`,
-//! except in [`grad`] and [`model`] (chapters 11 and 12), which train in `f64`.
+//! except where chapters 11 to 13 check gradients and train in `f64`; the
+//! layers in [`nn`] are written once for both ([`real::Real`]).
 //!
 //! Every public function checks its inputs and returns an [`AttnError`] that
 //! names the offending shapes, rather than panicking inside `ndarray`.
@@ -51,10 +54,12 @@ pub mod grad;
 pub mod masking;
 pub mod model;
 pub mod multihead;
+pub mod nn;
 pub mod origins;
 pub mod position;
 pub mod pretrained;
 pub mod projection;
+pub mod real;
 pub mod scaling;
 pub mod show;
 pub mod softmax;

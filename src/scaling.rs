@@ -14,6 +14,7 @@ use ndarray_rand::rand_distr::StandardNormal;
 use ndarray_rand::RandomExt;
 
 use crate::error::{check_not_empty, AttnError};
+use crate::real::Real;
 use crate::show;
 use crate::softmax::softmax;
 
@@ -88,10 +89,11 @@ pub fn softmax_jacobian(p: &ArrayRef1<f32>) -> Array2<f32> {
 // ANCHOR_END: jacobian
 
 /// The entropy `−Σ p_j ln p_j` of a distribution, in nats (`0 ln 0 = 0`).
-pub fn entropy(p: &ArrayRef1<f32>) -> f64 {
+pub fn entropy<F: Real>(p: &ArrayRef1<F>) -> f64 {
     p.iter()
-        .filter(|&&p_j| p_j > 0.0)
-        .map(|&p_j| -(p_j as f64) * (p_j as f64).ln())
+        .map(|p_j| p_j.wide())
+        .filter(|&p_j| p_j > 0.0)
+        .map(|p_j| -p_j * p_j.ln())
         .sum()
 }
 

@@ -12,6 +12,7 @@
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2};
 
 use crate::error::AttnError;
+use crate::real::Real;
 
 // ANCHOR: naive_softmax
 /// The textbook formula, `exp(x_j) / Σ_l exp(x_l)`, evaluated literally.
@@ -31,16 +32,16 @@ pub fn naive_softmax(x: &ArrayRef1<f32>) -> Array1<f32> {
 /// A row whose entries are all `−∞` (every key masked out) becomes all zeros:
 /// there is nothing to attend to, and zeros, unlike NaN, are harmless later.
 /// A NaN or `+∞` score has no weight that makes sense: it is an error.
-pub fn softmax_in_place(x: &mut ArrayRef1<f32>) -> Result<(), AttnError> {
+pub fn softmax_in_place<F: Real>(x: &mut ArrayRef1<F>) -> Result<(), AttnError> {
     let max = row_max(x); // NaN if any entry is NaN
-    if max.is_nan() || max == f32::INFINITY {
+    if max.is_nan() || max == F::infinity() {
         return Err(invalid_score(0, x));
     }
-    if max == f32::NEG_INFINITY {
-        x.fill(0.0);
+    if max == F::neg_infinity() {
+        x.fill(F::zero());
         return Ok(());
     }
-    x.mapv_inplace(|x_j| exp_nonpositive(x_j - max)); // every exponent ≤ 0
+    x.mapv_inplace(|x_j| (x_j - max).exp_nonpositive()); // every exponent ≤ 0
     let sum = x.sum(); // ≥ 1: the maximum contributes exp(0) = 1
     x.mapv_inplace(|e_j| e_j / sum);
     Ok(())
@@ -48,7 +49,7 @@ pub fn softmax_in_place(x: &mut ArrayRef1<f32>) -> Result<(), AttnError> {
 
 /// Stable softmax of each row of an `n×m` matrix of scores, in place; each
 /// row then sums to 1 (or is all zeros, if it was all `−∞`).
-pub fn softmax_rows_in_place(scores: &mut ArrayRef2<f32>) -> Result<(), AttnError> {
+pub fn softmax_rows_in_place<F: Real>(scores: &mut ArrayRef2<F>) -> Result<(), AttnError> {
     for (i, mut row) in scores.rows_mut().into_iter().enumerate() {
         softmax_in_place(&mut row).map_err(|_| invalid_score(i, &row))?;
     }
@@ -56,7 +57,7 @@ pub fn softmax_rows_in_place(scores: &mut ArrayRef2<f32>) -> Result<(), AttnErro
 }
 
 /// [`softmax_rows_in_place`] on a copy: the scores are left as they were.
-pub fn softmax_rows(scores: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+pub fn softmax_rows<F: Real>(scores: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
     let mut weights = scores.to_owned();
     softmax_rows_in_place(&mut weights)?;
     Ok(weights)
@@ -64,15 +65,15 @@ pub fn softmax_rows(scores: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
 // ANCHOR_END: softmax
 
 /// The error for row `i` of scores, naming its first NaN or `+∞` entry.
-fn invalid_score(i: usize, row: &ArrayRef1<f32>) -> AttnError {
+fn invalid_score<F: Real>(i: usize, row: &ArrayRef1<F>) -> AttnError {
     let (j, &value) = row
         .iter()
         .enumerate()
-        .find(|(_, s)| s.is_nan() || **s == f32::INFINITY)
-        .unwrap_or((0, &f32::NAN));
+        .find(|(_, s)| s.is_nan() || **s == F::infinity())
+        .unwrap_or((0, &F::nan()));
     AttnError::InvalidScore {
         position: (i, j),
-        value,
+        value: value.wide() as f32,
     }
 }
 
@@ -113,7 +114,7 @@ pub fn exp_nonpositive(x: f32) -> f32 {
 }
 
 /// The largest entry of a row (`−∞` for an empty row, NaN if any entry is).
-fn row_max(x: &ArrayRef1<f32>) -> f32 {
+fn row_max<F: Real>(x: &ArrayRef1<F>) -> F {
     match x.as_slice() {
         Some(slice) => max_of(slice),
         None => max_of(&x.to_vec()), // a strided row: copy it once
@@ -123,10 +124,10 @@ fn row_max(x: &ArrayRef1<f32>) -> f32 {
 /// The largest entry of a slice, eight lanes at a time so that the compiler
 /// can use vector instructions (a one-by-one maximum cannot be reordered).
 /// A NaN entry makes the result NaN: it is not skipped, as `f32::max` would.
-pub(crate) fn max_of(x: &[f32]) -> f32 {
+pub(crate) fn max_of<F: Real>(x: &[F]) -> F {
     // x_j > m is false for a NaN x_j, and for every x_j once m is NaN.
-    let larger = |m: f32, x_j: f32| if x_j > m || x_j.is_nan() { x_j } else { m };
-    let mut lanes = [f32::NEG_INFINITY; 8];
+    let larger = |m: F, x_j: F| if x_j > m || x_j.is_nan() { x_j } else { m };
+    let mut lanes = [F::neg_infinity(); 8];
     let chunks = x.chunks_exact(8);
     let rest = chunks.remainder();
     for chunk in chunks {
@@ -136,7 +137,7 @@ pub(crate) fn max_of(x: &[f32]) -> f32 {
     }
     rest.iter()
         .chain(&lanes)
-        .fold(f32::NEG_INFINITY, |m, &x_j| {
+        .fold(F::neg_infinity(), |m, &x_j| {
             if m.is_nan() {
                 m
             } else {
@@ -160,7 +161,7 @@ pub(crate) fn sum_of(x: &[f32]) -> f32 {
 // ANCHOR_END: fast_exp
 
 /// Stable softmax of one row, returning a new array (see [`softmax_in_place`]).
-pub fn softmax(x: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+pub fn softmax<F: Real>(x: &ArrayRef1<F>) -> Result<Array1<F>, AttnError> {
     let mut p = x.to_owned();
     softmax_in_place(&mut p)?;
     Ok(p)

@@ -12,10 +12,11 @@ use attn::exercises::ch09::chunked_softmax;
 use attn::masking::{biased_attention, masked_attention, masked_fill};
 use attn::masking::{cumulative_flops, flops_per_token_with_cache};
 use attn::model::{
-    inputs_and_targets, schedule, small_problem, train, Adam, ModelConfig, Parameters, Task,
-    TinyTransformer, TrainConfig,
+    inputs_and_targets, schedule, small_problem, train, ModelConfig, Task, TinyTransformer,
+    TrainConfig,
 };
 use attn::multihead::MultiHeadAttention;
+use attn::nn::{Adam, Parameters};
 use attn::position::alibi_bias;
 use attn::position::rope;
 use attn::projection::{init_statistics, init_weight, Projections};
@@ -225,7 +226,7 @@ fn training(lr: f64) -> TrainConfig {
         lr,
         warmup: 1,
         seed: u64::MAX, // seeds are any u64: derived seeds wrap, never overflow
-        task: Task::Reverse,
+        task: Task::REVERSE,
     }
 }
 
@@ -236,7 +237,7 @@ fn training_refuses_what_would_hang_or_poison_it() {
     // the loop drawing forever.
     let mut rng = StdRng::seed_from_u64(3);
     let mut all: Vec<Vec<usize>> = (0..2000)
-        .map(|_| Task::Reverse.example(2, &mut rng))
+        .map(|_| Task::REVERSE.example(2, &mut rng))
         .collect();
     all.sort();
     all.dedup();

@@ -11,9 +11,10 @@ use attn::experiments::ch12::{
     uniform_target_share,
 };
 use attn::model::{
-    accuracy, held_out, train, Adam, ModelConfig, Parameters, Task, TinyTransformer, TrainConfig,
-    BOOK_MODEL, BOOK_TRAINING, HELD_OUT, VOCAB,
+    accuracy, held_out, train, ModelConfig, Task, TinyTransformer, TrainConfig, BOOK_MODEL,
+    BOOK_TRAINING, HELD_OUT, VOCAB,
 };
+use attn::nn::{Adam, Parameters};
 
 mod common;
 
@@ -50,9 +51,9 @@ fn a_short_training_run_learns_to_reverse() {
         lr: 3e-3,
         warmup: 10,
         seed: 5,
-        task: Task::Reverse,
+        task: Task::REVERSE,
     };
-    let test = held_out(Task::Reverse, model.k, 200, 7).unwrap();
+    let test = held_out(Task::REVERSE, model.k, 200, 7).unwrap();
     let start = Instant::now();
     let (net, losses) = train(model, &training, &test).unwrap();
     let (exact, _) = accuracy(&net, &test).unwrap();
@@ -71,7 +72,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let net = book_model();
     assert_eq!(net.config(), BOOK_MODEL);
     assert_eq!(net.parameter_count(), 26_443);
-    let test = held_out(Task::Reverse, net.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let test = held_out(Task::REVERSE, net.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
     let reversal = accuracy(&net, &test).unwrap();
     b.exact("1000", test.len() as f64);
     b.quoted(&accuracy_report(&net, &test, reversal).unwrap());
@@ -86,7 +87,13 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     );
     // Exercise 1: the sorting model, and where both models' heads look.
     let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt")).unwrap();
-    let sort_test = held_out(Task::Sort, sorter.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let sort_test = held_out(
+        attn::exercises::ch12::SORT,
+        sorter.config().k,
+        HELD_OUT.0,
+        HELD_OUT.1,
+    )
+    .unwrap();
     let sorting = accuracy(&sorter, &sort_test).unwrap();
     b.quoted(&accuracy_report(&sorter, &sort_test, sorting).unwrap());
     let split = digit_attention(&sorter, &sort_test).unwrap();

@@ -10,7 +10,7 @@ use attn::experiments::ch13::{
     beam_report, bleu_report, cross_attention, decode_and_score, examples_report, length_report,
     scores_report, BEAM,
 };
-use attn::model::Parameters;
+use attn::nn::Parameters;
 use attn::translation::{
     alignment, book_pairs, number_words, Seq2Seq, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
     TARGET_VOCAB,

@@ -17,7 +17,10 @@ use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::error::{check_finite, check_model_width, check_not_empty, check_overflow, AttnError};
+use crate::nn::{ffn_forward, layer_norm_forward, FfnParams};
 use crate::projection::init_weight;
+
+pub use crate::nn::{gelu, gelu_erf, Activation};
 
 mod layers;
 
@@ -49,16 +52,7 @@ impl LayerNorm {
     /// Normalises each row of `x` (`n×d_model`).
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
         check_model_width("LayerNorm input", x, self.gamma.len())?;
-        let mut y = x.to_owned();
-        for mut row in y.rows_mut() {
-            // In f64: the variance of f32 entries near 3e38 is near 1e77.
-            let d = row.len() as f64;
-            let mean = row.iter().map(|&x| x as f64).sum::<f64>() / d;
-            let variance = row.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / d;
-            let inv_std = 1.0 / (variance + self.eps as f64).sqrt();
-            row.mapv_inplace(|x| ((x as f64 - mean) * inv_std) as f32);
-        }
-        let y = y * &self.gamma + &self.beta;
+        let (y, _) = layer_norm_forward(x, &self.gamma, &self.beta, self.eps);
         check_overflow("LayerNorm's output", &y)?; // a huge γ or β can overflow
         Ok(y)
     }
@@ -105,49 +99,11 @@ impl LayerNorm {
 }
 
 // ANCHOR: ffn
-/// The non-linearity of the feed-forward network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Activation {
-    /// `max(0, x)`, as in the original Transformer.
-    Relu,
-    /// `x·Φ(x)`, in the tanh approximation of GPT-2 and BERT.
-    Gelu,
-    /// `x·Φ(x)` exactly, through the error function: PyTorch's default GELU,
-    /// and the one BERT-style models on the Hugging Face hub use.
-    GeluErf,
-}
-
-impl Activation {
-    /// Applies the activation to one number.
-    pub fn apply(self, x: f32) -> f32 {
-        match self {
-            Activation::Relu => x.max(0.0),
-            Activation::Gelu => gelu(x),
-            Activation::GeluErf => gelu_erf(x),
-        }
-    }
-}
-
-/// GELU, exact: `x·Φ(x) = 0.5·x·(1 + erf(x/√2))`, with `Φ` the standard
-/// normal distribution function.
-pub fn gelu_erf(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// GELU, tanh approximation: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
-pub fn gelu(x: f32) -> f32 {
-    let c = (2.0 / std::f32::consts::PI).sqrt();
-    0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh())
-}
-
 /// The position-wise feed-forward network, `FFN(x) = act(x W₁ + b₁) W₂ + b₂`,
 /// applied to every token (row) separately: `d_model → d_ff → d_model`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedForward {
-    w1: Array2<f32>, // d_model×d_ff
-    b1: Array1<f32>, // d_ff
-    w2: Array2<f32>, // d_ff×d_model
-    b2: Array1<f32>, // d_model
+    p: FfnParams<f32>, // W₁ (d_model×d_ff), b₁ (d_ff), W₂ (d_ff×d_model), b₂ (d_model)
     activation: Activation,
 }
 
@@ -160,20 +116,19 @@ impl FeedForward {
         activation: Activation,
         rng: &mut StdRng,
     ) -> Result<Self, AttnError> {
-        Ok(FeedForward {
+        let p = FfnParams {
             w1: init_weight(d_model, d_ff, rng)?,
             b1: Array1::zeros(d_ff),
             w2: init_weight(d_ff, d_model, rng)?,
             b2: Array1::zeros(d_model),
-            activation,
-        })
+        };
+        Ok(FeedForward { p, activation })
     }
 
     /// `act(x W₁ + b₁) W₂ + b₂` for `x`: `n×d_model`.
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        check_model_width("FFN input", x, self.w1.nrows())?;
-        let hidden = (x.dot(&self.w1) + &self.b1).mapv(|h| self.activation.apply(h)); // n×d_ff
-        let output = hidden.dot(&self.w2) + &self.b2; // n×d_model
+        check_model_width("FFN input", x, self.p.w1.nrows())?;
+        let (output, _) = ffn_forward(x, &self.p, self.activation);
         check_overflow("the FFN's output", &output)?;
         Ok(output)
     }
@@ -210,33 +165,29 @@ impl FeedForward {
         check_finite("b₁", &b1.view().insert_axis(Axis(0)))?;
         check_finite("W₂", &w2)?;
         check_finite("b₂", &b2.view().insert_axis(Axis(0)))?;
-        Ok(FeedForward {
-            w1,
-            b1,
-            w2,
-            b2,
-            activation,
-        })
+        let p = FfnParams { w1, b1, w2, b2 };
+        Ok(FeedForward { p, activation })
     }
 
     /// `(W₁, b₁, W₂, b₂)`.
     pub fn weights(&self) -> (&Array2<f32>, &Array1<f32>, &Array2<f32>, &Array1<f32>) {
-        (&self.w1, &self.b1, &self.w2, &self.b2)
+        (&self.p.w1, &self.p.b1, &self.p.w2, &self.p.b2)
     }
 
     /// The hidden width `d_ff`.
     pub fn d_ff(&self) -> usize {
-        self.w1.ncols()
+        self.p.w1.ncols()
     }
 
     /// The token width `d_model`.
     pub fn d_model(&self) -> usize {
-        self.w1.nrows()
+        self.p.w1.nrows()
     }
 
     /// Parameters: `2·d_model·d_ff + d_ff + d_model`.
     pub fn parameters(&self) -> usize {
-        self.w1.len() + self.b1.len() + self.w2.len() + self.b2.len()
+        let p = &self.p;
+        p.w1.len() + p.b1.len() + p.w2.len() + p.b2.len()
     }
 }
 
@@ -327,7 +278,7 @@ mod tests {
         assert_eq!(gelu(0.0), 0.0);
         assert_abs_diff_eq!(gelu(1.0), 0.841_192, epsilon = 1e-5); // PyTorch, approximate='tanh'
         assert_abs_diff_eq!(gelu(-1.0), -0.158_808, epsilon = 1e-5);
-        assert!(gelu(-10.0).abs() < 1e-6);
+        assert!(gelu(-10.0_f32).abs() < 1e-6);
     }
 
     #[test]

@@ -35,7 +35,8 @@ pub fn softmax_temperature_backward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grad::{gradient_error, normal_matrix, softmax};
+    use crate::grad::{gradient_error, normal_matrix};
+    use crate::softmax::softmax_rows;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
     // ANCHOR: temperature_backward_test
@@ -45,8 +46,8 @@ mod tests {
         let (s, r) = (normal_matrix(3, 5, &mut rng), normal_matrix(3, 5, &mut rng));
         for tau in [0.5, 1.0, 8.0] {
             // L = Σ P ⊙ R, so dP = R.
-            let loss = |s: &Array2<f64>| (softmax(&(s / tau)) * &r).sum();
-            let p = softmax(&(&s / tau));
+            let loss = |s: &Array2<f64>| (softmax_rows(&(s / tau)).unwrap() * &r).sum();
+            let p = softmax_rows(&(&s / tau)).unwrap();
             let ds = softmax_temperature_backward(&p, &r, tau).unwrap();
             assert!(gradient_error(&ds, loss, &s) < 1e-6, "τ = {tau}");
         }

@@ -2,7 +2,7 @@
 
 use ndarray_rand::rand::{rngs::StdRng, Rng};
 
-use crate::model::SEP;
+use crate::model::{Task, TrainConfig, BOOK_TRAINING, SEP};
 
 // ANCHOR: sorting_example
 /// `k` random digits followed by the separator and the same digits in
@@ -18,6 +18,16 @@ pub fn sorting_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
     sequence
 }
 // ANCHOR_END: sorting_example
+
+/// Sorting, as a task the model can train on.
+pub const SORT: Task = Task::new("Sort", sorting_example);
+
+/// How the exercise trains chapter 12's model to sort: the same steps, data
+/// sizes and seed as [`BOOK_TRAINING`], only the task differs.
+pub const BOOK_SORT_TRAINING: TrainConfig = TrainConfig {
+    task: SORT,
+    ..BOOK_TRAINING
+};
 
 #[cfg(test)]
 mod tests {

@@ -34,9 +34,9 @@ pub fn greedy_translate(net: &Seq2Seq, source: &[usize]) -> Result<Vec<usize>, A
 /// model predicts exactly `1 − ε + ε/v` for the right token and `ε/v` for
 /// each other.
 pub fn smoothing_floor(epsilon: f64, v: usize) -> f64 {
-    let entropy = |p: f64| if p > 0.0 { -p * p.ln() } else { 0.0 };
     let (right, other) = (1.0 - epsilon + epsilon / v as f64, epsilon / v as f64);
-    entropy(right) + (v - 1) as f64 * entropy(other)
+    let target = ndarray::Array1::from_shape_fn(v, |j| if j == 0 { right } else { other });
+    crate::scaling::entropy(&target)
 }
 // ANCHOR_END: smoothing_floor
 
@@ -44,7 +44,7 @@ pub fn smoothing_floor(epsilon: f64, v: usize) -> f64 {
 mod tests {
     use super::*;
     use crate::grad::Matrix;
-    use crate::translation::loss::smoothed_cross_entropy;
+    use crate::nn::smoothed_cross_entropy;
     use crate::translation::{translate, translation_set, Seq2SeqConfig, TARGET_VOCAB};
 
     #[test]

@@ -10,6 +10,7 @@ use ndarray::{Array1, Array2, ArrayRef2};
 
 use crate::error::AttnError;
 use crate::pretrained::{cosine, Bert, Tokens, WordPiece};
+use crate::scaling::entropy;
 
 /// The sentence whose 72 heads the chapter draws.
 pub const FIGURE_SENTENCE: &str = "The trophy did not fit in the suitcase because it was too big.";
@@ -108,11 +109,9 @@ pub fn head_statistics(w: &ArrayRef2<f32>) -> Result<HeadStatistics, AttnError> 
     }
     let mean =
         |values: Vec<f32>| values.iter().map(|&x| f64::from(x)).sum::<f64>() / values.len() as f64;
-    let entropy = |row: ndarray::ArrayView1<f32>| -> f32 {
-        row.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum()
-    };
+    let entropies: Vec<f64> = w.rows().into_iter().map(|row| entropy(&row)).collect();
     Ok(HeadStatistics {
-        entropy: mean(w.rows().into_iter().map(entropy).collect()),
+        entropy: entropies.iter().sum::<f64>() / n as f64,
         cls: mean(w.column(0).to_vec()),
         sep: mean(w.column(n - 1).to_vec()),
         previous: mean((2..n - 1).map(|i| w[[i, i - 1]]).collect()),

@@ -6,6 +6,7 @@ use ndarray::{ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::*;
+use crate::softmax::softmax_rows;
 
 // ANCHOR: gradient_norms
 /// One row of the scaling experiment: mean Frobenius norms of `dS` (the
@@ -38,8 +39,7 @@ pub fn gradient_norms(
     }
     let mut rng = StdRng::seed_from_u64(seed);
     let norm = |x: &Matrix| x.mapv(|a| a * a).sum().sqrt();
-    Ok(d_ks
-        .iter()
+    d_ks.iter()
         .map(|&d_k| {
             let mut sums = [0.0; 4];
             for _ in 0..trials {
@@ -52,7 +52,7 @@ pub fn gradient_norms(
                     normal_matrix(16, 16, &mut rng),
                 );
                 for (slot, scale) in [(0, 1.0), (2, 1.0 / (d_k as f64).sqrt())] {
-                    let (_, cache) = attention_forward(&q, &k, &v, None, scale);
+                    let (_, cache) = attention_forward(&q, &k, &v, None, scale)?;
                     let dp = d_out.dot(&v.t());
                     let ds = softmax_backward(&cache.p, &dp);
                     let (dq, _, _) = attention_backward(&q, &k, &v, &cache, &d_out);
@@ -61,13 +61,13 @@ pub fn gradient_norms(
                 }
             }
             let mean = |i: usize| sums[i] / trials as f64;
-            GradientNorms {
+            Ok(GradientNorms {
                 d_k,
                 unscaled: (mean(0), mean(1)),
                 scaled: (mean(2), mean(3)),
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 // ANCHOR_END: gradient_norms
 
@@ -106,15 +106,16 @@ pub fn check_table(header: &str, checks: &[(&str, f64)]) -> String {
 
 // ANCHOR: checks
 /// A random linear functional `L(Y) = Σ Y ⊙ R` turns any output `Y` into a
-/// scalar loss whose gradient with respect to `Y` is exactly `R`.
-fn probe_loss(y: &ArrayRef2<f64>, r: &ArrayRef2<f64>) -> f64 {
-    (y * r).sum()
+/// scalar loss whose gradient with respect to `Y` is exactly `R`. A forward
+/// pass that failed gives NaN, which fails every check.
+fn probe_loss(y: Result<&ArrayRef2<f64>, &AttnError>, r: &ArrayRef2<f64>) -> f64 {
+    y.map_or(f64::NAN, |y| (y * r).sum())
 }
 
 /// Largest relative error between attention's backward pass and central
 /// differences, over `dQ`, `dK` and `dV`, on a random 4-query, 5-key problem
 /// (with the causal mask if `masked`).
-pub fn check_attention(seed: u64, masked: bool) -> f64 {
+pub fn check_attention(seed: u64, masked: bool) -> Result<f64, AttnError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let (n, m, d_k, d_v) = (4, 5, 3, 2);
     let q = normal_matrix(n, d_k, &mut rng);
@@ -125,68 +126,65 @@ pub fn check_attention(seed: u64, masked: bool) -> f64 {
     let keep = keep.as_deref();
     let scale = 1.0 / (d_k as f64).sqrt();
     let loss = |q: &Matrix, k: &Matrix, v: &Matrix| {
-        probe_loss(&attention_forward(q, k, v, keep, scale).0, &r)
+        let forward = attention_forward(q, k, v, keep, scale);
+        probe_loss(forward.as_ref().map(|(o, _)| &**o), &r)
     };
-    let (_, cache) = attention_forward(&q, &k, &v, keep, scale);
+    let (_, cache) = attention_forward(&q, &k, &v, keep, scale)?;
     let (dq, dk, dv) = attention_backward(&q, &k, &v, &cache, &r);
-    worst([
+    Ok(worst([
         gradient_error(&dq, |q| loss(q, &k, &v), &q),
         gradient_error(&dk, |k| loss(&q, k, &v), &k),
         gradient_error(&dv, |v| loss(&q, &k, v), &v),
-    ])
+    ]))
 }
 // ANCHOR_END: checks
 
 /// As [`check_attention`], for the row-wise softmax.
-pub fn check_softmax(seed: u64) -> f64 {
+pub fn check_softmax(seed: u64) -> Result<f64, AttnError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let s = normal_matrix(3, 6, &mut rng) * 3.0;
     let r = normal_matrix(3, 6, &mut rng);
-    let analytic = softmax_backward(&softmax(&s), &r);
-    gradient_error(&analytic, |s| probe_loss(&softmax(s), &r), &s)
+    let analytic = softmax_backward(&softmax_rows(&s)?, &r);
+    let loss = |s: &Matrix| probe_loss(softmax_rows(s).as_ref().map(|p| &**p), &r);
+    Ok(gradient_error(&analytic, loss, &s))
 }
 
 /// As [`check_attention`], for a linear layer (`dX`, `dW`, `db`).
-pub fn check_linear(seed: u64) -> f64 {
+pub fn check_linear(seed: u64) -> Result<f64, AttnError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let (x, w) = (normal_matrix(5, 4, &mut rng), normal_matrix(4, 3, &mut rng));
     let b = normal_matrix(1, 3, &mut rng);
     let r = normal_matrix(5, 3, &mut rng);
-    let loss = |x: &Matrix, w: &Matrix, b: &Matrix| {
-        probe_loss(&linear_forward(x, w, &b.row(0).to_owned()), &r)
-    };
+    let loss =
+        |x: &Matrix, w: &Matrix, b: &Matrix| probe_loss(Ok(&linear_forward(x, w, &b.row(0))), &r);
     let (dx, dw, db) = linear_backward(&x, &w, &r);
-    worst([
+    Ok(worst([
         gradient_error(&dx, |x| loss(x, &w, &b), &x),
         gradient_error(&dw, |w| loss(&x, w, &b), &w),
         gradient_error(&db.insert_axis(Axis(0)), |b| loss(&x, &w, b), &b),
-    ])
+    ]))
 }
 
 /// As [`check_attention`], for LayerNorm (`dX`, `dγ`, `dβ`).
-pub fn check_layer_norm(seed: u64) -> f64 {
+pub fn check_layer_norm(seed: u64) -> Result<f64, AttnError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let x = normal_matrix(4, 6, &mut rng) * 2.0 + 1.0;
     let (gamma, beta) = (normal_matrix(1, 6, &mut rng), normal_matrix(1, 6, &mut rng));
     let r = normal_matrix(4, 6, &mut rng);
     let loss = |x: &Matrix, g: &Matrix, b: &Matrix| {
-        probe_loss(
-            &layer_norm_forward(x, &g.row(0).to_owned(), &b.row(0).to_owned(), 1e-5).0,
-            &r,
-        )
+        probe_loss(Ok(&layer_norm_forward(x, &g.row(0), &b.row(0), 1e-5).0), &r)
     };
-    let (_, cache) =
-        layer_norm_forward(&x, &gamma.row(0).to_owned(), &beta.row(0).to_owned(), 1e-5);
-    let (dx, dg, db) = layer_norm_backward(&cache, &gamma.row(0).to_owned(), &r);
-    worst([
+    let (_, cache) = layer_norm_forward(&x, &gamma.row(0), &beta.row(0), 1e-5);
+    let (dx, dg, db) = layer_norm_backward(&cache, &gamma.row(0), &r);
+    Ok(worst([
         gradient_error(&dx, |x| loss(x, &gamma, &beta), &x),
         gradient_error(&dg.insert_axis(Axis(0)), |g| loss(&x, g, &beta), &gamma),
         gradient_error(&db.insert_axis(Axis(0)), |b| loss(&x, &gamma, b), &beta),
-    ])
+    ]))
 }
 
 /// As [`check_attention`], for the FFN with GELU (`dX`, `dW₁`, `dW₂`).
-pub fn check_ffn(seed: u64) -> f64 {
+pub fn check_ffn(seed: u64) -> Result<f64, AttnError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let (d, d_ff) = (3, 5);
     let p = FfnParams {
@@ -197,9 +195,10 @@ pub fn check_ffn(seed: u64) -> f64 {
     };
     let x = normal_matrix(4, d, &mut rng);
     let r = normal_matrix(4, d, &mut rng);
-    let (_, cache) = ffn_forward(&x, &p);
-    let (dx, grads) = ffn_backward(&cache, &p, &r);
-    let loss = |x: &Matrix, p: &FfnParams| probe_loss(&ffn_forward(x, p).0, &r);
+    let gelu = Activation::Gelu;
+    let (_, cache) = ffn_forward(&x, &p, gelu);
+    let (dx, grads) = ffn_backward(&cache, &p, gelu, &r);
+    let loss = |x: &Matrix, p: &FfnParams<f64>| probe_loss(Ok(&ffn_forward(x, p, gelu).0), &r);
     let with_w1 = |w1: &Matrix| FfnParams {
         w1: w1.clone(),
         ..p.clone()
@@ -208,32 +207,33 @@ pub fn check_ffn(seed: u64) -> f64 {
         w2: w2.clone(),
         ..p.clone()
     };
-    worst([
+    Ok(worst([
         gradient_error(&dx, |x| loss(x, &p), &x),
         gradient_error(&grads.w1, |w| loss(&x, &with_w1(w)), &p.w1),
         gradient_error(&grads.w2, |w| loss(&x, &with_w2(w)), &p.w2),
-    ])
+    ]))
 }
 
 /// As [`check_attention`], for softmax cross-entropy with an ignored row.
-pub fn check_cross_entropy(seed: u64) -> f64 {
+pub fn check_cross_entropy(seed: u64) -> Result<f64, AttnError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let z = normal_matrix(4, 5, &mut rng);
     let targets = [Some(1), None, Some(4), Some(0)];
-    let (_, dz) = cross_entropy(&z, &targets);
-    gradient_error(&dz, |z| cross_entropy(z, &targets).0, &z)
+    let (_, dz) = cross_entropy(&z, &targets)?;
+    let loss = |z: &Matrix| cross_entropy(z, &targets).map_or(f64::NAN, |(l, _)| l);
+    Ok(gradient_error(&dz, loss, &z))
 }
 
 /// Every check, as the chapter prints them: `(operation, largest relative
 /// error)`.
-pub fn all_checks(seed: u64) -> Vec<(&'static str, f64)> {
-    vec![
-        ("softmax", check_softmax(seed)),
-        ("attention", check_attention(seed, false)),
-        ("attention, causal mask", check_attention(seed, true)),
-        ("linear layer", check_linear(seed)),
-        ("LayerNorm", check_layer_norm(seed)),
-        ("FFN (GELU)", check_ffn(seed)),
-        ("cross-entropy", check_cross_entropy(seed)),
-    ]
+pub fn all_checks(seed: u64) -> Result<Vec<(&'static str, f64)>, AttnError> {
+    Ok(vec![
+        ("softmax", check_softmax(seed)?),
+        ("attention", check_attention(seed, false)?),
+        ("attention, causal mask", check_attention(seed, true)?),
+        ("linear layer", check_linear(seed)?),
+        ("LayerNorm", check_layer_norm(seed)?),
+        ("FFN (GELU)", check_ffn(seed)?),
+        ("cross-entropy", check_cross_entropy(seed)?),
+    ])
 }

@@ -1,26 +1,26 @@
 //! The forward pass of the tiny Transformer, and its backward pass: every
 //! step of the forward pass undone in reverse order (chapters 11 and 12).
 
-use ndarray::{s, ArrayRef2};
+use ndarray::ArrayRef2;
 
 use super::{TinyTransformer, EPS, VOCAB};
 use crate::error::AttnError;
-use crate::grad::{
-    attention_backward, attention_forward, cross_entropy, ffn_backward, ffn_forward,
-    layer_norm_backward, layer_norm_forward, linear_backward, AttentionCache, FfnCache,
-    LayerNormCache, Matrix,
-};
+use crate::grad::Matrix;
 use crate::masking::causal_mask;
+use crate::nn::{
+    check_logits, check_same_model, cross_entropy, embedding_backward, embedding_forward,
+    ffn_backward, ffn_forward, fingerprint, layer_norm_backward, layer_norm_forward,
+    linear_backward, mha_backward, mha_forward, Activation, FfnCache, Heads, LayerNormCache,
+    MhaCache,
+};
 
 /// What one block's forward pass keeps for its backward pass.
 struct BlockCache {
-    ln1: LayerNormCache,
+    ln1: LayerNormCache<f64>,
     a: Matrix,
-    qkv: [Matrix; 3],
-    heads: Vec<AttentionCache>, // one per (sequence, head)
-    o: Matrix,
-    ln2: LayerNormCache,
-    ffn: FfnCache,
+    attention: MhaCache<f64>,
+    ln2: LayerNormCache<f64>,
+    ffn: FfnCache<f64>,
 }
 
 /// The forward pass's result: logits and what the backward pass needs.
@@ -30,7 +30,7 @@ pub struct Forward {
     tokens: Vec<Vec<usize>>,
     heads: usize,
     blocks: Vec<BlockCache>,
-    ln_f: LayerNormCache,
+    ln_f: LayerNormCache<f64>,
     z: Matrix,
 }
 
@@ -57,61 +57,41 @@ impl TinyTransformer {
                 requirement: "must be at most the model's number of blocks",
             });
         }
-        let (t, d, h) = (batch[0].len(), self.config.d_model, self.config.heads);
-        let d_k = d / h;
-        let causal = causal_mask(t, t);
+        let t = batch[0].len();
+        let heads = Heads {
+            tq: t,
+            tk: t,
+            heads: self.config.heads,
+        };
+        let causal = |_: usize| causal_mask(t, t);
         // Token plus position embeddings: BT×d.
-        let mut x = Matrix::zeros((batch.len() * t, d));
-        for (b, sequence) in batch.iter().enumerate() {
-            for (i, &token) in sequence.iter().enumerate() {
-                let row = &self.tokens.row(token) + &self.positions.row(i);
-                x.row_mut(b * t + i).assign(&row);
-            }
-        }
+        let mut x = embedding_forward(batch, &self.tokens, &self.positions);
         let mut caches = Vec::new();
         for block in &self.blocks[..depth] {
-            // x ← x + Attention(LayerNorm(x)) W_O, per sequence and head.
+            // x ← x + MultiHead(LayerNorm(x)), causal, each sequence alone.
             let (a, ln1) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], EPS);
-            let qkv = [0, 1, 2].map(|i| a.dot(&block.attn[i]));
-            let mut o = Matrix::zeros(x.dim());
-            let mut heads = Vec::new();
-            for b in 0..batch.len() {
-                for head in 0..h {
-                    let part = s![b * t..(b + 1) * t, head * d_k..(head + 1) * d_k];
-                    let (out, cache) = attention_forward(
-                        &qkv[0].slice(part),
-                        &qkv[1].slice(part),
-                        &qkv[2].slice(part),
-                        Some(&causal),
-                        1.0 / (d_k as f64).sqrt(),
-                    );
-                    o.slice_mut(part).assign(&out);
-                    heads.push(cache);
-                }
-            }
-            x = x + o.dot(&block.attn[3]);
+            let (att, attention) = mha_forward(&a, &a, &block.attn, heads, causal)?;
+            x += &att;
             // x ← x + FFN(LayerNorm(x)).
             let (c, ln2) = layer_norm_forward(&x, &block.ln2[0], &block.ln2[1], EPS);
-            let (f, ffn) = ffn_forward(&c, &block.ffn);
-            x = x + f;
+            let (f, ffn) = ffn_forward(&c, &block.ffn, Activation::Gelu);
+            x += &f;
             caches.push(BlockCache {
                 ln1,
                 a,
-                qkv,
-                heads,
-                o,
+                attention,
                 ln2,
                 ffn,
             });
         }
         let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
-        crate::model::check_logits(&logits)?;
+        check_logits(&logits)?;
         Ok(Forward {
             logits,
-            fingerprint: super::fingerprint(self, self.config),
+            fingerprint: fingerprint(self, self.config),
             tokens: batch.to_vec(),
-            heads: h,
+            heads: self.config.heads,
             blocks: caches,
             ln_f,
             z,
@@ -178,7 +158,7 @@ impl Forward {
                 });
             }
         }
-        Ok(&self.blocks[block].heads[sequence * self.heads + head].p)
+        Ok(&self.blocks[block].attention.heads[sequence * self.heads + head].p)
     }
 }
 
@@ -198,7 +178,7 @@ impl TinyTransformer {
                 right: fwd.logits.dim(),
             });
         }
-        super::check_same_model(fwd.fingerprint, self, self.config)?;
+        check_same_model(fwd.fingerprint, self, self.config)?;
         if fwd.blocks.len() != self.blocks.len() {
             return Err(AttnError::InvalidArgument {
                 name: "forward pass depth",
@@ -207,8 +187,12 @@ impl TinyTransformer {
             });
         }
         let mut g = self.zeros_like();
-        let (t, d, h) = (fwd.tokens[0].len(), self.config.d_model, self.config.heads);
-        let d_k = d / h;
+        let t = fwd.tokens[0].len();
+        let heads = Heads {
+            tq: t,
+            tk: t,
+            heads: self.config.heads,
+        };
         let (dz, d_head, d_head_b) = linear_backward(&fwd.z, &self.head.0, d_logits);
         g.head = (d_head, d_head_b);
         let (mut dx, dg, db) = layer_norm_backward(&fwd.ln_f, &self.ln_f[0], &dz);
@@ -216,43 +200,28 @@ impl TinyTransformer {
         for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
             let gb = &mut g.blocks[l];
             // x₂ = x₁ + FFN(LayerNorm(x₁)): the residual passes dx through.
-            let (dc, d_ffn) = ffn_backward(&cache.ffn, &block.ffn, &dx);
+            let (dc, d_ffn) = ffn_backward(&cache.ffn, &block.ffn, Activation::Gelu, &dx);
             gb.ffn = d_ffn;
             let (dx_ln2, dg2, db2) = layer_norm_backward(&cache.ln2, &block.ln2[0], &dc);
             gb.ln2 = [dg2, db2];
             dx += &dx_ln2;
-            // x₁ = x + O W_O, O from attention per sequence and head.
-            let d_o = dx.dot(&block.attn[3].t());
-            gb.attn[3] = cache.o.t().dot(&dx);
-            let mut d_qkv = [0, 1, 2].map(|_| Matrix::zeros(dx.dim()));
-            for b in 0..fwd.tokens.len() {
-                for head in 0..h {
-                    let part = s![b * t..(b + 1) * t, head * d_k..(head + 1) * d_k];
-                    let [q, k, v] = [0, 1, 2].map(|i| cache.qkv[i].slice(part));
-                    let attention = &cache.heads[b * h + head];
-                    let grads = attention_backward(&q, &k, &v, attention, &d_o.slice(part));
-                    d_qkv[0].slice_mut(part).assign(&grads.0);
-                    d_qkv[1].slice_mut(part).assign(&grads.1);
-                    d_qkv[2].slice_mut(part).assign(&grads.2);
-                }
-            }
-            let mut da = Matrix::zeros(dx.dim());
-            for (i, d_x) in d_qkv.iter().enumerate() {
-                da += &d_x.dot(&block.attn[i].t()); // back through X W_i
-                gb.attn[i] = cache.a.t().dot(d_x);
-            }
+            // x₁ = x + MultiHead(a): a is both the queries' and the keys' input.
+            let (da_q, da_kv, d_attn) = mha_backward(
+                &cache.attention,
+                &cache.a,
+                &cache.a,
+                &block.attn,
+                heads,
+                &dx,
+            );
+            gb.attn = d_attn;
+            let da = da_q + da_kv;
             let (dx_ln1, dg1, db1) = layer_norm_backward(&cache.ln1, &block.ln1[0], &da);
             gb.ln1 = [dg1, db1];
             dx += &dx_ln1;
         }
         // Embeddings: each row of dx goes to its token's and its position's row.
-        for (b, sequence) in fwd.tokens.iter().enumerate() {
-            for (i, &token) in sequence.iter().enumerate() {
-                let row = dx.row(b * t + i);
-                g.tokens.row_mut(token).scaled_add(1.0, &row);
-                g.positions.row_mut(i).scaled_add(1.0, &row);
-            }
-        }
+        embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions);
         Ok(g)
     }
 
@@ -267,7 +236,7 @@ impl TinyTransformer {
     ) -> Result<(f64, TinyTransformer), AttnError> {
         let fwd = self.forward(inputs)?;
         Self::check_targets(&fwd, targets)?;
-        let (loss, d_logits) = cross_entropy(&fwd.logits, targets);
+        let (loss, d_logits) = cross_entropy(&fwd.logits, targets)?;
         Ok((loss, self.backward(&fwd, &d_logits)?))
     }
 
@@ -277,7 +246,7 @@ impl TinyTransformer {
     pub fn loss(&self, inputs: &[Vec<usize>], targets: &[Option<usize>]) -> Result<f64, AttnError> {
         let fwd = self.forward(inputs)?;
         Self::check_targets(&fwd, targets)?;
-        Ok(cross_entropy(&fwd.logits, targets).0)
+        Ok(cross_entropy(&fwd.logits, targets)?.0)
     }
 
     /// Checks one target (or `None`) per input position, each a token.

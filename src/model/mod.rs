@@ -29,13 +29,12 @@ mod task;
 mod train;
 mod weights;
 
-pub(crate) use weights::{read_checkpoint, read_header, write_checkpoint};
-
 use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use crate::error::AttnError;
-use crate::grad::{FfnParams, Matrix};
+use crate::grad::Matrix;
+use crate::nn::{zeroed, FfnParams, Parameters};
 
 pub(crate) use decode::most_probable;
 pub use decode::{accuracy, greedy_decode};
@@ -43,10 +42,7 @@ pub use forward::Forward;
 pub use gradcheck::{check_gradients, small_problem, Problem};
 pub(crate) use task::check_examples;
 pub use task::{held_out, inputs_and_targets, reversal_example, InputsAndTargets, Task};
-pub use train::{
-    schedule, train, train_with, warmup_cosine, Adam, TrainConfig, BOOK_MODEL, BOOK_SORT_TRAINING,
-    BOOK_TRAINING, HELD_OUT,
-};
+pub use train::{schedule, train, train_with, TrainConfig, BOOK_MODEL, BOOK_TRAINING, HELD_OUT};
 
 /// The separator between the digits and their reversal.
 pub const SEP: usize = 10;
@@ -151,79 +147,11 @@ pub(crate) struct Block {
     /// LayerNorm before the FFN.
     ln2: [Array1<f64>; 2],
     /// The FFN (GELU).
-    ffn: FfnParams,
-}
-
-/// A model an optimiser can update: its parameter tensors as flat slices,
-/// in a fixed order, with names. The gradients are a model of the same
-/// shape. [`Adam`] works on any of them.
-pub trait Parameters {
-    /// Every parameter tensor as a flat slice, in a fixed order.
-    fn slices(&self) -> Vec<&[f64]>;
-    /// [`Parameters::slices`], mutable.
-    fn slices_mut(&mut self) -> Vec<&mut [f64]>;
-    /// Every tensor's name and values, in the same order.
-    fn named_slices(&self) -> Vec<(String, &[f64])>;
-    /// The number of parameters.
-    fn parameter_count(&self) -> usize {
-        self.slices().iter().map(|s| s.len()).sum()
-    }
-}
-
-/// A hash of a model's configuration and of every parameter's bits: a
-/// forward pass records it, and the backward pass refuses a forward pass of
-/// another model (or of the same model before an update).
-pub(crate) fn fingerprint(model: &impl Parameters, config: impl std::hash::Hash) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    config.hash(&mut hasher);
-    for tensor in model.slices() {
-        tensor.iter().for_each(|x| x.to_bits().hash(&mut hasher));
-    }
-    hasher.finish()
-}
-
-/// Checks that the forward pass that recorded `recorded` ran `model` with
-/// its current parameters.
-pub(crate) fn check_same_model(
-    recorded: u64,
-    model: &impl Parameters,
-    config: impl std::hash::Hash,
-) -> Result<(), AttnError> {
-    if recorded == fingerprint(model, config) {
-        return Ok(());
-    }
-    Err(AttnError::InvalidArgument {
-        name: "forward pass",
-        value: 0.0,
-        requirement: "must come from this model, with its current parameters",
-    })
-}
-
-/// A model of the same shape as `model` with every parameter 0 (to hold
-/// gradients).
-pub(crate) fn zeroed<P: Parameters + Clone>(model: &P) -> P {
-    let mut z = model.clone();
-    for s in z.slices_mut() {
-        s.fill(0.0);
-    }
-    z
-}
-
-/// Checks that a forward pass's logits are finite: they are not when `f64`
-/// overflowed on the way, and a loss of them would be meaningless.
-pub(crate) fn check_logits(logits: &Matrix) -> Result<(), AttnError> {
-    match logits.indexed_iter().find(|(_, x)| !x.is_finite()) {
-        Some(((i, j), &value)) => Err(AttnError::Overflow {
-            what: "the logits",
-            position: (i, j),
-            value: value as f32,
-        }),
-        None => Ok(()),
-    }
+    ffn: FfnParams<f64>,
 }
 
 impl Parameters for TinyTransformer {
+    type Real = f64;
     fn slices(&self) -> Vec<&[f64]> {
         TinyTransformer::slices(self)
     }

@@ -1,6 +1,7 @@
 //! Tests of `model`.
 
 use super::*;
+use crate::nn::Adam;
 
 fn small() -> ModelConfig {
     crate::model::gradcheck::SMALL
@@ -41,7 +42,7 @@ fn bad_input_gets_a_clear_error() {
         .to_string()
         .starts_with("targets must give one target token"));
     assert!(
-        held_out(Task::Reverse, 2, 51, 0).is_err(),
+        held_out(Task::REVERSE, 2, 51, 0).is_err(),
         "51 distinct of 100 is more than half"
     );
     assert!(
@@ -68,7 +69,7 @@ fn bad_input_gets_a_clear_error() {
         lr: 1e-3,
         warmup: 0,
         seed: 0,
-        task: Task::Reverse,
+        task: Task::REVERSE,
     };
     assert!(train(small(), &no_steps, &[]).is_err());
 }

@@ -5,116 +5,9 @@ use std::collections::HashSet;
 
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{inputs_and_targets, ModelConfig, Parameters, Task, TinyTransformer};
+use super::{inputs_and_targets, ModelConfig, Task, TinyTransformer};
 use crate::error::AttnError;
-
-// ANCHOR: adam
-/// The Adam optimiser (Kingma and Ba, 2015): per parameter, running means of
-/// the gradient (`m`) and of its square (`v`), bias-corrected.
-pub struct Adam {
-    lr: f64,           // the learning rate, finite and > 0
-    betas: (f64, f64), // decay of m and v
-    eps: f64,          // added to √v̂
-    m: Vec<Vec<f64>>,
-    v: Vec<Vec<f64>>,
-    step: i32,
-}
-
-impl Adam {
-    /// An optimiser for `model`'s parameters (any model of the crate).
-    pub fn new(model: &impl Parameters, lr: f64) -> Result<Self, AttnError> {
-        check_learning_rate(lr)?;
-        let zeros: Vec<Vec<f64>> = model.slices().iter().map(|s| vec![0.0; s.len()]).collect();
-        Ok(Adam {
-            lr,
-            betas: (0.9, 0.98),
-            eps: 1e-9,
-            m: zeros.clone(),
-            v: zeros,
-            step: 0,
-        })
-    }
-
-    /// The learning rate.
-    pub fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    /// `(β₁, β₂)`, the decay of the running means `m` and `v`.
-    pub fn betas(&self) -> (f64, f64) {
-        self.betas
-    }
-
-    /// `ε`, added to `√v̂`.
-    pub fn eps(&self) -> f64 {
-        self.eps
-    }
-
-    /// One update: `θ ← θ − lr · m̂ / (√v̂ + ε)`, scaled by `lr_factor`
-    /// (the schedule).
-    pub fn update<P: Parameters>(
-        &mut self,
-        model: &mut P,
-        grads: &P,
-        lr_factor: f64,
-    ) -> Result<(), AttnError> {
-        let sizes = |p: &P| p.slices().iter().map(|s| s.len()).collect::<Vec<_>>();
-        let expected: Vec<usize> = self.m.iter().map(Vec::len).collect();
-        if sizes(model) != expected || sizes(grads) != expected {
-            return Err(AttnError::InvalidArgument {
-                name: "model and gradients",
-                value: 0.0,
-                requirement: "must have the tensors the optimiser was made for",
-            });
-        }
-        if !(lr_factor.is_finite() && lr_factor >= 0.0) {
-            return Err(AttnError::InvalidArgument {
-                name: "learning-rate factor",
-                value: lr_factor,
-                requirement: "must be finite and ≥ 0",
-            });
-        }
-        for (name, values) in grads.named_slices() {
-            if let Some(bad) = values.iter().find(|g| !g.is_finite()) {
-                return Err(AttnError::NonFiniteGradient {
-                    tensor: name,
-                    value: *bad,
-                });
-            }
-        }
-        self.step += 1;
-        let (b1, b2) = self.betas;
-        let (c1, c2) = (1.0 - b1.powi(self.step), 1.0 - b2.powi(self.step));
-        let lr = self.lr * lr_factor;
-        for (((theta, g), m), v) in model
-            .slices_mut()
-            .into_iter()
-            .zip(grads.slices())
-            .zip(&mut self.m)
-            .zip(&mut self.v)
-        {
-            for i in 0..theta.len() {
-                m[i] = b1 * m[i] + (1.0 - b1) * g[i];
-                v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
-                theta[i] -= lr * (m[i] / c1) / ((v[i] / c2).sqrt() + self.eps);
-            }
-        }
-        Ok(())
-    }
-}
-// ANCHOR_END: adam
-
-/// Checks that a learning rate is finite and positive.
-fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
-    if lr.is_finite() && lr > 0.0 {
-        return Ok(());
-    }
-    Err(AttnError::InvalidArgument {
-        name: "learning rate",
-        value: lr,
-        requirement: "must be finite and > 0",
-    })
-}
+use crate::nn::{check_learning_rate, warmup_cosine, Adam};
 
 // ANCHOR: book_config
 /// The model chapter 12 trains: 8 digits, width 32, 2 heads, 2 blocks.
@@ -133,13 +26,7 @@ pub const BOOK_TRAINING: TrainConfig = TrainConfig {
     lr: 3e-3,
     warmup: 30,
     seed: 1,
-    task: Task::Reverse,
-};
-/// How chapter 12's exercise 1 trains the same model to sort: the same
-/// steps, data sizes and seed, only the task differs.
-pub const BOOK_SORT_TRAINING: TrainConfig = TrainConfig {
-    task: Task::Sort,
-    ..BOOK_TRAINING
+    task: Task::REVERSE,
 };
 /// The held-out set: 1000 distinct examples, seed 99.
 pub const HELD_OUT: (usize, u64) = (1000, 99);
@@ -168,23 +55,6 @@ pub struct TrainConfig {
 pub fn schedule(step: usize, c: &TrainConfig) -> Result<f64, AttnError> {
     c.check()?;
     warmup_cosine(step, c.steps, c.warmup)
-}
-
-/// Linear warm-up over `warmup` steps, then cosine decay to 0 at `steps`:
-/// the factor of the learning rate at `step`.
-pub fn warmup_cosine(step: usize, steps: usize, warmup: usize) -> Result<f64, AttnError> {
-    if step >= steps || warmup > steps {
-        return Err(AttnError::InvalidArgument {
-            name: "step",
-            value: step as f64,
-            requirement: "must be less than the number of steps, with warmup at most that",
-        });
-    }
-    if step < warmup {
-        return Ok((step + 1) as f64 / warmup as f64);
-    }
-    let progress = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
-    Ok(0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
 }
 
 /// Trains a fresh model on random examples of `c.task`, never drawing one of

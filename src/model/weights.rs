@@ -1,94 +1,8 @@
 //! Saving and reading the tiny Transformer's weights as text.
 
-use super::{ModelConfig, Parameters, TinyTransformer};
+use super::{ModelConfig, TinyTransformer};
 use crate::error::AttnError;
-
-/// A checkpoint as text: a header line, then one line per tensor (in
-/// [`Parameters::slices`] order) of its values, space-separated, each
-/// rounded to `f32` and written as the shortest decimal that reads back to
-/// that `f32` (Rust's `{}` formatting). Rounding to `f32` halves the file;
-/// the book reports accuracy for the weights as saved.
-pub(crate) fn write_checkpoint(header: &str, model: &impl Parameters) -> String {
-    let mut text = format!("{header}\n");
-    for tensor in model.slices() {
-        let values: Vec<String> = tensor.iter().map(|&x| format!("{}", x as f32)).collect();
-        text += &values.join(" ");
-        text.push('\n');
-    }
-    text
-}
-
-/// The lines of a checkpoint after its provenance comments (`# …` lines
-/// before the header, which name the run that trained it).
-fn checkpoint_lines(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().skip_while(|l| l.starts_with('#'))
-}
-
-/// The numbers of a checkpoint's header line, which must start with `kind`.
-pub(crate) fn read_header(text: &str, kind: &str) -> Result<Vec<usize>, AttnError> {
-    checkpoint_lines(text)
-        .next()
-        .and_then(|l| l.strip_prefix(kind))
-        .ok_or_else(|| invalid(format!("not a {} file", kind.trim())))?
-        .split_whitespace()
-        .map(|w| w.parse().map_err(|e| invalid(format!("header: {e}"))))
-        .collect()
-}
-
-/// Reads the `count` tensors after the header and loads them into `model`.
-/// The file is not trusted: every value must be a finite `f32`, the values
-/// must number `parameters` (checked before `model` is built, so that the
-/// file's size, not its header, bounds the memory used), and nothing may
-/// follow the last tensor.
-pub(crate) fn read_checkpoint<P: Parameters>(
-    text: &str,
-    count: usize,
-    parameters: Option<usize>,
-    model: impl FnOnce() -> Result<P, AttnError>,
-) -> Result<P, AttnError> {
-    let mut lines = checkpoint_lines(text).skip(1);
-    let tensors: Vec<Vec<f32>> = lines
-        .by_ref()
-        .take(count)
-        .enumerate()
-        .map(|(i, line)| read_tensor(i, line).map_err(invalid))
-        .collect::<Result<_, _>>()?;
-    let values: usize = tensors.iter().map(Vec::len).sum();
-    if Some(values) != parameters {
-        return Err(invalid(format!(
-            "the file holds {values} values in {} tensors, but the header's model has \
-             {} parameters in {count}",
-            tensors.len(),
-            parameters.unwrap_or(usize::MAX),
-        )));
-    }
-    if let Some(extra) = lines.find(|l| !l.trim().is_empty()) {
-        let start: String = extra.chars().take(20).collect();
-        return Err(invalid(format!(
-            "unexpected content after the last tensor: {start}"
-        )));
-    }
-    let mut model = model()?;
-    for (i, (tensor, values)) in model.slices_mut().into_iter().zip(&tensors).enumerate() {
-        if values.len() != tensor.len() {
-            let reason = format!(
-                "tensor {i} has {} values, expected {}",
-                values.len(),
-                tensor.len()
-            );
-            return Err(invalid(reason));
-        }
-        tensor
-            .iter_mut()
-            .zip(values)
-            .for_each(|(t, &v)| *t = f64::from(v));
-    }
-    Ok(model)
-}
-
-fn invalid(reason: String) -> AttnError {
-    AttnError::InvalidWeights { reason }
-}
+use crate::nn::{invalid, read_checkpoint, read_header, write_checkpoint};
 
 impl TinyTransformer {
     /// The weights as text: a header line `tiny-transformer k d_model heads
@@ -137,19 +51,6 @@ impl TinyTransformer {
 /// a block, the final LayerNorm's two and the head's two.
 fn tensor_count(layers: usize) -> usize {
     layers.saturating_mul(12).saturating_add(6)
-}
-
-/// The values of tensor `i`'s line, each a finite `f32`.
-fn read_tensor(i: usize, line: &str) -> Result<Vec<f32>, String> {
-    line.split_whitespace()
-        .map(|w| match w.parse::<f32>() {
-            Ok(x) if x.is_finite() => Ok(x),
-            Ok(x) => Err(format!(
-                "tensor {i}: {w} is {x} in f32, not a finite number"
-            )),
-            Err(e) => Err(format!("tensor {i}: {e}")),
-        })
-        .collect()
 }
 
 #[cfg(test)]

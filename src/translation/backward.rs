@@ -3,11 +3,14 @@
 
 use ndarray::{Array1, ArrayRef2};
 
-use super::attention::mha_backward;
 use super::forward::Seq2SeqForward;
 use super::model::Seq2Seq;
 use crate::error::AttnError;
-use crate::grad::{ffn_backward, layer_norm_backward, linear_backward, Matrix};
+use crate::grad::Matrix;
+use crate::nn::{
+    check_same_model, embedding_backward, ffn_backward, layer_norm_backward, linear_backward,
+    mha_backward, Activation, Heads,
+};
 
 impl Seq2Seq {
     /// The backward pass: the gradient with respect to every parameter,
@@ -17,7 +20,7 @@ impl Seq2Seq {
         fwd: &Seq2SeqForward,
         d_logits: &ArrayRef2<f64>,
     ) -> Result<Seq2Seq, AttnError> {
-        crate::model::check_same_model(fwd.fingerprint, self, self.config)?;
+        check_same_model(fwd.fingerprint, self, self.config)?;
         if d_logits.dim() != fwd.logits.dim() {
             return Err(AttnError::ShapesDiffer {
                 what: "dL/dlogits and the logits",
@@ -36,7 +39,7 @@ impl Seq2Seq {
         let mut d_memory = Matrix::zeros(fwd.memory.dim());
         for (l, (p, c)) in self.decoder.iter().zip(&fwd.decoder).enumerate().rev() {
             let gd = &mut g.decoder[l];
-            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, &dy);
+            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, Activation::Gelu, &dy);
             gd.ffn = d_ffn;
             let (dx, dg, db) = layer_norm_backward(&c.ln3, &p.ln[0], &dc);
             gd.ln = [dg, db];
@@ -47,7 +50,11 @@ impl Seq2Seq {
                 &c.b,
                 &fwd.memory,
                 &ca.w,
-                (t, tk, h),
+                Heads {
+                    tq: t,
+                    tk,
+                    heads: h,
+                },
                 &dy,
             );
             d_memory += &d_mem;
@@ -56,14 +63,24 @@ impl Seq2Seq {
             gd.cross_attention.ln = [dg, db];
             dy += &dx;
             let sa = &p.self_attention;
-            let (d_a, d_a2, dw) =
-                mha_backward(&c.self_attention, &c.a, &c.a, &sa.w, (t, t, h), &dy);
+            let (d_a, d_a2, dw) = mha_backward(
+                &c.self_attention,
+                &c.a,
+                &c.a,
+                &sa.w,
+                Heads {
+                    tq: t,
+                    tk: t,
+                    heads: h,
+                },
+                &dy,
+            );
             gd.self_attention.w = dw;
             let (dx, dg, db) = layer_norm_backward(&c.ln1, &sa.ln[0], &(d_a + d_a2));
             gd.self_attention.ln = [dg, db];
             dy += &dx;
         }
-        scatter(
+        embedding_backward(
             &dy,
             &fwd.batch.inputs,
             &mut g.target_embeddings,
@@ -77,38 +94,35 @@ impl Seq2Seq {
         g.encoder_ln = [dg, db];
         for (l, (p, c)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
             let ge = &mut g.encoder[l];
-            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, &dx);
+            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, Activation::Gelu, &dx);
             ge.ffn = d_ffn;
             let (dxx, dg, db) = layer_norm_backward(&c.ln2, &p.ln[0], &dc);
             ge.ln = [dg, db];
             dx += &dxx;
-            let (d_a, d_a2, dw) =
-                mha_backward(&c.attention, &c.a, &c.a, &p.attention.w, (s, s, h), &dx);
+            let (d_a, d_a2, dw) = mha_backward(
+                &c.attention,
+                &c.a,
+                &c.a,
+                &p.attention.w,
+                Heads {
+                    tq: s,
+                    tk: s,
+                    heads: h,
+                },
+                &dx,
+            );
             ge.attention.w = dw;
             let (dxx, dg, db) = layer_norm_backward(&c.ln1, &p.attention.ln[0], &(d_a + d_a2));
             ge.attention.ln = [dg, db];
             dx += &dxx;
         }
-        scatter(
+        embedding_backward(
             &dx,
             &fwd.batch.sources,
             &mut g.source_embeddings,
             &mut g.source_positions,
         );
         Ok(g)
-    }
-}
-
-/// The backward pass of [`embed`]: each row of `dx` to its token's and its
-/// position's row.
-fn scatter(dx: &Matrix, tokens: &[Vec<usize>], embeddings: &mut Matrix, positions: &mut Matrix) {
-    let len = tokens.first().map_or(0, Vec::len);
-    for (b, sequence) in tokens.iter().enumerate() {
-        for (i, &token) in sequence.iter().enumerate() {
-            let row = dx.row(b * len + i);
-            embeddings.row_mut(token).scaled_add(1.0, &row);
-            positions.row_mut(i).scaled_add(1.0, &row);
-        }
     }
 }
 

@@ -3,36 +3,37 @@
 
 use ndarray::Array2;
 
-use super::attention::{mha_forward, MhaCache};
 use super::batch::Batch;
 use super::model::Seq2Seq;
 use super::{source_vocab_size, TARGET_VOCAB};
 use crate::error::AttnError;
-use crate::grad::{
-    cross_entropy, ffn_forward, layer_norm_forward, FfnCache, LayerNormCache, Matrix,
+use crate::grad::Matrix;
+use crate::nn::{
+    check_logits, cross_entropy, embedding_forward, ffn_forward, fingerprint, layer_norm_forward,
+    mha_forward, Activation, FfnCache, Heads, LayerNormCache, MhaCache,
 };
 
 const EPS: f64 = 1e-5;
 
 /// What one encoder layer keeps.
 pub(super) struct EncoderCache {
-    pub(super) ln1: LayerNormCache,
+    pub(super) ln1: LayerNormCache<f64>,
     pub(super) a: Matrix,
-    pub(super) attention: MhaCache,
-    pub(super) ln2: LayerNormCache,
-    pub(super) ffn: FfnCache,
+    pub(super) attention: MhaCache<f64>,
+    pub(super) ln2: LayerNormCache<f64>,
+    pub(super) ffn: FfnCache<f64>,
 }
 
 /// What one decoder layer keeps.
 pub(super) struct DecoderCache {
-    pub(super) ln1: LayerNormCache,
+    pub(super) ln1: LayerNormCache<f64>,
     pub(super) a: Matrix,
-    pub(super) self_attention: MhaCache,
-    pub(super) ln2: LayerNormCache,
+    pub(super) self_attention: MhaCache<f64>,
+    pub(super) ln2: LayerNormCache<f64>,
     pub(super) b: Matrix,
-    pub(super) cross_attention: MhaCache,
-    pub(super) ln3: LayerNormCache,
-    pub(super) ffn: FfnCache,
+    pub(super) cross_attention: MhaCache<f64>,
+    pub(super) ln3: LayerNormCache<f64>,
+    pub(super) ffn: FfnCache<f64>,
 }
 
 /// The forward pass's result: logits, cross-attention weights, and what the
@@ -43,10 +44,10 @@ pub struct Seq2SeqForward {
     pub(super) batch: Batch,
     pub(super) lengths: (usize, usize), // S, T
     pub(super) encoder: Vec<EncoderCache>,
-    pub(super) encoder_ln: LayerNormCache,
+    pub(super) encoder_ln: LayerNormCache<f64>,
     pub(super) memory: Matrix, // what the decoder attends to: BS×d, or B×d with the bottleneck
     pub(super) decoder: Vec<DecoderCache>,
-    pub(super) decoder_ln: LayerNormCache,
+    pub(super) decoder_ln: LayerNormCache<f64>,
     pub(super) z: Matrix,
 }
 
@@ -88,7 +89,7 @@ impl Seq2Seq {
         let (s, t) = self.check_batch(batch)?;
         let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
         let real = |len: usize, rows: usize| Array2::from_shape_fn((rows, s), |(_, j)| j < len);
-        let mut x = embed(
+        let mut x = embedding_forward(
             &batch.sources,
             &self.source_embeddings,
             &self.source_positions,
@@ -98,10 +99,15 @@ impl Seq2Seq {
         for e in &self.encoder {
             let (a, ln1) = layer_norm_forward(&x, &e.attention.ln[0], &e.attention.ln[1], EPS);
             let keep = |b: usize| real(batch.source_lengths[b], s);
-            let (att, attention) = mha_forward(&a, &a, &e.attention.w, (s, s, h), keep);
+            let heads = Heads {
+                tq: s,
+                tk: s,
+                heads: h,
+            };
+            let (att, attention) = mha_forward(&a, &a, &e.attention.w, heads, keep)?;
             x += &att;
             let (c, ln2) = layer_norm_forward(&x, &e.ln[0], &e.ln[1], EPS);
-            let (f, ffn) = ffn_forward(&c, &e.ffn);
+            let (f, ffn) = ffn_forward(&c, &e.ffn, Activation::Gelu);
             x += &f;
             encoder.push(EncoderCache {
                 ln1,
@@ -119,7 +125,7 @@ impl Seq2Seq {
         };
         // ANCHOR_END: encoder
         let tk = if bottleneck { 1 } else { s };
-        let mut y = embed(
+        let mut y = embedding_forward(
             &batch.inputs,
             &self.target_embeddings,
             &self.target_positions,
@@ -130,7 +136,12 @@ impl Seq2Seq {
             let sa = &d.self_attention;
             let (a, ln1) = layer_norm_forward(&y, &sa.ln[0], &sa.ln[1], EPS);
             let causal = |_: usize| Array2::from_shape_fn((t, t), |(i, j)| j <= i);
-            let (out, self_attention) = mha_forward(&a, &a, &sa.w, (t, t, h), causal);
+            let heads = Heads {
+                tq: t,
+                tk: t,
+                heads: h,
+            };
+            let (out, self_attention) = mha_forward(&a, &a, &sa.w, heads, causal)?;
             y += &out;
             let ca = &d.cross_attention;
             let (b, ln2) = layer_norm_forward(&y, &ca.ln[0], &ca.ln[1], EPS);
@@ -138,10 +149,15 @@ impl Seq2Seq {
                 true => Array2::from_elem((t, 1), true),
                 false => real(batch.source_lengths[i], t),
             };
-            let (out, cross_attention) = mha_forward(&b, &memory, &ca.w, (t, tk, h), keep);
+            let heads = Heads {
+                tq: t,
+                tk,
+                heads: h,
+            };
+            let (out, cross_attention) = mha_forward(&b, &memory, &ca.w, heads, keep)?;
             y += &out;
             let (c, ln3) = layer_norm_forward(&y, &d.ln[0], &d.ln[1], EPS);
-            let (f, ffn) = ffn_forward(&c, &d.ffn);
+            let (f, ffn) = ffn_forward(&c, &d.ffn, Activation::Gelu);
             y += &f;
             decoder.push(DecoderCache {
                 ln1,
@@ -157,10 +173,10 @@ impl Seq2Seq {
         // ANCHOR_END: decoder
         let (z, decoder_ln) = layer_norm_forward(&y, &self.decoder_ln[0], &self.decoder_ln[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
-        crate::model::check_logits(&logits)?;
+        check_logits(&logits)?;
         Ok(Seq2SeqForward {
             logits,
-            fingerprint: crate::model::fingerprint(self, self.config),
+            fingerprint: fingerprint(self, self.config),
             batch: batch.clone(),
             lengths: (s, t),
             encoder,
@@ -176,13 +192,13 @@ impl Seq2Seq {
     /// its gradient with respect to every parameter.
     pub fn loss_and_gradients(&self, batch: &Batch) -> Result<(f64, Seq2Seq), AttnError> {
         let fwd = self.forward(batch)?;
-        let (loss, d_logits) = cross_entropy(&fwd.logits, &batch.targets);
+        let (loss, d_logits) = cross_entropy(&fwd.logits, &batch.targets)?;
         Ok((loss, self.backward(&fwd, &d_logits)?))
     }
 
     /// The loss alone.
     pub fn loss(&self, batch: &Batch) -> Result<f64, AttnError> {
-        Ok(cross_entropy(&self.forward(batch)?.logits, &batch.targets).0)
+        Ok(cross_entropy(&self.forward(batch)?.logits, &batch.targets)?.0)
     }
 
     /// Checks the batch against the model: tokens in the vocabularies,
@@ -233,19 +249,6 @@ impl Seq2Seq {
     }
 }
 
-/// Token plus position embeddings of padded sequences: `B·L × d`.
-fn embed(tokens: &[Vec<usize>], embeddings: &Matrix, positions: &Matrix) -> Matrix {
-    let len = tokens.first().map_or(0, Vec::len);
-    let mut x = Matrix::zeros((tokens.len() * len, embeddings.ncols()));
-    for (b, sequence) in tokens.iter().enumerate() {
-        for (i, &token) in sequence.iter().enumerate() {
-            x.row_mut(b * len + i)
-                .assign(&(&embeddings.row(token) + &positions.row(i)));
-        }
-    }
-    x
-}
-
 // ANCHOR: pool
 /// The mean of each sequence's real rows: `BS×d` → `B×d`.
 fn pool(x: &Matrix, lengths: &[usize], s: usize) -> Matrix {
@@ -266,7 +269,7 @@ mod tests {
     use super::super::model::Seq2SeqConfig;
     use super::super::number_pair;
     use super::*;
-    use crate::model::Parameters;
+    use crate::nn::Parameters;
 
     fn small(bottleneck: bool) -> (Seq2Seq, Batch) {
         let config = Seq2SeqConfig {

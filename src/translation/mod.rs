@@ -11,13 +11,11 @@
 //! tokens ("twelve" → `1 2`, "hundred" → `0 0` in "seven hundred"), and
 //! words for no token at all ("and", "thousand").
 
-mod attention;
 mod backward;
 mod batch;
 mod beam;
 mod bleu;
 mod forward;
-pub(crate) mod loss;
 mod model;
 mod numbers;
 mod train;

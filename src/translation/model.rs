@@ -1,5 +1,5 @@
 //! An encoder–decoder Transformer for the number-words task, in `f64` with
-//! the backward passes of [`crate::grad`]: pre-norm encoder layers
+//! the backward passes of [`crate::nn`]: pre-norm encoder layers
 //! (self-attention with a key-padding mask, FFN), pre-norm decoder layers
 //! (causal self-attention, cross-attention over the encoder's output with
 //! the source's padding mask, FFN), and a linear head over the target
@@ -18,8 +18,8 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::{source_vocabulary, TARGET_VOCAB};
 use crate::error::AttnError;
-use crate::grad::{FfnParams, Matrix};
-use crate::model::Parameters;
+use crate::grad::Matrix;
+use crate::nn::{zeroed, FfnParams, Parameters};
 
 /// The sizes of the encoder–decoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,7 +58,7 @@ pub(crate) struct AttentionParams {
 pub(crate) struct EncoderParams {
     pub(crate) attention: AttentionParams,
     pub(crate) ln: [Array1<f64>; 2],
-    pub(crate) ffn: FfnParams,
+    pub(crate) ffn: FfnParams<f64>,
 }
 
 /// A decoder layer: causal self-attention, cross-attention, then the FFN.
@@ -67,7 +67,7 @@ pub(crate) struct DecoderParams {
     pub(crate) self_attention: AttentionParams,
     pub(crate) cross_attention: AttentionParams,
     pub(crate) ln: [Array1<f64>; 2],
-    pub(crate) ffn: FfnParams,
+    pub(crate) ffn: FfnParams<f64>,
 }
 
 /// The encoder–decoder's parameters (and, with the same shapes, their
@@ -142,11 +142,11 @@ impl Seq2Seq {
 
     /// A model of the same shape with every parameter 0 (to hold gradients).
     pub fn zeros_like(&self) -> Self {
-        crate::model::zeroed(self)
+        zeroed(self)
     }
 }
 
-fn ffn_params(d: usize, f: usize, rng: &mut StdRng) -> FfnParams {
+fn ffn_params(d: usize, f: usize, rng: &mut StdRng) -> FfnParams<f64> {
     FfnParams {
         w1: crate::grad::normal_matrix(d, f, rng) / (d as f64).sqrt(),
         b1: Array1::zeros(f),
@@ -189,6 +189,7 @@ pub(crate) fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
 }
 
 impl Parameters for Seq2Seq {
+    type Real = f64;
     fn slices(&self) -> Vec<&[f64]> {
         self.named_slices().into_iter().map(|(_, s)| s).collect()
     }
@@ -257,7 +258,7 @@ impl Parameters for Seq2Seq {
         fn ffn<'a>(
             name: String,
             ln: &'a [Array1<f64>; 2],
-            f: &'a FfnParams,
+            f: &'a FfnParams<f64>,
         ) -> Vec<(String, &'a [f64])> {
             vec![
                 (format!("{name} FFN LayerNorm γ"), v(&ln[0])),

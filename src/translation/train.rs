@@ -4,11 +4,10 @@
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::batch::{batch, Batch};
-use super::loss::smoothed_cross_entropy;
 use super::model::{Seq2Seq, Seq2SeqConfig};
 use super::{beam_search, corpus_bleu, translation_set, Bleu, TranslationPair, BOS, EOS};
 use crate::error::AttnError;
-use crate::model::{warmup_cosine, Adam};
+use crate::nn::{log_softmax, smoothed_cross_entropy, warmup_cosine, Adam};
 
 /// How to train the encoder–decoder.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,10 +117,7 @@ pub fn next_log_probs(
         source_lengths: vec![source.len()],
     };
     let fwd = net.forward(&one)?;
-    let last = fwd.logits().row(t - 1);
-    let max = last.fold(f64::NEG_INFINITY, |m, &z| m.max(z));
-    let log_sum = last.iter().map(|z| (z - max).exp()).sum::<f64>().ln() + max;
-    Ok(last.iter().map(|z| z - log_sum).collect())
+    Ok(log_softmax(&fwd.logits().row(t - 1)).to_vec())
 }
 
 /// Translates `source` by beam search of `width` (1: greedy), stopping at

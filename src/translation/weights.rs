@@ -1,10 +1,10 @@
 //! Saving and reading the encoder–decoder's weights, in the checkpoint
-//! format of [`crate::model`]'s tiny Transformer.
+//! format of [`crate::nn`].
 
 use super::model::{check_config, Seq2Seq, Seq2SeqConfig};
 use super::{source_vocab_size, TARGET_VOCAB};
 use crate::error::AttnError;
-use crate::model::{read_checkpoint, read_header, write_checkpoint};
+use crate::nn::{read_checkpoint, read_header, write_checkpoint};
 
 impl Seq2SeqConfig {
     /// The number of parameters of a model of this configuration, or
@@ -77,7 +77,7 @@ impl Seq2Seq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Parameters;
+    use crate::nn::Parameters;
 
     #[test]
     fn weights_survive_a_round_trip_and_the_count_is_the_model_s() {

@@ -12,7 +12,9 @@
 //! - `data`: every committed data file names its date, processor,
 //!   measurement run and statistic (the numbers tests then refuse a
 //!   sentence or table that compares two runs or two statistics);
-//! - `notation`: the notation page lists every symbol the book's math uses.
+//! - `notation`: the notation page lists every symbol the book's math uses;
+//! - `structure`: each layer of the crate is implemented once, and the
+//!   library does not use the exercises' solutions.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -22,6 +24,7 @@ mod data;
 mod exercises;
 mod notation;
 mod references;
+mod structure;
 
 pub use common::book::{book, page, pages, summary};
 

@@ -1,0 +1,86 @@
+//! Checking backward passes (chapter 11): central finite differences, the
+//! relative error between two gradients, and the chapter's experiments. The
+//! backward passes themselves are the training stack's, in [`crate::nn`];
+//! the checks run them in `f64`, whose precision finite differences need.
+
+use ndarray::{Array2, ArrayRef2};
+use ndarray_rand::rand::rngs::StdRng;
+
+use crate::error::AttnError;
+#[allow(unused_imports)] // the checks and tests below use them through `super::*`
+pub(crate) use crate::nn::{
+    attention_backward, attention_forward, cross_entropy, ffn_backward, ffn_forward,
+    layer_norm_backward, layer_norm_forward, linear_backward, linear_forward, softmax_backward,
+    Activation, FfnParams,
+};
+
+/// A matrix of `f64`.
+pub type Matrix = Array2<f64>;
+
+// ANCHOR: numerical_gradient
+/// The gradient of `f` at `x` by central differences,
+/// `(f(x + δ·e_ij) − f(x − δ·e_ij)) / 2δ`, one entry at a time. Its error is
+/// `O(δ²)` plus rounding of order `ε_f64 / δ`; `δ = 1e-5` balances them.
+pub(crate) fn numerical_gradient(
+    f: impl Fn(&Matrix) -> f64,
+    x: &ArrayRef2<f64>,
+    delta: f64,
+) -> Matrix {
+    let mut x = x.to_owned();
+    let mut grad = Matrix::zeros(x.dim());
+    for idx in 0..x.len() {
+        let (i, j) = (idx / x.ncols(), idx % x.ncols());
+        let original = x[[i, j]];
+        x[[i, j]] = original + delta;
+        let plus = f(&x);
+        x[[i, j]] = original - delta;
+        let minus = f(&x);
+        x[[i, j]] = original;
+        grad[[i, j]] = (plus - minus) / (2.0 * delta);
+    }
+    grad
+}
+
+/// How far apart two gradients are, relative to their size:
+/// `max |a − b| / max(max |a|, max |b|)`. Entry-by-entry relative errors
+/// would blow up on entries that are nearly 0 in both; this does not.
+pub(crate) fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 {
+    let largest = |x: &ArrayRef2<f64>| x.fold(0.0_f64, |m, &v| m.max(v.abs()));
+    let difference = a
+        .iter()
+        .zip(b.iter())
+        .fold(0.0_f64, |m, (&x, &y)| m.max((x - y).abs()));
+    difference / largest(a).max(largest(b)).max(1e-300)
+}
+
+/// The step `δ` of the central differences every gradient check uses.
+pub const STEP: f64 = 1e-5;
+
+/// How far an analytic gradient is from the central differences of `f` at
+/// `x` (step [`STEP`]), in the sense of [`max_relative_error`].
+pub(crate) fn gradient_error(
+    analytic: &ArrayRef2<f64>,
+    f: impl Fn(&Matrix) -> f64,
+    x: &ArrayRef2<f64>,
+) -> f64 {
+    max_relative_error(analytic, &numerical_gradient(f, x, STEP))
+}
+
+/// The largest of several errors.
+fn worst(errors: impl IntoIterator<Item = f64>) -> f64 {
+    errors.into_iter().fold(0.0, f64::max)
+}
+// ANCHOR_END: numerical_gradient
+
+/// Seeded `N(0, 1)` entries in `f64`.
+pub(crate) fn normal_matrix(rows: usize, cols: usize, rng: &mut StdRng) -> Matrix {
+    use ndarray_rand::rand_distr::StandardNormal;
+    use ndarray_rand::RandomExt;
+    Matrix::random_using((rows, cols), StandardNormal, rng)
+}
+
+mod checks;
+pub use checks::*;
+
+#[cfg(test)]
+mod tests;

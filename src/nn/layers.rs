@@ -1,0 +1,241 @@
+//! The layers of a Transformer block other than attention — linear, LayerNorm,
+//! the activations, the feed-forward network, token and position
+//! embeddings — each a forward pass that keeps what its backward pass needs,
+//! and the backward pass. Chapter 10's layers run the forward passes in
+//! `f32`; chapter 11 checks the backward passes in `f64`.
+
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
+
+use crate::real::Real;
+
+// ANCHOR: linear_backward
+/// `Y = XW + b`: `X` is `n×d_in`, `W` is `d_in×d_out`, `b` is `d_out`.
+pub(crate) fn linear_forward<F: Real>(
+    x: &ArrayRef2<F>,
+    w: &ArrayRef2<F>,
+    b: &ArrayRef1<F>,
+) -> Array2<F> {
+    x.dot(w) + b
+}
+
+/// Gradients of `Y = XW + b`: `(dX, dW, db)`.
+pub(crate) fn linear_backward<F: Real>(
+    x: &ArrayRef2<F>,
+    w: &ArrayRef2<F>,
+    dy: &ArrayRef2<F>,
+) -> (Array2<F>, Array2<F>, Array1<F>) {
+    (dy.dot(&w.t()), x.t().dot(dy), dy.sum_axis(Axis(0)))
+}
+// ANCHOR_END: linear_backward
+
+// ANCHOR: layer_norm_forward
+/// What LayerNorm keeps for its backward pass.
+#[derive(Debug, Clone)]
+pub(crate) struct LayerNormCache<F> {
+    /// The normalised input `x̂ = (x − μ)/√(σ² + ε)`, `n×d`.
+    pub(crate) x_hat: Array2<F>,
+    /// `1/√(σ² + ε)` per row.
+    pub(crate) inv_std: Array1<F>,
+}
+
+/// LayerNorm over each row (chapter 10): `y = γ ⊙ (x − μ)/√(σ² + ε) + β`,
+/// with the row's mean `μ` and variance `σ²`. They are computed in `f64`
+/// whatever `F` is: the variance of `f32` entries near `3·10³⁸` is near
+/// `10⁷⁷`, which `f32` cannot hold.
+pub(crate) fn layer_norm_forward<F: Real>(
+    x: &ArrayRef2<F>,
+    gamma: &ArrayRef1<F>,
+    beta: &ArrayRef1<F>,
+    eps: F,
+) -> (Array2<F>, LayerNormCache<F>) {
+    let mut x_hat = x.to_owned();
+    let mut inv_std = Array1::zeros(x.nrows());
+    for (mut row, inv) in x_hat.rows_mut().into_iter().zip(&mut inv_std) {
+        let d = row.len() as f64;
+        let mean = row.mapv(|x| x.wide()).sum() / d;
+        let variance = row.mapv(|x| (x.wide() - mean).powi(2)).sum() / d;
+        let inv_row = 1.0 / (variance + eps.wide()).sqrt();
+        row.mapv_inplace(|x| F::of((x.wide() - mean) * inv_row));
+        *inv = F::of(inv_row);
+    }
+    let y = &*x_hat * gamma + beta;
+    (y, LayerNormCache { x_hat, inv_std })
+}
+// ANCHOR_END: layer_norm_forward
+
+// ANCHOR: layer_norm_backward
+/// Gradients of LayerNorm: `(dX, dγ, dβ)`. With `dx̂ = dY ⊙ γ`, each row's
+/// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / σ`: the two means remove
+/// the directions in which the normalisation cannot move its output
+/// (shifting every feature, scaling every feature).
+pub(crate) fn layer_norm_backward<F: Real>(
+    cache: &LayerNormCache<F>,
+    gamma: &ArrayRef1<F>,
+    dy: &ArrayRef2<F>,
+) -> (Array2<F>, Array1<F>, Array1<F>) {
+    let x_hat: &ArrayRef2<F> = &cache.x_hat;
+    let d_gamma = (dy * x_hat).sum_axis(Axis(0));
+    let d_beta = dy.sum_axis(Axis(0));
+    let dx_hat = dy * gamma;
+    let row_mean =
+        |m: &Array2<F>| m.sum_axis(Axis(1)).insert_axis(Axis(1)) / F::of(m.ncols() as f64);
+    let mean_dx_hat = row_mean(&dx_hat);
+    let mean_dx_hat_x_hat = row_mean(&(&*dx_hat * x_hat));
+    let dx = (dx_hat - &mean_dx_hat - x_hat * &*mean_dx_hat_x_hat)
+        * cache.inv_std.view().insert_axis(Axis(1));
+    (dx, d_gamma, d_beta)
+}
+// ANCHOR_END: layer_norm_backward
+
+// ANCHOR: activation
+/// The non-linearity of the feed-forward network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// `max(0, x)`, as in the original Transformer.
+    Relu,
+    /// `x·Φ(x)`, in GPT-2's tanh approximation.
+    Gelu,
+    /// `x·Φ(x)` exactly, through the error function: PyTorch's default GELU,
+    /// and the one BERT-style models on the Hugging Face hub use.
+    GeluErf,
+}
+
+impl Activation {
+    /// Applies the activation to one number.
+    pub fn apply<F: Real>(self, x: F) -> F {
+        match self {
+            Activation::Relu => x.max(F::zero()),
+            Activation::Gelu => gelu(x),
+            Activation::GeluErf => gelu_erf(x),
+        }
+    }
+
+    /// Its derivative at `x` (for ReLU, 0 at `x = 0`).
+    pub fn derivative<F: Real>(self, x: F) -> F {
+        let half = F::of(0.5);
+        match self {
+            Activation::Relu if x > F::zero() => F::one(),
+            Activation::Relu => F::zero(),
+            Activation::Gelu => {
+                let (c, a) = gelu_constants::<F>();
+                let t = (c * (x + a * (x * x * x))).tanh();
+                let slope = F::one() + F::of(3.0) * a * x * x; // of tanh's argument, over c
+                half * (F::one() + t) + half * x * (F::one() - t * t) * c * slope
+            }
+            Activation::GeluErf => {
+                let density = (-half * x * x).exp() / F::of((2.0 * std::f64::consts::PI).sqrt());
+                half * (F::one() + (x * F::of(std::f64::consts::FRAC_1_SQRT_2)).erf()) + x * density
+            }
+        }
+    }
+}
+
+/// `√(2/π)` and `0.044715`, the tanh approximation's constants.
+fn gelu_constants<F: Real>() -> (F, F) {
+    (
+        (F::of(2.0) / F::of(std::f64::consts::PI)).sqrt(),
+        F::of(0.044715),
+    )
+}
+
+/// GELU, tanh approximation: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+pub fn gelu<F: Real>(x: F) -> F {
+    let (c, a) = gelu_constants::<F>();
+    F::of(0.5) * x * (F::one() + (c * (x + a * (x * x * x))).tanh())
+}
+
+/// GELU, exact: `x·Φ(x) = 0.5·x·(1 + erf(x/√2))`, with `Φ` the standard
+/// normal distribution function.
+pub fn gelu_erf<F: Real>(x: F) -> F {
+    F::of(0.5) * x * (F::one() + (x * F::of(std::f64::consts::FRAC_1_SQRT_2)).erf())
+}
+// ANCHOR_END: activation
+
+// ANCHOR: ffn_forward
+/// The parameters of a feed-forward network `act(XW₁ + b₁)W₂ + b₂`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FfnParams<F> {
+    /// `d×d_ff`.
+    pub(crate) w1: Array2<F>,
+    /// `d_ff`.
+    pub(crate) b1: Array1<F>,
+    /// `d_ff×d`.
+    pub(crate) w2: Array2<F>,
+    /// `d`.
+    pub(crate) b2: Array1<F>,
+}
+
+/// What the FFN keeps: its input, the pre-activation and the activation.
+#[derive(Debug, Clone)]
+pub(crate) struct FfnCache<F> {
+    x: Array2<F>,
+    pre: Array2<F>,
+    hidden: Array2<F>,
+}
+
+/// The FFN's forward pass, row by row: `d → d_ff → d`.
+pub(crate) fn ffn_forward<F: Real>(
+    x: &ArrayRef2<F>,
+    p: &FfnParams<F>,
+    activation: Activation,
+) -> (Array2<F>, FfnCache<F>) {
+    let pre = linear_forward(x, &p.w1, &p.b1); // n×d_ff
+    let hidden = pre.mapv(|h| activation.apply(h));
+    let y = linear_forward(&hidden, &p.w2, &p.b2); // n×d
+    let x = x.to_owned();
+    (y, FfnCache { x, pre, hidden })
+}
+// ANCHOR_END: ffn_forward
+
+// ANCHOR: ffn_backward
+/// The FFN's backward pass: `dX` and the parameters' gradients.
+pub(crate) fn ffn_backward<F: Real>(
+    cache: &FfnCache<F>,
+    p: &FfnParams<F>,
+    activation: Activation,
+    dy: &ArrayRef2<F>,
+) -> (Array2<F>, FfnParams<F>) {
+    let (d_hidden, w2, b2) = linear_backward(&cache.hidden, &p.w2, dy);
+    let d_pre = d_hidden * &cache.pre.mapv(|h| activation.derivative(h)); // chain rule
+    let (dx, w1, b1) = linear_backward(&cache.x, &p.w1, &d_pre);
+    (dx, FfnParams { w1, b1, w2, b2 })
+}
+// ANCHOR_END: ffn_backward
+
+// ANCHOR: embedding
+/// Token plus position embeddings of `B` sequences of equal length `L`:
+/// row `b·L + i` is `embeddings[token] + positions[i]`, `B·L × d`.
+pub(crate) fn embedding_forward<F: Real>(
+    tokens: &[Vec<usize>],
+    embeddings: &ArrayRef2<F>,
+    positions: &ArrayRef2<F>,
+) -> Array2<F> {
+    let len = tokens.first().map_or(0, Vec::len);
+    let mut x = Array2::zeros((tokens.len() * len, embeddings.ncols()));
+    for (b, sequence) in tokens.iter().enumerate() {
+        for (i, &token) in sequence.iter().enumerate() {
+            x.row_mut(b * len + i)
+                .assign(&(&embeddings.row(token) + &positions.row(i)));
+        }
+    }
+    x
+}
+
+/// The backward pass of [`embedding_forward`]: each row of `dx` is added to
+/// its token's and its position's gradient.
+pub(crate) fn embedding_backward<F: Real>(
+    dx: &ArrayRef2<F>,
+    tokens: &[Vec<usize>],
+    d_embeddings: &mut ArrayRef2<F>,
+    d_positions: &mut ArrayRef2<F>,
+) {
+    let len = tokens.first().map_or(0, Vec::len);
+    for (b, sequence) in tokens.iter().enumerate() {
+        for (i, &token) in sequence.iter().enumerate() {
+            let row = dx.row(b * len + i);
+            d_embeddings.row_mut(token).scaled_add(F::one(), &row);
+            d_positions.row_mut(i).scaled_add(F::one(), &row);
+        }
+    }
+}
+// ANCHOR_END: embedding

@@ -1,0 +1,42 @@
+//! The training stack: every layer of the book's Transformers once, as a
+//! forward pass that keeps what its backward pass needs and the backward
+//! pass, generic over `f32` and `f64` ([`crate::real::Real`]); the loss; the
+//! optimiser and its schedule; parameters and checkpoints. Chapter 10's
+//! layers run these forward passes, chapter 11 checks the backward passes
+//! against finite differences, and every trained model (chapters 12 and 13)
+//! is assembled from them.
+//!
+//! | operation | forward | backward |
+//! | --- | --- | --- |
+//! | softmax (rows) | `P = softmax(S)` | `dS = P ⊙ (dP − rowsum(dP ⊙ P))` |
+//! | attention | `S = QKᵀ/√d_k`, `P = softmax(S)`, `O = PV` | `dV = PᵀdO`, `dP = dO Vᵀ`, `dQ = dS K/√d_k`, `dK = dSᵀQ/√d_k` |
+//! | multi-head attention | `Q = XW_Q`, … per head, `concat(O_i) W_O` | each head's, then back through the projections |
+//! | linear | `Y = XW + b` | `dX = dY Wᵀ`, `dW = XᵀdY`, `db = Σ_rows dY` |
+//! | LayerNorm | `Y = x̂ γ + β`, `x̂ = (X − μ)/σ` | `dX = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / σ` |
+//! | FFN | `act(XW₁ + b₁)W₂ + b₂` | two linear layers and `act′` |
+//! | embeddings | `E[token] + P[position]` | each row's gradient to its token and position |
+//! | cross-entropy | `L = −mean log softmax(Z)[target]` | `dZ = (softmax(Z) − onehot) / count` |
+
+pub(crate) mod attention;
+pub(crate) mod layers;
+pub(crate) mod loss;
+mod optim;
+mod params;
+
+pub(crate) use attention::{
+    attention_backward, attention_forward, mha_backward, mha_forward, softmax_backward, Heads,
+    MhaCache,
+};
+pub(crate) use layers::{
+    embedding_backward, embedding_forward, ffn_backward, ffn_forward, layer_norm_backward,
+    layer_norm_forward, linear_backward, linear_forward, FfnCache, FfnParams, LayerNormCache,
+};
+pub use layers::{gelu, gelu_erf, Activation};
+pub(crate) use loss::{cross_entropy, log_softmax, smoothed_cross_entropy};
+pub(crate) use optim::check_learning_rate;
+pub use optim::{warmup_cosine, Adam};
+pub use params::Parameters;
+pub(crate) use params::{
+    check_logits, check_same_model, fingerprint, invalid, read_checkpoint, read_header,
+    write_checkpoint, zeroed,
+};

@@ -1,0 +1,184 @@
+//! What every trainable model of the book is to its optimiser and to its
+//! checkpoint files: a list of named parameter tensors.
+
+use ndarray::ArrayRef2;
+
+use crate::error::AttnError;
+use crate::real::Real;
+
+/// A model an optimiser can update: its parameter tensors as flat slices,
+/// in a fixed order, with names. The gradients are a model of the same
+/// shape. [`super::Adam`] works on any of them.
+pub trait Parameters {
+    /// The float type of the parameters, `f32` or `f64`.
+    type Real: Real;
+    /// Every parameter tensor as a flat slice, in a fixed order.
+    fn slices(&self) -> Vec<&[Self::Real]>;
+    /// [`Parameters::slices`], mutable.
+    fn slices_mut(&mut self) -> Vec<&mut [Self::Real]>;
+    /// Every tensor's name and values, in the same order.
+    fn named_slices(&self) -> Vec<(String, &[Self::Real])>;
+    /// The number of parameters.
+    fn parameter_count(&self) -> usize {
+        self.slices().iter().map(|s| s.len()).sum()
+    }
+}
+
+/// A hash of a model's configuration and of every parameter's bits: a
+/// forward pass records it, and the backward pass refuses a forward pass of
+/// another model (or of the same model before an update).
+pub(crate) fn fingerprint(model: &impl Parameters, config: impl std::hash::Hash) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    config.hash(&mut hasher);
+    for tensor in model.slices() {
+        tensor
+            .iter()
+            .for_each(|x| x.wide().to_bits().hash(&mut hasher));
+    }
+    hasher.finish()
+}
+
+/// Checks that the forward pass that recorded `recorded` ran `model` with
+/// its current parameters.
+pub(crate) fn check_same_model(
+    recorded: u64,
+    model: &impl Parameters,
+    config: impl std::hash::Hash,
+) -> Result<(), AttnError> {
+    if recorded == fingerprint(model, config) {
+        return Ok(());
+    }
+    Err(AttnError::InvalidArgument {
+        name: "forward pass",
+        value: 0.0,
+        requirement: "must come from this model, with its current parameters",
+    })
+}
+
+/// A model of the same shape as `model` with every parameter 0 (to hold
+/// gradients).
+pub(crate) fn zeroed<P: Parameters + Clone>(model: &P) -> P {
+    let mut z = model.clone();
+    for s in z.slices_mut() {
+        s.fill(P::Real::of(0.0));
+    }
+    z
+}
+
+/// Checks that a forward pass's logits are finite: they are not when the
+/// arithmetic overflowed on the way, and a loss of them would be meaningless.
+pub(crate) fn check_logits<F: Real>(logits: &ArrayRef2<F>) -> Result<(), AttnError> {
+    match logits.indexed_iter().find(|(_, x)| !x.is_finite()) {
+        Some(((i, j), &value)) => Err(AttnError::Overflow {
+            what: "the logits",
+            position: (i, j),
+            value: value.wide() as f32,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A checkpoint as text: a header line, then one line per tensor (in
+/// [`Parameters::slices`] order) of its values, space-separated, each
+/// rounded to `f32` and written as the shortest decimal that reads back to
+/// that `f32` (Rust's `{}` formatting). Rounding to `f32` halves the file;
+/// the book reports accuracy for the weights as saved.
+pub(crate) fn write_checkpoint(header: &str, model: &impl Parameters) -> String {
+    let mut text = format!("{header}\n");
+    for tensor in model.slices() {
+        let values: Vec<String> = tensor
+            .iter()
+            .map(|&x| format!("{}", x.wide() as f32))
+            .collect();
+        text += &values.join(" ");
+        text.push('\n');
+    }
+    text
+}
+
+/// The lines of a checkpoint after its provenance comments (`# …` lines
+/// before the header, which name the run that trained it).
+fn checkpoint_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().skip_while(|l| l.starts_with('#'))
+}
+
+/// The numbers of a checkpoint's header line, which must start with `kind`.
+pub(crate) fn read_header(text: &str, kind: &str) -> Result<Vec<usize>, AttnError> {
+    checkpoint_lines(text)
+        .next()
+        .and_then(|l| l.strip_prefix(kind))
+        .ok_or_else(|| invalid(format!("not a {} file", kind.trim())))?
+        .split_whitespace()
+        .map(|w| w.parse().map_err(|e| invalid(format!("header: {e}"))))
+        .collect()
+}
+
+/// Reads the `count` tensors after the header and loads them into `model`.
+/// The file is not trusted: every value must be a finite `f32`, the values
+/// must number `parameters` (checked before `model` is built, so that the
+/// file's size, not its header, bounds the memory used), and nothing may
+/// follow the last tensor.
+pub(crate) fn read_checkpoint<P: Parameters>(
+    text: &str,
+    count: usize,
+    parameters: Option<usize>,
+    model: impl FnOnce() -> Result<P, AttnError>,
+) -> Result<P, AttnError> {
+    let mut lines = checkpoint_lines(text).skip(1);
+    let tensors: Vec<Vec<f32>> = lines
+        .by_ref()
+        .take(count)
+        .enumerate()
+        .map(|(i, line)| read_tensor(i, line).map_err(invalid))
+        .collect::<Result<_, _>>()?;
+    let values: usize = tensors.iter().map(Vec::len).sum();
+    if Some(values) != parameters {
+        return Err(invalid(format!(
+            "the file holds {values} values in {} tensors, but the header's model has \
+             {} parameters in {count}",
+            tensors.len(),
+            parameters.unwrap_or(usize::MAX),
+        )));
+    }
+    if let Some(extra) = lines.find(|l| !l.trim().is_empty()) {
+        let start: String = extra.chars().take(20).collect();
+        return Err(invalid(format!(
+            "unexpected content after the last tensor: {start}"
+        )));
+    }
+    let mut model = model()?;
+    for (i, (tensor, values)) in model.slices_mut().into_iter().zip(&tensors).enumerate() {
+        if values.len() != tensor.len() {
+            let reason = format!(
+                "tensor {i} has {} values, expected {}",
+                values.len(),
+                tensor.len()
+            );
+            return Err(invalid(reason));
+        }
+        tensor
+            .iter_mut()
+            .zip(values)
+            .for_each(|(t, &v)| *t = P::Real::of(f64::from(v)));
+    }
+    Ok(model)
+}
+
+/// The error for a checkpoint file that does not hold a model.
+pub(crate) fn invalid(reason: String) -> AttnError {
+    AttnError::InvalidWeights { reason }
+}
+
+/// The values of tensor `i`'s line, each a finite `f32`.
+fn read_tensor(i: usize, line: &str) -> Result<Vec<f32>, String> {
+    line.split_whitespace()
+        .map(|w| match w.parse::<f32>() {
+            Ok(x) if x.is_finite() => Ok(x),
+            Ok(x) => Err(format!(
+                "tensor {i}: {w} is {x} in f32, not a finite number"
+            )),
+            Err(e) => Err(format!("tensor {i}: {e}")),
+        })
+        .collect()
+}

@@ -1,0 +1,83 @@
+//! The crate is built as the book teaches it: each idea implemented once,
+//! and the library never depending on the exercises' solutions.
+
+use std::path::Path;
+
+use crate::common::book::rust_files;
+
+/// The crate's source files other than the exercises and the chapters'
+/// report helpers, with their text.
+fn library() -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    rust_files(&src)
+        .into_iter()
+        .map(|p| {
+            let name = p.strip_prefix(&src).unwrap().display().to_string();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .filter(|(name, _)| !name.starts_with("exercises/") && name != "lib.rs")
+        .collect()
+}
+
+#[test]
+fn the_library_does_not_use_the_exercises() {
+    let offenders: Vec<String> = library()
+        .into_iter()
+        .filter(|(_, text)| text.contains("crate::exercises"))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "these files use an exercise's solution; move what they need into the library: {offenders:?}"
+    );
+}
+
+/// The layers every model is built from are defined once, in the training
+/// stack (`src/nn/`), and nowhere else.
+#[test]
+fn each_layer_is_implemented_once() {
+    let layers = [
+        "fn softmax_backward",
+        "fn attention_forward",
+        "fn attention_backward",
+        "fn mha_forward",
+        "fn mha_backward",
+        "fn linear_forward",
+        "fn layer_norm_forward",
+        "fn layer_norm_backward",
+        "fn ffn_forward",
+        "fn ffn_backward",
+        "fn gelu",
+        "fn gelu_erf",
+        "fn embedding_forward",
+        "fn embedding_backward",
+        "fn cross_entropy",
+        "fn log_softmax",
+        "fn entropy",
+        "struct Adam",
+        "fn warmup_cosine",
+        "trait Parameters",
+        "fn write_checkpoint",
+        "fn read_checkpoint",
+    ];
+    let files = library();
+    for layer in layers {
+        let defined: Vec<&str> = files
+            .iter()
+            .filter(|(_, text)| {
+                text.lines().any(|l| {
+                    let l = l.trim_start();
+                    let l = l
+                        .strip_prefix("pub(crate) ")
+                        .or(l.strip_prefix("pub "))
+                        .unwrap_or(l);
+                    l.starts_with(&format!("{layer}("))
+                        || l.starts_with(&format!("{layer}<"))
+                        || l.starts_with(&format!("{layer} "))
+                })
+            })
+            .map(|(name, _)| name.as_str())
+            .collect();
+        assert_eq!(defined.len(), 1, "`{layer}` is defined in {defined:?}");
+    }
+}
