@@ -44,7 +44,7 @@ fn main() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch08-memory.csv");
     let mut csv = format!(
         "{}\nmethod,n,peak_bytes,output_bytes,seconds\n",
-        attn::experiments::provenance::header(
+        report::provenance::header(
             "peak of one call",
             "one thread, d = 64: the peak bytes of one call, counted by a global allocator, \
              and the seconds of that call"

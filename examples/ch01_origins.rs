@@ -6,13 +6,13 @@
 //! cargo run --release --example ch01_origins
 //! ```
 
-mod plot;
+use report::plot;
 
-use attn::experiments::ch01::{
-    bandwidth_table, queries, score_cost_table, sharpness_table, training_set, truth, BANDWIDTHS,
-};
 use attn::origins::{kernel_regression, sharpness_experiment};
 use ndarray::Array1;
+use report::ch01::{
+    bandwidth_table, queries, score_cost_table, sharpness_table, training_set, truth, BANDWIDTHS,
+};
 
 /// The toy problem's size and seed.
 const TRAINING: (usize, u64) = (40, 2);

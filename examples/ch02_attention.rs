@@ -5,12 +5,12 @@
 //! cargo run --release --example ch02_attention
 //! ```
 
-mod plot;
+use report::plot;
 
-use attn::show::matrix;
 use attn::softmax::{naive_softmax, softmax};
 use attn::{attention, scaled_dot_product_attention};
 use ndarray::{array, Array2};
+use report::show::matrix;
 
 fn main() -> Result<(), attn::AttnError> {
     println!("== Softmax of [1000, -1000, 0] ==");

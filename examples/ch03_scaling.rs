@@ -5,7 +5,7 @@
 //! cargo run --release --example ch03_scaling
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::scaling::{self, D_KS, SEED};
 use plot::{Chart, Series, BLUE_, GREY_, ORANGE_};
@@ -16,7 +16,7 @@ fn main() -> Result<(), attn::AttnError> {
         "== Experiment 1: variance of q·k over {} pairs per d_k (seed {SEED}) ==",
         scaling::VARIANCE_SAMPLES
     );
-    println!("{}", scaling::variance_table(&variance));
+    println!("{}", report::ch03::variance_table(&variance));
 
     let m = scaling::KEYS_PER_QUERY;
     let saturation = scaling::saturation_experiment(m, scaling::SATURATION_TRIALS, SEED)?;
@@ -24,7 +24,7 @@ fn main() -> Result<(), attn::AttnError> {
         "\n== Experiments 2 and 3: softmax of {m} scores, mean over {} rows (seed {SEED}) ==",
         scaling::SATURATION_TRIALS
     );
-    println!("{}", scaling::saturation_table(&saturation));
+    println!("{}", report::ch03::saturation_table(&saturation));
     println!(
         "uniform over {m}: max p = {:.4}, H = ln {m} = {:.3}",
         1.0 / m as f64,

@@ -6,12 +6,12 @@
 //! cargo run --release --example ch04_self_cross
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::projection::{init_statistics, Projections};
 use attn::scaling::standard_normal;
-use attn::show::shape;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::shape;
 
 /// The chapter's sizes: token width, query/key width, value width, and the
 /// lengths of the encoder (source) and decoder (target) sequences.

@@ -5,14 +5,14 @@
 //! cargo run --release --example ch05_multihead
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::multihead::{
     embed_words, head_entropies, merge_heads, multihead_flops, split_heads, MultiHeadAttention,
 };
-use attn::show::shape;
 use ndarray::{Array2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::shape;
 
 /// The chapter's layer: 32-wide tokens, 4 heads of width 8.
 const D_MODEL: usize = 32;

@@ -6,19 +6,18 @@
 //! cargo run --release --example ch06_masking
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::masking::{
-    additive_mask, causal_mask, cumulative_flops, decode_cost_table, decode_with_cache,
-    flops_per_token_with_cache, flops_per_token_without_cache, fully_masked_row, key_padding_mask,
-    masked_attention, Padding,
+    additive_mask, causal_mask, cumulative_flops, decode_with_cache, flops_per_token_with_cache,
+    flops_per_token_without_cache, fully_masked_row, key_padding_mask, masked_attention, Padding,
 };
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;
-use attn::show::matrix;
 use attn::softmax::softmax_rows;
 use ndarray::{array, Array2, ArrayRef2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::matrix;
 
 /// A boolean mask as 1 (keep) and 0 (drop).
 fn ones_and_zeros(keep: &ArrayRef2<bool>) -> Array2<f32> {
@@ -87,7 +86,10 @@ fn main() -> Result<(), attn::AttnError> {
     println!("largest difference from full causal attention: {diff:.1e}");
 
     println!("\n== Cost of generating tokens, d = 512 (GFLOP) ==");
-    println!("{}", decode_cost_table(&[1, 128, 1024, 4096], 512)?);
+    println!(
+        "{}",
+        report::ch06::decode_cost_table(&[1, 128, 1024, 4096], 512)?
+    );
 
     draw_masks()?;
     draw_weights()?;

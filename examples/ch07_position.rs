@@ -6,16 +6,16 @@
 //! cargo run --release --example ch07_position
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::position::{
     alibi_bias, alibi_slopes, frequencies, largest_norm_change, offset_map, rope, sinusoidal,
 };
 use attn::projection::Projections;
 use attn::scaling::standard_normal;
-use attn::show::{matrix, table};
 use ndarray::{Array2, ArrayRef1, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::{matrix, table};
 
 /// The largest absolute entry of `a − b`.
 fn max_diff(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> f32 {

@@ -7,10 +7,10 @@
 //! cargo run --release --example ch08_cost
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::complexity::{attention_flops, crossover_length, projection_flops, scores_bytes};
-use attn::experiments::measurements::{
+use report::measurements::{
     cost_table, data_file, exponent_of, millis, naive_memory_table, read_measurements,
     timing_table, Measurement,
 };

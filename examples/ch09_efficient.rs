@@ -7,10 +7,11 @@
 //! cargo run --release --example ch09_efficient
 //! ```
 
-mod plot;
+use report::plot;
 
-use attn::approximate::{error_experiment, error_table, ErrorRow, WINDOWS};
-use attn::experiments::measurements::{
+use attn::approximate::{error_experiment, ErrorRow, WINDOWS};
+use report::ch09::error_table;
+use report::measurements::{
     data_file, exponent_of, millis, read_measurements, tiled_memory_table, timing_table,
     Measurement, TIMED_METHODS,
 };

@@ -7,18 +7,18 @@
 //! cargo run --release --example ch10_block
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::block::{
     gelu, row_statistics, Config, EncoderLayer, LayerNorm, Norm, Transformer, CHAPTER_CONFIG,
 };
 use attn::masking::causal_mask;
 use attn::scaling::standard_normal;
-use attn::show::{matrix, shape, table};
 use ndarray::array;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use plotters::prelude::*;
 use plotters::style::text_anchor;
+use report::show::{matrix, shape, table};
 
 fn main() -> Result<(), attn::AttnError> {
     println!("== One encoder layer, n = 7 tokens, d_model = 64, h = 4, d_ff = 256 ==");

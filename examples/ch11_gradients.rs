@@ -7,10 +7,11 @@
 //! cargo run --release --example ch11_gradients
 //! ```
 
-mod plot;
+use report::plot;
 
-use attn::grad::{all_checks, check_table, gradient_norm_table, gradient_norms};
+use attn::grad::{all_checks, gradient_norms};
 use attn::model::check_gradients;
+use report::ch11::{check_table, gradient_norm_table};
 
 /// The widths of the scaling experiment.
 const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];

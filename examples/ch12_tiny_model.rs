@@ -7,20 +7,20 @@
 //! cargo run --release --example ch12_tiny_model
 //! ```
 
-mod plot;
+use report::plot;
 
-use attn::experiments::ch12::{
-    ablation_report, ablations, accuracy_after, accuracy_report, digit_attention,
-    digit_attention_report, mirror_attention, mirror_report, residual_report, token,
-    uniform_target_share,
-};
 use attn::model::{
     accuracy, held_out, inputs_and_targets, Task, TinyTransformer, BOOK_MODEL, BOOK_TRAINING,
     HELD_OUT,
 };
 use attn::nn::Parameters;
-use attn::show::table;
 use ndarray::Array2;
+use report::ch12::{
+    ablation_report, ablations, accuracy_after, accuracy_report, digit_attention,
+    digit_attention_report, mirror_attention, mirror_report, residual_report, token,
+    uniform_target_share,
+};
+use report::show::table;
 
 fn data(name: &str) -> String {
     let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));

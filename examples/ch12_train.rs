@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use attn::experiments::provenance::header;
+use report::provenance::header;
 
 use attn::exercises::ch12::BOOK_SORT_TRAINING;
 use attn::model::{

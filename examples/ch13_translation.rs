@@ -9,19 +9,20 @@
 //! cargo run --release --example ch13_translation
 //! ```
 
-mod plot;
+use report::plot;
 
 use attn::exercises::ch13::smoothing_floor;
-use attn::experiments::ch13::{
-    accuracy_by_length, alignment_baselines, alignment_report, alignment_scores, beam_changes,
-    beam_report, bleu_report, cross_attention, decode_and_score, digits, examples_report,
-    length_report, scores_report, BEAM,
-};
 use attn::nn::Parameters;
+use attn::translation::alignment_scores;
 use attn::translation::{
     book_pairs, number_words, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ, TARGET_VOCAB,
 };
 use ndarray::Array2;
+use report::ch13::{
+    accuracy_by_length, alignment_baselines, alignment_report, beam_changes, beam_report,
+    bleu_report, cross_attention, decode_and_score, digits, examples_report, length_report,
+    scores_report, BEAM,
+};
 
 fn data(name: &str) -> String {
     let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));

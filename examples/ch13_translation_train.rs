@@ -13,13 +13,13 @@
 
 use std::time::Instant;
 
-use attn::experiments::ch13::alignment_scores;
-use attn::experiments::provenance::header;
 use attn::nn::Parameters;
+use attn::translation::alignment_scores;
 use attn::translation::{
     book_pairs, evaluate, train_seq2seq, Seq2SeqConfig, Seq2SeqTraining, BOOK_SEQ2SEQ,
     BOOK_SEQ2SEQ_TRAINING,
 };
+use report::provenance::header;
 
 /// Seeds of the sweep (seed 1, the book's, is trained again: the run is
 /// deterministic, so its row must match the saved model).

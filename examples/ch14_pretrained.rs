@@ -3,18 +3,18 @@
 //! from all-MiniLM-L6-v2 and committed in `book/data/`: no model and no
 //! Python needed here.
 
-mod plot;
+use report::plot;
 
-use attn::experiments::ch14::Corpus;
-use attn::experiments::ch14::TOKENIZER_EXAMPLES;
-use attn::experiments::ch14_data::{read_speeds, Derived};
-use attn::experiments::ch14_report::{
-    ablation_report, architecture_report, figure_tokens, layers_report, measured_report,
-    positional_heads_report, similarity_report, speed_report, tokens_report,
-};
 use ndarray::Array2;
 use plotters::prelude::*;
 use plotters::style::colors::colormaps::ViridisRGB;
+use report::ch14::Corpus;
+use report::ch14::TOKENIZER_EXAMPLES;
+use report::ch14_data::{read_speeds, Derived};
+use report::ch14_report::{
+    ablation_report, architecture_report, figure_tokens, layers_report, measured_report,
+    positional_heads_report, similarity_report, speed_report, tokens_report,
+};
 
 fn main() -> Result<(), attn::AttnError> {
     let d = Derived::read()?;

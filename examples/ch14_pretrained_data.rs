@@ -1,13 +1,13 @@
 //! Chapter 14's data, derived from the pretrained model (`cargo xtask model
 //! --data` runs this after fetching it): the files of
-//! `attn::experiments::ch14_data::FILES` in `book/data/`, and the crate's
+//! `report::ch14_data::FILES` in `book/data/`, and the crate's
 //! speed, `book/data/ch14-speed.tsv`, each headed by the run
 //! (`ATTN_RUN_HEADER`).
 
-use attn::experiments::ch14::{embeddings_per_second, model_dir, tokenize_all, Corpus};
-use attn::experiments::ch14_data::{data_dir, derive, FILES};
-use attn::experiments::provenance::header;
 use attn::pretrained::{Bert, WordPiece};
+use report::ch14::{embeddings_per_second, model_dir, tokenize_all, Corpus};
+use report::ch14_data::{data_dir, derive, FILES};
+use report::provenance::header;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = model_dir();

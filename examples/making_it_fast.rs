@@ -8,16 +8,14 @@
 //! cargo run --release --example making_it_fast
 //! ```
 
-use attn::experiments::fast_data::{
-    blas_table, exponential_report, layer_line, numpy_table, FastData,
-};
-use attn::experiments::fast_profile::{profile_table, tiles_table, ProfileData};
-use attn::experiments::fast_report::{
+use attn::fast::roofline::roofline;
+use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table, FastData};
+use report::fast_profile::{profile_table, tiles_table, ProfileData};
+use report::fast_report::{
     fast_table, layer_report, machine_report, roofline_points, roofline_report, speed_report,
 };
-use attn::experiments::roofline::roofline;
 
-mod plot;
+use report::plot;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fast = FastData::read()?;

@@ -10,11 +10,11 @@
 //! - `appendix-tiles.csv`: the whole call at n = 4096, d = 64, chapter 9's
 //!   kernel and the fast kernel with each tile size.
 
-use attn::experiments::fast_profile::{phases, whole_calls};
-use attn::experiments::provenance::header;
-use attn::experiments::roofline::{fma_peak, fma_peak_512, triad_bandwidth};
+use attn::fast::profile::{phases, whole_calls};
+use attn::fast::roofline::{fma_peak, fma_peak_512, triad_bandwidth};
 use attn::fast::{Tiles, FAST_TILES};
 use attn::tiled::{KEY_BLOCK, QUERY_BLOCK};
+use report::provenance::header;
 
 const N: usize = 4096;
 const D: usize = 64;

@@ -239,21 +239,6 @@ pub fn error_experiment(n: usize, seed: u64) -> Result<Vec<ErrorRow>, AttnError>
 }
 // ANCHOR_END: error_experiment
 
-/// The error table the chapter prints.
-pub fn error_table(rows: &[ErrorRow]) -> String {
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.method.clone(),
-                format!("{:.3}", r.random),
-                format!("{:.3}", r.local),
-            ]
-        })
-        .collect();
-    crate::show::table(&["method", "random Q, K", "Q = K = 2·PE"], &cells)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -361,5 +361,8 @@ pub fn fast_multihead(
 }
 // ANCHOR_END: fast_multihead
 
+pub mod profile;
+pub mod roofline;
+
 #[cfg(test)]
 mod tests;

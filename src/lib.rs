@@ -26,8 +26,6 @@
 //! | [`pretrained`] | 14. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
 //! | [`fast`] | Appendix: making it fast (exact attention on several threads, FlashAttention-2's loop order) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
-//! | [`experiments`] | the chapters' report helpers (what the examples print; not a reader's API) |
-//! | [`show`] | formatting of the numbers the examples print |
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
 //! width `d_k` for queries and keys, `d_v` for values. Arithmetic is `f32`,
@@ -48,7 +46,6 @@ pub mod block;
 pub mod complexity;
 pub mod error;
 pub mod exercises;
-pub mod experiments;
 pub mod fast;
 pub mod grad;
 pub mod masking;
@@ -61,7 +58,6 @@ pub mod pretrained;
 pub mod projection;
 pub mod real;
 pub mod scaling;
-pub mod show;
 pub mod softmax;
 pub mod tiled;
 pub mod translation;

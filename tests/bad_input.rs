@@ -383,7 +383,7 @@ fn small_helpers_handle_degenerate_input() {
     use attn::complexity::fitted_exponent;
     use attn::multihead::head_entropies;
     use attn::position::largest_norm_change;
-    use attn::show::{matrix, table};
+    use report::show::{matrix, table};
     assert!(row_statistics(&Array2::<f32>::zeros((3, 0))).is_err());
     assert!(error_experiment(0, 1).is_err());
     assert_eq!(table(&["a", "b"], &[vec!["1".into()]]), "a  b\n1");

@@ -3,16 +3,16 @@
 //! require the chapter to quote it verbatim, and check the claims its prose
 //! makes about the numbers.
 
-use attn::experiments::ch01::{
-    bandwidth_table, queries, score_cost_table, sharpness_table, training_set, BANDWIDTHS,
-};
 use attn::origins::{
     additive_score_flops, dot_score_flops, kernel_regression, sharpness_experiment,
+};
+use report::ch01::{
+    bandwidth_table, queries, score_cost_table, sharpness_table, training_set, BANDWIDTHS,
 };
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch01-where-attention-came-from.md";
 
@@ -36,7 +36,7 @@ fn kernel_regression_block_and_figures(b: &mut Bindings) {
         let a = kernel_regression(&grid, &x, &y, rho).unwrap();
         grid.iter()
             .zip(a.output.column(0))
-            .map(|(&q, &e)| ((e - attn::experiments::ch01::truth(q)) as f64).powi(2))
+            .map(|(&q, &e)| ((e - report::ch01::truth(q)) as f64).powi(2))
             .sum::<f64>()
     };
     let errors = BANDWIDTHS.map(error);

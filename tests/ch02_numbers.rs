@@ -4,13 +4,13 @@
 
 use attn::attention::{sentence_example, worked_example};
 use attn::scaled_dot_product_attention;
-use attn::show::matrix;
 use attn::softmax::{exp_nonpositive, naive_softmax, softmax};
 use ndarray::{array, Array2};
+use report::show::matrix;
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch02-scaled-dot-product-attention.md";
 

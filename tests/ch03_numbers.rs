@@ -7,7 +7,7 @@ use attn::scaling::{self, SaturationRow, VarianceRow, SEED};
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch03-why-scale.md";
 
@@ -22,7 +22,10 @@ fn saturation() -> Vec<SaturationRow> {
 
 fn variance_is_d_k_unscaled_and_1_scaled(b: &mut Bindings) {
     let rows = variance();
-    b.quoted(&format!("```text\n{}\n```", scaling::variance_table(&rows)));
+    b.quoted(&format!(
+        "```text\n{}\n```",
+        report::ch03::variance_table(&rows)
+    ));
     for r in &rows {
         let ratio = r.unscaled / r.d_k as f64;
         // The chapter: "within 5% of 1 ... all of them are within 2%".
@@ -50,7 +53,7 @@ fn unscaled_scores_saturate_and_scaled_do_not(b: &mut Bindings) {
     let m = scaling::KEYS_PER_QUERY as f64;
     b.quoted(&format!(
         "{}\nuniform over 16: max p = {:.4}, H = ln 16 = {:.3}\n```",
-        scaling::saturation_table(&rows),
+        report::ch03::saturation_table(&rows),
         1.0 / m,
         m.ln()
     ));

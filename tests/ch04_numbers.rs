@@ -3,12 +3,12 @@
 
 use attn::projection::{init_statistics, Projections};
 use attn::scaling::standard_normal;
-use attn::show::shape;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::shape;
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch04-self-and-cross-attention.md";
 

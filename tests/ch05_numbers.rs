@@ -4,15 +4,15 @@
 use attn::multihead::{
     embed_words, head_entropies, merge_heads, multihead_flops, split_heads, MultiHeadAttention,
 };
-use attn::show::shape;
 use ndarray::Axis;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::shape;
 
 const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch05-multi-head-attention.md";
 

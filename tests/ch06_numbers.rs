@@ -3,20 +3,19 @@
 //! the claims the prose and the figures' descriptions make.
 
 use attn::masking::{
-    additive_mask, causal_mask, cumulative_flops, decode_cost_table, decode_with_cache,
-    flops_per_token_with_cache, flops_per_token_without_cache, fully_masked_row, key_padding_mask,
-    masked_attention, Padding,
+    additive_mask, causal_mask, cumulative_flops, decode_with_cache, flops_per_token_with_cache,
+    flops_per_token_without_cache, fully_masked_row, key_padding_mask, masked_attention, Padding,
 };
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;
-use attn::show::matrix;
 use attn::softmax::softmax_rows;
 use ndarray::{array, s, Array2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::matrix;
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch06-masking.md";
 
@@ -123,7 +122,7 @@ fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
 fn decode_cost_table_and_figure_description(b: &mut Bindings) {
     b.quoted(&format!(
         "```text\n{}\n```",
-        decode_cost_table(&[1, 128, 1024, 4096], 512).unwrap()
+        report::ch06::decode_cost_table(&[1, 128, 1024, 4096], 512).unwrap()
     ));
     let without = cumulative_flops(4096, 512, flops_per_token_without_cache).unwrap();
     let with = cumulative_flops(4096, 512, flops_per_token_with_cache).unwrap();

@@ -7,13 +7,13 @@ use attn::position::{
 };
 use attn::projection::Projections;
 use attn::scaling::standard_normal;
-use attn::show::{matrix, table};
 use ndarray::{s, ArrayRef1, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::{matrix, table};
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch07-positional-encoding.md";
 

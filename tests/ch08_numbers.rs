@@ -9,15 +9,15 @@ use attn::complexity::{
     attention_flops, block_crossover_length, crossover_length, feed_forward_flops,
     projection_flops, scores_bytes,
 };
-use attn::experiments::measurements::{
+use report::measurements::{
     cost_table, data_file, exponent_of, lookup, millis, naive_memory_table, read_measurements,
     timing_table,
 };
-use attn::experiments::provenance::Provenance;
+use report::provenance::Provenance;
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch08-cost-of-attention.md";
 const MIB: f64 = 1024.0 * 1024.0;
@@ -150,4 +150,32 @@ fn every_number_is_bound() {
     // Exercise 2's test: the miss is under 1% of the peak from n = 4096.
     b.exact("1%", 1);
     b.assert_all_bound();
+}
+
+#[test]
+/// Chapter 8, exercise 1: the prediction misses the measured peak by the
+/// same number of bytes at every n, under 1% of it from n = 4096 on.
+fn the_prediction_misses_the_measured_peak_by_a_constant() {
+    let memory = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/book/data/ch08-memory.csv"
+    ))
+    .unwrap();
+    let peaks = report::measurements::read_measurements(&memory, "method", "peak_bytes").unwrap();
+    let naive: Vec<_> = peaks.iter().filter(|r| r.method == "naive").collect();
+    assert!(naive.len() >= 5, "the memory benchmark's naive rows");
+    let differences: Vec<i64> = naive
+        .iter()
+        .map(|r| {
+            r.value as i64
+                - attn::exercises::ch08::naive_peak_bytes(r.n, r.n, 64, 64).unwrap() as i64
+        })
+        .collect();
+    assert!(
+        differences.iter().all(|&d| d == differences[0] && d > 0),
+        "measured minus predicted, by n: {differences:?}"
+    );
+    for r in naive.iter().filter(|r| r.n >= 4096) {
+        assert!((differences[0] as f64) < 0.01 * r.value, "n = {}", r.n);
+    }
 }

@@ -4,19 +4,20 @@
 //! same files and functions, require the chapter to quote it verbatim, and
 //! check the claims the prose makes about the data.
 
-use attn::approximate::{error_experiment, error_table};
+use attn::approximate::error_experiment;
 use attn::exercises::ch09::layers_to_reach_first_token;
-use attn::experiments::measurements::{
-    data_file, exponent_of, lookup, millis, read_measurements, tiled_memory_table, timing_table,
-    Measurement, TIMED_METHODS,
-};
 use attn::scaled_dot_product_attention;
 use attn::tiled::{tiled_attention, KEY_BLOCK, QUERY_BLOCK};
 use ndarray::Array2;
+use report::ch09::error_table;
+use report::measurements::{
+    data_file, exponent_of, lookup, millis, read_measurements, tiled_memory_table, timing_table,
+    Measurement, TIMED_METHODS,
+};
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch09-efficient-attention.md";
 const MIB: f64 = 1024.0 * 1024.0;

@@ -6,13 +6,13 @@ use attn::block::{
     CHAPTER_CONFIG,
 };
 use attn::scaling::standard_normal;
-use attn::show::{matrix, shape, table};
 use ndarray::array;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::show::{matrix, shape, table};
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch10-transformer-block.md";
 

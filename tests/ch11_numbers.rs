@@ -1,12 +1,13 @@
 //! Chapter 11 quotes the output of `cargo run --example ch11_gradients`;
 //! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::grad::{all_checks, check_table, gradient_norm_table, gradient_norms};
+use attn::grad::{all_checks, gradient_norms};
 use attn::model::check_gradients;
+use report::ch11::{check_table, gradient_norm_table};
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch11-gradients.md";
 

@@ -5,20 +5,20 @@
 
 use std::time::Instant;
 
-use attn::experiments::ch12::{
-    ablation_report, ablations, accuracy_after, accuracy_report, digit_attention,
-    digit_attention_report, mirror_attention, mirror_report, residual_report, show_tokens,
-    uniform_target_share,
-};
 use attn::model::{
     accuracy, held_out, train, ModelConfig, Task, TinyTransformer, TrainConfig, BOOK_MODEL,
     BOOK_TRAINING, HELD_OUT, VOCAB,
 };
 use attn::nn::{Adam, Parameters};
+use report::ch12::{
+    ablation_report, ablations, accuracy_after, accuracy_report, digit_attention,
+    digit_attention_report, mirror_attention, mirror_report, residual_report, show_tokens,
+    uniform_target_share,
+};
 
 mod common;
 
-use common::numbers::{Bindings, Evidence};
+use report::numbers::{Bindings, Evidence};
 
 const CHAPTER: &str = "ch12-training.md";
 
@@ -126,7 +126,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
 }
 
 /// Rows of `ablations`: what was removed, exact and per-digit accuracy.
-type Ablated = Vec<attn::experiments::ch12::Ablation>;
+type Ablated = Vec<report::ch12::Ablation>;
 
 /// What removing heads does to each model, and what the text says of it.
 fn removing_heads(
@@ -245,8 +245,7 @@ fn training_log_and_figure_10_1(b: &mut Bindings) {
     b.value("0.3", size, 0.05);
     // The training log, as `cargo xtask train` wrote it.
     let train_log = data("ch12-train-log.txt");
-    let p =
-        attn::experiments::provenance::Provenance::parse("ch12-train-log.txt", &train_log).unwrap();
+    let p = report::provenance::Provenance::parse("ch12-train-log.txt", &train_log).unwrap();
     assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
     b.quoted(train_log.trim_end());
 }

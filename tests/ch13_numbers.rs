@@ -5,20 +5,21 @@
 //! shows. (Training from scratch is `tests/translation_learns.rs`.)
 
 use attn::exercises::ch13::smoothing_floor;
-use attn::experiments::ch13::{
-    accuracy_by_length, alignment_baselines, alignment_report, alignment_scores, beam_changes,
-    beam_report, bleu_report, cross_attention, decode_and_score, examples_report, length_report,
-    scores_report, BEAM,
-};
 use attn::nn::Parameters;
+use attn::translation::alignment_scores;
 use attn::translation::{
     alignment, book_pairs, number_words, Seq2Seq, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
     TARGET_VOCAB,
 };
+use report::ch13::{
+    accuracy_by_length, alignment_baselines, alignment_report, beam_changes, beam_report,
+    bleu_report, cross_attention, decode_and_score, examples_report, length_report, scores_report,
+    BEAM,
+};
 
 mod common;
 
-use common::numbers::{Bindings, Evidence};
+use report::numbers::{Bindings, Evidence};
 
 const CHAPTER: &str = "ch13-attention-learns-to-align.md";
 
@@ -92,7 +93,7 @@ fn every_number_is_bound() {
     // The training log, as `cargo xtask train ch13` wrote it: its held-out
     // scores must be the saved models'.
     let log = data("ch13-train-log.txt");
-    let p = attn::experiments::provenance::Provenance::parse("ch13-train-log.txt", &log).unwrap();
+    let p = report::provenance::Provenance::parse("ch13-train-log.txt", &log).unwrap();
     assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
     b.quoted(log.trim_end());
     b.exact("0.1", 0.1);

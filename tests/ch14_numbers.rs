@@ -5,24 +5,21 @@
 //! bind every number the chapter shows.
 
 use attn::exercises::ch14::{bert_parameters, self_weight};
-use attn::experiments::ch14::{Corpus, TOKENIZER_EXAMPLES};
-use attn::experiments::ch14_data::{read_speeds, Derived};
-use attn::experiments::ch14_report::{
+use report::ch14::{Corpus, TOKENIZER_EXAMPLES};
+use report::ch14_data::{read_speeds, Derived};
+use report::ch14_report::{
     ablation_report, architecture_report, figure_tokens, layers_report, measured_report,
     positional_heads_report, similarity_report, speed_report, tokens_report,
 };
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const CHAPTER: &str = "ch14-attention-in-a-trained-model.md";
 
 /// Per layer, the mean over heads of one statistic.
-fn layer_means(
-    d: &Derived,
-    f: impl Fn(&attn::experiments::ch14::HeadStatistics) -> f64,
-) -> Vec<f64> {
+fn layer_means(d: &Derived, f: impl Fn(&attn::pretrained::HeadStatistics) -> f64) -> Vec<f64> {
     d.heads
         .iter()
         .map(|row| row.iter().map(|(s, _)| f(s)).sum::<f64>() / row.len() as f64)
@@ -97,7 +94,7 @@ fn every_number_is_bound() {
     let prev = d.heads[0][2].0.previous;
     b.rounded("1.00", prev);
     b.rounded("0.64", d.heads[1][8].0.next);
-    let uniform = attn::experiments::ch14::uniform_entropy(&corpus_tokens);
+    let uniform = report::ch14::uniform_entropy(&corpus_tokens);
     b.claim(
         "Every layer is far more focused than uniform attention",
         layer_means(&d, |s| s.entropy)
@@ -190,7 +187,7 @@ fn every_number_is_bound() {
     // The crate's products on 256-bit vectors: on the same processor the
     // appendix's run measures the compiled FMA loop at about half the 512-bit
     // peak, and its PyTorch file's header names the AVX-512 kernels.
-    let fast = attn::experiments::fast_data::FastData::read().unwrap();
+    let fast = report::fast_data::FastData::read().unwrap();
     let wide = fast.peak_512.expect("the appendix's run measured AVX-512");
     let same_processor = fast.sources.iter().all(|p| p.cpu == crate_file.cpu);
     b.claim(

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 #[test]
 fn every_number_is_bound() {

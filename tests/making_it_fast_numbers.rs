@@ -7,23 +7,21 @@
 //! appendix compares figures of that one run, all means.
 
 use attn::complexity::attention_flops;
-use attn::experiments::fast_data::{
-    blas_table, exponential_report, layer_line, numpy_table, FastData,
-};
-use attn::experiments::fast_profile::{profile_table, tiles_table, working_set, ProfileData};
-use attn::experiments::fast_report::{
-    fast_table, layer_report, machine_report, roofline_points, roofline_report, speed_report,
-    vs_pytorch,
-};
-use attn::experiments::provenance::Provenance;
-use attn::experiments::roofline::{attention_intensity, naive_product_intensity, tiled_intensity};
+use attn::fast::roofline::{attention_intensity, naive_product_intensity, tiled_intensity};
 use attn::fast::FAST_TILES;
 use attn::multihead::multihead_flops;
 use attn::tiled::QUERY_BLOCK;
+use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table, FastData};
+use report::fast_profile::{profile_table, tiles_table, working_set, ProfileData};
+use report::fast_report::{
+    fast_table, layer_report, machine_report, roofline_points, roofline_report, speed_report,
+    vs_pytorch,
+};
+use report::provenance::Provenance;
 
 mod common;
 
-use common::numbers::Bindings;
+use report::numbers::Bindings;
 
 const PAGE: &str = "making-it-fast.md";
 const NS: [u64; 3] = [1024, 2048, 4096];

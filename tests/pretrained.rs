@@ -10,10 +10,10 @@
 use std::sync::OnceLock;
 
 use approx::assert_abs_diff_eq;
-use attn::experiments::ch14::{model_dir, Corpus};
-use attn::experiments::ch14_data::{derive, Derived, FILES};
 use attn::pretrained::{tensor_shapes, Bert, WordPiece};
 use ndarray::{s, Array2};
+use report::ch14::{model_dir, Corpus};
+use report::ch14_data::{derive, Derived, FILES};
 
 mod common;
 
@@ -169,7 +169,7 @@ fn the_committed_chapter_data_is_what_the_model_gives() {
     let texts = derive(&model_dir()).unwrap();
     let committed = Derived::read().unwrap();
     for (file, text) in FILES.iter().zip(&texts) {
-        let path = attn::experiments::ch14_data::data_dir().join(file);
+        let path = report::ch14_data::data_dir().join(file);
         let on_disk = std::fs::read_to_string(&path).unwrap();
         same_but_rounding(file, text, &on_disk, 2e-4);
     }

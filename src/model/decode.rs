@@ -31,7 +31,7 @@ pub fn greedy_decode(
 }
 
 /// The token with the largest logit in `logits` (the first, on a tie).
-pub(crate) fn most_probable(logits: &ArrayRef1<f64>) -> usize {
+pub fn most_probable(logits: &ArrayRef1<f64>) -> usize {
     (0..VOCAB).fold(0, |best, j| if logits[j] > logits[best] { j } else { best })
 }
 

@@ -36,11 +36,11 @@ use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{zeroed, FfnParams, Parameters};
 
-pub(crate) use decode::most_probable;
+pub use decode::most_probable;
 pub use decode::{accuracy, greedy_decode};
 pub use forward::Forward;
 pub use gradcheck::{check_gradients, small_problem, Problem};
-pub(crate) use task::check_examples;
+pub use task::check_examples;
 pub use task::{held_out, inputs_and_targets, reversal_example, InputsAndTargets, Task};
 pub use train::{schedule, train, train_with, TrainConfig, BOOK_MODEL, BOOK_TRAINING, HELD_OUT};
 

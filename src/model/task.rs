@@ -83,7 +83,7 @@ pub fn inputs_and_targets(
 }
 
 /// Checks that there is at least one example and each has `2k + 1` tokens.
-pub(crate) fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError> {
+pub fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError> {
     if examples.is_empty() {
         return Err(AttnError::Empty {
             name: "examples",

@@ -24,9 +24,14 @@ use crate::block::{EncoderLayer, LayerNorm};
 use crate::error::{check_finite, check_not_empty, AttnError};
 use crate::masking::{key_padding_mask, Padding};
 
+mod heads;
 mod load;
 mod tokenize;
 
+pub use heads::{
+    ablations, corpus_statistics, embeddings, head_statistics, pair_similarities,
+    unrelated_similarities, Ablation, HeadStatistics,
+};
 pub use load::{pytorch_linear, tensor_shapes, TensorShape};
 pub use tokenize::{Tokens, WordPiece};
 

@@ -16,6 +16,7 @@ mod batch;
 mod beam;
 mod bleu;
 mod forward;
+mod heads;
 mod model;
 mod numbers;
 mod train;
@@ -25,6 +26,7 @@ pub use batch::{batch, Batch};
 pub use beam::{beam_search, Hypothesis};
 pub use bleu::{corpus_bleu, Bleu};
 pub use forward::Seq2SeqForward;
+pub use heads::alignment_scores;
 pub use model::{source_vocab_size, Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
     alignment, number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS,

@@ -5,5 +5,3 @@
 
 pub mod book;
 pub mod golden;
-pub mod numbers;
-pub mod units;

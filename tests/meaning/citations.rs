@@ -263,7 +263,7 @@ fn every_entry_has_authors_year_title_and_venue_in_order() {
 /// digits in titles; the last are bound here, as the titles give them.
 #[test]
 fn every_number_of_the_bibliography_is_bound() {
-    let mut b = crate::common::numbers::Bindings::new("bibliography.md");
+    let mut b = report::numbers::Bindings::new("bibliography.md");
     let titles: Vec<String> = entries().into_iter().map(|e| e.title).collect();
     let title = |phrase: &str| titles.iter().any(|t| t.contains(phrase));
     b.exact("22", 22)

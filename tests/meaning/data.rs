@@ -1,10 +1,10 @@
 //! Every committed data file says where its figures come from: the first
 //! line of each file in `book/data/` is a provenance header (date,
-//! processor, measurement run, statistic; `attn::experiments::provenance`)
+//! processor, measurement run, statistic; `report::provenance`)
 //! written by the command that measured or derived it, or, for a text
 //! written for the book, `# input: …`.
 
-use attn::experiments::provenance::Provenance;
+use report::provenance::Provenance;
 use std::collections::BTreeMap;
 
 #[test]

@@ -99,7 +99,7 @@ fn test() -> Step {
         "warnings",
     ]))?;
     run(cargo()
-        .args(["doc", "--no-deps", "--package", "attn", "--locked"])
+        .args(["doc", "--no-deps", "--workspace", "--locked"])
         .env("RUSTDOCFLAGS", "-D warnings"))?;
     model()?; // chapter 14's tests read the pretrained model
     run(cargo().args(["test", "--workspace", "--locked"]))?;

@@ -2,12 +2,12 @@
 //! the caller has computed once (the example prints them, the numbers test
 //! quotes them and checks the same values).
 
-use crate::error::AttnError;
-use crate::model::{
+use crate::show::table;
+use attn::error::AttnError;
+use attn::model::{
     accuracy, check_examples, greedy_decode, inputs_and_targets, most_probable, TinyTransformer,
     SEP,
 };
-use crate::show::table;
 
 /// A token as the book prints it: a digit, or `|` for the separator.
 pub fn token(t: usize) -> String {
@@ -27,7 +27,7 @@ pub fn show_tokens(tokens: &[usize]) -> String {
         .join(" ")
 }
 
-/// Held-out exact and per-digit accuracy (from [`crate::model::accuracy`]),
+/// Held-out exact and per-digit accuracy (from [`attn::model::accuracy`]),
 /// and the first three examples of `test` decoded greedily.
 pub fn accuracy_report(
     net: &TinyTransformer,

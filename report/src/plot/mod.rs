@@ -3,7 +3,6 @@
 //! `book/figures/`, with its text turned into outlines of the embedded Noto
 //! Sans font, so the file looks the same in every browser and is
 //! byte-identical on every run.
-#![allow(dead_code)] // each example uses only some of the helpers
 
 use std::path::PathBuf;
 
@@ -17,10 +16,7 @@ const FAMILY: &str = "sans-serif";
 
 /// Where figure `name` (e.g. `"ch02-weights.svg"`) lives in the book.
 pub fn figure_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("book")
-        .join("figures")
-        .join(name)
+    crate::root().join("book").join("figures").join(name)
 }
 
 /// Registers the embedded Noto Sans as the figures' font. Idempotent.

@@ -1,7 +1,7 @@
 //! Line-chart series from the measurements of `book/data/`, shared by the
 //! examples of chapters 8 and 9.
 
-use attn::experiments::measurements::{lookup, Measurement};
+use crate::measurements::{lookup, Measurement};
 use plotters::style::RGBColor;
 
 use super::{Series, GREY_};

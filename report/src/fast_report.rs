@@ -4,10 +4,10 @@
 //! reader's API.
 
 use super::fast_data::FastData;
-use super::roofline::{attention_intensity, roofline};
-use crate::complexity::attention_flops;
-use crate::error::AttnError;
 use crate::show::table;
+use attn::complexity::attention_flops;
+use attn::error::AttnError;
+use attn::fast::roofline::{attention_intensity, roofline};
 
 /// The machine's limits and the ridge points between them: the FMA peak of
 /// the portable loop as the compiler builds it, and with 512-bit AVX-512

@@ -6,9 +6,9 @@
 
 use super::measurements::{bad, measured, read_measurements, Measurement};
 use super::provenance::{one_run, Provenance};
-use crate::error::AttnError;
-use crate::multihead::multihead_flops;
 use crate::show::table;
+use attn::error::AttnError;
+use attn::multihead::multihead_flops;
 
 /// The files of one appendix run that [`FastData::read`] reads.
 pub const FAST_FILES: [&str; 5] = [

@@ -7,14 +7,15 @@ use std::path::{Path, PathBuf};
 
 use ndarray::Array3;
 
-use super::ch14::{
-    ablations, corpus_statistics, embeddings, pair_similarities, tokenize_all,
-    unrelated_similarities, Ablation, Corpus, HeadStatistics, FIGURE_SENTENCE, TOKENIZER_EXAMPLES,
-};
+use super::ch14::{tokenize_all, Corpus, FIGURE_SENTENCE, TOKENIZER_EXAMPLES};
 use super::measurements::{bad, data_rows, number};
 use super::provenance::{one_run, Provenance};
-use crate::error::AttnError;
-use crate::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
+use attn::error::AttnError;
+use attn::pretrained::{
+    ablations, corpus_statistics, embeddings, pair_similarities, unrelated_similarities, Ablation,
+    HeadStatistics,
+};
+use attn::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
 
 /// The derived files, in the order [`derive()`] returns them.
 pub const FILES: [&str; 5] = [
@@ -48,7 +49,7 @@ pub struct Derived {
 
 /// The directory of the data files.
 pub fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("book/data")
+    crate::root().join("book/data")
 }
 
 /// Computes every file's text from the model in `model` (a few minutes in a

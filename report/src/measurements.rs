@@ -2,15 +2,15 @@
 //! fast": reading the committed files of `book/data/` and formatting the
 //! tables the chapters quote. Report helpers, not a reader's API.
 
-use crate::complexity::{attention_flops, fitted_exponent, projection_flops};
-use crate::error::AttnError;
+use attn::complexity::{attention_flops, fitted_exponent, projection_flops};
+use attn::error::AttnError;
 
 /// The text of `book/data/NAME`, the committed measurements.
 pub fn data_file(name: &str) -> Result<String, AttnError> {
-    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = crate::root().join("book/data").join(name);
     std::fs::read_to_string(&path).map_err(|e| AttnError::MissingDataFile {
         reason: e.to_string(),
-        path,
+        path: path.display().to_string(),
     })
 }
 

@@ -4,9 +4,9 @@
 
 use super::ch14::{heads_at_least, row_means, uniform_entropy, Corpus, FIGURE_SENTENCE};
 use super::ch14_data::Derived;
-use crate::error::AttnError;
-use crate::pretrained::Tokens;
 use crate::show::table;
+use attn::error::AttnError;
+use attn::pretrained::Tokens;
 
 /// The encoder's tensors: the embeddings', the first layer's (the other
 /// five have the same names and shapes), and the parameter counts.

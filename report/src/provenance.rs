@@ -14,7 +14,7 @@
 //! helpers that put two files side by side check it with [`one_run`].
 //! Report helpers, not a reader's API.
 
-use crate::error::AttnError;
+use attn::error::AttnError;
 
 /// The header of a committed data file, parsed.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,9 +6,9 @@ use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 use ndarray_rand::rand_distr::{Distribution, Normal};
 
-use crate::error::AttnError;
-use crate::origins::{additive_score_flops, dot_score_flops, kernel_regression, SharpnessRow};
 use crate::show::table;
+use attn::error::AttnError;
+use attn::origins::{additive_score_flops, dot_score_flops, kernel_regression, SharpnessRow};
 
 /// The function the toy problem samples: `sin(2x) + x/2`.
 pub fn truth(x: f32) -> f32 {

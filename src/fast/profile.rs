@@ -1,0 +1,147 @@
+//! Where the fast kernel's time goes, and what each of its changes to
+//! chapter 9's kernel saves (the appendix "Making it fast"). Each phase of
+//! the inner loop runs alone over every tile of one call, on one thread,
+//! done chapter 9's way and the fast kernel's way, and is timed: the scores
+//! `Q_i K_jᵀ`, the exponentials with their row sums and the output's
+//! rescaling, and the product `P_ij V_j`. Then the whole call at each of a
+//! few tile sizes.
+
+use std::time::Instant;
+
+use gemm::Parallelism;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use super::{exponentials, fast_attention_with, product, Tiles};
+use crate::scaling::standard_normal;
+use crate::tiled::{online_softmax_step, tiled_attention};
+
+/// One phase's mean time in seconds, chapter 9's way and the fast kernel's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phase {
+    /// `"scores"`, `"softmax"` or `"output"`.
+    pub name: &'static str,
+    /// With ndarray's product, or chapter 9's online softmax step.
+    pub chapter_9: f64,
+    /// With the `gemm` crate's product, or the fused exponentials.
+    pub fast: f64,
+}
+
+/// A tile of `rows×cols` starting at query `i0` and key `j0`.
+type TilePair = (usize, usize, usize, usize);
+
+/// Every (query tile, key tile) pair of an `n×n` call, no mask.
+fn tile_pairs(n: usize, tiles: Tiles) -> Vec<TilePair> {
+    let mut pairs = Vec::new();
+    for i0 in (0..n).step_by(tiles.query) {
+        for j0 in (0..n).step_by(tiles.key) {
+            pairs.push((i0, j0, tiles.query.min(n - i0), tiles.key.min(n - j0)));
+        }
+    }
+    pairs
+}
+
+/// The mean seconds `f` takes over `repeats` runs, after one run to warm
+/// the caches (the statistic of every timing in the appendix).
+fn mean_of(repeats: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let start = Instant::now();
+    for _ in 0..repeats {
+        f();
+    }
+    start.elapsed().as_secs_f64() / repeats as f64
+}
+
+/// `c ← a·b` (or `c + a·b`) by ndarray, as chapter 9 does, or by `gemm`.
+fn multiply(
+    fast: bool,
+    c: &mut ArrayViewMut2<f32>,
+    a: ArrayView2<f32>,
+    b: ArrayView2<f32>,
+    add: bool,
+) {
+    if fast {
+        product(c, a, b, add, Parallelism::None);
+    } else {
+        general_mat_mul(1.0, &a, &b, if add { 1.0 } else { 0.0 }, c);
+    }
+}
+
+/// Times the three phases of the loop at `n×d` with `tiles`, each both
+/// ways, the mean of `repeats` runs (a few seconds at `n = 4096`).
+pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> [Phase; 3] {
+    let mut rng = StdRng::seed_from_u64(n as u64);
+    let [q, k, v] = [(); 3].map(|_| standard_normal(n, d, &mut rng));
+    let mut s_tile = Array2::<f32>::zeros((tiles.query, tiles.key));
+    let mut out = Array2::<f32>::zeros((tiles.query, d));
+    let mut max = Array1::<f32>::from_elem(tiles.query, f32::NEG_INFINITY);
+    let mut sum = Array1::<f32>::zeros(tiles.query);
+    let pairs = tile_pairs(n, tiles);
+    let mut time = |fast: bool, phase: usize| {
+        mean_of(repeats, || {
+            for &(i0, j0, rows, cols) in &pairs {
+                let mut s_ij = s_tile.slice_mut(s![..rows, ..cols]);
+                match phase {
+                    0 => {
+                        let q_i = q.slice(s![i0..i0 + rows, ..]);
+                        multiply(
+                            fast,
+                            &mut s_ij,
+                            q_i,
+                            k.slice(s![j0..j0 + cols, ..]).t(),
+                            false,
+                        )
+                    }
+                    1 => {
+                        for r in 0..rows {
+                            let mut row = s_ij.row_mut(r);
+                            let scores = row.as_slice_mut().expect("contiguous rows");
+                            let alpha = if fast {
+                                exponentials(scores, &mut max[r], &mut sum[r]).ok()
+                            } else {
+                                online_softmax_step(scores, &mut max[r], &mut sum[r]).ok()
+                            };
+                            let alpha = alpha.expect("finite scores");
+                            out.row_mut(r).map_inplace(|o| *o *= alpha);
+                        }
+                    }
+                    _ => {
+                        let mut o_i = out.slice_mut(s![..rows, ..]);
+                        let v_j = v.slice(s![j0..j0 + cols, ..]);
+                        multiply(fast, &mut o_i, s_ij.view(), v_j, true)
+                    }
+                }
+            }
+        })
+    };
+    let names = ["scores", "softmax", "output"];
+    [0, 1, 2].map(|p| Phase {
+        name: names[p],
+        chapter_9: time(false, p),
+        fast: time(true, p),
+    })
+}
+
+/// The whole call at `n×d` on one thread, the mean of `repeats` runs:
+/// chapter 9's kernel, then the fast kernel with each of `tiles`.
+pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64, Vec<f64>) {
+    let mut rng = StdRng::seed_from_u64(n as u64);
+    let [q, k, v] = [(); 3].map(|_| standard_normal(n, d, &mut rng));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread pool");
+    let chapter_9 = mean_of(repeats, || {
+        tiled_attention(&q, &k, &v, false).expect("finite inputs");
+    });
+    let fast = tiles
+        .iter()
+        .map(|&t| {
+            mean_of(repeats, || {
+                pool.install(|| fast_attention_with(&q, &k, &v, false, t).expect("finite inputs"));
+            })
+        })
+        .collect();
+    (chapter_9, fast)
+}
