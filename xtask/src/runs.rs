@@ -1,0 +1,276 @@
+//! The commands that write `book/data/`, each one measurement run:
+//! `cargo xtask train` and `cargo xtask measure [fast]`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::book::figures;
+use crate::model::reference_python;
+use crate::{capture, cargo, root, run, Step};
+
+/// One measurement run of `command`: the header that every file it writes
+/// starts with (the day, the processor, the command and the minute it
+/// started, the compiler), passed to its programs in `ATTN_RUN_HEADER`.
+pub(crate) fn start_run(command: &str) -> Result<String, String> {
+    let (date, cpu, rustc) = provenance()?;
+    let time = capture(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%MZ"]))?;
+    Ok(format!(
+        "date: {date}; cpu: {cpu}; run: {command} {}; rustc: {rustc}",
+        time.trim()
+    ))
+}
+
+/// Builds and runs an example of `run` with the variables `env`; it writes
+/// its data files with the run's header.
+pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Step {
+    self::run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    self::run(
+        Command::new(root().join(format!("target/release/examples/{example}")))
+            .envs(env.iter().copied())
+            .env("ATTN_RUN_HEADER", run),
+    )
+}
+
+/// The chapters' training runs (`examples/CHAPTER_*_train.rs`): chapter
+/// 12's two models (under a minute each) and chapter 13's encoder–decoders
+/// (about four minutes). Each writes its weights and loss curves to
+/// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
+/// the run's header. Then the figures are redrawn from them.
+pub(crate) fn train(chapters: &[&str]) -> Step {
+    for chapter in chapters {
+        let example = match *chapter {
+            "ch12" => "ch12_train",
+            _ => "ch13_translation_train",
+        };
+        run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+        let header = start_run(&format!("train {chapter}"))?;
+        let output = capture(
+            Command::new(root().join(format!("target/release/examples/{example}")))
+                .env("ATTN_RUN_HEADER", &header),
+        )?;
+        eprint!("{output}");
+        let log =
+            format!("# {header}; statistic: one run; one thread, by `cargo xtask train`\n{output}");
+        let path = root().join(format!("book/data/{chapter}-train-log.txt"));
+        std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    figures()
+}
+
+/// The date (UTC), the CPU's model name and the compiler: what a
+/// measurement's header states.
+pub(crate) fn provenance() -> Result<(String, String, String), String> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let rustc = capture(Command::new("rustc").arg("--version"))?;
+    let date = capture(Command::new("date").args(["-u", "+%Y-%m-%d"]))?;
+    Ok((date.trim().to_string(), cpu, rustc.trim().to_string()))
+}
+
+/// glibc keeps freed memory in the process, so that large buffers are not
+/// page-faulted in again on every call of a benchmark.
+pub(crate) const KEEP_FREED_MEMORY: [(&str, &str); 2] = [
+    ("MALLOC_MMAP_MAX_", "0"),
+    ("MALLOC_TRIM_THRESHOLD_", "2147483647"),
+];
+
+/// The measurements of chapters 8 and 9, in one run: the criterion
+/// timings and the memory benchmark, then the CSV and the figures.
+pub(crate) fn measure() -> Step {
+    let header = start_run("measure")?;
+    wipe("target/criterion")?;
+    run(cargo()
+        .args(["bench", "--locked", "--bench", "attention"])
+        .envs(KEEP_FREED_MEMORY)
+        .env("ATTN_RUN_HEADER", &header))?;
+    run(cargo()
+        .args(["bench", "--locked", "--bench", "memory"])
+        .env("ATTN_RUN_HEADER", &header))?;
+    timings_csv(
+        &header,
+        "target/criterion",
+        "ch08-timings.csv",
+        &KEEP_FREED_MEMORY,
+    )?;
+    figures()
+}
+
+/// The functions the `blas` feature changes, as a criterion filter.
+pub(crate) const BLAS_CHANGES: &str = "/(naive_1t|tiled_1t|multihead_1t|matmul_512)/";
+
+/// `cargo xtask measure fast`: the appendix's run, every figure a mean.
+/// This core's FMA peak, memory bandwidth and caches and the fast kernel's
+/// profile and tile sizes (`examples/making_it_fast_data.rs`); the fast
+/// kernel against the chapters' attention (`benches/fast.rs`, one and two
+/// threads) into `appendix-timings.csv`, and again with the system's
+/// OpenBLAS for what it changes into `appendix-timings-blas.csv`; NumPy
+/// (`tools/numpy_attention.py`) and PyTorch (`tools/torch_attention.py`) on
+/// the same shapes, run by the Python in `TORCH_PYTHON`.
+pub(crate) fn measure_fast() -> Step {
+    let python = reference_python(
+        "the appendix compares the crate with NumPy and PyTorch measured in the same run",
+        "torch and numpy (tools/torch_attention.py's header says how)",
+    )?;
+    let header = start_run("measure fast")?;
+    run_example("making_it_fast_data", &header, &KEEP_FREED_MEMORY)?;
+    wipe("target/criterion-fast")?;
+    run(cargo()
+        .args(["bench", "--locked", "--bench", "fast"])
+        .envs(KEEP_FREED_MEMORY)
+        .env("CRITERION_HOME", root().join("target/criterion-fast")))?;
+    timings_csv(
+        &header,
+        "target/criterion-fast",
+        "appendix-timings.csv",
+        &KEEP_FREED_MEMORY,
+    )?;
+    // OPENBLAS_VERBOSE=2 makes OpenBLAS say which kernels it chose for
+    // this processor ("Core: …"), which the files' headers record.
+    let one_thread = [
+        ("OPENBLAS_NUM_THREADS", "1"),
+        ("OMP_NUM_THREADS", "1"),
+        ("OPENBLAS_VERBOSE", "2"),
+    ];
+    wipe("target/blas/criterion-fast")?;
+    let output = capture(
+        cargo()
+            .args([
+                "bench",
+                "--locked",
+                "--features",
+                "blas",
+                "--target-dir",
+                "target/blas",
+            ])
+            .args(["--bench", "fast", "--", BLAS_CHANGES])
+            .envs(KEEP_FREED_MEMORY)
+            .envs(one_thread)
+            .env("CRITERION_HOME", root().join("target/blas/criterion-fast")),
+    )
+    .map_err(|e| {
+        format!("{e}\nthe blas feature needs OpenBLAS (Debian: `apt-get install libopenblas-dev`)")
+    })?;
+    eprint!("{output}");
+    let blas_env = [KEEP_FREED_MEMORY[0], KEEP_FREED_MEMORY[1], one_thread[0]];
+    timings_csv(
+        &format!("{header}; openblas {}", openblas_core(&output)),
+        "target/blas/criterion-fast",
+        "appendix-timings-blas.csv",
+        &blas_env,
+    )?;
+    for (script, csv) in [
+        ("numpy_attention.py", "appendix-numpy.csv"),
+        ("torch_attention.py", "appendix-pytorch.csv"),
+    ] {
+        let out = Command::new(&python)
+            .arg(root().join("tools").join(script))
+            .envs(KEEP_FREED_MEMORY)
+            .envs(one_thread)
+            .env("ATTN_RUN_HEADER", &header)
+            .output()
+            .map_err(|e| format!("TORCH_PYTHON: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("tools/{script} failed: {stderr}"));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (first, rest) = stdout.split_once('\n').unwrap_or((&stdout, ""));
+        let text = match script {
+            "numpy_attention.py" => format!("{first}; openblas {}\n{rest}", openblas_core(&stderr)),
+            _ => stdout.to_string(),
+        };
+        let path = root().join("book/data").join(csv);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    figures()
+}
+
+/// The kernels OpenBLAS chose, from what it printed with
+/// `OPENBLAS_VERBOSE=2`: `core: SkylakeX`, or `core: not reported`.
+pub(crate) fn openblas_core(output: &str) -> String {
+    let core = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Core: "))
+        .unwrap_or("not reported");
+    format!("core: {core}")
+}
+
+/// Removes a criterion directory, so that a run's CSV holds only what that
+/// run measured.
+pub(crate) fn wipe(dir: &str) -> Step {
+    let path = root().join(dir);
+    if path.exists() {
+        std::fs::remove_dir_all(&path).map_err(|e| format!("wiping {dir}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Collects criterion's means (`criterion/*/*/*/new/`, under `target`) into
+/// `book/data/csv`, headed by the run's `header`, the statistic and the
+/// allocator settings `env`.
+pub(crate) fn timings_csv(header: &str, criterion: &str, csv: &str, env: &[(&str, &str)]) -> Step {
+    let read_json = |path: &Path| -> Result<serde_json::Value, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let mut rows = Vec::new();
+    let pattern = root().join(criterion);
+    for group in read_dirs(&pattern)? {
+        for function in read_dirs(&group)? {
+            for parameter in read_dirs(&function)? {
+                let new = parameter.join("new");
+                if !new.join("estimates.json").exists() {
+                    continue;
+                }
+                let id = read_json(&new.join("benchmark.json"))?;
+                let est = read_json(&new.join("estimates.json"))?;
+                let mean = &est["mean"];
+                let field = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+                rows.push(format!(
+                    "{},{},{},{:.0},{:.0},{:.0}",
+                    field(&id["group_id"]),
+                    field(&id["function_id"]),
+                    field(&id["value_str"]),
+                    mean["point_estimate"].as_f64().unwrap_or(f64::NAN),
+                    mean["confidence_interval"]["lower_bound"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN),
+                    mean["confidence_interval"]["upper_bound"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN),
+                ));
+            }
+        }
+    }
+    rows.sort();
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let text = format!(
+        "# {header}; statistic: mean; criterion's mean of each call (low and high: its 95% \
+         interval), one thread (two for functions ending in _2t); env: {}\n\
+         group,function,n,mean_ns,low_ns,high_ns\n{}\n",
+        env.join(" "),
+        rows.join("\n")
+    );
+    let path = root().join("book/data").join(csv);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("wrote {} ({} benchmarks)", path.display(), rows.len());
+    Ok(())
+}
+
+/// The subdirectories of `dir`, sorted.
+pub(crate) fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "report"))
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
