@@ -308,18 +308,18 @@ fn shortest(value: f64) -> String {
 
 /// Checks that `x`, computed from finite inputs, is finite: an entry that is
 /// not means `f32` overflowed on the way.
-pub(crate) fn check_overflow(
+pub(crate) fn check_overflow<F: crate::real::Real>(
     what: &'static str,
-    x: &ndarray::ArrayRef2<f32>,
+    x: &ndarray::ArrayRef2<F>,
 ) -> Result<(), AttnError> {
     check_overflow_at(what, x, (0, 0))
 }
 
 /// [`check_overflow`] for a block of a larger matrix whose first entry is at
 /// `offset`: the error names the entry's position in the whole.
-pub(crate) fn check_overflow_at(
+pub(crate) fn check_overflow_at<F: crate::real::Real>(
     what: &'static str,
-    x: &ndarray::ArrayRef2<f32>,
+    x: &ndarray::ArrayRef2<F>,
     offset: (usize, usize),
 ) -> Result<(), AttnError> {
     // One branch-free pass (it vectorises); the position only on failure.
@@ -334,7 +334,7 @@ pub(crate) fn check_overflow_at(
         Some(((i, j), &value)) => Err(AttnError::Overflow {
             what,
             position: (offset.0 + i, offset.1 + j),
-            value,
+            value: value.wide() as f32,
         }),
         None => Ok(()),
     }

@@ -17,10 +17,9 @@ use std::ops::Range;
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 
-use crate::attention::{check_qkv, for_each_item, Attention, BatchedAttention};
-use crate::error::{check_overflow, check_size, AttnError};
+use crate::attention::{attend, check_qkv, for_each_item, Attention, BatchedAttention, Scores};
+use crate::error::{check_size, AttnError};
 use crate::scaled_dot_product_attention;
-use crate::softmax::softmax_rows_in_place;
 
 // ANCHOR: causal
 /// The causal mask for `n` queries and `m` keys: query `i` may attend to
@@ -63,14 +62,14 @@ pub fn masked_fill(
 }
 // ANCHOR_END: masked_fill
 
-/// The `n×m` scores `QKᵀ/√d_k`, after checking that `Q`, `K`, `V` fit and that
-/// a mask or bias of shape `mask` has one entry per score.
-fn checked_scores(
+/// Checks that `Q`, `K`, `V` fit and that a mask or bias of shape `mask` has
+/// one entry per score; returns `√d_k`.
+fn check_masked(
     q: &ArrayRef2<f32>,
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
     mask: (usize, usize),
-) -> Result<Array2<f32>, AttnError> {
+) -> Result<f32, AttnError> {
     check_qkv(q, k, v)?;
     let scores_shape = (q.nrows(), k.nrows());
     if mask != scores_shape {
@@ -79,10 +78,7 @@ fn checked_scores(
             mask,
         });
     }
-    let d_k = q.ncols() as f32;
-    let scores = (q / d_k.sqrt()).dot(&k.t()); // as chapter 2: scale the queries
-    check_overflow("the scores QKᵀ/√d_k", &scores)?;
-    Ok(scores)
+    Ok((q.ncols() as f32).sqrt())
 }
 
 // ANCHOR: masked_attention
@@ -95,12 +91,10 @@ pub fn masked_attention(
     v: &ArrayRef2<f32>,
     keep: &ArrayRef2<bool>,
 ) -> Result<Attention, AttnError> {
-    let mut scores = checked_scores(q, k, v, keep.dim())?; // n×m
-    masked_fill(&mut scores, keep, f32::NEG_INFINITY)?;
-    softmax_rows_in_place(&mut scores)?;
-    let weights = scores; // dropped keys get exactly 0
-    let output = weights.dot(v); // n×d_v
-    check_overflow("the output", &output)?;
+    let sqrt_d_k = check_masked(q, k, v, keep.dim())?;
+    // Chapter 2's computation, with the dropped scores set to −∞ (as
+    // masked_fill does) before the softmax: their weights are exactly 0.
+    let (weights, output) = attend(q, k, v, sqrt_d_k, Scores::Masked(keep))?;
     Ok(Attention { output, weights })
 }
 // ANCHOR_END: masked_attention
@@ -114,12 +108,9 @@ pub fn biased_attention(
     v: &ArrayRef2<f32>,
     bias: &ArrayRef2<f32>,
 ) -> Result<Attention, AttnError> {
-    check_bias(bias)?;
-    let mut scores = checked_scores(q, k, v, bias.dim())? + bias; // n×m
-    softmax_rows_in_place(&mut scores)?; // a score of +∞ would be an error
-    let weights = scores;
-    let output = weights.dot(v);
-    check_overflow("the output", &output)?;
+    check_bias(bias)?; // finite or −∞: a bias of +∞ or NaN is an error
+    let sqrt_d_k = check_masked(q, k, v, bias.dim())?;
+    let (weights, output) = attend(q, k, v, sqrt_d_k, Scores::Biased(bias))?;
     Ok(Attention { output, weights })
 }
 // ANCHOR_END: biased_attention

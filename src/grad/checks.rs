@@ -51,8 +51,8 @@ pub fn gradient_norms(
                     normal_matrix(16, 16, &mut rng),
                     normal_matrix(16, 16, &mut rng),
                 );
-                for (slot, scale) in [(0, 1.0), (2, 1.0 / (d_k as f64).sqrt())] {
-                    let (_, cache) = attention_forward(&q, &k, &v, None, scale)?;
+                for (slot, sqrt_d_k) in [(0, 1.0), (2, (d_k as f64).sqrt())] {
+                    let (_, cache) = attention_forward(&q, &k, &v, None, sqrt_d_k)?;
                     let dp = d_out.dot(&v.t());
                     let ds = softmax_backward(&cache.p, &dp);
                     let (dq, _, _) = attention_backward(&q, &k, &v, &cache, &d_out);
@@ -91,12 +91,12 @@ pub fn check_attention(seed: u64, masked: bool) -> Result<f64, AttnError> {
     let r = normal_matrix(n, d_v, &mut rng);
     let keep = masked.then(|| crate::masking::causal_mask(n, m));
     let keep = keep.as_deref();
-    let scale = 1.0 / (d_k as f64).sqrt();
+    let sqrt_d_k = (d_k as f64).sqrt();
     let loss = |q: &Matrix, k: &Matrix, v: &Matrix| {
-        let forward = attention_forward(q, k, v, keep, scale);
+        let forward = attention_forward(q, k, v, keep, sqrt_d_k);
         probe_loss(forward.as_ref().map(|(o, _)| &**o), &r)
     };
-    let (_, cache) = attention_forward(&q, &k, &v, keep, scale)?;
+    let (_, cache) = attention_forward(&q, &k, &v, keep, sqrt_d_k)?;
     let (dq, dk, dv) = attention_backward(&q, &k, &v, &cache, &r);
     Ok(worst([
         gradient_error(&dq, |q| loss(q, &k, &v), &q),

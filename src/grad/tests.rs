@@ -61,9 +61,7 @@ fn the_f64_forward_passes_agree_with_the_crate() {
         normal_matrix(6, 3, &mut rng),
     );
     let f32s = |x: &Matrix| x.mapv(|a| a as f32);
-    let ours = attention_forward(&q, &k, &v, None, 1.0 / 8f64.sqrt())
-        .unwrap()
-        .0;
+    let ours = attention_forward(&q, &k, &v, None, 8f64.sqrt()).unwrap().0;
     let crate_f32 = crate::scaled_dot_product_attention(&f32s(&q), &f32s(&k), &f32s(&v))
         .unwrap()
         .output;

@@ -3,9 +3,9 @@
 
 use ndarray::{s, Array2, ArrayRef2, Axis};
 
+use crate::attention::{attend, Scores};
 use crate::error::AttnError;
 use crate::real::Real;
-use crate::softmax::softmax_rows;
 
 // ANCHOR: softmax_backward
 /// The backward pass of a row-wise softmax: given `P = softmax(S)` and
@@ -24,29 +24,22 @@ pub(crate) fn softmax_backward<F: Real>(p: &ArrayRef2<F>, dp: &ArrayRef2<F>) -> 
 pub(crate) struct AttentionCache<F> {
     /// The weights `P`, `n×m` (0 where masked).
     pub(crate) p: Array2<F>,
-    /// The factor the scores were multiplied by, `1/√d_k` (or 1, unscaled).
-    pub(crate) scale: F,
+    /// What the scores were divided by, `√d_k` (or 1, unscaled).
+    pub(crate) sqrt_d_k: F,
 }
 
-/// `O = softmax(scale·QKᵀ, masked) V`; `keep` is `n×m` or `None`. The
-/// softmax is chapter 2's (a row with every key masked gets weights 0).
+/// `O = softmax(QKᵀ/√d_k, masked) V`, chapter 2's computation
+/// ([`crate::attention`]); `keep` is `n×m` or `None`.
 pub(crate) fn attention_forward<F: Real>(
     q: &ArrayRef2<F>,
     k: &ArrayRef2<F>,
     v: &ArrayRef2<F>,
     keep: Option<&ArrayRef2<bool>>,
-    scale: F,
+    sqrt_d_k: F,
 ) -> Result<(Array2<F>, AttentionCache<F>), AttnError> {
-    let mut s = q.dot(&k.t()) * scale; // n×m
-    if let Some(keep) = keep {
-        s.zip_mut_with(keep, |s, &kept| {
-            if !kept {
-                *s = F::neg_infinity();
-            }
-        });
-    }
-    let p = softmax_rows(&s)?;
-    Ok((p.dot(v), AttentionCache { p, scale }))
+    let change = keep.map_or(Scores::Plain, Scores::Masked);
+    let (p, o) = attend(q, k, v, sqrt_d_k, change)?;
+    Ok((o, AttentionCache { p, sqrt_d_k }))
 }
 
 /// Gradients of attention with respect to `Q`, `K` and `V`, given `dO`.
@@ -62,7 +55,7 @@ pub(crate) fn attention_backward<F: Real>(
     let p = &cache.p;
     let dv = p.t().dot(d_out); // m×d_v
     let dp = d_out.dot(&v.t()); // n×m
-    let ds = softmax_backward(p, &dp) * cache.scale; // n×m, through S = scale·QKᵀ
+    let ds = softmax_backward(p, &dp) / cache.sqrt_d_k; // n×m, through S = (Q/√d_k)Kᵀ
     let dq = ds.dot(k); // n×d_k
     let dk = ds.t().dot(q); // m×d_k
     (dq, dk, dv)
@@ -113,7 +106,7 @@ pub(crate) fn mha_forward<F: Real>(
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
     let (q, k, v) = (x_q.dot(&w[0]), x_kv.dot(&w[1]), x_kv.dot(&w[2]));
     let d_k = q.ncols() / heads;
-    let scale = F::one() / F::of(d_k as f64).sqrt();
+    let sqrt_d_k = F::of(d_k as f64).sqrt();
     let mut o = Array2::zeros(q.dim());
     let mut caches = Vec::new();
     for b in 0..x_q.nrows() / tq {
@@ -122,8 +115,13 @@ pub(crate) fn mha_forward<F: Real>(
             let cols = h * d_k..(h + 1) * d_k;
             let rq = s![b * tq..(b + 1) * tq, cols.clone()];
             let rk = s![b * tk..(b + 1) * tk, cols];
-            let (out, cache) =
-                attention_forward(&q.slice(rq), &k.slice(rk), &v.slice(rk), Some(&mask), scale)?;
+            let (out, cache) = attention_forward(
+                &q.slice(rq),
+                &k.slice(rk),
+                &v.slice(rk),
+                Some(&mask),
+                sqrt_d_k,
+            )?;
             o.slice_mut(rq).assign(&out);
             caches.push(cache);
         }
