@@ -19,7 +19,7 @@ const TRAINING: (usize, u64) = (40, 2);
 /// The sharpness experiment: 16 keys of width 8, the query grown by these.
 const SCALES: [f32; 4] = [1.0, 4.0, 16.0, 64.0];
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     let (x, y) = training_set(TRAINING.0, TRAINING.1)?;
     let grid = queries(101);
     println!("== Kernel regression: 40 noisy samples of sin(2x) + x/2, 101 queries ==");
@@ -43,7 +43,11 @@ fn main() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 1.1: the true function and the estimates at three bandwidths.
-fn draw_fit(x: &Array1<f32>, y: &Array1<f32>, grid: &Array1<f32>) -> Result<(), attn::AttnError> {
+fn draw_fit(
+    x: &Array1<f32>,
+    y: &Array1<f32>,
+    grid: &Array1<f32>,
+) -> Result<(), report::error::ReportError> {
     let points = |values: Vec<f32>| {
         grid.iter()
             .zip(values)
@@ -82,7 +86,7 @@ fn draw_fit(x: &Array1<f32>, y: &Array1<f32>, grid: &Array1<f32>) -> Result<(), 
 }
 
 /// Figure 1.2: the weight each training point gets, for three queries.
-fn draw_weights(x: &Array1<f32>, y: &Array1<f32>) -> Result<(), attn::AttnError> {
+fn draw_weights(x: &Array1<f32>, y: &Array1<f32>) -> Result<(), report::error::ReportError> {
     let probes = Array1::from(vec![1.0_f32, 2.5, 4.0]);
     let a = kernel_regression(&probes, x, y, 0.3)?;
     let colours = [plot::GREEN_, plot::BLUE_, plot::ORANGE_];

@@ -12,7 +12,7 @@ use attn::{attention, scaled_dot_product_attention};
 use ndarray::{array, Array2};
 use report::show::matrix;
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     println!("== Softmax of [1000, -1000, 0] ==");
     let logits = array![1000.0_f32, -1000.0, 0.0];
     println!("naive:  {}", naive_softmax(&logits));

@@ -10,7 +10,7 @@ use report::plot;
 use attn::scaling::{self, D_KS, SEED};
 use plot::{Chart, Series, BLUE_, GREY_, ORANGE_};
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     let variance = scaling::variance_experiment(scaling::VARIANCE_SAMPLES, SEED);
     println!(
         "== Experiment 1: variance of q·k over {} pairs per d_k (seed {SEED}) ==",

@@ -21,7 +21,7 @@ const D_V: usize = 8;
 const M_ENCODER: usize = 7;
 const N_DECODER: usize = 5;
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     let mut rng = StdRng::seed_from_u64(3);
     let p = Projections::new(D_MODEL, D_K, D_V, &mut rng)?;
     let encoder = standard_normal(M_ENCODER, D_MODEL, &mut rng);

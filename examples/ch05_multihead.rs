@@ -19,7 +19,7 @@ const D_MODEL: usize = 32;
 const H: usize = 4;
 const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     let x = embed_words(&WORDS, D_MODEL, 2024);
     let mha = MultiHeadAttention::new(D_MODEL, H, &mut StdRng::seed_from_u64(4))?;
 

@@ -24,7 +24,7 @@ fn ones_and_zeros(keep: &ArrayRef2<bool>) -> Array2<f32> {
     keep.mapv(|k| if k { 1.0 } else { 0.0 })
 }
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     println!("== The causal mask for n = 5: boolean (1 = keep) and additive ==");
     let keep = causal_mask(5, 5);
     println!("{}", matrix(&ones_and_zeros(&keep), 0));
@@ -99,7 +99,7 @@ fn main() -> Result<(), attn::AttnError> {
 
 /// Figure 6.2: the causal mask, a key-padding mask, and both with left
 /// padding, over the same 5 positions and 3 real tokens as the printed masks.
-fn draw_masks() -> Result<(), attn::AttnError> {
+fn draw_masks() -> Result<(), report::error::ReportError> {
     let positions = ["0", "1", "2", "3", "4"];
     let masks = [
         ("causal", causal_mask(5, 5)),
@@ -134,7 +134,7 @@ fn draw_masks() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 6.2: the same scores, softmaxed without and with the causal mask.
-fn draw_weights() -> Result<(), attn::AttnError> {
+fn draw_weights() -> Result<(), report::error::ReportError> {
     let words = ["The", "cat", "sat", "on", "the", "mat"];
     let mut rng = StdRng::seed_from_u64(55);
     let (q, k) = (
@@ -166,7 +166,7 @@ fn draw_weights() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 6.3: total FLOPs to generate n tokens, with and without a cache.
-fn draw_cost() -> Result<(), attn::AttnError> {
+fn draw_cost() -> Result<(), report::error::ReportError> {
     let d = 512;
     let ns: Vec<u64> = (0..=12).map(|p| 1 << p).collect();
     let series = |label: &str, per_token: fn(u64, u64) -> f64, colour| {
@@ -178,7 +178,7 @@ fn draw_cost() -> Result<(), attn::AttnError> {
                 .collect::<Result<_, attn::AttnError>>()?,
             colour,
             dashed: false,
-        })
+        }) as Result<plot::Series, attn::AttnError>
     };
     let chart = plot::Chart {
         title: "FLOPs to generate n tokens, one attention layer, d = 512",

@@ -32,7 +32,7 @@ const PERM: [usize; 7] = [3, 0, 6, 2, 5, 1, 4];
 /// Offsets for the similarity table.
 const OFFSETS: [usize; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     println!("== Self-attention of 7 tokens, rows permuted by {PERM:?} ==");
     let mut rng = StdRng::seed_from_u64(6);
     let layer = Projections::new(16, 8, 8, &mut rng)?;
@@ -144,7 +144,7 @@ fn main() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 7.1: the encoding of 64 positions in 128 dimensions.
-fn draw_sinusoidal() -> Result<(), attn::AttnError> {
+fn draw_sinusoidal() -> Result<(), report::error::ReportError> {
     let pe = sinusoidal(64, 128)?;
     let every = |n: usize, step: usize| -> Vec<String> {
         (0..n)
@@ -176,7 +176,7 @@ fn draw_sinusoidal() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 7.2: four dimensions of the encoding as functions of position.
-fn draw_curves() -> Result<(), attn::AttnError> {
+fn draw_curves() -> Result<(), report::error::ReportError> {
     let pe = sinusoidal(101, 128)?;
     let colours = [plot::BLUE_, plot::ORANGE_, plot::GREY_, plot::GREEN_];
     let omega = frequencies(128);
@@ -217,7 +217,7 @@ fn draw_curves() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 7.3: similarity of two positions' encodings against their distance.
-fn draw_similarity() -> Result<(), attn::AttnError> {
+fn draw_similarity() -> Result<(), report::error::ReportError> {
     let series = [(64, plot::ORANGE_), (128, plot::BLUE_), (512, plot::GREY_)]
         .iter()
         .map(|&(d, colour)| -> Result<plot::Series, attn::AttnError> {
@@ -246,7 +246,7 @@ fn draw_similarity() -> Result<(), attn::AttnError> {
 }
 
 /// Figure 7.4: ALiBi's bias matrices for four of eight heads.
-fn draw_alibi() -> Result<(), attn::AttnError> {
+fn draw_alibi() -> Result<(), report::error::ReportError> {
     let slopes = alibi_slopes(8)?;
     let positions = ["0", "1", "2", "3", "4", "5", "6", "7"];
     let titles: Vec<String> = [0, 1, 3, 7]

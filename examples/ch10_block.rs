@@ -20,7 +20,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor;
 use report::show::{matrix, shape, table};
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     println!("== One encoder layer, n = 7 tokens, d_model = 64, h = 4, d_ff = 256 ==");
     let mut rng = StdRng::seed_from_u64(8);
     let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng)?;
@@ -103,7 +103,7 @@ fn main() -> Result<(), attn::AttnError> {
 /// The average standard deviation of the rows of the residual stream after
 /// each of `layers` encoder layers (0: the input), for post-norm and
 /// pre-norm stacks built from the same seed.
-fn residual_stream(layers: usize) -> Result<Vec<(f32, f32)>, attn::AttnError> {
+fn residual_stream(layers: usize) -> Result<Vec<(f32, f32)>, report::error::ReportError> {
     let stacks = [Norm::Post, Norm::Pre].map(|norm| {
         let mut rng = StdRng::seed_from_u64(12);
         let c = Config {

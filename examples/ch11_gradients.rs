@@ -16,7 +16,7 @@ use report::ch11::{check_table, gradient_norm_table};
 /// The widths of the scaling experiment.
 const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     println!("== Backward passes against central differences (h = 1e-5, f64, seed 0) ==");
     println!("{}", check_table("operation", &all_checks(0)?));
 

@@ -45,7 +45,7 @@ fn training_log() -> Vec<(usize, f64, Option<f64>)> {
         .collect()
 }
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     let net = TinyTransformer::from_text(&data("ch12-weights.txt"))?;
     let c = net.config();
     println!(
@@ -199,7 +199,7 @@ fn draw_attention(
     example: &[usize],
     file: &'static str,
     title: &str,
-) -> Result<(), attn::AttnError> {
+) -> Result<(), report::error::ReportError> {
     let (inputs, _) = inputs_and_targets(&[example.to_vec()], net.config().k)?;
     let fwd = net.forward(&inputs)?;
     let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();

@@ -18,7 +18,7 @@ use attn::model::{
 };
 use attn::nn::Parameters;
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     for (training, name) in [(BOOK_TRAINING, "ch12"), (BOOK_SORT_TRAINING, "ch12-sort")] {
         train_and_save(&training, name)?;
     }
@@ -27,7 +27,7 @@ fn main() -> Result<(), attn::AttnError> {
 
 /// Trains `BOOK_MODEL` with `training` and writes `NAME-weights.txt` and
 /// `NAME-training.csv`.
-fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), attn::AttnError> {
+fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), report::error::ReportError> {
     let test = held_out(training.task, BOOK_MODEL.k, HELD_OUT.0, HELD_OUT.1)?;
     // Held-out accuracy every 5 steps while the model is learning, then every 20.
     let measured = |step: usize| {

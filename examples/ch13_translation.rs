@@ -30,11 +30,13 @@ fn data(name: &str) -> String {
         .unwrap_or_else(|e| panic!("{path}: {e} (run `cargo xtask train`)"))
 }
 
-fn model(name: &str) -> Result<Seq2Seq, attn::AttnError> {
-    Seq2Seq::from_text(&data(&format!("ch13-{name}-weights.txt")))
+fn model(name: &str) -> Result<Seq2Seq, report::error::ReportError> {
+    Ok(Seq2Seq::from_text(&data(&format!(
+        "ch13-{name}-weights.txt"
+    )))?)
 }
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     println!("== The task ==");
     println!("{}", examples_report(&[342_015, 21_000, 305])?);
     let (held_out, train) = book_pairs()?;
@@ -102,7 +104,9 @@ fn main() -> Result<(), attn::AttnError> {
 }
 
 /// The axis labels of a pair: its words, and the digits each row predicts.
-fn labels(pair: &TranslationPair) -> Result<(Vec<String>, Vec<String>), attn::AttnError> {
+fn labels(
+    pair: &TranslationPair,
+) -> Result<(Vec<String>, Vec<String>), report::error::ReportError> {
     let words = number_words(pair.number)?
         .iter()
         .map(|w| w.to_string())
@@ -116,7 +120,7 @@ fn draw_alignment(
     net: &Seq2Seq,
     pair: &TranslationPair,
     scores: &[Vec<f64>],
-) -> Result<(), attn::AttnError> {
+) -> Result<(), report::error::ReportError> {
     let weights = cross_attention(net, pair)?;
     let (words, rows) = labels(pair)?;
     let words: Vec<&str> = words.iter().map(String::as_str).collect();

@@ -46,7 +46,7 @@ const RUNS: [(&str, Seq2SeqConfig, Seq2SeqTraining); 3] = [
     ),
 ];
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     let (held_out, pairs) = book_pairs()?;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
     let mut curves = Vec::new();

@@ -16,7 +16,7 @@ use report::ch14_report::{
     positional_heads_report, similarity_report, speed_report, tokens_report,
 };
 
-fn main() -> Result<(), attn::AttnError> {
+fn main() -> Result<(), report::error::ReportError> {
     let d = Derived::read()?;
     let corpus = Corpus::read()?;
     let corpus_tokens: Vec<_> = d.tokens[TOKENIZER_EXAMPLES.len() + 1..]

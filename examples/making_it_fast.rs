@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// The roofline at n = 4096: the roof (bandwidth times intensity, and the
 /// 512-bit FMA peak), the peak of the loop as compiled, and each kernel as
 /// a point, on log–log axes.
-fn draw_roofline(fast: &FastData) -> Result<(), attn::AttnError> {
+fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
     let xs: Vec<f64> = (0..=40).map(|i| 2f64.powf(i as f64 / 3.0)).collect(); // 1 to 2¹³ FLOP per byte
     let roof = |peak: f64| -> Vec<(f64, f64)> {
         xs.iter()

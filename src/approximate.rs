@@ -14,7 +14,8 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use crate::attention::check_qkv;
-use crate::error::{check_not_empty, check_overflow, check_size, AttnError};
+use crate::check::{check_not_empty, check_overflow, check_size};
+use crate::error::AttnError;
 use crate::masking::{causal_mask, masked_attention};
 use crate::position::sinusoidal;
 use crate::scaling::standard_normal;

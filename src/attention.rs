@@ -8,7 +8,8 @@
 
 use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
-use crate::error::{check_finite, check_not_empty, check_overflow, AttnError};
+use crate::check::{check_finite, check_not_empty, check_overflow};
+use crate::error::AttnError;
 use crate::real::Real;
 use crate::softmax::softmax_rows_in_place;
 

@@ -95,13 +95,6 @@ pub enum AttnError {
         /// The second shape.
         right: Shape,
     },
-    /// A measurement the book's data files should hold is missing.
-    MissingMeasurement {
-        /// The method, e.g. `"naive"`.
-        method: String,
-        /// The sequence length.
-        n: u64,
-    },
     /// A score softmax cannot weigh: NaN, or `+∞` (`−∞` is a dropped key).
     InvalidScore {
         /// `(row, column)` of the first such score (row 0 for a single row).
@@ -126,22 +119,6 @@ pub enum AttnError {
         /// The first entry that is not finite.
         value: f64,
     },
-    /// A data file of `book/data` that cannot be read.
-    MissingDataFile {
-        /// The file's path.
-        path: String,
-        /// Why it cannot be read.
-        reason: String,
-    },
-    /// Two committed data files put side by side whose figures come from
-    /// different measurement runs or are different statistics (a mean and a
-    /// best-of), which the book never compares.
-    MixedMeasurements {
-        /// The first file, its run and statistic.
-        first: String,
-        /// The file that differs from it.
-        second: String,
-    },
     /// A pretrained model's file (weights, configuration, tokenizer) that
     /// cannot be read, or does not hold what the model needs.
     ModelFile {
@@ -162,6 +139,14 @@ pub enum AttnError {
         /// The value given.
         value: f64,
         /// What the value must satisfy, e.g. `"must be finite and > 0"`.
+        requirement: &'static str,
+    },
+    /// An argument that is not a number does not fit: a forward pass of
+    /// another model, gradients of another model's shape.
+    Mismatched {
+        /// The argument's name.
+        name: &'static str,
+        /// What it must satisfy.
         requirement: &'static str,
     },
 }
@@ -229,6 +214,7 @@ impl fmt::Display for AttnError {
                 value,
                 requirement,
             } => write!(f, "{name} {requirement}, got {}", shortest(value)),
+            AttnError::Mismatched { name, requirement } => write!(f, "{name} {requirement}"),
             AttnError::NotSelfAttention { queries, keys } => write!(
                 f,
                 "causal attention needs one key per query, but there are {queries} queries and {keys} keys"
@@ -238,10 +224,6 @@ impl fmt::Display for AttnError {
                 "{what} must have the same shape, but they are {} and {}",
                 shape(left),
                 shape(right)
-            ),
-            AttnError::MissingMeasurement { ref method, n } => write!(
-                f,
-                "no measurement of {method} at n = {n} in book/data (run `cargo xtask measure`)"
             ),
             AttnError::InvalidScore { position, value } => write!(
                 f,
@@ -262,18 +244,6 @@ impl fmt::Display for AttnError {
                 f,
                 "the gradient of {tensor} holds {value}: a step would make the parameters \
                  non-finite"
-            ),
-            AttnError::MissingDataFile {
-                ref path,
-                ref reason,
-            } => write!(f, "cannot read {path}: {reason} (run `cargo xtask measure`)"),
-            AttnError::MixedMeasurements {
-                ref first,
-                ref second,
-            } => write!(
-                f,
-                "{first} and {second} are not one measurement run with one statistic, so their \
-                 figures cannot be compared: measure them again together (`cargo xtask measure fast`)"
             ),
             AttnError::ModelFile {
                 ref path,
@@ -303,98 +273,6 @@ fn shortest(value: f64) -> String {
         single.to_string()
     } else {
         value.to_string()
-    }
-}
-
-/// Checks that `x`, computed from finite inputs, is finite: an entry that is
-/// not means `f32` overflowed on the way.
-pub(crate) fn check_overflow<F: crate::real::Real>(
-    what: &'static str,
-    x: &ndarray::ArrayRef2<F>,
-) -> Result<(), AttnError> {
-    check_overflow_at(what, x, (0, 0))
-}
-
-/// [`check_overflow`] for a block of a larger matrix whose first entry is at
-/// `offset`: the error names the entry's position in the whole.
-pub(crate) fn check_overflow_at<F: crate::real::Real>(
-    what: &'static str,
-    x: &ndarray::ArrayRef2<F>,
-    offset: (usize, usize),
-) -> Result<(), AttnError> {
-    // One branch-free pass (it vectorises); the position only on failure.
-    let finite = match x.as_slice_memory_order() {
-        Some(all) => all.iter().fold(true, |ok, v| ok & v.is_finite()),
-        None => x.iter().fold(true, |ok, v| ok & v.is_finite()),
-    };
-    if finite {
-        return Ok(());
-    }
-    match x.indexed_iter().find(|(_, v)| !v.is_finite()) {
-        Some(((i, j), &value)) => Err(AttnError::Overflow {
-            what,
-            position: (offset.0 + i, offset.1 + j),
-            value: value.wide() as f32,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// The most entries a matrix the crate builds from sizes alone may have:
-/// 2^30, 4 GiB of `f32`. A larger request is an error rather than an
-/// allocation failure, which would abort the process.
-pub const MAX_ENTRIES: usize = 1 << 30;
-
-/// Checks that a `rows×cols` matrix to be built has at most [`MAX_ENTRIES`].
-pub(crate) fn check_size(name: &'static str, rows: usize, cols: usize) -> Result<(), AttnError> {
-    match rows.checked_mul(cols) {
-        Some(entries) if entries <= MAX_ENTRIES => Ok(()),
-        _ => Err(AttnError::InvalidArgument {
-            name,
-            value: rows as f64 * cols as f64,
-            requirement: "would have more than 2^30 entries (rows × columns)",
-        }),
-    }
-}
-
-/// Checks that an input has at least one row and one column.
-pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnError> {
-    if s.0 == 0 || s.1 == 0 {
-        return Err(AttnError::Empty { name, shape: s });
-    }
-    Ok(())
-}
-
-/// Checks that token vectors `x` are non-empty, `d_model` wide and finite.
-pub(crate) fn check_model_width(
-    name: &'static str,
-    x: &ndarray::ArrayRef2<f32>,
-    d_model: usize,
-) -> Result<(), AttnError> {
-    let s = x.dim();
-    check_not_empty(name, s)?;
-    if s.1 != d_model {
-        return Err(AttnError::ModelWidthMismatch {
-            name,
-            d_model,
-            shape: s,
-        });
-    }
-    check_finite(name, x)
-}
-
-/// Checks that an input holds only finite numbers.
-pub(crate) fn check_finite(
-    name: &'static str,
-    x: &ndarray::ArrayRef2<f32>,
-) -> Result<(), AttnError> {
-    match x.iter().find(|v| !v.is_finite()) {
-        Some(&bad) => Err(AttnError::InvalidArgument {
-            name,
-            value: f64::from(bad),
-            requirement: "must hold only finite numbers",
-        }),
-        None => Ok(()),
     }
 }
 

@@ -19,7 +19,8 @@ use ndarray::{s, Array1, Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::attention::check_qkv;
-use crate::error::{check_finite, check_model_width, check_overflow, AttnError};
+use crate::check::{check_finite, check_model_width, check_overflow};
+use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
 use crate::softmax::exp_nonpositive;
 

@@ -43,6 +43,7 @@ extern crate blas_src;
 pub mod approximate;
 pub mod attention;
 pub mod block;
+pub(crate) mod check;
 pub mod complexity;
 pub mod error;
 pub mod exercises;

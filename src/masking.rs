@@ -18,7 +18,8 @@ use std::ops::Range;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 
 use crate::attention::{attend, check_qkv, for_each_item, Attention, BatchedAttention, Scores};
-use crate::error::{check_size, AttnError};
+use crate::check::check_size;
+use crate::error::AttnError;
 use crate::scaled_dot_product_attention;
 
 // ANCHOR: causal

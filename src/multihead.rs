@@ -19,7 +19,8 @@ use ndarray::{concatenate, s, Array1, Array2, Array3, ArrayRef2, ArrayRef3, Arra
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::attention::{batched_attention, for_each_item};
-use crate::error::{check_finite, check_model_width, check_not_empty, AttnError};
+use crate::check::{check_finite, check_model_width, check_not_empty};
+use crate::error::AttnError;
 use crate::masking::masked_attention;
 use crate::projection::{init_weight, project};
 use crate::scaling::{entropy, standard_normal};

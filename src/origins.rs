@@ -16,7 +16,8 @@ use ndarray_rand::rand::rngs::StdRng;
 use ndarray_rand::rand::SeedableRng;
 
 use crate::attention::{check_qkv, Attention};
-use crate::error::{check_finite, check_not_empty, check_overflow, check_size, AttnError};
+use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
+use crate::error::AttnError;
 use crate::projection::init_weight;
 use crate::scaling::standard_normal;
 use crate::softmax::softmax_rows_in_place;

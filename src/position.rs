@@ -13,7 +13,8 @@
 
 use ndarray::{Array1, Array2, ArrayRef2};
 
-use crate::error::{check_finite, check_overflow, check_size, AttnError};
+use crate::check::{check_finite, check_overflow, check_size};
+use crate::error::AttnError;
 
 /// Checks that `d` is a positive, even width: the schemes here work on
 /// pairs of dimensions `(2i, 2i+1)`.

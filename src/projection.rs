@@ -19,9 +19,8 @@ use ndarray_rand::rand_distr::Normal;
 use ndarray_rand::RandomExt;
 
 use crate::attention::{scaled_dot_product_attention, Attention};
-use crate::error::{
-    check_finite, check_model_width, check_not_empty, check_overflow, check_size, AttnError,
-};
+use crate::check::{check_finite, check_model_width, check_not_empty, check_overflow, check_size};
+use crate::error::AttnError;
 
 // ANCHOR: projections
 /// The three learned matrices of one attention layer (one head). Private,

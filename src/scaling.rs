@@ -13,7 +13,8 @@ use ndarray_rand::rand::SeedableRng;
 use ndarray_rand::rand_distr::StandardNormal;
 use ndarray_rand::RandomExt;
 
-use crate::error::{check_not_empty, AttnError};
+use crate::check::check_not_empty;
+use crate::error::AttnError;
 use crate::real::Real;
 use crate::softmax::softmax;
 

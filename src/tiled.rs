@@ -15,7 +15,8 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut2};
 
 use crate::attention::check_qkv;
-use crate::error::{check_overflow, check_overflow_at, AttnError};
+use crate::check::{check_overflow, check_overflow_at};
+use crate::error::AttnError;
 use crate::softmax::{exp_nonpositive, max_of, sum_of};
 
 /// Queries per tile.

@@ -2,6 +2,7 @@
 //! seeded toy problem, the cost of the two scores, and how sharp each can
 //! make its weights.
 
+use crate::error::ReportError;
 use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 use ndarray_rand::rand_distr::{Distribution, Normal};
@@ -20,12 +21,14 @@ pub const BANDWIDTHS: [f32; 3] = [0.05, 0.3, 2.0];
 
 /// `count` training points: `x` uniform in `[0, 5)`, sorted, and
 /// `y = truth(x)` plus Gaussian noise of standard deviation 0.3 (seeded).
-pub fn training_set(count: usize, seed: u64) -> Result<(Array1<f32>, Array1<f32>), AttnError> {
+pub fn training_set(count: usize, seed: u64) -> Result<(Array1<f32>, Array1<f32>), ReportError> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let noise = Normal::new(0.0_f32, 0.3).map_err(|_| AttnError::InvalidArgument {
-        name: "noise",
-        value: 0.3,
-        requirement: "must be a valid standard deviation",
+    let noise = Normal::new(0.0_f32, 0.3).map_err(|_| {
+        ReportError::Attn(AttnError::InvalidArgument {
+            name: "noise",
+            value: 0.3,
+            requirement: "must be a valid standard deviation",
+        })
     })?;
     let mut x: Vec<f32> = (0..count).map(|_| rng.random_range(0.0..5.0)).collect();
     x.sort_by(f32::total_cmp);
@@ -48,7 +51,7 @@ pub fn bandwidth_table(
     x: &Array1<f32>,
     y: &Array1<f32>,
     queries: &Array1<f32>,
-) -> Result<String, AttnError> {
+) -> Result<String, ReportError> {
     let mut rows = Vec::new();
     for rho in BANDWIDTHS {
         let a = kernel_regression(queries, x, y, rho)?;

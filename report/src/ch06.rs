@@ -1,13 +1,13 @@
 //! Chapter 6's printed tables.
 
-use attn::error::AttnError;
+use crate::error::ReportError;
 use attn::masking::{cumulative_flops, flops_per_token_with_cache, flops_per_token_without_cache};
 
 use crate::show::table;
 
 /// The decode-cost table the chapter prints: for each `n`, the FLOPs for
 /// token `n` and for all `n` tokens, without and with the cache, in GFLOP.
-pub fn decode_cost_table(ns: &[u64], d: u64) -> Result<String, AttnError> {
+pub fn decode_cost_table(ns: &[u64], d: u64) -> Result<String, ReportError> {
     let giga = |flops: f64| format!("{:.3}", flops / 1e9);
     let rows: Vec<Vec<String>> = ns
         .iter()
@@ -27,7 +27,7 @@ pub fn decode_cost_table(ns: &[u64], d: u64) -> Result<String, AttnError> {
                 format!("{:.0}×", all_without / all_with),
             ])
         })
-        .collect::<Result<_, AttnError>>()?;
+        .collect::<Result<_, ReportError>>()?;
     Ok(table(
         &[
             "n",

@@ -2,8 +2,8 @@
 //! the caller has computed once (the example prints them, the numbers test
 //! quotes them and checks the same values).
 
+use crate::error::ReportError;
 use crate::show::table;
-use attn::error::AttnError;
 use attn::model::{
     accuracy, check_examples, greedy_decode, inputs_and_targets, most_probable, TinyTransformer,
     SEP,
@@ -33,7 +33,7 @@ pub fn accuracy_report(
     net: &TinyTransformer,
     test: &[Vec<usize>],
     (exact, digits): (f64, f64),
-) -> Result<String, AttnError> {
+) -> Result<String, ReportError> {
     let k = net.config().k;
     let mut out = format!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}");
     let prompts: Vec<Vec<usize>> = test.iter().take(3).map(|e| e[..=k].to_vec()).collect();
@@ -109,7 +109,7 @@ pub fn digit_attention_report(models: &[(&str, &[Vec<DigitAttention>], f64)]) ->
 pub fn mirror_attention(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
-) -> Result<Vec<Vec<f64>>, AttnError> {
+) -> Result<Vec<Vec<f64>>, ReportError> {
     let k = net.config().k;
     check_examples(examples, k)?;
     let (inputs, _) = inputs_and_targets(examples, k)?;
@@ -128,8 +128,8 @@ pub fn mirror_attention(
 /// `f(block, head)` for every block and head of `net`, one row a block.
 fn per_block_and_head<T>(
     net: &TinyTransformer,
-    f: impl Fn(usize, usize) -> Result<T, AttnError>,
-) -> Result<Vec<Vec<T>>, AttnError> {
+    f: impl Fn(usize, usize) -> Result<T, ReportError>,
+) -> Result<Vec<Vec<T>>, ReportError> {
     let (layers, heads) = (net.config().layers, net.config().heads);
     (0..layers)
         .map(|l| (0..heads).map(|h| f(l, h)).collect())
@@ -155,7 +155,7 @@ pub struct DigitAttention {
 pub fn digit_attention(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
-) -> Result<Vec<Vec<DigitAttention>>, AttnError> {
+) -> Result<Vec<Vec<DigitAttention>>, ReportError> {
     let k = net.config().k;
     check_examples(examples, k)?;
     let (inputs, _) = inputs_and_targets(examples, k)?;
@@ -189,7 +189,7 @@ pub fn digit_attention(
 /// The weight a uniform head would put on the prompt positions holding the
 /// digit to output next: at answer step `j` the query sees `k + j + 1`
 /// keys. The baseline for [`digit_attention`]'s `on_target`.
-pub fn uniform_target_share(examples: &[Vec<usize>], k: usize) -> Result<f64, AttnError> {
+pub fn uniform_target_share(examples: &[Vec<usize>], k: usize) -> Result<f64, ReportError> {
     check_examples(examples, k)?;
     let mut total = 0.0;
     for e in examples {
@@ -208,7 +208,7 @@ pub fn accuracy_after(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
     depth: usize,
-) -> Result<f64, AttnError> {
+) -> Result<f64, ReportError> {
     let k = net.config().k;
     check_examples(examples, k)?;
     let (inputs, targets) = inputs_and_targets(examples, k)?;
@@ -235,7 +235,7 @@ pub type Ablation = (String, f64, f64);
 pub fn ablations(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
-) -> Result<Vec<Ablation>, AttnError> {
+) -> Result<Vec<Ablation>, ReportError> {
     let c = net.config();
     let mut sets = vec![("none".to_string(), Vec::new())];
     for block in 1..=c.layers {

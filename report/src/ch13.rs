@@ -4,8 +4,8 @@
 //! Each report formats values the caller computed once (the example prints
 //! them, the numbers test quotes them and checks the same values).
 
+use crate::error::ReportError;
 use crate::show::table;
-use attn::error::AttnError;
 use attn::grad::Matrix;
 use attn::translation::{
     alignment, batch, corpus_bleu, number_pair, number_words, score, translate_all, Seq2Seq,
@@ -23,7 +23,7 @@ pub fn digits(target: &[usize]) -> String {
 
 /// The task's examples: each number, its words, its digits, and the word
 /// each digit translates (`–`: none).
-pub fn examples_report(numbers: &[u32]) -> Result<String, AttnError> {
+pub fn examples_report(numbers: &[u32]) -> Result<String, ReportError> {
     let mut rows = Vec::new();
     for &x in numbers {
         let words = number_words(x)?;
@@ -42,7 +42,7 @@ pub fn examples_report(numbers: &[u32]) -> Result<String, AttnError> {
 
 /// Chapter 13's worked BLEU example: two candidates, their references,
 /// and every step of corpus BLEU.
-pub fn bleu_report() -> Result<String, AttnError> {
+pub fn bleu_report() -> Result<String, ReportError> {
     let candidates = [vec![3, 4, 2, 0, 5], vec![7, 0, 0]];
     let references = [vec![3, 4, 2, 0, 1, 5], vec![7, 0, 0]];
     let bleu = corpus_bleu(&candidates, &references)?;
@@ -125,7 +125,7 @@ pub fn length_report(
 pub fn cross_attention(
     net: &Seq2Seq,
     pair: &TranslationPair,
-) -> Result<Vec<Vec<Matrix>>, AttnError> {
+) -> Result<Vec<Vec<Matrix>>, ReportError> {
     let fwd = net.forward(&batch(&[(&pair.source[..], &pair.target[..])])?)?;
     let c = net.config();
     (0..c.layers)
@@ -142,7 +142,7 @@ pub fn cross_attention(
 /// `1/words`), and the diagonal (digit `i` of `T` from word
 /// `round(i·(S − 1)/(T − 1))` of `S`), which a language without
 /// reordering would favour.
-pub fn alignment_baselines(pairs: &[TranslationPair]) -> Result<(f64, f64), AttnError> {
+pub fn alignment_baselines(pairs: &[TranslationPair]) -> Result<(f64, f64), ReportError> {
     let (mut chance, mut diagonal, mut aligned) = (0.0, 0, 0);
     for pair in pairs {
         let gold = alignment(pair.number)?;
@@ -198,7 +198,7 @@ pub type Translations = Vec<Vec<usize>>;
 pub fn decode_and_score(
     models: &[(&'static str, &Seq2Seq, &[usize])],
     pairs: &[TranslationPair],
-) -> Result<(Vec<Score>, Vec<Translations>), AttnError> {
+) -> Result<(Vec<Score>, Vec<Translations>), ReportError> {
     let (mut results, mut translations) = (Vec::new(), Vec::new());
     for &(name, net, widths) in models {
         for &width in widths {

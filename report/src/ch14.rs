@@ -4,6 +4,7 @@
 //! (`cargo xtask model`); [`super::ch14_data`] writes their results to
 //! `book/data/`, from which the chapter's example prints and draws.
 
+use crate::error::ReportError;
 use std::path::PathBuf;
 
 use ndarray::Array1;
@@ -43,18 +44,18 @@ pub struct Corpus {
 impl Corpus {
     /// Reads the corpus: `#` lines are comments; the first block of lines
     /// comes in pairs, the block after the blank line is single sentences.
-    pub fn read() -> Result<Corpus, AttnError> {
+    pub fn read() -> Result<Corpus, ReportError> {
         let path = crate::root().join("book/data/ch14-corpus.txt");
-        let text = std::fs::read_to_string(&path).map_err(|e| AttnError::MissingDataFile {
+        let text = std::fs::read_to_string(&path).map_err(|e| ReportError::MissingDataFile {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
         let text: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         let blocks: Vec<&[&str]> = text.split(|l| l.trim().is_empty()).collect();
         let [paired, singles] = blocks[..] else {
-            return Err(AttnError::InvalidWeights {
+            return Err(ReportError::Attn(AttnError::InvalidWeights {
                 reason: format!("{}: expected two blocks of lines", path.display()),
-            });
+            }));
         };
         Ok(Corpus {
             pairs: paired
@@ -78,8 +79,11 @@ impl Corpus {
 }
 
 /// Tokenises every sentence.
-pub fn tokenize_all(wordpiece: &WordPiece, sentences: &[&str]) -> Result<Vec<Tokens>, AttnError> {
-    sentences.iter().map(|s| wordpiece.tokenize(s)).collect()
+pub fn tokenize_all(wordpiece: &WordPiece, sentences: &[&str]) -> Result<Vec<Tokens>, ReportError> {
+    Ok(sentences
+        .iter()
+        .map(|s| wordpiece.tokenize(s))
+        .collect::<Result<_, _>>()?)
 }
 
 /// Sentence embeddings per second, one sentence at a time: the best of
@@ -88,7 +92,7 @@ pub fn embeddings_per_second(
     bert: &Bert,
     sentences: &[Tokens],
     rounds: usize,
-) -> Result<f64, AttnError> {
+) -> Result<f64, ReportError> {
     let mut best = f64::INFINITY;
     for _ in 0..rounds {
         let start = std::time::Instant::now();

@@ -3,6 +3,7 @@
 //! [`Derived::read`], so that the chapter's example, its figures and its
 //! numbers test need no model. A test derives them again and compares.
 
+use crate::error::ReportError;
 use std::path::{Path, PathBuf};
 
 use ndarray::Array3;
@@ -10,7 +11,6 @@ use ndarray::Array3;
 use super::ch14::{tokenize_all, Corpus, FIGURE_SENTENCE, TOKENIZER_EXAMPLES};
 use super::measurements::{bad, data_rows, number};
 use super::provenance::{one_run, Provenance};
-use attn::error::AttnError;
 use attn::pretrained::{
     ablations, corpus_statistics, embeddings, pair_similarities, unrelated_similarities, Ablation,
     HeadStatistics,
@@ -54,7 +54,7 @@ pub fn data_dir() -> PathBuf {
 
 /// Computes every file's text from the model in `model` (a few minutes in a
 /// debug build).
-pub fn derive(model: &Path) -> Result<Vec<String>, AttnError> {
+pub fn derive(model: &Path) -> Result<Vec<String>, ReportError> {
     let bert = Bert::load(model)?;
     let wordpiece = WordPiece::load(model)?;
     let corpus = Corpus::read()?;
@@ -146,8 +146,8 @@ pub struct Speeds {
 }
 
 /// Reads both speed files and checks they are one run.
-pub fn read_speeds() -> Result<Speeds, AttnError> {
-    let speed = |file: &str| -> Result<(f64, Provenance), AttnError> {
+pub fn read_speeds() -> Result<Speeds, ReportError> {
+    let speed = |file: &str| -> Result<(f64, Provenance), ReportError> {
         let (source, text) = Provenance::read(file)?;
         let row = rows(&text)
             .next()
@@ -170,7 +170,7 @@ fn rows(text: &str) -> impl Iterator<Item = Vec<&str>> {
 
 impl Derived {
     /// Reads the committed files from `book/data/`.
-    pub fn read() -> Result<Derived, AttnError> {
+    pub fn read() -> Result<Derived, ReportError> {
         let text =
             |file: &str| std::fs::read_to_string(data_dir().join(file)).map_err(|e| bad(file, e));
         let [tensors, tokens, attention, heads, similarity] = FILES.map(text);
@@ -178,7 +178,7 @@ impl Derived {
     }
 
     /// Parses the files' texts, in the order of [`FILES`].
-    pub fn parse(texts: &[String]) -> Result<Derived, AttnError> {
+    pub fn parse(texts: &[String]) -> Result<Derived, ReportError> {
         let [tensors_text, tokens_text, attention_text, heads_text, similarity_text] = texts else {
             return Err(bad("ch14-*", "expected five files"));
         };

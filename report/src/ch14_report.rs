@@ -4,6 +4,7 @@
 
 use super::ch14::{heads_at_least, row_means, uniform_entropy, Corpus, FIGURE_SENTENCE};
 use super::ch14_data::Derived;
+use crate::error::ReportError;
 use crate::show::table;
 use attn::error::AttnError;
 use attn::pretrained::Tokens;
@@ -160,14 +161,14 @@ pub fn ablation_report(d: &Derived) -> String {
 
 /// Each paraphrase pair's cosine similarity, and (`unrelated`) the cosine
 /// similarity of its first sentence with the next pair's paraphrase.
-pub fn similarity_report(d: &Derived, corpus: &Corpus) -> Result<String, AttnError> {
+pub fn similarity_report(d: &Derived, corpus: &Corpus) -> Result<String, ReportError> {
     let pairs = corpus.pairs.len();
     if d.similarity.len() != pairs {
-        return Err(AttnError::InvalidArgument {
+        return Err(ReportError::Attn(AttnError::InvalidArgument {
             name: "similarity rows",
             value: d.similarity.len() as f64,
             requirement: "must be one per paraphrase pair",
-        });
+        }));
     }
     let rows: Vec<Vec<String>> = corpus
         .pairs
@@ -219,12 +220,12 @@ pub fn measured_report(crate_measured: &str, pytorch_measured: &str) -> String {
 }
 
 /// The figure's sentence and its tokens.
-pub fn figure_tokens(d: &Derived) -> Result<&Tokens, AttnError> {
+pub fn figure_tokens(d: &Derived) -> Result<&Tokens, ReportError> {
     d.tokens
         .iter()
         .find(|(s, _)| s == FIGURE_SENTENCE)
         .map(|(_, t)| t)
-        .ok_or_else(|| AttnError::MissingDataFile {
+        .ok_or_else(|| ReportError::MissingDataFile {
             path: "book/data/ch14-tokens.tsv".into(),
             reason: "no row for the figure's sentence".into(),
         })

@@ -6,8 +6,8 @@
 
 use super::measurements::{bad, measured, read_measurements, Measurement};
 use super::provenance::{one_run, Provenance};
+use crate::error::ReportError;
 use crate::show::table;
-use attn::error::AttnError;
 use attn::multihead::multihead_flops;
 
 /// The files of one appendix run that [`FastData::read`] reads.
@@ -49,7 +49,7 @@ pub struct FastData {
 }
 
 /// The value of `key` in `appendix-machine.csv`.
-pub(super) fn machine_value(machine: &str, key: &str) -> Result<f64, AttnError> {
+pub(super) fn machine_value(machine: &str, key: &str) -> Result<f64, ReportError> {
     machine
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{key},")))
@@ -60,7 +60,7 @@ pub(super) fn machine_value(machine: &str, key: &str) -> Result<f64, AttnError> 
 impl FastData {
     /// Reads the files of [`FAST_FILES`] from `book/data/`, and checks
     /// that they are one measurement run with one statistic.
-    pub fn read() -> Result<FastData, AttnError> {
+    pub fn read() -> Result<FastData, ReportError> {
         let files = FAST_FILES
             .iter()
             .map(|f| Provenance::read(f))
@@ -69,7 +69,7 @@ impl FastData {
     }
 
     /// Parses the files' headers and texts, in the order of [`FAST_FILES`].
-    pub fn parse(files: &[(Provenance, String)]) -> Result<FastData, AttnError> {
+    pub fn parse(files: &[(Provenance, String)]) -> Result<FastData, ReportError> {
         let [(_, timings), (_, blas), (_, numpy), (_, pytorch), (_, machine)] = files else {
             return Err(bad(
                 "appendix-timings.csv",
@@ -109,13 +109,13 @@ impl FastData {
     }
 
     /// Milliseconds of the crate's `method` at `n`.
-    pub fn ours(&self, method: &str, n: u64) -> Result<f64, AttnError> {
+    pub fn ours(&self, method: &str, n: u64) -> Result<f64, ReportError> {
         Ok(measured(&self.crate_ns, method, n)? / 1e6)
     }
 
     /// Criterion's 95% interval of the mean of the crate's `method` at `n`,
     /// in milliseconds.
-    pub fn ours_interval(&self, method: &str, n: u64) -> Result<(f64, f64), AttnError> {
+    pub fn ours_interval(&self, method: &str, n: u64) -> Result<(f64, f64), ReportError> {
         let (low, high) = &self.crate_interval_ns;
         Ok((
             measured(low, method, n)? / 1e6,
@@ -130,29 +130,29 @@ impl FastData {
     }
 
     /// Milliseconds of the crate's `method` at `n`, built with OpenBLAS.
-    pub fn ours_blas(&self, method: &str, n: u64) -> Result<f64, AttnError> {
+    pub fn ours_blas(&self, method: &str, n: u64) -> Result<f64, ReportError> {
         Ok(measured(&self.blas_ns, method, n)? / 1e6)
     }
 
     /// Milliseconds of NumPy's `version` at `n`.
-    pub fn numpy(&self, version: &str, n: u64) -> Result<f64, AttnError> {
+    pub fn numpy(&self, version: &str, n: u64) -> Result<f64, ReportError> {
         Ok(measured(&self.numpy_ns, version, n)? / 1e6)
     }
 
     /// Milliseconds of PyTorch's `method` at `n`.
-    pub fn theirs(&self, method: &str, n: u64) -> Result<f64, AttnError> {
+    pub fn theirs(&self, method: &str, n: u64) -> Result<f64, ReportError> {
         Ok(measured(&self.pytorch_ns, method, n)? / 1e6)
     }
 
     /// Nanoseconds per exponential of `std_exp` or `exp_nonpositive`, timed
     /// on a million exponents in a row.
-    pub fn per_exponential(&self, function: &str) -> Result<f64, AttnError> {
+    pub fn per_exponential(&self, function: &str) -> Result<f64, ReportError> {
         Ok(measured(&self.crate_ns, function, 1 << 20)? / (1 << 20) as f64)
     }
 
     /// GFLOP/s of the multi-head layer (`multihead_1t`) or of one 512×512
     /// by 512×512 product (`matmul_512`) at n = 512, with or without OpenBLAS.
-    pub fn layer_gflops(&self, method: &str, blas: bool) -> Result<f64, AttnError> {
+    pub fn layer_gflops(&self, method: &str, blas: bool) -> Result<f64, ReportError> {
         let flops = match method {
             "matmul_512" => PRODUCT_FLOPS,
             _ => multihead_flops(512, 512, 512, 8)?,
@@ -169,7 +169,7 @@ impl FastData {
 /// NumPy's tutorial version (`float64` by accident) and its careful
 /// `float32` version beside the crate's naive, tiled and tiled causal
 /// attention, in milliseconds per call at `ns`, one thread.
-pub fn numpy_table(d: &FastData, ns: &[u64]) -> Result<String, AttnError> {
+pub fn numpy_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
     let mut rows = Vec::new();
     for &n in ns {
         let mut row = vec![n.to_string()];
@@ -195,7 +195,7 @@ pub fn numpy_table(d: &FastData, ns: &[u64]) -> Result<String, AttnError> {
 /// Naive and tiled attention without and with OpenBLAS beside NumPy's
 /// `float32` version, in milliseconds per call at `ns`, and the layer's and
 /// the product's GFLOP/s with OpenBLAS.
-pub fn blas_table(d: &FastData, ns: &[u64]) -> Result<String, AttnError> {
+pub fn blas_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
     let mut rows = Vec::new();
     for &n in ns {
         rows.push(vec![
@@ -227,7 +227,7 @@ pub fn blas_table(d: &FastData, ns: &[u64]) -> Result<String, AttnError> {
 /// a million exponents in a row, and what n = 4096's n² exponentials would
 /// take at those rates (an estimate: in a call they run inside the softmax's
 /// passes over memory, not in a loop of their own).
-pub fn exponential_report(d: &FastData) -> Result<String, AttnError> {
+pub fn exponential_report(d: &FastData) -> Result<String, ReportError> {
     let (std_exp, fast) = (
         d.per_exponential("std_exp")?,
         d.per_exponential("exp_nonpositive")?,
@@ -244,7 +244,7 @@ pub fn exponential_report(d: &FastData) -> Result<String, AttnError> {
 
 /// Chapter 5's layer at n = 512, d_model = 512, h = 8, and one product of
 /// its projections' shape: time and GFLOP/s.
-pub fn layer_line(d: &FastData) -> Result<String, AttnError> {
+pub fn layer_line(d: &FastData) -> Result<String, ReportError> {
     Ok(format!(
         "layer: {:.2} ms, {:.0} GFLOP/s; a 512×512 by 512×512 product: {:.3} ms, {:.0} GFLOP/s",
         d.ours("multihead_1t", 512)?,

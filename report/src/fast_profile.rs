@@ -4,9 +4,9 @@
 use super::fast_data::machine_value;
 use super::measurements::{bad, data_rows, number};
 use super::provenance::{one_run, Provenance};
+use crate::error::ReportError;
 use crate::show::table;
 use attn::complexity::attention_flops;
-use attn::error::AttnError;
 use attn::fast::{Tiles, FAST_TILES};
 
 /// The fast kernel's profile at n = 4096, d = 64 (`appendix-profile.csv`)
@@ -36,7 +36,7 @@ pub const PROFILE_FILES: [&str; 3] = [
 impl ProfileData {
     /// Reads the files of [`PROFILE_FILES`] from `book/data/`, and checks
     /// that they are one measurement run with one statistic.
-    pub fn read() -> Result<ProfileData, AttnError> {
+    pub fn read() -> Result<ProfileData, ReportError> {
         let [profile, tiles, machine] = PROFILE_FILES.map(Provenance::read);
         let ((p, profile), (t, tiles), (m, machine)) = (profile?, tiles?, machine?);
         one_run(&[&p, &t, &m])?;
@@ -47,7 +47,7 @@ impl ProfileData {
 
     /// Parses the texts of `appendix-profile.csv`, `appendix-tiles.csv` and
     /// the cache sizes of `appendix-machine.csv` (without their sources).
-    pub fn parse(profile: &str, tiles: &str, machine: &str) -> Result<ProfileData, AttnError> {
+    pub fn parse(profile: &str, tiles: &str, machine: &str) -> Result<ProfileData, ReportError> {
         let mut phases = Vec::new();
         for r in data_rows(profile, ',') {
             let f = "appendix-profile.csv";
@@ -85,7 +85,7 @@ impl ProfileData {
     }
 
     /// The fast kernel's whole call with `tiles`, in ns.
-    pub fn call(&self, tiles: Tiles) -> Result<f64, AttnError> {
+    pub fn call(&self, tiles: Tiles) -> Result<f64, ReportError> {
         self.calls
             .iter()
             .find(|(t, _)| *t == tiles)
@@ -104,7 +104,7 @@ pub fn working_set(tiles: Tiles, d: usize) -> usize {
 /// Where the time of one call goes at n = 4096, d = 64, one thread: each
 /// phase chapter 9's way and the fast kernel's, the time saved, the
 /// products' GFLOP/s and each phase's share of the fast call.
-pub fn profile_table(p: &ProfileData) -> Result<String, AttnError> {
+pub fn profile_table(p: &ProfileData) -> Result<String, ReportError> {
     let product_flops = attention_flops(4096, 64) / 2.0; // each of the two products
     let whole = p.call(FAST_TILES)?;
     let label = |name: &str| match name {
@@ -162,7 +162,7 @@ pub fn profile_table(p: &ProfileData) -> Result<String, AttnError> {
 
 /// The fast kernel's whole call at n = 4096 with each tile size, with the
 /// tile's working set against the caches.
-pub fn tiles_table(p: &ProfileData) -> Result<String, AttnError> {
+pub fn tiles_table(p: &ProfileData) -> Result<String, ReportError> {
     let rows: Vec<Vec<String>> = p
         .calls
         .iter()

@@ -4,9 +4,9 @@
 //! reader's API.
 
 use super::fast_data::FastData;
+use crate::error::ReportError;
 use crate::show::table;
 use attn::complexity::attention_flops;
-use attn::error::AttnError;
 use attn::fast::roofline::{attention_intensity, roofline};
 
 /// The machine's limits and the ridge points between them: the FMA peak of
@@ -35,7 +35,7 @@ pub fn machine_report(d: &FastData) -> String {
 /// Milliseconds per call at `ns`, d = 64, plain or causal: the chapters'
 /// functions, the fast kernel and PyTorch's SDPA on 1 and 2 threads, and
 /// the fast kernel's speed relative to PyTorch's (PyTorch's time / ours).
-pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, AttnError> {
+pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, ReportError> {
     let c = if causal { "_causal" } else { "" };
     let mut rows = Vec::new();
     for &n in ns {
@@ -87,7 +87,7 @@ pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, Attn
 
 /// The multi-head layer at n = 512, d_model = 512, h = 8: chapter 5's,
 /// the fast one on 1 and 2 threads, and `nn.MultiheadAttention`.
-pub fn layer_report(d: &FastData) -> Result<String, AttnError> {
+pub fn layer_report(d: &FastData) -> Result<String, ReportError> {
     let n = 512;
     let (fast_1, fast_2) = (
         d.ours("fast_multihead_1t", n)?,
@@ -109,7 +109,7 @@ pub fn layer_report(d: &FastData) -> Result<String, AttnError> {
 /// scores has the naive intensity; the fused kernels are placed where each
 /// input is read once, the least traffic any of them can have (their tiles
 /// re-read `K` and `V`: `roofline::tiled_intensity`).
-pub fn roofline_points(d: &FastData, n: u64) -> Result<Vec<(String, f64, f64)>, AttnError> {
+pub fn roofline_points(d: &FastData, n: u64) -> Result<Vec<(String, f64, f64)>, ReportError> {
     let gflops = |ms: f64, causal: bool| {
         let flops = attention_flops(n, 64) / if causal { 2.0 } else { 1.0 };
         flops / (ms * 1e6)
@@ -133,7 +133,7 @@ pub fn roofline_points(d: &FastData, n: u64) -> Result<Vec<(String, f64, f64)>, 
 
 /// The points, each with the roofline's bound at its intensity (under the
 /// 512-bit peak, [`FastData::roof`]) and the share of it reached.
-pub fn roofline_report(d: &FastData, n: u64) -> Result<String, AttnError> {
+pub fn roofline_report(d: &FastData, n: u64) -> Result<String, ReportError> {
     let rows: Vec<Vec<String>> = roofline_points(d, n)?
         .into_iter()
         .map(|(name, intensity, achieved)| {
@@ -162,15 +162,15 @@ pub fn roofline_report(d: &FastData, n: u64) -> Result<String, AttnError> {
 /// PyTorch's time over the fast kernel's for each comparison the appendix
 /// makes, labelled: plain and causal attention at `ns` on one and two
 /// threads, then the multi-head layer at n = 512.
-pub fn vs_pytorch(d: &FastData, ns: &[u64]) -> Result<Vec<(&'static str, Vec<f64>)>, AttnError> {
+pub fn vs_pytorch(d: &FastData, ns: &[u64]) -> Result<Vec<(&'static str, Vec<f64>)>, ReportError> {
     let ratio =
         |theirs: String, ours: String, n: u64| Ok(d.theirs(&theirs, n)? / d.ours(&ours, n)?);
-    let attention = |c: &str, t: &str| -> Result<Vec<f64>, AttnError> {
+    let attention = |c: &str, t: &str| -> Result<Vec<f64>, ReportError> {
         ns.iter()
             .map(|&n| ratio(format!("sdpa{c}_{t}"), format!("fast{c}_{t}"), n))
             .collect()
     };
-    let layer = |t: &str| -> Result<Vec<f64>, AttnError> {
+    let layer = |t: &str| -> Result<Vec<f64>, ReportError> {
         Ok(vec![ratio(
             format!("multihead_{t}"),
             format!("fast_multihead_{t}"),
@@ -214,7 +214,7 @@ fn range(ratios: &[f64]) -> String {
 /// The fast kernel against PyTorch, as measured: for each comparison the
 /// range of PyTorch's time over ours at n = 1024, 2048 and 4096 (the layer
 /// at n = 512), and what it says; then what a second thread buys.
-pub fn speed_report(d: &FastData) -> Result<String, AttnError> {
+pub fn speed_report(d: &FastData) -> Result<String, ReportError> {
     let ns = [1024, 2048, 4096];
     let mut rows = Vec::new();
     for (what, ratios) in vs_pytorch(d, &ns)? {
@@ -224,7 +224,7 @@ pub fn speed_report(d: &FastData) -> Result<String, AttnError> {
     let speed_up: Vec<f64> = ns
         .iter()
         .map(|&n| Ok(d.ours("fast_1t", n)? / d.ours("fast_2t", n)?))
-        .collect::<Result<_, AttnError>>()?;
+        .collect::<Result<_, ReportError>>()?;
     let (largest, at) =
         speed_up.iter().zip(ns).fold(
             (0.0, 0),

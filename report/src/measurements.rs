@@ -2,13 +2,13 @@
 //! fast": reading the committed files of `book/data/` and formatting the
 //! tables the chapters quote. Report helpers, not a reader's API.
 
+use crate::error::ReportError;
 use attn::complexity::{attention_flops, fitted_exponent, projection_flops};
-use attn::error::AttnError;
 
 /// The text of `book/data/NAME`, the committed measurements.
-pub fn data_file(name: &str) -> Result<String, AttnError> {
+pub fn data_file(name: &str) -> Result<String, ReportError> {
     let path = crate::root().join("book/data").join(name);
-    std::fs::read_to_string(&path).map_err(|e| AttnError::MissingDataFile {
+    std::fs::read_to_string(&path).map_err(|e| ReportError::MissingDataFile {
         reason: e.to_string(),
         path: path.display().to_string(),
     })
@@ -24,15 +24,15 @@ pub(crate) fn data_rows(text: &str, separator: char) -> impl Iterator<Item = Vec
 }
 
 /// The error for `book/data/FILE` that does not hold what it should.
-pub(crate) fn bad(file: &str, what: impl std::fmt::Display) -> AttnError {
-    AttnError::MissingDataFile {
+pub(crate) fn bad(file: &str, what: impl std::fmt::Display) -> ReportError {
+    ReportError::MissingDataFile {
         path: format!("book/data/{file}"),
         reason: what.to_string(),
     }
 }
 
 /// A number read from a field of `book/data/FILE`.
-pub(crate) fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, AttnError> {
+pub(crate) fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError> {
     field
         .trim()
         .parse()
@@ -102,8 +102,8 @@ pub const TIMED_METHODS: [&str; 6] = [
 
 /// The value measured for `method` at `n`, or an error if the data holds
 /// no such measurement.
-pub fn measured(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnError> {
-    lookup(rows, method, n).ok_or_else(|| AttnError::MissingMeasurement {
+pub fn measured(rows: &[Measurement], method: &str, n: u64) -> Result<f64, ReportError> {
+    lookup(rows, method, n).ok_or_else(|| ReportError::MissingMeasurement {
         method: method.to_string(),
         n,
     })
@@ -111,7 +111,7 @@ pub fn measured(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnE
 
 /// Milliseconds measured for `method` at `n`, from rows whose values are
 /// nanoseconds, or an error if the data holds no such measurement.
-pub fn millis(rows: &[Measurement], method: &str, n: u64) -> Result<f64, AttnError> {
+pub fn millis(rows: &[Measurement], method: &str, n: u64) -> Result<f64, ReportError> {
     Ok(measured(rows, method, n)? / 1e6)
 }
 
@@ -139,7 +139,7 @@ pub fn timing_table(
     rows: &[Measurement],
     methods: &[&str],
     ns: &[u64],
-) -> Result<String, AttnError> {
+) -> Result<String, ReportError> {
     let mut cells = Vec::new();
     for &n in ns {
         let mut row = vec![n.to_string()];
@@ -154,12 +154,12 @@ pub fn timing_table(
 }
 
 /// The fitted exponent of `method`'s time over `ns` (see [`fitted_exponent`]).
-pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64, AttnError> {
+pub fn exponent_of(rows: &[Measurement], method: &str, ns: &[u64]) -> Result<f64, ReportError> {
     let points = ns
         .iter()
         .map(|&n| Ok((n as f64, millis(rows, method, n)?)))
-        .collect::<Result<Vec<_>, AttnError>>()?;
-    fitted_exponent(&points)
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    Ok(fitted_exponent(&points)?)
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -197,7 +197,7 @@ pub fn naive_memory_table(peaks: &[Measurement]) -> String {
 pub fn tiled_memory_table(
     peaks: &[Measurement],
     seconds: &[Measurement],
-) -> Result<String, AttnError> {
+) -> Result<String, ReportError> {
     let peak = |method: &str, n: u64| measured(peaks, method, n);
     let output = |n: u64| (4 * n * 64) as f64;
     let mut rows = Vec::new();

@@ -14,7 +14,7 @@
 //! helpers that put two files side by side check it with [`one_run`].
 //! Report helpers, not a reader's API.
 
-use attn::error::AttnError;
+use crate::error::ReportError;
 
 /// The header of a committed data file, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +38,8 @@ const KEYS: [&str; 4] = ["date", "cpu", "run", "statistic"];
 
 impl Provenance {
     /// Parses the first line of `text`, the contents of `book/data/FILE`.
-    pub fn parse(file: &str, text: &str) -> Result<Provenance, AttnError> {
-        let bad = |reason: String| AttnError::MissingDataFile {
+    pub fn parse(file: &str, text: &str) -> Result<Provenance, ReportError> {
+        let bad = |reason: String| ReportError::MissingDataFile {
             path: format!("book/data/{file}"),
             reason,
         };
@@ -82,7 +82,7 @@ impl Provenance {
     }
 
     /// Reads `book/data/FILE`: its provenance and its whole text.
-    pub fn read(file: &str) -> Result<(Provenance, String), AttnError> {
+    pub fn read(file: &str) -> Result<(Provenance, String), ReportError> {
         let text = super::measurements::data_file(file)?;
         Ok((Provenance::parse(file, &text)?, text))
     }
@@ -96,13 +96,13 @@ impl Provenance {
 
 /// `Ok` if every source is of one measurement run and one statistic; an
 /// error naming the first two that are not, otherwise.
-pub fn one_run(sources: &[&Provenance]) -> Result<(), AttnError> {
+pub fn one_run(sources: &[&Provenance]) -> Result<(), ReportError> {
     let Some(first) = sources.first() else {
         return Ok(());
     };
     match sources.iter().find(|s| !first.comparable(s)) {
         None => Ok(()),
-        Some(other) => Err(AttnError::MixedMeasurements {
+        Some(other) => Err(ReportError::MixedMeasurements {
             first: describe(first),
             second: describe(other),
         }),

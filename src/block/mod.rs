@@ -16,7 +16,8 @@
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
-use crate::error::{check_finite, check_model_width, check_not_empty, check_overflow, AttnError};
+use crate::check::{check_finite, check_model_width, check_not_empty, check_overflow};
+use crate::error::AttnError;
 use crate::nn::{ffn_forward, layer_norm_forward, FfnParams};
 use crate::projection::init_weight;
 

@@ -2,7 +2,8 @@
 
 use ndarray::{Array2, ArrayRef2};
 
-use crate::error::{check_finite, check_not_empty, check_overflow, AttnError};
+use crate::check::{check_finite, check_not_empty, check_overflow};
+use crate::error::AttnError;
 
 // ANCHOR: multiplicative
 /// Exercise 1: Luong's "general" score `s_ij = q_iᵀ W k_j` for queries `Q`

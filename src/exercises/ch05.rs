@@ -3,7 +3,8 @@
 use ndarray::{s, Array2, ArrayRef2};
 
 use crate::attention::check_qkv;
-use crate::error::{check_model_width, AttnError};
+use crate::check::check_model_width;
+use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
 use crate::softmax::softmax_rows;
 

@@ -62,9 +62,8 @@ impl<F: Real> Adam<F> {
         let sizes = |p: &P| p.slices().iter().map(|s| s.len()).collect::<Vec<_>>();
         let expected: Vec<usize> = self.m.iter().map(Vec::len).collect();
         if sizes(model) != expected || sizes(grads) != expected {
-            return Err(AttnError::InvalidArgument {
+            return Err(AttnError::Mismatched {
                 name: "model and gradients",
-                value: 0.0,
                 requirement: "must have the tensors the optimiser was made for",
             });
         }

@@ -49,9 +49,8 @@ pub(crate) fn check_same_model(
     if recorded == fingerprint(model, config) {
         return Ok(());
     }
-    Err(AttnError::InvalidArgument {
+    Err(AttnError::Mismatched {
         name: "forward pass",
-        value: 0.0,
         requirement: "must come from this model, with its current parameters",
     })
 }

@@ -21,7 +21,8 @@
 use ndarray::{s, Array1, Array2, Array3, ArrayRef1, ArrayRef2, Axis};
 
 use crate::block::{EncoderLayer, LayerNorm};
-use crate::error::{check_finite, check_not_empty, AttnError};
+use crate::check::{check_finite, check_not_empty};
+use crate::error::AttnError;
 use crate::masking::{key_padding_mask, Padding};
 
 mod heads;

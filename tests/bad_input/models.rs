@@ -1,4 +1,4 @@
-use attn::model::{inputs_and_targets, small_problem, train, Task, TinyTransformer};
+use attn::model::{inputs_and_targets, small_problem, train, ModelConfig, Task, TinyTransformer};
 use attn::nn::Adam;
 use attn::AttnError;
 use ndarray::Array2;
@@ -71,7 +71,23 @@ fn model_helpers_check_what_they_are_given() {
     let err = net.backward(&fwd, &d_logits).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "forward pass must come from this model, with its current parameters, got 0"
+        "forward pass must come from this model, with its current parameters"
+    );
+    // Gradients of another model's shape: named, with no made-up number.
+    let mut adam = Adam::new(&net, 1e-3).unwrap();
+    let small_net = TinyTransformer::new(
+        ModelConfig {
+            d_model: 4,
+            ..small()
+        },
+        0,
+    )
+    .unwrap();
+    let mut net2 = net.clone();
+    let err = adam.update(&mut net2, &small_net, 1.0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "model and gradients must have the tensors the optimiser was made for"
     );
     assert!(net
         .backward(&net.forward(&inputs).unwrap(), &d_logits)

@@ -1,0 +1,98 @@
+//! The checks every public function runs on what it is given, each
+//! returning the [`AttnError`] that names the argument: shapes that are
+//! empty or do not fit, sizes beyond memory, numbers that are not finite,
+//! results that overflowed.
+
+use crate::error::{AttnError, Shape};
+
+/// Checks that `x`, computed from finite inputs, is finite: an entry that is
+/// not means `f32` overflowed on the way.
+pub(crate) fn check_overflow<F: crate::real::Real>(
+    what: &'static str,
+    x: &ndarray::ArrayRef2<F>,
+) -> Result<(), AttnError> {
+    check_overflow_at(what, x, (0, 0))
+}
+
+/// [`check_overflow`] for a block of a larger matrix whose first entry is at
+/// `offset`: the error names the entry's position in the whole.
+pub(crate) fn check_overflow_at<F: crate::real::Real>(
+    what: &'static str,
+    x: &ndarray::ArrayRef2<F>,
+    offset: (usize, usize),
+) -> Result<(), AttnError> {
+    // One branch-free pass (it vectorises); the position only on failure.
+    let finite = match x.as_slice_memory_order() {
+        Some(all) => all.iter().fold(true, |ok, v| ok & v.is_finite()),
+        None => x.iter().fold(true, |ok, v| ok & v.is_finite()),
+    };
+    if finite {
+        return Ok(());
+    }
+    match x.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        Some(((i, j), &value)) => Err(AttnError::Overflow {
+            what,
+            position: (offset.0 + i, offset.1 + j),
+            value: value.wide() as f32,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The most entries a matrix the crate builds from sizes alone may have:
+/// 2^30, 4 GiB of `f32`. A larger request is an error rather than an
+/// allocation failure, which would abort the process.
+pub const MAX_ENTRIES: usize = 1 << 30;
+
+/// Checks that a `rows×cols` matrix to be built has at most [`MAX_ENTRIES`].
+pub(crate) fn check_size(name: &'static str, rows: usize, cols: usize) -> Result<(), AttnError> {
+    match rows.checked_mul(cols) {
+        Some(entries) if entries <= MAX_ENTRIES => Ok(()),
+        _ => Err(AttnError::InvalidArgument {
+            name,
+            value: rows as f64 * cols as f64,
+            requirement: "would have more than 2^30 entries (rows × columns)",
+        }),
+    }
+}
+
+/// Checks that an input has at least one row and one column.
+pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnError> {
+    if s.0 == 0 || s.1 == 0 {
+        return Err(AttnError::Empty { name, shape: s });
+    }
+    Ok(())
+}
+
+/// Checks that token vectors `x` are non-empty, `d_model` wide and finite.
+pub(crate) fn check_model_width(
+    name: &'static str,
+    x: &ndarray::ArrayRef2<f32>,
+    d_model: usize,
+) -> Result<(), AttnError> {
+    let s = x.dim();
+    check_not_empty(name, s)?;
+    if s.1 != d_model {
+        return Err(AttnError::ModelWidthMismatch {
+            name,
+            d_model,
+            shape: s,
+        });
+    }
+    check_finite(name, x)
+}
+
+/// Checks that an input holds only finite numbers.
+pub(crate) fn check_finite(
+    name: &'static str,
+    x: &ndarray::ArrayRef2<f32>,
+) -> Result<(), AttnError> {
+    match x.iter().find(|v| !v.is_finite()) {
+        Some(&bad) => Err(AttnError::InvalidArgument {
+            name,
+            value: f64::from(bad),
+            requirement: "must hold only finite numbers",
+        }),
+        None => Ok(()),
+    }
+}
