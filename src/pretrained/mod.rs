@@ -24,6 +24,7 @@ use crate::block::{EncoderLayer, LayerNorm};
 use crate::check::{check_finite, check_not_empty};
 use crate::error::AttnError;
 use crate::masking::{key_padding_mask, Padding};
+use crate::nn::embedding_forward;
 
 mod heads;
 mod load;
@@ -69,13 +70,9 @@ impl Bert {
     /// `LayerNorm(word[id_i] + position[i] + token_type[0])`, `n×d_model`.
     pub fn embed(&self, ids: &[u32]) -> Result<Array2<f32>, AttnError> {
         self.check_ids(ids)?;
-        let mut x = Array2::zeros((ids.len(), self.d_model()));
-        for (i, (mut row, &id)) in x.rows_mut().into_iter().zip(ids).enumerate() {
-            row += &self.word.row(id as usize);
-            row += &self.position.row(i);
-            row += &self.token_type.row(0);
-        }
-        self.ln.forward(&x)
+        let tokens = [ids.iter().map(|&id| id as usize).collect()]; // one sequence
+        let x = embedding_forward(&tokens, &self.word, &self.position); // as chapter 12's model
+        self.ln.forward(&(x + self.token_type.row(0)))
     }
     // ANCHOR_END: embed
 
