@@ -8,19 +8,16 @@ use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::masking::causal_mask;
 use crate::nn::{
-    check_logits, check_same_model, cross_entropy, embedding_backward, embedding_forward,
-    ffn_backward, ffn_forward, fingerprint, layer_norm_backward, layer_norm_forward,
-    linear_backward, mha_backward, mha_forward, Activation, FfnCache, Heads, LayerNormCache,
-    MhaCache,
+    attention_sublayer, attention_sublayer_backward, check_logits, check_same_model, cross_entropy,
+    embedding_backward, embedding_forward, ffn_sublayer, ffn_sublayer_backward, fingerprint,
+    layer_norm_backward, layer_norm_forward, linear_backward, Activation, AttentionSublayerCache,
+    FfnSublayerCache, Heads, LayerNormCache,
 };
 
 /// What one block's forward pass keeps for its backward pass.
 struct BlockCache {
-    ln1: LayerNormCache<f64>,
-    a: Matrix,
-    attention: MhaCache<f64>,
-    ln2: LayerNormCache<f64>,
-    ffn: FfnCache<f64>,
+    attention: AttentionSublayerCache<f64>,
+    ffn: FfnSublayerCache<f64>,
 }
 
 /// The forward pass's result: logits and what the backward pass needs.
@@ -69,20 +66,13 @@ impl TinyTransformer {
         let mut caches = Vec::new();
         for block in &self.blocks[..depth] {
             // x ← x + MultiHead(LayerNorm(x)), causal, each sequence alone.
-            let (a, ln1) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], EPS);
-            let (att, attention) = mha_forward(&a, &a, &block.attn, heads, causal)?;
+            let sublayer = (&block.ln1, &block.attn);
+            let (att, attention) = attention_sublayer(&x, None, sublayer, heads, causal, EPS)?;
             x += &att;
             // x ← x + FFN(LayerNorm(x)).
-            let (c, ln2) = layer_norm_forward(&x, &block.ln2[0], &block.ln2[1], EPS);
-            let (f, ffn) = ffn_forward(&c, &block.ffn, Activation::Gelu);
+            let (f, ffn) = ffn_sublayer(&x, (&block.ln2, &block.ffn), Activation::Gelu, EPS);
             x += &f;
-            caches.push(BlockCache {
-                ln1,
-                a,
-                attention,
-                ln2,
-                ffn,
-            });
+            caches.push(BlockCache { attention, ffn });
         }
         let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
         let logits = z.dot(&self.head.0) + &self.head.1;
@@ -158,7 +148,8 @@ impl Forward {
                 });
             }
         }
-        Ok(&self.blocks[block].attention.heads[sequence * self.heads + head].p)
+        let attention = &self.blocks[block].attention.attention;
+        Ok(&attention.heads[sequence * self.heads + head].p)
     }
 }
 
@@ -200,25 +191,17 @@ impl TinyTransformer {
         for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
             let gb = &mut g.blocks[l];
             // x₂ = x₁ + FFN(LayerNorm(x₁)): the residual passes dx through.
-            let (dc, d_ffn) = ffn_backward(&cache.ffn, &block.ffn, Activation::Gelu, &dx);
-            gb.ffn = d_ffn;
-            let (dx_ln2, dg2, db2) = layer_norm_backward(&cache.ln2, &block.ln2[0], &dc);
-            gb.ln2 = [dg2, db2];
-            dx += &dx_ln2;
-            // x₁ = x + MultiHead(a): a is both the queries' and the keys' input.
-            let (da_q, da_kv, d_attn) = mha_backward(
-                &cache.attention,
-                &cache.a,
-                &cache.a,
-                &block.attn,
-                heads,
-                &dx,
-            );
-            gb.attn = d_attn;
-            let da = da_q + da_kv;
-            let (dx_ln1, dg1, db1) = layer_norm_backward(&cache.ln1, &block.ln1[0], &da);
-            gb.ln1 = [dg1, db1];
-            dx += &dx_ln1;
+            let sublayer = (&block.ln2, &block.ffn);
+            let (dx_ffn, d_ln2, d_ffn) =
+                ffn_sublayer_backward(&cache.ffn, sublayer, Activation::Gelu, &dx);
+            (gb.ln2, gb.ffn) = (d_ln2, d_ffn);
+            dx += &dx_ffn;
+            // x₁ = x + MultiHead(LayerNorm(x)).
+            let sublayer = (&block.ln1, &block.attn);
+            let (dx_att, _, d_ln1, d_attn) =
+                attention_sublayer_backward(&cache.attention, None, sublayer, heads, &dx);
+            (gb.ln1, gb.attn) = (d_ln1, d_attn);
+            dx += &dx_att;
         }
         // Embeddings: each row of dx goes to its token's and its position's row.
         embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions);

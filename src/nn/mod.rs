@@ -22,14 +22,12 @@ pub(crate) mod layers;
 pub(crate) mod loss;
 mod optim;
 mod params;
+pub(crate) mod sublayer;
 
-pub(crate) use attention::{
-    attention_backward, attention_forward, mha_backward, mha_forward, softmax_backward, Heads,
-    MhaCache,
-};
+pub(crate) use attention::{attention_backward, attention_forward, softmax_backward, Heads};
 pub(crate) use layers::{
     embedding_backward, embedding_forward, ffn_backward, ffn_forward, layer_norm_backward,
-    layer_norm_forward, linear_backward, linear_forward, FfnCache, FfnParams, LayerNormCache,
+    layer_norm_forward, linear_backward, linear_forward, FfnParams, LayerNormCache,
 };
 pub use layers::{gelu, gelu_erf, Activation};
 pub(crate) use loss::{cross_entropy, log_softmax, smoothed_cross_entropy};
@@ -39,4 +37,8 @@ pub use params::Parameters;
 pub(crate) use params::{
     check_logits, check_same_model, fingerprint, invalid, read_checkpoint, read_header,
     write_checkpoint, zeroed,
+};
+pub(crate) use sublayer::{
+    attention_sublayer, attention_sublayer_backward, ffn_sublayer, ffn_sublayer_backward,
+    AttentionSublayerCache, FfnSublayerCache,
 };

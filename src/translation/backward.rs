@@ -8,8 +8,8 @@ use super::model::Seq2Seq;
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{
-    check_same_model, embedding_backward, ffn_backward, layer_norm_backward, linear_backward,
-    mha_backward, Activation, Heads,
+    attention_sublayer_backward, check_same_model, embedding_backward, ffn_sublayer_backward,
+    layer_norm_backward, linear_backward, Activation, Heads,
 };
 
 impl Seq2Seq {
@@ -39,45 +39,33 @@ impl Seq2Seq {
         let mut d_memory = Matrix::zeros(fwd.memory.dim());
         for (l, (p, c)) in self.decoder.iter().zip(&fwd.decoder).enumerate().rev() {
             let gd = &mut g.decoder[l];
-            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, Activation::Gelu, &dy);
-            gd.ffn = d_ffn;
-            let (dx, dg, db) = layer_norm_backward(&c.ln3, &p.ln[0], &dc);
-            gd.ln = [dg, db];
+            let sublayer = (&p.ln, &p.ffn);
+            let (dx, d_ln, d_ffn) = ffn_sublayer_backward(&c.ffn, sublayer, Activation::Gelu, &dy);
+            (gd.ln, gd.ffn) = (d_ln, d_ffn);
             dy += &dx;
-            let ca = &p.cross_attention;
-            let (d_b, d_mem, dw) = mha_backward(
-                &c.cross_attention,
-                &c.b,
-                &fwd.memory,
-                &ca.w,
-                Heads {
-                    tq: t,
-                    tk,
-                    heads: h,
-                },
-                &dy,
-            );
-            d_memory += &d_mem;
-            gd.cross_attention.w = dw;
-            let (dx, dg, db) = layer_norm_backward(&c.ln2, &ca.ln[0], &d_b);
-            gd.cross_attention.ln = [dg, db];
+            let heads = Heads {
+                tq: t,
+                tk,
+                heads: h,
+            };
+            let sublayer = (&p.cross_attention.ln, &p.cross_attention.w);
+            let memory = Some(&*fwd.memory);
+            let (dx, d_mem, d_ln, dw) =
+                attention_sublayer_backward(&c.cross_attention, memory, sublayer, heads, &dy);
+            if let Some(d_mem) = d_mem {
+                d_memory += &d_mem;
+            }
+            (gd.cross_attention.ln, gd.cross_attention.w) = (d_ln, dw);
             dy += &dx;
-            let sa = &p.self_attention;
-            let (d_a, d_a2, dw) = mha_backward(
-                &c.self_attention,
-                &c.a,
-                &c.a,
-                &sa.w,
-                Heads {
-                    tq: t,
-                    tk: t,
-                    heads: h,
-                },
-                &dy,
-            );
-            gd.self_attention.w = dw;
-            let (dx, dg, db) = layer_norm_backward(&c.ln1, &sa.ln[0], &(d_a + d_a2));
-            gd.self_attention.ln = [dg, db];
+            let heads = Heads {
+                tq: t,
+                tk: t,
+                heads: h,
+            };
+            let sublayer = (&p.self_attention.ln, &p.self_attention.w);
+            let (dx, _, d_ln, dw) =
+                attention_sublayer_backward(&c.self_attention, None, sublayer, heads, &dy);
+            (gd.self_attention.ln, gd.self_attention.w) = (d_ln, dw);
             dy += &dx;
         }
         embedding_backward(
@@ -94,26 +82,19 @@ impl Seq2Seq {
         g.encoder_ln = [dg, db];
         for (l, (p, c)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
             let ge = &mut g.encoder[l];
-            let (dc, d_ffn) = ffn_backward(&c.ffn, &p.ffn, Activation::Gelu, &dx);
-            ge.ffn = d_ffn;
-            let (dxx, dg, db) = layer_norm_backward(&c.ln2, &p.ln[0], &dc);
-            ge.ln = [dg, db];
+            let sublayer = (&p.ln, &p.ffn);
+            let (dxx, d_ln, d_ffn) = ffn_sublayer_backward(&c.ffn, sublayer, Activation::Gelu, &dx);
+            (ge.ln, ge.ffn) = (d_ln, d_ffn);
             dx += &dxx;
-            let (d_a, d_a2, dw) = mha_backward(
-                &c.attention,
-                &c.a,
-                &c.a,
-                &p.attention.w,
-                Heads {
-                    tq: s,
-                    tk: s,
-                    heads: h,
-                },
-                &dx,
-            );
-            ge.attention.w = dw;
-            let (dxx, dg, db) = layer_norm_backward(&c.ln1, &p.attention.ln[0], &(d_a + d_a2));
-            ge.attention.ln = [dg, db];
+            let heads = Heads {
+                tq: s,
+                tk: s,
+                heads: h,
+            };
+            let sublayer = (&p.attention.ln, &p.attention.w);
+            let (dxx, _, d_ln, dw) =
+                attention_sublayer_backward(&c.attention, None, sublayer, heads, &dx);
+            (ge.attention.ln, ge.attention.w) = (d_ln, dw);
             dx += &dxx;
         }
         embedding_backward(

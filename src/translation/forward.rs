@@ -9,31 +9,24 @@ use super::{source_vocab_size, TARGET_VOCAB};
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{
-    check_logits, cross_entropy, embedding_forward, ffn_forward, fingerprint, layer_norm_forward,
-    mha_forward, Activation, FfnCache, Heads, LayerNormCache, MhaCache,
+    attention_sublayer, check_logits, cross_entropy, embedding_forward, ffn_sublayer, fingerprint,
+    layer_norm_forward, Activation, AttentionSublayerCache, FfnSublayerCache, Heads,
+    LayerNormCache,
 };
 
 const EPS: f64 = 1e-5;
 
 /// What one encoder layer keeps.
 pub(super) struct EncoderCache {
-    pub(super) ln1: LayerNormCache<f64>,
-    pub(super) a: Matrix,
-    pub(super) attention: MhaCache<f64>,
-    pub(super) ln2: LayerNormCache<f64>,
-    pub(super) ffn: FfnCache<f64>,
+    pub(super) attention: AttentionSublayerCache<f64>,
+    pub(super) ffn: FfnSublayerCache<f64>,
 }
 
 /// What one decoder layer keeps.
 pub(super) struct DecoderCache {
-    pub(super) ln1: LayerNormCache<f64>,
-    pub(super) a: Matrix,
-    pub(super) self_attention: MhaCache<f64>,
-    pub(super) ln2: LayerNormCache<f64>,
-    pub(super) b: Matrix,
-    pub(super) cross_attention: MhaCache<f64>,
-    pub(super) ln3: LayerNormCache<f64>,
-    pub(super) ffn: FfnCache<f64>,
+    pub(super) self_attention: AttentionSublayerCache<f64>,
+    pub(super) cross_attention: AttentionSublayerCache<f64>,
+    pub(super) ffn: FfnSublayerCache<f64>,
 }
 
 /// The forward pass's result: logits, cross-attention weights, and what the
@@ -63,7 +56,7 @@ impl Seq2SeqForward {
         let heads = self
             .decoder
             .first()
-            .map_or(0, |d| d.cross_attention.heads.len())
+            .map_or(0, |d| d.cross_attention.attention.heads.len())
             / self.batch.sources.len();
         let counts = [
             ("layer", layer, self.decoder.len()),
@@ -79,7 +72,8 @@ impl Seq2SeqForward {
                 });
             }
         }
-        Ok(&self.decoder[layer].cross_attention.heads[b * heads + head].p)
+        let attention = &self.decoder[layer].cross_attention.attention;
+        Ok(&attention.heads[b * heads + head].p)
     }
 }
 
@@ -97,25 +91,20 @@ impl Seq2Seq {
         let mut encoder = Vec::new();
         // ANCHOR: encoder
         for e in &self.encoder {
-            let (a, ln1) = layer_norm_forward(&x, &e.attention.ln[0], &e.attention.ln[1], EPS);
+            // x ← x + MultiHead(LayerNorm(x)), each source seeing its real words.
             let keep = |b: usize| real(batch.source_lengths[b], s);
             let heads = Heads {
                 tq: s,
                 tk: s,
                 heads: h,
             };
-            let (att, attention) = mha_forward(&a, &a, &e.attention.w, heads, keep)?;
+            let sublayer = (&e.attention.ln, &e.attention.w);
+            let (att, attention) = attention_sublayer(&x, None, sublayer, heads, keep, EPS)?;
             x += &att;
-            let (c, ln2) = layer_norm_forward(&x, &e.ln[0], &e.ln[1], EPS);
-            let (f, ffn) = ffn_forward(&c, &e.ffn, Activation::Gelu);
+            // x ← x + FFN(LayerNorm(x)).
+            let (f, ffn) = ffn_sublayer(&x, (&e.ln, &e.ffn), Activation::Gelu, EPS);
             x += &f;
-            encoder.push(EncoderCache {
-                ln1,
-                a,
-                attention,
-                ln2,
-                ffn,
-            });
+            encoder.push(EncoderCache { attention, ffn });
         }
         let (output, encoder_ln) =
             layer_norm_forward(&x, &self.encoder_ln[0], &self.encoder_ln[1], EPS);
@@ -133,18 +122,17 @@ impl Seq2Seq {
         let mut decoder = Vec::new();
         // ANCHOR: decoder
         for d in &self.decoder {
-            let sa = &d.self_attention;
-            let (a, ln1) = layer_norm_forward(&y, &sa.ln[0], &sa.ln[1], EPS);
+            // y ← y + MultiHead(LayerNorm(y)), causal.
             let causal = |_: usize| Array2::from_shape_fn((t, t), |(i, j)| j <= i);
             let heads = Heads {
                 tq: t,
                 tk: t,
                 heads: h,
             };
-            let (out, self_attention) = mha_forward(&a, &a, &sa.w, heads, causal)?;
+            let sublayer = (&d.self_attention.ln, &d.self_attention.w);
+            let (out, self_attention) = attention_sublayer(&y, None, sublayer, heads, causal, EPS)?;
             y += &out;
-            let ca = &d.cross_attention;
-            let (b, ln2) = layer_norm_forward(&y, &ca.ln[0], &ca.ln[1], EPS);
+            // y ← y + MultiHead(LayerNorm(y), memory): cross-attention.
             let keep = |i: usize| match bottleneck {
                 true => Array2::from_elem((t, 1), true),
                 false => real(batch.source_lengths[i], t),
@@ -154,19 +142,16 @@ impl Seq2Seq {
                 tk,
                 heads: h,
             };
-            let (out, cross_attention) = mha_forward(&b, &memory, &ca.w, heads, keep)?;
+            let sublayer = (&d.cross_attention.ln, &d.cross_attention.w);
+            let (out, cross_attention) =
+                attention_sublayer(&y, Some(&memory), sublayer, heads, keep, EPS)?;
             y += &out;
-            let (c, ln3) = layer_norm_forward(&y, &d.ln[0], &d.ln[1], EPS);
-            let (f, ffn) = ffn_forward(&c, &d.ffn, Activation::Gelu);
+            // y ← y + FFN(LayerNorm(y)).
+            let (f, ffn) = ffn_sublayer(&y, (&d.ln, &d.ffn), Activation::Gelu, EPS);
             y += &f;
             decoder.push(DecoderCache {
-                ln1,
-                a,
                 self_attention,
-                ln2,
-                b,
                 cross_attention,
-                ln3,
                 ffn,
             });
         }

@@ -1,0 +1,96 @@
+//! Pre-norm sub-layers, `x + F(LayerNorm(x))`, the pieces every block of
+//! chapters 12 and 13 is made of: self-attention, cross-attention over an
+//! encoder's output, and the FFN. Each returns `F(LayerNorm(x))` (the
+//! caller adds the residual) with what its backward pass needs, and the
+//! backward pass returns the gradient reaching `x` through `F` (the caller
+//! adds the residual's own).
+
+use ndarray::{Array1, Array2, ArrayRef2};
+
+use super::attention::{mha_backward, mha_forward, Heads, MhaCache, Projections};
+use super::layers::{
+    ffn_backward, ffn_forward, layer_norm_backward, layer_norm_forward, Activation, FfnCache,
+    FfnParams, LayerNormCache,
+};
+use crate::error::AttnError;
+use crate::real::Real;
+
+/// LayerNorm `[γ, β]`.
+pub(crate) type Norm<F> = [Array1<F>; 2];
+
+/// What an attention sub-layer keeps: its LayerNorm, the normalised input
+/// `a` and the attention's own cache.
+pub(crate) struct AttentionSublayerCache<F> {
+    ln: LayerNormCache<F>,
+    a: Array2<F>,
+    pub(crate) attention: MhaCache<F>,
+}
+
+// ANCHOR: attention_sublayer
+/// `MultiHead(LayerNorm(x), memory)`: self-attention when `memory` is
+/// `None`, cross-attention over `memory` (not normalised here) otherwise.
+pub(crate) fn attention_sublayer<F: Real>(
+    x: &ArrayRef2<F>,
+    memory: Option<&ArrayRef2<F>>,
+    (ln, w): (&Norm<F>, &Projections<F>),
+    heads: Heads,
+    keep: impl Fn(usize) -> Array2<bool>,
+    eps: F,
+) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
+    let (a, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
+    let kv: &ArrayRef2<F> = memory.unwrap_or(&a);
+    let (out, attention) = mha_forward(&a, kv, w, heads, keep)?;
+    Ok((out, AttentionSublayerCache { ln, a, attention }))
+}
+
+/// The backward pass of [`attention_sublayer`]: `(dX, dMemory, [dγ, dβ],
+/// dW)`. For self-attention, `a` is both the queries' and the keys' input,
+/// so both gradients reach `x`, and `dMemory` is `None`.
+pub(crate) fn attention_sublayer_backward<F: Real>(
+    cache: &AttentionSublayerCache<F>,
+    memory: Option<&ArrayRef2<F>>,
+    (ln, w): (&Norm<F>, &Projections<F>),
+    heads: Heads,
+    dy: &ArrayRef2<F>,
+) -> (Array2<F>, Option<Array2<F>>, Norm<F>, Projections<F>) {
+    let kv: &ArrayRef2<F> = memory.unwrap_or(&cache.a);
+    let (da_q, da_kv, dw) = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy);
+    let (da, d_memory) = match memory {
+        None => (da_q + da_kv, None),
+        Some(_) => (da_q, Some(da_kv)),
+    };
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln[0], &da);
+    (dx, d_memory, [d_gamma, d_beta], dw)
+}
+// ANCHOR_END: attention_sublayer
+
+/// What an FFN sub-layer keeps.
+pub(crate) struct FfnSublayerCache<F> {
+    ln: LayerNormCache<F>,
+    ffn: FfnCache<F>,
+}
+
+/// `FFN(LayerNorm(x))`.
+pub(crate) fn ffn_sublayer<F: Real>(
+    x: &ArrayRef2<F>,
+    (ln, p): (&Norm<F>, &FfnParams<F>),
+    activation: Activation,
+    eps: F,
+) -> (Array2<F>, FfnSublayerCache<F>) {
+    let (c, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
+    let (f, ffn) = ffn_forward(&c, p, activation);
+    (f, FfnSublayerCache { ln, ffn })
+}
+
+/// The backward pass of [`ffn_sublayer`]: `(dX, [dγ, dβ], the FFN's
+/// gradients)`.
+pub(crate) fn ffn_sublayer_backward<F: Real>(
+    cache: &FfnSublayerCache<F>,
+    (ln, p): (&Norm<F>, &FfnParams<F>),
+    activation: Activation,
+    dy: &ArrayRef2<F>,
+) -> (Array2<F>, Norm<F>, FfnParams<F>) {
+    let (dc, d_ffn) = ffn_backward(&cache.ffn, p, activation, dy);
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln[0], &dc);
+    (dx, [d_gamma, d_beta], d_ffn)
+}
