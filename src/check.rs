@@ -96,3 +96,20 @@ pub(crate) fn check_finite(
         None => Ok(()),
     }
 }
+
+/// Checks that each `(name, index, count)` has `index < count`; the error
+/// names the first index that does not, with `requirement` (less than
+/// what).
+pub(crate) fn check_indices(
+    indices: &[(&'static str, usize, usize)],
+    requirement: &'static str,
+) -> Result<(), AttnError> {
+    match indices.iter().find(|(_, index, count)| index >= count) {
+        Some(&(name, index, _)) => Err(AttnError::InvalidArgument {
+            name,
+            value: index as f64,
+            requirement,
+        }),
+        None => Ok(()),
+    }
+}

@@ -4,6 +4,7 @@
 use ndarray::ArrayRef2;
 
 use super::{TinyTransformer, EPS, VOCAB};
+use crate::check::check_indices;
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::masking::causal_mask;
@@ -139,15 +140,10 @@ impl Forward {
             ("sequence", sequence, self.tokens.len()),
             ("head", head, self.heads),
         ];
-        for (name, index, count) in counts {
-            if index >= count {
-                return Err(AttnError::InvalidArgument {
-                    name,
-                    value: index as f64,
-                    requirement: "must be less than the forward pass's number of them",
-                });
-            }
-        }
+        check_indices(
+            &counts,
+            "must be less than the forward pass's number of them",
+        )?;
         let attention = &self.blocks[block].attention.attention;
         Ok(&attention.heads[sequence * self.heads + head].p)
     }

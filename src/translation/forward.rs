@@ -6,6 +6,7 @@ use ndarray::Array2;
 use super::batch::Batch;
 use super::model::Seq2Seq;
 use super::{source_vocab_size, TARGET_VOCAB};
+use crate::check::check_indices;
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{
@@ -63,15 +64,10 @@ impl Seq2SeqForward {
             ("pair", b, self.batch.sources.len()),
             ("head", head, heads),
         ];
-        for (name, index, count) in counts {
-            if index >= count {
-                return Err(AttnError::InvalidArgument {
-                    name,
-                    value: index as f64,
-                    requirement: "must be less than the forward pass's number of them",
-                });
-            }
-        }
+        check_indices(
+            &counts,
+            "must be less than the forward pass's number of them",
+        )?;
         let attention = &self.decoder[layer].cross_attention.attention;
         Ok(&attention.heads[b * heads + head].p)
     }

@@ -97,6 +97,10 @@ fn model_helpers_check_what_they_are_given() {
     assert!(fwd.weights(1, 0, 0).is_err(), "one block only");
     assert!(fwd.weights(0, 1, 0).is_err(), "one sequence only");
     assert!(fwd.weights(0, 0, 2).is_err(), "two heads only");
+    assert_eq!(
+        fwd.weights(0, 0, 2).unwrap_err().to_string(),
+        "head must be less than the forward pass's number of them, got 2"
+    );
     let short = inputs_and_targets(&[vec![1, 2]], 2).unwrap_err();
     assert_eq!(
         short.to_string(),
