@@ -10,6 +10,7 @@ use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
 use crate::check::{check_finite, check_not_empty, check_overflow};
 use crate::error::AttnError;
+use crate::masking::masked_fill;
 use crate::real::Real;
 use crate::softmax::softmax_rows_in_place;
 
@@ -95,11 +96,7 @@ pub(crate) fn attend<F: Real>(
     check_overflow("the scores QKᵀ/√d_k", &scores)?; // huge finite Q, K can overflow
     match change {
         Scores::Plain => {}
-        Scores::Masked(keep) => scores.zip_mut_with(keep, |s, &keep_ij| {
-            if !keep_ij {
-                *s = F::neg_infinity(); // weight exactly 0
-            }
-        }),
+        Scores::Masked(keep) => masked_fill(&mut scores, keep, F::neg_infinity())?, // weight exactly 0
         Scores::Biased(bias) => scores.zip_mut_with(bias, |s, &b| *s += b),
     }
     softmax_rows_in_place(&mut scores)?;

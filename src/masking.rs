@@ -20,6 +20,7 @@ use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 use crate::attention::{attend, check_qkv, for_each_item, Attention, BatchedAttention, Scores};
 use crate::check::check_size;
 use crate::error::AttnError;
+use crate::real::Real;
 use crate::scaled_dot_product_attention;
 
 // ANCHOR: causal
@@ -43,10 +44,10 @@ pub fn additive_mask(keep: &ArrayRef2<bool>) -> Array2<f32> {
 /// Overwrites every score whose key is dropped (`keep[i, j] == false`) with
 /// `fill`. The crate always fills with `−∞`; the chapter also tries `−1e9`.
 /// `keep` must have the scores' shape `n×m`.
-pub fn masked_fill(
-    scores: &mut ArrayRef2<f32>,
+pub fn masked_fill<F: Real>(
+    scores: &mut ArrayRef2<F>,
     keep: &ArrayRef2<bool>,
-    fill: f32,
+    fill: F,
 ) -> Result<(), AttnError> {
     if keep.dim() != scores.dim() {
         return Err(AttnError::MaskShapeMismatch {

@@ -7,7 +7,6 @@ use ndarray::{Array2, ArrayRef2};
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::error::AttnError;
-#[allow(unused_imports)] // the checks and tests below use them through `super::*`
 pub(crate) use crate::nn::{
     attention_backward, attention_forward, cross_entropy, ffn_backward, ffn_forward,
     layer_norm_backward, layer_norm_forward, linear_backward, linear_forward, softmax_backward,
