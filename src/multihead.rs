@@ -15,14 +15,15 @@
 //! | merge heads: permute to `n×h×d_k`, reshape | `n×d_model` |
 //! | output projection `· W_O` | `n×d_model` |
 
-use ndarray::{concatenate, s, Array1, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
+use ndarray::{
+    concatenate, s, stack, Array1, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis,
+};
 use ndarray_rand::rand::rngs::StdRng;
 
-use crate::attention::{batched_attention, for_each_item};
 use crate::check::{check_finite, check_model_width, check_not_empty};
 use crate::error::AttnError;
-use crate::masking::masked_attention;
-use crate::projection::{init_weight, project};
+use crate::nn::attention::{affine, mha_forward, mha_from_projections, Heads, MhaCache};
+use crate::projection::init_weight;
 use crate::scaling::{entropy, standard_normal};
 
 // ANCHOR: struct
@@ -33,10 +34,7 @@ use crate::scaling::{entropy, standard_normal};
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiHeadAttention {
     h: usize,                         // number of heads
-    w_q: Array2<f32>,                 // d_model×d_model: the h query projections side by side
-    w_k: Array2<f32>,                 // d_model×d_model: the h key projections side by side
-    w_v: Array2<f32>,                 // d_model×d_model: the h value projections side by side
-    w_o: Array2<f32>,                 // d_model×d_model: mixes the concatenated heads back
+    w: [Array2<f32>; 4], // W_Q, W_K, W_V (the h heads' projections side by side), W_O; d_model×d_model each
     biases: Option<[Array1<f32>; 4]>, // b_Q, b_K, b_V, b_O (d_model each), if any
 }
 // ANCHOR_END: struct
@@ -97,12 +95,10 @@ impl MultiHeadAttention {
     /// chapter 4 (`N(0, 1/d_model)`). `d_model` must be a multiple of `h`.
     pub fn new(d_model: usize, h: usize, rng: &mut StdRng) -> Result<Self, AttnError> {
         check_heads(d_model, h)?;
+        let mut w = || init_weight(d_model, d_model, rng);
         Ok(MultiHeadAttention {
             h,
-            w_q: init_weight(d_model, d_model, rng)?,
-            w_k: init_weight(d_model, d_model, rng)?,
-            w_v: init_weight(d_model, d_model, rng)?,
-            w_o: init_weight(d_model, d_model, rng)?,
+            w: [w()?, w()?, w()?, w()?],
             biases: None,
         })
     }
@@ -123,13 +119,9 @@ impl MultiHeadAttention {
             }
             check_finite(name, w)?;
         }
-        let [w_q, w_k, w_v, w_o] = weights;
         Ok(MultiHeadAttention {
             h,
-            w_q,
-            w_k,
-            w_v,
-            w_o,
+            w: weights,
             biases: None,
         })
     }
@@ -169,12 +161,13 @@ impl MultiHeadAttention {
     /// The weights `[W_Q, W_K, W_V, W_O]`, each `d_model×d_model`; head `i`
     /// of `W_Q` is columns `i·d_k .. (i + 1)·d_k`.
     pub fn weights(&self) -> [&Array2<f32>; 4] {
-        [&self.w_q, &self.w_k, &self.w_v, &self.w_o]
+        let [w_q, w_k, w_v, w_o] = &self.w;
+        [w_q, w_k, w_v, w_o]
     }
 
     /// The model width.
     pub fn d_model(&self) -> usize {
-        self.w_q.nrows()
+        self.w[0].nrows()
     }
 
     /// The width of one head, `d_k = d_model / h`.
@@ -203,28 +196,12 @@ impl MultiHeadAttention {
         }
         let d_k = self.d_k();
         let mut ablated = self.clone();
-        ablated
-            .w_o
+        ablated.w[3]
             .slice_mut(s![i * d_k..(i + 1) * d_k, ..])
             .fill(0.0);
         Ok(ablated)
     }
     // ANCHOR_END: without_head
-
-    /// `x W + b`, with `b` the bias `index` (0: Q, 1: K, 2: V, 3: O) if any.
-    fn project_biased(
-        &self,
-        what: &'static str,
-        x: &ArrayRef2<f32>,
-        w: &ArrayRef2<f32>,
-        index: usize,
-    ) -> Result<Array2<f32>, AttnError> {
-        let y = project(what, x, w)?;
-        Ok(match &self.biases {
-            Some(biases) => y + &biases[index],
-            None => y,
-        })
-    }
 
     fn check_width(&self, name: &'static str, x: &ArrayRef2<f32>) -> Result<(), AttnError> {
         check_model_width(name, x, self.d_model())
@@ -238,43 +215,33 @@ impl MultiHeadAttention {
         x_q: &ArrayRef2<f32>,
         x_kv: &ArrayRef2<f32>,
     ) -> Result<MultiHeadOutput, AttnError> {
-        let [q, k, v] = self.project_heads(x_q, x_kv)?;
-        self.attend_heads(&q, &k, &v)
-    }
-
-    /// Projects `x_q` to queries and `x_kv` to keys and values, and splits
-    /// each into heads: `h×n×d_k`, `h×m×d_k`, `h×m×d_k`.
-    fn project_heads(
-        &self,
-        x_q: &ArrayRef2<f32>,
-        x_kv: &ArrayRef2<f32>,
-    ) -> Result<[Array3<f32>; 3], AttnError> {
-        self.check_width("query input", x_q)?;
-        self.check_width("key/value input", x_kv)?;
-        let q = self.project_biased("the queries X_q W_Q", x_q, &self.w_q, 0)?; // n×d_model
-        let k = self.project_biased("the keys X_kv W_K", x_kv, &self.w_k, 1)?; // m×d_model
-        let v = self.project_biased("the values X_kv W_V", x_kv, &self.w_v, 2)?; // m×d_model
-        let split = |x: Array2<f32>| split_heads(&x, self.h); // h×n×d_k or h×m×d_k
-        Ok([split(q)?, split(k)?, split(v)?])
+        self.check_inputs(x_q, x_kv)?;
+        let sizes = self.sizes(x_q, x_kv);
+        let weights = (&self.w, self.biases.as_ref());
+        let (output, cache) = mha_forward(x_q, x_kv, weights, sizes, |_| None)?;
+        Ok(self.output(output, &cache))
     }
     // ANCHOR_END: forward
 
-    /// Attends each head (scaling by `1/√d_k`, the head width, inside
-    /// [`crate::attention::scaled_dot_product_attention`]), merges the heads
-    /// and projects.
-    fn attend_heads(
-        &self,
-        q: &Array3<f32>,
-        k: &Array3<f32>,
-        v: &Array3<f32>,
-    ) -> Result<MultiHeadOutput, AttnError> {
-        let heads = batched_attention(q, k, v)?; // h×n×d_k, weights h×n×m
-        let output =
-            self.project_biased("the output", &merge_heads(&heads.output), &self.w_o, 3)?; // n×d_model
-        Ok(MultiHeadOutput {
-            output,
-            weights: heads.weights,
-        })
+    /// Checks that both inputs are `d_model` wide and finite.
+    fn check_inputs(&self, x_q: &ArrayRef2<f32>, x_kv: &ArrayRef2<f32>) -> Result<(), AttnError> {
+        self.check_width("query input", x_q)?;
+        self.check_width("key/value input", x_kv)?;
+        check_finite("query input", x_q)?;
+        check_finite("key/value input", x_kv)
+    }
+
+    /// One sequence of `n` queries over `m` keys, `h` heads.
+    fn sizes(&self, x_q: &ArrayRef2<f32>, x_kv: &ArrayRef2<f32>) -> Heads {
+        let (tq, tk, heads) = (x_q.nrows(), x_kv.nrows(), self.h);
+        Heads { tq, tk, heads }
+    }
+
+    /// The layer's output with each head's weights stacked, `h×n×m`.
+    fn output(&self, output: Array2<f32>, cache: &MhaCache<f32>) -> MultiHeadOutput {
+        let per_head: Vec<_> = cache.heads.iter().map(|head| head.p.view()).collect();
+        let weights = stack(Axis(0), &per_head).expect("h heads of the same n×m");
+        MultiHeadOutput { output, weights }
     }
 
     // ANCHOR: forward_masked
@@ -286,16 +253,12 @@ impl MultiHeadAttention {
         x_kv: &ArrayRef2<f32>,
         keep: &ArrayRef2<bool>,
     ) -> Result<MultiHeadOutput, AttnError> {
-        let [q, k, v] = self.project_heads(x_q, x_kv)?;
-        let heads = for_each_item(&q, &k, &v, |_, q_i, k_i, v_i| {
-            masked_attention(&q_i, &k_i, &v_i, keep)
-        })?;
-        let output =
-            self.project_biased("the output", &merge_heads(&heads.output), &self.w_o, 3)?; // n×d_model
-        Ok(MultiHeadOutput {
-            output,
-            weights: heads.weights,
-        })
+        self.check_inputs(x_q, x_kv)?;
+        let sizes = self.sizes(x_q, x_kv);
+        let weights = (&self.w, self.biases.as_ref());
+        let mask = |_| Some(keep.to_owned());
+        let (output, cache) = mha_forward(x_q, x_kv, weights, sizes, mask)?;
+        Ok(self.output(output, &cache))
     }
     // ANCHOR_END: forward_masked
 
@@ -304,21 +267,24 @@ impl MultiHeadAttention {
     /// (`d_model×3·d_model`) in a single matrix product, then sliced. Self-
     /// attention only, since all three come from the same `X`.
     pub fn forward_fused(&self, x: &ArrayRef2<f32>) -> Result<MultiHeadOutput, AttnError> {
-        self.check_width("x", x)?;
+        self.check_inputs(x, x)?;
         let d = self.d_model();
-        let w_qkv = concatenate![Axis(1), self.w_q, self.w_k, self.w_v]; // d×3d
-        let qkv = project("the projections X [W_Q | W_K | W_V]", x, &w_qkv)?; // n×3d
-        let qkv = match &self.biases {
-            Some([b_q, b_k, b_v, _]) => {
-                qkv + &concatenate![Axis(0), b_q.view(), b_k.view(), b_v.view()]
-                // + [b_Q | b_K | b_V]
-            }
-            None => qkv,
-        };
-        let q = split_heads(&qkv.slice(s![.., 0..d]), self.h)?;
-        let k = split_heads(&qkv.slice(s![.., d..2 * d]), self.h)?;
-        let v = split_heads(&qkv.slice(s![.., 2 * d..3 * d]), self.h)?;
-        self.attend_heads(&q, &k, &v)
+        let [w_q, w_k, w_v, w_o] = &self.w;
+        let w_qkv = concatenate![Axis(1), *w_q, *w_k, *w_v]; // d×3d
+        let b_qkv = self.biases.as_ref().map(|[b_q, b_k, b_v, _]| {
+            concatenate![Axis(0), *b_q, *b_k, *b_v] // [b_Q | b_K | b_V]
+        });
+        let qkv = affine(
+            "the projections X [W_Q | W_K | W_V]",
+            x,
+            &w_qkv,
+            b_qkv.as_ref(),
+        )?; // n×3d
+        let [q, k, v] = [0, 1, 2].map(|i| qkv.slice(s![.., i * d..(i + 1) * d]).to_owned());
+        let b_o = self.biases.as_ref().map(|b| &b[3]);
+        let sizes = self.sizes(x, x);
+        let (output, cache) = mha_from_projections([q, k, v], (w_o, b_o), sizes, |_| None)?;
+        Ok(self.output(output, &cache))
     }
     // ANCHOR_END: fused
 }

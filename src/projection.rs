@@ -54,13 +54,13 @@ pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Result<Array2<
 }
 // ANCHOR_END: init
 
-/// `x w`, or an error naming `what` if `f32` overflowed (finite inputs with
+/// `x w`, or an error naming `what` if the float type overflowed (finite inputs with
 /// huge entries can give an infinite product).
-pub(crate) fn project(
+pub(crate) fn project<F: crate::real::Real>(
     what: &'static str,
-    x: &ArrayRef2<f32>,
-    w: &ArrayRef2<f32>,
-) -> Result<Array2<f32>, AttnError> {
+    x: &ArrayRef2<F>,
+    w: &ArrayRef2<F>,
+) -> Result<Array2<F>, AttnError> {
     let y = x.dot(w);
     check_overflow(what, &y)?;
     Ok(y)

@@ -21,9 +21,9 @@ fn per_head_loop(mha: &MultiHeadAttention, x_q: &Array2<f32>, x_kv: &Array2<f32>
     let mut concat = Array2::<f32>::zeros((x_q.nrows(), d));
     for i in 0..h {
         let cols = s![.., i * d_head..(i + 1) * d_head];
-        let q = x_q.dot(&mha.w_q.slice(cols));
-        let k = x_kv.dot(&mha.w_k.slice(cols));
-        let v = x_kv.dot(&mha.w_v.slice(cols));
+        let q = x_q.dot(&mha.w[0].slice(cols));
+        let k = x_kv.dot(&mha.w[1].slice(cols));
+        let v = x_kv.dot(&mha.w[2].slice(cols));
         let mut scores = q.dot(&k.t()) / (d_head as f32).sqrt();
         for mut row in scores.rows_mut() {
             let max = row.fold(f32::MIN, |a, &b| a.max(b));
@@ -33,7 +33,7 @@ fn per_head_loop(mha: &MultiHeadAttention, x_q: &Array2<f32>, x_kv: &Array2<f32>
         }
         concat.slice_mut(cols).assign(&scores.dot(&v));
     }
-    concat.dot(&mha.w_o)
+    concat.dot(&mha.w[3])
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn scaling_by_sqrt_d_model_would_be_caught() {
     let (mha, x_q, x_kv) = layer_and_inputs(64, 8);
     let right = mha.forward(&x_q, &x_kv).unwrap().output;
     let mut buggy = mha.clone();
-    buggy.w_q.mapv_inplace(|w| w * (8.0_f32 / 64.0).sqrt());
+    buggy.w[0].mapv_inplace(|w| w * (8.0_f32 / 64.0).sqrt());
     let wrong = buggy.forward(&x_q, &x_kv).unwrap().output;
     let gap = (&right - &wrong)
         .mapv(f32::abs)
@@ -81,6 +81,13 @@ fn split_then_merge_is_the_identity() {
     assert_eq!(heads.dim(), (4, 3, 2));
     assert_eq!(heads[[1, 2, 0]], x[[2, 2]]); // head 1 holds columns 2..4
     assert_eq!(merge_heads(&heads), x);
+    for g in 0..4 {
+        // The views the layer attends with: head g's columns, no copy.
+        assert_eq!(
+            heads.index_axis(Axis(0), g),
+            x.slice(s![.., 2 * g..2 * (g + 1)])
+        );
+    }
     assert_eq!(
         split_heads(&x, 3).unwrap_err(),
         AttnError::HeadsDoNotDivide { d_model: 8, h: 3 }

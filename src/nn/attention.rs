@@ -1,10 +1,11 @@
 //! Softmax, attention and multi-head attention: forward passes that keep
 //! what the backward passes need, and the backward passes.
 
-use ndarray::{s, Array2, ArrayRef2, Axis};
+use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 
 use crate::attention::{attend, Scores};
 use crate::error::AttnError;
+use crate::projection::project;
 use crate::real::Real;
 
 // ANCHOR: softmax_backward
@@ -62,11 +63,29 @@ pub(crate) fn attention_backward<F: Real>(
 }
 // ANCHOR_END: attention_backward
 
-// ANCHOR: multi_head
 /// The projections `W_Q, W_K, W_V, W_O` of a multi-head attention layer,
 /// each `d×d`, the heads' columns side by side.
 pub(crate) type Projections<F> = [Array2<F>; 4];
 
+/// The biases `b_Q, b_K, b_V, b_O` (`d` each) of a layer that has them.
+pub(crate) type Biases<F> = [Array1<F>; 4];
+
+/// `x W + b` (`b` if any), or an error naming `what` if the product
+/// overflowed.
+pub(crate) fn affine<F: Real>(
+    what: &'static str,
+    x: &ArrayRef2<F>,
+    w: &ArrayRef2<F>,
+    b: Option<&Array1<F>>,
+) -> Result<Array2<F>, AttnError> {
+    let y = project(what, x, w)?;
+    Ok(match b {
+        Some(b) => y + b,
+        None => y,
+    })
+}
+
+// ANCHOR: mha_forward
 /// The sizes of multi-head attention over a batch of `B` sequences: `tq`
 /// query rows and `tk` key rows per sequence, `heads` heads.
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +98,76 @@ pub(crate) struct Heads {
     pub(crate) heads: usize,
 }
 
+/// Multi-head attention of `x_q` (`B·tq × d`) over `x_kv` (`B·tk × d`),
+/// each sequence `b` on its own rows with the mask `keep(b)` (`tq×tk`, or
+/// `None` for no mask): `Q = X_q W_Q + b_Q`, `K = X_kv W_K + b_K`,
+/// `V = X_kv W_V + b_V`, head `i` attends with its `d_k = d/heads` columns,
+/// and `concat(heads) W_O + b_O` mixes them. Self-attention passes the same
+/// rows as `x_q` and `x_kv`.
+pub(crate) fn mha_forward<F: Real>(
+    x_q: &ArrayRef2<F>,
+    x_kv: &ArrayRef2<F>,
+    (w, b): (&Projections<F>, Option<&Biases<F>>),
+    sizes: Heads,
+    keep: impl Fn(usize) -> Option<Array2<bool>>,
+) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
+    let bias = |i: usize| b.map(|b| &b[i]);
+    let q = affine("the queries X_q W_Q", x_q, &w[0], bias(0))?; // B·tq × d
+    let k = affine("the keys X_kv W_K", x_kv, &w[1], bias(1))?; // B·tk × d
+    let v = affine("the values X_kv W_V", x_kv, &w[2], bias(2))?; // B·tk × d
+    mha_from_projections([q, k, v], (&w[3], bias(3)), sizes, keep)
+}
+
+/// [`mha_forward`] from the projections `[Q, K, V]`: each sequence and head
+/// attends on its own rows and columns (a head's columns are a view: the
+/// split of chapter 5 without a copy), and each head's output is written
+/// into its columns of `O` (the merge), which `W_O` then mixes.
+pub(crate) fn mha_from_projections<F: Real>(
+    [q, k, v]: [Array2<F>; 3],
+    (w_o, b_o): (&Array2<F>, Option<&Array1<F>>),
+    Heads { tq, tk, heads }: Heads,
+    keep: impl Fn(usize) -> Option<Array2<bool>>,
+) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
+    let d_k = q.ncols() / heads;
+    let sqrt_d_k = F::of(d_k as f64).sqrt();
+    let mut o = Array2::zeros(q.dim());
+    let mut caches = Vec::new();
+    for b in 0..q.nrows() / tq {
+        let mask = keep(b);
+        for h in 0..heads {
+            let cols = h * d_k..(h + 1) * d_k;
+            let rq = s![b * tq..(b + 1) * tq, cols.clone()];
+            let rk = s![b * tk..(b + 1) * tk, cols];
+            let (out, cache) = attention_forward(
+                &q.slice(rq),
+                &k.slice(rk),
+                &v.slice(rk),
+                mask.as_deref(),
+                sqrt_d_k,
+            )?;
+            o.slice_mut(rq).assign(&out);
+            caches.push(cache);
+        }
+    }
+    let out = affine("the output Concat(heads) W_O", &o, w_o, b_o)?;
+    let biased = b_o.is_some();
+    let heads = caches;
+    Ok((
+        out,
+        MhaCache {
+            q,
+            k,
+            v,
+            heads,
+            o,
+            biased,
+        },
+    ))
+}
+
+// ANCHOR_END: mha_forward
+
+// ANCHOR: mha_backward
 /// What multi-head attention over a batch keeps for its backward pass: the
 /// projections, each (sequence, head)'s weights, the heads' concatenated
 /// output.
@@ -90,50 +179,28 @@ pub(crate) struct MhaCache<F> {
     /// One per (sequence, head), sequence-major: `b·heads + head`.
     pub(crate) heads: Vec<AttentionCache<F>>,
     pub(crate) o: Array2<F>,
+    /// Whether the projections added biases (so the backward pass returns
+    /// their gradients).
+    biased: bool,
 }
 
-/// Multi-head attention of `x_q` (`B·tq × d`) over `x_kv` (`B·tk × d`),
-/// each sequence `b` on its own rows with the mask `keep(b)` (`tq×tk`):
-/// `Q = X_q W_Q`, `K = X_kv W_K`, `V = X_kv W_V`, head `i` attends with its
-/// `d_k = d/heads` columns, and `concat(heads) W_O` mixes them. Self-attention
-/// passes the same rows as `x_q` and `x_kv`.
-pub(crate) fn mha_forward<F: Real>(
-    x_q: &ArrayRef2<F>,
-    x_kv: &ArrayRef2<F>,
-    w: &Projections<F>,
-    Heads { tq, tk, heads }: Heads,
-    keep: impl Fn(usize) -> Array2<bool>,
-) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
-    let (q, k, v) = (x_q.dot(&w[0]), x_kv.dot(&w[1]), x_kv.dot(&w[2]));
-    let d_k = q.ncols() / heads;
-    let sqrt_d_k = F::of(d_k as f64).sqrt();
-    let mut o = Array2::zeros(q.dim());
-    let mut caches = Vec::new();
-    for b in 0..x_q.nrows() / tq {
-        let mask = keep(b);
-        for h in 0..heads {
-            let cols = h * d_k..(h + 1) * d_k;
-            let rq = s![b * tq..(b + 1) * tq, cols.clone()];
-            let rk = s![b * tk..(b + 1) * tk, cols];
-            let (out, cache) = attention_forward(
-                &q.slice(rq),
-                &k.slice(rk),
-                &v.slice(rk),
-                Some(&mask),
-                sqrt_d_k,
-            )?;
-            o.slice_mut(rq).assign(&out);
-            caches.push(cache);
-        }
-    }
-    let out = o.dot(&w[3]);
-    let heads = caches;
-    Ok((out, MhaCache { q, k, v, heads, o }))
+/// The gradients of [`mha_forward`]'s inputs and parameters.
+pub(crate) struct MhaGradients<F> {
+    /// `dX_q`; for self-attention the input's gradient is `dX_q + dX_kv`.
+    pub(crate) dx_q: Array2<F>,
+    /// `dX_kv`.
+    pub(crate) dx_kv: Array2<F>,
+    /// `[dW_Q, dW_K, dW_V, dW_O]`.
+    pub(crate) dw: Projections<F>,
+    /// `[db_Q, db_K, db_V, db_O]`, if the layer has biases.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "no model trained in the book has biases yet")
+    )]
+    pub(crate) db: Option<Biases<F>>,
 }
 
-/// The backward pass of [`mha_forward`]:
-/// `(dX_q, dX_kv, [dW_Q, dW_K, dW_V, dW_O])`. For self-attention the input's
-/// gradient is `dX_q + dX_kv`.
+/// The backward pass of [`mha_forward`], given `dOut`.
 pub(crate) fn mha_backward<F: Real>(
     cache: &MhaCache<F>,
     x_q: &ArrayRef2<F>,
@@ -141,7 +208,7 @@ pub(crate) fn mha_backward<F: Real>(
     w: &Projections<F>,
     Heads { tq, tk, heads }: Heads,
     d_out: &ArrayRef2<F>,
-) -> (Array2<F>, Array2<F>, Projections<F>) {
+) -> MhaGradients<F> {
     let d_o = d_out.dot(&w[3].t());
     let dw_o = cache.o.t().dot(d_out);
     let d_k = cache.q.ncols() / heads;
@@ -165,9 +232,95 @@ pub(crate) fn mha_backward<F: Real>(
             dv.slice_mut(rk).assign(&g_v);
         }
     }
-    let dx_q = dq.dot(&w[0].t());
-    let dx_kv = dk.dot(&w[1].t()) + dv.dot(&w[2].t());
-    let dw = [x_q.t().dot(&dq), x_kv.t().dot(&dk), x_kv.t().dot(&dv), dw_o];
-    (dx_q, dx_kv, dw)
+    let db = cache.biased.then(|| {
+        [&*dq, &*dk, &*dv, d_out].map(|g: &ArrayRef2<F>| g.sum_axis(Axis(0))) // Σ over rows
+    });
+    MhaGradients {
+        dx_q: dq.dot(&w[0].t()),
+        dx_kv: dk.dot(&w[1].t()) + dv.dot(&w[2].t()),
+        dw: [x_q.t().dot(&dq), x_kv.t().dot(&dk), x_kv.t().dot(&dv), dw_o],
+        db,
+    }
 }
-// ANCHOR_END: multi_head
+// ANCHOR_END: mha_backward
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grad::{gradient_error, normal_matrix, Matrix};
+    use ndarray::Array1;
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+    /// Two sequences, 3 queries over 4 keys each, `d = 6`, 2 heads, with
+    /// biases; the second sequence masks its last key. The loss is
+    /// `Σ out ⊙ R` for a fixed random `R`, so `dOut = R`.
+    #[test]
+    fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let sizes = Heads {
+            tq: 3,
+            tk: 4,
+            heads: 2,
+        };
+        let x_q = normal_matrix(6, 6, &mut rng);
+        let x_kv = normal_matrix(8, 6, &mut rng);
+        let w: Projections<f64> = [(); 4].map(|_| normal_matrix(6, 6, &mut rng) * 0.5);
+        let b: Biases<f64> = [(); 4].map(|_| normal_matrix(1, 6, &mut rng).row(0).to_owned());
+        let r = normal_matrix(6, 6, &mut rng);
+        let keep = |seq: usize| Some(Array2::from_shape_fn((3, 4), |(_, j)| seq == 0 || j < 3));
+        let loss = |x_q: &Matrix, x_kv: &Matrix, w: &Projections<f64>, b: &Biases<f64>| {
+            let (out, _) = mha_forward(x_q, x_kv, (w, Some(b)), sizes, keep).unwrap();
+            (out * &r).sum()
+        };
+        let (_, cache) = mha_forward(&x_q, &x_kv, (&w, Some(&b)), sizes, keep).unwrap();
+        let g = mha_backward(&cache, &x_q, &x_kv, &w, sizes, &r);
+        let mut errors = vec![
+            gradient_error(&g.dx_q, |x| loss(x, &x_kv, &w, &b), &x_q),
+            gradient_error(&g.dx_kv, |x| loss(&x_q, x, &w, &b), &x_kv),
+        ];
+        for i in 0..4 {
+            let with = |x: &Matrix| {
+                let mut w = w.clone();
+                w[i] = x.clone();
+                loss(&x_q, &x_kv, &w, &b)
+            };
+            errors.push(gradient_error(&g.dw[i], with, &w[i]));
+            let db = g.db.as_ref().expect("the layer has biases")[i].clone();
+            let as_row = |v: Array1<f64>| v.insert_axis(Axis(0));
+            let with = |x: &Matrix| {
+                let mut b = b.clone();
+                b[i] = x.row(0).to_owned();
+                loss(&x_q, &x_kv, &w, &b)
+            };
+            if i == 1 {
+                // b_K adds q·b_K to every score of a row, which the softmax
+                // ignores: its gradient is 0, analytically and numerically.
+                let numeric = crate::grad::numerical_gradient(with, &as_row(b[1].clone()), 1e-5);
+                let largest = db
+                    .iter()
+                    .chain(&numeric)
+                    .fold(0.0_f64, |m, v| m.max(v.abs()));
+                assert!(largest < 1e-9, "dL/db_K = {db}, numerically {numeric}");
+            } else {
+                errors.push(gradient_error(&as_row(db), with, &as_row(b[i].clone())));
+            }
+        }
+        for (i, error) in errors.into_iter().enumerate() {
+            assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
+        }
+    }
+
+    #[test]
+    fn a_layer_without_biases_has_no_bias_gradients() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let sizes = Heads {
+            tq: 2,
+            tk: 2,
+            heads: 1,
+        };
+        let x = normal_matrix(2, 4, &mut rng);
+        let w: Projections<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng));
+        let (out, cache) = mha_forward(&x, &x, (&w, None), sizes, |_| None).unwrap();
+        assert!(mha_backward(&cache, &x, &x, &w, sizes, &out).db.is_none());
+    }
+}

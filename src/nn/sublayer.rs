@@ -39,7 +39,7 @@ pub(crate) fn attention_sublayer<F: Real>(
 ) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
     let (a, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
     let kv: &ArrayRef2<F> = memory.unwrap_or(&a);
-    let (out, attention) = mha_forward(&a, kv, w, heads, keep)?;
+    let (out, attention) = mha_forward(&a, kv, (w, None), heads, |b| Some(keep(b)))?;
     Ok((out, AttentionSublayerCache { ln, a, attention }))
 }
 
@@ -54,13 +54,13 @@ pub(crate) fn attention_sublayer_backward<F: Real>(
     dy: &ArrayRef2<F>,
 ) -> (Array2<F>, Option<Array2<F>>, Norm<F>, Projections<F>) {
     let kv: &ArrayRef2<F> = memory.unwrap_or(&cache.a);
-    let (da_q, da_kv, dw) = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy);
+    let g = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy);
     let (da, d_memory) = match memory {
-        None => (da_q + da_kv, None),
-        Some(_) => (da_q, Some(da_kv)),
+        None => (g.dx_q + g.dx_kv, None),
+        Some(_) => (g.dx_q, Some(g.dx_kv)),
     };
     let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln[0], &da);
-    (dx, d_memory, [d_gamma, d_beta], dw)
+    (dx, d_memory, [d_gamma, d_beta], g.dw)
 }
 // ANCHOR_END: attention_sublayer
 
