@@ -22,31 +22,12 @@ use report::ch12::{
 };
 use report::show::table;
 
-fn data(name: &str) -> String {
-    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e} (run `cargo xtask train`)"))
-}
-
-/// The training log: `(step, loss, held-out exact accuracy if measured)`.
-fn training_log() -> Vec<(usize, f64, Option<f64>)> {
-    data("ch12-training.csv")
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .map(|line| {
-            let cells: Vec<&str> = line.split(',').collect();
-            (
-                cells[0].parse().expect("step"),
-                cells[1].parse().expect("loss"),
-                cells[2].parse().ok(),
-            )
-        })
-        .collect()
+fn data(name: &str) -> Result<String, report::error::ReportError> {
+    report::measurements::data_file(name)
 }
 
 fn main() -> Result<(), report::error::ReportError> {
-    let net = TinyTransformer::from_text(&data("ch12-weights.txt"))?;
+    let net = TinyTransformer::from_text(&data("ch12-weights.txt")?)?;
     let c = net.config();
     println!(
         "== The model: k = {}, d_model = {}, {} heads, d_ff = {}, {} blocks; {} parameters ==",
@@ -59,7 +40,7 @@ fn main() -> Result<(), report::error::ReportError> {
     );
     assert_eq!(c, BOOK_MODEL, "the weights are the book's model");
 
-    let log = training_log();
+    let log = report::ch12::training_log()?;
     let at = |step: usize| log[step - 1].1;
     println!(
         "\n== Training: {} steps of {} sequences ==",
@@ -100,7 +81,7 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("{}", residual_report(&after));
 
     println!("\n== Exercise 1: the same model trained to sort ==");
-    let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt"))?;
+    let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt")?)?;
     assert_eq!(
         sorter.config(),
         BOOK_MODEL,

@@ -24,16 +24,14 @@ use report::ch13::{
     scores_report, BEAM,
 };
 
-fn data(name: &str) -> String {
-    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e} (run `cargo xtask train`)"))
+fn data(name: &str) -> Result<String, report::error::ReportError> {
+    report::measurements::data_file(name)
 }
 
 fn model(name: &str) -> Result<Seq2Seq, report::error::ReportError> {
     Ok(Seq2Seq::from_text(&data(&format!(
         "ch13-{name}-weights.txt"
-    )))?)
+    ))?)?)
 }
 
 fn main() -> Result<(), report::error::ReportError> {
@@ -99,7 +97,7 @@ fn main() -> Result<(), report::error::ReportError> {
     );
     draw_alignment(&attention, shown, &scores)?;
     draw_length(&by_attention, &by_bottleneck);
-    draw_training();
+    draw_training()?;
     Ok(())
 }
 
@@ -235,14 +233,8 @@ fn draw_length(attention: &[(usize, usize, f64)], bottleneck: &[(usize, usize, f
     println!("wrote {}", path.display());
 }
 
-fn draw_training() {
-    let csv = data("ch13-training.csv");
-    let rows: Vec<Vec<f64>> = csv
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .map(|l| l.split(',').map(|c| c.parse().expect("a number")).collect())
-        .collect();
+fn draw_training() -> Result<(), report::error::ReportError> {
+    let rows = report::ch13::training_curves()?;
     let series = |column: usize, label: &str, colour| plot::Series {
         label: label.into(),
         points: rows.iter().map(|r| (r[0], r[column])).collect(),
@@ -276,4 +268,5 @@ fn draw_training() {
         )],
     );
     println!("wrote {}", path.display());
+    Ok(())
 }

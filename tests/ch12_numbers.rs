@@ -26,8 +26,7 @@ const CHAPTER: &str = "ch12-training.md";
 const CI_BAR: f64 = 0.95;
 
 fn data(name: &str) -> String {
-    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    report::measurements::data_file(name).unwrap()
 }
 
 fn book_model() -> TinyTransformer {
@@ -194,19 +193,7 @@ fn removing_heads(
 }
 
 fn training_log_and_figure_10_1(b: &mut Bindings) {
-    let log: Vec<(usize, f64, Option<f64>)> = data("ch12-training.csv")
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .map(|l| {
-            let c: Vec<&str> = l.split(',').collect();
-            (
-                c[0].parse().unwrap(),
-                c[1].parse().unwrap(),
-                c[2].parse().ok(),
-            )
-        })
-        .collect();
+    let log = report::ch12::training_log().unwrap();
     assert_eq!(log.len(), 600);
     let mut block = String::from("step    loss  held-out exact (200)\n");
     for s in [1, 20, 30, 40, 50, 100, 200, 600] {

@@ -24,29 +24,11 @@ use report::numbers::{Bindings, Evidence};
 const CHAPTER: &str = "ch13-attention-learns-to-align.md";
 
 fn data(name: &str) -> String {
-    let path = format!("{}/book/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    report::measurements::data_file(name).unwrap()
 }
 
 fn model(name: &str) -> Seq2Seq {
     Seq2Seq::from_text(&data(&format!("ch13-{name}-weights.txt"))).unwrap()
-}
-
-/// The seed sweep of `cargo xtask train ch13`: `(seed, exact, best head)`.
-fn seeds() -> Vec<(u64, f64, f64)> {
-    data("ch13-seeds.csv")
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .map(|l| {
-            let c: Vec<&str> = l.split(',').collect();
-            (
-                c[0].parse().unwrap(),
-                c[1].parse().unwrap(),
-                c[2].parse().unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value
@@ -216,7 +198,7 @@ fn every_number_is_bound() {
     assert!(one_off.count() >= 2, "some heads look one word off");
 
     // The seed sweep: seed 1 is the saved model.
-    let sweep = seeds();
+    let sweep = report::ch13::seeds().unwrap();
     assert_eq!(sweep.len(), 5);
     assert_eq!(sweep[0].0, BOOK_SEQ2SEQ_TRAINING.seed);
     assert_eq!(
@@ -262,28 +244,14 @@ fn every_number_is_bound() {
         "lowest loss with label smoothing 0.1 over {TARGET_VOCAB} tokens: {floor:.4}"
     ));
     b.rounded("0.54", floor);
-    let smoothed_final: f64 = data("ch13-training.csv")
-        .lines()
-        .last()
-        .unwrap()
-        .split(',')
-        .nth(3)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let curves = report::ch13::training_curves().unwrap();
+    let last: &[f64] = &curves.last().unwrap()[1..]; // each model's final loss
+    let smoothed_final = last[2];
     b.claim(
         "and it reaches that floor",
         (smoothed_final - floor).abs() < 1e-3,
     );
     // Figure 13.1's alt text: the final losses of the three runs.
-    let last: Vec<f64> = data("ch13-training.csv")
-        .lines()
-        .last()
-        .unwrap()
-        .split(',')
-        .skip(1)
-        .map(|x| x.parse().unwrap())
-        .collect();
     b.at_most("0.001", last[0]).value("0.04", last[1], 0.005);
     b.claim("falls fastest", last[0] < last[1] && last[1] < last[2]);
 

@@ -9,6 +9,22 @@ use attn::model::{
     SEP,
 };
 
+/// The committed training log, `book/data/ch12-training.csv`: `(step,
+/// loss, held-out exact accuracy where it was measured)`.
+pub fn training_log() -> Result<Vec<(usize, f64, Option<f64>)>, ReportError> {
+    let file = "ch12-training.csv";
+    let rows = crate::measurements::numeric_rows(file)?;
+    rows.into_iter()
+        .map(|r| match r.as_slice() {
+            [Some(step), Some(loss), exact] => Ok((*step as usize, *loss, *exact)),
+            _ => Err(crate::measurements::bad(
+                file,
+                format!("a row {r:?} without a step and a loss"),
+            )),
+        })
+        .collect()
+}
+
 /// A token as the book prints it: a digit, or `|` for the separator.
 pub fn token(t: usize) -> String {
     if t == SEP {

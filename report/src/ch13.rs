@@ -12,6 +12,33 @@ use attn::translation::{
     TranslationPair, TARGET_VOCAB,
 };
 
+/// The committed seed sweep, `book/data/ch13-seeds.csv`: `(seed, held-out
+/// exact accuracy, the best head's alignment score)` per run.
+pub fn seeds() -> Result<Vec<(u64, f64, f64)>, ReportError> {
+    let file = "ch13-seeds.csv";
+    let rows = crate::measurements::numeric_rows(file)?;
+    rows.into_iter()
+        .map(|r| match r.as_slice() {
+            [Some(seed), Some(exact), Some(head)] => Ok((*seed as u64, *exact, *head)),
+            _ => Err(crate::measurements::bad(
+                file,
+                format!("a row {r:?} of other than 3 numbers"),
+            )),
+        })
+        .collect()
+}
+
+/// The committed training curves, `book/data/ch13-training.csv`: each row
+/// `[step, loss of each model]`.
+pub fn training_curves() -> Result<Vec<Vec<f64>>, ReportError> {
+    let file = "ch13-training.csv";
+    let rows = crate::measurements::numeric_rows(file)?;
+    rows.into_iter()
+        .map(|r| r.into_iter().collect::<Option<Vec<f64>>>())
+        .map(|r| r.ok_or_else(|| crate::measurements::bad(file, "an empty field")))
+        .collect()
+}
+
 /// A target as the book prints it: its digits, space-separated.
 pub fn digits(target: &[usize]) -> String {
     let digit = |&t: &usize| match t {

@@ -51,7 +51,12 @@ impl fmt::Display for ReportError {
                 "no measurement of {method} at n = {n} in book/data (run `cargo xtask measure`)"
             ),
             ReportError::MissingDataFile { path, reason } => {
-                write!(f, "cannot read {path}: {reason} (run `cargo xtask measure`)")
+                write!(
+                    f,
+                    "cannot read {path}: {reason} (restore it with `git checkout book/data`, or \
+                     make it again: `cargo xtask train` for chapters 12 and 13, `cargo xtask \
+                     measure` for the timings)"
+                )
             }
             ReportError::MixedMeasurements { first, second } => write!(
                 f,

@@ -23,6 +23,23 @@ pub(crate) fn data_rows(text: &str, separator: char) -> impl Iterator<Item = Vec
         .map(move |l| l.split(separator).collect())
 }
 
+/// The rows of the committed CSV file `book/data/NAME` as numbers, without
+/// the `#` comments and the line of column names; an empty field is `None`.
+pub fn numeric_rows(name: &str) -> Result<Vec<Vec<Option<f64>>>, ReportError> {
+    numbers_in(name, &data_file(name)?)
+}
+
+/// [`numeric_rows`] of the text of `book/data/NAME`.
+fn numbers_in(name: &str, text: &str) -> Result<Vec<Vec<Option<f64>>>, ReportError> {
+    let field = |f: &&str| match f.trim() {
+        "" => Ok(None),
+        f => number(name, f).map(Some),
+    };
+    data_rows(text, ',')
+        .map(|row| row.iter().map(field).collect())
+        .collect()
+}
+
 /// The error for `book/data/FILE` that does not hold what it should.
 pub(crate) fn bad(file: &str, what: impl std::fmt::Display) -> ReportError {
     ReportError::MissingDataFile {
@@ -232,6 +249,31 @@ pub fn tiled_memory_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numeric_rows_skip_comments_and_names_and_say_which_field_is_bad() {
+        let csv = "# run: by hand\nstep,loss,exact\n1,2.5,\n2,1.25,0.5\n";
+        let rows = numbers_in("x.csv", csv).unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![Some(1.0), Some(2.5), None],
+                vec![Some(2.0), Some(1.25), Some(0.5)]
+            ]
+        );
+        let err = numbers_in("x.csv", "a,b\n1,oops\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("book/data/x.csv") && err.contains("\"oops\" is not a number"),
+            "{err}"
+        );
+        let missing = numeric_rows("no-such-file.csv").unwrap_err().to_string();
+        assert!(
+            missing.contains("no-such-file.csv") && missing.contains("git checkout book/data"),
+            "{missing}"
+        );
+    }
 
     #[test]
     fn measurements_are_read_by_column_name() {

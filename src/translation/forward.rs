@@ -254,14 +254,7 @@ mod tests {
     use crate::nn::Parameters;
 
     fn small(bottleneck: bool) -> (Seq2Seq, Batch) {
-        let config = Seq2SeqConfig {
-            d_model: 8,
-            heads: 2,
-            d_ff: 12,
-            layers: 1,
-            max_lengths: (12, 8),
-            bottleneck,
-        };
+        let config = Seq2SeqConfig::tiny(1, bottleneck);
         let pairs: Vec<_> = [342_015, 12, 700].map(|x| number_pair(x).unwrap()).to_vec();
         let refs: Vec<(&[usize], &[usize])> = pairs
             .iter()

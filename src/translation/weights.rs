@@ -7,6 +7,20 @@ use crate::error::AttnError;
 use crate::nn::{read_checkpoint, read_header, write_checkpoint};
 
 impl Seq2SeqConfig {
+    /// A model small enough for unit tests: `d_model` 8, 2 heads, `d_ff` 12.
+    #[cfg(test)]
+    pub(crate) fn tiny(layers: usize, bottleneck: bool) -> Self {
+        let (d_model, heads, d_ff, max_lengths) = (8, 2, 12, (12, 8));
+        Seq2SeqConfig {
+            d_model,
+            heads,
+            d_ff,
+            layers,
+            max_lengths,
+            bottleneck,
+        }
+    }
+
     /// The number of parameters of a model of this configuration, or
     /// `None` if it does not fit in a `usize`.
     pub fn parameter_count(&self) -> Option<usize> {
@@ -82,14 +96,7 @@ mod tests {
     #[test]
     fn weights_survive_a_round_trip_and_the_count_is_the_model_s() {
         for bottleneck in [false, true] {
-            let config = Seq2SeqConfig {
-                d_model: 8,
-                heads: 2,
-                d_ff: 12,
-                layers: 2,
-                max_lengths: (12, 8),
-                bottleneck,
-            };
+            let config = Seq2SeqConfig::tiny(2, bottleneck);
             let net = Seq2Seq::new(config, 3).unwrap();
             let total: usize = net.slices().iter().map(|s| s.len()).sum();
             assert_eq!(config.parameter_count(), Some(total));
