@@ -8,8 +8,9 @@
 
 use report::plot;
 
-use attn::origins::{kernel_regression, sharpness_experiment};
+use attn::origins::kernel_regression;
 use ndarray::Array1;
+use report::ch01::sharpness_experiment;
 use report::ch01::{
     bandwidth_table, queries, score_cost_table, sharpness_table, training_set, truth, BANDWIDTHS,
 };

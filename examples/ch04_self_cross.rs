@@ -8,9 +8,10 @@
 
 use report::plot;
 
-use attn::projection::{init_statistics, Projections};
+use attn::projection::Projections;
 use attn::scaling::standard_normal;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::ch04::init_statistics;
 use report::show::shape;
 
 /// The chapter's sizes: token width, query/key width, value width, and the

@@ -13,13 +13,11 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
-use ndarray_rand::rand::SeedableRng;
 
 use crate::attention::{check_qkv, Attention};
 use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
 use crate::projection::init_weight;
-use crate::scaling::standard_normal;
 use crate::softmax::softmax_rows_in_place;
 
 // ANCHOR: kernel_regression
@@ -156,59 +154,13 @@ pub fn dot_score_flops(n: u64, m: u64, d: u64) -> f64 {
 }
 // ANCHOR_END: score_flops
 
-/// One row of the sharpness experiment: the largest weight a query gives
-/// any of `m` keys when the query is multiplied by `scale`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SharpnessRow {
-    /// The factor the query was multiplied by.
-    pub scale: f32,
-    /// The largest weight with scaled dot-product scores.
-    pub dot: f32,
-    /// The largest weight with additive scores.
-    pub additive: f32,
-}
-
-/// Chapter 1's comparison of what the two scores compute: one random query
-/// and `m` random keys of width `d` (seeded), an additive score with `d`
-/// hidden units; the largest weight as the query grows by each of `scales`.
-/// Dot-product scores grow with the query without limit; additive scores
-/// stay within `±bound`, so their weights cannot become one-hot.
-pub fn sharpness_experiment(
-    m: usize,
-    d: usize,
-    scales: &[f32],
-    seed: u64,
-) -> Result<(Vec<SharpnessRow>, f32), AttnError> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    check_not_empty("keys (m×d)", (m, d))?;
-    let (q, k) = (
-        standard_normal(1, d, &mut rng),
-        standard_normal(m, d, &mut rng),
-    );
-    let additive = AdditiveScore::new(d, d, d, &mut rng)?;
-    let largest = |mut s: Array2<f32>| -> Result<f32, AttnError> {
-        softmax_rows_in_place(&mut s)?;
-        Ok(s.fold(0.0_f32, |a, &w| a.max(w)))
-    };
-    let rows = scales
-        .iter()
-        .map(|&scale| {
-            let q = &q * scale;
-            Ok(SharpnessRow {
-                scale,
-                dot: largest(q.dot(&k.t()) / (d as f32).sqrt())?,
-                additive: largest(additive.scores(&q, &k)?)?,
-            })
-        })
-        .collect::<Result<_, AttnError>>()?;
-    Ok((rows, additive.bound()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scaling::standard_normal;
     use approx::assert_abs_diff_eq;
     use ndarray::array;
+    use ndarray_rand::rand::SeedableRng;
 
     // ANCHOR: kernel_regression_test
     #[test]
@@ -262,17 +214,6 @@ mod tests {
     }
 
     #[test]
-    fn dot_scores_sharpen_without_limit_and_additive_ones_do_not() {
-        let (rows, bound) = sharpness_experiment(16, 8, &[1.0, 4.0, 16.0, 64.0], 1).unwrap();
-        assert!(rows.windows(2).all(|w| w[1].dot >= w[0].dot));
-        assert!(rows[3].dot > 0.99);
-        // With scores in [−B, B], no weight exceeds e^B / (e^B + 15 e^−B).
-        let b = bound as f64;
-        let ceiling = b.exp() / (b.exp() + 15.0 * (-b).exp());
-        assert!(rows.iter().all(|r| (r.additive as f64) <= ceiling + 1e-6));
-    }
-
-    #[test]
     fn bad_input_is_an_error() {
         let x = array![1.0_f32, 2.0];
         assert!(kernel_regression(&x, &x, &x, 0.0).is_err());
@@ -280,6 +221,5 @@ mod tests {
         assert!(kernel_regression(&array![f32::NAN], &x, &x, 1.0).is_err());
         assert!(kernel_regression(&x, &array![1e30_f32, 0.0], &x, 1e-30).is_err());
         assert!(AdditiveScore::new(0, 2, 2, &mut StdRng::seed_from_u64(0)).is_err());
-        assert!(sharpness_experiment(0, 4, &[1.0], 0).is_err());
     }
 }

@@ -154,50 +154,6 @@ impl Projections {
     // ANCHOR_END: attend
 }
 
-// ANCHOR: init_stats
-/// Measured variances after projecting random tokens with [`init_weight`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct InitStats {
-    /// Variance of the entries of the token vectors `X` (drawn as `N(0, 1)`).
-    pub x: f64,
-    /// Variance of the entries of `Q = X_dec W_Q`.
-    pub q: f64,
-    /// Variance of the entries of `K = X_enc W_K`.
-    pub k: f64,
-    /// Variance of the cross-attention scores `QKᵀ/√d_k`.
-    pub scores: f64,
-}
-
-/// Projects `tokens` random decoder and encoder tokens (`N(0, 1)` entries,
-/// width `d_model`) with fresh projections to width `d_k`, and measures the
-/// variance of each stage.
-pub fn init_statistics(
-    d_model: usize,
-    d_k: usize,
-    tokens: usize,
-    seed: u64,
-) -> Result<InitStats, AttnError> {
-    use crate::scaling::{sample_variance, standard_normal};
-    use ndarray_rand::rand::SeedableRng;
-    let mut rng = StdRng::seed_from_u64(seed);
-    check_not_empty("tokens (tokens×d_model)", (tokens, d_model))?;
-    let p = Projections::new(d_model, d_k, d_k, &mut rng)?;
-    let decoder = standard_normal(tokens, d_model, &mut rng);
-    let encoder = standard_normal(tokens, d_model, &mut rng);
-    let [w_q, w_k, _] = p.weights();
-    let q = decoder.dot(w_q);
-    let k = encoder.dot(w_k);
-    let scores = q.dot(&k.t()) / (d_k as f32).sqrt();
-    let var = |a: &Array2<f32>| sample_variance(&a.flatten());
-    Ok(InitStats {
-        x: var(&decoder),
-        q: var(&q),
-        k: var(&k),
-        scores: var(&scores),
-    })
-}
-// ANCHOR_END: init_stats
-
 #[cfg(test)]
 mod tests {
     use super::*;

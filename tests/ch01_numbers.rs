@@ -3,11 +3,10 @@
 //! require the chapter to quote it verbatim, and check the claims its prose
 //! makes about the numbers.
 
-use attn::origins::{
-    additive_score_flops, dot_score_flops, kernel_regression, sharpness_experiment,
-};
+use attn::origins::{additive_score_flops, dot_score_flops, kernel_regression};
 use report::ch01::{
-    bandwidth_table, queries, score_cost_table, sharpness_table, training_set, BANDWIDTHS,
+    bandwidth_table, queries, score_cost_table, sharpness_experiment, sharpness_table,
+    training_set, BANDWIDTHS,
 };
 
 mod common;

@@ -1,9 +1,10 @@
 //! Chapter 4 quotes the output of `cargo run --example ch04_self_cross`;
 //! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::projection::{init_statistics, Projections};
+use attn::projection::Projections;
 use attn::scaling::standard_normal;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::ch04::init_statistics;
 use report::show::shape;
 
 mod common;

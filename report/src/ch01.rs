@@ -9,7 +9,10 @@ use ndarray_rand::rand_distr::{Distribution, Normal};
 
 use crate::show::table;
 use attn::error::AttnError;
-use attn::origins::{additive_score_flops, dot_score_flops, kernel_regression, SharpnessRow};
+use attn::origins::{additive_score_flops, dot_score_flops, kernel_regression, AdditiveScore};
+use attn::scaling::standard_normal;
+use attn::softmax::softmax_rows_in_place;
+use ndarray::Array2;
 
 /// The function the toy problem samples: `sin(2x) + x/2`.
 pub fn truth(x: f32) -> f32 {
@@ -112,4 +115,76 @@ pub fn sharpness_table(rows: &[SharpnessRow]) -> String {
         })
         .collect();
     table(&["query scale", "dot product", "additive"], &cells)
+}
+
+/// One row of the sharpness experiment: the largest weight a query gives
+/// any of `m` keys when the query is multiplied by `scale`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharpnessRow {
+    /// The factor the query was multiplied by.
+    pub scale: f32,
+    /// The largest weight with scaled dot-product scores.
+    pub dot: f32,
+    /// The largest weight with additive scores.
+    pub additive: f32,
+}
+
+/// Chapter 1's comparison of what the two scores compute: one random query
+/// and `m` random keys of width `d` (seeded), an additive score with `d`
+/// hidden units; the largest weight as the query grows by each of `scales`.
+/// Dot-product scores grow with the query without limit; additive scores
+/// stay within `±bound`, so their weights cannot become one-hot.
+pub fn sharpness_experiment(
+    m: usize,
+    d: usize,
+    scales: &[f32],
+    seed: u64,
+) -> Result<(Vec<SharpnessRow>, f32), ReportError> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    if m == 0 || d == 0 {
+        let (name, shape) = ("keys (m×d)", (m, d));
+        return Err(AttnError::Empty { name, shape }.into());
+    }
+    let (q, k) = (
+        standard_normal(1, d, &mut rng),
+        standard_normal(m, d, &mut rng),
+    );
+    let additive = AdditiveScore::new(d, d, d, &mut rng)?;
+    let largest = |mut s: Array2<f32>| -> Result<f32, AttnError> {
+        softmax_rows_in_place(&mut s)?;
+        Ok(s.fold(0.0_f32, |a, &w| a.max(w)))
+    };
+    let rows = scales
+        .iter()
+        .map(|&scale| {
+            let q = &q * scale;
+            Ok(SharpnessRow {
+                scale,
+                dot: largest(q.dot(&k.t()) / (d as f32).sqrt())?,
+                additive: largest(additive.scores(&q, &k)?)?,
+            })
+        })
+        .collect::<Result<_, AttnError>>()?;
+    Ok((rows, additive.bound()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_scores_sharpen_without_limit_and_additive_ones_do_not() {
+        let (rows, bound) = sharpness_experiment(16, 8, &[1.0, 4.0, 16.0, 64.0], 1).unwrap();
+        assert!(rows.windows(2).all(|w| w[1].dot >= w[0].dot));
+        assert!(rows[3].dot > 0.99);
+        // With scores in [−B, B], no weight exceeds e^B / (e^B + 15 e^−B).
+        let b = bound as f64;
+        let ceiling = b.exp() / (b.exp() + 15.0 * (-b).exp());
+        assert!(rows.iter().all(|r| (r.additive as f64) <= ceiling + 1e-6));
+    }
+
+    #[test]
+    fn no_keys_is_an_error() {
+        assert!(sharpness_experiment(0, 4, &[1.0], 0).is_err());
+    }
 }

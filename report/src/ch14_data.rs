@@ -12,10 +12,45 @@ use super::ch14::{tokenize_all, Corpus, FIGURE_SENTENCE, TOKENIZER_EXAMPLES};
 use super::measurements::{bad, data_rows, number};
 use super::provenance::{one_run, Provenance};
 use attn::pretrained::{
-    ablations, corpus_statistics, embeddings, pair_similarities, unrelated_similarities, Ablation,
+    ablations, embeddings, head_statistics, pair_similarities, unrelated_similarities, Ablation,
     HeadStatistics,
 };
 use attn::pretrained::{tensor_shapes, Bert, Tokens, WordPiece};
+
+/// [`attn::pretrained::head_statistics`] of every head in every layer, averaged over the
+/// `sentences`: `result[layer][head]`.
+pub fn corpus_statistics(
+    bert: &Bert,
+    sentences: &[Tokens],
+) -> Result<Vec<Vec<HeadStatistics>>, ReportError> {
+    let (layers, h) = (bert.layers().len(), bert.h());
+    let mut sums = vec![vec![HeadStatistics::default(); h]; layers];
+    for tokens in sentences {
+        let encoded = bert.encode(&tokens.ids)?;
+        for (layer, weights) in encoded.weights.iter().enumerate() {
+            for (head, w) in weights.outer_iter().enumerate() {
+                let s = head_statistics(&w)?;
+                let sum = &mut sums[layer][head];
+                sum.entropy += s.entropy;
+                sum.cls += s.cls;
+                sum.sep += s.sep;
+                sum.previous += s.previous;
+                sum.next += s.next;
+            }
+        }
+    }
+    let count = sentences.len() as f64;
+    for s in sums.iter_mut().flatten() {
+        *s = HeadStatistics {
+            entropy: s.entropy / count,
+            cls: s.cls / count,
+            sep: s.sep / count,
+            previous: s.previous / count,
+            next: s.next / count,
+        };
+    }
+    Ok(sums)
+}
 
 /// The derived files, in the order [`derive()`] returns them.
 pub const FILES: [&str; 5] = [

@@ -10,6 +10,7 @@
 
 pub mod ch01;
 pub mod ch03;
+pub mod ch04;
 pub mod ch06;
 pub mod ch09;
 pub mod ch11;

@@ -50,41 +50,6 @@ pub fn head_statistics(w: &ArrayRef2<f32>) -> Result<HeadStatistics, AttnError> 
 }
 // ANCHOR_END: head_statistics
 
-/// [`head_statistics`] of every head in every layer, averaged over the
-/// `sentences`: `result[layer][head]`.
-pub fn corpus_statistics(
-    bert: &Bert,
-    sentences: &[Tokens],
-) -> Result<Vec<Vec<HeadStatistics>>, AttnError> {
-    let (layers, h) = (bert.layers().len(), bert.h());
-    let mut sums = vec![vec![HeadStatistics::default(); h]; layers];
-    for tokens in sentences {
-        let encoded = bert.encode(&tokens.ids)?;
-        for (layer, weights) in encoded.weights.iter().enumerate() {
-            for (head, w) in weights.outer_iter().enumerate() {
-                let s = head_statistics(&w)?;
-                let sum = &mut sums[layer][head];
-                sum.entropy += s.entropy;
-                sum.cls += s.cls;
-                sum.sep += s.sep;
-                sum.previous += s.previous;
-                sum.next += s.next;
-            }
-        }
-    }
-    let count = sentences.len() as f64;
-    for s in sums.iter_mut().flatten() {
-        *s = HeadStatistics {
-            entropy: s.entropy / count,
-            cls: s.cls / count,
-            sep: s.sep / count,
-            previous: s.previous / count,
-            next: s.next / count,
-        };
-    }
-    Ok(sums)
-}
-
 /// The sentence embeddings of `sentences`, one per row.
 pub fn embeddings(bert: &Bert, sentences: &[Tokens]) -> Result<Array2<f32>, AttnError> {
     let mut rows = Array2::zeros((sentences.len(), bert.d_model()));

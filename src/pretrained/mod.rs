@@ -31,8 +31,8 @@ mod load;
 mod tokenize;
 
 pub use heads::{
-    ablations, corpus_statistics, embeddings, head_statistics, pair_similarities,
-    unrelated_similarities, Ablation, HeadStatistics,
+    ablations, embeddings, head_statistics, pair_similarities, unrelated_similarities, Ablation,
+    HeadStatistics,
 };
 pub use load::{pytorch_linear, tensor_shapes, TensorShape};
 pub use tokenize::{Tokens, WordPiece};
