@@ -14,6 +14,11 @@ pub struct Hypothesis {
     pub log_prob: f64,
 }
 
+/// The widest beam [`beam_search`] accepts: a step sorts up to `width ×
+/// vocabulary` candidates, and an unbounded width would keep every
+/// hypothesis, `vocabulary^t` of them at step `t`.
+pub const MAX_BEAM_WIDTH: usize = 1_000;
+
 // ANCHOR: beam
 /// Beam search: start from the empty prefix; at each step extend every kept
 /// prefix by every token, score each extension by its total
@@ -33,6 +38,14 @@ pub fn beam_search(
             name: "beam width and maximum length",
             value: width.min(max_len) as f64,
             requirement: "must both be at least 1",
+        });
+    }
+    if width > MAX_BEAM_WIDTH {
+        return Err(AttnError::InvalidArgument {
+            name: "beam width",
+            value: width as f64,
+            requirement: "must be at most 1,000: the beam holds up to width × vocabulary \
+                          candidates a step",
         });
     }
     let finished = |h: &Hypothesis| h.tokens.last() == Some(&eos);

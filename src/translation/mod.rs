@@ -23,7 +23,7 @@ mod train;
 mod weights;
 
 pub use batch::{batch, Batch};
-pub use beam::{beam_search, Hypothesis};
+pub use beam::{beam_search, Hypothesis, MAX_BEAM_WIDTH};
 pub use bleu::{corpus_bleu, Bleu};
 pub use forward::Seq2SeqForward;
 pub use heads::alignment_scores;

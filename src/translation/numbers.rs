@@ -219,6 +219,15 @@ pub fn translation_set(
         });
     }
     let excluded: HashSet<u32> = exclude.iter().map(|p| p.number).collect();
+    if excluded.len() > 100_000 {
+        // With at most a tenth of the numbers excluded and a tenth asked
+        // for, the draws below end after a few times `count` tries.
+        return Err(AttnError::InvalidArgument {
+            name: "excluded numbers",
+            value: excluded.len() as f64,
+            requirement: "must be at most 100,000 distinct numbers (a tenth of the numbers)",
+        });
+    }
     let mut rng = StdRng::seed_from_u64(seed);
     let mut seen = HashSet::new();
     let mut pairs = Vec::with_capacity(count);
