@@ -83,14 +83,14 @@ pub(crate) fn check_model_width(
 }
 
 /// Checks that an input holds only finite numbers.
-pub(crate) fn check_finite(
+pub(crate) fn check_finite<F: crate::real::Real>(
     name: &'static str,
-    x: &ndarray::ArrayRef2<f32>,
+    x: &ndarray::ArrayRef2<F>,
 ) -> Result<(), AttnError> {
     match x.iter().find(|v| !v.is_finite()) {
         Some(&bad) => Err(AttnError::InvalidArgument {
             name,
-            value: f64::from(bad),
+            value: bad.wide(),
             requirement: "must hold only finite numbers",
         }),
         None => Ok(()),

@@ -119,6 +119,15 @@ pub enum AttnError {
         /// The first entry that is not finite.
         value: f64,
     },
+    /// An optimiser step that would make a parameter non-finite (a learning
+    /// rate too large for the parameters' float type); the step was not
+    /// taken.
+    NonFiniteUpdate {
+        /// The parameter tensor, e.g. `"block 1 W_Q"`.
+        tensor: String,
+        /// The value the first such parameter would have taken.
+        value: f64,
+    },
     /// A pretrained model's file (weights, configuration, tokenizer) that
     /// cannot be read, or does not hold what the model needs.
     ModelFile {
@@ -244,6 +253,11 @@ impl fmt::Display for AttnError {
                 f,
                 "the gradient of {tensor} holds {value}: a step would make the parameters \
                  non-finite"
+            ),
+            AttnError::NonFiniteUpdate { ref tensor, value } => write!(
+                f,
+                "the step would set a parameter of {tensor} to {value}: the learning rate \
+                 (times its schedule factor) is too large; the parameters were left unchanged"
             ),
             AttnError::ModelFile {
                 ref path,

@@ -231,9 +231,11 @@ pub fn residual(
 pub fn row_statistics(x: &ArrayRef2<f32>) -> Result<(f32, f32), AttnError> {
     check_not_empty("x", x.dim())?;
     check_finite("x", x)?;
+    let x = x.mapv(f64::from); // f64: sums and squares of f32s can overflow
     let means = x.mean_axis(Axis(1)).unwrap_or_default(); // columns ≥ 1: never the default
     let stds = x.std_axis(Axis(1), 0.0);
-    Ok((means.mean().unwrap_or(0.0), stds.mean().unwrap_or(0.0)))
+    let average = |a: Array1<f64>| a.mean().unwrap_or(0.0) as f32;
+    Ok((average(means), average(stds)))
 }
 
 #[cfg(test)]

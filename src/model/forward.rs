@@ -10,10 +10,10 @@ use crate::fast::matmul::matmul;
 use crate::grad::Matrix;
 use crate::masking::causal_mask;
 use crate::nn::{
-    attention_sublayer, attention_sublayer_backward, check_logits, check_same_model, cross_entropy,
-    embedding_backward, embedding_forward, ffn_sublayer, ffn_sublayer_backward, fingerprint,
-    layer_norm_backward, layer_norm_forward, linear_backward, Activation, AttentionSublayerCache,
-    FfnSublayerCache, Heads, LayerNormCache,
+    attention_sublayer, attention_sublayer_backward, check_d_logits, check_logits,
+    check_same_model, cross_entropy, embedding_backward, embedding_forward, ffn_sublayer,
+    ffn_sublayer_backward, fingerprint, layer_norm_backward, layer_norm_forward, linear_backward,
+    Activation, AttentionSublayerCache, FfnSublayerCache, Heads, LayerNormCache,
 };
 
 /// What one block's forward pass keeps for its backward pass.
@@ -159,13 +159,7 @@ impl TinyTransformer {
         fwd: &Forward,
         d_logits: &ArrayRef2<f64>,
     ) -> Result<TinyTransformer, AttnError> {
-        if d_logits.dim() != fwd.logits.dim() {
-            return Err(AttnError::ShapesDiffer {
-                what: "dL/dlogits and the logits",
-                left: d_logits.dim(),
-                right: fwd.logits.dim(),
-            });
-        }
+        check_d_logits(d_logits, fwd.logits.dim())?;
         check_same_model(fwd.fingerprint, self, self.config)?;
         if fwd.blocks.len() != self.blocks.len() {
             return Err(AttnError::InvalidArgument {

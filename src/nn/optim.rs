@@ -82,12 +82,35 @@ impl<F: Real> Adam<F> {
                 });
             }
         }
-        self.step += 1;
+        let step = self.step + 1;
         let (b1, b2) = self.betas;
-        let (c1, c2) = (1.0 - b1.powi(self.step), 1.0 - b2.powi(self.step));
+        let (c1, c2) = (1.0 - b1.powi(step), 1.0 - b2.powi(step));
         let [b1, b2, c1, c2, eps] = [b1, b2, c1, c2, self.eps].map(F::of);
         let lr = F::of(self.lr * lr_factor);
         let one = F::one();
+        // θ, m and v after the step for entry i of a tensor.
+        let next = |theta: F, g: F, m: F, v: F| {
+            let m = b1 * m + (one - b1) * g;
+            let v = b2 * v + (one - b2) * g * g;
+            (theta - lr * (m / c1) / ((v / c2).sqrt() + eps), m, v)
+        };
+        // First, without writing: would any parameter become non-finite?
+        for ((((name, theta), g), m), v) in model
+            .named_slices()
+            .into_iter()
+            .zip(grads.slices())
+            .zip(&self.m)
+            .zip(&self.v)
+        {
+            for i in 0..theta.len() {
+                let (after, _, _) = next(theta[i], g[i], m[i], v[i]);
+                if !after.is_finite() {
+                    let (tensor, value) = (name, after.wide());
+                    return Err(AttnError::NonFiniteUpdate { tensor, value });
+                }
+            }
+        }
+        self.step = step;
         for (((theta, g), m), v) in model
             .slices_mut()
             .into_iter()
@@ -96,9 +119,7 @@ impl<F: Real> Adam<F> {
             .zip(&mut self.v)
         {
             for i in 0..theta.len() {
-                m[i] = b1 * m[i] + (one - b1) * g[i];
-                v[i] = b2 * v[i] + (one - b2) * g[i] * g[i];
-                theta[i] -= lr * (m[i] / c1) / ((v[i] / c2).sqrt() + eps);
+                (theta[i], m[i], v[i]) = next(theta[i], g[i], m[i], v[i]);
             }
         }
         Ok(())

@@ -78,6 +78,23 @@ pub(crate) fn check_logits<F: Real>(logits: &ArrayRef2<F>) -> Result<(), AttnErr
     }
 }
 
+/// Checks the gradient a backward pass starts from: `dL/dlogits` must have
+/// the logits' shape and hold only finite numbers (NaN in would be NaN in
+/// every gradient out).
+pub(crate) fn check_d_logits<F: Real>(
+    d_logits: &ArrayRef2<F>,
+    logits: (usize, usize),
+) -> Result<(), AttnError> {
+    if d_logits.dim() != logits {
+        return Err(AttnError::ShapesDiffer {
+            what: "dL/dlogits and the logits",
+            left: d_logits.dim(),
+            right: logits,
+        });
+    }
+    crate::check::check_finite("dL/dlogits", d_logits)
+}
+
 /// A checkpoint as text: a header line, then one line per tensor (in
 /// [`Parameters::slices`] order) of its values, space-separated, each
 /// rounded to `f32` and written as the shortest decimal that reads back to

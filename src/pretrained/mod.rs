@@ -111,7 +111,7 @@ impl Bert {
             let mut padded = ids.clone();
             padded.resize(longest, PAD);
             let hidden = self.encode_padded(&padded, ids.len())?.hidden; // longest×d_model
-            row.assign(&l2_normalize(&mean_pool(&hidden, ids.len())?));
+            row.assign(&l2_normalize(&mean_pool(&hidden, ids.len())?)?);
         }
         Ok(embeddings)
     }
@@ -120,7 +120,7 @@ impl Bert {
     /// The sentence embedding of one tokenised sentence, `d_model`.
     pub fn sentence_embedding(&self, ids: &[u32]) -> Result<Array1<f32>, AttnError> {
         let hidden = self.encode(ids)?.hidden;
-        Ok(l2_normalize(&mean_pool(&hidden, ids.len())?))
+        l2_normalize(&mean_pool(&hidden, ids.len())?)
     }
 
     /// The same model with head `head` of layer `layer` (both counted from
@@ -213,19 +213,30 @@ pub fn mean_pool(hidden: &ArrayRef2<f32>, len: usize) -> Result<Array1<f32>, Att
         });
     }
     check_finite("hidden", hidden)?;
-    let real = hidden.slice(s![..len, ..]);
-    Ok(real.sum_axis(Axis(0)) / len as f32)
+    let real = hidden.slice(s![..len, ..]).mapv(f64::from); // f64: a sum of f32s can overflow
+    Ok((real.sum_axis(Axis(0)) / len as f64).mapv(|x| x as f32))
 }
 
-/// `v / ‖v‖`, the direction of `v`; a zero vector stays zero.
-pub fn l2_normalize(v: &ArrayRef1<f32>) -> Array1<f32> {
-    let norm = v.dot(v).sqrt();
-    v / norm.max(1e-12)
+/// `v / ‖v‖`, the direction of `v`; only a zero vector gives zeros. The
+/// length is summed in `f64`, where the square of any `f32` is finite and
+/// nonzero.
+pub fn l2_normalize(v: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+    direction("v", v)
+}
+
+/// [`l2_normalize`], naming the vector in its error.
+fn direction(name: &'static str, v: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+    check_finite(name, &v.view().insert_axis(Axis(0)))?;
+    let norm = v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    if norm == 0.0 {
+        return Ok(Array1::zeros(v.len()));
+    }
+    Ok(v.mapv(|x| (f64::from(x) / norm) as f32))
 }
 // ANCHOR_END: pool
 
 /// The cosine of the angle between `a` and `b`: their dot product over the
-/// product of their lengths (`0` if either is zero).
+/// product of their lengths (`0` if either is zero); both must be finite.
 pub fn cosine(a: &ArrayRef1<f32>, b: &ArrayRef1<f32>) -> Result<f32, AttnError> {
     if a.len() != b.len() {
         return Err(AttnError::ShapesDiffer {
@@ -234,7 +245,7 @@ pub fn cosine(a: &ArrayRef1<f32>, b: &ArrayRef1<f32>) -> Result<f32, AttnError> 
             right: (1, b.len()),
         });
     }
-    Ok(l2_normalize(a).dot(&l2_normalize(b)))
+    Ok(direction("a", a)?.dot(&direction("b", b)?))
 }
 
 #[cfg(test)]
@@ -252,9 +263,12 @@ mod tests {
 
     #[test]
     fn normalised_vectors_have_length_one_and_cosines_are_scale_free() {
-        let v = l2_normalize(&array![3.0_f32, 4.0]);
+        let v = l2_normalize(&array![3.0_f32, 4.0]).unwrap();
         assert_eq!(v, array![0.6, 0.8]);
-        assert_eq!(l2_normalize(&array![0.0_f32, 0.0]), array![0.0, 0.0]);
+        assert_eq!(
+            l2_normalize(&array![0.0_f32, 0.0]).unwrap(),
+            array![0.0, 0.0]
+        );
         let c = cosine(&array![1.0_f32, 0.0], &array![5.0, 5.0]).unwrap();
         assert!((c - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
         assert!(cosine(&array![1.0_f32], &array![1.0, 2.0]).is_err());

@@ -8,8 +8,8 @@ use super::model::Seq2Seq;
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{
-    attention_sublayer_backward, check_same_model, embedding_backward, ffn_sublayer_backward,
-    layer_norm_backward, linear_backward, Activation, Heads,
+    attention_sublayer_backward, check_d_logits, check_same_model, embedding_backward,
+    ffn_sublayer_backward, layer_norm_backward, linear_backward, Activation, Heads,
 };
 
 impl Seq2Seq {
@@ -21,13 +21,7 @@ impl Seq2Seq {
         d_logits: &ArrayRef2<f64>,
     ) -> Result<Seq2Seq, AttnError> {
         check_same_model(fwd.fingerprint, self, self.config)?;
-        if d_logits.dim() != fwd.logits.dim() {
-            return Err(AttnError::ShapesDiffer {
-                what: "dL/dlogits and the logits",
-                left: d_logits.dim(),
-                right: fwd.logits.dim(),
-            });
-        }
+        check_d_logits(d_logits, fwd.logits.dim())?;
         let (s, t) = fwd.lengths;
         let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
         let tk = if bottleneck { 1 } else { s };

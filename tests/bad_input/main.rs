@@ -5,7 +5,9 @@
 
 mod attention;
 mod layers;
+mod loops;
 mod models;
+mod nan_and_overflow;
 
 use attn::model::{ModelConfig, Task, TrainConfig};
 use ndarray::Array2;
