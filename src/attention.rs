@@ -155,6 +155,20 @@ pub fn for_each_item(
         });
     }
     let (n, m, d_v) = (q.len_of(Axis(1)), k.len_of(Axis(1)), v.len_of(Axis(2)));
+    // The items' shapes must fit even when there are none.
+    let item = |x: &ArrayRef3<f32>| (x.len_of(Axis(1)), x.len_of(Axis(2)));
+    if k.len_of(Axis(2)) != q.len_of(Axis(2)) {
+        return Err(AttnError::KeyWidthMismatch {
+            queries: item(q),
+            keys: item(k),
+        });
+    }
+    if v.len_of(Axis(1)) != m {
+        return Err(AttnError::KeyValueCountMismatch {
+            keys: item(k),
+            values: item(v),
+        });
+    }
     let mut output = Array3::zeros((b, n, d_v));
     let mut weights = Array3::zeros((b, n, m));
     for i in 0..b {

@@ -119,6 +119,15 @@ pub enum AttnError {
         /// The first entry that is not finite.
         value: f64,
     },
+    /// A sequence longer than a model can read.
+    TooLong {
+        /// What is too long, e.g. `"the token ids"`.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The most the model reads (the positions it learned).
+        max: usize,
+    },
     /// An optimiser step that would make a parameter non-finite (a learning
     /// rate too large for the parameters' float type); the step was not
     /// taken.
@@ -253,6 +262,10 @@ impl fmt::Display for AttnError {
                 f,
                 "the gradient of {tensor} holds {value}: a step would make the parameters \
                  non-finite"
+            ),
+            AttnError::TooLong { what, len, max } => write!(
+                f,
+                "{what} are {len} long, but the model learned only {max} positions"
             ),
             AttnError::NonFiniteUpdate { ref tensor, value } => write!(
                 f,

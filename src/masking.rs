@@ -219,6 +219,13 @@ pub fn padded_batch_attention(
             requirement: "must give one length per batch item",
         });
     }
+    if q.len_of(Axis(1)) != k.len_of(Axis(1)) {
+        return Err(AttnError::InvalidArgument {
+            name: "key positions T",
+            value: k.len_of(Axis(1)) as f64,
+            requirement: "must equal the query positions T: self-attention over one padded length",
+        });
+    }
     for_each_item(q, k, v, |i, q_i, k_i, v_i| {
         let (n, t) = (q_i.nrows(), k_i.nrows());
         let mut keep = key_padding_mask(n, lengths[i], t, side)?;

@@ -40,6 +40,7 @@ pub fn online_softmax_step(
     max_so_far: &mut f32,
     l: &mut f32,
 ) -> Result<f32, AttnError> {
+    check_running_state(*max_so_far, *l)?; // M not NaN or +∞; ℓ finite and ≥ 0
     let block_max = max_of(scores); // NaN if any score is NaN
     if block_max.is_nan() || block_max == f32::INFINITY {
         let j = scores
@@ -63,6 +64,26 @@ pub fn online_softmax_step(
     Ok(correction)
 }
 // ANCHOR_END: online_update
+
+/// A running state `(M, ℓ)` the online softmax can continue from: `M` a
+/// maximum (`−∞` before any score), `ℓ` a sum of exponentials.
+fn check_running_state(max_so_far: f32, l: f32) -> Result<(), AttnError> {
+    if max_so_far.is_nan() || max_so_far == f32::INFINITY {
+        return Err(AttnError::InvalidArgument {
+            name: "running maximum M",
+            value: f64::from(max_so_far),
+            requirement: "must be a number below +∞ (−∞ before the first tile)",
+        });
+    }
+    if !(l.is_finite() && l >= 0.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "running sum ℓ",
+            value: f64::from(l),
+            requirement: "must be finite and ≥ 0 (a sum of exponentials)",
+        });
+    }
+    Ok(())
+}
 
 // ANCHOR: tiled
 /// `softmax(QKᵀ/√d_k) V`, exactly (to rounding), without ever holding the

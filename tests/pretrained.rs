@@ -138,7 +138,12 @@ fn bad_input_gets_a_clear_error() {
     let message = bert.encode(&[101, too_big, 102]).unwrap_err().to_string();
     assert!(message.contains("30522"), "{message}");
     assert!(bert.encode(&[]).is_err());
-    assert!(bert.encode(&vec![1000; 513]).is_err());
+    let message = bert.encode(&vec![1000; 513]).unwrap_err().to_string();
+    let positions = bert.max_positions().to_string();
+    assert!(
+        message.contains(&format!("only {positions} positions")),
+        "{message}"
+    );
     assert!(bert.without_head(6, 0).is_err() && bert.without_head(0, 12).is_err());
 }
 

@@ -5,6 +5,7 @@ use ndarray::{Array2, Array3, ArrayRef2};
 use ndarray_rand::rand::rngs::StdRng;
 
 use super::{residual, Activation, FeedForward, LayerNorm, Norm};
+use crate::check::check_model_width;
 use crate::error::AttnError;
 use crate::masking::causal_mask;
 use crate::multihead::MultiHeadAttention;
@@ -237,6 +238,7 @@ impl DecoderLayer {
 /// Transformer. With pre-norm, a final LayerNorm closes each stack.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transformer {
+    d_model: usize,
     encoder: Vec<EncoderLayer>,
     decoder: Vec<DecoderLayer>,
     final_ln: Option<[LayerNorm; 2]>, // pre-norm only: encoder, decoder
@@ -246,6 +248,7 @@ impl Transformer {
     /// `layers` encoder and `layers` decoder layers of configuration `c`.
     pub fn new(c: Config, layers: usize, rng: &mut StdRng) -> Result<Self, AttnError> {
         Ok(Transformer {
+            d_model: c.d_model,
             encoder: (0..layers)
                 .map(|_| EncoderLayer::new(c, rng))
                 .collect::<Result<_, _>>()?,
@@ -258,6 +261,7 @@ impl Transformer {
 
     /// The encoder: source tokens `x` (`m×d_model`) → memory (`m×d_model`).
     pub fn encode(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+        check_model_width("source tokens", x, self.d_model)?; // also with no layers
         let mut x = x.to_owned();
         for layer in &self.encoder {
             x = layer.forward(&x)?;
@@ -276,6 +280,8 @@ impl Transformer {
         y: &ArrayRef2<f32>,
         memory: &ArrayRef2<f32>,
     ) -> Result<Array2<f32>, AttnError> {
+        check_model_width("target tokens", y, self.d_model)?; // also with no layers
+        check_model_width("memory", memory, self.d_model)?;
         let mut y = y.to_owned();
         for layer in &self.decoder {
             y = layer.forward(&y, memory)?;

@@ -80,6 +80,7 @@ impl ModelConfig {
             ("d_model", self.d_model),
             ("heads", self.heads),
             ("d_ff", self.d_ff),
+            ("layers", self.layers),
         ];
         for (name, size) in sizes {
             if size == 0 {

@@ -100,6 +100,13 @@ pub fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError
             requirement: "must be 2k + 1 tokens: k digits, the separator, k answer digits",
         });
     }
+    if let Some(&token) = examples.iter().flatten().find(|&&t| t >= super::VOCAB) {
+        return Err(AttnError::InvalidArgument {
+            name: "token",
+            value: token as f64,
+            requirement: "must be a digit 0–9 or the separator 10",
+        });
+    }
     Ok(())
 }
 
@@ -111,7 +118,10 @@ pub fn held_out(
     count: usize,
     seed: u64,
 ) -> Result<Vec<Vec<usize>>, AttnError> {
-    let possible = 10usize.checked_pow(k as u32).unwrap_or(usize::MAX);
+    let possible = u32::try_from(k)
+        .ok()
+        .and_then(|k| 10usize.checked_pow(k))
+        .unwrap_or(usize::MAX); // no `as u32`: k = 2³² + 1 must not wrap to 1
     if count > possible / 2 {
         return Err(AttnError::InvalidArgument {
             name: "count",

@@ -136,33 +136,63 @@ struct Config {
     activation: Activation,
 }
 
+/// The number of encoder layers whose tensors a weights file holds
+/// (`encoder.layer.{i}.…` for `i` from 0).
+fn layers_in(file: &SafeTensors) -> usize {
+    let layer = |name: &str| {
+        name.strip_prefix("encoder.layer.")?
+            .split('.')
+            .next()?
+            .parse()
+            .ok()
+    };
+    file.names()
+        .iter()
+        .filter_map(|n| layer(n))
+        .map(|i: usize| i + 1)
+        .max()
+        .unwrap_or(0)
+}
+
 fn read_config(dir: &Path) -> Result<Config, AttnError> {
     let text = read(dir, "config.json")?;
     let json: serde_json::Value =
         serde_json::from_slice(&text).map_err(|e| model_error(dir, "config.json", e))?;
-    let size = |key: &str| {
-        json[key]
-            .as_u64()
-            .map(|v| v as usize)
-            .ok_or_else(|| model_error(dir, "config.json", format!("no whole number {key}")))
-    };
-    let activation = match json["hidden_act"].as_str() {
-        Some("gelu") => Activation::GeluErf,
-        Some("gelu_new" | "gelu_pytorch_tanh") => Activation::Gelu,
-        Some("relu") => Activation::Relu,
+    // Each field read strictly: missing, or of another type, is an error
+    // naming it (fields the model does not use are ignored).
+    fn field<T: serde::de::DeserializeOwned>(
+        json: &serde_json::Value,
+        key: &str,
+    ) -> Result<T, String> {
+        let value = json.get(key).ok_or(format!("no field {key}"))?;
+        serde_json::from_value(value.clone()).map_err(|e| format!("{key}: {e}"))
+    }
+    let read =
+        |key: &str| field::<usize>(&json, key).map_err(|e| model_error(dir, "config.json", e));
+    let eps: f32 =
+        field(&json, "layer_norm_eps").map_err(|e| model_error(dir, "config.json", e))?;
+    if !(eps.is_finite() && eps > 0.0) {
+        let reason = format!("layer_norm_eps {eps} is not a positive number");
+        return Err(model_error(dir, "config.json", reason));
+    }
+    let act: String = field(&json, "hidden_act").map_err(|e| model_error(dir, "config.json", e))?;
+    let activation = match act.as_str() {
+        "gelu" => Activation::GeluErf,
+        "gelu_new" | "gelu_pytorch_tanh" => Activation::Gelu,
+        "relu" => Activation::Relu,
         other => {
             let reason = format!("hidden_act {other:?} is not gelu, gelu_new or relu");
             return Err(model_error(dir, "config.json", reason));
         }
     };
     Ok(Config {
-        vocabulary: size("vocab_size")?,
-        positions: size("max_position_embeddings")?,
-        d_model: size("hidden_size")?,
-        h: size("num_attention_heads")?,
-        d_ff: size("intermediate_size")?,
-        layers: size("num_hidden_layers")?,
-        eps: json["layer_norm_eps"].as_f64().unwrap_or(1e-12) as f32,
+        vocabulary: read("vocab_size")?,
+        positions: read("max_position_embeddings")?,
+        d_model: read("hidden_size")?,
+        h: read("num_attention_heads")?,
+        d_ff: read("intermediate_size")?,
+        layers: read("num_hidden_layers")?,
+        eps,
         activation,
     })
 }
@@ -176,6 +206,14 @@ impl Bert {
         let bytes = read(dir, "model.safetensors")?;
         let file = SafeTensors::deserialize(&bytes)
             .map_err(|e| model_error(dir, "model.safetensors", e))?;
+        let in_file = layers_in(&file);
+        if c.layers != in_file {
+            let reason = format!(
+                "num_hidden_layers is {} but model.safetensors holds {in_file} layers",
+                c.layers
+            );
+            return Err(model_error(dir, "config.json", reason));
+        }
         let t = Tensors { file, dir };
         let d = c.d_model;
         let mut layers = Vec::with_capacity(c.layers);
@@ -234,5 +272,73 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("cargo xtask model"), "{message}");
+    }
+
+    /// A model directory under the target directory holding `config`, and a
+    /// weights file with one tensor of each of `layers` encoder layers.
+    fn model_dir(name: &str, config: &str, layers: usize) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("attn-load-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.json"), config).unwrap();
+        let bytes = [0u8; 4];
+        let names: Vec<String> = (0..layers)
+            .map(|i| format!("encoder.layer.{i}.x"))
+            .collect();
+        let views: Vec<_> = names
+            .iter()
+            .map(|n| {
+                (
+                    n.clone(),
+                    safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![1], &bytes)
+                        .unwrap(),
+                )
+            })
+            .collect();
+        safetensors::tensor::serialize_to_file(views, None, &dir.join("model.safetensors"))
+            .unwrap();
+        dir
+    }
+
+    const CONFIG: &str = r#"{"vocab_size": 30, "max_position_embeddings": 16,
+        "hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 12,
+        "num_hidden_layers": LAYERS, "layer_norm_eps": EPS, "hidden_act": "gelu"}"#;
+
+    #[test]
+    fn the_configuration_is_read_strictly_and_checked_against_the_weights() {
+        let config = |layers: &str, eps: &str| CONFIG.replace("LAYERS", layers).replace("EPS", eps);
+        let cases = [
+            (
+                "string-eps",
+                config("2", r#""0.5""#),
+                "layer_norm_eps: invalid type: string",
+            ),
+            (
+                "no-eps",
+                config("2", "1e-12").replace(r#", "layer_norm_eps": 1e-12"#, ""),
+                "no field layer_norm_eps",
+            ),
+            (
+                "negative-eps",
+                config("2", "-1"),
+                "layer_norm_eps -1 is not a positive number",
+            ),
+            (
+                "float-layers",
+                config("2.5", "1e-12"),
+                "num_hidden_layers: invalid type",
+            ),
+            (
+                "huge-layers",
+                config("1099511627776", "1e-12"),
+                "num_hidden_layers is 1099511627776 but model.safetensors holds 2 layers",
+            ),
+        ];
+        for (name, text, expected) in cases {
+            let dir = model_dir(name, &text, 2);
+            let err = Bert::load(&dir).unwrap_err().to_string();
+            std::fs::remove_dir_all(&dir).unwrap();
+            assert!(err.contains(expected), "{name}: {err}");
+            assert!(err.contains("config.json"), "{name}: {err}");
+        }
     }
 }

@@ -180,14 +180,16 @@ impl Bert {
         tables + 2 * d + self.layers.iter().map(layer).sum::<usize>()
     }
 
-    /// Checks that there are between 1 and 512 ids, each in the vocabulary.
+    /// Checks that there are between 1 and the model's positions ids, each
+    /// in the vocabulary.
     fn check_ids(&self, ids: &[u32]) -> Result<(), AttnError> {
         check_not_empty("the token ids", (ids.len(), 1))?;
         if ids.len() > self.max_positions() {
-            return Err(AttnError::InvalidArgument {
-                name: "the number of tokens",
-                value: ids.len() as f64,
-                requirement: "must be at most the 512 positions the model learned",
+            let (len, max) = (ids.len(), self.max_positions());
+            return Err(AttnError::TooLong {
+                what: "the token ids",
+                len,
+                max,
             });
         }
         match ids.iter().find(|&&id| id as usize >= self.vocabulary()) {

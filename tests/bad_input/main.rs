@@ -3,6 +3,7 @@
 //! class of defect that a reader calling the crate could meet; each failed
 //! on the crate before it was fixed.
 
+mod accepted;
 mod attention;
 mod layers;
 mod loops;
