@@ -8,7 +8,7 @@
 
 use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
-use crate::check::{check_finite, check_not_empty, check_overflow};
+use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
 use crate::masking::masked_fill;
@@ -92,6 +92,7 @@ pub(crate) fn attend<F: Real>(
     sqrt_d_k: F,
     change: Scores<'_, F>,
 ) -> Result<(Array2<F>, Array2<F>), AttnError> {
+    check_size("the scores QKᵀ", q.nrows(), k.nrows())?; // n×m must fit in memory
     let q_scaled = q / sqrt_d_k; // scale n×d_k queries, not n×m scores: same result
     let mut scores = matmul(&q_scaled, &k.t()); // n×m: how well query i matches key j
     check_overflow("the scores QKᵀ/√d_k", &scores)?; // huge finite Q, K can overflow

@@ -44,16 +44,49 @@ pub(crate) fn check_overflow_at<F: crate::real::Real>(
 /// allocation failure, which would abort the process.
 pub const MAX_ENTRIES: usize = 1 << 30;
 
-/// Checks that a `rows×cols` matrix to be built has at most [`MAX_ENTRIES`].
-pub(crate) fn check_size(name: &'static str, rows: usize, cols: usize) -> Result<(), AttnError> {
-    match rows.checked_mul(cols) {
-        Some(entries) if entries <= MAX_ENTRIES => Ok(()),
-        _ => Err(AttnError::InvalidArgument {
-            name,
-            value: rows as f64 * cols as f64,
-            requirement: "would have more than 2^30 entries (rows × columns)",
+/// The most parameters a model the crate builds from a configuration may
+/// have: 2^27, 1 GiB of `f64` (and as much again for each of the gradient
+/// and Adam's two moments).
+pub const MAX_PARAMETERS: usize = 1 << 27;
+
+/// Checks that an array of shape `sizes` has at most `limit` entries (their
+/// product, computed without overflow); returns the count. Every function
+/// that allocates from its caller's sizes checks them here, as a whole:
+/// each size can be reasonable and their product not.
+pub(crate) fn check_total(
+    what: &'static str,
+    sizes: &[usize],
+    limit: usize,
+) -> Result<usize, AttnError> {
+    let product = sizes.iter().try_fold(1_usize, |p, &s| p.checked_mul(s));
+    match product {
+        Some(total) if total <= limit => Ok(total),
+        _ => Err(AttnError::TooLarge {
+            what,
+            sizes: sizes.to_vec(),
+            limit,
         }),
     }
+}
+
+/// Checks a model's parameter count (`None`: it does not even fit a
+/// `usize`) against [`MAX_PARAMETERS`]; the error names the count, or the
+/// configuration's `[layers, d_model, d_ff]` when there is none.
+pub(crate) fn check_parameters(count: Option<usize>, sizes: [usize; 3]) -> Result<(), AttnError> {
+    let what = "the model's parameters";
+    match count {
+        Some(count) => check_total(what, &[count], MAX_PARAMETERS).map(|_| ()),
+        None => Err(AttnError::TooLarge {
+            what,
+            sizes: sizes.to_vec(),
+            limit: MAX_PARAMETERS,
+        }),
+    }
+}
+
+/// Checks that a `rows×cols` matrix to be built has at most [`MAX_ENTRIES`].
+pub(crate) fn check_size(name: &'static str, rows: usize, cols: usize) -> Result<(), AttnError> {
+    check_total(name, &[rows, cols], MAX_ENTRIES).map(|_| ())
 }
 
 /// Checks that an input has at least one row and one column.

@@ -119,6 +119,17 @@ pub enum AttnError {
         /// The first entry that is not finite.
         value: f64,
     },
+    /// An array or a model whose sizes multiply to more than the crate
+    /// builds: an error here rather than an allocation failure, which would
+    /// abort the process.
+    TooLarge {
+        /// What would have been built, e.g. `"the scores QKᵀ"`.
+        what: &'static str,
+        /// The sizes whose product is too large.
+        sizes: Vec<usize>,
+        /// The most entries (or parameters) allowed.
+        limit: usize,
+    },
     /// A sequence longer than a model can read.
     TooLong {
         /// What is too long, e.g. `"the token ids"`.
@@ -263,6 +274,20 @@ impl fmt::Display for AttnError {
                 "the gradient of {tensor} holds {value}: a step would make the parameters \
                  non-finite"
             ),
+            AttnError::TooLarge {
+                what,
+                ref sizes,
+                limit,
+            } => {
+                let shape: Vec<String> = sizes.iter().map(usize::to_string).collect();
+                write!(
+                    f,
+                    "{what} would need {} entries, more than the {limit} (2^{}) the crate \
+                     builds at once: use smaller sizes",
+                    shape.join(" × "),
+                    limit.ilog2()
+                )
+            }
             AttnError::TooLong { what, len, max } => write!(
                 f,
                 "{what} are {len} long, but the model learned only {max} positions"

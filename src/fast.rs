@@ -92,6 +92,11 @@ pub fn fast_attention_with(
             requirement: "must be at least 1",
         });
     }
+    // A tile larger than the problem would only enlarge the scratch.
+    let tiles = Tiles {
+        query: tiles.query.min(q.nrows()),
+        key: tiles.key.min(k.nrows()),
+    };
     let mut output = Array2::zeros((q.nrows(), v.ncols()));
     attend_into(q, k, v, causal, tiles, output.view_mut())?;
     check_overflow("the output", &output)?;

@@ -64,6 +64,7 @@ pub mod tiled;
 pub mod translation;
 
 pub use attention::{scaled_dot_product_attention, Attention};
+pub use check::{MAX_ENTRIES, MAX_PARAMETERS};
 pub use error::AttnError;
 
 /// The chapters of the book, doctested: every `rust` fence in them is compiled

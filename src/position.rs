@@ -167,6 +167,7 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
             requirement: "must be at least 1",
         });
     }
+    check_size("ALiBi slopes (one per head)", 1, h)?;
     let geometric = |heads: usize| -> Vec<f32> {
         let step = -8.0 / heads as f64;
         (1..=heads)

@@ -13,7 +13,7 @@ use ndarray_rand::rand::SeedableRng;
 use ndarray_rand::rand_distr::StandardNormal;
 use ndarray_rand::RandomExt;
 
-use crate::check::check_not_empty;
+use crate::check::{check_not_empty, check_size};
 use crate::error::AttnError;
 use crate::real::Real;
 use crate::softmax::softmax;
@@ -151,6 +151,8 @@ pub fn saturation_experiment(
     seed: u64,
 ) -> Result<Vec<SaturationRow>, AttnError> {
     check_not_empty("scores of the experiment (trials×m)", (trials, m))?;
+    check_size("scores of the experiment (trials×m)", trials, m)?;
+    check_size("keys of the experiment (m×d_k)", m, D_KS[D_KS.len() - 1])?;
     let mut rng = StdRng::seed_from_u64(seed);
     D_KS.iter()
         .map(|&d_k| {

@@ -5,7 +5,7 @@ use ndarray::{Array2, Array3, ArrayRef2};
 use ndarray_rand::rand::rngs::StdRng;
 
 use super::{residual, Activation, FeedForward, LayerNorm, Norm};
-use crate::check::check_model_width;
+use crate::check::{check_model_width, check_parameters};
 use crate::error::AttnError;
 use crate::masking::causal_mask;
 use crate::multihead::MultiHeadAttention;
@@ -247,6 +247,16 @@ pub struct Transformer {
 impl Transformer {
     /// `layers` encoder and `layers` decoder layers of configuration `c`.
     pub fn new(c: Config, layers: usize, rng: &mut StdRng) -> Result<Self, AttnError> {
+        // The weight matrices, as a whole: an encoder layer has one
+        // attention (4·d²) and an FFN (2·d·d_ff), a decoder layer two and one.
+        let (d, d_ff) = (c.d_model, c.d_ff);
+        let matrices = (|| {
+            let attention = d.checked_mul(d)?.checked_mul(4)?;
+            let ffn = d.checked_mul(d_ff)?.checked_mul(2)?;
+            let pair = attention.checked_mul(3)?.checked_add(ffn.checked_mul(2)?)?;
+            pair.checked_mul(layers)
+        })();
+        check_parameters(matrices, [layers, d, d_ff])?;
         Ok(Transformer {
             d_model: c.d_model,
             encoder: (0..layers)

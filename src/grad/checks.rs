@@ -6,6 +6,7 @@ use ndarray::{ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::*;
+use crate::check::check_size;
 use crate::softmax::softmax_rows;
 
 // ANCHOR: gradient_norms
@@ -36,6 +37,9 @@ pub fn gradient_norms(
             value: 0.0,
             requirement: "must be at least 1",
         });
+    }
+    for &d_k in d_ks {
+        check_size("the experiment's queries (16×d_k)", 16, d_k)?;
     }
     let mut rng = StdRng::seed_from_u64(seed);
     let norm = |x: &Matrix| x.mapv(|a| a * a).sum().sqrt();

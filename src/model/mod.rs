@@ -32,6 +32,7 @@ mod weights;
 use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+use crate::check::check_parameters;
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{zeroed, FfnParams, Parameters};
@@ -49,9 +50,7 @@ pub const SEP: usize = 10;
 /// Tokens: the digits 0–9 and the separator.
 pub const VOCAB: usize = 11;
 const EPS: f64 = 1e-5;
-/// The most parameters [`TinyTransformer::new`] allocates: 2^27, 1 GiB of
-/// `f64`, far more than a tiny model needs.
-pub const MAX_PARAMETERS: usize = 1 << 27;
+pub use crate::check::MAX_PARAMETERS;
 
 // ANCHOR: config
 /// The sizes of the model and of the task.
@@ -97,14 +96,10 @@ impl ModelConfig {
                 h: self.heads,
             });
         }
-        match self.parameter_count() {
-            Some(count) if count <= MAX_PARAMETERS => Ok(()),
-            count => Err(AttnError::InvalidArgument {
-                name: "model configuration",
-                value: count.map_or(f64::INFINITY, |c| c as f64),
-                requirement: "needs at most 2^27 parameters (1 GiB of f64), a count it exceeds",
-            }),
-        }
+        check_parameters(
+            self.parameter_count(),
+            [self.layers, self.d_model, self.d_ff],
+        )
     }
 
     /// Tokens the model reads: `k` digits, the separator, `k − 1` answer

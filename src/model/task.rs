@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::SEP;
+use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 
 // ANCHOR: task
@@ -129,6 +130,12 @@ pub fn held_out(
             requirement: "must be at most half the 10^k possible sequences",
         });
     }
+    let tokens = k.checked_mul(2).map_or(usize::MAX, |t| t.saturating_add(1)); // 2k + 1 each
+    check_total(
+        "the held-out examples' tokens",
+        &[count, tokens],
+        MAX_ENTRIES,
+    )?;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut seen = HashSet::new();
     let mut out = Vec::new();

@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{inputs_and_targets, ModelConfig, Task, TinyTransformer};
+use super::{inputs_and_targets, ModelConfig, Task, TinyTransformer, VOCAB};
+use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::nn::{check_learning_rate, warmup_cosine, Adam};
 
@@ -76,6 +77,14 @@ pub fn train_with(
     mut after_step: impl FnMut(usize, &TinyTransformer),
 ) -> Result<(TinyTransformer, Vec<f64>), AttnError> {
     c.check()?;
+    model.check()?;
+    let widest = model.d_model.max(model.d_ff).max(VOCAB); // the widest activation
+    check_total(
+        "a batch's activations",
+        &[c.batch, model.context(), widest],
+        MAX_ENTRIES,
+    )?;
+    check_total("the losses of every step", &[c.steps], MAX_ENTRIES)?;
     let mut net = TinyTransformer::new(model, c.seed)?;
     let mut adam = Adam::new(&net, c.lr)?;
     let mut rng = StdRng::seed_from_u64(c.seed.wrapping_add(1)); // any seed, even u64::MAX

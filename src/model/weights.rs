@@ -101,7 +101,7 @@ mod tests {
         let huge = "tiny-transformer 2 100000 2 100000 2\n1 2 3\n";
         let err = TinyTransformer::from_text(huge).unwrap_err().to_string();
         assert!(
-            err.starts_with("cannot read the weights: header: model configuration"),
+            err.starts_with("cannot read the weights: header: the model's parameters"),
             "{err}"
         );
         let overflow = format!("tiny-transformer {} 8 2 12 2\n", usize::MAX);

@@ -17,6 +17,7 @@ use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::{source_vocabulary, TARGET_VOCAB};
+use crate::check::check_parameters;
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{zeroed, FfnParams, Parameters};
@@ -185,7 +186,7 @@ pub(crate) fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
             h: c.heads,
         });
     }
-    Ok(())
+    check_parameters(c.parameter_count(), [c.layers, c.d_model, c.d_ff])
 }
 
 impl Parameters for Seq2Seq {

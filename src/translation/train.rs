@@ -5,7 +5,10 @@ use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::batch::{batch, Batch};
 use super::model::{Seq2Seq, Seq2SeqConfig};
-use super::{beam_search, corpus_bleu, translation_set, Bleu, TranslationPair, BOS, EOS};
+use super::{
+    beam_search, corpus_bleu, translation_set, Bleu, TranslationPair, BOS, EOS, TARGET_VOCAB,
+};
+use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::nn::{log_softmax, smoothed_cross_entropy, warmup_cosine, Adam};
 
@@ -75,6 +78,11 @@ pub fn train_seq2seq(
             requirement: "must both be at least 1",
         });
     }
+    let (s, t) = config.max_lengths;
+    let widest = config.d_model.max(config.d_ff).max(TARGET_VOCAB); // the widest activation
+    let activations = [training.batch, s.max(t + 1), widest];
+    check_total("a batch's activations", &activations, MAX_ENTRIES)?;
+    check_total("the losses of every step", &[training.steps], MAX_ENTRIES)?;
     let mut net = Seq2Seq::new(config, training.seed)?;
     let mut adam = Adam::new(&net, training.lr)?;
     let mut rng = StdRng::seed_from_u64(training.seed.wrapping_add(1));

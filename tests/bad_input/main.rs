@@ -9,6 +9,7 @@ mod layers;
 mod loops;
 mod models;
 mod nan_and_overflow;
+mod sizes;
 
 use attn::model::{ModelConfig, Task, TrainConfig};
 use ndarray::Array2;
