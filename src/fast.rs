@@ -97,8 +97,15 @@ pub fn fast_attention_with(
         query: tiles.query.min(q.nrows()),
         key: tiles.key.min(k.nrows()),
     };
+    // Rows contiguous (a copy only if they are not), so that the products
+    // and the result are the same, bit for bit, whatever the layout.
+    let (q, k, v) = (
+        q.as_standard_layout(),
+        k.as_standard_layout(),
+        v.as_standard_layout(),
+    );
     let mut output = Array2::zeros((q.nrows(), v.ncols()));
-    attend_into(q, k, v, causal, tiles, output.view_mut())?;
+    attend_into(&q, &k, &v, causal, tiles, output.view_mut())?;
     check_overflow("the output", &output)?;
     Ok(output)
 }

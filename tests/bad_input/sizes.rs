@@ -90,3 +90,43 @@ fn tiles_larger_than_the_problem_cost_nothing() {
     let want = fast_attention(&q, &q, &q, false).unwrap();
     assert_eq!(fast_attention_with(&q, &q, &q, false, huge).unwrap(), want);
 }
+
+/// The same numbers in another memory layout give the same bits, as for
+/// every other kernel of the crate.
+#[test]
+fn the_fast_kernel_does_not_depend_on_the_inputs_memory_layout() {
+    use ndarray::ShapeBuilder;
+    let value = |(i, j): (usize, usize)| ((i * 7919 + j * 104_729) % 1009) as f32 / 97.0 - 5.0;
+    let (n, m, d) = (300, 257, 64);
+    let q = Array2::from_shape_fn((n, d), value);
+    let k = Array2::from_shape_fn((m, d), |(i, j)| value((i + 5, j)));
+    let v = Array2::from_shape_fn((m, d), |(i, j)| value((i + 9, j)));
+    let column_major = |x: &Array2<f32>| {
+        let mut c = Array2::zeros(x.dim().f());
+        c.assign(x);
+        c
+    };
+    for causal in [false, true] {
+        let rows = fast_attention(&q, &k, &v, causal).unwrap();
+        let columns = fast_attention(
+            &column_major(&q),
+            &column_major(&k),
+            &column_major(&v),
+            causal,
+        )
+        .unwrap();
+        let transposed = fast_attention(&q, &k.t().to_owned().t(), &v, causal).unwrap();
+        let wide = |x: &Array2<f32>| {
+            let mut w = Array2::zeros((x.nrows(), x.ncols() + 3));
+            w.slice_mut(ndarray::s![.., 1..x.ncols() + 1]).assign(x);
+            w
+        };
+        let (wq, wk, wv) = (wide(&q), wide(&k), wide(&v));
+        let cols = ndarray::s![.., 1..d + 1];
+        let strided =
+            fast_attention(&wq.slice(cols), &wk.slice(cols), &wv.slice(cols), causal).unwrap();
+        assert_eq!(rows, strided, "causal {causal}");
+        assert_eq!(rows, columns, "causal {causal}");
+        assert_eq!(rows, transposed, "causal {causal}");
+    }
+}
