@@ -2,8 +2,10 @@
 //! mechanism's public functions with arbitrary shapes (empty and mismatched
 //! ones included) and arbitrary values (NaN, ±∞, huge and tiny finite ones
 //! included). Whatever it finds, a function must return a typed error or an
-//! `Ok` whose every number is finite; a panic fails the test. On finite,
-//! moderate input, the invariants the chapters test must hold too.
+//! `Ok` whose every number is finite; a panic fails the test. Sizes include
+//! ones whose products cannot be allocated: an abort would fail the test
+//! too. On finite, moderate input, the invariants the chapters test must
+//! hold as well.
 
 use attn::approximate::{causal_linear_attention, linear_attention, local_attention};
 use attn::attention::batched_attention;
@@ -11,15 +13,22 @@ use attn::block::{
     Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm, Transformer,
 };
 use attn::exercises::ch09::chunked_softmax;
+use attn::fast::{fast_attention, fast_attention_with, fast_multihead, Tiles};
 use attn::masking::{
     biased_attention, decode_with_cache, masked_attention, padded_batch_attention, KvCache, Padding,
 };
 use attn::model::TinyTransformer;
 use attn::multihead::{merge_heads, split_heads, MultiHeadAttention};
+use attn::origins::{kernel_regression, AdditiveScore};
 use attn::position::{alibi_bias, alibi_slopes, rope, sinusoidal};
+use attn::pretrained::{cosine, l2_normalize, mean_pool, pytorch_linear};
 use attn::projection::Projections;
 use attn::softmax::{softmax, softmax_rows};
+use attn::tiled::online_softmax_step;
 use attn::tiled::tiled_attention;
+use attn::translation::{
+    batch, beam_search, number_pair, translate, translation_set, Seq2Seq, Seq2SeqConfig,
+};
 use attn::{scaled_dot_product_attention, AttnError};
 use ndarray::{Array1, Array2, Array3};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
@@ -276,5 +285,72 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+/// A size a caller might pass: small most of the time, and sometimes one
+/// whose product with another cannot be allocated.
+fn size() -> impl Strategy<Value = usize> {
+    prop_oneof![8 => 0usize..9, 1 => Just(4096usize), 1 => Just(1usize << 40), 1 => Just(usize::MAX)]
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The appendix's kernel, chapter 1's scores and chapter 14's pooling:
+    /// an error or finite numbers, whatever the shapes, values and tiles.
+    #[test]
+    fn fast_origins_and_pooling_never_panic_nor_return_non_finite_numbers(
+        [q, k, v, _] in attention_inputs(), causal in any::<bool>(),
+        (tq, tk) in (size(), size()), (m, l) in (value(), value()),
+        x in matrix(5), bandwidth in value(), (d_q, d_a) in (size(), size()), len in 0usize..7,
+    ) {
+        prop_assert!(holds(fast_attention(&q, &k, &v, causal), |o| all_finite(o)));
+        let tiles = Tiles { query: tq, key: tk };
+        prop_assert!(holds(fast_attention_with(&q, &k, &v, causal, tiles), |o| all_finite(o)));
+        let mut scores: Vec<f32> = x.iter().copied().collect();
+        let (mut m, mut l) = (m, l);
+        let step = online_softmax_step(&mut scores, &mut m, &mut l);
+        prop_assert!(holds(step, |c| c.is_finite() && l.is_finite()));
+        if let Ok(layer) = MultiHeadAttention::new(4, 2, &mut StdRng::seed_from_u64(0)) {
+            prop_assert!(holds(fast_multihead(&layer, &q, &k), |o| all_finite(o)));
+        }
+        let column = |a: &Array2<f32>| a.iter().copied().collect::<Array1<f32>>();
+        let ok = |a: &attn::Attention| all_finite(&a.output) && all_finite(&a.weights);
+        prop_assert!(holds(kernel_regression(&column(&q), &column(&k), &column(&v), bandwidth), ok));
+        if let Ok(score) = AdditiveScore::new(d_q, d_q, d_a, &mut StdRng::seed_from_u64(1)) {
+            prop_assert!(holds(score.attend(&q, &k, &v), ok));
+        }
+        prop_assert!(holds(mean_pool(&x, len), |p| all_finite(p)));
+        let row = column(&x);
+        prop_assert!(holds(l2_normalize(&row), |p| all_finite(p)));
+        prop_assert!(holds(cosine(&row, &row), |c| c.is_finite() && c.abs() <= 1.0 + 1e-6));
+        prop_assert!(all_finite(&pytorch_linear(&x)) || !all_finite(&x));
+    }
+
+    /// Chapter 13's data, decoding and model: a typed error for any number,
+    /// size or text, never a panic, an abort or a loop that does not end.
+    #[test]
+    fn translation_never_panics_hangs_nor_aborts(
+        number in any::<u32>(), count in size(), seed in any::<u64>(),
+        width in size(), max_len in 0usize..6,
+        ids in proptest::collection::vec(prop_oneof![0usize..50, Just(usize::MAX)], 0..8),
+        (d_model, heads, d_ff, layers) in (size(), size(), size(), size()),
+        text in "[-0-9.eEaNinf \n]{0,80}",
+    ) {
+        let _ = number_pair(number);
+        if count <= 2_000 {
+            prop_assert!(holds(translation_set(count, seed, &[]), |s| s.len() == count));
+        } else {
+            let _ = translation_set(count, seed, &[]); // an error, or a tenth of the numbers
+        }
+        let log_probs = |prefix: &[usize]| Ok(vec![-(3f64.ln()); 3 + prefix.len() % 2]);
+        let _ = beam_search(log_probs, 0, width, max_len);
+        let _ = batch(&[(&ids[..], &ids[..])]);
+        let config = Seq2SeqConfig { d_model, heads, d_ff, layers, max_lengths: (12, 8), bottleneck: false };
+        if let Ok(net) = Seq2Seq::new(config, seed) {
+            prop_assert!(holds(translate(&net, &ids, width.min(3)), |t| t.len() <= 9));
+        }
+        let _ = Seq2Seq::from_text(&format!("seq2seq {d_model} {heads} {d_ff} {layers} 12 8 0\n{text}"));
     }
 }
