@@ -130,6 +130,15 @@ pub enum AttnError {
         /// The most entries (or parameters) allowed.
         limit: usize,
     },
+    /// A model parameter that is not finite (set through
+    /// [`crate::nn::Parameters::slices_mut`], say): what it computes cannot
+    /// be trusted.
+    NonFiniteParameter {
+        /// The parameter tensor, e.g. `"block 1 W_Q"`.
+        tensor: String,
+        /// The first entry that is not finite.
+        value: f64,
+    },
     /// A sequence longer than a model can read.
     TooLong {
         /// What is too long, e.g. `"the token ids"`.
@@ -288,6 +297,11 @@ impl fmt::Display for AttnError {
                     limit.ilog2()
                 )
             }
+            AttnError::NonFiniteParameter { ref tensor, value } => write!(
+                f,
+                "the model's parameter {tensor} holds {value}: its outputs would not be finite \
+                 (reload or retrain the model)"
+            ),
             AttnError::TooLong { what, len, max } => write!(
                 f,
                 "{what} are {len} long, but the model learned only {max} positions"

@@ -10,10 +10,10 @@ use crate::fast::matmul::matmul;
 use crate::grad::Matrix;
 use crate::masking::causal_mask;
 use crate::nn::{
-    attention_sublayer, attention_sublayer_backward, check_d_logits, check_logits,
-    check_same_model, cross_entropy, embedding_backward, embedding_forward, ffn_sublayer,
-    ffn_sublayer_backward, fingerprint, layer_norm_backward, layer_norm_forward, linear_backward,
-    Activation, AttentionSublayerCache, FfnSublayerCache, Heads, LayerNormCache,
+    attention_sublayer, attention_sublayer_backward, check_d_logits, check_finite_parameters,
+    check_logits, check_same_model, cross_entropy, embedding_backward, embedding_forward,
+    ffn_sublayer, ffn_sublayer_backward, fingerprint, layer_norm_backward, layer_norm_forward,
+    linear_backward, Activation, AttentionSublayerCache, FfnSublayerCache, Heads, LayerNormCache,
 };
 
 /// What one block's forward pass keeps for its backward pass.
@@ -49,6 +49,7 @@ impl TinyTransformer {
         depth: usize,
     ) -> Result<Forward, AttnError> {
         self.check_batch(batch)?;
+        check_finite_parameters(self)?;
         if depth > self.blocks.len() {
             return Err(AttnError::InvalidArgument {
                 name: "depth",

@@ -35,8 +35,8 @@ pub(crate) use optim::check_learning_rate;
 pub use optim::{warmup_cosine, Adam};
 pub use params::Parameters;
 pub(crate) use params::{
-    check_d_logits, check_logits, check_same_model, fingerprint, invalid, read_checkpoint,
-    read_header, write_checkpoint, zeroed,
+    check_d_logits, check_finite_parameters, check_logits, check_same_model, fingerprint, invalid,
+    read_checkpoint, read_header, write_checkpoint, zeroed,
 };
 pub(crate) use sublayer::{
     attention_sublayer, attention_sublayer_backward, ffn_sublayer, ffn_sublayer_backward,

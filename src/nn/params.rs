@@ -78,6 +78,20 @@ pub(crate) fn check_logits<F: Real>(logits: &ArrayRef2<F>) -> Result<(), AttnErr
     }
 }
 
+/// Checks that every parameter of `model` is finite (one could have been
+/// set to NaN through [`Parameters::slices_mut`]); the error names the
+/// tensor. A forward pass starts with it, so that a non-finite weight is
+/// not reported later as an overflow of finite inputs.
+pub(crate) fn check_finite_parameters<P: Parameters>(model: &P) -> Result<(), AttnError> {
+    for (tensor, values) in model.named_slices() {
+        if let Some(bad) = values.iter().find(|x| !x.wide().is_finite()) {
+            let value = bad.wide();
+            return Err(AttnError::NonFiniteParameter { tensor, value });
+        }
+    }
+    Ok(())
+}
+
 /// Checks the gradient a backward pass starts from: `dL/dlogits` must have
 /// the logits' shape and hold only finite numbers (NaN in would be NaN in
 /// every gradient out).

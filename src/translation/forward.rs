@@ -11,9 +11,9 @@ use crate::error::AttnError;
 use crate::fast::matmul::matmul;
 use crate::grad::Matrix;
 use crate::nn::{
-    attention_sublayer, check_logits, cross_entropy, embedding_forward, ffn_sublayer, fingerprint,
-    layer_norm_forward, Activation, AttentionSublayerCache, FfnSublayerCache, Heads,
-    LayerNormCache,
+    attention_sublayer, check_finite_parameters, check_logits, cross_entropy, embedding_forward,
+    ffn_sublayer, fingerprint, layer_norm_forward, Activation, AttentionSublayerCache,
+    FfnSublayerCache, Heads, LayerNormCache,
 };
 
 const EPS: f64 = 1e-5;
@@ -78,6 +78,7 @@ impl Seq2Seq {
     /// The forward pass over a padded batch.
     pub fn forward(&self, batch: &Batch) -> Result<Seq2SeqForward, AttnError> {
         let (s, t) = self.check_batch(batch)?;
+        check_finite_parameters(self)?;
         let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
         let real = |len: usize, rows: usize| Array2::from_shape_fn((rows, s), |(_, j)| j < len);
         let mut x = embedding_forward(

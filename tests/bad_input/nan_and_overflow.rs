@@ -102,3 +102,20 @@ fn norms_and_means_of_huge_and_tiny_vectors_are_right() {
     assert!((mean / 1e38 - 1.0).abs() < 1e-5, "mean {mean}");
     assert!((std / 1e38 - 8f32.sqrt()).abs() < 1e-5, "std {std}");
 }
+
+/// A NaN parameter, set through `slices_mut`, is named as the cause of
+/// non-finite logits (it used to be reported as an overflow "although every
+/// input is finite").
+#[test]
+fn a_non_finite_parameter_is_named_as_the_cause() {
+    let mut net = TinyTransformer::new(small(), 1).unwrap();
+    let tensor = net.named_slices()[3].0.clone();
+    net.slices_mut()[3][0] = f64::NAN;
+    let Err(err) = net.forward(&[vec![1, 2, 10, 2]]) else {
+        panic!("a NaN parameter gave finite logits");
+    };
+    assert!(
+        matches!(&err, AttnError::NonFiniteParameter { tensor: t, .. } if *t == tensor),
+        "{err}"
+    );
+}
