@@ -11,7 +11,8 @@
 //! OpenBLAS, NumPy and PyTorch); `cargo xtask train`, chapters 12 and 13's
 //! training runs; and `cargo xtask model`, which fetches chapter 14's
 //! pretrained model into `target/models/` (with `--data`, it also rederives
-//! chapter 14's data and measures its speed against PyTorch's).
+//! chapter 14's data and measures its speed against PyTorch's); `cargo xtask
+//! fuzz [SECONDS]`, the file readers under libFuzzer (nightly, cargo-fuzz).
 //!
 //! Each command that writes `book/data/` is one *measurement run*: every
 //! file it writes starts with the same header line, `# date: …; cpu: …;
@@ -23,6 +24,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 mod book;
+mod fuzz;
 mod model;
 mod runs;
 
@@ -51,6 +53,11 @@ fn main() -> ExitCode {
             Some("--data") => model().and_then(|()| model_data()),
             Some(other) => Err(format!("unknown option {other}: --data or nothing")),
         },
+        "fuzz" => match std::env::args().nth(2).map(|s| s.parse::<u64>()) {
+            None => fuzz::fuzz(60),
+            Some(Ok(seconds)) => fuzz::fuzz(seconds),
+            Some(Err(e)) => Err(format!("fuzz SECONDS: {e}")),
+        },
         "train" => match std::env::args().nth(2).as_deref() {
             None => train(&["ch12", "ch13"]),
             Some(chapter @ ("ch12" | "ch13")) => train(&[chapter]),
@@ -59,7 +66,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask serve | test | figures | measure [fast] \
-                 | train [ch12 | ch13] | model [--data]"
+                 | train [ch12 | ch13] | model [--data] | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }
