@@ -7,7 +7,7 @@ use attn::block::row_statistics;
 use attn::model::TinyTransformer;
 use attn::nn::Adam;
 use attn::pretrained::{cosine, l2_normalize, mean_pool};
-use attn::translation::{batch, number_pair, Seq2Seq, Seq2SeqConfig};
+use attn::translation::{batch, number_pair, Seq2Seq, Seq2SeqConfig, BOOK_SEQ2SEQ};
 use attn::AttnError;
 use ndarray::{array, Array2};
 
@@ -25,13 +25,13 @@ fn backward_passes_refuse_a_non_finite_gradient_of_the_logits() {
         assert!(err.to_string().contains("dL/dlogits"), "{err}");
     }
 
+    let (d_model, heads, d_ff, layers) = (8, 2, 12, 1);
     let config = Seq2SeqConfig {
-        d_model: 8,
-        heads: 2,
-        d_ff: 12,
-        layers: 1,
-        max_lengths: (12, 8),
-        bottleneck: false,
+        d_model,
+        heads,
+        d_ff,
+        layers,
+        ..BOOK_SEQ2SEQ
     };
     let net = Seq2Seq::new(config, 1).unwrap();
     let pair = number_pair(342_015).unwrap();
