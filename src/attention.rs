@@ -10,7 +10,6 @@ use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
 use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
 use crate::masking::masked_fill;
 use crate::real::Real;
 use crate::softmax::softmax_rows_in_place;
@@ -94,7 +93,7 @@ pub(crate) fn attend<F: Real>(
 ) -> Result<(Array2<F>, Array2<F>), AttnError> {
     check_size("the scores QKᵀ", q.nrows(), k.nrows())?; // n×m must fit in memory
     let q_scaled = q / sqrt_d_k; // scale n×d_k queries, not n×m scores: same result
-    let mut scores = matmul(&q_scaled, &k.t()); // n×m: how well query i matches key j
+    let mut scores = q_scaled.dot(&k.t()); // n×m: how well query i matches key j
     check_overflow("the scores QKᵀ/√d_k", &scores)?; // huge finite Q, K can overflow
     match change {
         Scores::Plain => {}
@@ -103,7 +102,7 @@ pub(crate) fn attend<F: Real>(
     }
     softmax_rows_in_place(&mut scores)?;
     let weights = scores; // n×m: each row sums to 1
-    let output = matmul(&weights, v); // n×d_v: each row a weighted average of values
+    let output = weights.dot(v); // n×d_v: each row a weighted average of values
     check_overflow("the output", &output)?;
     Ok((weights, output))
 }
@@ -120,8 +119,7 @@ pub struct BatchedAttention {
     pub weights: Array3<f32>,
 }
 
-/// Attention over a batch of `b` independent problems (chapter 2, exercise 2;
-/// multi-head attention runs its heads through it):
+/// Attention over a batch of `b` independent problems (chapter 2, exercise 2):
 /// `Q`: `b×n×d_k`, `K`: `b×m×d_k`, `V`: `b×m×d_v`.
 /// Each batch item is attended on its own with the 2-D function.
 pub fn batched_attention(

@@ -5,7 +5,9 @@
 //! The `h` per-head projections `W_Q^i` (`d_model×d_k`, `d_k = d_model/h`) are
 //! stored side by side as one `d_model×d_model` matrix `W_Q`, and likewise
 //! `W_K`, `W_V`; so one matrix product projects for every head at once, and
-//! the heads are then split off by a reshape:
+//! head `i` is then columns `i·d_k .. (i+1)·d_k` (the layer attends with
+//! those views, [`crate::nn`]'s multi-head attention; [`split_heads`] is the
+//! same split as the reshape tensor libraries use):
 //!
 //! | step | shape |
 //! | --- | --- |

@@ -1,6 +1,5 @@
 //! Chapter 2 exercises: softmax temperature. (The solution to exercise 2,
-//! batched attention, is [`crate::attention::batched_attention`]: multi-head
-//! attention uses it.)
+//! batched attention, is [`crate::attention::batched_attention`].)
 
 use ndarray::{Array1, ArrayRef1};
 

@@ -6,7 +6,6 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 
-use crate::fast::matmul::matmul;
 use crate::real::Real;
 
 // ANCHOR: linear_backward
@@ -16,7 +15,7 @@ pub(crate) fn linear_forward<F: Real>(
     w: &ArrayRef2<F>,
     b: &ArrayRef1<F>,
 ) -> Array2<F> {
-    matmul(x, w) + b
+    x.dot(w) + b
 }
 
 /// Gradients of `Y = XW + b`: `(dX, dW, db)`.
@@ -25,7 +24,7 @@ pub(crate) fn linear_backward<F: Real>(
     w: &ArrayRef2<F>,
     dy: &ArrayRef2<F>,
 ) -> (Array2<F>, Array2<F>, Array1<F>) {
-    (matmul(dy, &w.t()), matmul(&x.t(), dy), dy.sum_axis(Axis(0)))
+    (dy.dot(&w.t()), x.t().dot(dy), dy.sum_axis(Axis(0)))
 }
 // ANCHOR_END: linear_backward
 
