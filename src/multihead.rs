@@ -217,10 +217,22 @@ impl MultiHeadAttention {
         x_q: &ArrayRef2<f32>,
         x_kv: &ArrayRef2<f32>,
     ) -> Result<MultiHeadOutput, AttnError> {
+        self.attend(x_q, x_kv, None)
+    }
+
+    /// Runs the crate's multi-head attention with this layer's weights, and
+    /// `keep` (`n×m`, shared by every head) if there is a mask.
+    fn attend(
+        &self,
+        x_q: &ArrayRef2<f32>,
+        x_kv: &ArrayRef2<f32>,
+        keep: Option<&ArrayRef2<bool>>,
+    ) -> Result<MultiHeadOutput, AttnError> {
         self.check_inputs(x_q, x_kv)?;
         let sizes = self.sizes(x_q, x_kv);
         let weights = (&self.w, self.biases.as_ref());
-        let (output, cache) = mha_forward(x_q, x_kv, weights, sizes, |_| None)?;
+        let mask = |_| keep.map(|keep| keep.to_owned());
+        let (output, cache) = mha_forward(x_q, x_kv, weights, sizes, mask)?;
         Ok(self.output(output, &cache))
     }
     // ANCHOR_END: forward
@@ -255,12 +267,7 @@ impl MultiHeadAttention {
         x_kv: &ArrayRef2<f32>,
         keep: &ArrayRef2<bool>,
     ) -> Result<MultiHeadOutput, AttnError> {
-        self.check_inputs(x_q, x_kv)?;
-        let sizes = self.sizes(x_q, x_kv);
-        let weights = (&self.w, self.biases.as_ref());
-        let mask = |_| Some(keep.to_owned());
-        let (output, cache) = mha_forward(x_q, x_kv, weights, sizes, mask)?;
-        Ok(self.output(output, &cache))
+        self.attend(x_q, x_kv, Some(keep))
     }
     // ANCHOR_END: forward_masked
 

@@ -77,7 +77,7 @@ pub fn train_with(
     mut after_step: impl FnMut(usize, &TinyTransformer),
 ) -> Result<(TinyTransformer, Vec<f64>), AttnError> {
     c.check()?;
-    model.check()?;
+    let mut net = TinyTransformer::new(model, c.seed)?; // checks the configuration
     let widest = model.d_model.max(model.d_ff).max(VOCAB); // the widest activation
     check_total(
         "a batch's activations",
@@ -85,7 +85,6 @@ pub fn train_with(
         MAX_ENTRIES,
     )?;
     check_total("the losses of every step", &[c.steps], MAX_ENTRIES)?;
-    let mut net = TinyTransformer::new(model, c.seed)?;
     let mut adam = Adam::new(&net, c.lr)?;
     let mut rng = StdRng::seed_from_u64(c.seed.wrapping_add(1)); // any seed, even u64::MAX
     let excluded: HashSet<&Vec<usize>> = exclude.iter().collect();

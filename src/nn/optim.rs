@@ -95,17 +95,19 @@ impl<F: Real> Adam<F> {
             (theta - lr * (m / c1) / ((v / c2).sqrt() + eps), m, v)
         };
         // First, without writing: would any parameter become non-finite?
-        for ((((name, theta), g), m), v) in model
-            .named_slices()
+        for (t, (((theta, g), m), v)) in model
+            .slices()
             .into_iter()
             .zip(grads.slices())
             .zip(&self.m)
             .zip(&self.v)
+            .enumerate()
         {
             for i in 0..theta.len() {
                 let (after, _, _) = next(theta[i], g[i], m[i], v[i]);
                 if !after.is_finite() {
-                    let (tensor, value) = (name, after.wide());
+                    let tensor = model.named_slices().swap_remove(t).0; // named only on failure
+                    let value = after.wide();
                     return Err(AttnError::NonFiniteUpdate { tensor, value });
                 }
             }

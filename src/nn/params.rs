@@ -83,8 +83,9 @@ pub(crate) fn check_logits<F: Real>(logits: &ArrayRef2<F>) -> Result<(), AttnErr
 /// tensor. A forward pass starts with it, so that a non-finite weight is
 /// not reported later as an overflow of finite inputs.
 pub(crate) fn check_finite_parameters<P: Parameters>(model: &P) -> Result<(), AttnError> {
-    for (tensor, values) in model.named_slices() {
+    for (t, values) in model.slices().into_iter().enumerate() {
         if let Some(bad) = values.iter().find(|x| !x.wide().is_finite()) {
+            let tensor = model.named_slices().swap_remove(t).0; // named only on failure
             let value = bad.wide();
             return Err(AttnError::NonFiniteParameter { tensor, value });
         }

@@ -161,21 +161,21 @@ fn read_config(dir: &Path) -> Result<Config, AttnError> {
     // Each field read strictly: missing, or of another type, is an error
     // naming it (fields the model does not use are ignored).
     fn field<T: serde::de::DeserializeOwned>(
+        dir: &Path,
         json: &serde_json::Value,
         key: &str,
-    ) -> Result<T, String> {
-        let value = json.get(key).ok_or(format!("no field {key}"))?;
-        serde_json::from_value(value.clone()).map_err(|e| format!("{key}: {e}"))
+    ) -> Result<T, AttnError> {
+        let value = json.get(key).ok_or(format!("no field {key}"));
+        let typed = value.and_then(|v| T::deserialize(v).map_err(|e| format!("{key}: {e}")));
+        typed.map_err(|reason| model_error(dir, "config.json", reason))
     }
-    let read =
-        |key: &str| field::<usize>(&json, key).map_err(|e| model_error(dir, "config.json", e));
-    let eps: f32 =
-        field(&json, "layer_norm_eps").map_err(|e| model_error(dir, "config.json", e))?;
+    let read = |key: &str| field::<usize>(dir, &json, key);
+    let eps: f32 = field(dir, &json, "layer_norm_eps")?;
     if !(eps.is_finite() && eps > 0.0) {
         let reason = format!("layer_norm_eps {eps} is not a positive number");
         return Err(model_error(dir, "config.json", reason));
     }
-    let act: String = field(&json, "hidden_act").map_err(|e| model_error(dir, "config.json", e))?;
+    let act: String = field(dir, &json, "hidden_act")?;
     let activation = match act.as_str() {
         "gelu" => Activation::GeluErf,
         "gelu_new" | "gelu_pytorch_tanh" => Activation::Gelu,
