@@ -74,12 +74,11 @@ impl<F: Real> Adam<F> {
                 requirement: "must be finite and ≥ 0",
             });
         }
-        for (name, values) in grads.named_slices() {
+        for (t, values) in grads.slices().into_iter().enumerate() {
             if let Some(bad) = values.iter().find(|g| !g.is_finite()) {
-                return Err(AttnError::NonFiniteGradient {
-                    tensor: name,
-                    value: bad.wide(),
-                });
+                let tensor = grads.named_slices().swap_remove(t).0; // named only on failure
+                let value = bad.wide();
+                return Err(AttnError::NonFiniteGradient { tensor, value });
             }
         }
         let step = self.step + 1;
