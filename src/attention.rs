@@ -10,6 +10,7 @@ use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
 use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
+use crate::fast::matmul::matmul;
 use crate::masking::masked_fill;
 use crate::real::Real;
 use crate::softmax::softmax_rows_in_place;
@@ -93,7 +94,7 @@ pub(crate) fn attend<F: Real>(
 ) -> Result<(Array2<F>, Array2<F>), AttnError> {
     check_size("the scores QKᵀ", q.nrows(), k.nrows())?; // n×m must fit in memory
     let q_scaled = q / sqrt_d_k; // scale n×d_k queries, not n×m scores: same result
-    let mut scores = q_scaled.dot(&k.t()); // n×m: how well query i matches key j
+    let mut scores = matmul(&q_scaled, &k.t()); // n×m: how well query i matches key j
     check_overflow("the scores QKᵀ/√d_k", &scores)?; // huge finite Q, K can overflow
     match change {
         Scores::Plain => {}
@@ -102,7 +103,7 @@ pub(crate) fn attend<F: Real>(
     }
     softmax_rows_in_place(&mut scores)?;
     let weights = scores; // n×m: each row sums to 1
-    let output = weights.dot(v); // n×d_v: each row a weighted average of values
+    let output = matmul(&weights, v); // n×d_v: each row a weighted average of values
     check_overflow("the output", &output)?;
     Ok((weights, output))
 }

@@ -15,7 +15,7 @@
 //! the output `n×d_v`.
 
 use gemm::Parallelism;
-use ndarray::{s, Array1, Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::attention::check_qkv;
@@ -23,6 +23,7 @@ use crate::check::{check_finite, check_model_width, check_overflow};
 use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
 use crate::softmax::exp_nonpositive;
+use matmul::product;
 
 /// The sizes of the tiles: `query` rows of queries by `key` keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,53 +206,6 @@ fn query_tile(
     Ok(())
 }
 
-/// `c ← a·b`, or `c ← c + a·b` with `accumulate`, through the `gemm`
-/// crate, which this appendix measured faster than ndarray's products on
-/// the tiles' shapes (an inner dimension of only `d_k`). Any strides. With
-/// `Parallelism::Rayon(0)` it splits the product over the current pool's
-/// threads; the tiles use `Parallelism::None`, as each runs on one thread.
-pub(crate) fn product(
-    c: &mut ArrayViewMut2<f32>,
-    a: ArrayView2<f32>,
-    b: ArrayView2<f32>,
-    accumulate: bool,
-    threads: Parallelism,
-) {
-    let ((m, k), (k_b, n)) = (a.dim(), b.dim());
-    assert!(
-        k == k_b && c.dim() == (m, n),
-        "tile shapes are fixed by the loops"
-    );
-    let (cs, as_, bs) = (c.strides(), a.strides(), b.strides());
-    let (c_rs, c_cs) = (cs[0], cs[1]);
-    // SAFETY: the three views are valid for their shapes and strides, the
-    // shapes agree (checked above), and `c` is borrowed mutably, so it does
-    // not alias `a` or `b`.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            c_cs,
-            c_rs,
-            accumulate,
-            a.as_ptr(),
-            as_[1],
-            as_[0],
-            b.as_ptr(),
-            bs[1],
-            bs[0],
-            1.0,
-            1.0, // c ← 1·c + 1·a·b (c is read only with `accumulate`)
-            false,
-            false,
-            false,
-            threads,
-        );
-    }
-}
-
 /// Lanes of the running maximum and sum: independent accumulators the
 /// compiler keeps in one vector register each.
 const LANES: usize = 16;
@@ -374,6 +328,7 @@ pub fn fast_multihead(
 }
 // ANCHOR_END: fast_multihead
 
+pub(crate) mod matmul;
 pub mod profile;
 pub mod roofline;
 

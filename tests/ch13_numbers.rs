@@ -168,7 +168,7 @@ fn every_number_is_bound() {
     b.exact("7", (shown.target.len() + 1) as f64)
         .exact("11", shown.source.len() as f64);
     let w = &cross_attention(&attention, shown).unwrap()[1][0];
-    b.rounded("0.98", w[[0, 0]]).rounded("0.93", w[[5, 8]]);
+    b.rounded("0.99", w[[0, 0]]).rounded("0.91", w[[5, 8]]);
     let gold = alignment(shown.number).unwrap();
     let hits = (0..gold.len())
         .filter(|&i| {
@@ -214,14 +214,14 @@ fn every_number_is_bound() {
         exact.iter().cloned().fold(1.0, f64::min),
         exact.iter().cloned().fold(0.0, f64::max),
     );
-    b.rounded("0.978", lo).rounded("0.989", hi);
+    b.rounded("0.978", lo).rounded("0.988", hi);
     let worst_head = heads.iter().cloned().fold(1.0, f64::min);
     b.learned(
-        "most alignment-like heads score from 0.199",
+        "most alignment-like heads score from 0.206",
         Evidence::Runs {
             values: &heads,
-            lowest: "0.199",
-            highest: "0.730",
+            lowest: "0.206",
+            highest: "0.737",
         },
     );
     b.learned(
@@ -229,8 +229,8 @@ fn every_number_is_bound() {
         Evidence::OneRun,
     );
     assert!(
-        (worst_head - baselines.0).abs() < 0.01,
-        "the worst seed's best head is no better than a random word"
+        (0.0..0.02).contains(&(worst_head - baselines.0)),
+        "the worst seed's best head is hardly better than a random word"
     );
     assert_eq!(
         heads.iter().cloned().fold(0.0, f64::max),

@@ -6,6 +6,7 @@ use ndarray::ArrayRef2;
 use super::{TinyTransformer, EPS, VOCAB};
 use crate::check::check_indices;
 use crate::error::AttnError;
+use crate::fast::matmul::matmul;
 use crate::grad::Matrix;
 use crate::masking::causal_mask;
 use crate::nn::{
@@ -77,7 +78,7 @@ impl TinyTransformer {
             caches.push(BlockCache { attention, ffn });
         }
         let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
-        let logits = z.dot(&self.head.0) + &self.head.1;
+        let logits = matmul(&z, &self.head.0) + &self.head.1;
         check_logits(&logits)?;
         Ok(Forward {
             logits,

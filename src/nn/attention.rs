@@ -5,6 +5,7 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 
 use crate::attention::{attend, Scores};
 use crate::error::AttnError;
+use crate::fast::matmul::matmul;
 use crate::projection::project;
 use crate::real::Real;
 
@@ -54,11 +55,11 @@ pub(crate) fn attention_backward<F: Real>(
     d_out: &ArrayRef2<F>,
 ) -> (Array2<F>, Array2<F>, Array2<F>) {
     let p = &cache.p;
-    let dv = p.t().dot(d_out); // m×d_v
-    let dp = d_out.dot(&v.t()); // n×m
+    let dv = matmul(&p.t(), d_out); // m×d_v
+    let dp = matmul(d_out, &v.t()); // n×m
     let ds = softmax_backward(p, &dp) / cache.sqrt_d_k; // n×m, through S = (Q/√d_k)Kᵀ
-    let dq = ds.dot(k); // n×d_k
-    let dk = ds.t().dot(q); // m×d_k
+    let dq = matmul(&ds, k); // n×d_k
+    let dk = matmul(&ds.t(), q); // m×d_k
     (dq, dk, dv)
 }
 // ANCHOR_END: attention_backward
@@ -209,8 +210,8 @@ pub(crate) fn mha_backward<F: Real>(
     Heads { tq, tk, heads }: Heads,
     d_out: &ArrayRef2<F>,
 ) -> MhaGradients<F> {
-    let d_o = d_out.dot(&w[3].t());
-    let dw_o = cache.o.t().dot(d_out);
+    let d_o = matmul(d_out, &w[3].t());
+    let dw_o = matmul(&cache.o.t(), d_out);
     let d_k = cache.q.ncols() / heads;
     let mut dq = Array2::zeros(cache.q.dim());
     let mut dk = Array2::zeros(cache.k.dim());
@@ -236,9 +237,14 @@ pub(crate) fn mha_backward<F: Real>(
         [&*dq, &*dk, &*dv, d_out].map(|g: &ArrayRef2<F>| g.sum_axis(Axis(0))) // Σ over rows
     });
     MhaGradients {
-        dx_q: dq.dot(&w[0].t()),
-        dx_kv: dk.dot(&w[1].t()) + dv.dot(&w[2].t()),
-        dw: [x_q.t().dot(&dq), x_kv.t().dot(&dk), x_kv.t().dot(&dv), dw_o],
+        dx_q: matmul(&dq, &w[0].t()),
+        dx_kv: matmul(&dk, &w[1].t()) + matmul(&dv, &w[2].t()),
+        dw: [
+            matmul(&x_q.t(), &dq),
+            matmul(&x_kv.t(), &dk),
+            matmul(&x_kv.t(), &dv),
+            dw_o,
+        ],
         db,
     }
 }

@@ -6,6 +6,7 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 
+use crate::fast::matmul::matmul;
 use crate::real::Real;
 
 // ANCHOR: linear_backward
@@ -15,7 +16,7 @@ pub(crate) fn linear_forward<F: Real>(
     w: &ArrayRef2<F>,
     b: &ArrayRef1<F>,
 ) -> Array2<F> {
-    x.dot(w) + b
+    matmul(x, w) + b
 }
 
 /// Gradients of `Y = XW + b`: `(dX, dW, db)`.
@@ -24,7 +25,7 @@ pub(crate) fn linear_backward<F: Real>(
     w: &ArrayRef2<F>,
     dy: &ArrayRef2<F>,
 ) -> (Array2<F>, Array2<F>, Array1<F>) {
-    (dy.dot(&w.t()), x.t().dot(dy), dy.sum_axis(Axis(0)))
+    (matmul(dy, &w.t()), matmul(&x.t(), dy), dy.sum_axis(Axis(0)))
 }
 // ANCHOR_END: linear_backward
 

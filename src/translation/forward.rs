@@ -8,6 +8,7 @@ use super::model::Seq2Seq;
 use super::{source_vocab_size, TARGET_VOCAB};
 use crate::check::check_indices;
 use crate::error::AttnError;
+use crate::fast::matmul::matmul;
 use crate::grad::Matrix;
 use crate::nn::{
     attention_sublayer, check_finite_parameters, check_logits, cross_entropy, embedding_forward,
@@ -154,7 +155,7 @@ impl Seq2Seq {
         }
         // ANCHOR_END: decoder
         let (z, decoder_ln) = layer_norm_forward(&y, &self.decoder_ln[0], &self.decoder_ln[1], EPS);
-        let logits = z.dot(&self.head.0) + &self.head.1;
+        let logits = matmul(&z, &self.head.0) + &self.head.1;
         check_logits(&logits)?;
         Ok(Seq2SeqForward {
             logits,
