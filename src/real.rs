@@ -12,7 +12,7 @@ pub trait Real: NdFloat {
     fn of(x: f64) -> Self;
     /// This number as an `f64` (always exact).
     fn wide(self) -> f64;
-    /// `e^x` for `x ≤ 0`, the only exponents a stable softmax needs:
+    /// `e^x`, fast for `x ≤ 0`, the only exponents a stable softmax needs:
     /// chapter 2's fast exponential in `f32`
     /// ([`crate::softmax::exp_nonpositive`]), the library's `exp` in `f64`.
     fn exp_nonpositive(self) -> Self;

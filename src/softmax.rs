@@ -78,22 +78,25 @@ fn invalid_score<F: Real>(i: usize, row: &ArrayRef1<F>) -> AttnError {
 }
 
 // ANCHOR: fast_exp
-/// `e^x` for `x ≤ 0`, the only exponents a stable softmax needs, with a
-/// relative error below `3·10⁻⁷` (tested against `f64`), and exactly 0 for
-/// `x < −87.3` (including `−∞`), where `e^x` is below the smallest normal `f32`.
+/// `e^x`, fast for the exponents a stable softmax makes (`x ≤ 0`), with a
+/// relative error below `3·10⁻⁷` (tested against `f64`). It is exactly 0 for
+/// `x < −87.3` (including `−∞`), where `e^x` is below the smallest normal
+/// `f32`; it is `+∞` past `ln f32::MAX ≈ 88.72`, and NaN for NaN.
 ///
 /// It writes `x = ν·ln 2 + r` with `ν` an integer and `|r| ≤ ln 2 / 2`, so
-/// `e^x = 2^ν · e^r`: `2^ν` is built directly from its bits, and `e^r` is a
-/// degree-7 polynomial (Cephes' coefficients, close to the Taylor series).
-/// It makes no library calls, so the compiler turns a loop of these into
-/// vector instructions, several exponentials per instruction. The appendix "Making it fast" measures it.
+/// `e^x = 2^ν · e^r`: `2^ν` is built directly from its bits (in two halves,
+/// so that `ν = 128` does not overflow them), and `e^r` is a degree-7
+/// polynomial (Cephes' coefficients, close to the Taylor series).
+/// It makes no library calls and has no branches, so the compiler turns a
+/// loop of these into vector instructions, several exponentials per
+/// instruction. The appendix "Making it fast" measures it.
 #[inline(always)]
 pub fn exp_nonpositive(x: f32) -> f32 {
     const LOG2_E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4; // ln 2 = LN2_HI + LN2_LO, LN2_HI exact in few bits
     const LN2_LO: f32 = -2.121_944_4e-4;
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2²³: adding it rounds to an integer
-    let clamped = x.max(-87.3);
+    let clamped = x.clamp(-87.3, 88.8); // NaN stays NaN
     let t = clamped * LOG2_E + ROUND;
     let nu = t - ROUND; // ν = round(x / ln 2), as a float
     let r = clamped - nu * LN2_HI - nu * LN2_LO; // |r| ≤ ln 2 / 2
@@ -104,12 +107,15 @@ pub fn exp_nonpositive(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 0.5;
     let e_r = p * r * r + r + 1.0;
-    let nu_int = t.to_bits() as i32 - ROUND.to_bits() as i32; // the integer ν
-    let two_nu = f32::from_bits(((nu_int + 127) << 23) as u32); // 2^ν, ν ≥ −126
+    // The integer ν, −126 ≤ ν ≤ 128 (any integer for NaN, which e_r carries).
+    let nu_int = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
+    let power_of_two = |n: i32| f32::from_bits((n.wrapping_add(127) << 23) as u32);
+    let half = nu_int >> 1; // ⌊ν/2⌋; 2^ν = 2^half · 2^(ν − half), each ≥ 2^−63
+    let e_x = e_r * power_of_two(half) * power_of_two(nu_int - half);
     if x < -87.3 {
         0.0
     } else {
-        e_r * two_nu
+        e_x
     }
 }
 

@@ -119,3 +119,29 @@ fn a_non_finite_parameter_is_named_as_the_cause() {
         "{err}"
     );
 }
+
+/// Chapter 2's fast exponential is built for the exponents a stable
+/// softmax makes (`x ≤ 0`), but it is public, so it must be right for every
+/// `x`: `e^x` for positive `x` (to `+∞` past `ln f32::MAX`), NaN for NaN.
+/// It once returned −2.3·10⁻³⁴ for `e^100` and 1.2·10⁻³⁸ for NaN.
+#[test]
+fn the_fast_exponential_is_right_outside_its_fast_domain() {
+    use attn::real::Real;
+    use attn::softmax::exp_nonpositive;
+    for x in [0.5_f32, 1.0, 3.0, 10.0, 42.0, 80.0, 88.0, 88.72] {
+        let exact = f64::from(x).exp();
+        let got = f64::from(exp_nonpositive(x));
+        assert!(
+            ((got - exact) / exact).abs() < 3e-7,
+            "exp_nonpositive({x}) = {got}, e^x = {exact}"
+        );
+        assert_eq!(Real::exp_nonpositive(x), exp_nonpositive(x));
+    }
+    for x in [88.73_f32, 100.0, 1e30, f32::MAX, f32::INFINITY] {
+        assert_eq!(exp_nonpositive(x), f32::INFINITY, "exp_nonpositive({x})");
+    }
+    for nan in [f32::NAN, -f32::NAN] {
+        assert!(exp_nonpositive(nan).is_nan(), "exp_nonpositive(NaN)");
+        assert!(Real::exp_nonpositive(nan).is_nan());
+    }
+}
