@@ -95,6 +95,14 @@ pub enum AttnError {
         /// The second shape.
         right: Shape,
     },
+    /// A matrix product `a·b` whose inner sizes differ: `a` must have as
+    /// many columns as `b` has rows.
+    ProductShapes {
+        /// The shape of `a`, `m×k`.
+        a: Shape,
+        /// The shape of `b`, `k×n`.
+        b: Shape,
+    },
     /// A score softmax cannot weigh: NaN, or `+∞` (`−∞` is a dropped key).
     InvalidScore {
         /// `(row, column)` of the first such score (row 0 for a single row).
@@ -262,6 +270,12 @@ impl fmt::Display for AttnError {
                 "{what} must have the same shape, but they are {} and {}",
                 shape(left),
                 shape(right)
+            ),
+            AttnError::ProductShapes { a, b } => write!(
+                f,
+                "a·b needs as many columns in a as rows in b, but a is {} and b is {}",
+                shape(a),
+                shape(b)
             ),
             AttnError::InvalidScore { position, value } => write!(
                 f,

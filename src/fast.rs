@@ -328,7 +328,7 @@ pub fn fast_multihead(
 }
 // ANCHOR_END: fast_multihead
 
-pub(crate) mod matmul;
+pub mod matmul;
 pub mod profile;
 pub mod roofline;
 

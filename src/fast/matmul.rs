@@ -1,6 +1,7 @@
 //! Matrix products through the `gemm` crate: the fast kernel's tiles
-//! (this appendix), and every product of the training stack
-//! ([`crate::nn`]), in `f32` or `f64`. The appendix measured `gemm` faster
+//! (this appendix), and every other product of the crate — attention's
+//! core, the layers and the training stack ([`crate::nn`]) — in `f32` or
+//! `f64`. The appendix measured `gemm` faster
 //! than ndarray's own products on the tiles' shapes; on the training
 //! stack's shapes it is as fast on one thread and splits large products
 //! over the threads of the pool.
@@ -8,6 +9,8 @@
 use gemm::Parallelism;
 use ndarray::{Array2, ArrayRef2, ArrayView2, ArrayViewMut2};
 
+use crate::check::{check_finite, check_overflow, check_size};
+use crate::error::AttnError;
 use crate::real::Real;
 
 /// Multiply-adds (`m·k·n`) from which [`matmul`] splits a product over the
@@ -63,8 +66,11 @@ pub(crate) fn product<F: Real>(
     }
 }
 
-/// `a·b` (`m×k` times `k×n`, any strides, e.g. a transposed view), the
-/// product every layer of the training stack computes.
+/// `a·b` (`m×k` times `k×n`, any strides, e.g. a transposed view): the
+/// product every layer computes, in attention's core, the projections and
+/// the training stack, forward and backward. Through `gemm`, or, built
+/// with the `blas` feature, through ndarray's product, which that feature
+/// hands to the system's OpenBLAS (the appendix compares the two).
 pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     let ((m, k), n) = (a.dim(), b.ncols());
     assert_eq!(
@@ -72,6 +78,9 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
         b.nrows(),
         "the layers' shapes are checked by their callers"
     );
+    if cfg!(feature = "blas") {
+        return a.dot(b);
+    }
     let mut c = Array2::zeros((m, n));
     let work = m.saturating_mul(k).saturating_mul(n);
     let threads = if work >= PARALLEL_FROM {
@@ -81,6 +90,25 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     };
     product(&mut c.view_mut(), a.view(), b.view(), false, threads);
     c
+}
+
+/// `a·b` (`m×k` times `k×n`, any strides): the crate's matrix product,
+/// the one every layer runs, for a caller who wants to time or reuse it.
+/// Errors: inner sizes that differ ([`AttnError::ProductShapes`]), a
+/// product too large to allocate, non-finite entries, or an overflow.
+pub fn matrix_product<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
+    if a.ncols() != b.nrows() {
+        return Err(AttnError::ProductShapes {
+            a: a.dim(),
+            b: b.dim(),
+        });
+    }
+    check_size("the product a·b", a.nrows(), b.ncols())?;
+    check_finite("a", a)?;
+    check_finite("b", b)?;
+    let c = matmul(a, b);
+    check_overflow("the product a·b", &c)?;
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -112,6 +140,31 @@ mod tests {
             let got = matmul(&f32s(&a), &f32s(&b)).mapv(f64::from);
             approx::assert_abs_diff_eq!(got, want, epsilon = 1e-4);
         }
+    }
+
+    #[test]
+    fn the_public_product_names_what_is_wrong() {
+        let (a, b) = (normal(2, 3, 5), normal(4, 2, 6));
+        assert_eq!(
+            matrix_product(&a, &b),
+            Err(AttnError::ProductShapes {
+                a: (2, 3),
+                b: (4, 2)
+            })
+        );
+        let b = normal(3, 2, 7);
+        assert_eq!(matrix_product(&a, &b).unwrap(), matmul(&a, &b));
+        let mut bad = a.clone();
+        bad[(1, 2)] = f64::NAN;
+        assert!(matches!(
+            matrix_product(&bad, &b),
+            Err(AttnError::InvalidArgument { name: "a", .. })
+        ));
+        let huge = Array2::from_elem((1, 1), f32::MAX);
+        assert!(matches!(
+            matrix_product(&huge, &huge),
+            Err(AttnError::Overflow { .. })
+        ));
     }
 
     #[test]
