@@ -1,11 +1,14 @@
 //! The timings of chapters 8 and 9 and of the appendix "Making it fast":
 //! every attention in the crate over n = 128 … 4096 at d = 64, the
 //! multi-head layer at n = 512, d_model = 512, h = 8, the matrix
-//! product it is built on, and the softmax's exponential. One thread, f32.
+//! product it is built on, and the softmax's exponential. One thread, f32:
+//! `cargo xtask measure` gives `rayon`'s global pool one thread
+//! (`RAYON_NUM_THREADS=1`), since the crate's products split large
+//! products over the pool's threads.
 //!
 //! ```text
-//! MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 cargo bench --bench attention
-//! cargo xtask bench-data   # criterion's estimates → book/data/ch08-timings.csv
+//! MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 RAYON_NUM_THREADS=1 cargo bench --bench attention
+//! cargo xtask measure   # all of it, criterion's estimates → book/data/ch08-timings.csv
 //! ```
 //!
 //! The two variables keep glibc from returning large buffers to the kernel

@@ -8,7 +8,10 @@
 //! shapes in the same run.
 //!
 //! Function names end in `_1t` or `_2t`: the size of the `rayon` pool the
-//! call runs in (the chapters' functions use one thread whatever the pool).
+//! call runs in. The `_1t` functions that build no pool of their own run in
+//! the global pool, which `cargo xtask measure fast` gives one thread
+//! (`RAYON_NUM_THREADS=1`): the crate's products split large products over
+//! the pool's threads.
 
 use attn::fast::{fast_attention, fast_multihead};
 use attn::masking::{causal_mask, masked_attention};

@@ -61,8 +61,11 @@ fn timing_block_and_figure_7_2(b: &mut Bindings) {
     let t = read_measurements(&csv, "function", "mean_ns").unwrap();
     let header = csv.lines().next().unwrap();
     let p = Provenance::parse("ch08-timings.csv", &csv).unwrap();
-    assert_eq!(p.cpu, "AMD EPYC", "the chapter names the processor");
-    b.fact("2026-11-21", &p.date);
+    assert_eq!(
+        p.cpu, "Intel(R) Xeon(R) Processor",
+        "the chapter names the processor"
+    );
+    b.fact("2026-11-24", &p.date);
     let lengths = [128, 256, 512, 1024, 2048, 4096];
     b.quoted(&format!(
         "{header}\n{}\n```",
@@ -90,9 +93,9 @@ fn timing_block_and_figure_7_2(b: &mut Bindings) {
     // "The causal mask saves nothing", "does not halve the time".
     b.claim("The causal mask saves nothing", causal > 0.95);
     b.claim("does not\nhalve the time", causal > 0.95);
-    // Alt text: both reach about 73 ms at 4096.
-    b.rounded("73", ms("naive", 4096))
-        .value("73", ms("naive_causal", 4096), 2.5);
+    // Alt text: they reach about 72 and 78 ms at 4096.
+    b.rounded("72", ms("naive", 4096))
+        .rounded("78", ms("naive_causal", 4096));
     b.exact("64", 64).exact("8", 512 / 64);
     // "its cost grows with the square of the sequence length".
     let quadratic = ["naive", "naive_causal"]
@@ -116,10 +119,17 @@ fn memory_block(b: &mut Bindings) {
     let peaks = read_measurements(&csv, "method", "peak_bytes").unwrap();
     b.quoted(&format!("```text\n{}\n```", naive_memory_table(&peaks)));
     let mib = |n: u64| lookup(&peaks, "naive", n).unwrap() / MIB;
-    // "a constant 0.12 MiB": the same difference at every n.
-    for n in [1024, 2048, 4096, 8192, 16_384] {
-        let counted = (4 * n * n + 2 * 4 * 64 * n) as f64 / MIB;
-        b.rounded("0.12", mib(n) - counted);
+    // "to within about a kilobyte at every n", "0.00 MiB".
+    let misses: Vec<f64> = [1024, 2048, 4096, 8192, 16_384]
+        .iter()
+        .map(|&n| lookup(&peaks, "naive", n).unwrap() - (4 * n * n + 2 * 4 * 64 * n) as f64)
+        .collect();
+    b.claim(
+        "to within about a kilobyte at every",
+        misses.iter().all(|&m| m > 0.0 && m < 1100.0),
+    );
+    for miss in &misses {
+        b.rounded("0.00", miss / MIB);
     }
     // "the scores are 64 MiB of the 66", "a GiB" at 16,384.
     b.exact("64", scores_bytes(4096) / (1u64 << 20) as f64)
@@ -127,9 +137,9 @@ fn memory_block(b: &mut Bindings) {
         .exact("16,384", 16_384);
     assert_eq!(scores_bytes(16_384), (1u64 << 30) as f64, "a GiB of scores");
     let growth: Vec<f64> = (10..14).map(|p| mib(1 << (p + 1)) / mib(1 << p)).collect();
-    b.rounded("3.7", growth[0]).rounded("4.0", growth[3]);
+    b.rounded("3.8", growth[0]).rounded("4.0", growth[3]);
     b.claim(
-        "multiplies the peak by 3.7",
+        "multiplies the peak by 3.8",
         growth.windows(2).all(|w| w[1] > w[0]),
     );
     // Quiz 3: about 4.
@@ -147,15 +157,13 @@ fn every_number_is_bound() {
     memory_block(&mut b);
     // Exercise 1: the crossover for d_model = 4096 is 8192.
     b.exact("8192", crossover_length(4096)).exact("4096", 4096);
-    // Exercise 2's test: the miss is under 1% of the peak from n = 4096.
-    b.exact("1%", 1);
     b.assert_all_bound();
 }
 
 #[test]
-/// Chapter 8, exercise 1: the prediction misses the measured peak by the
-/// same number of bytes at every n, under 1% of it from n = 4096 on.
-fn the_prediction_misses_the_measured_peak_by_a_constant() {
+/// Chapter 8, exercise 2: the measured peak exceeds the prediction at every
+/// n, by about a kilobyte at most (the product routine's buffers).
+fn the_prediction_misses_the_measured_peak_by_about_a_kilobyte_at_most() {
     let memory = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/book/data/ch08-memory.csv"
@@ -164,18 +172,13 @@ fn the_prediction_misses_the_measured_peak_by_a_constant() {
     let peaks = report::measurements::read_measurements(&memory, "method", "peak_bytes").unwrap();
     let naive: Vec<_> = peaks.iter().filter(|r| r.method == "naive").collect();
     assert!(naive.len() >= 5, "the memory benchmark's naive rows");
-    let differences: Vec<i64> = naive
-        .iter()
-        .map(|r| {
-            r.value as i64
-                - attn::exercises::ch08::naive_peak_bytes(r.n, r.n, 64, 64).unwrap() as i64
-        })
-        .collect();
-    assert!(
-        differences.iter().all(|&d| d == differences[0] && d > 0),
-        "measured minus predicted, by n: {differences:?}"
-    );
-    for r in naive.iter().filter(|r| r.n >= 4096) {
-        assert!((differences[0] as f64) < 0.01 * r.value, "n = {}", r.n);
+    for r in naive {
+        let predicted = attn::exercises::ch08::naive_peak_bytes(r.n, r.n, 64, 64).unwrap();
+        let miss = r.value - predicted as f64;
+        assert!(
+            miss > 0.0 && miss < 1100.0,
+            "n = {}: measured minus predicted {miss}",
+            r.n
+        );
     }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::runs::{run_example, start_run};
+use crate::runs::{run_example, start_run, MEASURING};
 use crate::{book::figures, root, run, Step};
 
 /// Chapter 14's model: sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0),
@@ -139,7 +139,7 @@ pub(crate) fn model_data() -> Step {
         "torch and transformers (tools/minilm_speed.py's header says how)",
     )?;
     let run = start_run("model --data")?;
-    run_example("ch14_pretrained_data", &run, &[])?;
+    run_example("ch14_pretrained_data", &run, &MEASURING)?;
     self::run(
         Command::new(python)
             .arg(root().join("tools/minilm_speed.py"))

@@ -73,11 +73,15 @@ pub(crate) fn provenance() -> Result<(String, String, String), String> {
     Ok((date.trim().to_string(), cpu, rustc.trim().to_string()))
 }
 
-/// glibc keeps freed memory in the process, so that large buffers are not
-/// page-faulted in again on every call of a benchmark.
-pub(crate) const KEEP_FREED_MEMORY: [(&str, &str); 2] = [
+/// What every program of a measurement run gets: glibc keeps freed memory
+/// in the process, so that large buffers are not page-faulted in again on
+/// every call of a benchmark; and `rayon`'s global pool has one thread, so
+/// that the crate's products, which split large products over the pool,
+/// run on one thread unless a benchmark builds a pool of two (`_2t`).
+pub(crate) const MEASURING: [(&str, &str); 3] = [
     ("MALLOC_MMAP_MAX_", "0"),
     ("MALLOC_TRIM_THRESHOLD_", "2147483647"),
+    ("RAYON_NUM_THREADS", "1"),
 ];
 
 /// The measurements of chapters 8 and 9, in one run: the criterion
@@ -87,17 +91,13 @@ pub(crate) fn measure() -> Step {
     wipe("target/criterion")?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "attention"])
-        .envs(KEEP_FREED_MEMORY)
+        .envs(MEASURING)
         .env("ATTN_RUN_HEADER", &header))?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "memory"])
+        .envs(MEASURING)
         .env("ATTN_RUN_HEADER", &header))?;
-    timings_csv(
-        &header,
-        "target/criterion",
-        "ch08-timings.csv",
-        &KEEP_FREED_MEMORY,
-    )?;
+    timings_csv(&header, "target/criterion", "ch08-timings.csv", &MEASURING)?;
     figures()
 }
 
@@ -118,17 +118,17 @@ pub(crate) fn measure_fast() -> Step {
         "torch and numpy (tools/torch_attention.py's header says how)",
     )?;
     let header = start_run("measure fast")?;
-    run_example("making_it_fast_data", &header, &KEEP_FREED_MEMORY)?;
+    run_example("making_it_fast_data", &header, &MEASURING)?;
     wipe("target/criterion-fast")?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "fast"])
-        .envs(KEEP_FREED_MEMORY)
+        .envs(MEASURING)
         .env("CRITERION_HOME", root().join("target/criterion-fast")))?;
     timings_csv(
         &header,
         "target/criterion-fast",
         "appendix-timings.csv",
-        &KEEP_FREED_MEMORY,
+        &MEASURING,
     )?;
     // OPENBLAS_VERBOSE=2 makes OpenBLAS say which kernels it chose for
     // this processor ("Core: …"), which the files' headers record.
@@ -149,7 +149,7 @@ pub(crate) fn measure_fast() -> Step {
                 "target/blas",
             ])
             .args(["--bench", "fast", "--", BLAS_CHANGES])
-            .envs(KEEP_FREED_MEMORY)
+            .envs(MEASURING)
             .envs(one_thread)
             .env("CRITERION_HOME", root().join("target/blas/criterion-fast")),
     )
@@ -157,7 +157,7 @@ pub(crate) fn measure_fast() -> Step {
         format!("{e}\nthe blas feature needs OpenBLAS (Debian: `apt-get install libopenblas-dev`)")
     })?;
     eprint!("{output}");
-    let blas_env = [KEEP_FREED_MEMORY[0], KEEP_FREED_MEMORY[1], one_thread[0]];
+    let blas_env = [MEASURING[0], MEASURING[1], MEASURING[2], one_thread[0]];
     timings_csv(
         &format!("{header}; openblas {}", openblas_core(&output)),
         "target/blas/criterion-fast",
@@ -170,7 +170,7 @@ pub(crate) fn measure_fast() -> Step {
     ] {
         let out = Command::new(&python)
             .arg(root().join("tools").join(script))
-            .envs(KEEP_FREED_MEMORY)
+            .envs(MEASURING)
             .envs(one_thread)
             .env("ATTN_RUN_HEADER", &header)
             .output()
