@@ -13,6 +13,7 @@ use attn::block::{
     Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm, Transformer,
 };
 use attn::exercises::ch09::chunked_softmax;
+use attn::fast::matmul::matrix_product;
 use attn::fast::{fast_attention, fast_attention_with, fast_multihead, Tiles};
 use attn::masking::{
     biased_attention, decode_with_cache, masked_attention, padded_batch_attention, KvCache, Padding,
@@ -140,6 +141,33 @@ proptest! {
         prop_assert!(holds(linear_attention(&q, &k, &v), |o| all_finite(o)));
         prop_assert!(holds(causal_linear_attention(&q, &k, &v), |o| all_finite(o)));
         prop_assert!(holds(decode_with_cache(&q, &k, &v), |o| all_finite(o)));
+    }
+
+    /// The crate's matrix product: ndarray's product to rounding, or a
+    /// typed error for mismatched shapes, non-finite entries or overflow.
+    #[test]
+    fn the_matrix_product_is_right_or_refuses(a in matrix(6), b in matrix(6)) {
+        match matrix_product(&a, &b) {
+            Ok(c) => {
+                prop_assert!(all_finite(&c));
+                // Rounding is at most k·ε·Σ|a_ik||b_kj| per entry, in any order.
+                let bound = a.mapv(f32::abs).dot(&b.mapv(f32::abs));
+                for ((x, y), m) in c.iter().zip(&a.dot(&b)).zip(&bound) {
+                    prop_assert!(!y.is_finite() || (x - y).abs() <= 1e-5 * m + 1e-30);
+                }
+            }
+            Err(AttnError::ProductShapes { .. }) => prop_assert!(a.ncols() != b.nrows()),
+            Err(AttnError::InvalidArgument { name, .. }) => {
+                prop_assert!(a.ncols() == b.nrows());
+                let (bad, named) = if all_finite(&a) { (&b, "b") } else { (&a, "a") };
+                prop_assert!(!all_finite(bad));
+                prop_assert_eq!(name, named);
+            }
+            Err(AttnError::Overflow { .. }) => prop_assert!(
+                all_finite(&a) && all_finite(&b) && a.iter().chain(&b).any(|x| x.abs() >= 1e19)
+            ),
+            Err(other) => prop_assert!(false, "unexpected error {other}"),
+        }
     }
 
     #[test]
