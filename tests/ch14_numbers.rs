@@ -184,6 +184,18 @@ fn every_number_is_bound() {
             "The crate embeds more sentences per second here",
             speeds.ours > speeds.pytorch,
         );
+    // The appendix's lengths, "one sequence of 1024 to 4096 tokens".
+    let appendix = report::fast_data::FastData::read().unwrap();
+    let lengths: Vec<u64> = [512, 1024, 2048, 4096, 8192]
+        .into_iter()
+        .filter(|&n| appendix.theirs("sdpa_1t", n).is_ok())
+        .collect();
+    assert_eq!(
+        lengths,
+        [1024, 2048, 4096],
+        "the appendix's PyTorch lengths"
+    );
+    b.exact("1024", 1024.0).exact("4096", 4096.0);
 
     // Exercises.
     let count = bert_parameters(30_522, 512, 384, 1536, 6);

@@ -135,7 +135,7 @@ fn layer_and_blas(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
         .rounded("154", d.layer_gflops("matmul_512", true).unwrap())
         .rounded("119", d.layer_gflops("multihead_1t", true).unwrap());
     s.claim(
-        "OpenBLAS gains more over\nndarray's `matrixmultiply`",
+        "Tiled attention gains more\nthan naive attention",
         lowest(&tiled) > highest(&naive),
     );
     s.claim(
@@ -200,7 +200,7 @@ fn the_machine_and_the_profile(
         saved(&output) > saved(&scores) && saved(&output) > saved(&softmax),
     );
     s.claim(
-        "Fusing the exponentials with their sums saves",
+        "takes\n4.17 ms less than chapter 9's separate passes",
         saved(&softmax) > 0.0,
     )
     .rounded("4.17", saved(&softmax) / 1e6);

@@ -119,13 +119,13 @@ fn describe(p: &Provenance) -> String {
 /// The header line a measuring command writes, from `ATTN_RUN_HEADER`
 /// (`date: …; cpu: …; run: …`, set by `cargo xtask` for every program of one
 /// run) and what this file's figures are: `# date: …; cpu: …; run: …;
-/// statistic: STATISTIC; DETAILS`, and the allocator's settings when they
+/// statistic: STATISTIC; DETAILS`, and the measuring settings when they
 /// are set. Without the variable (a program run by hand) the run is `by
 /// hand` and the date and processor unknown, which the book's tests refuse.
 pub fn header(statistic: &str, details: &str) -> String {
     let run = std::env::var("ATTN_RUN_HEADER")
         .unwrap_or_else(|_| "date: unknown; cpu: unknown; run: by hand".into());
-    let env: Vec<String> = ALLOCATOR_SETTINGS
+    let env: Vec<String> = MEASURING_SETTINGS
         .iter()
         .filter_map(|name| Some(format!("{name}={}", std::env::var(name).ok()?)))
         .collect();
@@ -137,9 +137,14 @@ pub fn header(statistic: &str, details: &str) -> String {
     format!("# {run}; statistic: {statistic}; {details}{env}")
 }
 
-/// The variables of glibc's allocator that a timing depends on (the
-/// appendix "Making it fast" explains them); a header names those set.
-const ALLOCATOR_SETTINGS: [&str; 2] = ["MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_"];
+/// The variables a timing depends on, glibc's allocator's and the size of
+/// `rayon`'s global pool (the appendix "Making it fast" explains them); a
+/// header names those set.
+const MEASURING_SETTINGS: [&str; 3] = [
+    "MALLOC_MMAP_MAX_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "RAYON_NUM_THREADS",
+];
 
 #[cfg(test)]
 mod tests {

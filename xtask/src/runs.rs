@@ -46,6 +46,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
         let header = start_run(&format!("train {chapter}"))?;
         let output = capture(
             Command::new(root().join(format!("target/release/examples/{example}")))
+                .envs(MEASURING)
                 .env("ATTN_RUN_HEADER", &header),
         )?;
         eprint!("{output}");
