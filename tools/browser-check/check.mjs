@@ -1,8 +1,10 @@
 // Loads every page of the built book (argument: target/book/html) in
 // headless Chromium at 1280 px and 390 px and fails, naming page and width,
 // on any request that leaves 127.0.0.1, any failed request or image, any
-// KaTeX error or unrendered `$`, any console error, and any element wider
-// than the viewport that is not inside a scroll container.
+// KaTeX error or unrendered `$`, any console error, any element wider than
+// the viewport that is not inside a scroll container, and any link inside
+// the book to a page or an `#anchor` that does not exist. Links that leave
+// the book are listed, not fetched (the book reads offline).
 //
 // Run by `cargo xtask test`, which installs playwright-core (no browser
 // download) and finds Debian's Chromium (`apt-get install chromium`).
@@ -49,6 +51,8 @@ const browser = await chromium.launch({
 });
 
 const problems = [];
+const ids = new Map(); // page → the ids an `#anchor` can name
+const links = []; // [page, href] of every link, checked once all ids are known
 for (const width of widths) {
   const context = await browser.newContext({ viewport: { width, height: 900 } });
   for (const name of pages) {
@@ -102,6 +106,14 @@ for (const width of widths) {
       return out;
     });
     found.forEach(report);
+    if (width === widths[0]) {
+      const { pageIds, hrefs } = await page.evaluate(() => ({
+        pageIds: [...document.querySelectorAll('[id], a[name]')].map((e) => e.id || e.name),
+        hrefs: [...document.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')),
+      }));
+      ids.set(name, new Set(pageIds));
+      hrefs.forEach((href) => links.push([name, href]));
+    }
     // Printing opens every collapsed solution and answer (theme/print-answers.js).
     const closed = await page.evaluate(() => {
       window.dispatchEvent(new Event('beforeprint'));
@@ -115,9 +127,30 @@ for (const width of widths) {
 await browser.close();
 server.close();
 
+// Every link inside the book must reach a page and, with `#anchor`, an
+// element of that page with that id; links that leave it are listed.
+const outside = new Set();
+for (const [from, href] of links) {
+  const url = new URL(href, `${base}/${from}`);
+  if (url.origin !== base) {
+    if (['http:', 'https:'].includes(url.protocol)) outside.add(url.href);
+    continue;
+  }
+  let target = decodeURIComponent(url.pathname).replace(/^\//, '');
+  if (target === '' || target.endsWith('/')) target += 'index.html';
+  if (!fs.existsSync(path.join(root, target))) {
+    problems.push(`${from}: link to a missing page: ${href}`);
+  } else if (url.hash && target.endsWith('.html')) {
+    const anchor = decodeURIComponent(url.hash.slice(1));
+    if (!ids.get(target)?.has(anchor)) problems.push(`${from}: link to a missing anchor: ${href}`);
+  }
+}
+
 if (problems.length) {
   console.error(problems.join('\n'));
   console.error(`\n${problems.length} problems on ${pages.length} pages`);
   process.exit(1);
 }
-console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, no problems`);
+console.log(`links leaving the book (listed, not fetched): ${outside.size}`);
+for (const href of [...outside].sort()) console.log(`  ${href}`);
+console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, ${links.length} links, no problems`);

@@ -8,16 +8,38 @@ use std::process::Command;
 use crate::{capture, cargo, root, run, Step};
 
 /// The book tools, pinned: (crate, version). Installed with `cargo install --locked`.
-pub(crate) const BOOK_TOOLS: [(&str, &str); 3] = [
-    ("mdbook", "0.5.4"),
-    ("mdbook-katex", "0.10.0"),
-    ("mdbook-linkcheck2", "0.13.0"),
-];
+/// Links are checked by the browser check, which loads every page.
+pub(crate) const BOOK_TOOLS: [(&str, &str); 2] = [("mdbook", "0.5.4"), ("mdbook-katex", "0.10.0")];
 
-/// A dedicated target dir for `mdbook test -L`: wiped before every build, so it
-/// holds exactly one build of each crate (otherwise rustc finds several
-/// candidates for `extern crate attn` and fails with E0464).
+/// The directory `mdbook test -L` reads: links to exactly one build of the
+/// library and of each of its dependencies (in `target/debug/deps`, which
+/// holds several, rustc finds several candidates for `extern crate attn`
+/// and fails with E0464).
 pub(crate) const MDBOOK_DEPS: &str = "target/mdbook-deps";
+
+/// `mdbook`, or one of its preprocessors, as `cargo install` put it: in
+/// `$CARGO_HOME/bin`, which need not be on the `PATH`. mdBook finds its
+/// preprocessors on the `PATH`, so that directory is put first on it.
+pub(crate) fn book_tool(name: &str) -> Command {
+    let bin = cargo_home().join("bin");
+    let mut cmd = Command::new(bin.join(name));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(bin).chain(std::env::split_paths(&path));
+    if let Ok(joined) = std::env::join_paths(dirs) {
+        cmd.env("PATH", joined);
+    }
+    cmd
+}
+
+/// `$CARGO_HOME`, or `~/.cargo` where it is not set.
+fn cargo_home() -> std::path::PathBuf {
+    match std::env::var_os("CARGO_HOME") {
+        Some(home) => home.into(),
+        None => {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
+        }
+    }
+}
 
 /// Where the browser check's script is installed with its one dependency.
 pub(crate) const BROWSER_CHECK: &str = "target/browser-check";
@@ -65,14 +87,45 @@ pub(crate) fn browser_check() -> Step {
         .env("CHROMIUM", &chromium))
 }
 
-/// `mdbook test` against a fresh build of the library alone.
+/// `mdbook test` against the library the tests built: cargo names the
+/// files of the library and of each dependency (`--message-format=json`;
+/// nothing is rebuilt after `cargo test`), and they are linked into a
+/// fresh [`MDBOOK_DEPS`], one build of each.
 pub(crate) fn mdbook_test() -> Step {
     let deps = root().join(MDBOOK_DEPS);
     if deps.exists() {
         std::fs::remove_dir_all(&deps).map_err(|e| format!("wiping {MDBOOK_DEPS}: {e}"))?;
     }
-    run(cargo().args(["build", "--lib", "--locked", "--target-dir", MDBOOK_DEPS]))?;
-    run(Command::new("mdbook").args(["test", "-L", &format!("{MDBOOK_DEPS}/debug/deps")]))
+    std::fs::create_dir_all(&deps).map_err(|e| format!("creating {MDBOOK_DEPS}: {e}"))?;
+    let messages = capture(cargo().args(["build", "--lib", "--locked", "--message-format=json"]))?;
+    let mut linked = 0;
+    for line in messages.lines().filter(|l| l.starts_with('{')) {
+        let message: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("cargo's JSON message: {e}"))?;
+        if message["reason"] != "compiler-artifact" {
+            continue;
+        }
+        for file in message["filenames"].as_array().into_iter().flatten() {
+            let file = Path::new(file.as_str().unwrap_or_default());
+            // The rlibs (and proc macros): an .rmeta beside them would be a
+            // second candidate, one rustc cannot link.
+            let is_library = ["rlib", "so"]
+                .iter()
+                .any(|ext| file.extension().is_some_and(|e| e == *ext));
+            let Some(name) = file.file_name().filter(|_| is_library) else {
+                continue;
+            };
+            let link = deps.join(name);
+            std::fs::hard_link(file, &link)
+                .or_else(|_| std::fs::copy(file, &link).map(|_| ()))
+                .map_err(|e| format!("linking {} into {MDBOOK_DEPS}: {e}", file.display()))?;
+            linked += 1;
+        }
+    }
+    if linked == 0 {
+        return Err("cargo named no library files for `mdbook test`".into());
+    }
+    run(book_tool("mdbook").args(["test", "-L", MDBOOK_DEPS]))
 }
 
 /// `mdbook build` with KaTeX and the link checker; any ERROR line fails, and
@@ -81,7 +134,7 @@ pub(crate) fn mdbook_test() -> Step {
 /// formula's tags apart (write `W_{Q,ij}`, not `(W_Q)_{ij}`).
 pub(crate) fn mdbook_build() -> Step {
     eprintln!("\n==> mdbook build");
-    let output = capture(Command::new("mdbook").arg("build"))?;
+    let output = capture(book_tool("mdbook").arg("build"))?;
     eprint!("{output}");
     let broken = |l: &&str| {
         l.contains("ERROR") || l.contains("unclosed HTML tag") || l.contains("unexpected HTML")
@@ -96,10 +149,14 @@ pub(crate) fn mdbook_build() -> Step {
     Ok(())
 }
 
-/// Runs every chapter example, each of which writes its figures.
+/// Runs every chapter example, each of which writes its figures. They run
+/// in the profile the tests use (the dependencies optimised, the crate a
+/// little: see `Cargo.toml`), so that `cargo xtask test` compiles them
+/// once, and they draw the same bytes as an optimised build would: Rust
+/// never reorders or fuses floating-point operations on its own.
 pub(crate) fn figures() -> Step {
     for example in examples()? {
-        run(cargo().args(["run", "--release", "--locked", "--example", &example]))?;
+        run(cargo().args(["run", "--locked", "--example", &example]))?;
     }
     Ok(())
 }

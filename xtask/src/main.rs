@@ -29,7 +29,8 @@ mod model;
 mod runs;
 
 use book::{
-    browser_check, ensure_book_tools, figures, figures_unchanged, mdbook_build, mdbook_test,
+    book_tool, browser_check, ensure_book_tools, figures, figures_unchanged, mdbook_build,
+    mdbook_test,
 };
 use model::{model, model_data};
 use runs::{measure, measure_fast, train};
@@ -88,32 +89,64 @@ fn main() -> ExitCode {
 fn serve() -> Step {
     ensure_book_tools()?;
     figures()?;
-    run(Command::new("mdbook").args(["serve", "--hostname", "127.0.0.1", "--port", "3000"]))
+    run(book_tool("mdbook").args(["serve", "--hostname", "127.0.0.1", "--port", "3000"]))
 }
 
-/// The contributor's and CI's command.
+/// The contributor's and CI's command. Each step's time is printed at the
+/// end, so that a slow step shows.
 fn test() -> Step {
-    run(cargo().args(["fmt", "--all", "--check"]))?;
-    run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    run(cargo()
-        .args(["doc", "--no-deps", "--workspace", "--locked"])
-        .env("RUSTDOCFLAGS", "-D warnings"))?;
-    model()?; // chapter 14's tests read the pretrained model
-    run(cargo().args(["test", "--workspace", "--locked"]))?;
-    ensure_book_tools()?;
-    mdbook_test()?;
-    figures()?;
-    figures_unchanged()?;
-    mdbook_build()?;
-    browser_check()
+    let mut times = Vec::new();
+    let result = test_steps(&mut times);
+    eprintln!("\nxtask test, seconds a step:");
+    for (step, seconds) in &times {
+        eprintln!("{seconds:7.1}  {step}");
+    }
+    result
+}
+
+fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
+    let mut step = |name: &'static str, f: &dyn Fn() -> Step| {
+        let start = Instant::now();
+        let result = f();
+        times.push((name, start.elapsed().as_secs_f64()));
+        result
+    };
+    step("fmt", &|| run(cargo().args(["fmt", "--all", "--check"])))?;
+    step("clippy", &|| {
+        run(cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    step("doc", &|| {
+        run(cargo()
+            .args(["doc", "--no-deps", "--workspace", "--locked"])
+            .env("RUSTDOCFLAGS", "-D warnings"))
+    })?;
+    step("pretrained model", &model)?; // chapter 14's tests read it
+                                       // Every test target, then the doctests (the chapters' snippets among
+                                       // them); the examples are built once, by the figure step, which runs them.
+    step("test", &|| {
+        run(cargo().args([
+            "test",
+            "--workspace",
+            "--locked",
+            "--lib",
+            "--bins",
+            "--tests",
+        ]))?;
+        run(cargo().args(["test", "--workspace", "--locked", "--doc"]))
+    })?;
+    step("book tools", &ensure_book_tools)?;
+    step("mdbook test", &mdbook_test)?;
+    step("figures", &|| figures().and_then(|()| figures_unchanged()))?;
+    step("mdbook build", &mdbook_build)?;
+    step("browser check", &browser_check)
 }
 
 pub(crate) fn root() -> PathBuf {
