@@ -137,8 +137,8 @@ pub(crate) fn mdbook_test() -> Step {
     run(book_tool("mdbook").args(["test", "-L", MDBOOK_DEPS]))
 }
 
-/// `mdbook build` with KaTeX and the link checker; any ERROR line fails, and
-/// so does HTML that mdBook finds unbalanced: KaTeX's MathML carries the TeX
+/// `mdbook build` with KaTeX (links are checked by [`browser_check`]); any
+/// ERROR line fails, and so does HTML that mdBook finds unbalanced: KaTeX's MathML carries the TeX
 /// source, in which `)_` or `}_` can open Markdown emphasis and cut a
 /// formula's tags apart (write `W_{Q,ij}`, not `(W_Q)_{ij}`).
 pub(crate) fn mdbook_build() -> Step {

@@ -128,9 +128,10 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
             .args(["doc", "--no-deps", "--workspace", "--locked"])
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
-    step("pretrained model", &model)?; // chapter 14's tests read it
-                                       // Every test target, then the doctests (the chapters' snippets among
-                                       // them); the examples are built once, by the figure step, which runs them.
+    // Chapter 14's tests read the pretrained model.
+    step("pretrained model", &model)?;
+    // Every test target, then the doctests (the chapters' snippets among
+    // them); the examples are built once, by the figure step, which runs them.
     step("test", &|| {
         run(cargo().args([
             "test",
