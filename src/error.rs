@@ -173,6 +173,14 @@ pub enum AttnError {
         /// What is wrong, e.g. `"no tensor named encoder.layer.0.attention.self.query.weight"`.
         reason: String,
     },
+    /// A text that cannot be a language model's corpus, or a corpus's
+    /// files that are missing or not whole.
+    Corpus {
+        /// Where the text came from: a directory, or `"the text"`.
+        source: String,
+        /// What is wrong, and what to do.
+        reason: String,
+    },
     /// A saved model that cannot be read back.
     InvalidWeights {
         /// What is wrong, e.g. `"tensor 3 has 10 values, expected 12"`.
@@ -332,6 +340,10 @@ impl fmt::Display for AttnError {
                 f,
                 "cannot load the model from {path}: {reason} (`cargo xtask model` fetches it)"
             ),
+            AttnError::Corpus {
+                ref source,
+                ref reason,
+            } => write!(f, "cannot use {source} as a corpus: {reason}"),
             AttnError::InvalidWeights { ref reason } => {
                 write!(f, "cannot read the weights: {reason}")
             }

@@ -24,6 +24,7 @@
 //! | [`model`] | 12. A tiny Transformer trained to reverse digits |
 //! | [`translation`] | 13. A toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
 //! | [`pretrained`] | 14. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
+//! | [`lm`] | 15. A language model that writes (Shakespeare, one character a token) |
 //! | [`fast`] | Appendix: making it fast (exact attention on several threads, FlashAttention-2's loop order) |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //!
@@ -49,6 +50,7 @@ pub mod error;
 pub mod exercises;
 pub mod fast;
 pub mod grad;
+pub mod lm;
 pub mod masking;
 pub mod model;
 pub mod multihead;

