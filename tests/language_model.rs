@@ -20,11 +20,17 @@ fn the_corpus_is_shakespeare_as_defined() {
     assert_eq!(c.train().len(), 4_551_478); // ⌊0.9 · 5,057,198⌋
     assert_eq!(c.train().len() + c.validation().len(), SHAKESPEARE_CHARS);
     let vocab = String::from_utf8(c.vocab().to_vec()).unwrap();
-    assert!(vocab.starts_with("\n !\"&'()*,-./0123456789:;?@AB"), "{vocab:?}");
+    assert!(
+        vocab.starts_with("\n !\"&'()*,-./0123456789:;?@AB"),
+        "{vocab:?}"
+    );
     assert!(vocab.ends_with("xyz{}"), "{vocab:?}");
     let first: Vec<usize> = c.train()[..25].iter().map(|&i| usize::from(i)).collect();
     assert_eq!(c.decode(&first).unwrap(), "ALL'S WELL THAT ENDS WELL");
     let last = c.validation();
-    let tail: Vec<usize> = last[last.len() - 4..].iter().map(|&i| usize::from(i)).collect();
+    let tail: Vec<usize> = last[last.len() - 4..]
+        .iter()
+        .map(|&i| usize::from(i))
+        .collect();
     assert_eq!(c.decode(&tail).unwrap(), "t.]\n"); // The Winter's Tale: "[Exeunt.]"
 }

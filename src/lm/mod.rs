@@ -3,5 +3,7 @@
 //! character.
 
 mod corpus;
+mod sample;
 
 pub use corpus::{Corpus, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
+pub use sample::{greedy, Sampler};
