@@ -10,17 +10,10 @@ use crate::fast::matmul::matmul;
 use crate::grad::Matrix;
 use crate::masking::causal_mask;
 use crate::nn::{
-    attention_sublayer, attention_sublayer_backward, check_d_logits, check_finite_parameters,
-    check_logits, check_same_model, cross_entropy, embedding_backward, embedding_forward,
-    ffn_sublayer, ffn_sublayer_backward, fingerprint, layer_norm_backward, layer_norm_forward,
-    linear_backward, Activation, AttentionSublayerCache, FfnSublayerCache, Heads, LayerNormCache,
+    check_d_logits, check_finite_parameters, check_logits, check_same_model, cross_entropy,
+    embedding_backward, embedding_forward, fingerprint, layer_norm_backward, layer_norm_forward,
+    linear_backward, Activation, BlockCache, Heads, LayerNormCache,
 };
-
-/// What one block's forward pass keeps for its backward pass.
-struct BlockCache {
-    attention: AttentionSublayerCache<f64>,
-    ffn: FfnSublayerCache<f64>,
-}
 
 /// The forward pass's result: logits and what the backward pass needs.
 pub struct Forward {
@@ -28,7 +21,7 @@ pub struct Forward {
     fingerprint: u64, // of the model that ran it: backward checks it
     tokens: Vec<Vec<usize>>,
     heads: usize,
-    blocks: Vec<BlockCache>,
+    blocks: Vec<BlockCache<f64>>,
     ln_f: LayerNormCache<f64>,
     z: Matrix,
 }
@@ -68,14 +61,10 @@ impl TinyTransformer {
         let mut x = embedding_forward(batch, &self.tokens, &self.positions);
         let mut caches = Vec::new();
         for block in &self.blocks[..depth] {
-            // x ← x + MultiHead(LayerNorm(x)), causal, each sequence alone.
-            let sublayer = (&block.ln1, &block.attn);
-            let (att, attention) = attention_sublayer(&x, None, sublayer, heads, causal, EPS)?;
-            x += &att;
-            // x ← x + FFN(LayerNorm(x)).
-            let (f, ffn) = ffn_sublayer(&x, (&block.ln2, &block.ffn), Activation::Gelu, EPS);
-            x += &f;
-            caches.push(BlockCache { attention, ffn });
+            // x ← x + MultiHead(LayerNorm(x)), causal; x ← x + FFN(LayerNorm(x)).
+            let (out, cache) = block.forward(&x, heads, causal, Activation::Gelu, EPS)?;
+            x = out;
+            caches.push(cache);
         }
         let (z, ln_f) = layer_norm_forward(&x, &self.ln_f[0], &self.ln_f[1], EPS);
         let logits = matmul(&z, &self.head.0) + &self.head.1;
@@ -181,19 +170,8 @@ impl TinyTransformer {
         let (mut dx, dg, db) = layer_norm_backward(&fwd.ln_f, &self.ln_f[0], &dz);
         g.ln_f = [dg, db];
         for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
-            let gb = &mut g.blocks[l];
-            // x₂ = x₁ + FFN(LayerNorm(x₁)): the residual passes dx through.
-            let sublayer = (&block.ln2, &block.ffn);
-            let (dx_ffn, d_ln2, d_ffn) =
-                ffn_sublayer_backward(&cache.ffn, sublayer, Activation::Gelu, &dx);
-            (gb.ln2, gb.ffn) = (d_ln2, d_ffn);
-            dx += &dx_ffn;
-            // x₁ = x + MultiHead(LayerNorm(x)).
-            let sublayer = (&block.ln1, &block.attn);
-            let (dx_att, _, d_ln1, d_attn) =
-                attention_sublayer_backward(&cache.attention, None, sublayer, heads, &dx);
-            (gb.ln1, gb.attn) = (d_ln1, d_attn);
-            dx += &dx_att;
+            // Back through x₂ = x₁ + FFN(LayerNorm(x₁)), x₁ = x + MultiHead(LayerNorm(x)).
+            (dx, g.blocks[l]) = block.backward(cache, heads, Activation::Gelu, &dx);
         }
         // Embeddings: each row of dx goes to its token's and its position's row.
         embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions);

@@ -35,7 +35,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use crate::check::check_parameters;
 use crate::error::AttnError;
 use crate::grad::Matrix;
-use crate::nn::{zeroed, FfnParams, Parameters};
+use crate::nn::{zeroed, FfnParams, Parameters, PreNormBlock};
 
 pub use decode::most_probable;
 pub use decode::{accuracy, greedy_decode};
@@ -134,17 +134,7 @@ impl ModelConfig {
 }
 
 /// One pre-norm block's parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Block {
-    /// LayerNorm before attention: scale and shift.
-    ln1: [Array1<f64>; 2],
-    /// Attention projections `W_Q, W_K, W_V, W_O`, each `d×d`, heads side by side.
-    attn: [Matrix; 4],
-    /// LayerNorm before the FFN.
-    ln2: [Array1<f64>; 2],
-    /// The FFN (GELU).
-    ffn: FfnParams<f64>,
-}
+pub(crate) type Block = PreNormBlock<f64>;
 
 impl Parameters for TinyTransformer {
     type Real = f64;

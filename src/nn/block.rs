@@ -1,0 +1,85 @@
+//! A pre-norm decoder block, `x + Attention(LayerNorm(x))` then
+//! `x + FFN(LayerNorm(x))`: its parameters, its forward pass and its
+//! backward pass, once for every decoder-only model of the book (chapter
+//! 12's digit reverser, chapter 15's language model).
+
+use ndarray::{Array2, ArrayRef2};
+
+use super::attention::{Heads, Projections};
+use super::layers::{Activation, FfnParams};
+use super::sublayer::{
+    attention_sublayer, attention_sublayer_backward, ffn_sublayer, ffn_sublayer_backward,
+    AttentionSublayerCache, FfnSublayerCache, Norm,
+};
+use crate::error::AttnError;
+use crate::real::Real;
+
+/// One pre-norm block's parameters (and, with the same shapes, their
+/// gradients).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PreNormBlock<F> {
+    /// LayerNorm before attention: `[γ, β]`.
+    pub(crate) ln1: Norm<F>,
+    /// Attention projections `W_Q, W_K, W_V, W_O`, each `d×d`, heads side by side.
+    pub(crate) attn: Projections<F>,
+    /// LayerNorm before the FFN.
+    pub(crate) ln2: Norm<F>,
+    /// The FFN.
+    pub(crate) ffn: FfnParams<F>,
+}
+
+/// What one block's forward pass keeps for its backward pass.
+pub(crate) struct BlockCache<F> {
+    pub(crate) attention: AttentionSublayerCache<F>,
+    ffn: FfnSublayerCache<F>,
+}
+
+// ANCHOR: block
+impl<F: Real> PreNormBlock<F> {
+    /// The block's forward pass over `x` (`B·T × d`), each sequence `b`
+    /// attending under the mask `keep(b)`.
+    pub(crate) fn forward(
+        &self,
+        x: &ArrayRef2<F>,
+        heads: Heads,
+        keep: impl Fn(usize) -> Array2<bool>,
+        activation: Activation,
+        eps: F,
+    ) -> Result<(Array2<F>, BlockCache<F>), AttnError> {
+        // x₁ = x + MultiHead(LayerNorm(x)), each sequence alone.
+        let sublayer = (&self.ln1, &self.attn);
+        let (att, attention) = attention_sublayer(x, None, sublayer, heads, keep, eps)?;
+        let x1 = att + x;
+        // x₂ = x₁ + FFN(LayerNorm(x₁)).
+        let (f, ffn) = ffn_sublayer(&x1, (&self.ln2, &self.ffn), activation, eps);
+        Ok((x1 + &f, BlockCache { attention, ffn }))
+    }
+
+    /// The backward pass: given `dL/dx₂`, the gradient reaching `x` and
+    /// the block's parameters' gradients. Each residual passes its
+    /// gradient through unchanged, and adds the sub-layer's.
+    pub(crate) fn backward(
+        &self,
+        cache: &BlockCache<F>,
+        heads: Heads,
+        activation: Activation,
+        dx2: &ArrayRef2<F>,
+    ) -> (Array2<F>, PreNormBlock<F>) {
+        let sublayer = (&self.ln2, &self.ffn);
+        let (dx_ffn, ln2, ffn) = ffn_sublayer_backward(&cache.ffn, sublayer, activation, dx2);
+        let dx1 = dx_ffn + dx2;
+        let sublayer = (&self.ln1, &self.attn);
+        let (dx_att, _, ln1, attn) =
+            attention_sublayer_backward(&cache.attention, None, sublayer, heads, &dx1);
+        (
+            dx1 + &dx_att,
+            PreNormBlock {
+                ln1,
+                attn,
+                ln2,
+                ffn,
+            },
+        )
+    }
+}
+// ANCHOR_END: block
