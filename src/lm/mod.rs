@@ -1,9 +1,22 @@
 //! A character-level language model that writes: a decoder-only
 //! Transformer trained on Shakespeare's works, next character by next
-//! character.
+//! character (chapter 15).
+//!
+//! | step | shape (`B` sequences of `T` tokens, width `d`, `V` tokens) |
+//! | --- | --- |
+//! | token + position embeddings | `BT×d` |
+//! | `L` pre-norm blocks: causal multi-head attention, GELU FFN | `BT×d` |
+//! | final LayerNorm, then `Eᵀ` (the token embedding, tied) | `BT×V` |
 
 mod corpus;
+mod forward;
+mod model;
 mod sample;
 
 pub use corpus::{Corpus, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
+pub use forward::LmForward;
+pub use model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
+
+#[cfg(test)]
+mod tests;

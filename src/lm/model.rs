@@ -1,0 +1,283 @@
+//! The language model's configuration and parameters.
+
+use ndarray::{Array1, Array2};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use crate::check::check_parameters;
+use crate::error::AttnError;
+use crate::nn::{FfnParams, Parameters, PreNormBlock};
+use crate::real::Real;
+
+// ANCHOR: config
+/// The sizes of a decoder-only language model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LmConfig {
+    /// Tokens in the vocabulary (characters, here).
+    pub vocab: usize,
+    /// The most tokens the model reads at once.
+    pub context: usize,
+    /// Token width.
+    pub d_model: usize,
+    /// Attention heads per block.
+    pub heads: usize,
+    /// Number of blocks.
+    pub layers: usize,
+    /// Hidden width of the FFN.
+    pub d_ff: usize,
+}
+
+/// The book's language model: 4 blocks of 4 heads, 128 wide, reading 64
+/// characters, over Shakespeare's 84 characters.
+pub const SHAKESPEARE_MODEL: LmConfig = LmConfig {
+    vocab: 84,
+    context: 64,
+    d_model: 128,
+    heads: 4,
+    layers: 4,
+    d_ff: 512,
+};
+// ANCHOR_END: config
+
+impl LmConfig {
+    /// Checks that every size is at least 1, that the heads split `d_model`
+    /// evenly, and that the parameters fit in memory.
+    pub fn check(&self) -> Result<(), AttnError> {
+        let sizes = [
+            ("vocab", self.vocab),
+            ("context", self.context),
+            ("d_model", self.d_model),
+            ("heads", self.heads),
+            ("layers", self.layers),
+            ("d_ff", self.d_ff),
+        ];
+        for (name, size) in sizes {
+            if size == 0 {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: 0.0,
+                    requirement: "must be at least 1",
+                });
+            }
+        }
+        if !self.d_model.is_multiple_of(self.heads) {
+            return Err(AttnError::HeadsDoNotDivide {
+                d_model: self.d_model,
+                h: self.heads,
+            });
+        }
+        check_parameters(
+            self.parameter_count(),
+            [self.layers, self.d_model, self.d_ff],
+        )
+    }
+
+    /// The number of parameters, or `None` if it does not fit in a `usize`:
+    /// `(V + T)·d` embeddings, per block `2d + 4d² + 2d·d_ff`, and `d` for
+    /// the final LayerNorm. The output head is the token embedding.
+    pub fn parameter_count(&self) -> Option<usize> {
+        let (d, f) = (self.d_model, self.d_ff);
+        let embeddings = self.vocab.checked_add(self.context)?.checked_mul(d)?;
+        let block = [d.checked_mul(2)?, d.checked_mul(d)?.checked_mul(4)?]
+            .into_iter()
+            .try_fold(d.checked_mul(f)?.checked_mul(2)?, usize::checked_add)?;
+        block
+            .checked_mul(self.layers)?
+            .checked_add(embeddings)?
+            .checked_add(d)
+    }
+}
+
+// ANCHOR: model
+/// A decoder-only Transformer that predicts the next token: token and
+/// learned position embeddings, pre-norm blocks of causal multi-head
+/// attention and a GELU FFN, a final LayerNorm, and an output head that is
+/// the token embedding itself (tied). No biases: each LayerNorm has a scale
+/// `γ` and no shift, each product no bias (they are held at 0, outside the
+/// parameters).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LanguageModel<F: Real = f32> {
+    pub(super) config: LmConfig,
+    /// Token embeddings `E`, `V×d`; the logits are `z Eᵀ`.
+    pub(super) tokens: Array2<F>,
+    /// Learned position embeddings, `context×d`.
+    pub(super) positions: Array2<F>,
+    pub(super) blocks: Vec<PreNormBlock<F>>,
+    /// The final LayerNorm, `[γ, β = 0]`.
+    pub(super) ln_f: [Array1<F>; 2],
+}
+// ANCHOR_END: model
+
+impl<F: Real> LanguageModel<F> {
+    /// A freshly initialised model, as GPT-2 initialises one: every matrix
+    /// `N(0, 0.02²)`, except the two that write into the residual stream
+    /// (`W_O` and the FFN's `W₂`), `N(0, 0.02²/(2·layers))`; every `γ` 1.
+    /// The draws are `f64`, rounded to `F`, so that an `f32` and an `f64`
+    /// model of one seed hold the same numbers.
+    pub fn new(config: LmConfig, seed: u64) -> Result<Self, AttnError> {
+        config.check()?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let (d, f) = (config.d_model, config.d_ff);
+        let residual = 0.02 / (2.0 * config.layers as f64).sqrt();
+        let mut normal = |rows, cols, std: f64| {
+            (crate::grad::normal_matrix(rows, cols, &mut rng) * std).mapv(F::of)
+        };
+        let tokens = normal(config.vocab, d, 0.02);
+        let positions = normal(config.context, d, 0.02);
+        let blocks = (0..config.layers)
+            .map(|_| PreNormBlock {
+                ln1: norm(d),
+                attn: [0.02, 0.02, 0.02, residual].map(|std| normal(d, d, std)),
+                ln2: norm(d),
+                ffn: FfnParams {
+                    w1: normal(d, f, 0.02),
+                    b1: Array1::zeros(f),
+                    w2: normal(f, d, residual),
+                    b2: Array1::zeros(d),
+                },
+            })
+            .collect();
+        Ok(LanguageModel {
+            config,
+            tokens,
+            positions,
+            blocks,
+            ln_f: norm(d),
+        })
+    }
+
+    /// The sizes it was built with.
+    pub fn config(&self) -> LmConfig {
+        self.config
+    }
+
+    /// For each tensor of [`Parameters::slices`], whether it is a matrix
+    /// (the embeddings and the weights of products), which AdamW decays,
+    /// rather than a LayerNorm's scale, which it does not.
+    pub fn matrices(&self) -> Vec<bool> {
+        self.named_slices()
+            .iter()
+            .map(|(name, _)| !name.ends_with(".gamma"))
+            .collect()
+    }
+}
+
+/// A LayerNorm `[γ = 1, β = 0]`.
+fn norm<F: Real>(d: usize) -> [Array1<F>; 2] {
+    [Array1::ones(d), Array1::zeros(d)]
+}
+
+/// Every parameter tensor's name, in [`Parameters::slices`] order; the
+/// weights file names them so.
+fn names(layers: usize) -> Vec<String> {
+    let mut names = vec!["tokens".to_string(), "positions".into()];
+    for l in 0..layers {
+        let block = [
+            "ln1.gamma",
+            "w_q",
+            "w_k",
+            "w_v",
+            "w_o",
+            "ln2.gamma",
+            "w1",
+            "w2",
+        ];
+        names.extend(block.map(|p| format!("blocks.{l}.{p}")));
+    }
+    names.push("ln_f.gamma".into());
+    names
+}
+
+fn flat<F>(a: &ndarray::ArrayRef<F, impl ndarray::Dimension>) -> &[F] {
+    a.as_slice().expect("parameters are contiguous")
+}
+
+fn flat_mut<F>(a: &mut ndarray::ArrayRef<F, impl ndarray::Dimension>) -> &mut [F] {
+    a.as_slice_mut().expect("parameters are contiguous")
+}
+
+impl<F: Real> Parameters for LanguageModel<F> {
+    type Real = F;
+
+    fn slices(&self) -> Vec<&[F]> {
+        let mut out = vec![flat(&self.tokens), flat(&self.positions)];
+        for b in &self.blocks {
+            out.push(flat(&b.ln1[0]));
+            out.extend(b.attn.iter().map(|w| flat(w)));
+            out.extend([flat(&b.ln2[0]), flat(&b.ffn.w1), flat(&b.ffn.w2)]);
+        }
+        out.push(flat(&self.ln_f[0]));
+        out
+    }
+
+    fn slices_mut(&mut self) -> Vec<&mut [F]> {
+        let mut out = vec![flat_mut(&mut self.tokens), flat_mut(&mut self.positions)];
+        for b in &mut self.blocks {
+            out.push(flat_mut(&mut b.ln1[0]));
+            out.extend(b.attn.iter_mut().map(|w| flat_mut(w)));
+            out.push(flat_mut(&mut b.ln2[0]));
+            out.push(flat_mut(&mut b.ffn.w1));
+            out.push(flat_mut(&mut b.ffn.w2));
+        }
+        out.push(flat_mut(&mut self.ln_f[0]));
+        out
+    }
+
+    fn named_slices(&self) -> Vec<(String, &[F])> {
+        names(self.blocks.len())
+            .into_iter()
+            .zip(self.slices())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_book_model_has_the_parameters_its_formula_counts() {
+        let model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, 1).unwrap();
+        assert_eq!(model.parameter_count(), 806_528);
+        assert_eq!(SHAKESPEARE_MODEL.parameter_count(), Some(806_528));
+        let decayed = model.matrices().iter().filter(|&&m| m).count();
+        assert_eq!(decayed, 2 + 4 * 6); // embeddings, W_Q..W_O, W₁, W₂
+    }
+
+    #[test]
+    fn an_f32_and_an_f64_model_of_one_seed_hold_the_same_numbers() {
+        let config = LmConfig {
+            vocab: 5,
+            context: 4,
+            d_model: 8,
+            heads: 2,
+            layers: 2,
+            d_ff: 16,
+        };
+        let a = LanguageModel::<f32>::new(config, 3).unwrap();
+        let b = LanguageModel::<f64>::new(config, 3).unwrap();
+        for (x, y) in a.slices().iter().zip(b.slices()) {
+            assert!(x.iter().zip(y).all(|(x, y)| *x == *y as f32));
+        }
+    }
+
+    #[test]
+    fn bad_sizes_are_refused_by_name() {
+        let e = |c: LmConfig| LanguageModel::<f32>::new(c, 0).unwrap_err().to_string();
+        assert!(e(LmConfig {
+            heads: 3,
+            ..SHAKESPEARE_MODEL
+        })
+        .contains("heads"));
+        assert!(e(LmConfig {
+            vocab: 0,
+            ..SHAKESPEARE_MODEL
+        })
+        .contains("vocab"));
+        let huge = LmConfig {
+            d_model: 1 << 40,
+            heads: 1,
+            ..SHAKESPEARE_MODEL
+        };
+        assert!(e(huge).contains("parameters"));
+    }
+}
