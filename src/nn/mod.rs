@@ -34,7 +34,7 @@ pub(crate) use layers::{
 pub use layers::{gelu, gelu_erf, Activation};
 pub(crate) use loss::{cross_entropy, log_softmax, smoothed_cross_entropy};
 pub(crate) use optim::check_learning_rate;
-pub use optim::{warmup_cosine, Adam};
+pub use optim::{clip_gradient_norm, warmup_cosine, warmup_cosine_to, Adam};
 pub use params::Parameters;
 pub(crate) use params::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, fingerprint, invalid,

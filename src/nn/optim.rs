@@ -7,7 +7,8 @@ use crate::real::Real;
 
 // ANCHOR: adam
 /// The Adam optimiser (Kingma and Ba, 2015): per parameter, running means of
-/// the gradient (`m`) and of its square (`v`), bias-corrected.
+/// the gradient (`m`) and of its square (`v`), bias-corrected; with weight
+/// decay, AdamW (Loshchilov and Hutter, 2019).
 pub struct Adam<F: Real = f64> {
     lr: f64,           // the learning rate, finite and > 0
     betas: (f64, f64), // decay of m and v
@@ -15,6 +16,7 @@ pub struct Adam<F: Real = f64> {
     m: Vec<Vec<F>>,    // one per parameter tensor
     v: Vec<Vec<F>>,
     step: i32,
+    decay: Vec<f64>, // per tensor: λ for the tensors AdamW decays, else 0
 }
 
 impl<F: Real> Adam<F> {
@@ -30,10 +32,58 @@ impl<F: Real> Adam<F> {
             lr,
             betas: (0.9, 0.98),
             eps: 1e-9,
+            decay: vec![0.0; zeros.len()],
             m: zeros.clone(),
             v: zeros,
             step: 0,
         })
+    }
+
+    /// The same optimiser with decays `β₁, β₂` of the running means, each
+    /// in `[0, 1)`, and `ε > 0` added to `√v̂`.
+    pub fn with_betas_and_eps(self, betas: (f64, f64), eps: f64) -> Result<Self, AttnError> {
+        for (name, beta) in [("β₁", betas.0), ("β₂", betas.1)] {
+            if !(0.0..1.0).contains(&beta) {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: beta,
+                    requirement: "must be in [0, 1)",
+                });
+            }
+        }
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(AttnError::InvalidArgument {
+                name: "ε",
+                value: eps,
+                requirement: "must be finite and > 0",
+            });
+        }
+        Ok(Adam { betas, eps, ..self })
+    }
+
+    /// AdamW: the same optimiser, which also shrinks every tensor `t` with
+    /// `decayed[t]` by `lr · λ` of itself each step, apart from the
+    /// gradient (decoupled weight decay). `decayed` has one entry per
+    /// tensor, e.g. [`crate::lm::LanguageModel::matrices`].
+    pub fn with_weight_decay(self, lambda: f64, decayed: &[bool]) -> Result<Self, AttnError> {
+        if !(lambda.is_finite() && lambda >= 0.0) {
+            return Err(AttnError::InvalidArgument {
+                name: "weight decay",
+                value: lambda,
+                requirement: "must be finite and ≥ 0",
+            });
+        }
+        if decayed.len() != self.m.len() {
+            return Err(AttnError::Mismatched {
+                name: "the tensors to decay",
+                requirement: "must say, for each of the model's tensors, whether it decays",
+            });
+        }
+        let decay = decayed
+            .iter()
+            .map(|&d| if d { lambda } else { 0.0 })
+            .collect();
+        Ok(Adam { decay, ..self })
     }
 
     /// The learning rate.
@@ -87,12 +137,22 @@ impl<F: Real> Adam<F> {
         let [b1, b2, c1, c2, eps] = [b1, b2, c1, c2, self.eps].map(F::of);
         let lr = F::of(self.lr * lr_factor);
         let one = F::one();
-        // θ, m and v after the step for entry i of a tensor.
-        let next = |theta: F, g: F, m: F, v: F| {
+        // θ, m and v after the step for entry i of a tensor that decays by
+        // `shrink = 1 − lr·λ` (1 for a tensor that does not decay).
+        let next = |theta: F, g: F, m: F, v: F, shrink: F| {
             let m = b1 * m + (one - b1) * g;
             let v = b2 * v + (one - b2) * g * g;
-            (theta - lr * (m / c1) / ((v / c2).sqrt() + eps), m, v)
+            (
+                theta * shrink - lr * (m / c1) / ((v / c2).sqrt() + eps),
+                m,
+                v,
+            )
         };
+        let shrink: Vec<F> = self
+            .decay
+            .iter()
+            .map(|&l| F::of(1.0 - self.lr * lr_factor * l))
+            .collect();
         // First, without writing: would any parameter become non-finite?
         for (t, (((theta, g), m), v)) in model
             .slices()
@@ -103,7 +163,7 @@ impl<F: Real> Adam<F> {
             .enumerate()
         {
             for i in 0..theta.len() {
-                let (after, _, _) = next(theta[i], g[i], m[i], v[i]);
+                let (after, _, _) = next(theta[i], g[i], m[i], v[i], shrink[t]);
                 if !after.is_finite() {
                     let tensor = model.named_slices().swap_remove(t).0; // named only on failure
                     let value = after.wide();
@@ -112,15 +172,16 @@ impl<F: Real> Adam<F> {
             }
         }
         self.step = step;
-        for (((theta, g), m), v) in model
+        for ((((theta, g), m), v), &shrink) in model
             .slices_mut()
             .into_iter()
             .zip(grads.slices())
             .zip(&mut self.m)
             .zip(&mut self.v)
+            .zip(&shrink)
         {
             for i in 0..theta.len() {
-                (theta[i], m[i], v[i]) = next(theta[i], g[i], m[i], v[i]);
+                (theta[i], m[i], v[i]) = next(theta[i], g[i], m[i], v[i], shrink);
             }
         }
         Ok(())
@@ -143,6 +204,24 @@ pub(crate) fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
 /// Linear warm-up over `warmup` steps, then cosine decay to 0 at `steps`:
 /// the factor of the learning rate at `step`.
 pub fn warmup_cosine(step: usize, steps: usize, warmup: usize) -> Result<f64, AttnError> {
+    warmup_cosine_to(step, steps, warmup, 0.0)
+}
+
+/// [`warmup_cosine`], decaying to `floor` (in `[0, 1]`) rather than 0:
+/// `floor + (1 − floor) · ½(1 + cos(π · progress))` after the warm-up.
+pub fn warmup_cosine_to(
+    step: usize,
+    steps: usize,
+    warmup: usize,
+    floor: f64,
+) -> Result<f64, AttnError> {
+    if !(0.0..=1.0).contains(&floor) {
+        return Err(AttnError::InvalidArgument {
+            name: "floor of the learning rate",
+            value: floor,
+            requirement: "must be in [0, 1]",
+        });
+    }
     if step >= steps || warmup > steps {
         return Err(AttnError::InvalidArgument {
             name: "step",
@@ -154,5 +233,122 @@ pub fn warmup_cosine(step: usize, steps: usize, warmup: usize) -> Result<f64, At
         return Ok((step + 1) as f64 / warmup as f64);
     }
     let progress = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
-    Ok(0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
+    Ok(floor + (1.0 - floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
+}
+
+// ANCHOR: clip
+/// Gradient clipping: if the gradients' global norm `‖g‖ = √(Σ g²)` over
+/// every tensor exceeds `max_norm`, scales them all by `max_norm / ‖g‖`,
+/// so that one bad batch cannot throw the weights far. Returns `‖g‖`
+/// before clipping.
+pub fn clip_gradient_norm<P: Parameters>(grads: &mut P, max_norm: f64) -> Result<f64, AttnError> {
+    if !(max_norm.is_finite() && max_norm > 0.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "largest gradient norm",
+            value: max_norm,
+            requirement: "must be finite and > 0",
+        });
+    }
+    let squares: f64 = grads
+        .slices()
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|g| g.wide().powi(2))
+        .sum();
+    let norm = squares.sqrt();
+    if !norm.is_finite() {
+        return Err(AttnError::NonFiniteGradient {
+            tensor: "the gradients' norm".into(),
+            value: norm,
+        });
+    }
+    if norm > max_norm {
+        let scale = P::Real::of(max_norm / norm);
+        grads
+            .slices_mut()
+            .into_iter()
+            .flatten()
+            .for_each(|g| *g *= scale);
+    }
+    Ok(norm)
+}
+// ANCHOR_END: clip
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two tensors of two parameters each.
+    #[derive(Clone)]
+    struct Two([Vec<f64>; 2]);
+
+    impl Parameters for Two {
+        type Real = f64;
+        fn slices(&self) -> Vec<&[f64]> {
+            self.0.iter().map(Vec::as_slice).collect()
+        }
+        fn slices_mut(&mut self) -> Vec<&mut [f64]> {
+            self.0.iter_mut().map(Vec::as_mut_slice).collect()
+        }
+        fn named_slices(&self) -> Vec<(String, &[f64])> {
+            ["a".to_string(), "b".into()]
+                .into_iter()
+                .zip(self.slices())
+                .collect()
+        }
+    }
+
+    #[test]
+    fn adamw_shrinks_only_the_decayed_tensors_apart_from_the_gradient() {
+        let mut model = Two([vec![2.0, -4.0], vec![2.0, -4.0]]);
+        let zero = Two([vec![0.0; 2], vec![0.0; 2]]);
+        let mut adam = Adam::new(&model, 0.1)
+            .unwrap()
+            .with_weight_decay(0.5, &[true, false])
+            .unwrap();
+        adam.update(&mut model, &zero, 1.0).unwrap();
+        assert_eq!(model.0[0], vec![2.0 * 0.95, -4.0 * 0.95]); // θ(1 − lr·λ)
+        assert_eq!(model.0[1], vec![2.0, -4.0]);
+        let e = Adam::new(&model, 0.1)
+            .unwrap()
+            .with_weight_decay(0.5, &[true]);
+        assert!(e.is_err());
+    }
+
+    #[test]
+    fn betas_and_eps_are_checked_and_used() {
+        let model = Two([vec![0.0; 2], vec![0.0; 2]]);
+        let adam = Adam::new(&model, 0.1).unwrap();
+        let adam = adam.with_betas_and_eps((0.9, 0.99), 1e-8).unwrap();
+        assert_eq!((adam.betas(), adam.eps()), ((0.9, 0.99), 1e-8));
+        let adam = Adam::new(&model, 0.1).unwrap();
+        assert!(adam.with_betas_and_eps((1.0, 0.99), 1e-8).is_err());
+    }
+
+    #[test]
+    fn clipping_scales_the_global_norm_down_to_the_limit_and_never_up() {
+        let mut g = Two([vec![3.0, 0.0], vec![0.0, 4.0]]); // ‖g‖ = 5
+        assert_eq!(clip_gradient_norm(&mut g, 1.0).unwrap(), 5.0);
+        let clipped = [vec![3.0 * 0.2, 0.0], vec![0.0, 4.0 * 0.2]];
+        assert_eq!(g.0, clipped);
+        assert!((clip_gradient_norm(&mut g, 2.0).unwrap() - 1.0).abs() < 1e-15);
+        assert_eq!(g.0, clipped);
+        let mut nan = Two([vec![f64::NAN, 0.0], vec![0.0; 2]]);
+        assert!(clip_gradient_norm(&mut nan, 1.0).is_err());
+        assert!(clip_gradient_norm(&mut g, 0.0).is_err());
+    }
+
+    #[test]
+    fn the_schedule_warms_up_then_decays_to_its_floor() {
+        let at = |step| warmup_cosine_to(step, 2000, 100, 0.1).unwrap();
+        assert_eq!(at(0), 0.01);
+        assert_eq!(at(99), 1.0);
+        assert_eq!(at(100), 1.0);
+        assert!((at(1050) - 0.55).abs() < 1e-12);
+        assert!((at(1999) - 0.1).abs() < 1e-5);
+        let to_zero = warmup_cosine_to(1050, 2000, 100, 0.0).unwrap();
+        assert_eq!(warmup_cosine(1050, 2000, 100).unwrap(), to_zero);
+        assert!((to_zero - 0.5).abs() < 1e-12);
+        assert!(warmup_cosine_to(0, 2000, 100, 1.5).is_err());
+    }
 }
