@@ -12,11 +12,17 @@ mod corpus;
 mod forward;
 mod model;
 mod sample;
+mod train;
+mod weights;
 
 pub use corpus::{Corpus, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
 pub use forward::LmForward;
 pub use model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
+pub use train::{
+    even_offsets, mean_loss, random_offsets, train_lm, windows, LmTraining, LogEntry, SplitMix64,
+    SHAKESPEARE_TRAINING,
+};
 
 #[cfg(test)]
 mod tests;

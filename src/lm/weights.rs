@@ -1,0 +1,232 @@
+//! The language model's weights as a safetensors file: each tensor under
+//! its name ([`Parameters::named_slices`]), `f32`, and the sizes in the
+//! file's metadata.
+
+use std::collections::HashMap;
+
+use safetensors::{tensor::TensorView, Dtype, SafeTensors};
+
+use super::model::{LanguageModel, LmConfig};
+use crate::error::AttnError;
+use crate::nn::Parameters;
+
+/// The metadata keys that hold the sizes, in [`LmConfig`]'s order.
+const SIZES: [&str; 6] = ["vocab", "context", "d_model", "heads", "layers", "d_ff"];
+
+fn invalid(reason: String) -> AttnError {
+    AttnError::InvalidWeights { reason }
+}
+
+impl LmConfig {
+    fn sizes(&self) -> [usize; 6] {
+        [
+            self.vocab,
+            self.context,
+            self.d_model,
+            self.heads,
+            self.layers,
+            self.d_ff,
+        ]
+    }
+
+    /// The shape of the tensor `name` of a model of this configuration.
+    fn shape(&self, name: &str) -> Vec<usize> {
+        let (d, f) = (self.d_model, self.d_ff);
+        match name.rsplit('.').next() {
+            _ if name == "tokens" => vec![self.vocab, d],
+            _ if name == "positions" => vec![self.context, d],
+            Some("gamma") => vec![d],
+            Some("w1") => vec![d, f],
+            Some("w2") => vec![f, d],
+            _ => vec![d, d], // W_Q, W_K, W_V, W_O
+        }
+    }
+}
+
+impl LanguageModel<f32> {
+    /// The weights as the bytes of a safetensors file.
+    pub fn to_safetensors(&self) -> Result<Vec<u8>, AttnError> {
+        let config = self.config();
+        let bytes: Vec<(String, Vec<u8>)> = self
+            .named_slices()
+            .into_iter()
+            .map(|(name, values)| (name, values.iter().flat_map(|x| x.to_le_bytes()).collect()))
+            .collect();
+        let views = bytes
+            .iter()
+            .map(|(name, data)| {
+                let view = TensorView::new(Dtype::F32, config.shape(name), data);
+                view.map(|v| (name.clone(), v))
+                    .map_err(|e| invalid(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut metadata: HashMap<String, String> = SIZES
+            .iter()
+            .zip(config.sizes())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        metadata.insert("model".into(), "attn::lm::LanguageModel".into());
+        safetensors::serialize(views, Some(metadata)).map_err(|e| invalid(e.to_string()))
+    }
+
+    /// A model read from the bytes of a safetensors file that
+    /// [`Self::to_safetensors`] wrote. The file is not trusted: the sizes
+    /// must make a valid model whose parameters the file holds (checked
+    /// before the model is built), and every tensor must be present, `f32`,
+    /// of its shape and finite, with no other tensor beside them.
+    pub fn from_safetensors(bytes: &[u8]) -> Result<Self, AttnError> {
+        let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| invalid(e.to_string()))?;
+        let metadata = header.metadata().clone().unwrap_or_default();
+        let size = |key: &str| -> Result<usize, AttnError> {
+            let value = metadata
+                .get(key)
+                .ok_or_else(|| invalid(format!("the metadata has no {key}")))?;
+            value
+                .parse()
+                .map_err(|e| invalid(format!("the metadata's {key} is {value:?}: {e}")))
+        };
+        let [vocab, context, d_model, heads, layers, d_ff] = SIZES.map(size);
+        let config = LmConfig {
+            vocab: vocab?,
+            context: context?,
+            d_model: d_model?,
+            heads: heads?,
+            layers: layers?,
+            d_ff: d_ff?,
+        };
+        config.check()?;
+        let count = config.parameter_count().unwrap_or(usize::MAX);
+        if count.saturating_mul(4) > bytes.len() {
+            return Err(invalid(format!(
+                "the metadata's sizes make {count} parameters, more than the file's {} bytes hold",
+                bytes.len()
+            )));
+        }
+        let file = SafeTensors::deserialize(bytes).map_err(|e| invalid(e.to_string()))?;
+        let mut model = LanguageModel::new(config, 0)?;
+        let names: Vec<String> = model.named_slices().into_iter().map(|(n, _)| n).collect();
+        if let Some(extra) = file
+            .names()
+            .into_iter()
+            .find(|n| !names.iter().any(|m| m == *n))
+        {
+            return Err(invalid(format!(
+                "the file holds a tensor {extra:?} the model does not have"
+            )));
+        }
+        for (name, tensor) in names.iter().zip(model.slices_mut()) {
+            let view = file
+                .tensor(name)
+                .map_err(|_| invalid(format!("the file has no tensor {name}")))?;
+            let shape = config.shape(name);
+            if view.dtype() != Dtype::F32 || view.shape() != shape {
+                return Err(invalid(format!(
+                    "{name} is {:?} {:?}, expected F32 {shape:?}",
+                    view.dtype(),
+                    view.shape()
+                )));
+            }
+            for (i, (x, b)) in tensor
+                .iter_mut()
+                .zip(view.data().chunks_exact(4))
+                .enumerate()
+            {
+                *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                if !x.is_finite() {
+                    return Err(invalid(format!("{name} holds {x} at index {i}")));
+                }
+            }
+        }
+        Ok(model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: LmConfig = LmConfig {
+        vocab: 6,
+        context: 4,
+        d_model: 8,
+        heads: 2,
+        layers: 2,
+        d_ff: 16,
+    };
+
+    #[test]
+    fn a_model_reads_back_bit_for_bit() {
+        let model = LanguageModel::<f32>::new(SMALL, 4).unwrap();
+        let bytes = model.to_safetensors().unwrap();
+        assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);
+    }
+
+    /// Writes `model`'s tensors with `edit` applied to the list, and the
+    /// metadata `sizes`.
+    fn file_with(
+        model: &LanguageModel<f32>,
+        sizes: [&str; 6],
+        edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
+    ) -> Vec<u8> {
+        let config = model.config();
+        let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = model
+            .named_slices()
+            .into_iter()
+            .map(|(n, v)| {
+                let shape = config.shape(&n);
+                (n, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+            })
+            .collect();
+        edit(&mut tensors);
+        let views: Vec<_> = tensors
+            .iter()
+            .map(|(n, s, d)| {
+                (
+                    n.clone(),
+                    TensorView::new(Dtype::F32, s.clone(), d).unwrap(),
+                )
+            })
+            .collect();
+        let metadata = SIZES
+            .iter()
+            .zip(sizes)
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+        safetensors::serialize(views, Some(metadata.collect())).unwrap()
+    }
+
+    #[test]
+    fn a_bad_file_is_refused_with_what_is_wrong() {
+        let model = LanguageModel::<f32>::new(SMALL, 4).unwrap();
+        let sizes = ["6", "4", "8", "2", "2", "16"];
+        let e = |bytes: Vec<u8>| {
+            LanguageModel::from_safetensors(&bytes)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(e(vec![1, 2, 3]).contains("cannot read the weights"));
+        let truncated = model.to_safetensors().unwrap()[..200].to_vec();
+        assert!(e(truncated).contains("cannot read the weights"));
+        let nan = file_with(&model, sizes, |t| {
+            t[3].2[0..4].copy_from_slice(&f32::NAN.to_le_bytes())
+        });
+        assert!(e(nan).contains("blocks.0.w_q holds NaN at index 0"));
+        let missing = file_with(&model, sizes, |t| {
+            t.remove(1);
+        });
+        assert!(e(missing).contains("no tensor positions"));
+        let extra = file_with(&model, sizes, |t| {
+            t.push(("bias".into(), vec![1], vec![0; 4]))
+        });
+        assert!(e(extra).contains("\"bias\""));
+        let huge = ["6", "4", "8", "2", "100", "16"];
+        let h = e(file_with(&model, huge, |_| {}));
+        assert!(h.contains("more than the file"), "{h}");
+        let odd = ["6", "4", "8", "3", "2", "16"];
+        assert!(e(file_with(&model, odd, |_| {})).contains("heads"));
+        let word = ["six", "4", "8", "2", "2", "16"];
+        assert!(e(file_with(&model, word, |_| {})).contains("vocab is \"six\""));
+        let narrower = ["6", "4", "8", "2", "2", "8"];
+        assert!(e(file_with(&model, narrower, |_| {}))
+            .contains("blocks.0.w1 is F32 [8, 16], expected F32 [8, 8]"));
+    }
+}
