@@ -20,8 +20,8 @@ pub use forward::LmForward;
 pub use model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
 pub use train::{
-    even_offsets, mean_loss, random_offsets, train_lm, windows, LmTraining, LogEntry, SplitMix64,
-    SHAKESPEARE_TRAINING,
+    even_offsets, mean_loss, random_offsets, train_lm, windows, Batch, LmTraining, LogEntry,
+    SplitMix64, SHAKESPEARE_TRAINING,
 };
 
 #[cfg(test)]

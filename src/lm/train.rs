@@ -80,6 +80,9 @@ impl SplitMix64 {
     }
 }
 
+/// `B` sequences of token ids.
+pub type Batch = Vec<Vec<usize>>;
+
 // ANCHOR: windows
 /// `B` windows of a split: inputs `text[o..o + T]` and targets one character
 /// later, `text[o + 1..o + T + 1]`, for each offset `o`.
@@ -87,7 +90,7 @@ pub fn windows(
     text: &[u8],
     offsets: &[usize],
     context: usize,
-) -> Result<(Vec<Vec<usize>>, Vec<Vec<usize>>), AttnError> {
+) -> Result<(Batch, Batch), AttnError> {
     let slice = |o: usize, shift: usize| -> Result<Vec<usize>, AttnError> {
         let window = o
             .checked_add(shift)
