@@ -264,6 +264,11 @@ impl KvCache {
         self.len() == 0
     }
 
+    /// The width of its keys, `d_k`.
+    pub fn width(&self) -> usize {
+        self.k.ncols()
+    }
+
     /// One decoding step: append the new token's key `k_t` and value `v_t`,
     /// then attend with its query `q_t` over all cached tokens. No mask is
     /// needed: the cache holds only the past and the present.

@@ -162,6 +162,33 @@ impl Corpus {
     }
 }
 
+// ANCHOR: bigram
+impl Corpus {
+    /// The baseline a language model must beat: a character bigram model,
+    /// `p(b | a) = (count(ab) + 1) / (count(a·) + V)` counted over the
+    /// training split (add-one smoothing, so that no pair unseen there has
+    /// probability 0), and its mean cross-entropy, in nats per character,
+    /// on every pair of consecutive characters of the validation split.
+    pub fn bigram_loss(&self) -> f64 {
+        let v = self.vocab.len();
+        let mut counts = vec![1.0_f64; v * v]; // the + 1
+        for pair in self.train().windows(2) {
+            counts[usize::from(pair[0]) * v + usize::from(pair[1])] += 1.0;
+        }
+        let rows: Vec<f64> = counts.chunks(v).map(|row| row.iter().sum()).collect();
+        let pairs = self.validation().windows(2);
+        let total: f64 = pairs
+            .clone()
+            .map(|p| {
+                let (a, b) = (usize::from(p[0]), usize::from(p[1]));
+                -(counts[a * v + b] / rows[a]).ln()
+            })
+            .sum();
+        total / pairs.len() as f64
+    }
+}
+// ANCHOR_END: bigram
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +203,22 @@ mod tests {
         assert_eq!(ids, vec![2, 3]);
         assert_eq!(c.validation(), &[2, 3]);
         assert_eq!(c.decode(&ids).unwrap(), "be");
+    }
+
+    #[test]
+    fn the_bigram_baseline_counts_the_training_pairs_with_add_one() {
+        // Training "abababab a": a→b 4, b→a 3, a→' ' 0, ' '→a 1, b→' ' 1;
+        // validation "ab" (the last 10% of 11 characters is 2).
+        let c = Corpus::from_text(b"abababab aab").unwrap();
+        assert_eq!(c.validation().len(), 2);
+        // Pair "ab": count(ab) = 4 in the training split "abababab a"
+        // (positions 0–9), plus 1; row a: ab 4, a  0, aa 0, plus 3 → 7.
+        let expected = -(5.0_f64 / 7.0).ln();
+        assert!(
+            (c.bigram_loss() - expected).abs() < 1e-15,
+            "{}",
+            c.bigram_loss()
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@
 
 mod corpus;
 mod forward;
+mod generate;
+mod induction;
 mod model;
 mod sample;
 mod train;
@@ -17,6 +19,8 @@ mod weights;
 
 pub use corpus::{Corpus, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
 pub use forward::LmForward;
+pub use generate::{Decoding, LmCache};
+pub use induction::{induction_scores, repeated_sequences, InductionScores};
 pub use model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
 pub use train::{

@@ -79,3 +79,54 @@ fn bad_batches_are_refused_by_name() {
     nan.slices_mut()[3][0] = f64::NAN;
     assert!(e(nan.loss(&inputs, &targets)).contains("blocks.0.w_q"));
 }
+
+/// The small model in `f32`, with the same large weights.
+fn small_f32() -> LanguageModel<f32> {
+    let (model, _, _) = problem();
+    let mut out = LanguageModel::<f32>::new(SMALL, 11).unwrap();
+    for (to, from) in out.slices_mut().into_iter().zip(model.slices()) {
+        to.iter_mut().zip(from).for_each(|(t, f)| *t = *f as f32);
+    }
+    out
+}
+
+#[test]
+fn the_cache_gives_the_logits_of_recomputing_at_every_step() {
+    let model = small_f32();
+    let tokens = [3, 1, 4, 1, 5];
+    let mut cache = model.new_cache();
+    for t in 0..tokens.len() {
+        let cached = model.step(tokens[t], &mut cache).unwrap();
+        let recomputed = model.next_logits(&tokens[..=t]).unwrap();
+        let scale = recomputed.iter().fold(1.0_f32, |m, x| m.max(x.abs()));
+        for (a, b) in cached.iter().zip(&recomputed) {
+            assert!((a - b).abs() <= 1e-5 * scale, "step {t}: {a} vs {b}");
+        }
+    }
+    assert_eq!(cache.len(), 5);
+    let e = model.step(0, &mut cache).unwrap_err().to_string();
+    assert!(e.contains("6") && e.contains("5"), "{e}");
+}
+
+#[test]
+fn cached_and_recomputed_generation_write_the_same_text() {
+    let model = small_f32();
+    for sampler in [Sampler::new(0.0).unwrap(), Sampler::new(1.0).unwrap().top_p(0.9).unwrap()] {
+        let cached = model.generate(&[2], 12, &sampler, 5, Decoding::Cached).unwrap();
+        let recomputed = model.generate(&[2], 12, &sampler, 5, Decoding::Recompute).unwrap();
+        assert_eq!(cached, recomputed);
+        assert_eq!(cached.len(), 13);
+    }
+}
+
+#[test]
+fn a_cache_of_another_model_or_a_bad_token_is_refused() {
+    let model = small_f32();
+    let other = LanguageModel::<f32>::new(LmConfig { layers: 1, ..SMALL }, 1).unwrap();
+    let mut cache = other.new_cache();
+    assert!(model.step(0, &mut cache).unwrap_err().to_string().contains("cache"));
+    let mut cache = model.new_cache();
+    assert!(model.step(7, &mut cache).unwrap_err().to_string().contains("token"));
+    let sampler = Sampler::new(0.0).unwrap();
+    assert!(model.generate(&[], 3, &sampler, 0, Decoding::Cached).is_err());
+}

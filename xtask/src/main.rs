@@ -67,12 +67,13 @@ fn main() -> ExitCode {
         "train" => match std::env::args().nth(2).as_deref() {
             None => train(&["ch12", "ch13"]),
             Some(chapter @ ("ch12" | "ch13")) => train(&[chapter]),
-            Some(other) => Err(format!("no training runs for {other}: ch12 or ch13")),
+            Some("lm") => corpus().and_then(|()| train(&["lm"])),
+            Some(other) => Err(format!("no training runs for {other}: ch12, ch13 or lm")),
         },
         _ => {
             eprintln!(
                 "usage: cargo xtask serve | test | figures | measure [fast] \
-                 | train [ch12 | ch13] | model [--data] | corpus | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | lm] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }

@@ -32,14 +32,16 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 }
 
 /// The chapters' training runs (`examples/CHAPTER_*_train.rs`): chapter
-/// 12's two models (under a minute each) and chapter 13's encoder–decoders
-/// (about four minutes). Each writes its weights and loss curves to
+/// 12's two models (under a minute each), chapter 13's encoder–decoders
+/// (about four minutes) and chapter 15's language model (`lm`: three
+/// seeds, about four minutes each, after `cargo xtask corpus`). Each writes its weights and loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
 /// the run's header. Then the figures are redrawn from them.
 pub(crate) fn train(chapters: &[&str]) -> Step {
     for chapter in chapters {
         let example = match *chapter {
             "ch12" => "ch12_train",
+            "lm" => "ch15_lm_train",
             _ => "ch13_translation_train",
         };
         run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
@@ -52,7 +54,8 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
         eprint!("{output}");
         let log =
             format!("# {header}; statistic: one run; one thread, by `cargo xtask train`\n{output}");
-        let path = root().join(format!("book/data/{chapter}-train-log.txt"));
+        let name = if *chapter == "lm" { "ch15" } else { chapter };
+        let path = root().join(format!("book/data/{name}-train-log.txt"));
         std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     figures()

@@ -1,0 +1,176 @@
+//! Writing text: the model predicts the next token, a [`Sampler`] picks
+//! one, and it is appended; with chapter 6's KV cache in every head of every
+//! block, each new token costs one row of work instead of the whole prefix.
+
+use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use super::forward::{ACTIVATION, EPS};
+use super::model::LanguageModel;
+use super::sample::Sampler;
+use crate::error::AttnError;
+use crate::fast::matmul::matmul;
+use crate::masking::KvCache;
+use crate::nn::{ffn_sublayer, layer_norm_forward};
+
+// ANCHOR: cache
+/// Chapter 6's [`KvCache`] for every head of every block: the keys and
+/// values of every token the model has read, `[block][head]`.
+#[derive(Debug, Clone)]
+pub struct LmCache {
+    heads: Vec<Vec<KvCache>>,
+}
+
+impl LmCache {
+    /// How many tokens the cache holds.
+    pub fn len(&self) -> usize {
+        self.heads
+            .first()
+            .and_then(|b| b.first())
+            .map_or(0, KvCache::len)
+    }
+
+    /// Whether it holds none yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of keys and values it holds per token: `2 · layers · d`
+    /// numbers of 4 bytes (a key and a value of every head of every block).
+    pub fn bytes_per_token(model: &LanguageModel<f32>) -> usize {
+        let c = model.config();
+        2 * c.layers * c.d_model * std::mem::size_of::<f32>()
+    }
+}
+// ANCHOR_END: cache
+
+// ANCHOR: step
+impl LanguageModel<f32> {
+    /// An empty cache for this model.
+    pub fn new_cache(&self) -> LmCache {
+        let d_k = self.config.d_model / self.config.heads;
+        let block = vec![KvCache::new(d_k, d_k); self.config.heads];
+        LmCache {
+            heads: vec![block; self.config.layers],
+        }
+    }
+
+    /// Reads `token` at the next position of `cache` (its length), adds
+    /// its key and value in every head of every block to the cache, and
+    /// returns the logits of the token after it. Equal to the last row of
+    /// [`Self::forward`] over every token read so far.
+    pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
+        let position = cache.len();
+        self.check_step(token, position, cache)?;
+        let eps = EPS as f32;
+        let mut x = (&self.tokens.row(token) + &self.positions.row(position)).insert_axis(Axis(0));
+        for (block, heads) in self.blocks.iter().zip(&mut cache.heads) {
+            // x ← x + MultiHead(LayerNorm(x)), one head at a time over its cache.
+            let (a, _) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], eps);
+            let [q, k, v] = [0, 1, 2].map(|i| matmul(&a, &block.attn[i])); // 1×d each
+            let mut o = Array2::zeros((1, self.config.d_model));
+            for (h, cache) in heads.iter_mut().enumerate() {
+                let cols = s![0, h * cache.width()..(h + 1) * cache.width()];
+                let out = cache.step(&q.slice(cols), &k.slice(cols), &v.slice(cols))?;
+                o.slice_mut(cols).assign(&out);
+            }
+            x += &matmul(&o, &block.attn[3]);
+            // x ← x + FFN(LayerNorm(x)).
+            let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), ACTIVATION, eps);
+            x += &f;
+        }
+        Ok(self.head(&x).remove_axis(Axis(0)))
+    }
+    // ANCHOR_END: step
+
+    /// The logits of the token after the last of `tokens` (at most the
+    /// context), recomputed over all of them: the last row of
+    /// [`Self::forward`].
+    pub fn next_logits(&self, tokens: &[usize]) -> Result<Array1<f32>, AttnError> {
+        let fwd = self.forward(&[tokens.to_vec()])?;
+        Ok(fwd.logits().row(tokens.len() - 1).to_owned())
+    }
+
+    /// The final LayerNorm and the tied head: `LayerNorm(x) Eᵀ`.
+    fn head(&self, x: &ArrayRef2<f32>) -> Array2<f32> {
+        let (z, _) = layer_norm_forward(x, &self.ln_f[0], &self.ln_f[1], EPS as f32);
+        matmul(&z, &self.tokens.t())
+    }
+
+    fn check_step(&self, token: usize, position: usize, cache: &LmCache) -> Result<(), AttnError> {
+        let c = self.config;
+        if cache.heads.len() != c.layers || cache.heads.iter().any(|b| b.len() != c.heads) {
+            return Err(AttnError::Mismatched {
+                name: "cache",
+                requirement: "must be made by this model's new_cache (one per head of every block)",
+            });
+        }
+        if position >= c.context {
+            return Err(AttnError::TooLong {
+                what: "the cached tokens and the new one",
+                len: position + 1,
+                max: c.context,
+            });
+        }
+        if token >= c.vocab {
+            return Err(AttnError::InvalidArgument {
+                name: "token",
+                value: token as f64,
+                requirement: "must be less than the vocabulary's size",
+            });
+        }
+        Ok(())
+    }
+}
+
+// ANCHOR: generate
+/// How [`LanguageModel::generate`] computes each next token's logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoding {
+    /// Through the KV cache while the text fits the context; past it, as
+    /// [`Decoding::Recompute`] (learned positions cannot slide: every
+    /// cached key was made at a position that shifts).
+    Cached,
+    /// The whole window of the last `context` tokens, every step.
+    Recompute,
+}
+
+impl LanguageModel<f32> {
+    /// `prompt` (at least one token) followed by `count` tokens, each
+    /// drawn by `sampler` with a random source seeded by `seed`.
+    pub fn generate(
+        &self,
+        prompt: &[usize],
+        count: usize,
+        sampler: &Sampler,
+        seed: u64,
+        decoding: Decoding,
+    ) -> Result<Vec<usize>, AttnError> {
+        if prompt.is_empty() {
+            return Err(AttnError::InvalidArgument {
+                name: "prompt",
+                value: 0.0,
+                requirement: "must hold at least one token",
+            });
+        }
+        let context = self.config.context;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut cache = self.new_cache();
+        let mut tokens = prompt.to_vec();
+        for _ in 0..count {
+            let logits = if decoding == Decoding::Cached && tokens.len() <= context {
+                let mut logits = None;
+                while cache.len() < tokens.len() {
+                    logits = Some(self.step(tokens[cache.len()], &mut cache)?);
+                }
+                logits.expect("the cache was behind by at least the newest token")
+            } else {
+                self.next_logits(&tokens[tokens.len().saturating_sub(context)..])?
+            };
+            let next = sampler.sample(logits.as_slice().expect("contiguous"), &mut rng)?;
+            tokens.push(next);
+        }
+        Ok(tokens)
+    }
+}
+// ANCHOR_END: generate
