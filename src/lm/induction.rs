@@ -49,7 +49,7 @@ pub fn induction_scores<F: Real>(
     sequences: &[Vec<usize>],
 ) -> Result<InductionScores, AttnError> {
     let t = sequences.first().map_or(0, Vec::len);
-    if t < 4 || t % 2 != 0 {
+    if t < 4 || !t.is_multiple_of(2) {
         return Err(AttnError::InvalidArgument {
             name: "repeated sequence length",
             value: t as f64,
