@@ -1,10 +1,13 @@
-//! The language model's corpus (`cargo xtask corpus` fetches it; `cargo
-//! xtask test` does so before the tests run).
+//! The language model of chapter 15: its corpus (`cargo xtask corpus`
+//! fetches it; `cargo xtask test` does so before the tests run) and its
+//! trained weights against PyTorch's golden values (`tools/lm_reference.py`).
 
 use std::sync::OnceLock;
 
-use attn::lm::{Corpus, SHAKESPEARE_CHARS, SHAKESPEARE_VOCAB};
+use attn::lm::{Corpus, LanguageModel, SHAKESPEARE_CHARS, SHAKESPEARE_VOCAB};
 use report::ch15::corpus_dir;
+
+mod common;
 
 /// The corpus, read once for every test of this file.
 fn corpus() -> &'static Corpus {
@@ -33,4 +36,53 @@ fn the_corpus_is_shakespeare_as_defined() {
         .map(|&i| usize::from(i))
         .collect();
     assert_eq!(c.decode(&tail).unwrap(), "t.]\n"); // The Winter's Tale: "[Exeunt.]"
+}
+
+/// The book's trained model (`cargo xtask train lm` writes it).
+fn model() -> &'static LanguageModel<f32> {
+    static MODEL: OnceLock<LanguageModel<f32>> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/book/data/ch15-weights.safetensors"
+        );
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        LanguageModel::from_safetensors(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+    })
+}
+
+/// The texts of `tools/lm_reference.py`'s golden values.
+const GOLDEN_TEXTS: [&str; 2] = [
+    "ROMEO:\nBut, soft! what light through yonder window breaks?\nIt is",
+    "To be, or not to be: that is the question:",
+];
+/// The largest difference allowed between a value of the crate and PyTorch's.
+const TOLERANCE: f32 = 1e-5;
+
+fn assert_close(name: &str, ours: &ndarray::ArrayRef2<f32>, theirs: &ndarray::Array2<f32>) {
+    assert_eq!(ours.dim(), theirs.dim(), "{name}");
+    let worst = ours
+        .iter()
+        .zip(theirs)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0_f32, f32::max);
+    assert!(worst <= TOLERANCE, "{name}: largest difference {worst:e}");
+}
+
+#[test]
+fn the_model_computes_what_pytorch_computes() {
+    let golden = common::golden::load("lm.txt");
+    for (i, text) in GOLDEN_TEXTS.iter().enumerate() {
+        let tokens = corpus().encode(text).unwrap();
+        let fwd = model().forward(&[tokens]).unwrap();
+        assert_close(
+            &format!("logits{i}"),
+            fwd.logits(),
+            &golden[&format!("logits{i}")],
+        );
+        for (block, head) in [(0, 0), (1, 2), (3, 3)] {
+            let key = format!("weights{i}_block{block}_head{head}");
+            assert_close(&key, fwd.weights(block, 0, head).unwrap(), &golden[&key]);
+        }
+    }
 }

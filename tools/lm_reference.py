@@ -199,6 +199,41 @@ def train(args):
             losses, clock = [], time.perf_counter()
 
 
+# The golden inputs: two windows of verse (as characters of the corpus's
+# vocabulary), the first the full context, the second shorter.
+GOLDEN_TEXTS = [
+    "ROMEO:\nBut, soft! what light through yonder window breaks?\nIt is",
+    "To be, or not to be: that is the question:",
+]
+
+
+def golden(args):
+    from safetensors import safe_open
+    vocab, _, _ = corpus()
+    index = {chr(c): i for i, c in enumerate(vocab)}
+    model = LanguageModel(CONFIG)
+    with safe_open(WEIGHTS, framework="pt") as f:
+        for name in names(CONFIG["layers"]):
+            model.p(name).data.copy_(f.get_tensor(name))
+    tensors = []
+    with torch.no_grad():
+        for i, text in enumerate(GOLDEN_TEXTS):
+            idx = torch.tensor([[index[c] for c in text]])
+            logits, weights = model(idx, keep_weights=True)
+            tensors.append((f"logits{i}", logits[0]))
+            for block, head in [(0, 0), (1, 2), (3, 3)]:
+                tensors.append((f"weights{i}_block{block}_head{head}", weights[block][0, head]))
+    with open(GOLDEN, "w") as f:
+        f.write(f"# chapter 15's language model (book/data/ch15-weights.safetensors) in PyTorch "
+                f"{torch.__version__}, float32; texts: {GOLDEN_TEXTS!r}; written by "
+                f"tools/lm_reference.py golden\n")
+        for key, t in tensors:
+            f.write(f"{key} {t.shape[0]} {t.shape[1]}\n")
+            for row in t.tolist():
+                f.write(" ".join(f"{v:.9g}" for v in row) + "\n")
+    print("wrote", GOLDEN)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["golden", "train"])
@@ -208,7 +243,7 @@ def main():
     if args.what == "train":
         train(args)
     else:
-        sys.exit("golden: not yet")
+        golden(args)
 
 
 if __name__ == "__main__":
