@@ -112,10 +112,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             whole.len()
         );
         if seed == SEEDS[0] {
-            std::fs::write(
-                format!("{dir}/ch15-weights.safetensors"),
-                model.to_safetensors()?,
-            )?;
+            let provenance = header("exact", "the trained weights of seed 1, f32");
+            let bytes = model.to_safetensors(&provenance)?;
+            std::fs::write(format!("{dir}/ch15-weights.safetensors"), bytes)?;
         }
     }
     println!(

@@ -269,6 +269,15 @@ impl KvCache {
         self.k.ncols()
     }
 
+    /// Forgets the oldest token's key and value (a sliding window); does
+    /// nothing to an empty cache.
+    pub fn drop_oldest(&mut self) {
+        if !self.is_empty() {
+            self.k = self.k.slice(ndarray::s![1.., ..]).to_owned();
+            self.v = self.v.slice(ndarray::s![1.., ..]).to_owned();
+        }
+    }
+
     /// One decoding step: append the new token's key `k_t` and value `v_t`,
     /// then attend with its query `q_t` over all cached tokens. No mask is
     /// needed: the cache holds only the past and the present.

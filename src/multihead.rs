@@ -248,7 +248,12 @@ impl MultiHeadAttention {
     /// One sequence of `n` queries over `m` keys, `h` heads.
     fn sizes(&self, x_q: &ArrayRef2<f32>, x_kv: &ArrayRef2<f32>) -> Heads {
         let (tq, tk, heads) = (x_q.nrows(), x_kv.nrows(), self.h);
-        Heads { tq, tk, heads }
+        Heads {
+            tq,
+            tk,
+            heads,
+            rotary: false,
+        }
     }
 
     /// The layer's output with each head's weights stacked, `h×n×m`.

@@ -15,6 +15,7 @@ use ndarray::{Array1, Array2, ArrayRef2};
 
 use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
+use crate::real::Real;
 
 /// Checks that `d` is a positive, even width: the schemes here work on
 /// pairs of dimensions `(2i, 2i+1)`.
@@ -94,20 +95,35 @@ pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, At
     check_even("d_k", x.ncols())?;
     check_positions(first_position, x.nrows())?;
     check_finite("x", x)?;
-    let omega = frequencies(x.ncols());
     let mut out = x.to_owned();
-    for (r, mut row) in out.rows_mut().into_iter().enumerate() {
+    rotate(&mut out, first_position, Rotation::Forward);
+    check_overflow("RoPE's rotated rows", &out)?; // a·cos − b·sin of huge a, b
+    Ok(out)
+}
+
+/// Which way [`rotate`] turns: by `+θ` (RoPE), or by `−θ`, its inverse and
+/// transpose (the backward pass of RoPE, which rotates gradients back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rotation {
+    Forward,
+    Back,
+}
+
+/// Rotates each pair of columns of each row of `x` in place by
+/// `±pos · ω_i`, with `pos = first_position + r`; any float type.
+pub(crate) fn rotate<F: Real>(x: &mut ArrayRef2<F>, first_position: usize, way: Rotation) {
+    let omega = frequencies(x.ncols());
+    let sign = if way == Rotation::Forward { 1.0 } else { -1.0 };
+    for (r, mut row) in x.rows_mut().into_iter().enumerate() {
         let pos = (first_position + r) as f64;
         for (i, omega_i) in omega.iter().enumerate() {
-            let (sin, cos) = (pos * omega_i).sin_cos();
-            let (sin, cos) = (sin as f32, cos as f32);
+            let (sin, cos) = (sign * pos * omega_i).sin_cos();
+            let (sin, cos) = (F::of(sin), F::of(cos));
             let (a, b) = (row[2 * i], row[2 * i + 1]);
             row[2 * i] = a * cos - b * sin;
             row[2 * i + 1] = a * sin + b * cos;
         }
     }
-    check_overflow("RoPE's rotated rows", &out)?; // a·cos − b·sin of huge a, b
-    Ok(out)
 }
 // ANCHOR_END: rope
 

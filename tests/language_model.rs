@@ -22,20 +22,23 @@ fn the_corpus_is_shakespeare_as_defined() {
     assert_eq!(c.vocab().len(), SHAKESPEARE_VOCAB);
     assert_eq!(c.train().len(), 4_551_478); // ⌊0.9 · 5,057,198⌋
     assert_eq!(c.train().len() + c.validation().len(), SHAKESPEARE_CHARS);
-    let vocab = String::from_utf8(c.vocab().to_vec()).unwrap();
+    let vocab = String::from_utf8(c.vocab().chars().to_vec()).unwrap();
     assert!(
         vocab.starts_with("\n !\"&'()*,-./0123456789:;?@AB"),
         "{vocab:?}"
     );
     assert!(vocab.ends_with("xyz{}"), "{vocab:?}");
     let first: Vec<usize> = c.train()[..25].iter().map(|&i| usize::from(i)).collect();
-    assert_eq!(c.decode(&first).unwrap(), "ALL'S WELL THAT ENDS WELL");
+    assert_eq!(
+        c.vocab().decode(&first).unwrap(),
+        "ALL'S WELL THAT ENDS WELL"
+    );
     let last = c.validation();
     let tail: Vec<usize> = last[last.len() - 4..]
         .iter()
         .map(|&i| usize::from(i))
         .collect();
-    assert_eq!(c.decode(&tail).unwrap(), "t.]\n"); // The Winter's Tale: "[Exeunt.]"
+    assert_eq!(c.vocab().decode(&tail).unwrap(), "t.]\n"); // The Winter's Tale: "[Exeunt.]"
 }
 
 /// The book's trained model (`cargo xtask train lm` writes it).
@@ -73,7 +76,7 @@ fn assert_close(name: &str, ours: &ndarray::ArrayRef2<f32>, theirs: &ndarray::Ar
 fn the_model_computes_what_pytorch_computes() {
     let golden = common::golden::load("lm.txt");
     for (i, text) in GOLDEN_TEXTS.iter().enumerate() {
-        let tokens = corpus().encode(text).unwrap();
+        let tokens = corpus().vocab().encode(text).unwrap();
         let fwd = model().forward(&[tokens]).unwrap();
         assert_close(
             &format!("logits{i}"),

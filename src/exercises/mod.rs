@@ -17,3 +17,4 @@ pub mod ch11;
 pub mod ch12;
 pub mod ch13;
 pub mod ch14;
+pub mod ch15;

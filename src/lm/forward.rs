@@ -3,7 +3,7 @@
 
 use ndarray::{Array2, ArrayRef2};
 
-use super::model::LanguageModel;
+use super::model::{LanguageModel, Positions};
 use crate::check::check_indices;
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
@@ -36,21 +36,30 @@ impl<F: Real> LanguageModel<F> {
     /// row `b·T + i` of the logits scores the token after position `i` of
     /// sequence `b`, having seen only positions `0..=i` (the causal mask).
     pub fn forward(&self, batch: &[Vec<usize>]) -> Result<LmForward<F>, AttnError> {
-        self.check_batch(batch)?;
-        check_finite_parameters(self)?;
+        self.check_batch(batch, self.config.context)?;
         let t = batch[0].len();
-        let heads = Heads {
-            tq: t,
-            tk: t,
-            heads: self.config.heads,
-        };
-        let causal = |_: usize| causal_mask(t, t);
+        self.forward_masked(batch, causal_mask(t, t))
+    }
+
+    /// The forward pass with the mask `keep` (`T×T`) for every sequence.
+    fn forward_masked(
+        &self,
+        batch: &[Vec<usize>],
+        keep: Array2<bool>,
+    ) -> Result<LmForward<F>, AttnError> {
+        check_finite_parameters(self)?;
+        let heads = self.heads(batch[0].len());
+        let mask = |_: usize| keep.clone();
         let eps = F::of(EPS);
-        // Token plus position embeddings: B·T × d.
-        let mut x = embedding_forward(batch, &self.tokens, &self.positions);
+        // Token plus position embeddings (or, with rotary positions, the
+        // token embeddings alone): B·T × d.
+        let mut x = match self.config.positions {
+            Positions::Learned => embedding_forward(batch, &self.tokens, &self.positions),
+            Positions::Rotary => token_embeddings(batch, &self.tokens),
+        };
         let mut blocks = Vec::with_capacity(self.blocks.len());
         for block in &self.blocks {
-            let (out, cache) = block.forward(&x, heads, causal, ACTIVATION, eps)?;
+            let (out, cache) = block.forward(&x, heads, mask, ACTIVATION, eps)?;
             x = out;
             blocks.push(cache);
         }
@@ -68,6 +77,30 @@ impl<F: Real> LanguageModel<F> {
     }
     // ANCHOR_END: forward
 
+    // ANCHOR: forward_window
+    /// Sliding-window attention, for a model with rotary positions: the
+    /// forward pass over sequences of any length in which every position
+    /// sees only itself and the `window − 1` before it, in every block.
+    /// What the sliding KV cache computes (`step`).
+    pub fn forward_window(
+        &self,
+        batch: &[Vec<usize>],
+        window: usize,
+    ) -> Result<LmForward<F>, AttnError> {
+        if self.config.positions != Positions::Rotary || window == 0 {
+            return Err(AttnError::InvalidArgument {
+                name: "window",
+                value: window as f64,
+                requirement: "must be at least 1, in a model with rotary positions",
+            });
+        }
+        self.check_batch(batch, usize::MAX)?;
+        let t = batch[0].len();
+        let band = Array2::from_shape_fn((t, t), |(i, j)| j <= i && i - j < window);
+        self.forward_masked(batch, band)
+    }
+    // ANCHOR_END: forward_window
+
     /// The backward pass: the gradient of the loss with respect to every
     /// parameter, given `dL/dlogits`, as a model of the same shape.
     pub fn backward(
@@ -77,12 +110,7 @@ impl<F: Real> LanguageModel<F> {
     ) -> Result<LanguageModel<F>, AttnError> {
         check_d_logits(d_logits, fwd.logits.dim())?;
         check_same_model(fwd.fingerprint, self, self.config)?;
-        let t = fwd.tokens[0].len();
-        let heads = Heads {
-            tq: t,
-            tk: t,
-            heads: self.config.heads,
-        };
+        let heads = self.heads(fwd.tokens[0].len());
         let mut g = crate::nn::zeroed(self);
         // logits = z Eᵀ: dz = dlogits E, and E's gradient as the head.
         let dz = matmul(d_logits, &self.tokens);
@@ -100,8 +128,27 @@ impl<F: Real> LanguageModel<F> {
             b.ffn.b2.fill(F::zero());
         }
         // E's gradient as the embedding is added to its gradient as the head.
-        embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions);
+        match self.config.positions {
+            Positions::Learned => {
+                embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions)
+            }
+            Positions::Rotary => {
+                for (row, &token) in dx.rows().into_iter().zip(fwd.tokens.iter().flatten()) {
+                    g.tokens.row_mut(token).scaled_add(F::one(), &row);
+                }
+            }
+        }
         Ok(g)
+    }
+
+    /// The sizes of every block's attention over sequences of `t` tokens.
+    fn heads(&self, t: usize) -> Heads {
+        Heads {
+            tq: t,
+            tk: t,
+            heads: self.config.heads,
+            rotary: self.config.positions == Positions::Rotary,
+        }
     }
 
     // ANCHOR: loss
@@ -148,8 +195,8 @@ impl<F: Real> LanguageModel<F> {
     }
 
     /// Checks that `batch` holds at least one sequence, all of the same
-    /// length, from 1 to the context, of tokens of the vocabulary.
-    fn check_batch(&self, batch: &[Vec<usize>]) -> Result<(), AttnError> {
+    /// length, from 1 to `longest`, of tokens of the vocabulary.
+    fn check_batch(&self, batch: &[Vec<usize>], longest: usize) -> Result<(), AttnError> {
         let Some(first) = batch.first() else {
             return Err(AttnError::InvalidArgument {
                 name: "batch",
@@ -165,11 +212,11 @@ impl<F: Real> LanguageModel<F> {
                 requirement: "must be at least 1 and the same for every sequence",
             });
         }
-        if t > self.config.context {
+        if t > longest {
             return Err(AttnError::TooLong {
                 what: "the sequences",
                 len: t,
-                max: self.config.context,
+                max: longest,
             });
         }
         self.check_tokens(batch)
@@ -185,6 +232,12 @@ impl<F: Real> LanguageModel<F> {
             None => Ok(()),
         }
     }
+}
+
+/// Row `b·T + i` is the embedding of token `i` of sequence `b`.
+fn token_embeddings<F: Real>(batch: &[Vec<usize>], tokens: &ArrayRef2<F>) -> Array2<F> {
+    let rows: Vec<usize> = batch.iter().flatten().copied().collect();
+    tokens.select(ndarray::Axis(0), &rows)
 }
 
 impl<F: Real> LmForward<F> {

@@ -6,12 +6,13 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::forward::{ACTIVATION, EPS};
-use super::model::LanguageModel;
+use super::model::{LanguageModel, Positions};
 use super::sample::Sampler;
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
 use crate::masking::KvCache;
 use crate::nn::{ffn_sublayer, layer_norm_forward};
+use crate::position::{rotate, Rotation};
 
 // ANCHOR: cache
 /// Chapter 6's [`KvCache`] for every head of every block: the keys and
@@ -19,9 +20,16 @@ use crate::nn::{ffn_sublayer, layer_norm_forward};
 #[derive(Debug, Clone)]
 pub struct LmCache {
     heads: Vec<Vec<KvCache>>,
+    read: usize, // tokens read so far: the next one's position
 }
 
 impl LmCache {
+    /// How many tokens the model has read through the cache (with rotary
+    /// positions, more than it holds once the window slides).
+    pub fn read(&self) -> usize {
+        self.read
+    }
+
     /// How many tokens the cache holds.
     pub fn len(&self) -> usize {
         self.heads
@@ -52,33 +60,54 @@ impl LanguageModel<f32> {
         let block = vec![KvCache::new(d_k, d_k); self.config.heads];
         LmCache {
             heads: vec![block; self.config.layers],
+            read: 0,
         }
     }
 
-    /// Reads `token` at the next position of `cache` (its length), adds
-    /// its key and value in every head of every block to the cache, and
-    /// returns the logits of the token after it. Equal to the last row of
-    /// [`Self::forward`] over every token read so far.
+    /// Reads `token` at the next position of `cache`, adds its key and
+    /// value in every head of every block to the cache, and returns the
+    /// logits of the token after it: the last row of [`Self::forward`] over
+    /// every token read so far. With rotary positions the cache is a
+    /// sliding window: once it holds `context` tokens, each step forgets the
+    /// oldest, and the result is the last row of [`Self::forward`] over the
+    /// last `context` tokens.
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
-        let position = cache.len();
+        let position = cache.read;
         self.check_step(token, position, cache)?;
+        let rotary = self.config.positions == Positions::Rotary;
+        let full = cache.len() == self.config.context;
         let eps = EPS as f32;
-        let mut x = (&self.tokens.row(token) + &self.positions.row(position)).insert_axis(Axis(0));
+        let mut x = match rotary {
+            false => &self.tokens.row(token) + &self.positions.row(position),
+            true => self.tokens.row(token).to_owned(),
+        }
+        .insert_axis(Axis(0));
         for (block, heads) in self.blocks.iter().zip(&mut cache.heads) {
             // x ← x + MultiHead(LayerNorm(x)), one head at a time over its cache.
             let (a, _) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], eps);
-            let [q, k, v] = [0, 1, 2].map(|i| matmul(&a, &block.attn[i])); // 1×d each
+            let [mut q, mut k, v] = [0, 1, 2].map(|i| matmul(&a, &block.attn[i])); // 1×d each
             let mut o = Array2::zeros((1, self.config.d_model));
             for (h, cache) in heads.iter_mut().enumerate() {
-                let cols = s![0, h * cache.width()..(h + 1) * cache.width()];
-                let out = cache.step(&q.slice(cols), &k.slice(cols), &v.slice(cols))?;
-                o.slice_mut(cols).assign(&out);
+                let cols = s![.., h * cache.width()..(h + 1) * cache.width()];
+                if rotary {
+                    // The new query and key turned by their own position; the
+                    // cached keys keep the turn of theirs.
+                    rotate(&mut q.slice_mut(cols), position, Rotation::Forward);
+                    rotate(&mut k.slice_mut(cols), position, Rotation::Forward);
+                    if full {
+                        cache.drop_oldest();
+                    }
+                }
+                let row = |x: &Array2<f32>| x.slice(cols).row(0).to_owned();
+                let out = cache.step(&row(&q), &row(&k), &row(&v))?;
+                o.slice_mut(cols).row_mut(0).assign(&out);
             }
             x += &matmul(&o, &block.attn[3]);
             // x ← x + FFN(LayerNorm(x)).
             let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), ACTIVATION, eps);
             x += &f;
         }
+        cache.read += 1;
         Ok(self.head(&x).remove_axis(Axis(0)))
     }
     // ANCHOR_END: step
@@ -105,7 +134,7 @@ impl LanguageModel<f32> {
                 requirement: "must be made by this model's new_cache (one per head of every block)",
             });
         }
-        if position >= c.context {
+        if position >= c.context && c.positions == Positions::Learned {
             return Err(AttnError::TooLong {
                 what: "the cached tokens and the new one",
                 len: position + 1,
@@ -127,9 +156,11 @@ impl LanguageModel<f32> {
 /// How [`LanguageModel::generate`] computes each next token's logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoding {
-    /// Through the KV cache while the text fits the context; past it, as
-    /// [`Decoding::Recompute`] (learned positions cannot slide: every
-    /// cached key was made at a position that shifts).
+    /// Through the KV cache: with rotary positions, a sliding window of the
+    /// last `context` tokens; with learned positions, while the text fits
+    /// the context, and past it as [`Decoding::Recompute`] (learned
+    /// positions cannot slide: every cached key was made at a position
+    /// that shifts).
     Cached,
     /// The whole window of the last `context` tokens, every step.
     Recompute,
@@ -158,10 +189,11 @@ impl LanguageModel<f32> {
         let mut cache = self.new_cache();
         let mut tokens = prompt.to_vec();
         for _ in 0..count {
-            let logits = if decoding == Decoding::Cached && tokens.len() <= context {
+            let slides = self.config.positions == Positions::Rotary;
+            let logits = if decoding == Decoding::Cached && (slides || tokens.len() <= context) {
                 let mut logits = None;
-                while cache.len() < tokens.len() {
-                    logits = Some(self.step(tokens[cache.len()], &mut cache)?);
+                while cache.read < tokens.len() {
+                    logits = Some(self.step(tokens[cache.read], &mut cache)?);
                 }
                 logits.expect("the cache was behind by at least the newest token")
             } else {

@@ -102,7 +102,7 @@ pub fn induction_scores<F: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lm::LmConfig;
+    use crate::lm::{LmConfig, Positions};
 
     const SMALL: LmConfig = LmConfig {
         vocab: 10,
@@ -111,6 +111,7 @@ mod tests {
         heads: 2,
         layers: 2,
         d_ff: 16,
+        positions: Positions::Learned,
     };
 
     #[test]

@@ -17,11 +17,11 @@ mod sample;
 mod train;
 mod weights;
 
-pub use corpus::{Corpus, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
+pub use corpus::{Corpus, Vocabulary, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
 pub use forward::LmForward;
 pub use generate::{Decoding, LmCache};
 pub use induction::{induction_scores, repeated_sequences, InductionScores};
-pub use model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
+pub use model::{LanguageModel, LmConfig, Positions, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
 pub use train::{
     even_offsets, mean_loss, random_offsets, train_lm, windows, Batch, LmTraining, LogEntry,

@@ -24,6 +24,20 @@ pub struct LmConfig {
     pub layers: usize,
     /// Hidden width of the FFN.
     pub d_ff: usize,
+    /// How the model knows where each token is.
+    pub positions: Positions,
+}
+
+/// Where a token is: a learned embedding per position, added to the
+/// token's, or rotary positions (RoPE, chapter 7), which turn each head's
+/// queries and keys by their positions and learn nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Positions {
+    /// A learned vector for each of the `context` positions.
+    Learned,
+    /// Rotary positions: scores depend only on the distance between query
+    /// and key.
+    Rotary,
 }
 
 /// The book's language model: 4 blocks of 4 heads, 128 wide, reading 64
@@ -35,6 +49,7 @@ pub const SHAKESPEARE_MODEL: LmConfig = LmConfig {
     heads: 4,
     layers: 4,
     d_ff: 512,
+    positions: Positions::Learned,
 };
 // ANCHOR_END: config
 
@@ -65,6 +80,14 @@ impl LmConfig {
                 h: self.heads,
             });
         }
+        let d_k = self.d_model / self.heads;
+        if self.positions == Positions::Rotary && !d_k.is_multiple_of(2) {
+            return Err(AttnError::InvalidArgument {
+                name: "d_k with rotary positions",
+                value: d_k as f64,
+                requirement: "must be even: RoPE turns pairs of coordinates",
+            });
+        }
         check_parameters(
             self.parameter_count(),
             [self.layers, self.d_model, self.d_ff],
@@ -72,11 +95,15 @@ impl LmConfig {
     }
 
     /// The number of parameters, or `None` if it does not fit in a `usize`:
-    /// `(V + T)·d` embeddings, per block `2d + 4d² + 2d·d_ff`, and `d` for
-    /// the final LayerNorm. The output head is the token embedding.
+    /// `(V + T)·d` embeddings (`V·d` with rotary positions), per block
+    /// `2d + 4d² + 2d·d_ff`, and `d` for the final LayerNorm. The output
+    /// head is the token embedding.
     pub fn parameter_count(&self) -> Option<usize> {
         let (d, f) = (self.d_model, self.d_ff);
-        let embeddings = self.vocab.checked_add(self.context)?.checked_mul(d)?;
+        let embeddings = self
+            .vocab
+            .checked_add(self.learned_positions())?
+            .checked_mul(d)?;
         let block = [d.checked_mul(2)?, d.checked_mul(d)?.checked_mul(4)?]
             .into_iter()
             .try_fold(d.checked_mul(f)?.checked_mul(2)?, usize::checked_add)?;
@@ -84,6 +111,15 @@ impl LmConfig {
             .checked_mul(self.layers)?
             .checked_add(embeddings)?
             .checked_add(d)
+    }
+
+    /// Rows of the position table: the context with learned positions, 0
+    /// with rotary ones.
+    pub(super) fn learned_positions(&self) -> usize {
+        match self.positions {
+            Positions::Learned => self.context,
+            Positions::Rotary => 0,
+        }
     }
 }
 
@@ -99,7 +135,7 @@ pub struct LanguageModel<F: Real = f32> {
     pub(super) config: LmConfig,
     /// Token embeddings `E`, `V×d`; the logits are `z Eᵀ`.
     pub(super) tokens: Array2<F>,
-    /// Learned position embeddings, `context×d`.
+    /// Learned position embeddings, `context×d` (`0×d` with rotary positions).
     pub(super) positions: Array2<F>,
     pub(super) blocks: Vec<PreNormBlock<F>>,
     /// The final LayerNorm, `[γ, β = 0]`.
@@ -122,7 +158,7 @@ impl<F: Real> LanguageModel<F> {
             (crate::grad::normal_matrix(rows, cols, &mut rng) * std).mapv(F::of)
         };
         let tokens = normal(config.vocab, d, 0.02);
-        let positions = normal(config.context, d, 0.02);
+        let positions = normal(config.learned_positions(), d, 0.02);
         let blocks = (0..config.layers)
             .map(|_| PreNormBlock {
                 ln1: norm(d),
@@ -168,8 +204,12 @@ fn norm<F: Real>(d: usize) -> [Array1<F>; 2] {
 
 /// Every parameter tensor's name, in [`Parameters::slices`] order; the
 /// weights file names them so.
-fn names(layers: usize) -> Vec<String> {
-    let mut names = vec!["tokens".to_string(), "positions".into()];
+fn names(config: &LmConfig) -> Vec<String> {
+    let mut names = vec!["tokens".to_string()];
+    if config.positions == Positions::Learned {
+        names.push("positions".into());
+    }
+    let layers = config.layers;
     for l in 0..layers {
         let block = [
             "ln1.gamma",
@@ -199,7 +239,10 @@ impl<F: Real> Parameters for LanguageModel<F> {
     type Real = F;
 
     fn slices(&self) -> Vec<&[F]> {
-        let mut out = vec![flat(&self.tokens), flat(&self.positions)];
+        let mut out = vec![flat(&self.tokens)];
+        if self.config.positions == Positions::Learned {
+            out.push(flat(&self.positions));
+        }
         for b in &self.blocks {
             out.push(flat(&b.ln1[0]));
             out.extend(b.attn.iter().map(|w| flat(w)));
@@ -210,7 +253,10 @@ impl<F: Real> Parameters for LanguageModel<F> {
     }
 
     fn slices_mut(&mut self) -> Vec<&mut [F]> {
-        let mut out = vec![flat_mut(&mut self.tokens), flat_mut(&mut self.positions)];
+        let mut out = vec![flat_mut(&mut self.tokens)];
+        if self.config.positions == Positions::Learned {
+            out.push(flat_mut(&mut self.positions));
+        }
         for b in &mut self.blocks {
             out.push(flat_mut(&mut b.ln1[0]));
             out.extend(b.attn.iter_mut().map(|w| flat_mut(w)));
@@ -223,10 +269,7 @@ impl<F: Real> Parameters for LanguageModel<F> {
     }
 
     fn named_slices(&self) -> Vec<(String, &[F])> {
-        names(self.blocks.len())
-            .into_iter()
-            .zip(self.slices())
-            .collect()
+        names(&self.config).into_iter().zip(self.slices()).collect()
     }
 }
 
@@ -252,6 +295,7 @@ mod tests {
             heads: 2,
             layers: 2,
             d_ff: 16,
+            positions: Positions::Learned,
         };
         let a = LanguageModel::<f32>::new(config, 3).unwrap();
         let b = LanguageModel::<f64>::new(config, 3).unwrap();
@@ -279,5 +323,17 @@ mod tests {
             ..SHAKESPEARE_MODEL
         };
         assert!(e(huge).contains("parameters"));
+        let odd = LmConfig {
+            d_model: 12,
+            heads: 4,
+            positions: Positions::Rotary,
+            ..SHAKESPEARE_MODEL
+        };
+        assert!(e(odd).contains("even"));
+        let rotary = LmConfig {
+            positions: Positions::Rotary,
+            ..SHAKESPEARE_MODEL
+        };
+        assert_eq!(rotary.parameter_count(), Some(806_528 - 64 * 128));
     }
 }

@@ -14,12 +14,17 @@ const SMALL: LmConfig = LmConfig {
     heads: 2,
     layers: 2,
     d_ff: 12,
+    positions: Positions::Learned,
 };
 
 /// A small `f64` model whose weights are large enough (`N(0, 0.5²)`, `γ`
 /// around 1) for every path to matter, and a batch of two windows.
 fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
-    let mut model = LanguageModel::<f64>::new(SMALL, 11).unwrap();
+    problem_with(Positions::Learned)
+}
+
+fn problem_with(positions: Positions) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    let mut model = LanguageModel::<f64>::new(LmConfig { positions, ..SMALL }, 11).unwrap();
     for (t, tensor) in model.slices_mut().into_iter().enumerate() {
         for (i, x) in tensor.iter_mut().enumerate() {
             *x = if *x == 1.0 {
@@ -36,7 +41,13 @@ fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
 
 #[test]
 fn every_gradient_matches_finite_differences() {
-    let (model, inputs, targets) = problem();
+    for positions in [Positions::Learned, Positions::Rotary] {
+        every_gradient_matches_finite_differences_with(positions);
+    }
+}
+
+fn every_gradient_matches_finite_differences_with(positions: Positions) {
+    let (model, inputs, targets) = problem_with(positions);
     let (_, grads) = model.loss_and_gradients(&inputs, &targets).unwrap();
     let names = model.named_slices();
     for (t, (name, values)) in names.iter().enumerate() {
@@ -49,13 +60,22 @@ fn every_gradient_matches_finite_differences() {
             m.loss(&inputs, &targets).unwrap()
         };
         let error = gradient_error(&analytic, loss, &x);
-        assert!(error < 1e-6, "{name}: relative error {error:e}");
+        assert!(
+            error < 1e-6,
+            "{positions:?}, {name}: relative error {error:e}"
+        );
     }
 }
 
 #[test]
 fn a_position_sees_only_itself_and_the_past() {
-    let (model, inputs, _) = problem();
+    for positions in [Positions::Learned, Positions::Rotary] {
+        a_position_sees_only_itself_and_the_past_with(positions);
+    }
+}
+
+fn a_position_sees_only_itself_and_the_past_with(positions: Positions) {
+    let (model, inputs, _) = problem_with(positions);
     let before = model.forward(&inputs).unwrap().logits().clone();
     let mut changed = inputs.clone();
     changed[0][3] = 2; // a later token of sequence 0
@@ -82,8 +102,12 @@ fn bad_batches_are_refused_by_name() {
 
 /// The small model in `f32`, with the same large weights.
 fn small_f32() -> LanguageModel<f32> {
-    let (model, _, _) = problem();
-    let mut out = LanguageModel::<f32>::new(SMALL, 11).unwrap();
+    small_f32_with(Positions::Learned)
+}
+
+fn small_f32_with(positions: Positions) -> LanguageModel<f32> {
+    let (model, _, _) = problem_with(positions);
+    let mut out = LanguageModel::<f32>::new(LmConfig { positions, ..SMALL }, 11).unwrap();
     for (to, from) in out.slices_mut().into_iter().zip(model.slices()) {
         to.iter_mut().zip(from).for_each(|(t, f)| *t = *f as f32);
     }
@@ -111,9 +135,16 @@ fn the_cache_gives_the_logits_of_recomputing_at_every_step() {
 #[test]
 fn cached_and_recomputed_generation_write_the_same_text() {
     let model = small_f32();
-    for sampler in [Sampler::new(0.0).unwrap(), Sampler::new(1.0).unwrap().top_p(0.9).unwrap()] {
-        let cached = model.generate(&[2], 12, &sampler, 5, Decoding::Cached).unwrap();
-        let recomputed = model.generate(&[2], 12, &sampler, 5, Decoding::Recompute).unwrap();
+    for sampler in [
+        Sampler::new(0.0).unwrap(),
+        Sampler::new(1.0).unwrap().top_p(0.9).unwrap(),
+    ] {
+        let cached = model
+            .generate(&[2], 12, &sampler, 5, Decoding::Cached)
+            .unwrap();
+        let recomputed = model
+            .generate(&[2], 12, &sampler, 5, Decoding::Recompute)
+            .unwrap();
         assert_eq!(cached, recomputed);
         assert_eq!(cached.len(), 13);
     }
@@ -124,9 +155,64 @@ fn a_cache_of_another_model_or_a_bad_token_is_refused() {
     let model = small_f32();
     let other = LanguageModel::<f32>::new(LmConfig { layers: 1, ..SMALL }, 1).unwrap();
     let mut cache = other.new_cache();
-    assert!(model.step(0, &mut cache).unwrap_err().to_string().contains("cache"));
+    assert!(model
+        .step(0, &mut cache)
+        .unwrap_err()
+        .to_string()
+        .contains("cache"));
     let mut cache = model.new_cache();
-    assert!(model.step(7, &mut cache).unwrap_err().to_string().contains("token"));
+    assert!(model
+        .step(7, &mut cache)
+        .unwrap_err()
+        .to_string()
+        .contains("token"));
     let sampler = Sampler::new(0.0).unwrap();
-    assert!(model.generate(&[], 3, &sampler, 0, Decoding::Cached).is_err());
+    assert!(model
+        .generate(&[], 3, &sampler, 0, Decoding::Cached)
+        .is_err());
+}
+
+/// With rotary positions the cache slides: far past the context (5), each
+/// step's cached logits equal those of sliding-window attention over the
+/// whole text (every position sees the 5 last, in every block), because
+/// rotary scores depend only on the distance between query and key. They
+/// are *not* those of reading the last 5 tokens afresh: in a model of
+/// several blocks, a cached key also carries what its token saw before the
+/// window.
+#[test]
+fn a_sliding_rotary_cache_is_sliding_window_attention() {
+    let model = small_f32_with(Positions::Rotary);
+    let context = SMALL.context;
+    let sampler = Sampler::new(1.0).unwrap();
+    let text = model
+        .generate(&[1], 300, &sampler, 3, Decoding::Cached)
+        .unwrap();
+    let windowed = model
+        .forward_window(std::slice::from_ref(&text), context)
+        .unwrap();
+    let mut cache = model.new_cache();
+    let mut afresh_differs = false;
+    for t in 0..text.len() {
+        let cached = model.step(text[t], &mut cache).unwrap();
+        let expected = windowed.logits().row(t);
+        let scale = expected.iter().fold(1.0_f32, |m, x| m.max(x.abs()));
+        for (a, b) in cached.iter().zip(expected) {
+            assert!((a - b).abs() <= 1e-4 * scale, "step {t}: {a} vs {b}");
+        }
+        assert_eq!(cache.len(), (t + 1).min(context));
+        let afresh = model
+            .next_logits(&text[(t + 1).saturating_sub(context)..=t])
+            .unwrap();
+        afresh_differs |= cached
+            .iter()
+            .zip(&afresh)
+            .any(|(a, b)| (a - b).abs() > 1e-2 * scale);
+    }
+    assert_eq!(cache.read(), 301);
+    assert!(
+        afresh_differs,
+        "reading the window afresh should differ past the context"
+    );
+    let refused = small_f32().forward_window(&[vec![1; 8]], 5);
+    assert!(refused.is_err_and(|e| e.to_string().contains("rotary")));
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use safetensors::{tensor::TensorView, Dtype, SafeTensors};
 
-use super::model::{LanguageModel, LmConfig};
+use super::model::{LanguageModel, LmConfig, Positions};
 use crate::error::AttnError;
 use crate::nn::Parameters;
 
@@ -44,8 +44,9 @@ impl LmConfig {
 }
 
 impl LanguageModel<f32> {
-    /// The weights as the bytes of a safetensors file.
-    pub fn to_safetensors(&self) -> Result<Vec<u8>, AttnError> {
+    /// The weights as the bytes of a safetensors file, with `provenance`
+    /// (where and how they were trained, or `""`) in its metadata.
+    pub fn to_safetensors(&self, provenance: &str) -> Result<Vec<u8>, AttnError> {
         let config = self.config();
         let bytes: Vec<(String, Vec<u8>)> = self
             .named_slices()
@@ -66,6 +67,14 @@ impl LanguageModel<f32> {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         metadata.insert("model".into(), "attn::lm::LanguageModel".into());
+        let positions = match config.positions {
+            Positions::Learned => "learned",
+            Positions::Rotary => "rotary",
+        };
+        metadata.insert("positions".into(), positions.into());
+        if !provenance.is_empty() {
+            metadata.insert("provenance".into(), provenance.into());
+        }
         safetensors::serialize(views, Some(metadata)).map_err(|e| invalid(e.to_string()))
     }
 
@@ -86,6 +95,16 @@ impl LanguageModel<f32> {
                 .map_err(|e| invalid(format!("the metadata's {key} is {value:?}: {e}")))
         };
         let [vocab, context, d_model, heads, layers, d_ff] = SIZES.map(size);
+        // Files written before rotary positions existed do not say: learned.
+        let positions = match metadata.get("positions").map(String::as_str) {
+            None | Some("learned") => Positions::Learned,
+            Some("rotary") => Positions::Rotary,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "the metadata's positions is {other:?}, not \"learned\" or \"rotary\""
+                )))
+            }
+        };
         let config = LmConfig {
             vocab: vocab?,
             context: context?,
@@ -93,6 +112,7 @@ impl LanguageModel<f32> {
             heads: heads?,
             layers: layers?,
             d_ff: d_ff?,
+            positions,
         };
         config.check()?;
         let count = config.parameter_count().unwrap_or(usize::MAX);
@@ -152,13 +172,16 @@ mod tests {
         heads: 2,
         layers: 2,
         d_ff: 16,
+        positions: Positions::Learned,
     };
 
     #[test]
     fn a_model_reads_back_bit_for_bit() {
-        let model = LanguageModel::<f32>::new(SMALL, 4).unwrap();
-        let bytes = model.to_safetensors().unwrap();
-        assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);
+        for positions in [Positions::Learned, Positions::Rotary] {
+            let model = LanguageModel::<f32>::new(LmConfig { positions, ..SMALL }, 4).unwrap();
+            let bytes = model.to_safetensors("# a test").unwrap();
+            assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);
+        }
     }
 
     /// Writes `model`'s tensors with `edit` applied to the list, and the
@@ -204,7 +227,7 @@ mod tests {
                 .to_string()
         };
         assert!(e(vec![1, 2, 3]).contains("cannot read the weights"));
-        let truncated = model.to_safetensors().unwrap()[..200].to_vec();
+        let truncated = model.to_safetensors("").unwrap()[..200].to_vec();
         assert!(e(truncated).contains("cannot read the weights"));
         let nan = file_with(&model, sizes, |t| {
             t[3].2[0..4].copy_from_slice(&f32::NAN.to_le_bytes())

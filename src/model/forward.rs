@@ -55,6 +55,7 @@ impl TinyTransformer {
             tq: t,
             tk: t,
             heads: self.config.heads,
+            rotary: false,
         };
         let causal = |_: usize| causal_mask(t, t);
         // Token plus position embeddings: BT×d.
@@ -164,6 +165,7 @@ impl TinyTransformer {
             tq: t,
             tk: t,
             heads: self.config.heads,
+            rotary: false,
         };
         let (dz, d_head, d_head_b) = linear_backward(&fwd.z, &self.head.0, d_logits);
         g.head = (d_head, d_head_b);

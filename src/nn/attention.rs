@@ -6,6 +6,7 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 use crate::attention::{attend, Scores};
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
+use crate::position::{rotate, Rotation};
 use crate::projection::project;
 use crate::real::Real;
 
@@ -97,6 +98,10 @@ pub(crate) struct Heads {
     pub(crate) tk: usize,
     /// Heads.
     pub(crate) heads: usize,
+    /// Whether queries and keys are rotated by their positions (RoPE,
+    /// chapter 7) after their projections: row `i` of each sequence is at
+    /// position `i`.
+    pub(crate) rotary: bool,
 }
 
 /// Multi-head attention of `x_q` (`B·tq × d`) over `x_kv` (`B·tk × d`),
@@ -124,12 +129,22 @@ pub(crate) fn mha_forward<F: Real>(
 /// split of chapter 5 without a copy), and each head's output is written
 /// into its columns of `O` (the merge), which `W_O` then mixes.
 pub(crate) fn mha_from_projections<F: Real>(
-    [q, k, v]: [Array2<F>; 3],
+    [mut q, mut k, v]: [Array2<F>; 3],
     (w_o, b_o): (&Array2<F>, Option<&Array1<F>>),
-    Heads { tq, tk, heads }: Heads,
+    Heads {
+        tq,
+        tk,
+        heads,
+        rotary,
+    }: Heads,
     keep: impl Fn(usize) -> Option<Array2<bool>>,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
     let d_k = q.ncols() / heads;
+    if rotary {
+        // RoPE (chapter 7): each head's queries and keys turned by their positions.
+        rotate_heads(&mut q, tq, heads, Rotation::Forward);
+        rotate_heads(&mut k, tk, heads, Rotation::Forward);
+    }
     let sqrt_d_k = F::of(d_k as f64).sqrt();
     let mut o = Array2::zeros(q.dim());
     let mut caches = Vec::new();
@@ -207,7 +222,12 @@ pub(crate) fn mha_backward<F: Real>(
     x_q: &ArrayRef2<F>,
     x_kv: &ArrayRef2<F>,
     w: &Projections<F>,
-    Heads { tq, tk, heads }: Heads,
+    Heads {
+        tq,
+        tk,
+        heads,
+        rotary,
+    }: Heads,
     d_out: &ArrayRef2<F>,
 ) -> MhaGradients<F> {
     let d_o = matmul(d_out, &w[3].t());
@@ -233,6 +253,11 @@ pub(crate) fn mha_backward<F: Real>(
             dv.slice_mut(rk).assign(&g_v);
         }
     }
+    if rotary {
+        // Back through the rotations: a rotation's transpose is its inverse.
+        rotate_heads(&mut dq, tq, heads, Rotation::Back);
+        rotate_heads(&mut dk, tk, heads, Rotation::Back);
+    }
     let db = cache.biased.then(|| {
         [&*dq, &*dk, &*dv, d_out].map(|g: &ArrayRef2<F>| g.sum_axis(Axis(0))) // Σ over rows
     });
@@ -249,6 +274,21 @@ pub(crate) fn mha_backward<F: Real>(
     }
 }
 // ANCHOR_END: mha_backward
+
+/// Rotates the rows of every sequence (`t` rows each) of `x`, head by head
+/// (`d/heads` columns each), by their positions `0..t` within the sequence.
+fn rotate_heads<F: Real>(x: &mut Array2<F>, t: usize, heads: usize, way: Rotation) {
+    let d_k = x.ncols() / heads;
+    for b in 0..x.nrows() / t {
+        for h in 0..heads {
+            rotate(
+                &mut x.slice_mut(s![b * t..(b + 1) * t, h * d_k..(h + 1) * d_k]),
+                0,
+                way,
+            );
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -267,6 +307,7 @@ mod tests {
             tq: 3,
             tk: 4,
             heads: 2,
+            rotary: false,
         };
         let x_q = normal_matrix(6, 6, &mut rng);
         let x_kv = normal_matrix(8, 6, &mut rng);
@@ -316,6 +357,48 @@ mod tests {
         }
     }
 
+    /// With RoPE: two sequences of 4 tokens, causal, `d = 8`, 2 heads.
+    #[test]
+    fn rotary_gradients_match_finite_differences() {
+        let mut rng = StdRng::seed_from_u64(8);
+        let sizes = Heads {
+            tq: 4,
+            tk: 4,
+            heads: 2,
+            rotary: true,
+        };
+        let x = normal_matrix(8, 8, &mut rng);
+        let w: Projections<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5);
+        let r = normal_matrix(8, 8, &mut rng);
+        let causal = |_: usize| Some(crate::masking::causal_mask(4, 4));
+        let loss = |x: &Matrix, w: &Projections<f64>| {
+            let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
+            (out * &r).sum()
+        };
+        let (_, cache) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
+        let g = mha_backward(&cache, &x, &x, &w, sizes, &r);
+        let mut errors = vec![gradient_error(&(&g.dx_q + &g.dx_kv), |x| loss(x, &w), &x)];
+        for i in 0..4 {
+            let with = |m: &Matrix| {
+                let mut w = w.clone();
+                w[i] = m.clone();
+                loss(&x, &w)
+            };
+            errors.push(gradient_error(&g.dw[i], with, &w[i]));
+        }
+        for (i, error) in errors.into_iter().enumerate() {
+            assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
+        }
+        // And the rotation is there: without it the output differs.
+        let plain = Heads {
+            rotary: false,
+            ..sizes
+        };
+        let (a, _) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
+        let (b, _) = mha_forward(&x, &x, (&w, None), plain, causal).unwrap();
+        assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
+    }
+
     #[test]
     fn a_layer_without_biases_has_no_bias_gradients() {
         let mut rng = StdRng::seed_from_u64(6);
@@ -323,6 +406,7 @@ mod tests {
             tq: 2,
             tk: 2,
             heads: 1,
+            rotary: false,
         };
         let x = normal_matrix(2, 4, &mut rng);
         let w: Projections<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng));

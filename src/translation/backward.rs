@@ -41,6 +41,7 @@ impl Seq2Seq {
                 tq: t,
                 tk,
                 heads: h,
+                rotary: false,
             };
             let sublayer = (&p.cross_attention.ln, &p.cross_attention.w);
             let memory = Some(&*fwd.memory);
@@ -55,6 +56,7 @@ impl Seq2Seq {
                 tq: t,
                 tk: t,
                 heads: h,
+                rotary: false,
             };
             let sublayer = (&p.self_attention.ln, &p.self_attention.w);
             let (dx, _, d_ln, dw) =
@@ -84,6 +86,7 @@ impl Seq2Seq {
                 tq: s,
                 tk: s,
                 heads: h,
+                rotary: false,
             };
             let sublayer = (&p.attention.ln, &p.attention.w);
             let (dxx, _, d_ln, dw) =

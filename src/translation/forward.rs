@@ -95,6 +95,7 @@ impl Seq2Seq {
                 tq: s,
                 tk: s,
                 heads: h,
+                rotary: false,
             };
             let sublayer = (&e.attention.ln, &e.attention.w);
             let (att, attention) = attention_sublayer(&x, None, sublayer, heads, keep, EPS)?;
@@ -126,6 +127,7 @@ impl Seq2Seq {
                 tq: t,
                 tk: t,
                 heads: h,
+                rotary: false,
             };
             let sublayer = (&d.self_attention.ln, &d.self_attention.w);
             let (out, self_attention) = attention_sublayer(&y, None, sublayer, heads, causal, EPS)?;
@@ -139,6 +141,7 @@ impl Seq2Seq {
                 tq: t,
                 tk,
                 heads: h,
+                rotary: false,
             };
             let sublayer = (&d.cross_attention.ln, &d.cross_attention.w);
             let (out, cross_attention) =

@@ -1,0 +1,62 @@
+//! Chapter 15: a language model that writes.
+
+use crate::error::AttnError;
+
+// ANCHOR: repetition_penalty
+/// Exercise 1: a repetition penalty (Keskar et al., 2019). Every token
+/// that already occurs in `previous` has its logit made less likely by the
+/// factor `penalty ≥ 1`: a positive logit is divided by it, a negative one
+/// multiplied (dividing a negative logit would raise it). Other logits are
+/// unchanged; `penalty = 1` changes nothing.
+pub fn repetition_penalty(
+    logits: &mut [f32],
+    previous: &[usize],
+    penalty: f32,
+) -> Result<(), AttnError> {
+    if !(penalty.is_finite() && penalty >= 1.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "repetition penalty",
+            value: f64::from(penalty),
+            requirement: "must be finite and ≥ 1",
+        });
+    }
+    if let Some(&token) = previous.iter().find(|&&t| t >= logits.len()) {
+        return Err(AttnError::InvalidArgument {
+            name: "previous token",
+            value: token as f64,
+            requirement: "must be less than the number of logits",
+        });
+    }
+    let mut seen = vec![false; logits.len()];
+    previous.iter().for_each(|&t| seen[t] = true);
+    for (z, seen) in logits.iter_mut().zip(seen) {
+        if seen {
+            *z = if *z > 0.0 { *z / penalty } else { *z * penalty };
+        }
+    }
+    Ok(())
+}
+// ANCHOR_END: repetition_penalty
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seen_tokens_become_less_likely_and_others_stay() {
+        let mut z = [2.0, -1.0, 0.5, 3.0];
+        repetition_penalty(&mut z, &[0, 1, 1], 2.0).unwrap();
+        assert_eq!(z, [1.0, -2.0, 0.5, 3.0]);
+        let mut same = [2.0, -1.0];
+        repetition_penalty(&mut same, &[0, 1], 1.0).unwrap();
+        assert_eq!(same, [2.0, -1.0]);
+    }
+
+    #[test]
+    fn a_penalty_below_one_or_an_unknown_token_is_refused() {
+        let mut z = [1.0, 2.0];
+        assert!(repetition_penalty(&mut z, &[0], 0.5).is_err());
+        assert!(repetition_penalty(&mut z, &[2], 1.5).is_err());
+        assert_eq!(z, [1.0, 2.0]);
+    }
+}
