@@ -103,6 +103,8 @@ pub mod chapters {
     pub struct Ch13AttentionLearnsToAlign;
     #[doc = include_str!("../book/ch14-attention-in-a-trained-model.md")]
     pub struct Ch14AttentionInATrainedModel;
+    #[doc = include_str!("../book/ch15-a-language-model-that-writes.md")]
+    pub struct Ch15ALanguageModelThatWrites;
     #[doc = include_str!("../book/notation.md")]
     pub struct Notation;
     #[doc = include_str!("../book/making-it-fast.md")]

@@ -5,6 +5,8 @@ recipe as the crate's `attn::lm`, for two comparisons.
 - `golden`: loads the crate's trained weights (book/data/ch15-weights.safetensors)
   and writes the logits and some attention weights for fixed inputs to
   tests/golden/lm.txt, which tests/language_model.rs compares with the crate.
+- `speed`: training tokens per second over steps 101 to 300 (the crate's
+  statistic), printing one line `pytorch THREADS TOKENS/S`.
 - `train`: trains the same configuration from its own initialisation on the
   same windows of the same corpus (SplitMix64 offsets, as the crate draws
   them), printing a log line every 100 steps (step, training loss, validation
@@ -17,6 +19,9 @@ Not run in CI (it needs PyTorch):
     cargo xtask corpus
     /tmp/venv-torch/bin/python tools/lm_reference.py golden
     /tmp/venv-torch/bin/python tools/lm_reference.py train --threads 1
+
+`cargo xtask measure lm` runs `speed` and `train` in the same run as the
+crate's measurements, with the Python that TORCH_PYTHON names.
 
 The architecture: token and learned position embeddings; pre-norm blocks of
 causal multi-head attention and an exact-GELU FFN; a final LayerNorm; the
@@ -176,7 +181,10 @@ def train(args):
     places = len(train_ids) - context
     evaluation = even_offsets(r["log_windows"], len(valid_ids), context)
     losses, clock = [], time.perf_counter()
-    print(f"# torch {torch.__version__}, {args.threads} thread(s)")
+    timed = []  # (tokens, seconds) of each logged interval
+    if not args.speed:
+        print(f"# torch {torch.__version__}, {args.threads} thread(s)")
+        print("step\ttrain_loss\tvalidation_loss\tlr\ttokens_per_second")
     for step in range(r["steps"]):
         offsets = [rng.next() % places for _ in range(r["batch"])]
         x, y = windows(train_ids, offsets, context)
@@ -193,10 +201,16 @@ def train(args):
         if (step + 1) % r["log_every"] == 0 or step + 1 == r["steps"]:
             seconds = time.perf_counter() - clock
             tokens = len(losses) * r["batch"] * context
-            validation = mean_loss(model, valid_ids, evaluation, r["batch"], context)
-            print(f"{step + 1}\t{sum(losses) / len(losses):.4f}\t{validation:.4f}\t{lr:.3e}"
-                  f"\t{tokens / seconds:.0f}", flush=True)
+            timed.append((tokens, seconds))
+            if not args.speed:
+                validation = mean_loss(model, valid_ids, evaluation, r["batch"], context)
+                print(f"{step + 1}\t{sum(losses) / len(losses):.5f}\t{validation:.5f}\t{lr:.6e}"
+                      f"\t{tokens / seconds:.1f}", flush=True)
             losses, clock = [], time.perf_counter()
+    if args.speed:
+        tokens = sum(t for t, _ in timed[1:])
+        seconds = sum(s for _, s in timed[1:])
+        print(f"pytorch\t{args.threads}\t{tokens / seconds:.1f}")
 
 
 # The golden inputs: two windows of verse (as characters of the corpus's
@@ -236,11 +250,15 @@ def golden(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["golden", "train"])
+    parser.add_argument("what", choices=["golden", "train", "speed"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=RECIPE["steps"])
     args = parser.parse_args()
-    if args.what == "train":
+    if args.what == "speed":
+        args.steps, args.speed = 300, True
+        train(args)
+    elif args.what == "train":
+        args.speed = False
         train(args)
     else:
         golden(args)

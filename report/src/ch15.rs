@@ -1,6 +1,13 @@
-//! Chapter 15's language model: where its corpus is.
+//! Chapter 15's language model: where its corpus is, its committed weights
+//! and training logs (`cargo xtask train lm` writes them), and the samples
+//! the chapter prints.
 
 use std::path::PathBuf;
+
+use attn::lm::{Decoding, LanguageModel, Sampler, Vocabulary};
+
+use crate::error::ReportError;
+use crate::measurements::{data_file, data_rows};
 
 /// Where `cargo xtask corpus` unpacks Shakespeare's works: `ATTN_CORPUS_DIR`
 /// if set, else `target/corpus/shakespeare` in the repository.
@@ -9,4 +16,175 @@ pub fn corpus_dir() -> PathBuf {
         Some(dir) => PathBuf::from(dir),
         None => crate::root().join("target/corpus/shakespeare"),
     }
+}
+
+/// The corpus's 84 characters, so that the chapter's example reads and
+/// writes text without the corpus (a test checks them against it).
+pub const VOCAB: &str =
+    "\n !\"&'()*,-./0123456789:;?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz{}";
+
+/// The vocabulary of [`VOCAB`].
+pub fn vocabulary() -> Vocabulary {
+    Vocabulary::of(VOCAB.as_bytes()).expect("VOCAB is ASCII")
+}
+
+/// The book's trained model, `book/data/ch15-weights.safetensors`.
+pub fn book_model() -> Result<LanguageModel<f32>, ReportError> {
+    let path = crate::root().join("book/data/ch15-weights.safetensors");
+    let bytes = std::fs::read(&path).map_err(|e| ReportError::MissingDataFile {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(LanguageModel::from_safetensors(&bytes)?)
+}
+
+/// One line of `book/data/ch15-training.tsv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogLine {
+    /// The run's seed.
+    pub seed: u64,
+    /// Steps taken.
+    pub step: usize,
+    /// Mean training loss since the previous line.
+    pub train_loss: f64,
+    /// Loss on 240 evenly spaced validation windows.
+    pub validation_loss: f64,
+    /// Training tokens per second since the previous line.
+    pub tokens_per_second: f64,
+    /// Loss on the first halves of the repeated random sequences.
+    pub first_half_loss: f64,
+    /// Loss on their repeats.
+    pub repeat_loss: f64,
+}
+
+fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError> {
+    field.parse().map_err(|_| ReportError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: format!("{field:?} is not a number"),
+    })
+}
+
+/// The training log of every seed.
+pub fn training_log() -> Result<Vec<LogLine>, ReportError> {
+    let file = "ch15-training.tsv";
+    let text = data_file(file)?;
+    data_rows(&text, '\t')
+        .map(|f| {
+            Ok(LogLine {
+                seed: number(file, f[0])?,
+                step: number(file, f[1])?,
+                train_loss: number(file, f[2])?,
+                validation_loss: number(file, f[3])?,
+                tokens_per_second: number(file, f[5])?,
+                first_half_loss: number(file, f[6])?,
+                repeat_loss: number(file, f[7])?,
+            })
+        })
+        .collect()
+}
+
+/// One line of `book/data/ch15-heads.tsv`: a head's induction scores at a
+/// step of a seed's run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadLine {
+    /// The run's seed.
+    pub seed: u64,
+    /// Steps taken.
+    pub step: usize,
+    /// The block, from 0.
+    pub block: usize,
+    /// The head, from 0.
+    pub head: usize,
+    /// Mean attention from a repeated token to the token after its first
+    /// occurrence.
+    pub prefix_matching: f64,
+    /// Mean attention to the previous token.
+    pub previous_token: f64,
+}
+
+/// The heads' scores over every seed's run.
+pub fn head_log() -> Result<Vec<HeadLine>, ReportError> {
+    let file = "ch15-heads.tsv";
+    let text = data_file(file)?;
+    data_rows(&text, '\t')
+        .map(|f| {
+            Ok(HeadLine {
+                seed: number(file, f[0])?,
+                step: number(file, f[1])?,
+                block: number(file, f[2])?,
+                head: number(file, f[3])?,
+                prefix_matching: number(file, f[4])?,
+                previous_token: number(file, f[5])?,
+            })
+        })
+        .collect()
+}
+
+/// The losses the training run printed at its end: per seed, the loss over
+/// windows spanning the validation split; and the bigram baseline's.
+pub fn final_losses() -> Result<(Vec<(u64, f64)>, f64), ReportError> {
+    let file = "ch15-train-log.txt";
+    let text = data_file(file)?;
+    let bad = |reason: &str| ReportError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: reason.into(),
+    };
+    let mut seeds = Vec::new();
+    let mut bigram = None;
+    for line in text.lines() {
+        if let Some(rest) = line
+            .strip_prefix("seed ")
+            .filter(|l| l.contains("spanning"))
+        {
+            let seed = number(file, rest.split(':').next().unwrap_or(""))?;
+            let loss = line.rsplit(' ').next().unwrap_or("");
+            seeds.push((seed, number(file, loss)?));
+        }
+        if let Some(loss) = line.strip_prefix("bigram baseline on the validation split: ") {
+            bigram = Some(number(file, loss)?);
+        }
+    }
+    Ok((seeds, bigram.ok_or_else(|| bad("no bigram baseline line"))?))
+}
+
+/// The prompt the chapter's samples continue: a speaker's name, as the
+/// corpus writes one.
+pub const PROMPT: &str = "Romeo.\n";
+/// Characters each sample adds.
+pub const SAMPLE_LENGTH: usize = 200;
+/// The seed of the samples' random draws.
+pub const SAMPLE_SEED: u64 = 1;
+
+/// The samplers whose text the chapter prints, with their labels.
+pub fn samplers() -> Vec<(&'static str, Sampler)> {
+    let t = |temperature| Sampler::new(temperature).expect("a valid temperature");
+    vec![
+        ("greedy (temperature 0)", t(0.0)),
+        ("temperature 0.8", t(0.8)),
+        ("temperature 1.0", t(1.0)),
+        (
+            "temperature 1.0, top-p 0.9",
+            t(1.0).top_p(0.9).expect("a valid p"),
+        ),
+    ]
+}
+
+/// Each sampler's continuation of [`PROMPT`], by the book's model, through
+/// the KV cache.
+pub fn samples(model: &LanguageModel<f32>) -> Result<Vec<(&'static str, String)>, ReportError> {
+    let vocab = vocabulary();
+    let prompt = vocab.encode(PROMPT)?;
+    samplers()
+        .into_iter()
+        .map(|(label, sampler)| {
+            let tokens = model.generate(
+                &prompt,
+                SAMPLE_LENGTH,
+                &sampler,
+                SAMPLE_SEED,
+                Decoding::Cached,
+            )?;
+            Ok((label, vocab.decode(&tokens)?))
+        })
+        .collect()
 }

@@ -20,6 +20,7 @@ pub mod ch14;
 pub mod ch14_data;
 pub mod ch14_report;
 pub mod ch15;
+pub mod ch15_report;
 pub mod error;
 pub mod fast_data;
 pub mod fast_profile;

@@ -1,9 +1,9 @@
 //! `cargo xtask fuzz [SECONDS]`: the file readers under libFuzzer (the
 //! crate `fuzz/`, `cargo fuzz` on the nightly toolchain), each target for
 //! SECONDS (default 60), from seed corpora built out of the real files:
-//! chapters 12 and 13's committed checkpoints, and chapter 14's model
-//! directory (fetched by `cargo xtask model`). A crash fails the command
-//! and leaves its input under `fuzz/artifacts/`.
+//! chapters 12 and 13's committed checkpoints, chapter 14's model
+//! directory (fetched by `cargo xtask model`) and chapter 15's weights. A
+//! crash fails the command and leaves its input under `fuzz/artifacts/`.
 
 use std::process::Command;
 
@@ -11,7 +11,7 @@ use crate::model::model;
 use crate::{root, run, Step};
 
 /// The targets and what each reads.
-const TARGETS: [&str; 2] = ["checkpoint", "bert_files"];
+const TARGETS: [&str; 3] = ["checkpoint", "bert_files", "lm_weights"];
 
 pub(crate) fn fuzz(seconds: u64) -> Step {
     model()?; // the seed corpus of `bert_files` is chapter 14's model directory
@@ -60,5 +60,12 @@ fn seed_corpora() -> Step {
     for part in [&config[..], weights, &tokenizer[..]] {
         seed.extend(part);
     }
-    std::fs::write(bert.join("minilm"), seed).map_err(io)
+    std::fs::write(bert.join("minilm"), seed).map_err(io)?;
+    // Chapter 15's committed weights: the header and first tensors (the
+    // whole file is longer than the fuzzer's inputs).
+    let lm = corpus.join("lm_weights");
+    std::fs::create_dir_all(&lm).map_err(io)?;
+    let weights = std::fs::read(root().join("book/data/ch15-weights.safetensors")).map_err(io)?;
+    let weights = &weights[..weights.len().min(64 * 1024)];
+    std::fs::write(lm.join("ch15-weights"), weights).map_err(io)
 }

@@ -5,15 +5,18 @@
 //! - `cargo xtask test`: every check CI runs; stops at the first failure.
 //!
 //! and helpers: `cargo xtask figures`, which only redraws the figures;
-//! `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9 (several
-//! minutes), writes their results to `book/data/` and redraws the figures;
-//! `cargo xtask measure fast`, the appendix's run (the crate with and without
-//! OpenBLAS, NumPy and PyTorch); `cargo xtask train`, chapters 12 and 13's
-//! training runs; and `cargo xtask model`, which fetches chapter 14's
-//! pretrained model into `target/models/` (with `--data`, it also rederives
-//! chapter 14's data and measures its speed against PyTorch's); `cargo xtask
-//! corpus`, which fetches the language model's corpus into `target/corpus/`;
-//! `cargo xtask fuzz [SECONDS]`, the file readers under libFuzzer (nightly, cargo-fuzz).
+//! `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9
+//! (several minutes), writes their results to `book/data/` and redraws the
+//! figures; `cargo xtask measure fast`, the appendix's run (the crate with
+//! and without OpenBLAS, NumPy and PyTorch); `cargo xtask measure lm`,
+//! chapter 15's training and generation speeds beside PyTorch's; `cargo
+//! xtask train`, chapters 12 and 13's training runs (`train lm`: chapter
+//! 15's); `cargo xtask model`, which fetches chapter 14's pretrained model
+//! into `target/models/` (with `--data`, it also rederives chapter 14's
+//! data and measures its speed against PyTorch's); `cargo xtask corpus`,
+//! which fetches chapter 15's corpus into `target/corpus/`; and `cargo
+//! xtask fuzz [SECONDS]`, the file readers under libFuzzer (nightly,
+//! cargo-fuzz).
 //!
 //! Each command that writes `book/data/` is one *measurement run*: every
 //! file it writes starts with the same header line, `# date: …; cpu: …;
@@ -37,7 +40,7 @@ use book::{
 };
 use corpus::corpus;
 use model::{model, model_data};
-use runs::{measure, measure_fast, train};
+use runs::{measure, measure_fast, measure_lm, train};
 
 pub(crate) type Step = Result<(), String>;
 
@@ -50,8 +53,9 @@ fn main() -> ExitCode {
         "figures" => figures(),
         "measure" => match std::env::args().nth(2).as_deref() {
             Some("fast") => measure_fast(),
+            Some("lm") => corpus().and_then(|()| measure_lm()),
             None => measure(),
-            Some(other) => Err(format!("unknown option {other}: fast or nothing")),
+            Some(other) => Err(format!("unknown option {other}: fast, lm or nothing")),
         },
         "model" => match std::env::args().nth(2).as_deref() {
             None => model(),
@@ -72,7 +76,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve | test | figures | measure [fast] \
+                "usage: cargo xtask serve | test | figures | measure [fast | lm] \
                  | train [ch12 | ch13 | lm] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);

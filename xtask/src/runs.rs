@@ -278,3 +278,65 @@ pub(crate) fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
     dirs.sort();
     Ok(dirs)
 }
+
+/// `cargo xtask measure lm`: chapter 15's speeds, in one run. Training
+/// tokens per second of the crate and of PyTorch (`tools/lm_reference.py`,
+/// the Python in `TORCH_PYTHON`) on one and two threads; generation with
+/// and without the KV cache; and PyTorch's whole training run, for its
+/// validation loss. Needs the corpus (`cargo xtask corpus`).
+pub(crate) fn measure_lm() -> Step {
+    let python = reference_python(
+        "chapter 15 compares the crate's training speed with PyTorch's, measured in the same run",
+        "torch, numpy and safetensors (tools/lm_reference.py's header says how)",
+    )?;
+    let header = start_run("measure lm")?;
+    let example = "ch15_lm_speed_data";
+    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    let binary = root().join(format!("target/release/examples/{example}"));
+    let script = root().join("tools/lm_reference.py");
+    let mut speed = String::new();
+    for threads in ["1", "2"] {
+        let crate_line = capture(
+            Command::new(&binary)
+                .arg("train")
+                .envs(MEASURING)
+                .env("RAYON_NUM_THREADS", threads),
+        )?;
+        let torch_line =
+            capture(
+                Command::new(&python)
+                    .arg(&script)
+                    .args(["speed", "--threads", threads]),
+            )?;
+        speed += &crate_line;
+        speed += &torch_line;
+    }
+    let speed_file = format!(
+        "# {header}; statistic: training tokens per second over steps 101 to 300 of one run; \
+         env: MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 for the crate\n\
+         program\tthreads\ttokens_per_second\n{speed}"
+    );
+    write_data("ch15-speed.tsv", &speed_file)?;
+    let cache = capture(Command::new(&binary).arg("cache").envs(MEASURING))?;
+    let cache_file = format!(
+        "# {header}; statistic: best of 5, seconds; greedy generation from one token, one thread\n\
+         length\tcached_seconds\trecomputed_seconds\n{cache}"
+    );
+    write_data("ch15-cache-speed.tsv", &cache_file)?;
+    let torch_log = capture(
+        Command::new(&python)
+            .arg(&script)
+            .args(["train", "--threads", "1"]),
+    )?;
+    write_data(
+        "ch15-pytorch-training.tsv",
+        &format!("# {header}; statistic: one run; seed 1, one thread\n{torch_log}"),
+    )?;
+    figures()
+}
+
+/// Writes `book/data/name`.
+fn write_data(name: &str, text: &str) -> Step {
+    let path = root().join("book/data").join(name);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -1,0 +1,271 @@
+//! Chapter 15, A language model that writes: loads the committed weights
+//! and training logs (`book/data/ch15-*`, written by `cargo xtask train
+//! lm`), prints the model, its losses against the baselines, samples at
+//! several temperatures, the KV cache's check and size, and the induction
+//! scores of three training runs, and draws the chapter's figures. Needs
+//! neither the corpus nor Python.
+//!
+//! ```text
+//! cargo run --release --example ch15_language_model
+//! ```
+
+use ndarray::Array2;
+
+use attn::lm::{LmCache, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING};
+use attn::nn::Parameters;
+use report::ch15::{book_model, final_losses, head_log, samples, training_log, vocabulary};
+use report::ch15_report::{
+    cache_check, cache_report, cache_speeds, figure_heads, induction_table, loss_table,
+    penalised_greedy, pytorch_log, speed_report, top_heads, training_speeds, verse_report,
+    INDUCTION_VERSE, REPORT_STEPS,
+};
+use report::error::ReportError;
+use report::plot;
+
+fn main() -> Result<(), ReportError> {
+    let model = book_model()?;
+    let c = model.config();
+    println!(
+        "== The model: {} characters, context {}, d_model {}, {} heads, {} blocks, d_ff {}; \
+         {} parameters ==",
+        c.vocab,
+        c.context,
+        c.d_model,
+        c.heads,
+        c.layers,
+        c.d_ff,
+        model.parameter_count()
+    );
+    assert_eq!(c, SHAKESPEARE_MODEL, "the weights are the book's model");
+
+    let log = training_log()?;
+    let (finals, bigram) = final_losses()?;
+    println!(
+        "\n== Training: {} steps of {} windows, three seeds ==",
+        SHAKESPEARE_TRAINING.steps, SHAKESPEARE_TRAINING.batch
+    );
+    println!("{}", loss_table(&log, &REPORT_STEPS));
+    for (seed, loss) in &finals {
+        println!("seed {seed}: validation loss over the whole validation split {loss:.4}");
+    }
+    println!("character bigram model: {bigram:.4}");
+    println!(
+        "uniform guess over {} characters: ln {} = {:.4}",
+        c.vocab,
+        c.vocab,
+        (c.vocab as f64).ln()
+    );
+
+    let speeds = training_speeds()?;
+    let torch = pytorch_log()?;
+    let torch_validation = torch.last().map_or(f64::NAN, |l| l.2);
+    println!("\n== Training speed, the crate against PyTorch ==");
+    println!("{}", speed_report(&speeds, torch_validation));
+
+    println!("\n== Samples: \"Romeo.\\n\" continued by 200 characters ==");
+    for (label, text) in samples(&model)? {
+        println!("-- {label} --\n{text}\n");
+    }
+
+    println!("== The KV cache ==");
+    println!("{}", cache_check(&model)?);
+    println!(
+        "bytes per token: {} (2 · {} blocks · {} numbers · 4 bytes)",
+        LmCache::bytes_per_token(&model),
+        c.layers,
+        c.d_model
+    );
+    println!("\nseconds to generate, best of 5:");
+    println!("{}", cache_report(&cache_speeds()?.0));
+
+    let heads = head_log()?;
+    println!("\n== Induction: 24 random sequences of 32 characters, repeated once ==");
+    println!("{}", induction_table(&log));
+    println!("{}", top_heads(&heads, INDUCTION_VERSE.len()));
+
+    println!("\n== Exercise 1: greedy decoding with a repetition penalty ==");
+    for (label, penalty) in [
+        ("no penalty", (1.0, 20)),
+        ("penalty 1.3 on the last 20 characters", (1.3, 20)),
+    ] {
+        println!(
+            "-- {label} --\n{}\n",
+            penalised_greedy(&model, report::ch15::PROMPT, 100, penalty)?
+        );
+    }
+
+    draw_training(&log, bigram, c.vocab);
+    draw_induction(&log, &heads);
+    draw_head(&model, &heads)?;
+    Ok(())
+}
+
+/// Figure 15.1: training and validation loss of the three runs.
+fn draw_training(log: &[report::ch15::LogLine], bigram: f64, vocab: usize) {
+    use plot::{line_charts, Chart, Series, BLUE_, GREEN_, GREY_, ORANGE_};
+    let colours = [BLUE_, ORANGE_, GREEN_];
+    let mut series = Vec::new();
+    for (i, seed) in [1, 2, 3].into_iter().enumerate() {
+        let points = |f: fn(&report::ch15::LogLine) -> f64| {
+            log.iter()
+                .filter(|l| l.seed == seed)
+                .map(|l| (l.step as f64, f(l)))
+                .collect::<Vec<_>>()
+        };
+        series.push(Series {
+            label: format!("seed {seed}, validation"),
+            points: points(|l| l.validation_loss),
+            colour: colours[i],
+            dashed: false,
+        });
+    }
+    let flat = |label: String, y: f64| Series {
+        label,
+        points: vec![(100.0, y), (2000.0, y)],
+        colour: GREY_,
+        dashed: true,
+    };
+    series.push(flat(format!("bigram model, {bigram:.2}"), bigram));
+    series.push(flat(
+        format!("uniform, ln {vocab} = {:.2}", (vocab as f64).ln()),
+        (vocab as f64).ln(),
+    ));
+    let chart = Chart {
+        title: "Validation loss while training, three seeds",
+        x_desc: "step",
+        y_desc: "loss (nats per character)",
+        log2_x: false,
+        log10_y: false,
+        y_range: (1.0, 4.6),
+    };
+    line_charts("ch15-training.svg", &[(chart, series)]);
+}
+
+/// Figure 15.2: the loss on repeated random characters, and the best
+/// prefix-matching head, over training.
+fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine]) {
+    use plot::{line_charts, Chart, Series, BLUE_, GREEN_, ORANGE_};
+    let colours = [BLUE_, ORANGE_, GREEN_];
+    let mut losses = Vec::new();
+    let mut scores = Vec::new();
+    for (i, seed) in [1, 2, 3].into_iter().enumerate() {
+        let runs: Vec<_> = log.iter().filter(|l| l.seed == seed).collect();
+        losses.push(Series {
+            label: format!("seed {seed}, repeat"),
+            points: runs
+                .iter()
+                .map(|l| (l.step as f64, l.repeat_loss))
+                .collect(),
+            colour: colours[i],
+            dashed: false,
+        });
+        losses.push(Series {
+            label: format!("seed {seed}, first half"),
+            points: runs
+                .iter()
+                .map(|l| (l.step as f64, l.first_half_loss))
+                .collect(),
+            colour: colours[i],
+            dashed: true,
+        });
+        let best = |step: usize, score: fn(&report::ch15::HeadLine) -> f64| {
+            heads
+                .iter()
+                .filter(|h| h.seed == seed && h.step == step)
+                .map(score)
+                .fold(0.0, f64::max)
+        };
+        scores.push(Series {
+            label: format!("seed {seed}, previous token"),
+            points: runs
+                .iter()
+                .map(|l| (l.step as f64, best(l.step, |h| h.previous_token)))
+                .collect(),
+            colour: colours[i],
+            dashed: false,
+        });
+        scores.push(Series {
+            label: format!("seed {seed}, prefix matching"),
+            points: runs
+                .iter()
+                .map(|l| (l.step as f64, best(l.step, |h| h.prefix_matching)))
+                .collect(),
+            colour: colours[i],
+            dashed: true,
+        });
+    }
+    let loss_chart = Chart {
+        title: "Loss on random characters and on their repeat",
+        x_desc: "step",
+        y_desc: "loss (nats per character)",
+        log2_x: false,
+        log10_y: false,
+        y_range: (0.0, 9.0),
+    };
+    let score_chart = Chart {
+        title: "The largest score of any head",
+        x_desc: "step",
+        y_desc: "mean attention weight",
+        log2_x: false,
+        log10_y: false,
+        y_range: (0.0, 1.0),
+    };
+    line_charts(
+        "ch15-induction.svg",
+        &[(loss_chart, losses), (score_chart, scores)],
+    );
+}
+
+/// Figure 15.3: the book model's strongest previous-token head, and its
+/// strongest prefix-matching head, on a repeated line of verse.
+fn draw_head(
+    model: &attn::lm::LanguageModel<f32>,
+    heads: &[report::ch15::HeadLine],
+) -> Result<(), ReportError> {
+    println!("{}", verse_report(model, heads)?);
+    let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
+    let fwd = model.forward(&[vocabulary().encode(&text)?])?;
+    // The repeat's queries (rows 32 to 63) against every key.
+    let half = INDUCTION_VERSE.len();
+    let label = |i: usize| {
+        if i.is_multiple_of(8) {
+            i.to_string()
+        } else {
+            String::new()
+        }
+    };
+    let keys: Vec<String> = (0..text.len()).map(label).collect();
+    let queries: Vec<String> = (half..text.len()).map(label).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+    let heads = figure_heads(heads);
+    let titles: Vec<String> = heads
+        .iter()
+        .map(|h| format!("block {}, head {}", h.block + 1, h.head + 1))
+        .collect();
+    let mut grid = Vec::new();
+    for (h, title) in heads.iter().zip(&titles) {
+        let weights: Array2<f32> = fwd
+            .weights(h.block, 0, h.head)?
+            .slice(ndarray::s![half.., ..])
+            .to_owned();
+        let heatmap = plot::Heatmap {
+            title,
+            row_labels: &queries,
+            col_labels: &keys,
+            x_desc: "key position",
+            y_desc: "query position (the repeat)",
+            value_desc: "attention weight",
+            range: (0.0, 1.0),
+            annotate: None,
+        };
+        grid.push((heatmap, weights));
+    }
+    plot::heatmap_grid(
+        "ch15-heads.svg",
+        "A line read twice: the second reading's attention",
+        2,
+        &grid,
+    );
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! Chapter 15's speed measurements (run by `cargo xtask measure lm`, with
+//! PyTorch's in the same run; needs the corpus):
+//!
+//! - `train`: training tokens per second of the book's model and recipe,
+//!   over steps 101 to 300 (the first 100 are not timed), on as many
+//!   threads as `rayon`'s pool has; prints one line `crate THREADS TOKENS/S`.
+//! - `cache`: seconds to generate text of growing length with and without
+//!   the KV cache (best of 5), one line per length.
+
+use std::time::Instant;
+
+use attn::lm::{
+    train_lm, Corpus, Decoding, LanguageModel, LmTraining, Sampler, SHAKESPEARE_MODEL,
+    SHAKESPEARE_TRAINING,
+};
+use report::ch15::{book_model, corpus_dir};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    match std::env::args().nth(1).as_deref() {
+        Some("train") => train(),
+        Some("cache") => cache(),
+        _ => Err("usage: ch15_lm_speed_data train | cache".into()),
+    }
+}
+
+fn train() -> Result<(), Box<dyn std::error::Error>> {
+    let corpus = Corpus::shakespeare(corpus_dir())?;
+    let recipe = LmTraining {
+        steps: 300,
+        ..SHAKESPEARE_TRAINING
+    };
+    let mut model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, recipe.seed)?;
+    let log = train_lm(
+        &mut model,
+        corpus.train(),
+        corpus.validation(),
+        &recipe,
+        |_, _| {},
+    )?;
+    // Each entry's rate covers its own 100 steps; the first entry is not timed.
+    let tokens_per_step = (recipe.batch * SHAKESPEARE_MODEL.context) as f64;
+    let timed = &log[1..];
+    let tokens = timed.len() as f64 * 100.0 * tokens_per_step;
+    let seconds: f64 = timed
+        .iter()
+        .map(|e| 100.0 * tokens_per_step / e.tokens_per_second)
+        .sum();
+    println!(
+        "crate\t{}\t{:.1}",
+        rayon::current_num_threads(),
+        tokens / seconds
+    );
+    Ok(())
+}
+
+fn cache() -> Result<(), Box<dyn std::error::Error>> {
+    let model = book_model()?;
+    let greedy = Sampler::new(0.0)?;
+    for length in [8, 16, 32, 64] {
+        let mut best = [f64::INFINITY; 2];
+        for _ in 0..5 {
+            for (i, decoding) in [Decoding::Cached, Decoding::Recompute]
+                .into_iter()
+                .enumerate()
+            {
+                let start = Instant::now();
+                model.generate(&[0], length - 1, &greedy, 0, decoding)?;
+                best[i] = best[i].min(start.elapsed().as_secs_f64());
+            }
+        }
+        println!("{length}\t{:.6e}\t{:.6e}", best[0], best[1]);
+    }
+    Ok(())
+}

@@ -1,0 +1,334 @@
+//! The tables chapter 15's example prints and its tests recompute.
+
+use attn::lm::{Decoding, LanguageModel, Sampler};
+
+use crate::ch15::{vocabulary, HeadLine, LogLine};
+use crate::error::ReportError;
+use crate::show::table;
+
+/// The steps of the training log the chapter shows.
+pub const REPORT_STEPS: [usize; 7] = [100, 200, 300, 500, 1000, 1500, 2000];
+
+/// The line of verse Figure 15.3 repeats: 32 characters, read twice.
+pub const INDUCTION_VERSE: &str = "Shall I compare thee to a summer";
+
+/// The largest difference allowed between cached and recomputed logits.
+pub const CACHE_TOLERANCE: f32 = 1e-4;
+
+/// Training and validation loss of each seed at [`REPORT_STEPS`].
+pub fn loss_table(log: &[LogLine], steps: &[usize]) -> String {
+    let rows: Vec<Vec<String>> = steps
+        .iter()
+        .map(|&step| {
+            let mut row = vec![step.to_string()];
+            for seed in [1, 2, 3] {
+                let line = log.iter().find(|l| l.seed == seed && l.step == step);
+                row.push(line.map_or("–".into(), |l| {
+                    format!("{:.3} / {:.3}", l.train_loss, l.validation_loss)
+                }));
+            }
+            row
+        })
+        .collect();
+    table(
+        &["step", "seed 1: train / validation", "seed 2", "seed 3"],
+        &rows,
+    )
+}
+
+/// Generates the context's worth of text greedily twice, through the KV
+/// cache and by recomputing every step, and compares the logits at every
+/// step and the tokens.
+pub fn cache_check(model: &LanguageModel<f32>) -> Result<String, ReportError> {
+    let context = model.config().context;
+    let prompt = vocabulary().encode("Romeo.\n")?;
+    let greedy = Sampler::new(0.0)?;
+    let count = context - prompt.len();
+    let cached = model.generate(&prompt, count, &greedy, 0, Decoding::Cached)?;
+    let recomputed = model.generate(&prompt, count, &greedy, 0, Decoding::Recompute)?;
+    let mut cache = model.new_cache();
+    let mut worst = 0.0_f32;
+    for t in 0..context {
+        let a = model.step(cached[t], &mut cache)?;
+        let b = model.next_logits(&cached[..=t])?;
+        worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(worst, f32::max);
+    }
+    let within = if worst <= CACHE_TOLERANCE {
+        "within"
+    } else {
+        "NOT within"
+    };
+    let same = if cached == recomputed {
+        "the same"
+    } else {
+        "DIFFERENT"
+    };
+    Ok(format!(
+        "{context} steps: cached and recomputed logits agree {within} {CACHE_TOLERANCE:e} \
+         at every step; the greedy texts are {same}"
+    ))
+}
+
+/// Each seed's loss on the repeats against the first halves, at
+/// [`REPORT_STEPS`].
+pub fn induction_table(log: &[LogLine]) -> String {
+    let rows: Vec<Vec<String>> = REPORT_STEPS
+        .iter()
+        .map(|&step| {
+            let mut row = vec![step.to_string()];
+            for seed in [1, 2, 3] {
+                let line = log.iter().find(|l| l.seed == seed && l.step == step);
+                row.push(line.map_or("–".into(), |l| {
+                    format!("{:.2} / {:.2}", l.first_half_loss, l.repeat_loss)
+                }));
+            }
+            row
+        })
+        .collect();
+    table(
+        &["step", "seed 1: first half / repeat", "seed 2", "seed 3"],
+        &rows,
+    )
+}
+
+/// For each seed, at the last step: the head with the largest
+/// previous-token score and the head with the largest prefix-matching
+/// score, against what attention spread evenly over the causal row would
+/// give (`half` characters, then the same again).
+pub fn top_heads(heads: &[HeadLine], half: usize) -> String {
+    let last = heads.iter().map(|h| h.step).max().unwrap_or(0);
+    let t = 2 * half;
+    let uniform_previous = (1..t).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / (t - 1) as f64;
+    let uniform_prefix = (half..t).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / half as f64;
+    let name = |h: &HeadLine| format!("block {} head {}", h.block + 1, h.head + 1);
+    let rows: Vec<Vec<String>> = [1, 2, 3]
+        .iter()
+        .filter_map(|&seed| {
+            let at_end: Vec<&HeadLine> = heads
+                .iter()
+                .filter(|h| h.seed == seed && h.step == last)
+                .collect();
+            let previous = at_end
+                .iter()
+                .max_by(|a, b| a.previous_token.total_cmp(&b.previous_token))?;
+            let prefix = at_end
+                .iter()
+                .max_by(|a, b| a.prefix_matching.total_cmp(&b.prefix_matching))?;
+            Some(vec![
+                seed.to_string(),
+                format!("{:.3} ({})", previous.previous_token, name(previous)),
+                format!("{:.3} ({})", prefix.prefix_matching, name(prefix)),
+            ])
+        })
+        .collect();
+    format!(
+        "{}\nattention spread evenly over the causal row: previous token {uniform_previous:.3}, \
+         prefix matching {uniform_prefix:.3}",
+        table(
+            &[
+                &format!("seed (step {last})"),
+                "largest previous-token score",
+                "largest prefix-matching score",
+            ],
+            &rows,
+        )
+    )
+}
+
+/// Exercise 1's demonstration: greedy decoding from `prompt` for `count`
+/// tokens through the KV cache, each step's logits first penalised by
+/// `penalty` for every token among the last `window` of the text.
+pub fn penalised_greedy(
+    model: &LanguageModel<f32>,
+    prompt: &str,
+    count: usize,
+    (penalty, window): (f32, usize),
+) -> Result<String, ReportError> {
+    let vocab = vocabulary();
+    let mut tokens = vocab.encode(prompt)?;
+    let mut cache = model.new_cache();
+    let mut logits = None;
+    for &t in &tokens {
+        logits = Some(model.step(t, &mut cache)?);
+    }
+    for _ in 0..count {
+        let mut z = logits.take().expect("the prompt is not empty").to_vec();
+        let recent = &tokens[tokens.len().saturating_sub(window)..];
+        attn::exercises::ch15::repetition_penalty(&mut z, recent, penalty)?;
+        let next = attn::lm::greedy(&z)?;
+        tokens.push(next);
+        if cache.len() == model.config().context {
+            break; // learned positions: the cache is full
+        }
+        logits = Some(model.step(next, &mut cache)?);
+    }
+    Ok(vocab.decode(&tokens)?)
+}
+
+/// Training tokens per second of the crate and of PyTorch, per thread
+/// count, from one measurement run (`book/data/ch15-speed.tsv`).
+#[derive(Debug, Clone)]
+pub struct TrainingSpeeds {
+    /// `(threads, crate, PyTorch)`.
+    pub rows: Vec<(usize, f64, f64)>,
+    /// The file's provenance.
+    pub source: crate::provenance::Provenance,
+}
+
+/// Reads `book/data/ch15-speed.tsv`.
+pub fn training_speeds() -> Result<TrainingSpeeds, ReportError> {
+    let file = "ch15-speed.tsv";
+    let (source, text) = crate::provenance::Provenance::read(file)?;
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for row in crate::measurements::data_rows(&text, '\t') {
+        let threads: usize = parse(file, row.get(1))?;
+        let speed: f64 = parse(file, row.get(2))?;
+        match row.first().copied() {
+            Some("crate") => ours.push((threads, speed)),
+            _ => theirs.push((threads, speed)),
+        }
+    }
+    let rows = ours
+        .iter()
+        .filter_map(|&(t, s)| Some((t, s, theirs.iter().find(|p| p.0 == t)?.1)))
+        .collect();
+    Ok(TrainingSpeeds { rows, source })
+}
+
+fn parse<T: std::str::FromStr>(file: &str, field: Option<&&str>) -> Result<T, ReportError> {
+    let field = field.copied().unwrap_or("");
+    field.parse().map_err(|_| ReportError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: format!("{field:?} is not a number"),
+    })
+}
+
+/// The speeds as the chapter shows them, with PyTorch's validation loss
+/// after its whole training run.
+pub fn speed_report(speeds: &TrainingSpeeds, pytorch_validation: f64) -> String {
+    let rows: Vec<Vec<String>> = speeds
+        .rows
+        .iter()
+        .map(|&(threads, ours, theirs)| {
+            vec![
+                threads.to_string(),
+                format!("{ours:.0}"),
+                format!("{theirs:.0}"),
+                format!("{:.2}", ours / theirs),
+            ]
+        })
+        .collect();
+    format!(
+        "{}\nPyTorch, seed 1, validation loss after 2000 steps (240 windows): {pytorch_validation:.4}",
+        table(
+            &["threads", "attn, tokens/s", "PyTorch, tokens/s", "ratio"],
+            &rows
+        )
+    )
+}
+
+/// PyTorch's training log (`book/data/ch15-pytorch-training.tsv`): per
+/// logged step, the training and validation loss.
+pub fn pytorch_log() -> Result<Vec<(usize, f64, f64)>, ReportError> {
+    let file = "ch15-pytorch-training.tsv";
+    let text = crate::measurements::data_file(file)?;
+    crate::measurements::data_rows(&text, '\t')
+        .map(|row| {
+            Ok((
+                parse(file, row.first())?,
+                parse(file, row.get(1))?,
+                parse(file, row.get(2))?,
+            ))
+        })
+        .collect()
+}
+
+/// Per length of text: `(length, seconds cached, seconds recomputed)`.
+pub type CacheSpeeds = Vec<(usize, f64, f64)>;
+
+/// Seconds to generate text with and without the KV cache
+/// (`book/data/ch15-cache-speed.tsv`), and the file's provenance.
+pub fn cache_speeds() -> Result<(CacheSpeeds, crate::provenance::Provenance), ReportError> {
+    let file = "ch15-cache-speed.tsv";
+    let (source, text) = crate::provenance::Provenance::read(file)?;
+    let rows = crate::measurements::data_rows(&text, '\t')
+        .map(|row| {
+            Ok((
+                parse(file, row.first())?,
+                parse(file, row.get(1))?,
+                parse(file, row.get(2))?,
+            ))
+        })
+        .collect::<Result<_, ReportError>>()?;
+    Ok((rows, source))
+}
+
+/// The cache's speeds as the chapter shows them.
+pub fn cache_report(rows: &[(usize, f64, f64)]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|&(length, cached, recomputed)| {
+            vec![
+                length.to_string(),
+                format!("{:.2}", cached * 1e3),
+                format!("{:.2}", recomputed * 1e3),
+                format!("{:.1}", recomputed / cached),
+            ]
+        })
+        .collect();
+    table(
+        &["characters", "cached, ms", "recomputed, ms", "speed-up"],
+        &rows,
+    )
+}
+
+/// The heads of Figure 15.3, from seed 1's last step: its strongest
+/// previous-token head and its strongest prefix-matching head.
+pub fn figure_heads(heads: &[HeadLine]) -> [&HeadLine; 2] {
+    let last = heads
+        .iter()
+        .filter(|h| h.seed == 1)
+        .map(|h| h.step)
+        .max()
+        .unwrap_or(0);
+    let at_end: Vec<&HeadLine> = heads
+        .iter()
+        .filter(|h| h.seed == 1 && h.step == last)
+        .collect();
+    let strongest = |score: fn(&HeadLine) -> f64| {
+        *at_end
+            .iter()
+            .max_by(|a, b| score(a).total_cmp(&score(b)))
+            .expect("the log holds seed 1's last step")
+    };
+    [
+        strongest(|h| h.previous_token),
+        strongest(|h| h.prefix_matching),
+    ]
+}
+
+/// What the heads of Figure 15.3 do on [`INDUCTION_VERSE`] read twice.
+pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<String, ReportError> {
+    let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
+    let scores = attn::lm::induction_scores(model, &[vocabulary().encode(&text)?])?;
+    let lines: Vec<String> = figure_heads(heads)
+        .iter()
+        .zip(["previous-token", "prefix-matching"])
+        .map(|(h, what)| {
+            format!(
+                "on \"{INDUCTION_VERSE}\" read twice: block {} head {} (the strongest {what} head) \
+                 puts {:.3} on the previous character and {:.3} on the one after the first occurrence",
+                h.block + 1,
+                h.head + 1,
+                scores.previous_token[[h.block, h.head]],
+                scores.prefix_matching[[h.block, h.head]]
+            )
+        })
+        .collect();
+    Ok(lines.join("\n"))
+}
