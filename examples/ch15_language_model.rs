@@ -175,6 +175,8 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
                 .map(score)
                 .fold(0.0, f64::max)
         };
+        // Prefix matching in blocks 2 to 4 only: block 1's keys cannot match prefixes.
+        let prefix = |h: &report::ch15::HeadLine| if h.block > 0 { h.prefix_matching } else { 0.0 };
         scores.push(Series {
             label: format!("seed {seed}, previous token"),
             points: runs
@@ -188,7 +190,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
             label: format!("seed {seed}, prefix matching"),
             points: runs
                 .iter()
-                .map(|l| (l.step as f64, best(l.step, |h| h.prefix_matching)))
+                .map(|l| (l.step as f64, best(l.step, prefix)))
                 .collect(),
             colour: colours[i],
             dashed: true,

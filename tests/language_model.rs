@@ -89,3 +89,34 @@ fn the_model_computes_what_pytorch_computes() {
         }
     }
 }
+
+/// The chapter says which plays the validation split holds: it starts in
+/// *Troilus and Cressida* and runs to the end of the last file.
+#[test]
+fn the_validation_split_starts_in_troilus_and_cressida() {
+    let mut files: Vec<_> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("_gut.txt"))
+        .collect();
+    files.sort();
+    let split = corpus().train().len();
+    let mut start = 0;
+    let mut holding = Vec::new();
+    for file in &files {
+        let len = std::fs::metadata(file).unwrap().len() as usize;
+        if start + len > split {
+            holding.push(file.file_name().unwrap().to_string_lossy().to_string());
+        }
+        start += len;
+    }
+    assert_eq!(
+        holding,
+        [
+            "troilus_and_cressida_gut.txt",
+            "twelfth_night_gut.txt",
+            "two_gentlemen_of_verona_gut.txt",
+            "winters_tale_gut.txt"
+        ]
+    );
+}

@@ -96,9 +96,11 @@ pub fn induction_table(log: &[LogLine]) -> String {
 }
 
 /// For each seed, at the last step: the head with the largest
-/// previous-token score and the head with the largest prefix-matching
-/// score, against what attention spread evenly over the causal row would
-/// give (`half` characters, then the same again).
+/// previous-token score, and the head with the largest prefix-matching
+/// score among blocks 2 to 4 (a head of block 1 cannot match prefixes: its
+/// keys know only their own character and position), against what
+/// attention spread evenly over the causal row would give (`half`
+/// characters, then the same again).
 pub fn top_heads(heads: &[HeadLine], half: usize) -> String {
     let last = heads.iter().map(|h| h.step).max().unwrap_or(0);
     let t = 2 * half;
@@ -117,6 +119,7 @@ pub fn top_heads(heads: &[HeadLine], half: usize) -> String {
                 .max_by(|a, b| a.previous_token.total_cmp(&b.previous_token))?;
             let prefix = at_end
                 .iter()
+                .filter(|h| h.block > 0)
                 .max_by(|a, b| a.prefix_matching.total_cmp(&b.prefix_matching))?;
             Some(vec![
                 seed.to_string(),
@@ -132,7 +135,7 @@ pub fn top_heads(heads: &[HeadLine], half: usize) -> String {
             &[
                 &format!("seed (step {last})"),
                 "largest previous-token score",
-                "largest prefix-matching score",
+                "largest prefix-matching score, blocks 2–4",
             ],
             &rows,
         )
@@ -226,7 +229,7 @@ pub fn speed_report(speeds: &TrainingSpeeds, pytorch_validation: f64) -> String 
     format!(
         "{}\nPyTorch, seed 1, validation loss after 2000 steps (240 windows): {pytorch_validation:.4}",
         table(
-            &["threads", "attn, tokens/s", "PyTorch, tokens/s", "ratio"],
+            &["threads", "this crate, tokens/s", "PyTorch, tokens/s", "ratio"],
             &rows
         )
     )
@@ -288,7 +291,8 @@ pub fn cache_report(rows: &[(usize, f64, f64)]) -> String {
 }
 
 /// The heads of Figure 15.3, from seed 1's last step: its strongest
-/// previous-token head and its strongest prefix-matching head.
+/// previous-token head and its strongest prefix-matching head of blocks 2
+/// to 4.
 pub fn figure_heads(heads: &[HeadLine]) -> [&HeadLine; 2] {
     let last = heads
         .iter()
@@ -306,10 +310,15 @@ pub fn figure_heads(heads: &[HeadLine]) -> [&HeadLine; 2] {
             .max_by(|a, b| score(a).total_cmp(&score(b)))
             .expect("the log holds seed 1's last step")
     };
-    [
-        strongest(|h| h.previous_token),
-        strongest(|h| h.prefix_matching),
-    ]
+    // Block 1's keys know only their own character: look in blocks 2 to 4.
+    let prefix = |h: &HeadLine| {
+        if h.block > 0 {
+            h.prefix_matching
+        } else {
+            f64::NEG_INFINITY
+        }
+    };
+    [strongest(|h| h.previous_token), strongest(prefix)]
 }
 
 /// What the heads of Figure 15.3 do on [`INDUCTION_VERSE`] read twice.
@@ -318,10 +327,10 @@ pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<St
     let scores = attn::lm::induction_scores(model, &[vocabulary().encode(&text)?])?;
     let lines: Vec<String> = figure_heads(heads)
         .iter()
-        .zip(["previous-token", "prefix-matching"])
+        .zip(["previous-token head", "prefix-matching head of blocks 2–4"])
         .map(|(h, what)| {
             format!(
-                "on \"{INDUCTION_VERSE}\" read twice: block {} head {} (the strongest {what} head) \
+                "on \"{INDUCTION_VERSE}\" read twice: block {} head {} (the strongest {what}) \
                  puts {:.3} on the previous character and {:.3} on the one after the first occurrence",
                 h.block + 1,
                 h.head + 1,

@@ -3,11 +3,11 @@
 use crate::error::AttnError;
 
 // ANCHOR: repetition_penalty
-/// Exercise 1: a repetition penalty (Keskar et al., 2019). Every token
-/// that already occurs in `previous` has its logit made less likely by the
-/// factor `penalty ≥ 1`: a positive logit is divided by it, a negative one
-/// multiplied (dividing a negative logit would raise it). Other logits are
-/// unchanged; `penalty = 1` changes nothing.
+/// Exercise 1: a repetition penalty (after Keskar et al., 2019). The logit
+/// of every token that already occurs in `previous` is scaled by
+/// `penalty ≥ 1` towards less likely: a positive logit is divided by it, a
+/// negative one multiplied (dividing a negative logit would raise it).
+/// Other logits are unchanged; `penalty = 1` changes nothing.
 pub fn repetition_penalty(
     logits: &mut [f32],
     previous: &[usize],

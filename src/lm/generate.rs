@@ -69,8 +69,9 @@ impl LanguageModel<f32> {
     /// logits of the token after it: the last row of [`Self::forward`] over
     /// every token read so far. With rotary positions the cache is a
     /// sliding window: once it holds `context` tokens, each step forgets the
-    /// oldest, and the result is the last row of [`Self::forward`] over the
-    /// last `context` tokens.
+    /// oldest, and the result is the row of [`Self::forward_window`] (every
+    /// block attending to the last `context` positions) over the whole
+    /// text. It is not that of reading the last `context` tokens afresh.
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
         let position = cache.read;
         self.check_step(token, position, cache)?;
