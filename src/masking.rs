@@ -264,6 +264,18 @@ impl KvCache {
         self.len() == 0
     }
 
+    /// An empty cache with room for `rows` tokens, allocated at once, so
+    /// that the first `rows` steps allocate nothing for it.
+    pub fn with_capacity(d_k: usize, d_v: usize, rows: usize) -> Result<Self, AttnError> {
+        check_size("the cached keys", rows, d_k)?;
+        check_size("the cached values", rows, d_v)?;
+        let mut cache = KvCache::new(d_k, d_v);
+        let room = |a: &mut Array2<f32>| a.reserve_rows(rows).expect("size checked above");
+        room(&mut cache.k);
+        room(&mut cache.v);
+        Ok(cache)
+    }
+
     /// The width of its keys, `d_k`.
     pub fn width(&self) -> usize {
         self.k.ncols()

@@ -157,6 +157,11 @@ fn every_number_is_bound() {
     // The cache.
     b.quoted(&cache_check(&model).unwrap());
     b.exact("4,096", LmCache::bytes_per_token(&model) as f64);
+    // Checked against the allocator by tests/lm_cache_memory.rs.
+    b.exact(
+        "262,144",
+        (c.context * LmCache::bytes_per_token(&model)) as f64,
+    );
     let (cache_rows, cache_source) = cache_speeds().unwrap();
     b.from(&[&cache_source]).quoted(&cache_report(&cache_rows));
     b.exact("63", (c.context - 1) as f64);

@@ -54,12 +54,16 @@ impl LmCache {
 
 // ANCHOR: step
 impl LanguageModel<f32> {
-    /// An empty cache for this model.
+    /// An empty cache for this model, with room for its context, allocated
+    /// at once: [`LmCache::bytes_per_token`] times the context.
     pub fn new_cache(&self) -> LmCache {
-        let d_k = self.config.d_model / self.config.heads;
-        let block = vec![KvCache::new(d_k, d_k); self.config.heads];
+        let c = self.config;
+        let d_k = c.d_model / c.heads;
+        let head = || KvCache::with_capacity(d_k, d_k, c.context).expect("checked with the model");
         LmCache {
-            heads: vec![block; self.config.layers],
+            heads: (0..c.layers)
+                .map(|_| (0..c.heads).map(|_| head()).collect())
+                .collect(),
             read: 0,
         }
     }

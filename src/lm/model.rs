@@ -88,6 +88,8 @@ impl LmConfig {
                 requirement: "must be even: RoPE turns pairs of coordinates",
             });
         }
+        // The cache holds `context` keys and values of width d in a block.
+        crate::check::check_size("a block's KV cache", self.context, self.d_model)?;
         check_parameters(
             self.parameter_count(),
             [self.layers, self.d_model, self.d_ff],
@@ -318,11 +320,16 @@ mod tests {
         })
         .contains("vocab"));
         let huge = LmConfig {
-            d_model: 1 << 40,
-            heads: 1,
+            layers: 1 << 40,
             ..SHAKESPEARE_MODEL
         };
         assert!(e(huge).contains("parameters"));
+        let long = LmConfig {
+            context: 1 << 40,
+            positions: Positions::Rotary,
+            ..SHAKESPEARE_MODEL
+        };
+        assert!(e(long).contains("KV cache"));
         let odd = LmConfig {
             d_model: 12,
             heads: 4,

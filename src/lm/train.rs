@@ -147,13 +147,20 @@ pub fn mean_loss<F: Real>(
     offsets: &[usize],
     batch: usize,
 ) -> Result<f64, AttnError> {
+    if offsets.is_empty() {
+        return Err(AttnError::InvalidArgument {
+            name: "windows",
+            value: 0.0,
+            requirement: "must be at least one to measure a mean loss over",
+        });
+    }
     let context = model.config().context;
     let mut total = 0.0;
     for chunk in offsets.chunks(batch.max(1)) {
         let (inputs, targets) = windows(text, chunk, context)?;
         total += model.loss(&inputs, &targets)? * chunk.len() as f64;
     }
-    Ok(total / offsets.len().max(1) as f64)
+    Ok(total / offsets.len() as f64)
 }
 
 /// One entry of the training log.

@@ -6,6 +6,7 @@
 mod accepted;
 mod attention;
 mod layers;
+mod lm;
 mod loops;
 mod models;
 mod nan_and_overflow;
