@@ -37,6 +37,7 @@ pub fn current() -> usize {
 
 /// Runs `f` and returns its result, dropped, with the most bytes allocated
 /// at once above what was allocated before it started.
+#[allow(dead_code, reason = "only some of the files that include this read it")]
 pub fn peak_during<T>(f: impl FnOnce() -> T) -> usize {
     let before = CURRENT.load(Relaxed);
     PEAK.store(before, Relaxed);
