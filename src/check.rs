@@ -133,6 +133,25 @@ pub(crate) fn check_finite<F: crate::real::Real>(
 /// Checks that each `(name, index, count)` has `index < count`; the error
 /// names the first index that does not, with `requirement` (less than
 /// what).
+/// Checks a model's sizes: each at least 1, and `heads` dividing
+/// `d_model` evenly (each `(name, size)` named in the error).
+pub(crate) fn check_model_sizes(
+    sizes: &[(&'static str, usize)],
+    (d_model, heads): (usize, usize),
+) -> Result<(), AttnError> {
+    if let Some(&(name, _)) = sizes.iter().find(|(_, size)| *size == 0) {
+        return Err(AttnError::InvalidArgument {
+            name,
+            value: 0.0,
+            requirement: "must be at least 1",
+        });
+    }
+    if !d_model.is_multiple_of(heads) {
+        return Err(AttnError::HeadsDoNotDivide { d_model, h: heads });
+    }
+    Ok(())
+}
+
 pub(crate) fn check_indices(
     indices: &[(&'static str, usize, usize)],
     requirement: &'static str,

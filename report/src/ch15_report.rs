@@ -15,25 +15,31 @@ pub const INDUCTION_VERSE: &str = "Shall I compare thee to a summer";
 /// The largest difference allowed between cached and recomputed logits.
 pub const CACHE_TOLERANCE: f32 = 1e-4;
 
-/// Training and validation loss of each seed at [`REPORT_STEPS`].
+/// Training and validation loss of each seed at `steps`.
 pub fn loss_table(log: &[LogLine], steps: &[usize]) -> String {
+    let cell = |l: &LogLine| format!("{:.3} / {:.3}", l.train_loss, l.validation_loss);
+    per_seed(log, steps, "seed 1: train / validation", cell)
+}
+
+/// A table of one cell per seed (columns) and step (rows).
+fn per_seed(
+    log: &[LogLine],
+    steps: &[usize],
+    first: &str,
+    cell: impl Fn(&LogLine) -> String,
+) -> String {
     let rows: Vec<Vec<String>> = steps
         .iter()
         .map(|&step| {
             let mut row = vec![step.to_string()];
             for seed in [1, 2, 3] {
                 let line = log.iter().find(|l| l.seed == seed && l.step == step);
-                row.push(line.map_or("–".into(), |l| {
-                    format!("{:.3} / {:.3}", l.train_loss, l.validation_loss)
-                }));
+                row.push(line.map_or("–".into(), &cell));
             }
             row
         })
         .collect();
-    table(
-        &["step", "seed 1: train / validation", "seed 2", "seed 3"],
-        &rows,
-    )
+    table(&["step", first, "seed 2", "seed 3"], &rows)
 }
 
 /// Generates the context's worth of text greedily twice, through the KV
@@ -76,23 +82,8 @@ pub fn cache_check(model: &LanguageModel<f32>) -> Result<String, ReportError> {
 /// Each seed's loss on the repeats against the first halves, at
 /// [`REPORT_STEPS`].
 pub fn induction_table(log: &[LogLine]) -> String {
-    let rows: Vec<Vec<String>> = REPORT_STEPS
-        .iter()
-        .map(|&step| {
-            let mut row = vec![step.to_string()];
-            for seed in [1, 2, 3] {
-                let line = log.iter().find(|l| l.seed == seed && l.step == step);
-                row.push(line.map_or("–".into(), |l| {
-                    format!("{:.2} / {:.2}", l.first_half_loss, l.repeat_loss)
-                }));
-            }
-            row
-        })
-        .collect();
-    table(
-        &["step", "seed 1: first half / repeat", "seed 2", "seed 3"],
-        &rows,
-    )
+    let cell = |l: &LogLine| format!("{:.2} / {:.2}", l.first_half_loss, l.repeat_loss);
+    per_seed(log, &REPORT_STEPS, "seed 1: first half / repeat", cell)
 }
 
 /// For each seed, at the last step: the head with the largest

@@ -3,7 +3,7 @@
 use ndarray::{Array1, Array2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use crate::check::check_parameters;
+use crate::check::{check_model_sizes, check_parameters};
 use crate::error::AttnError;
 use crate::nn::{FfnParams, Parameters, PreNormBlock};
 use crate::real::Real;
@@ -65,21 +65,7 @@ impl LmConfig {
             ("layers", self.layers),
             ("d_ff", self.d_ff),
         ];
-        for (name, size) in sizes {
-            if size == 0 {
-                return Err(AttnError::InvalidArgument {
-                    name,
-                    value: 0.0,
-                    requirement: "must be at least 1",
-                });
-            }
-        }
-        if !self.d_model.is_multiple_of(self.heads) {
-            return Err(AttnError::HeadsDoNotDivide {
-                d_model: self.d_model,
-                h: self.heads,
-            });
-        }
+        check_model_sizes(&sizes, (self.d_model, self.heads))?;
         let d_k = self.d_model / self.heads;
         if self.positions == Positions::Rotary && !d_k.is_multiple_of(2) {
             return Err(AttnError::InvalidArgument {

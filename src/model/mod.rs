@@ -32,7 +32,7 @@ mod weights;
 use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use crate::check::check_parameters;
+use crate::check::{check_model_sizes, check_parameters};
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{zeroed, FfnParams, Parameters, PreNormBlock};
@@ -81,21 +81,7 @@ impl ModelConfig {
             ("d_ff", self.d_ff),
             ("layers", self.layers),
         ];
-        for (name, size) in sizes {
-            if size == 0 {
-                return Err(AttnError::InvalidArgument {
-                    name,
-                    value: 0.0,
-                    requirement: "must be at least 1",
-                });
-            }
-        }
-        if !self.d_model.is_multiple_of(self.heads) {
-            return Err(AttnError::HeadsDoNotDivide {
-                d_model: self.d_model,
-                h: self.heads,
-            });
-        }
+        check_model_sizes(&sizes, (self.d_model, self.heads))?;
         check_parameters(
             self.parameter_count(),
             [self.layers, self.d_model, self.d_ff],
