@@ -15,9 +15,9 @@ use attn::lm::{LmCache, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING};
 use attn::nn::Parameters;
 use report::ch15::{book_model, final_losses, head_log, samples, training_log, vocabulary};
 use report::ch15_report::{
-    cache_check, cache_report, cache_speeds, figure_heads, induction_table, loss_table,
-    penalised_greedy, pytorch_log, speed_report, top_heads, training_speeds, verse_report,
-    INDUCTION_VERSE, REPORT_STEPS,
+    ablation_report, cache_check, cache_report, cache_speeds, figure_heads, induction_table,
+    loss_table, penalised_greedy, pytorch_log, speed_report, top_heads, training_speeds,
+    verse_report, INDUCTION_VERSE, REPORT_STEPS,
 };
 use report::error::ReportError;
 use report::plot;
@@ -93,6 +93,9 @@ fn main() -> Result<(), ReportError> {
             penalised_greedy(&model, report::ch15::PROMPT, 100, penalty)?
         );
     }
+
+    println!("\n== Removing heads from the book's model (seed 1), on the repeated sequences ==");
+    println!("{}", ablation_report(&model, &heads)?);
 
     draw_training(&log, bigram, c.vocab);
     draw_induction(&log, &heads);

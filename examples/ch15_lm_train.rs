@@ -12,26 +12,23 @@
 use std::fmt::Write;
 use std::time::Instant;
 
-use report::ch15::corpus_dir;
+use report::ch15::{corpus_dir, repeats};
 use report::provenance::header;
 
 use attn::lm::{
-    even_offsets, induction_scores, mean_loss, repeated_sequences, train_lm, Corpus, LanguageModel,
-    LmTraining, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
+    even_offsets, induction_scores, mean_loss, train_lm, Corpus, LanguageModel, LmTraining,
+    SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
 };
 use attn::nn::Parameters;
 
 /// The seeds whose runs the chapter compares; the first one's weights are
 /// the book's model.
 const SEEDS: [u64; 3] = [1, 2, 3];
-/// Repeated sequences for the induction scores: 24 of 32 random
-/// characters, each followed by itself (64 = the context).
-const REPEATS: (u64, usize, usize) = (7, 24, 32);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let corpus = Corpus::shakespeare(corpus_dir())?;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
-    let repeats = repeated_sequences(REPEATS.0, REPEATS.1, REPEATS.2, SHAKESPEARE_MODEL.vocab);
+    let repeats = repeats(SHAKESPEARE_MODEL.vocab);
     let mut training = format!(
         "{}\nseed\tstep\ttrain_loss\tvalidation_loss\tlr\ttokens_per_second\tfirst_half_loss\trepeat_loss\n",
         header(

@@ -15,9 +15,9 @@ use report::ch15::{
     SAMPLE_SEED, VOCAB,
 };
 use report::ch15_report::{
-    cache_check, cache_report, cache_speeds, induction_table, loss_table, penalised_greedy,
-    pytorch_log, speed_report, top_heads, training_speeds, verse_report, INDUCTION_VERSE,
-    REPORT_STEPS,
+    ablation_report, cache_check, cache_report, cache_speeds, induction_table, loss_table,
+    penalised_greedy, pytorch_log, speed_report, top_heads, training_speeds, verse_report,
+    INDUCTION_VERSE, REPORT_STEPS,
 };
 use report::numbers::{Bindings, Evidence};
 
@@ -380,6 +380,21 @@ fn every_number_is_bound() {
         "The learning rate rises linearly",
         (0..recipe.warmup - 1).all(|t| lr(t + 1) > lr(t)) && lr(recipe.warmup - 1) == 1.0,
     );
+    // Removing heads (seed 1 only: the one model whose weights are committed).
+    let ablation = ablation_report(&model, &heads).unwrap();
+    b.quoted(&ablation);
+    let gaps: Vec<f64> = ablation
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().last().unwrap().parse::<f64>().unwrap())
+        .collect();
+    let (gap_lo, gap_hi) = (min(&gaps), max(&gaps));
+    b.rounded("0.09", gap_lo).rounded("0.13", gap_hi);
+    b.claim(
+        "the loss on the repeat stays above the loss on\nthe first reading",
+        gap_lo > 0.0,
+    );
+    b.claim("here\nthere is none to take", max(&prefix) < 0.021);
     b.assert_all_bound();
 }
 

@@ -147,6 +147,16 @@ pub fn final_losses() -> Result<(Vec<(u64, f64)>, f64), ReportError> {
     Ok((seeds, bigram.ok_or_else(|| bad("no bigram baseline line"))?))
 }
 
+/// The repeated sequences of the induction scores: seed, count, and the
+/// length of each half (24 sequences of 32 random characters, each read
+/// twice: 64, the context).
+pub const REPEATS: (u64, usize, usize) = (7, 24, 32);
+
+/// The sequences of [`REPEATS`], over the model's vocabulary.
+pub fn repeats(vocab: usize) -> Vec<Vec<usize>> {
+    attn::lm::repeated_sequences(REPEATS.0, REPEATS.1, REPEATS.2, vocab)
+}
+
 /// The prompt the chapter's samples continue: a speaker's name, as the
 /// corpus writes one.
 pub const PROMPT: &str = "Romeo.\n";

@@ -332,3 +332,48 @@ pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<St
         .collect();
     Ok(lines.join("\n"))
 }
+
+/// Removing heads from the book's model (seed 1): the loss on the first
+/// readings and on the repeats of [`crate::ch15::REPEATS`], without
+/// nothing, without each head of Figure 15.3, and without another head of
+/// the same block drawn at random (SplitMix64, seed 1).
+pub fn ablation_report(
+    model: &LanguageModel<f32>,
+    heads: &[HeadLine],
+) -> Result<String, ReportError> {
+    let sequences = crate::ch15::repeats(model.config().vocab);
+    let mut rng = attn::lm::SplitMix64::new(1);
+    let mut removed: Vec<(String, Vec<(usize, usize)>)> = vec![("none".into(), vec![])];
+    for (what, h) in ["previous-token", "prefix-matching"]
+        .iter()
+        .zip(figure_heads(heads))
+    {
+        let (block, head) = (h.block + 1, h.head + 1);
+        removed.push((
+            format!("block {block} head {head} (strongest {what})"),
+            vec![(block, head)],
+        ));
+        let others: Vec<usize> = (1..=model.config().heads).filter(|&o| o != head).collect();
+        let other = others[(rng.next_u64() % others.len() as u64) as usize];
+        removed.push((
+            format!("block {block} head {other} (at random)"),
+            vec![(block, other)],
+        ));
+    }
+    let rows = removed
+        .into_iter()
+        .map(|(label, which)| {
+            let s = attn::lm::induction_scores(&model.without_heads(&which)?, &sequences)?;
+            Ok(vec![
+                label,
+                format!("{:.3}", s.first_half_loss),
+                format!("{:.3}", s.repeat_loss),
+                format!("{:+.3}", s.repeat_loss - s.first_half_loss),
+            ])
+        })
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    Ok(table(
+        &["removed", "first half", "repeat", "repeat − first half"],
+        &rows,
+    ))
+}

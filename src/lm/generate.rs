@@ -157,6 +157,17 @@ impl LanguageModel<f32> {
     }
 }
 
+impl<F: crate::real::Real> LanguageModel<F> {
+    /// The same model without the heads `removed`, each `(block, head)`
+    /// counted from 1 (their outputs dropped before `W_O`, as chapters 12
+    /// and 14 remove heads).
+    pub fn without_heads(&self, removed: &[(usize, usize)]) -> Result<Self, AttnError> {
+        let mut model = self.clone();
+        crate::nn::remove_heads(&mut model.blocks, self.config.heads, removed)?;
+        Ok(model)
+    }
+}
+
 // ANCHOR: generate
 /// How [`LanguageModel::generate`] computes each next token's logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

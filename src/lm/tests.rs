@@ -216,3 +216,23 @@ fn a_sliding_rotary_cache_is_sliding_window_attention() {
     let refused = small_f32().forward_window(&[vec![1; 8]], 5);
     assert!(refused.is_err_and(|e| e.to_string().contains("rotary")));
 }
+
+#[test]
+fn a_removed_head_no_longer_reaches_the_output() {
+    let model = small_f32();
+    let (_, inputs, _) = problem();
+    let without = model.without_heads(&[(1, 2)]).unwrap();
+    let a = model.forward(&inputs).unwrap().logits().clone();
+    let b = without.forward(&inputs).unwrap().logits().clone();
+    assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
+    // Head 2 of block 1 reads W_O's rows 4 to 7 (d_k = 4): all zero now.
+    let w_o = &without.blocks[0].attn[3];
+    assert!(w_o
+        .rows()
+        .into_iter()
+        .skip(4)
+        .take(4)
+        .all(|r| r.iter().all(|&x| x == 0.0)));
+    assert!(model.without_heads(&[(1, 3)]).is_err());
+    assert!(model.without_heads(&[(3, 1)]).is_err());
+}

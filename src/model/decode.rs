@@ -62,26 +62,8 @@ impl TinyTransformer {
     /// the rows of `W_O` that multiply it, as chapter 14 removes a head of
     /// a pretrained model. An error names a block or head that does not exist.
     pub fn without_heads(&self, removed: &[(usize, usize)]) -> Result<Self, AttnError> {
-        let c = self.config;
-        let d_k = c.d_model / c.heads;
         let mut net = self.clone();
-        for &(block, head) in removed {
-            for (name, value, count) in [("block", block, c.layers), ("head", head, c.heads)] {
-                if !(1..=count).contains(&value) {
-                    return Err(AttnError::InvalidArgument {
-                        name,
-                        value: value as f64,
-                        requirement: "to remove must exist: counted from 1, at most the model's",
-                    });
-                }
-            }
-            let w_o = &mut net.blocks[block - 1].attn[3];
-            w_o.rows_mut()
-                .into_iter()
-                .skip((head - 1) * d_k)
-                .take(d_k)
-                .for_each(|mut row| row.fill(0.0));
-        }
+        crate::nn::remove_heads(&mut net.blocks, self.config.heads, removed)?;
         Ok(net)
     }
 }

@@ -83,3 +83,34 @@ impl<F: Real> PreNormBlock<F> {
     }
 }
 // ANCHOR_END: block
+
+/// Removes the heads `removed`, each `(block, head)` counted from 1, from
+/// `blocks` of `heads` heads each: a head's output is dropped before `W_O`
+/// by zeroing the rows of `W_O` that multiply it, as chapter 14 removes a
+/// head of a pretrained model. An error names a block or head that does
+/// not exist.
+pub(crate) fn remove_heads<F: Real>(
+    blocks: &mut [PreNormBlock<F>],
+    heads: usize,
+    removed: &[(usize, usize)],
+) -> Result<(), AttnError> {
+    for &(block, head) in removed {
+        for (name, value, count) in [("block", block, blocks.len()), ("head", head, heads)] {
+            if !(1..=count).contains(&value) {
+                return Err(AttnError::InvalidArgument {
+                    name,
+                    value: value as f64,
+                    requirement: "to remove must exist: counted from 1, at most the model's",
+                });
+            }
+        }
+        let w_o = &mut blocks[block - 1].attn[3];
+        let d_k = w_o.nrows() / heads;
+        w_o.rows_mut()
+            .into_iter()
+            .skip((head - 1) * d_k)
+            .take(d_k)
+            .for_each(|mut row| row.fill(F::zero()));
+    }
+    Ok(())
+}
