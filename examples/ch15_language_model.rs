@@ -13,11 +13,14 @@ use ndarray::Array2;
 
 use attn::lm::{LmCache, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING};
 use attn::nn::Parameters;
-use report::ch15::{book_model, final_losses, head_log, samples, training_log, vocabulary};
+use report::ch15::{
+    book_model, final_losses, head_log, rotary_final_losses, rotary_log, rotary_model, samples,
+    training_log, vocabulary,
+};
 use report::ch15_report::{
     ablation_report, cache_check, cache_report, cache_speeds, figure_heads, induction_table,
-    loss_table, penalised_greedy, pytorch_log, speed_report, top_heads, training_speeds,
-    verse_report, INDUCTION_VERSE, REPORT_STEPS,
+    loss_table, penalised_greedy, pytorch_log, sliding_report, speed_report, top_heads,
+    training_speeds, verse_report, INDUCTION_VERSE, REPORT_STEPS,
 };
 use report::error::ReportError;
 use report::plot;
@@ -93,6 +96,20 @@ fn main() -> Result<(), ReportError> {
             penalised_greedy(&model, report::ch15::PROMPT, 100, penalty)?
         );
     }
+
+    let rotary = rotary_model()?;
+    let rotary_log = rotary_log()?;
+    let (rotary_seed, rotary_loss) = rotary_final_losses()?[0];
+    let last = rotary_log.last().expect("the rotary log has lines");
+    println!("\n== Rotary positions, seed {rotary_seed}: a sliding cache ==");
+    println!(
+        "{} parameters; validation loss at step {}: {:.3} (240 windows), {rotary_loss:.4} over the whole validation split",
+        rotary.parameter_count(),
+        last.step,
+        last.validation_loss
+    );
+    let (text, check) = sliding_report(&rotary)?;
+    println!("{check}\n-- temperature 0.8, through the sliding cache --\n{text}");
 
     println!("\n== Removing heads from the book's model (seed 1), on the repeated sequences ==");
     println!("{}", ablation_report(&model, &heads)?);

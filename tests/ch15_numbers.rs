@@ -380,6 +380,29 @@ fn every_number_is_bound() {
         "The learning rate rises linearly",
         (0..recipe.warmup - 1).all(|t| lr(t + 1) > lr(t)) && lr(recipe.warmup - 1) == 1.0,
     );
+    // The model with rotary positions (one run).
+    let rotary = report::ch15::rotary_model().unwrap();
+    assert_eq!(rotary.config().positions, attn::lm::Positions::Rotary);
+    b.exact("798,336", rotary.parameter_count() as f64).exact(
+        "8,192",
+        (model.parameter_count() - rotary.parameter_count()) as f64,
+    );
+    let (rotary_seed, rotary_loss) = report::ch15::rotary_final_losses().unwrap()[0];
+    assert_eq!(rotary_seed, 1);
+    let learned_loss = finals.iter().find(|f| f.0 == 1).unwrap().1;
+    b.rounded("1.798", rotary_loss)
+        .rounded("1.886", learned_loss)
+        .rounded("0.088", learned_loss - rotary_loss);
+    b.claim("lower by 0.088 in this run", rotary_loss < learned_loss);
+    let (text, check) = report::ch15_report::sliding_report(&rotary).unwrap();
+    b.quoted(&format!(
+        "{check}\n-- temperature 0.8, through the sliding cache --\n{text}"
+    ));
+    b.claim(
+        "at every step\nits logits agree with `forward_window`",
+        check.contains(" within 1e-4 at every step"),
+    );
+
     // Removing heads (seed 1 only: the one model whose weights are committed).
     let ablation = ablation_report(&model, &heads).unwrap();
     b.quoted(&ablation);

@@ -30,7 +30,16 @@ pub fn vocabulary() -> Vocabulary {
 
 /// The book's trained model, `book/data/ch15-weights.safetensors`.
 pub fn book_model() -> Result<LanguageModel<f32>, ReportError> {
-    let path = crate::root().join("book/data/ch15-weights.safetensors");
+    read_model("ch15-weights.safetensors")
+}
+
+/// The same model with rotary positions, `book/data/ch15-rotary-weights.safetensors`.
+pub fn rotary_model() -> Result<LanguageModel<f32>, ReportError> {
+    read_model("ch15-rotary-weights.safetensors")
+}
+
+fn read_model(file: &str) -> Result<LanguageModel<f32>, ReportError> {
+    let path = crate::root().join("book/data").join(file);
     let bytes = std::fs::read(&path).map_err(|e| ReportError::MissingDataFile {
         path: path.display().to_string(),
         reason: e.to_string(),
@@ -66,7 +75,15 @@ fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportErro
 
 /// The training log of every seed.
 pub fn training_log() -> Result<Vec<LogLine>, ReportError> {
-    let file = "ch15-training.tsv";
+    read_log("ch15-training.tsv")
+}
+
+/// The training log of the model with rotary positions.
+pub fn rotary_log() -> Result<Vec<LogLine>, ReportError> {
+    read_log("ch15-rotary-training.tsv")
+}
+
+fn read_log(file: &str) -> Result<Vec<LogLine>, ReportError> {
     let text = data_file(file)?;
     data_rows(&text, '\t')
         .map(|f| {
@@ -121,8 +138,19 @@ pub fn head_log() -> Result<Vec<HeadLine>, ReportError> {
 }
 
 /// The losses the training run printed at its end: per seed, the loss over
-/// windows spanning the validation split; and the bigram baseline's.
+/// windows spanning the validation split (the model with learned
+/// positions); and the bigram baseline's.
 pub fn final_losses() -> Result<(Vec<(u64, f64)>, f64), ReportError> {
+    final_losses_of("")
+}
+
+/// The same for the model with rotary positions (one seed).
+pub fn rotary_final_losses() -> Result<Vec<(u64, f64)>, ReportError> {
+    Ok(final_losses_of("rotary ")?.0)
+}
+
+/// The final losses of the runs whose lines start with `label`.
+fn final_losses_of(label: &str) -> Result<(Vec<(u64, f64)>, f64), ReportError> {
     let file = "ch15-train-log.txt";
     let text = data_file(file)?;
     let bad = |reason: &str| ReportError::MissingDataFile {
@@ -132,10 +160,10 @@ pub fn final_losses() -> Result<(Vec<(u64, f64)>, f64), ReportError> {
     let mut seeds = Vec::new();
     let mut bigram = None;
     for line in text.lines() {
-        if let Some(rest) = line
-            .strip_prefix("seed ")
-            .filter(|l| l.contains("spanning"))
-        {
+        let run = line
+            .strip_prefix(label)
+            .and_then(|l| l.strip_prefix("seed "));
+        if let Some(rest) = run.filter(|l| l.contains("spanning")) {
             let seed = number(file, rest.split(':').next().unwrap_or(""))?;
             let loss = line.rsplit(' ').next().unwrap_or("");
             seeds.push((seed, number(file, loss)?));

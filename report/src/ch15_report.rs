@@ -377,3 +377,46 @@ pub fn ablation_report(
         &rows,
     ))
 }
+
+/// Characters the rotary model writes past its prompt through its sliding
+/// cache, far past its context.
+pub const SLIDING_LENGTH: usize = 300;
+
+/// The rotary model continues [`crate::ch15::PROMPT`] by
+/// [`SLIDING_LENGTH`] characters at temperature 0.8 through its sliding
+/// cache; returns the text, and a line comparing every step's cached
+/// logits with sliding-window attention over the whole text and with
+/// reading the last `context` characters afresh.
+pub fn sliding_report(model: &LanguageModel<f32>) -> Result<(String, String), ReportError> {
+    let vocab = vocabulary();
+    let prompt = vocab.encode(crate::ch15::PROMPT)?;
+    let sampler = Sampler::new(0.8)?;
+    let seed = crate::ch15::SAMPLE_SEED;
+    let text = model.generate(&prompt, SLIDING_LENGTH, &sampler, seed, Decoding::Cached)?;
+    let context = model.config().context;
+    let windowed = model.forward_window(std::slice::from_ref(&text), context)?;
+    let mut cache = model.new_cache();
+    let (mut worst_window, mut worst_afresh) = (0.0_f32, 0.0_f32);
+    for t in 0..text.len() {
+        let cached = model.step(text[t], &mut cache)?;
+        let window = windowed.logits().row(t);
+        let afresh = model.next_logits(&text[(t + 1).saturating_sub(context)..=t])?;
+        for ((a, w), f) in cached.iter().zip(window).zip(&afresh) {
+            worst_window = worst_window.max((a - w).abs());
+            worst_afresh = worst_afresh.max((a - f).abs());
+        }
+    }
+    let within = if worst_window <= CACHE_TOLERANCE {
+        "within"
+    } else {
+        "NOT within"
+    };
+    let line = format!(
+        "{} steps, {} past the context: the sliding cache's logits agree with sliding-window \
+         attention {within} {CACHE_TOLERANCE:e} at every step; reading the last {context} \
+         characters afresh gives logits up to {worst_afresh:.1} away",
+        text.len(),
+        text.len() - context
+    );
+    Ok((vocab.decode(&text)?, line))
+}

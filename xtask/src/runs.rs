@@ -34,7 +34,8 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// The chapters' training runs (`examples/CHAPTER_*_train.rs`): chapter
 /// 12's two models (under a minute each), chapter 13's encoder–decoders
 /// (about four minutes) and chapter 15's language model (`lm`: three
-/// seeds, about four minutes each, after `cargo xtask corpus`). Each writes its weights and loss curves to
+/// seeds with learned positions and one with rotary positions, about four
+/// minutes each, after `cargo xtask corpus`). Each writes its weights and loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
 /// the run's header. Then the figures are redrawn from them.
 pub(crate) fn train(chapters: &[&str]) -> Step {
