@@ -380,6 +380,16 @@ fn every_number_is_bound() {
         "The learning rate rises linearly",
         (0..recipe.warmup - 1).all(|t| lr(t + 1) > lr(t)) && lr(recipe.warmup - 1) == 1.0,
     );
+    // Exercise 3: random characters get harder as Shakespeare gets easier.
+    b.claim(
+        "in all three runs the loss on random\ncharacters rises while the loss on the validation split falls",
+        [1, 2, 3].iter().all(|&s| {
+            at(s, 2000).first_half_loss > at(s, 100).first_half_loss
+                && at(s, 2000).validation_loss < at(s, 100).validation_loss
+                && at(s, 2000).first_half_loss > (c.vocab as f64).ln()
+        }),
+    );
+
     // The model with rotary positions (one run).
     let rotary = report::ch15::rotary_model().unwrap();
     assert_eq!(rotary.config().positions, attn::lm::Positions::Rotary);
