@@ -7,7 +7,8 @@
 //! over the threads of the pool.
 
 use gemm::Parallelism;
-use ndarray::{Array2, ArrayRef2, ArrayView2, ArrayViewMut2};
+use ndarray::{Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
 
 use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
@@ -18,6 +19,14 @@ use crate::real::Real;
 /// save (measured on 2 cores: 2.3× faster at 4096×384×384, 2.3× slower at
 /// 256×64×64, even at 1024×128×512).
 const PARALLEL_FROM: usize = 1 << 27;
+
+/// Multiply-adds from which [`matmul`], below [`PARALLEL_FROM`], gives each
+/// of the pool's threads its own band of rows, each band one product on
+/// one thread: the training stack's products (768×128×128 for chapter 15's
+/// model) are too small for `gemm`'s own threads but large enough for this.
+/// Each entry of the result is the same sum in the same order, so the bits
+/// do not depend on the number of threads.
+const BANDS_FROM: usize = 1 << 20;
 
 /// `c ← a·b`, or `c ← c + a·b` with `accumulate`, through the `gemm`
 /// crate, which this appendix measured faster than ndarray's products on
@@ -83,12 +92,34 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     }
     let mut c = Array2::zeros((m, n));
     let work = m.saturating_mul(k).saturating_mul(n);
-    let threads = if work >= PARALLEL_FROM {
-        Parallelism::Rayon(0)
+    // Asked only for a product worth splitting: the first call starts the pool.
+    let threads = || rayon::current_num_threads();
+    if work >= PARALLEL_FROM {
+        product(
+            &mut c.view_mut(),
+            a.view(),
+            b.view(),
+            false,
+            Parallelism::Rayon(0),
+        );
+    } else if work >= BANDS_FROM && threads() > 1 && m >= 2 * threads() {
+        let rows = m.div_ceil(threads());
+        let bands: Vec<_> = c
+            .axis_chunks_iter_mut(Axis(0), rows)
+            .zip(a.axis_chunks_iter(Axis(0), rows))
+            .collect();
+        bands.into_par_iter().for_each(|(mut c, a)| {
+            product(&mut c, a, b.view(), false, Parallelism::None);
+        });
     } else {
-        Parallelism::None
-    };
-    product(&mut c.view_mut(), a.view(), b.view(), false, threads);
+        product(
+            &mut c.view_mut(),
+            a.view(),
+            b.view(),
+            false,
+            Parallelism::None,
+        );
+    }
     c
 }
 

@@ -236,3 +236,38 @@ fn a_removed_head_no_longer_reaches_the_output() {
     assert!(model.without_heads(&[(1, 3)]).is_err());
     assert!(model.without_heads(&[(3, 1)]).is_err());
 }
+
+/// Training the book's model gives the same bits on one thread and on two:
+/// the threads split work whose every sum keeps its order, so a reader's
+/// machine reproduces the committed weights whatever its core count.
+#[test]
+fn training_gives_the_same_bits_on_one_thread_and_on_two() {
+    let text: Vec<u8> = (0..4_000u32)
+        .map(|i| ((i * 7 + i / 13) % 84) as u8)
+        .collect();
+    let recipe = LmTraining {
+        steps: 2,
+        warmup: 1,
+        log_every: 1,
+        log_windows: 2,
+        ..SHAKESPEARE_TRAINING
+    };
+    let train = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, 1).unwrap();
+            let log = train_lm(&mut model, &text, &text, &recipe, |_, _| {}).unwrap();
+            let losses: Vec<_> = log
+                .iter()
+                .map(|e| (e.train_loss, e.validation_loss))
+                .collect();
+            (model, losses)
+        })
+    };
+    let (one, two) = (train(1), train(2));
+    assert_eq!(one.1, two.1);
+    assert!(one.0 == two.0, "the weights differ between 1 and 2 threads");
+}

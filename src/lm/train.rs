@@ -188,6 +188,19 @@ pub fn train_lm<F: Real>(
     train: &[u8],
     validation: &[u8],
     recipe: &LmTraining,
+    after_log: impl FnMut(&LogEntry, &LanguageModel<F>) + Send,
+) -> Result<Vec<LogEntry>, AttnError> {
+    // On one of the pool's threads, which then works beside the others on
+    // the products they share (the caller's thread would wait idle).
+    rayon::scope(|_| train_steps(model, train, validation, recipe, after_log))
+}
+
+/// [`train_lm`]'s loop.
+fn train_steps<F: Real>(
+    model: &mut LanguageModel<F>,
+    train: &[u8],
+    validation: &[u8],
+    recipe: &LmTraining,
     mut after_log: impl FnMut(&LogEntry, &LanguageModel<F>),
 ) -> Result<Vec<LogEntry>, AttnError> {
     let context = model.config().context;

@@ -1,7 +1,8 @@
 //! Softmax, attention and multi-head attention: forward passes that keep
 //! what the backward passes need, and the backward passes.
 
-use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
+use ndarray::{s, Array1, Array2, ArrayRef2, Axis, Ix2, SliceInfo, SliceInfoElem};
+use rayon::prelude::*;
 
 use crate::attention::{attend, Scores};
 use crate::error::AttnError;
@@ -115,7 +116,7 @@ pub(crate) fn mha_forward<F: Real>(
     x_kv: &ArrayRef2<F>,
     (w, b): (&Projections<F>, Option<&Biases<F>>),
     sizes: Heads,
-    keep: impl Fn(usize) -> Option<Array2<bool>>,
+    keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
     let bias = |i: usize| b.map(|b| &b[i]);
     let q = affine("the queries X_q W_Q", x_q, &w[0], bias(0))?; // B·tq × d
@@ -137,7 +138,7 @@ pub(crate) fn mha_from_projections<F: Real>(
         heads,
         rotary,
     }: Heads,
-    keep: impl Fn(usize) -> Option<Array2<bool>>,
+    keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
     let d_k = q.ncols() / heads;
     if rotary {
@@ -146,24 +147,26 @@ pub(crate) fn mha_from_projections<F: Real>(
         rotate_heads(&mut k, tk, heads, Rotation::Forward);
     }
     let sqrt_d_k = F::of(d_k as f64).sqrt();
+    let rows = |b, h| head_slices(b, h, d_k, (tq, tk));
+    let masks: Vec<_> = (0..q.nrows() / tq).map(keep).collect();
+    // Every (sequence, head) attends on its own, so the pool's threads
+    // share them out; `collect` keeps their order.
+    let pairs: Vec<_> = (0..masks.len())
+        .flat_map(|b| (0..heads).map(move |h| (b, h)))
+        .collect();
+    let outputs = pairs
+        .par_iter()
+        .map(|&(b, h)| {
+            let [rq, rk] = rows(b, h);
+            let (q, k, v) = (q.slice(rq), k.slice(rk), v.slice(rk));
+            attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut o = Array2::zeros(q.dim());
     let mut caches = Vec::new();
-    for b in 0..q.nrows() / tq {
-        let mask = keep(b);
-        for h in 0..heads {
-            let cols = h * d_k..(h + 1) * d_k;
-            let rq = s![b * tq..(b + 1) * tq, cols.clone()];
-            let rk = s![b * tk..(b + 1) * tk, cols];
-            let (out, cache) = attention_forward(
-                &q.slice(rq),
-                &k.slice(rk),
-                &v.slice(rk),
-                mask.as_deref(),
-                sqrt_d_k,
-            )?;
-            o.slice_mut(rq).assign(&out);
-            caches.push(cache);
-        }
+    for (&(b, h), (out, cache)) in pairs.iter().zip(outputs) {
+        o.slice_mut(rows(b, h)[0]).assign(&out);
+        caches.push(cache);
     }
     let out = affine("the output Concat(heads) W_O", &o, w_o, b_o)?;
     let biased = b_o.is_some();
@@ -233,25 +236,24 @@ pub(crate) fn mha_backward<F: Real>(
     let d_o = matmul(d_out, &w[3].t());
     let dw_o = matmul(&cache.o.t(), d_out);
     let d_k = cache.q.ncols() / heads;
+    let rows = |b, h| head_slices(b, h, d_k, (tq, tk));
+    // Each (sequence, head), `b·heads + h`, on its own, shared out as forward.
+    let grads: Vec<_> = (0..cache.heads.len())
+        .into_par_iter()
+        .map(|i| {
+            let [rq, rk] = rows(i / heads, i % heads);
+            let (q, k, v) = (cache.q.slice(rq), cache.k.slice(rk), cache.v.slice(rk));
+            attention_backward(&q, &k, &v, &cache.heads[i], &d_o.slice(rq))
+        })
+        .collect();
     let mut dq = Array2::zeros(cache.q.dim());
     let mut dk = Array2::zeros(cache.k.dim());
     let mut dv = Array2::zeros(cache.v.dim());
-    for b in 0..x_q.nrows() / tq {
-        for h in 0..heads {
-            let cols = h * d_k..(h + 1) * d_k;
-            let rq = s![b * tq..(b + 1) * tq, cols.clone()];
-            let rk = s![b * tk..(b + 1) * tk, cols];
-            let (g_q, g_k, g_v) = attention_backward(
-                &cache.q.slice(rq),
-                &cache.k.slice(rk),
-                &cache.v.slice(rk),
-                &cache.heads[b * heads + h],
-                &d_o.slice(rq),
-            );
-            dq.slice_mut(rq).assign(&g_q);
-            dk.slice_mut(rk).assign(&g_k);
-            dv.slice_mut(rk).assign(&g_v);
-        }
+    for (i, (g_q, g_k, g_v)) in grads.into_iter().enumerate() {
+        let [rq, rk] = rows(i / heads, i % heads);
+        dq.slice_mut(rq).assign(&g_q);
+        dk.slice_mut(rk).assign(&g_k);
+        dv.slice_mut(rk).assign(&g_v);
     }
     if rotary {
         // Back through the rotations: a rotation's transpose is its inverse.
@@ -274,6 +276,19 @@ pub(crate) fn mha_backward<F: Real>(
     }
 }
 // ANCHOR_END: mha_backward
+
+/// Sequence `b`'s rows and head `h`'s `d_k` columns: of the queries (`tq`
+/// rows a sequence) and of the keys and values (`tk`).
+fn head_slices(b: usize, h: usize, d_k: usize, (tq, tk): (usize, usize)) -> [Slice2; 2] {
+    let cols = h * d_k..(h + 1) * d_k;
+    [
+        s![b * tq..(b + 1) * tq, cols.clone()],
+        s![b * tk..(b + 1) * tk, cols],
+    ]
+}
+
+/// A slice of a matrix's rows and columns.
+type Slice2 = SliceInfo<[SliceInfoElem; 2], Ix2, Ix2>;
 
 /// Rotates the rows of every sequence (`t` rows each) of `x`, head by head
 /// (`d/heads` columns each), by their positions `0..t` within the sequence.

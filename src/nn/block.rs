@@ -42,7 +42,7 @@ impl<F: Real> PreNormBlock<F> {
         &self,
         x: &ArrayRef2<F>,
         heads: Heads,
-        keep: impl Fn(usize) -> Array2<bool>,
+        keep: impl Fn(usize) -> Array2<bool> + Sync,
         activation: Activation,
         eps: F,
     ) -> Result<(Array2<F>, BlockCache<F>), AttnError> {

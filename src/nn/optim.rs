@@ -162,13 +162,14 @@ impl<F: Real> Adam<F> {
             .zip(&self.v)
             .enumerate()
         {
-            for i in 0..theta.len() {
-                let (after, _, _) = next(theta[i], g[i], m[i], v[i], shrink[t]);
-                if !after.is_finite() {
-                    let tensor = model.named_slices().swap_remove(t).0; // named only on failure
-                    let value = after.wide();
-                    return Err(AttnError::NonFiniteUpdate { tensor, value });
-                }
+            let after = |(((&theta, &g), &m), &v)| next(theta, g, m, v, shrink[t]).0;
+            let entries = || theta.iter().zip(g).zip(m).zip(v);
+            // A fold without an early exit, so that the compiler vectorises it.
+            if !entries().fold(true, |finite, e| finite & after(e).is_finite()) {
+                let tensor = model.named_slices().swap_remove(t).0; // named only on failure
+                let value = entries().map(after).find(|a| !a.is_finite());
+                let value = value.map_or(f64::NAN, |a| a.wide());
+                return Err(AttnError::NonFiniteUpdate { tensor, value });
             }
         }
         self.step = step;
@@ -180,8 +181,8 @@ impl<F: Real> Adam<F> {
             .zip(&mut self.v)
             .zip(&shrink)
         {
-            for i in 0..theta.len() {
-                (theta[i], m[i], v[i]) = next(theta[i], g[i], m[i], v[i], shrink);
+            for (((theta, &g), m), v) in theta.iter_mut().zip(g).zip(m.iter_mut()).zip(v) {
+                (*theta, *m, *v) = next(*theta, g, *m, *v, shrink);
             }
         }
         Ok(())

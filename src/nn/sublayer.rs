@@ -34,7 +34,7 @@ pub(crate) fn attention_sublayer<F: Real>(
     memory: Option<&ArrayRef2<F>>,
     (ln, w): (&Norm<F>, &Projections<F>),
     heads: Heads,
-    keep: impl Fn(usize) -> Array2<bool>,
+    keep: impl Fn(usize) -> Array2<bool> + Sync,
     eps: F,
 ) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
     let (a, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
