@@ -241,6 +241,14 @@ fn every_number_is_bound() {
         "crate is the slower of the two",
         speeds.rows.iter().all(|&(_, ours, theirs)| ours < theirs),
     );
+    let gain = |i: usize| {
+        let (one, two) = (speeds.rows[0], speeds.rows[1]);
+        [two.1 / one.1, two.2 / one.2][i]
+    };
+    b.claim(
+        "A second thread helps\nthe crate less than it helps PyTorch",
+        speeds.rows.len() == 2 && gain(0) > 1.0 && gain(0) < gain(1),
+    );
     b.rounded("1.90", min_at_2000(&log))
         .rounded("1.91", max_at_2000(&log));
     b.exact("0.1", recipe.weight_decay)
@@ -256,8 +264,8 @@ fn every_number_is_bound() {
         speedup[speedup.len() - 1] / speedup[0]
             < (cache_rows[cache_rows.len() - 1].0 / cache_rows[0].0) as f64,
     );
-    b.rounded("14.6", speedup[0])
-        .rounded("18.4", speedup[speedup.len() - 1]);
+    b.rounded("10.1", speedup[0])
+        .rounded("15.6", speedup[speedup.len() - 1]);
     b.exact("8", cache_rows[0].0 as f64);
     // Induction: the repeat never departs from the first reading.
     let first: Vec<f64> = log.iter().map(|l| l.first_half_loss).collect();
