@@ -61,6 +61,7 @@ pub mod pretrained;
 pub mod projection;
 pub mod real;
 pub mod scaling;
+pub mod sliding;
 pub mod softmax;
 pub mod tiled;
 pub mod translation;

@@ -18,7 +18,7 @@ use std::ops::Range;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 
 use crate::attention::{attend, check_qkv, for_each_item, Attention, BatchedAttention, Scores};
-use crate::check::check_size;
+use crate::check::{check_finite, check_size};
 use crate::error::AttnError;
 use crate::real::Real;
 use crate::scaled_dot_product_attention;
@@ -264,30 +264,9 @@ impl KvCache {
         self.len() == 0
     }
 
-    /// An empty cache with room for `rows` tokens, allocated at once, so
-    /// that the first `rows` steps allocate nothing for it.
-    pub fn with_capacity(d_k: usize, d_v: usize, rows: usize) -> Result<Self, AttnError> {
-        check_size("the cached keys", rows, d_k)?;
-        check_size("the cached values", rows, d_v)?;
-        let mut cache = KvCache::new(d_k, d_v);
-        let room = |a: &mut Array2<f32>| a.reserve_rows(rows).expect("size checked above");
-        room(&mut cache.k);
-        room(&mut cache.v);
-        Ok(cache)
-    }
-
     /// The width of its keys, `d_k`.
     pub fn width(&self) -> usize {
         self.k.ncols()
-    }
-
-    /// Forgets the oldest token's key and value (a sliding window); does
-    /// nothing to an empty cache.
-    pub fn drop_oldest(&mut self) {
-        if !self.is_empty() {
-            self.k = self.k.slice(ndarray::s![1.., ..]).to_owned();
-            self.v = self.v.slice(ndarray::s![1.., ..]).to_owned();
-        }
     }
 
     /// One decoding step: append the new token's key `k_t` and value `v_t`,
@@ -299,29 +278,57 @@ impl KvCache {
         k_t: &ArrayRef1<f32>,
         v_t: &ArrayRef1<f32>,
     ) -> Result<Array1<f32>, AttnError> {
+        self.check_new(k_t, v_t)?;
         let row = |x: &ArrayRef1<f32>| x.to_owned().insert_axis(Axis(0)); // 1×d
-        let (q_t, k_t, v_t) = (row(q_t), row(k_t), row(v_t));
-        let widths = [
-            ("key", &k_t, self.k.ncols()),
-            ("value", &v_t, self.v.ncols()),
-        ];
-        for (name, x, cached) in widths {
-            if x.ncols() != cached {
-                return Err(AttnError::CacheWidthMismatch {
-                    name,
-                    cached,
-                    new: x.ncols(),
-                });
-            }
-        }
-        check_qkv(&q_t, &k_t, &v_t)?; // the query's width, finite numbers
-        self.k.push_row(k_t.row(0)).expect("width checked above");
-        self.v.push_row(v_t.row(0)).expect("width checked above");
-        let a = scaled_dot_product_attention(&q_t, &self.k, &self.v)?; // 1×d_v
+        check_qkv(&row(q_t), &row(k_t), &row(v_t))?; // the query's width, finite numbers
+        self.append(k_t, v_t)?;
+        self.attend(q_t)
+    }
+
+    /// Appends a token's key `k_t` and value `v_t`.
+    pub fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
+        self.check_new(k_t, v_t)?;
+        self.k.push_row(k_t.view()).expect("width checked above");
+        self.v.push_row(v_t.view()).expect("width checked above");
+        Ok(())
+    }
+
+    /// Checks a new key and value against the cache's widths.
+    fn check_new(&self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
+        check_new_token(k_t, v_t, (self.k.ncols(), self.v.ncols()))
+    }
+
+    /// Attends with the query `q_t` over every cached token: `1×d_v`, as a
+    /// vector. Several queries may read one cache (the heads of a group
+    /// share their keys and values in grouped-query attention).
+    pub fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+        let q_t = q_t.to_owned().insert_axis(Axis(0)); // 1×d_k
+        let a = scaled_dot_product_attention(&q_t, &self.k, &self.v)?; // checks q_t
+
         Ok(a.output.row(0).to_owned())
     }
 }
 // ANCHOR_END: kv_cache
+
+/// Checks a token's key and value before a cache keeps them: widths
+/// `(d_k, d_v)`, finite numbers.
+pub(crate) fn check_new_token(
+    k_t: &ArrayRef1<f32>,
+    v_t: &ArrayRef1<f32>,
+    (d_k, d_v): (usize, usize),
+) -> Result<(), AttnError> {
+    for (name, x, cached) in [("key", k_t, d_k), ("value", v_t, d_v)] {
+        if x.len() != cached {
+            return Err(AttnError::CacheWidthMismatch {
+                name,
+                cached,
+                new: x.len(),
+            });
+        }
+        check_finite(name, &x.view().insert_axis(Axis(0)))?;
+    }
+    Ok(())
+}
 
 // ANCHOR: decode
 /// Runs `n` decoding steps through a [`KvCache`], one row of `Q`, `K`, `V`

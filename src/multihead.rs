@@ -31,12 +31,13 @@ use crate::scaling::{entropy, standard_normal};
 // ANCHOR: struct
 /// A multi-head attention layer with `h` heads of width `d_k = d_model / h`.
 /// The fields are private, so that `h` always divides `d_model` and every
-/// matrix is `d_model×d_model`: [`MultiHeadAttention::new`] and
+/// matrix has its shape: [`MultiHeadAttention::new`] and
 /// [`MultiHeadAttention::from_weights`] check it, the accessors read them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiHeadAttention {
     h: usize,                         // number of heads
-    w: [Array2<f32>; 4], // W_Q, W_K, W_V (the h heads' projections side by side), W_O; d_model×d_model each
+    g: usize,                         // key/value heads: h, or fewer, each shared by h/g heads
+    w: [Array2<f32>; 4], // W_Q, W_K, W_V (the heads' projections side by side), W_O; d_model×d_model each
     biases: Option<[Array1<f32>; 4]>, // b_Q, b_K, b_V, b_O (d_model each), if any
 }
 // ANCHOR_END: struct
@@ -51,6 +52,18 @@ pub struct MultiHeadOutput {
 }
 
 // ANCHOR: split_merge
+/// Checks that `g` key/value heads split `h` query heads into equal groups.
+fn check_groups(h: usize, g: usize) -> Result<(), AttnError> {
+    if g == 0 || !h.is_multiple_of(g) {
+        return Err(AttnError::InvalidArgument {
+            name: "g (key/value heads)",
+            value: g as f64,
+            requirement: "must divide the number of heads h",
+        });
+    }
+    Ok(())
+}
+
 /// Checks that `h` heads split `d_model` evenly.
 fn check_heads(d_model: usize, h: usize) -> Result<(), AttnError> {
     for (name, value) in [("d_model", d_model), ("h", h)] {
@@ -100,6 +113,7 @@ impl MultiHeadAttention {
         let mut w = || init_weight(d_model, d_model, rng);
         Ok(MultiHeadAttention {
             h,
+            g: h,
             w: [w()?, w()?, w()?, w()?],
             biases: None,
         })
@@ -123,6 +137,73 @@ impl MultiHeadAttention {
         }
         Ok(MultiHeadAttention {
             h,
+            g: h,
+            w: weights,
+            biases: None,
+        })
+    }
+
+    // ANCHOR: grouped
+    /// A grouped-query layer: `h` query heads sharing `g` key/value heads
+    /// (`g` divides `h`), query head `i` reading key/value head
+    /// `i / (h/g)`. `W_Q` and `W_O` are `d_model×d_model`, `W_K` and `W_V`
+    /// only `d_model × g·d_k`, so the keys and values a cache holds per
+    /// token shrink by `h/g`. `g = h` is [`MultiHeadAttention::new`]'s
+    /// layer, `g = 1` multi-query attention. Weights drawn as `new` draws
+    /// them.
+    pub fn grouped(
+        d_model: usize,
+        h: usize,
+        g: usize,
+        rng: &mut StdRng,
+    ) -> Result<Self, AttnError> {
+        check_heads(d_model, h)?;
+        check_groups(h, g)?;
+        let d_kv = g * (d_model / h);
+        let mut w = |cols| init_weight(d_model, cols, rng);
+        Ok(MultiHeadAttention {
+            h,
+            g,
+            w: [w(d_model)?, w(d_kv)?, w(d_kv)?, w(d_model)?],
+            biases: None,
+        })
+    }
+    // ANCHOR_END: grouped
+
+    /// A grouped-query layer from given weights: `W_Q`, `W_O`
+    /// `d_model×d_model`, `W_K`, `W_V` `d_model × g·d_k`, all finite.
+    pub fn from_grouped_weights(
+        weights: [Array2<f32>; 4],
+        h: usize,
+        g: usize,
+    ) -> Result<Self, AttnError> {
+        let d_model = weights[0].nrows();
+        check_heads(d_model, h)?;
+        check_groups(h, g)?;
+        let d_kv = g * (d_model / h);
+        let shapes = [
+            (d_model, d_model),
+            (d_model, d_kv),
+            (d_model, d_kv),
+            (d_model, d_model),
+        ];
+        for ((name, w), shape) in ["W_Q", "W_K", "W_V", "W_O"]
+            .into_iter()
+            .zip(&weights)
+            .zip(shapes)
+        {
+            if w.dim() != shape {
+                return Err(AttnError::ShapesDiffer {
+                    what: "a grouped layer's weight and its shape (W_K, W_V: d_model × g·d_k)",
+                    left: shape,
+                    right: w.dim(),
+                });
+            }
+            check_finite(name, w)?;
+        }
+        Ok(MultiHeadAttention {
+            h,
+            g,
             w: weights,
             biases: None,
         })
@@ -132,12 +213,17 @@ impl MultiHeadAttention {
     /// `[b_Q, b_K, b_V, b_O]`, each `d_model` long and finite: `Q = X_q W_Q + b_Q`,
     /// and so on, as in PyTorch's `nn.MultiheadAttention` and BERT (chapter 14).
     pub fn with_biases(self, biases: [Array1<f32>; 4]) -> Result<Self, AttnError> {
-        let d_model = self.d_model();
-        for (name, b) in ["b_Q", "b_K", "b_V", "b_O"].into_iter().zip(&biases) {
-            if b.len() != d_model {
+        let pairs = [
+            ("b_Q", "W_Q's columns and b_Q"),
+            ("b_K", "W_K's columns and b_K"),
+            ("b_V", "W_V's columns and b_V"),
+            ("b_O", "W_O's columns and b_O"),
+        ];
+        for (((name, what), b), w) in pairs.into_iter().zip(&biases).zip(&self.w) {
+            if b.len() != w.ncols() {
                 return Err(AttnError::ShapesDiffer {
-                    what: "W_Q's columns and every bias of the layer (d_model)",
-                    left: (1, d_model),
+                    what,
+                    left: (1, w.ncols()),
                     right: (1, b.len()),
                 });
             }
@@ -160,8 +246,14 @@ impl MultiHeadAttention {
         self.h
     }
 
-    /// The weights `[W_Q, W_K, W_V, W_O]`, each `d_model×d_model`; head `i`
-    /// of `W_Q` is columns `i·d_k .. (i + 1)·d_k`.
+    /// The number of key/value heads `g`: `h` unless the layer is grouped.
+    pub fn g(&self) -> usize {
+        self.g
+    }
+
+    /// The weights `[W_Q, W_K, W_V, W_O]`, each `d_model×d_model` (`W_K`,
+    /// `W_V` `d_model × g·d_k` if grouped); head `i` of `W_Q` is columns
+    /// `i·d_k .. (i + 1)·d_k`.
     pub fn weights(&self) -> [&Array2<f32>; 4] {
         let [w_q, w_k, w_v, w_o] = &self.w;
         [w_q, w_k, w_v, w_o]
@@ -177,11 +269,15 @@ impl MultiHeadAttention {
         self.d_model() / self.h
     }
 
-    /// Parameters: four `d_model×d_model` matrices, `4·d_model²`, plus
-    /// `4·d_model` if the layer has biases.
+    /// Parameters: four `d_model×d_model` matrices, `4·d_model²` (`W_K`
+    /// and `W_V` narrower if grouped), plus a bias for each matrix's
+    /// columns if the layer has biases.
     pub fn parameters(&self) -> usize {
-        let d = self.d_model();
-        4 * d * d + self.biases.as_ref().map_or(0, |_| 4 * d)
+        let biases = self
+            .biases
+            .as_ref()
+            .map_or(0, |b| b.iter().map(|b| b.len()).sum());
+        self.w.iter().map(|w| w.len()).sum::<usize>() + biases
     }
 
     // ANCHOR: without_head
@@ -249,10 +345,8 @@ impl MultiHeadAttention {
     fn sizes(&self, x_q: &ArrayRef2<f32>, x_kv: &ArrayRef2<f32>) -> Heads {
         let (tq, tk, heads) = (x_q.nrows(), x_kv.nrows(), self.h);
         Heads {
-            tq,
-            tk,
-            heads,
-            rotary: false,
+            groups: self.g,
+            ..Heads::new(tq, tk, heads)
         }
     }
 
@@ -294,7 +388,9 @@ impl MultiHeadAttention {
             &w_qkv,
             b_qkv.as_ref(),
         )?; // n×3d
-        let [q, k, v] = [0, 1, 2].map(|i| qkv.slice(s![.., i * d..(i + 1) * d]).to_owned());
+        let d_kv = self.w[1].ncols(); // d, or g·d_k if grouped
+        let starts = [0, d, d + d_kv, d + 2 * d_kv];
+        let [q, k, v] = [0, 1, 2].map(|i| qkv.slice(s![.., starts[i]..starts[i + 1]]).to_owned());
         let b_o = self.biases.as_ref().map(|b| &b[3]);
         let sizes = self.sizes(x, x);
         let (output, cache) = mha_from_projections([q, k, v], (w_o, b_o), sizes, |_| None)?;

@@ -144,10 +144,9 @@ impl<F: Real> LanguageModel<F> {
     /// The sizes of every block's attention over sequences of `t` tokens.
     fn heads(&self, t: usize) -> Heads {
         Heads {
-            tq: t,
-            tk: t,
-            heads: self.config.heads,
+            groups: self.config.kv_heads,
             rotary: self.config.positions == Positions::Rotary,
+            ..Heads::new(t, t, self.config.heads)
         }
     }
 

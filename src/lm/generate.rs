@@ -10,16 +10,18 @@ use super::model::{LanguageModel, Positions};
 use super::sample::Sampler;
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
-use crate::masking::KvCache;
 use crate::nn::{ffn_sublayer, layer_norm_forward};
 use crate::position::{rotate, Rotation};
+use crate::sliding::SlidingCache;
 
 // ANCHOR: cache
-/// Chapter 6's [`KvCache`] for every head of every block: the keys and
-/// values of every token the model has read, `[block][head]`.
+/// A KV cache for every key/value head of every block, `[block][kv head]`:
+/// the keys and values of the last `context` tokens the model has read, in
+/// a ring buffer allocated once ([`SlidingCache`]). With grouped-query
+/// attention, the query heads of a group read one.
 #[derive(Debug, Clone)]
 pub struct LmCache {
-    heads: Vec<Vec<KvCache>>,
+    heads: Vec<Vec<SlidingCache>>,
     read: usize, // tokens read so far: the next one's position
 }
 
@@ -35,7 +37,7 @@ impl LmCache {
         self.heads
             .first()
             .and_then(|b| b.first())
-            .map_or(0, KvCache::len)
+            .map_or(0, SlidingCache::len)
     }
 
     /// Whether it holds none yet.
@@ -43,11 +45,12 @@ impl LmCache {
         self.len() == 0
     }
 
-    /// The bytes of keys and values it holds per token: `2 · layers · d`
-    /// numbers of 4 bytes (a key and a value of every head of every block).
+    /// The bytes of keys and values it holds per token: `2 · layers · d_kv`
+    /// numbers of 4 bytes (a key and a value of every key/value head of
+    /// every block; `d_kv = d` for multi-head attention).
     pub fn bytes_per_token(model: &LanguageModel<f32>) -> usize {
         let c = model.config();
-        2 * c.layers * c.d_model * std::mem::size_of::<f32>()
+        2 * c.layers * c.d_kv() * std::mem::size_of::<f32>()
     }
 }
 // ANCHOR_END: cache
@@ -59,10 +62,10 @@ impl LanguageModel<f32> {
     pub fn new_cache(&self) -> LmCache {
         let c = self.config;
         let d_k = c.d_model / c.heads;
-        let head = || KvCache::with_capacity(d_k, d_k, c.context).expect("checked with the model");
+        let head = || SlidingCache::new(d_k, d_k, 0, c.context).expect("checked with the model");
         LmCache {
             heads: (0..c.layers)
-                .map(|_| (0..c.heads).map(|_| head()).collect())
+                .map(|_| (0..c.kv_heads).map(|_| head()).collect())
                 .collect(),
             read: 0,
         }
@@ -72,15 +75,14 @@ impl LanguageModel<f32> {
     /// value in every head of every block to the cache, and returns the
     /// logits of the token after it: the last row of [`Self::forward`] over
     /// every token read so far. With rotary positions the cache is a
-    /// sliding window: once it holds `context` tokens, each step forgets the
-    /// oldest, and the result is the row of [`Self::forward_window`] (every
+    /// sliding window: once it holds `context` tokens, each step overwrites
+    /// the oldest, and the result is the row of [`Self::forward_window`] (every
     /// block attending to the last `context` positions) over the whole
     /// text. It is not that of reading the last `context` tokens afresh.
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
         let position = cache.read;
         self.check_step(token, position, cache)?;
         let rotary = self.config.positions == Positions::Rotary;
-        let full = cache.len() == self.config.context;
         let eps = EPS as f32;
         let mut x = match rotary {
             false => &self.tokens.row(token) + &self.positions.row(position),
@@ -92,20 +94,24 @@ impl LanguageModel<f32> {
             let (a, _) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], eps);
             let [mut q, mut k, v] = [0, 1, 2].map(|i| matmul(&a, &block.attn[i])); // 1×d each
             let mut o = Array2::zeros((1, self.config.d_model));
-            for (h, cache) in heads.iter_mut().enumerate() {
-                let cols = s![.., h * cache.width()..(h + 1) * cache.width()];
+            let group = self.config.heads / self.config.kv_heads; // query heads per KV head
+            for (g, cache) in heads.iter_mut().enumerate() {
+                let d_k = cache.width();
+                let cols = |i: usize| s![.., i * d_k..(i + 1) * d_k];
                 if rotary {
-                    // The new query and key turned by their own position; the
-                    // cached keys keep the turn of theirs.
-                    rotate(&mut q.slice_mut(cols), position, Rotation::Forward);
-                    rotate(&mut k.slice_mut(cols), position, Rotation::Forward);
-                    if full {
-                        cache.drop_oldest();
-                    }
+                    // The new key turned by its own position; the cached keys
+                    // keep the turn of theirs.
+                    rotate(&mut k.slice_mut(cols(g)), position, Rotation::Forward);
                 }
-                let row = |x: &Array2<f32>| x.slice(cols).row(0).to_owned();
-                let out = cache.step(&row(&q), &row(&k), &row(&v))?;
-                o.slice_mut(cols).row_mut(0).assign(&out);
+                let row = |x: &Array2<f32>, i| x.slice(cols(i)).row(0).to_owned();
+                cache.append(&row(&k, g), &row(&v, g))?;
+                for h in g * group..(g + 1) * group {
+                    if rotary {
+                        rotate(&mut q.slice_mut(cols(h)), position, Rotation::Forward);
+                    }
+                    let out = cache.attend(&row(&q, h))?;
+                    o.slice_mut(cols(h)).row_mut(0).assign(&out);
+                }
             }
             x += &matmul(&o, &block.attn[3]);
             // x ← x + FFN(LayerNorm(x)).
@@ -133,10 +139,11 @@ impl LanguageModel<f32> {
 
     fn check_step(&self, token: usize, position: usize, cache: &LmCache) -> Result<(), AttnError> {
         let c = self.config;
-        if cache.heads.len() != c.layers || cache.heads.iter().any(|b| b.len() != c.heads) {
+        if cache.heads.len() != c.layers || cache.heads.iter().any(|b| b.len() != c.kv_heads) {
             return Err(AttnError::Mismatched {
                 name: "cache",
-                requirement: "must be made by this model's new_cache (one per head of every block)",
+                requirement:
+                    "must be made by this model's new_cache (one per key/value head of every block)",
             });
         }
         if position >= c.context && c.positions == Positions::Learned {

@@ -109,6 +109,7 @@ mod tests {
         context: 8,
         d_model: 8,
         heads: 2,
+        kv_heads: 2,
         layers: 2,
         d_ff: 16,
         positions: Positions::Learned,

@@ -20,6 +20,10 @@ pub struct LmConfig {
     pub d_model: usize,
     /// Attention heads per block.
     pub heads: usize,
+    /// Key/value heads per block, a divisor of `heads`: `heads` for
+    /// multi-head attention, fewer to share them among groups of query
+    /// heads (grouped-query), 1 for multi-query attention.
+    pub kv_heads: usize,
     /// Number of blocks.
     pub layers: usize,
     /// Hidden width of the FFN.
@@ -47,6 +51,7 @@ pub const SHAKESPEARE_MODEL: LmConfig = LmConfig {
     context: 64,
     d_model: 128,
     heads: 4,
+    kv_heads: 4,
     layers: 4,
     d_ff: 512,
     positions: Positions::Learned,
@@ -62,10 +67,18 @@ impl LmConfig {
             ("context", self.context),
             ("d_model", self.d_model),
             ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
             ("layers", self.layers),
             ("d_ff", self.d_ff),
         ];
         check_model_sizes(&sizes, (self.d_model, self.heads))?;
+        if !self.heads.is_multiple_of(self.kv_heads) {
+            return Err(AttnError::InvalidArgument {
+                name: "kv_heads",
+                value: self.kv_heads as f64,
+                requirement: "must divide heads: each key/value head serves a group of query heads",
+            });
+        }
         let d_k = self.d_model / self.heads;
         if self.positions == Positions::Rotary && !d_k.is_multiple_of(2) {
             return Err(AttnError::InvalidArgument {
@@ -74,8 +87,8 @@ impl LmConfig {
                 requirement: "must be even: RoPE turns pairs of coordinates",
             });
         }
-        // The cache holds `context` keys and values of width d in a block.
-        crate::check::check_size("a block's KV cache", self.context, self.d_model)?;
+        // The cache holds `context` keys and values of width d_kv in a block.
+        crate::check::check_size("a block's KV cache", self.context, self.d_kv())?;
         check_parameters(
             self.parameter_count(),
             [self.layers, self.d_model, self.d_ff],
@@ -84,21 +97,31 @@ impl LmConfig {
 
     /// The number of parameters, or `None` if it does not fit in a `usize`:
     /// `(V + T)·d` embeddings (`V·d` with rotary positions), per block
-    /// `2d + 4d² + 2d·d_ff`, and `d` for the final LayerNorm. The output
-    /// head is the token embedding.
+    /// `2d + 2d² + 2d·d_kv + 2d·d_ff` (`W_K` and `W_V` are `d × d_kv`), and
+    /// `d` for the final LayerNorm. The output head is the token embedding.
     pub fn parameter_count(&self) -> Option<usize> {
         let (d, f) = (self.d_model, self.d_ff);
         let embeddings = self
             .vocab
             .checked_add(self.learned_positions())?
             .checked_mul(d)?;
-        let block = [d.checked_mul(2)?, d.checked_mul(d)?.checked_mul(4)?]
-            .into_iter()
-            .try_fold(d.checked_mul(f)?.checked_mul(2)?, usize::checked_add)?;
+        let block = [
+            d.checked_mul(2)?,
+            d.checked_mul(d)?.checked_mul(2)?,
+            d.checked_mul(self.d_kv())?.checked_mul(2)?,
+        ]
+        .into_iter()
+        .try_fold(d.checked_mul(f)?.checked_mul(2)?, usize::checked_add)?;
         block
             .checked_mul(self.layers)?
             .checked_add(embeddings)?
             .checked_add(d)
+    }
+
+    /// The width of a block's keys (and of its values): `kv_heads · d_k`,
+    /// `d_model` for multi-head attention.
+    pub fn d_kv(&self) -> usize {
+        self.kv_heads * (self.d_model / self.heads.max(1))
     }
 
     /// Rows of the position table: the context with learned positions, 0
@@ -140,7 +163,7 @@ impl<F: Real> LanguageModel<F> {
     pub fn new(config: LmConfig, seed: u64) -> Result<Self, AttnError> {
         config.check()?;
         let mut rng = StdRng::seed_from_u64(seed);
-        let (d, f) = (config.d_model, config.d_ff);
+        let (d, f, d_kv) = (config.d_model, config.d_ff, config.d_kv());
         let residual = 0.02 / (2.0 * config.layers as f64).sqrt();
         let mut normal = |rows, cols, std: f64| {
             (crate::grad::normal_matrix(rows, cols, &mut rng) * std).mapv(F::of)
@@ -150,7 +173,8 @@ impl<F: Real> LanguageModel<F> {
         let blocks = (0..config.layers)
             .map(|_| PreNormBlock {
                 ln1: norm(d),
-                attn: [0.02, 0.02, 0.02, residual].map(|std| normal(d, d, std)),
+                attn: [(d, 0.02), (d_kv, 0.02), (d_kv, 0.02), (d, residual)]
+                    .map(|(cols, std)| normal(d, cols, std)),
                 ln2: norm(d),
                 ffn: FfnParams {
                     w1: normal(d, f, 0.02),
@@ -281,6 +305,7 @@ mod tests {
             context: 4,
             d_model: 8,
             heads: 2,
+            kv_heads: 2,
             layers: 2,
             d_ff: 16,
             positions: Positions::Learned,

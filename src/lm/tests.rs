@@ -12,6 +12,7 @@ const SMALL: LmConfig = LmConfig {
     context: 5,
     d_model: 8,
     heads: 2,
+    kv_heads: 2,
     layers: 2,
     d_ff: 12,
     positions: Positions::Learned,
@@ -20,11 +21,22 @@ const SMALL: LmConfig = LmConfig {
 /// A small `f64` model whose weights are large enough (`N(0, 0.5²)`, `γ`
 /// around 1) for every path to matter, and a batch of two windows.
 fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
-    problem_with(Positions::Learned)
+    problem_with(SMALL)
 }
 
-fn problem_with(positions: Positions) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
-    let mut model = LanguageModel::<f64>::new(LmConfig { positions, ..SMALL }, 11).unwrap();
+/// The small model's variants: learned or rotary positions, each with
+/// multi-head attention (2 key/value heads) and multi-query attention (1).
+fn variants() -> [LmConfig; 4] {
+    let rotary = LmConfig {
+        positions: Positions::Rotary,
+        ..SMALL
+    };
+    let mqa = |c: LmConfig| LmConfig { kv_heads: 1, ..c };
+    [SMALL, rotary, mqa(SMALL), mqa(rotary)]
+}
+
+fn problem_with(config: LmConfig) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    let mut model = LanguageModel::<f64>::new(config, 11).unwrap();
     for (t, tensor) in model.slices_mut().into_iter().enumerate() {
         for (i, x) in tensor.iter_mut().enumerate() {
             *x = if *x == 1.0 {
@@ -41,13 +53,13 @@ fn problem_with(positions: Positions) -> (LanguageModel<f64>, Vec<Vec<usize>>, V
 
 #[test]
 fn every_gradient_matches_finite_differences() {
-    for positions in [Positions::Learned, Positions::Rotary] {
-        every_gradient_matches_finite_differences_with(positions);
+    for config in variants() {
+        every_gradient_matches_finite_differences_with(config);
     }
 }
 
-fn every_gradient_matches_finite_differences_with(positions: Positions) {
-    let (model, inputs, targets) = problem_with(positions);
+fn every_gradient_matches_finite_differences_with(config: LmConfig) {
+    let (model, inputs, targets) = problem_with(config);
     let (_, grads) = model.loss_and_gradients(&inputs, &targets).unwrap();
     let names = model.named_slices();
     for (t, (name, values)) in names.iter().enumerate() {
@@ -60,22 +72,19 @@ fn every_gradient_matches_finite_differences_with(positions: Positions) {
             m.loss(&inputs, &targets).unwrap()
         };
         let error = gradient_error(&analytic, loss, &x);
-        assert!(
-            error < 1e-6,
-            "{positions:?}, {name}: relative error {error:e}"
-        );
+        assert!(error < 1e-6, "{config:?}, {name}: relative error {error:e}");
     }
 }
 
 #[test]
 fn a_position_sees_only_itself_and_the_past() {
-    for positions in [Positions::Learned, Positions::Rotary] {
-        a_position_sees_only_itself_and_the_past_with(positions);
+    for config in variants() {
+        a_position_sees_only_itself_and_the_past_with(config);
     }
 }
 
-fn a_position_sees_only_itself_and_the_past_with(positions: Positions) {
-    let (model, inputs, _) = problem_with(positions);
+fn a_position_sees_only_itself_and_the_past_with(config: LmConfig) {
+    let (model, inputs, _) = problem_with(config);
     let before = model.forward(&inputs).unwrap().logits().clone();
     let mut changed = inputs.clone();
     changed[0][3] = 2; // a later token of sequence 0
@@ -102,12 +111,12 @@ fn bad_batches_are_refused_by_name() {
 
 /// The small model in `f32`, with the same large weights.
 fn small_f32() -> LanguageModel<f32> {
-    small_f32_with(Positions::Learned)
+    small_f32_with(SMALL)
 }
 
-fn small_f32_with(positions: Positions) -> LanguageModel<f32> {
-    let (model, _, _) = problem_with(positions);
-    let mut out = LanguageModel::<f32>::new(LmConfig { positions, ..SMALL }, 11).unwrap();
+fn small_f32_with(config: LmConfig) -> LanguageModel<f32> {
+    let (model, _, _) = problem_with(config);
+    let mut out = LanguageModel::<f32>::new(config, 11).unwrap();
     for (to, from) in out.slices_mut().into_iter().zip(model.slices()) {
         to.iter_mut().zip(from).for_each(|(t, f)| *t = *f as f32);
     }
@@ -116,7 +125,13 @@ fn small_f32_with(positions: Positions) -> LanguageModel<f32> {
 
 #[test]
 fn the_cache_gives_the_logits_of_recomputing_at_every_step() {
-    let model = small_f32();
+    for config in variants() {
+        the_cache_gives_the_logits_of_recomputing_with(config);
+    }
+}
+
+fn the_cache_gives_the_logits_of_recomputing_with(config: LmConfig) {
+    let model = small_f32_with(config);
     let tokens = [3, 1, 4, 1, 5];
     let mut cache = model.new_cache();
     for t in 0..tokens.len() {
@@ -128,8 +143,10 @@ fn the_cache_gives_the_logits_of_recomputing_at_every_step() {
         }
     }
     assert_eq!(cache.len(), 5);
-    let e = model.step(0, &mut cache).unwrap_err().to_string();
-    assert!(e.contains("6") && e.contains("5"), "{e}");
+    if config.positions == Positions::Learned {
+        let e = model.step(0, &mut cache).unwrap_err().to_string();
+        assert!(e.contains("6") && e.contains("5"), "{e}");
+    }
 }
 
 #[test]
@@ -181,7 +198,16 @@ fn a_cache_of_another_model_or_a_bad_token_is_refused() {
 /// window.
 #[test]
 fn a_sliding_rotary_cache_is_sliding_window_attention() {
-    let model = small_f32_with(Positions::Rotary);
+    for config in variants()
+        .into_iter()
+        .filter(|c| c.positions == Positions::Rotary)
+    {
+        a_sliding_rotary_cache_is_sliding_window_attention_with(config);
+    }
+}
+
+fn a_sliding_rotary_cache_is_sliding_window_attention_with(config: LmConfig) {
+    let model = small_f32_with(config);
     let context = SMALL.context;
     let sampler = Sampler::new(1.0).unwrap();
     let text = model

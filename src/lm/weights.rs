@@ -38,7 +38,8 @@ impl LmConfig {
             Some("gamma") => vec![d],
             Some("w1") => vec![d, f],
             Some("w2") => vec![f, d],
-            _ => vec![d, d], // W_Q, W_K, W_V, W_O
+            Some("w_k" | "w_v") => vec![d, self.d_kv()],
+            _ => vec![d, d], // W_Q, W_O
         }
     }
 }
@@ -72,6 +73,7 @@ impl LanguageModel<f32> {
             Positions::Rotary => "rotary",
         };
         metadata.insert("positions".into(), positions.into());
+        metadata.insert("kv_heads".into(), config.kv_heads.to_string());
         if !provenance.is_empty() {
             metadata.insert("provenance".into(), provenance.into());
         }
@@ -105,11 +107,19 @@ impl LanguageModel<f32> {
                 )))
             }
         };
+        // Files written before grouped-query attention existed do not say:
+        // one key/value head per head.
+        let kv_heads = match metadata.get("kv_heads") {
+            None => None,
+            Some(_) => Some(size("kv_heads")?),
+        };
+        let heads = heads?;
         let config = LmConfig {
             vocab: vocab?,
             context: context?,
             d_model: d_model?,
-            heads: heads?,
+            heads,
+            kv_heads: kv_heads.unwrap_or(heads),
             layers: layers?,
             d_ff: d_ff?,
             positions,
@@ -170,6 +180,7 @@ mod tests {
         context: 4,
         d_model: 8,
         heads: 2,
+        kv_heads: 2,
         layers: 2,
         d_ff: 16,
         positions: Positions::Learned,

@@ -51,12 +51,7 @@ impl TinyTransformer {
             });
         }
         let t = batch[0].len();
-        let heads = Heads {
-            tq: t,
-            tk: t,
-            heads: self.config.heads,
-            rotary: false,
-        };
+        let heads = Heads::new(t, t, self.config.heads);
         let causal = |_: usize| causal_mask(t, t);
         // Token plus position embeddings: BT×d.
         let mut x = embedding_forward(batch, &self.tokens, &self.positions);
@@ -161,12 +156,7 @@ impl TinyTransformer {
         }
         let mut g = self.zeros_like();
         let t = fwd.tokens[0].len();
-        let heads = Heads {
-            tq: t,
-            tk: t,
-            heads: self.config.heads,
-            rotary: false,
-        };
+        let heads = Heads::new(t, t, self.config.heads);
         let (dz, d_head, d_head_b) = linear_backward(&fwd.z, &self.head.0, d_logits);
         g.head = (d_head, d_head_b);
         let (mut dx, dg, db) = layer_norm_backward(&fwd.ln_f, &self.ln_f[0], &dz);

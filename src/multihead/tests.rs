@@ -137,3 +137,58 @@ fn cost_formulas() {
         assert_eq!(multihead_flops(n, m, d, h), Ok(formula), "h = {h}");
     }
 }
+
+/// A grouped layer with `g` key/value heads equals the multi-head layer
+/// whose key and value heads are copies of their group's (`g = 4`, 2, 1
+/// for 4 heads), fused or not, with and without a mask; `g` must divide `h`.
+#[test]
+fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
+    let mut rng = StdRng::seed_from_u64(31);
+    let (d, h, n) = (8, 4, 5);
+    let x = crate::grad::normal_matrix(n, d, &mut rng).mapv(|v| v as f32);
+    let causal = crate::masking::causal_mask(n, n);
+    for g in [4, 2, 1] {
+        let layer = MultiHeadAttention::grouped(d, h, g, &mut rng).unwrap();
+        assert_eq!((layer.h(), layer.g()), (h, g));
+        assert_eq!(layer.parameters(), 2 * d * d + 2 * d * (g * d / h));
+        let [w_q, w_k, w_v, w_o] = layer.weights().map(|w| w.clone());
+        let d_k = d / h;
+        let copied = |w: &Array2<f32>| {
+            let mut out = Array2::zeros((d, d));
+            for i in 0..h {
+                let group = i / (h / g);
+                out.slice_mut(s![.., i * d_k..(i + 1) * d_k])
+                    .assign(&w.slice(s![.., group * d_k..(group + 1) * d_k]));
+            }
+            out
+        };
+        let mha =
+            MultiHeadAttention::from_weights([w_q, copied(&w_k), copied(&w_v), w_o], h).unwrap();
+        let same = |a: &MultiHeadOutput, b: &MultiHeadOutput| {
+            approx::assert_abs_diff_eq!(a.output, b.output, epsilon = 1e-6);
+            approx::assert_abs_diff_eq!(a.weights, b.weights, epsilon = 1e-6);
+        };
+        same(
+            &layer.forward(&x, &x).unwrap(),
+            &mha.forward(&x, &x).unwrap(),
+        );
+        same(
+            &layer.forward_fused(&x).unwrap(),
+            &mha.forward(&x, &x).unwrap(),
+        );
+        same(
+            &layer.forward_masked(&x, &x, &causal).unwrap(),
+            &mha.forward_masked(&x, &x, &causal).unwrap(),
+        );
+    }
+    for g in [0, 3] {
+        let e = MultiHeadAttention::grouped(d, h, g, &mut rng).unwrap_err();
+        assert!(
+            e.to_string().contains("must divide the number of heads"),
+            "{e}"
+        );
+    }
+    let wrong = [(8, 8), (8, 8), (8, 4), (8, 8)].map(Array2::<f32>::zeros);
+    let e = MultiHeadAttention::from_grouped_weights(wrong, 4, 1).unwrap_err();
+    assert!(e.to_string().contains("W_K, W_V: d_model × g·d_k"), "{e}");
+}

@@ -3,6 +3,7 @@
 
 use ndarray::{s, Array1, Array2, ArrayRef2, Axis, Ix2, SliceInfo, SliceInfoElem};
 use rayon::prelude::*;
+use std::ops::AddAssign;
 
 use crate::attention::{attend, Scores};
 use crate::error::AttnError;
@@ -99,10 +100,29 @@ pub(crate) struct Heads {
     pub(crate) tk: usize,
     /// Heads.
     pub(crate) heads: usize,
+    /// Key/value heads `g`, a divisor of `heads`: query head `i` reads the
+    /// keys and values of head `i / (heads/g)`, and `W_K`, `W_V` are
+    /// `d × g·d_k`. `g = heads` is multi-head attention, `g = 1`
+    /// multi-query attention, anything between grouped-query attention.
+    pub(crate) groups: usize,
     /// Whether queries and keys are rotated by their positions (RoPE,
     /// chapter 7) after their projections: row `i` of each sequence is at
     /// position `i`.
     pub(crate) rotary: bool,
+}
+
+impl Heads {
+    /// Multi-head attention's sizes: every head with its own keys and
+    /// values, no rotation.
+    pub(crate) fn new(tq: usize, tk: usize, heads: usize) -> Self {
+        Heads {
+            tq,
+            tk,
+            heads,
+            groups: heads,
+            rotary: false,
+        }
+    }
 }
 
 /// Multi-head attention of `x_q` (`B·tq × d`) over `x_kv` (`B·tk × d`),
@@ -132,22 +152,18 @@ pub(crate) fn mha_forward<F: Real>(
 pub(crate) fn mha_from_projections<F: Real>(
     [mut q, mut k, v]: [Array2<F>; 3],
     (w_o, b_o): (&Array2<F>, Option<&Array1<F>>),
-    Heads {
-        tq,
-        tk,
-        heads,
-        rotary,
-    }: Heads,
+    sizes: Heads,
     keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
+    let Heads { tq, tk, heads, .. } = sizes;
     let d_k = q.ncols() / heads;
-    if rotary {
+    if sizes.rotary {
         // RoPE (chapter 7): each head's queries and keys turned by their positions.
         rotate_heads(&mut q, tq, heads, Rotation::Forward);
-        rotate_heads(&mut k, tk, heads, Rotation::Forward);
+        rotate_heads(&mut k, tk, sizes.groups, Rotation::Forward);
     }
     let sqrt_d_k = F::of(d_k as f64).sqrt();
-    let rows = |b, h| head_slices(b, h, d_k, (tq, tk));
+    let rows = |b, h| head_slices(b, h, d_k, sizes);
     let masks: Vec<_> = (0..q.nrows() / tq).map(keep).collect();
     // Every (sequence, head) attends on its own, so the pool's threads
     // share them out; `collect` keeps their order.
@@ -225,18 +241,14 @@ pub(crate) fn mha_backward<F: Real>(
     x_q: &ArrayRef2<F>,
     x_kv: &ArrayRef2<F>,
     w: &Projections<F>,
-    Heads {
-        tq,
-        tk,
-        heads,
-        rotary,
-    }: Heads,
+    sizes: Heads,
     d_out: &ArrayRef2<F>,
 ) -> MhaGradients<F> {
+    let Heads { tq, tk, heads, .. } = sizes;
     let d_o = matmul(d_out, &w[3].t());
     let dw_o = matmul(&cache.o.t(), d_out);
     let d_k = cache.q.ncols() / heads;
-    let rows = |b, h| head_slices(b, h, d_k, (tq, tk));
+    let rows = |b, h| head_slices(b, h, d_k, sizes);
     // Each (sequence, head), `b·heads + h`, on its own, shared out as forward.
     let grads: Vec<_> = (0..cache.heads.len())
         .into_par_iter()
@@ -249,16 +261,17 @@ pub(crate) fn mha_backward<F: Real>(
     let mut dq = Array2::zeros(cache.q.dim());
     let mut dk = Array2::zeros(cache.k.dim());
     let mut dv = Array2::zeros(cache.v.dim());
+    // The heads of a group share its keys and values: their gradients add.
     for (i, (g_q, g_k, g_v)) in grads.into_iter().enumerate() {
         let [rq, rk] = rows(i / heads, i % heads);
         dq.slice_mut(rq).assign(&g_q);
-        dk.slice_mut(rk).assign(&g_k);
-        dv.slice_mut(rk).assign(&g_v);
+        dk.slice_mut(rk).add_assign(&g_k);
+        dv.slice_mut(rk).add_assign(&g_v);
     }
-    if rotary {
+    if sizes.rotary {
         // Back through the rotations: a rotation's transpose is its inverse.
         rotate_heads(&mut dq, tq, heads, Rotation::Back);
-        rotate_heads(&mut dk, tk, heads, Rotation::Back);
+        rotate_heads(&mut dk, tk, sizes.groups, Rotation::Back);
     }
     let db = cache.biased.then(|| {
         [&*dq, &*dk, &*dv, d_out].map(|g: &ArrayRef2<F>| g.sum_axis(Axis(0))) // Σ over rows
@@ -277,13 +290,14 @@ pub(crate) fn mha_backward<F: Real>(
 }
 // ANCHOR_END: mha_backward
 
-/// Sequence `b`'s rows and head `h`'s `d_k` columns: of the queries (`tq`
-/// rows a sequence) and of the keys and values (`tk`).
-fn head_slices(b: usize, h: usize, d_k: usize, (tq, tk): (usize, usize)) -> [Slice2; 2] {
-    let cols = h * d_k..(h + 1) * d_k;
+/// Sequence `b`'s rows and head `h`'s `d_k` columns of the queries (`tq`
+/// rows a sequence), and its group's of the keys and values (`tk`).
+fn head_slices(b: usize, h: usize, d_k: usize, sizes: Heads) -> [Slice2; 2] {
+    let g = h / (sizes.heads / sizes.groups); // the group head h reads
+    let (tq, tk) = (sizes.tq, sizes.tk);
     [
-        s![b * tq..(b + 1) * tq, cols.clone()],
-        s![b * tk..(b + 1) * tk, cols],
+        s![b * tq..(b + 1) * tq, h * d_k..(h + 1) * d_k],
+        s![b * tk..(b + 1) * tk, g * d_k..(g + 1) * d_k],
     ]
 }
 
@@ -306,126 +320,4 @@ fn rotate_heads<F: Real>(x: &mut Array2<F>, t: usize, heads: usize, way: Rotatio
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::grad::{gradient_error, normal_matrix, Matrix};
-    use ndarray::Array1;
-    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
-
-    /// Two sequences, 3 queries over 4 keys each, `d = 6`, 2 heads, with
-    /// biases; the second sequence masks its last key. The loss is
-    /// `Σ out ⊙ R` for a fixed random `R`, so `dOut = R`.
-    #[test]
-    fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
-        let mut rng = StdRng::seed_from_u64(5);
-        let sizes = Heads {
-            tq: 3,
-            tk: 4,
-            heads: 2,
-            rotary: false,
-        };
-        let x_q = normal_matrix(6, 6, &mut rng);
-        let x_kv = normal_matrix(8, 6, &mut rng);
-        let w: Projections<f64> = [(); 4].map(|_| normal_matrix(6, 6, &mut rng) * 0.5);
-        let b: Biases<f64> = [(); 4].map(|_| normal_matrix(1, 6, &mut rng).row(0).to_owned());
-        let r = normal_matrix(6, 6, &mut rng);
-        let keep = |seq: usize| Some(Array2::from_shape_fn((3, 4), |(_, j)| seq == 0 || j < 3));
-        let loss = |x_q: &Matrix, x_kv: &Matrix, w: &Projections<f64>, b: &Biases<f64>| {
-            let (out, _) = mha_forward(x_q, x_kv, (w, Some(b)), sizes, keep).unwrap();
-            (out * &r).sum()
-        };
-        let (_, cache) = mha_forward(&x_q, &x_kv, (&w, Some(&b)), sizes, keep).unwrap();
-        let g = mha_backward(&cache, &x_q, &x_kv, &w, sizes, &r);
-        let mut errors = vec![
-            gradient_error(&g.dx_q, |x| loss(x, &x_kv, &w, &b), &x_q),
-            gradient_error(&g.dx_kv, |x| loss(&x_q, x, &w, &b), &x_kv),
-        ];
-        for i in 0..4 {
-            let with = |x: &Matrix| {
-                let mut w = w.clone();
-                w[i] = x.clone();
-                loss(&x_q, &x_kv, &w, &b)
-            };
-            errors.push(gradient_error(&g.dw[i], with, &w[i]));
-            let db = g.db.as_ref().expect("the layer has biases")[i].clone();
-            let as_row = |v: Array1<f64>| v.insert_axis(Axis(0));
-            let with = |x: &Matrix| {
-                let mut b = b.clone();
-                b[i] = x.row(0).to_owned();
-                loss(&x_q, &x_kv, &w, &b)
-            };
-            if i == 1 {
-                // b_K adds q·b_K to every score of a row, which the softmax
-                // ignores: its gradient is 0, analytically and numerically.
-                let numeric = crate::grad::numerical_gradient(with, &as_row(b[1].clone()), 1e-5);
-                let largest = db
-                    .iter()
-                    .chain(&numeric)
-                    .fold(0.0_f64, |m, v| m.max(v.abs()));
-                assert!(largest < 1e-9, "dL/db_K = {db}, numerically {numeric}");
-            } else {
-                errors.push(gradient_error(&as_row(db), with, &as_row(b[i].clone())));
-            }
-        }
-        for (i, error) in errors.into_iter().enumerate() {
-            assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
-        }
-    }
-
-    /// With RoPE: two sequences of 4 tokens, causal, `d = 8`, 2 heads.
-    #[test]
-    fn rotary_gradients_match_finite_differences() {
-        let mut rng = StdRng::seed_from_u64(8);
-        let sizes = Heads {
-            tq: 4,
-            tk: 4,
-            heads: 2,
-            rotary: true,
-        };
-        let x = normal_matrix(8, 8, &mut rng);
-        let w: Projections<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5);
-        let r = normal_matrix(8, 8, &mut rng);
-        let causal = |_: usize| Some(crate::masking::causal_mask(4, 4));
-        let loss = |x: &Matrix, w: &Projections<f64>| {
-            let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
-            (out * &r).sum()
-        };
-        let (_, cache) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
-        let g = mha_backward(&cache, &x, &x, &w, sizes, &r);
-        let mut errors = vec![gradient_error(&(&g.dx_q + &g.dx_kv), |x| loss(x, &w), &x)];
-        for i in 0..4 {
-            let with = |m: &Matrix| {
-                let mut w = w.clone();
-                w[i] = m.clone();
-                loss(&x, &w)
-            };
-            errors.push(gradient_error(&g.dw[i], with, &w[i]));
-        }
-        for (i, error) in errors.into_iter().enumerate() {
-            assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
-        }
-        // And the rotation is there: without it the output differs.
-        let plain = Heads {
-            rotary: false,
-            ..sizes
-        };
-        let (a, _) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
-        let (b, _) = mha_forward(&x, &x, (&w, None), plain, causal).unwrap();
-        assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
-    }
-
-    #[test]
-    fn a_layer_without_biases_has_no_bias_gradients() {
-        let mut rng = StdRng::seed_from_u64(6);
-        let sizes = Heads {
-            tq: 2,
-            tk: 2,
-            heads: 1,
-            rotary: false,
-        };
-        let x = normal_matrix(2, 4, &mut rng);
-        let w: Projections<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng));
-        let (out, cache) = mha_forward(&x, &x, (&w, None), sizes, |_| None).unwrap();
-        assert!(mha_backward(&cache, &x, &x, &w, sizes, &out).db.is_none());
-    }
-}
+mod tests;

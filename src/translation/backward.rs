@@ -37,12 +37,7 @@ impl Seq2Seq {
             let (dx, d_ln, d_ffn) = ffn_sublayer_backward(&c.ffn, sublayer, Activation::Gelu, &dy);
             (gd.ln, gd.ffn) = (d_ln, d_ffn);
             dy += &dx;
-            let heads = Heads {
-                tq: t,
-                tk,
-                heads: h,
-                rotary: false,
-            };
+            let heads = Heads::new(t, tk, h);
             let sublayer = (&p.cross_attention.ln, &p.cross_attention.w);
             let memory = Some(&*fwd.memory);
             let (dx, d_mem, d_ln, dw) =
@@ -52,12 +47,7 @@ impl Seq2Seq {
             }
             (gd.cross_attention.ln, gd.cross_attention.w) = (d_ln, dw);
             dy += &dx;
-            let heads = Heads {
-                tq: t,
-                tk: t,
-                heads: h,
-                rotary: false,
-            };
+            let heads = Heads::new(t, t, h);
             let sublayer = (&p.self_attention.ln, &p.self_attention.w);
             let (dx, _, d_ln, dw) =
                 attention_sublayer_backward(&c.self_attention, None, sublayer, heads, &dy);
@@ -82,12 +72,7 @@ impl Seq2Seq {
             let (dxx, d_ln, d_ffn) = ffn_sublayer_backward(&c.ffn, sublayer, Activation::Gelu, &dx);
             (ge.ln, ge.ffn) = (d_ln, d_ffn);
             dx += &dxx;
-            let heads = Heads {
-                tq: s,
-                tk: s,
-                heads: h,
-                rotary: false,
-            };
+            let heads = Heads::new(s, s, h);
             let sublayer = (&p.attention.ln, &p.attention.w);
             let (dxx, _, d_ln, dw) =
                 attention_sublayer_backward(&c.attention, None, sublayer, heads, &dx);

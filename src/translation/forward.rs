@@ -91,12 +91,7 @@ impl Seq2Seq {
         for e in &self.encoder {
             // x ← x + MultiHead(LayerNorm(x)), each source seeing its real words.
             let keep = |b: usize| real(batch.source_lengths[b], s);
-            let heads = Heads {
-                tq: s,
-                tk: s,
-                heads: h,
-                rotary: false,
-            };
+            let heads = Heads::new(s, s, h);
             let sublayer = (&e.attention.ln, &e.attention.w);
             let (att, attention) = attention_sublayer(&x, None, sublayer, heads, keep, EPS)?;
             x += &att;
@@ -123,12 +118,7 @@ impl Seq2Seq {
         for d in &self.decoder {
             // y ← y + MultiHead(LayerNorm(y)), causal.
             let causal = |_: usize| Array2::from_shape_fn((t, t), |(i, j)| j <= i);
-            let heads = Heads {
-                tq: t,
-                tk: t,
-                heads: h,
-                rotary: false,
-            };
+            let heads = Heads::new(t, t, h);
             let sublayer = (&d.self_attention.ln, &d.self_attention.w);
             let (out, self_attention) = attention_sublayer(&y, None, sublayer, heads, causal, EPS)?;
             y += &out;
@@ -137,12 +127,7 @@ impl Seq2Seq {
                 true => Array2::from_elem((t, 1), true),
                 false => real(batch.source_lengths[i], t),
             };
-            let heads = Heads {
-                tq: t,
-                tk,
-                heads: h,
-                rotary: false,
-            };
+            let heads = Heads::new(t, tk, h);
             let sublayer = (&d.cross_attention.ln, &d.cross_attention.w);
             let (out, cross_attention) =
                 attention_sublayer(&y, Some(&memory), sublayer, heads, keep, EPS)?;

@@ -129,8 +129,7 @@ fn pretrained_model_pieces_reject_bad_arguments() {
     let short = [8, 8, 8, 7].map(Array1::<f32>::zeros);
     assert_eq!(
         mha.clone().with_biases(short).unwrap_err().to_string(),
-        "W_Q's columns and every bias of the layer (d_model) must have the same shape, \
-         but they are 1×8 and 1×7"
+        "W_O's columns and b_O must have the same shape, but they are 1×8 and 1×7"
     );
     let mut nan = [8, 8, 8, 8].map(Array1::<f32>::zeros);
     nan[1][3] = f32::NAN;

@@ -11,6 +11,7 @@ const SMALL: LmConfig = LmConfig {
     context: 6,
     d_model: 8,
     heads: 2,
+    kv_heads: 2,
     layers: 1,
     d_ff: 16,
     positions: Positions::Learned,

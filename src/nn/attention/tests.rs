@@ -1,0 +1,267 @@
+//! Multi-head attention's gradients against finite differences, and
+//! grouped-query attention against heads computed one by one.
+
+use super::*;
+use crate::grad::{gradient_error, normal_matrix, Matrix};
+use ndarray::Array1;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+/// Two sequences, 3 queries over 4 keys each, `d = 6`, 2 heads, with
+/// biases; the second sequence masks its last key. The loss is
+/// `Σ out ⊙ R` for a fixed random `R`, so `dOut = R`.
+#[test]
+fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let sizes = Heads::new(3, 4, 2);
+    let x_q = normal_matrix(6, 6, &mut rng);
+    let x_kv = normal_matrix(8, 6, &mut rng);
+    let w: Projections<f64> = [(); 4].map(|_| normal_matrix(6, 6, &mut rng) * 0.5);
+    let b: Biases<f64> = [(); 4].map(|_| normal_matrix(1, 6, &mut rng).row(0).to_owned());
+    let r = normal_matrix(6, 6, &mut rng);
+    let keep = |seq: usize| Some(Array2::from_shape_fn((3, 4), |(_, j)| seq == 0 || j < 3));
+    let loss = |x_q: &Matrix, x_kv: &Matrix, w: &Projections<f64>, b: &Biases<f64>| {
+        let (out, _) = mha_forward(x_q, x_kv, (w, Some(b)), sizes, keep).unwrap();
+        (out * &r).sum()
+    };
+    let (_, cache) = mha_forward(&x_q, &x_kv, (&w, Some(&b)), sizes, keep).unwrap();
+    let g = mha_backward(&cache, &x_q, &x_kv, &w, sizes, &r);
+    let mut errors = vec![
+        gradient_error(&g.dx_q, |x| loss(x, &x_kv, &w, &b), &x_q),
+        gradient_error(&g.dx_kv, |x| loss(&x_q, x, &w, &b), &x_kv),
+    ];
+    for i in 0..4 {
+        let with = |x: &Matrix| {
+            let mut w = w.clone();
+            w[i] = x.clone();
+            loss(&x_q, &x_kv, &w, &b)
+        };
+        errors.push(gradient_error(&g.dw[i], with, &w[i]));
+        let db = g.db.as_ref().expect("the layer has biases")[i].clone();
+        let as_row = |v: Array1<f64>| v.insert_axis(Axis(0));
+        let with = |x: &Matrix| {
+            let mut b = b.clone();
+            b[i] = x.row(0).to_owned();
+            loss(&x_q, &x_kv, &w, &b)
+        };
+        if i == 1 {
+            // b_K adds q·b_K to every score of a row, which the softmax
+            // ignores: its gradient is 0, analytically and numerically.
+            let numeric = crate::grad::numerical_gradient(with, &as_row(b[1].clone()), 1e-5);
+            let largest = db
+                .iter()
+                .chain(&numeric)
+                .fold(0.0_f64, |m, v| m.max(v.abs()));
+            assert!(largest < 1e-9, "dL/db_K = {db}, numerically {numeric}");
+        } else {
+            errors.push(gradient_error(&as_row(db), with, &as_row(b[i].clone())));
+        }
+    }
+    for (i, error) in errors.into_iter().enumerate() {
+        assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
+    }
+}
+
+/// With RoPE: two sequences of 4 tokens, causal, `d = 8`, 2 heads.
+#[test]
+fn rotary_gradients_match_finite_differences() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let sizes = Heads {
+        rotary: true,
+        ..Heads::new(4, 4, 2)
+    };
+    let x = normal_matrix(8, 8, &mut rng);
+    let w: Projections<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5);
+    let r = normal_matrix(8, 8, &mut rng);
+    let causal = |_: usize| Some(crate::masking::causal_mask(4, 4));
+    let loss = |x: &Matrix, w: &Projections<f64>| {
+        let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
+        (out * &r).sum()
+    };
+    let (_, cache) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
+    let g = mha_backward(&cache, &x, &x, &w, sizes, &r);
+    let mut errors = vec![gradient_error(&(&g.dx_q + &g.dx_kv), |x| loss(x, &w), &x)];
+    for i in 0..4 {
+        let with = |m: &Matrix| {
+            let mut w = w.clone();
+            w[i] = m.clone();
+            loss(&x, &w)
+        };
+        errors.push(gradient_error(&g.dw[i], with, &w[i]));
+    }
+    for (i, error) in errors.into_iter().enumerate() {
+        assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
+    }
+    // And the rotation is there: without it the output differs.
+    let plain = Heads {
+        rotary: false,
+        ..sizes
+    };
+    let (a, _) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
+    let (b, _) = mha_forward(&x, &x, (&w, None), plain, causal).unwrap();
+    assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
+}
+
+#[test]
+fn a_layer_without_biases_has_no_bias_gradients() {
+    let mut rng = StdRng::seed_from_u64(6);
+    let sizes = Heads::new(2, 2, 1);
+    let x = normal_matrix(2, 4, &mut rng);
+    let w: Projections<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng));
+    let (out, cache) = mha_forward(&x, &x, (&w, None), sizes, |_| None).unwrap();
+    assert!(mha_backward(&cache, &x, &x, &w, sizes, &out).db.is_none());
+}
+
+/// `W_K` and `W_V` of `g` key/value heads (`d × g·d_k`) for a layer of
+/// `heads` heads, and the same weights with each group's columns repeated
+/// for every head that reads it (`d × d`): the multi-head layer that
+/// grouped-query attention must equal.
+fn grouped_and_repeated(
+    d: usize,
+    heads: usize,
+    g: usize,
+    rng: &mut StdRng,
+) -> (Projections<f64>, Projections<f64>) {
+    let d_k = d / heads;
+    let [w_q, w_o] = [(); 2].map(|_| normal_matrix(d, d, rng) * 0.5);
+    let [w_k, w_v] = [(); 2].map(|_| normal_matrix(d, g * d_k, rng) * 0.5);
+    let repeat = |w: &Matrix| {
+        let mut out = Matrix::zeros((d, d));
+        for h in 0..heads {
+            let group = h / (heads / g);
+            out.slice_mut(s![.., h * d_k..(h + 1) * d_k])
+                .assign(&w.slice(s![.., group * d_k..(group + 1) * d_k]));
+        }
+        out
+    };
+    let repeated = [w_q.clone(), repeat(&w_k), repeat(&w_v), w_o.clone()];
+    ([w_q, w_k, w_v, w_o], repeated)
+}
+
+/// Grouped-query attention with `g` groups equals multi-head attention
+/// whose key and value heads are copies of their group's, at `g = heads`
+/// (multi-head), `g = 2` (grouped) and `g = 1` (multi-query), with and
+/// without a mask and RoPE: the same outputs, and gradients of the shared
+/// weights that are the sums over the copies.
+#[test]
+fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values() {
+    let mut rng = StdRng::seed_from_u64(21);
+    let (d, heads, t) = (8, 4, 5);
+    let x = normal_matrix(2 * t, d, &mut rng);
+    let r = normal_matrix(2 * t, d, &mut rng);
+    for g in [4, 2, 1] {
+        for (rotary, masked) in [(false, false), (false, true), (true, true)] {
+            let (grouped, repeated) = grouped_and_repeated(d, heads, g, &mut rng);
+            let keep = |_: usize| masked.then(|| crate::masking::causal_mask(t, t));
+            let plain = Heads {
+                rotary,
+                ..Heads::new(t, t, heads)
+            };
+            let sizes = Heads { groups: g, ..plain };
+            let (a, cache_a) = mha_forward(&x, &x, (&grouped, None), sizes, keep).unwrap();
+            let (b, cache_b) = mha_forward(&x, &x, (&repeated, None), plain, keep).unwrap();
+            approx::assert_abs_diff_eq!(a, b, epsilon = 1e-12);
+            let ga = mha_backward(&cache_a, &x, &x, &grouped, sizes, &r);
+            let gb = mha_backward(&cache_b, &x, &x, &repeated, plain, &r);
+            approx::assert_abs_diff_eq!(
+                &ga.dx_q + &ga.dx_kv,
+                &gb.dx_q + &gb.dx_kv,
+                epsilon = 1e-12
+            );
+            for i in [1, 2] {
+                // A shared column block's gradient: the sum over its copies.
+                let d_k = d / heads;
+                for group in 0..g {
+                    let mut sum = Matrix::zeros((d, d_k));
+                    for h in group * (heads / g)..(group + 1) * (heads / g) {
+                        sum += &gb.dw[i].slice(s![.., h * d_k..(h + 1) * d_k]);
+                    }
+                    let got = ga.dw[i].slice(s![.., group * d_k..(group + 1) * d_k]);
+                    approx::assert_abs_diff_eq!(got, sum, epsilon = 1e-12);
+                }
+            }
+            for i in [0, 3] {
+                approx::assert_abs_diff_eq!(ga.dw[i], gb.dw[i], epsilon = 1e-12);
+            }
+        }
+    }
+}
+
+/// Head by head, from the definition: head `h` attends with its own
+/// columns of `X W_Q` over its group's columns of `X W_K` and `X W_V`.
+fn heads_one_by_one(x: &Matrix, w: &Projections<f64>, heads: usize, g: usize) -> Matrix {
+    let d_k = w[0].ncols() / heads;
+    let cols = |i: usize| s![.., i * d_k..(i + 1) * d_k];
+    let mut concat = Matrix::zeros((x.nrows(), w[0].ncols()));
+    for h in 0..heads {
+        let group = h / (heads / g);
+        let q = x.dot(&w[0].slice(cols(h)));
+        let k = x.dot(&w[1].slice(cols(group)));
+        let v = x.dot(&w[2].slice(cols(group)));
+        let (o, _) = attention_forward(&q, &k, &v, None, (d_k as f64).sqrt()).unwrap();
+        concat.slice_mut(cols(h)).assign(&o);
+    }
+    concat.dot(&w[3])
+}
+
+/// Each head reads its own group's keys and values: the layer equals the
+/// heads computed one by one, at `g = heads` (where sharing one head among
+/// all would fail), `g = 2` and `g = 1`.
+#[test]
+fn every_head_reads_its_own_group() {
+    let mut rng = StdRng::seed_from_u64(22);
+    let (d, heads, t) = (8, 4, 5);
+    let x = normal_matrix(t, d, &mut rng);
+    for g in [4, 2, 1] {
+        let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
+        let sizes = Heads {
+            groups: g,
+            ..Heads::new(t, t, heads)
+        };
+        let (out, _) = mha_forward(&x, &x, (&w, None), sizes, |_| None).unwrap();
+        approx::assert_abs_diff_eq!(out, heads_one_by_one(&x, &w, heads, g), epsilon = 1e-12);
+    }
+}
+
+/// The grouped layer's gradients against finite differences (`g = 2` and
+/// `g = 1`, causal, RoPE).
+#[test]
+fn grouped_gradients_match_finite_differences() {
+    let mut rng = StdRng::seed_from_u64(23);
+    let (d, heads, t) = (8, 4, 4);
+    let x = normal_matrix(2 * t, d, &mut rng);
+    let r = normal_matrix(2 * t, d, &mut rng);
+    let causal = |_: usize| Some(crate::masking::causal_mask(t, t));
+    for g in [2, 1] {
+        let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
+        let sizes = Heads {
+            groups: g,
+            rotary: true,
+            ..Heads::new(t, t, heads)
+        };
+        let loss = |x: &Matrix, w: &Projections<f64>| {
+            let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
+            (out * &r).sum()
+        };
+        let (_, cache) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
+        let grads = mha_backward(&cache, &x, &x, &w, sizes, &r);
+        let mut errors = vec![gradient_error(
+            &(&grads.dx_q + &grads.dx_kv),
+            |x| loss(x, &w),
+            &x,
+        )];
+        for i in 0..4 {
+            let with = |m: &Matrix| {
+                let mut w = w.clone();
+                w[i] = m.clone();
+                loss(&x, &w)
+            };
+            errors.push(gradient_error(&grads.dw[i], with, &w[i]));
+        }
+        for (i, error) in errors.into_iter().enumerate() {
+            assert!(
+                error < 1e-6,
+                "g = {g}, gradient {i}: relative error {error:e}"
+            );
+        }
+    }
+}

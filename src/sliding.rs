@@ -1,0 +1,156 @@
+//! Forgetting keys: a KV cache that keeps only the last `window` tokens (a
+//! sliding window, as Longformer and Mistral attend) and, besides them, the
+//! first `sinks` tokens (attention sinks, StreamingLLM), in a ring buffer
+//! of `sinks + window` rows allocated once. Chapter 6's [`KvCache`] grows
+//! with the text; this one never does.
+//!
+//! [`KvCache`]: crate::masking::KvCache
+
+use ndarray::{Array1, Array2, ArrayRef1, Axis};
+
+use crate::check::check_size;
+use crate::error::AttnError;
+use crate::masking::check_new_token;
+use crate::position::{rotate, Rotation};
+use crate::scaled_dot_product_attention;
+
+// ANCHOR: sliding_cache
+/// The keys and values of the first `sinks` tokens and of the last `window`
+/// tokens: a ring buffer of `sinks + window` rows. Once full, each new token
+/// overwrites the oldest token of the window; the sinks are never
+/// overwritten.
+#[derive(Debug, Clone)]
+pub struct SlidingCache {
+    k: Array2<f32>, // (sinks + window) × d_k, allocated at once
+    v: Array2<f32>, // (sinks + window) × d_v
+    sinks: usize,
+    window: usize,
+    seen: usize, // tokens appended so far
+}
+
+impl SlidingCache {
+    /// An empty cache for keys of width `d_k` and values of width `d_v` that
+    /// keeps `sinks` first tokens and a window of the last `window` (at
+    /// least 1).
+    pub fn new(d_k: usize, d_v: usize, sinks: usize, window: usize) -> Result<Self, AttnError> {
+        if window == 0 {
+            return Err(AttnError::InvalidArgument {
+                name: "window",
+                value: 0.0,
+                requirement: "must be at least 1: the newest token is always kept",
+            });
+        }
+        let rows = sinks.saturating_add(window);
+        check_size("the cached keys", rows, d_k)?;
+        check_size("the cached values", rows, d_v)?;
+        Ok(SlidingCache {
+            k: Array2::zeros((rows, d_k)),
+            v: Array2::zeros((rows, d_v)),
+            sinks,
+            window,
+            seen: 0,
+        })
+    }
+
+    /// The row of the ring that token `t` (counted from 0) is written to:
+    /// its own row if it is a sink, else the window's rows in turn.
+    fn slot(&self, t: usize) -> usize {
+        if t < self.sinks {
+            t
+        } else {
+            self.sinks + (t - self.sinks) % self.window
+        }
+    }
+
+    /// Appends the next token's key `k_t` and value `v_t`, over the oldest
+    /// token of the window once the cache is full.
+    pub fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
+        self.check_new(k_t, v_t)?;
+        let row = self.slot(self.seen);
+        self.k.row_mut(row).assign(k_t);
+        self.v.row_mut(row).assign(v_t);
+        self.seen += 1;
+        Ok(())
+    }
+
+    /// The tokens it holds, counted from 0 in the text, oldest first: the
+    /// sinks, then the window.
+    pub fn held(&self) -> Vec<usize> {
+        let sinks = 0..self.seen.min(self.sinks);
+        let window = self.seen.saturating_sub(self.window).max(self.sinks)..self.seen;
+        sinks.chain(window).collect()
+    }
+
+    /// Attends with `q_t` over every token held. The rows are in the ring's
+    /// order, not the text's: attention does not depend on the keys' order,
+    /// so this holds for keys that carry their own positions (RoPE applied
+    /// before they were cached) or none.
+    pub fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+        let n = self.len();
+        let (k, v) = (
+            self.k.slice(ndarray::s![..n, ..]),
+            self.v.slice(ndarray::s![..n, ..]),
+        );
+        let q_t = q_t.to_owned().insert_axis(Axis(0)); // 1×d_k
+        let a = scaled_dot_product_attention(&q_t, &k, &v)?;
+        Ok(a.output.row(0).to_owned())
+    }
+
+    /// Attends with `q_t` at positions within the cache, as StreamingLLM
+    /// does: the keys are cached before RoPE, and the `j`-th token held
+    /// (oldest first) is turned by position `j`, the query by the newest's,
+    /// `len − 1`. The distances between tokens then stay within what the
+    /// model saw in training, however far the text has run.
+    pub fn attend_in_cache_positions(
+        &self,
+        q_t: &ArrayRef1<f32>,
+    ) -> Result<Array1<f32>, AttnError> {
+        crate::position::check_even("d_k with rotary positions", self.k.ncols())?;
+        let held = self.held();
+        let rows: Vec<usize> = held.iter().map(|&t| self.slot(t)).collect();
+        let mut k = self.k.select(Axis(0), &rows); // oldest first
+        let v = self.v.select(Axis(0), &rows);
+        rotate(&mut k, 0, Rotation::Forward); // positions 0 .. len − 1
+        let mut q = q_t.to_owned().insert_axis(Axis(0));
+        rotate(&mut q, held.len().saturating_sub(1), Rotation::Forward);
+        let a = scaled_dot_product_attention(&q, &k, &v)?;
+        Ok(a.output.row(0).to_owned())
+    }
+}
+// ANCHOR_END: sliding_cache
+
+impl SlidingCache {
+    /// How many tokens it holds: at most `sinks + window`.
+    pub fn len(&self) -> usize {
+        self.seen.min(self.k.nrows())
+    }
+
+    /// Whether it holds none yet.
+    pub fn is_empty(&self) -> bool {
+        self.seen == 0
+    }
+
+    /// How many tokens have been appended, held or not.
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
+    /// The width of its keys, `d_k`.
+    pub fn width(&self) -> usize {
+        self.k.ncols()
+    }
+
+    /// The bytes its keys and values take: `(sinks + window)·(d_k + d_v)`
+    /// numbers of 4 bytes, from the first token on.
+    pub fn bytes(&self) -> usize {
+        (self.k.len() + self.v.len()) * std::mem::size_of::<f32>()
+    }
+
+    /// Checks a new key and value against the cache's widths.
+    fn check_new(&self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
+        check_new_token(k_t, v_t, (self.k.ncols(), self.v.ncols()))
+    }
+}
+
+#[cfg(test)]
+mod tests;
