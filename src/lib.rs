@@ -50,6 +50,8 @@ pub mod error;
 pub mod exercises;
 pub mod fast;
 pub mod grad;
+pub mod kv_bytes;
+pub mod latent;
 pub mod lm;
 pub mod masking;
 pub mod model;

@@ -39,9 +39,36 @@ fn the_cache_allocates_its_formula_once() {
         allocated,
         "the full cache holds no more than the empty one was given"
     );
+    drop(cache);
+    a_grouped_model_s_cache_is_smaller_by_its_groups();
 }
 
 fn rng() -> ndarray_rand::rand::rngs::StdRng {
     use ndarray_rand::rand::SeedableRng;
     ndarray_rand::rand::rngs::StdRng::seed_from_u64(0)
+}
+
+/// With grouped-query and multi-query attention the cache shrinks by
+/// `heads / kv_heads`, and the allocator sees exactly that. (Called from
+/// the test above: the allocator's count is shared by the test threads.)
+fn a_grouped_model_s_cache_is_smaller_by_its_groups() {
+    use attn::lm::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
+    let full = 262_144;
+    for kv_heads in [4, 2, 1] {
+        let config = LmConfig {
+            kv_heads,
+            ..SHAKESPEARE_MODEL
+        };
+        let model = LanguageModel::<f32>::new(config, 1).unwrap();
+        let expected = config.context * LmCache::bytes_per_token(&model);
+        assert_eq!(expected, full / (4 / kv_heads));
+        let before = counting::current();
+        let cache = model.new_cache();
+        let allocated = counting::current() - before;
+        assert!(
+            (expected..expected + 4 * 1024).contains(&allocated),
+            "kv_heads {kv_heads}: the cache allocated {allocated} bytes; its formula says {expected}"
+        );
+        drop(cache);
+    }
 }

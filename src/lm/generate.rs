@@ -10,6 +10,7 @@ use super::model::{LanguageModel, Positions};
 use super::sample::Sampler;
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
+use crate::kv_bytes::{kv_bytes_per_token, KvLayout};
 use crate::nn::{ffn_sublayer, layer_norm_forward};
 use crate::position::{rotate, Rotation};
 use crate::sliding::SlidingCache;
@@ -50,7 +51,12 @@ impl LmCache {
     /// every block; `d_kv = d` for multi-head attention).
     pub fn bytes_per_token(model: &LanguageModel<f32>) -> usize {
         let c = model.config();
-        2 * c.layers * c.d_kv() * std::mem::size_of::<f32>()
+        let layout = KvLayout::Heads {
+            kv_heads: c.kv_heads,
+            d_head: c.d_model / c.heads,
+        };
+        kv_bytes_per_token(c.layers, layout, std::mem::size_of::<f32>())
+            .expect("the model's sizes were checked: its cache fits in memory")
     }
 }
 // ANCHOR_END: cache
