@@ -22,8 +22,11 @@ use crate::sliding::SlidingCache;
 /// attention, the query heads of a group read one.
 #[derive(Debug, Clone)]
 pub struct LmCache {
-    heads: Vec<Vec<SlidingCache>>,
-    read: usize, // tokens read so far: the next one's position
+    pub(super) heads: Vec<Vec<SlidingCache>>,
+    pub(super) read: usize, // tokens read so far: the next one's position
+    /// Whether keys are cached before RoPE and read at their positions
+    /// within the cache, as StreamingLLM reads them (rotary models only).
+    pub(super) in_cache_positions: bool,
 }
 
 impl LmCache {
@@ -74,6 +77,7 @@ impl LanguageModel<f32> {
                 .map(|_| (0..c.kv_heads).map(|_| head()).collect())
                 .collect(),
             read: 0,
+            in_cache_positions: false,
         }
     }
 
@@ -89,6 +93,8 @@ impl LanguageModel<f32> {
         let position = cache.read;
         self.check_step(token, position, cache)?;
         let rotary = self.config.positions == Positions::Rotary;
+        // Rotate by the text's positions here, or by the cache's when reading.
+        let turn = rotary && !cache.in_cache_positions;
         let eps = EPS as f32;
         let mut x = match rotary {
             false => &self.tokens.row(token) + &self.positions.row(position),
@@ -104,7 +110,7 @@ impl LanguageModel<f32> {
             for (g, cache) in heads.iter_mut().enumerate() {
                 let d_k = cache.width();
                 let cols = |i: usize| s![.., i * d_k..(i + 1) * d_k];
-                if rotary {
+                if turn {
                     // The new key turned by its own position; the cached keys
                     // keep the turn of theirs.
                     rotate(&mut k.slice_mut(cols(g)), position, Rotation::Forward);
@@ -112,10 +118,13 @@ impl LanguageModel<f32> {
                 let row = |x: &Array2<f32>, i| x.slice(cols(i)).row(0).to_owned();
                 cache.append(&row(&k, g), &row(&v, g))?;
                 for h in g * group..(g + 1) * group {
-                    if rotary {
+                    if turn {
                         rotate(&mut q.slice_mut(cols(h)), position, Rotation::Forward);
                     }
-                    let out = cache.attend(&row(&q, h))?;
+                    let out = match rotary && !turn {
+                        true => cache.attend_in_cache_positions(&row(&q, h))?,
+                        false => cache.attend(&row(&q, h))?,
+                    };
                     o.slice_mut(cols(h)).row_mut(0).assign(&out);
                 }
             }

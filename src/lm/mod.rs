@@ -14,6 +14,7 @@ mod generate;
 mod induction;
 mod model;
 mod sample;
+mod streaming;
 mod train;
 mod weights;
 
@@ -23,6 +24,7 @@ pub use generate::{Decoding, LmCache};
 pub use induction::{induction_scores, repeated_sequences, InductionScores};
 pub use model::{LanguageModel, LmConfig, Positions, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
+pub use streaming::Forgetting;
 pub use train::{
     even_offsets, mean_loss, random_offsets, train_lm, windows, Batch, LmTraining, LogEntry,
     SplitMix64, SHAKESPEARE_TRAINING,

@@ -297,3 +297,66 @@ fn training_gives_the_same_bits_on_one_thread_and_on_two() {
     assert_eq!(one.1, two.1);
     assert!(one.0 == two.0, "the weights differ between 1 and 2 threads");
 }
+
+/// The rotary small model, and a text eight times its context.
+fn rotary_and_long_text() -> (LanguageModel<f32>, Vec<usize>) {
+    let model = small_f32_with(LmConfig {
+        positions: Positions::Rotary,
+        ..SMALL
+    });
+    let text = (0..40).map(|i| (i * 5 + i / 3) % SMALL.vocab).collect();
+    (model, text)
+}
+
+fn logits_through(model: &LanguageModel<f32>, text: &[usize], mut cache: LmCache) -> Vec<Array2<f32>> {
+    text.iter()
+        .map(|&t| model.step(t, &mut cache).unwrap().insert_axis(ndarray::Axis(0)))
+        .collect()
+}
+
+fn largest_gap(a: &[Array2<f32>], b: &[Array2<f32>], steps: std::ops::Range<usize>) -> f32 {
+    steps
+        .flat_map(|t| (&a[t] - &b[t]).into_iter())
+        .fold(0.0, |m, d| m.max(d.abs()))
+}
+
+/// A window as long as the text forgets nothing: at every step, the row of
+/// causal attention over the whole text, at positions past the context.
+#[test]
+fn a_window_as_long_as_the_text_is_attention_over_all_of_it() {
+    let (model, text) = rotary_and_long_text();
+    let cache = model.new_cache_forgetting(Forgetting::Window(40)).unwrap();
+    let cached = logits_through(&model, &text, cache);
+    let whole = model.forward_window(std::slice::from_ref(&text), 40).unwrap();
+    for (t, row) in cached.iter().enumerate() {
+        approx::assert_abs_diff_eq!(row.row(0), whole.logits().row(t), epsilon = 1e-4);
+    }
+}
+
+/// Positions within the cache change nothing for a window alone (a
+/// rotary score depends only on distance), and, with sinks, nothing until
+/// a token is evicted; after that the sinks' cache reads other keys.
+#[test]
+fn sinks_read_at_cache_positions() {
+    let (model, text) = rotary_and_long_text();
+    let plain = logits_through(&model, &text, model.new_cache());
+    let cache = |f| model.new_cache_forgetting(f).unwrap();
+    let renumbered = logits_through(&model, &text, cache(Forgetting::Sinks { sinks: 0, window: 5 }));
+    assert!(largest_gap(&plain, &renumbered, 0..40) < 1e-4);
+    let sinks = logits_through(&model, &text, cache(Forgetting::Sinks { sinks: 2, window: 3 }));
+    assert!(largest_gap(&plain, &sinks, 0..5) < 1e-4, "nothing evicted yet");
+    assert!(largest_gap(&plain, &sinks, 5..40) > 1e-2, "tokens 0 and 1 kept instead");
+}
+
+/// The losses read through the cache are the model's own loss, token by
+/// token; a learned-position model gets no forgetting cache.
+#[test]
+fn losses_through_a_cache_are_the_model_s_loss() {
+    let (model, text) = rotary_and_long_text();
+    let losses = model.losses_through(&text[..5], model.new_cache()).unwrap();
+    let mean = losses.iter().sum::<f64>() / losses.len() as f64;
+    let loss = model.loss(&[text[..4].to_vec()], &[text[1..5].to_vec()]).unwrap();
+    assert!((mean - loss).abs() < 1e-5, "{mean} vs {loss}");
+    let e = small_f32().new_cache_forgetting(Forgetting::Window(9)).unwrap_err();
+    assert!(e.to_string().contains("rotary"), "{e}");
+}

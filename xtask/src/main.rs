@@ -71,13 +71,13 @@ fn main() -> ExitCode {
         "train" => match std::env::args().nth(2).as_deref() {
             None => train(&["ch12", "ch13"]),
             Some(chapter @ ("ch12" | "ch13")) => train(&[chapter]),
-            Some("lm") => corpus().and_then(|()| train(&["lm"])),
-            Some(other) => Err(format!("no training runs for {other}: ch12, ch13 or lm")),
+            Some(runs @ ("lm" | "kv")) => corpus().and_then(|()| train(&[runs])),
+            Some(other) => Err(format!("no training runs for {other}: ch12, ch13, lm or kv")),
         },
         _ => {
             eprintln!(
                 "usage: cargo xtask serve | test | figures | measure [fast | lm] \
-                 | train [ch12 | ch13 | lm] | model [--data] | corpus | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | lm | kv] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }

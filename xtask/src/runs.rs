@@ -35,7 +35,9 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// 12's two models (under a minute each), chapter 13's encoder–decoders
 /// (about four minutes) and chapter 15's language model (`lm`: three
 /// seeds with learned positions and one with rotary positions, about four
-/// minutes each, after `cargo xtask corpus`). Each writes its weights and loss curves to
+/// minutes each, after `cargo xtask corpus`) and chapter 16's variants of
+/// it (`kv`: three ways of sharing keys, three seeds each, two runs at a
+/// time). Each writes its weights or loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
 /// the run's header. Then the figures are redrawn from them.
 pub(crate) fn train(chapters: &[&str]) -> Step {
@@ -43,6 +45,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
         let example = match *chapter {
             "ch12" => "ch12_train",
             "lm" => "ch15_lm_train",
+            "kv" => "ch16_kv_train",
             _ => "ch13_translation_train",
         };
         run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
@@ -55,7 +58,11 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
         eprint!("{output}");
         let log =
             format!("# {header}; statistic: one run; one thread, by `cargo xtask train`\n{output}");
-        let name = if *chapter == "lm" { "ch15" } else { chapter };
+        let name = match *chapter {
+            "lm" => "ch15",
+            "kv" => "ch16",
+            other => other,
+        };
         let path = root().join(format!("book/data/{name}-train-log.txt"));
         std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
     }

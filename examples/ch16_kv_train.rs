@@ -1,0 +1,187 @@
+//! Sharing and forgetting keys: trains the language model with rotary
+//! positions and multi-head (4 key/value heads), grouped-query (2) and
+//! multi-query (1) attention, at the same depth and width, seeds 1, 2 and
+//! 3, by chapter 15's recipe; two runs at a time, one core each (a run's
+//! results do not depend on it). For each run: the training log, the loss
+//! over the whole validation split, and the loss along texts 8 times the
+//! context read through three caches (all of the text, a window of 64, 4
+//! sinks and a window of 60). Writes `book/data/ch16-*.tsv` (run by `cargo
+//! xtask train kv`, not in CI). Needs the corpus (`cargo xtask corpus`).
+//!
+//! ```text
+//! cargo xtask train kv     # = cargo run --release --example ch16_kv_train
+//! ```
+
+use std::fmt::Write;
+use std::time::Instant;
+
+use attn::lm::{
+    even_offsets, mean_loss, train_lm, Corpus, Forgetting, LanguageModel, LmCache, LmConfig,
+    LmTraining, Positions, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
+};
+use attn::nn::Parameters;
+use report::ch15::corpus_dir;
+use report::provenance::header;
+
+/// Key/value heads of the variants, for 4 query heads.
+const KV_HEADS: [usize; 3] = [4, 2, 1];
+const SEEDS: [u64; 3] = [1, 2, 3];
+/// Long texts: how many, how long (8 contexts), and the width of a bucket
+/// of positions whose losses are averaged.
+const TEXTS: usize = 8;
+const LONG: usize = 512;
+const BUCKET: usize = 16;
+/// The caches long texts are read through.
+const CACHES: [(&str, Forgetting); 3] = [
+    ("all", Forgetting::Window(LONG)),
+    ("window", Forgetting::Window(64)),
+    ("sinks", Forgetting::Sinks { sinks: 4, window: 60 }),
+];
+
+/// What one run writes.
+struct Run {
+    printed: String,
+    log: String,
+    summary: String,
+    long: String,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let corpus = Corpus::shakespeare(corpus_dir())?;
+    let jobs: Vec<(usize, u64)> = KV_HEADS
+        .iter()
+        .flat_map(|&g| SEEDS.map(|s| (g, s)))
+        .collect();
+    // Two runs at a time, each on a pool of one thread.
+    let mut runs: Vec<Option<Result<Run, String>>> = (0..jobs.len()).map(|_| None).collect();
+    for (pair, slots) in jobs.chunks(2).zip(runs.chunks_mut(2)) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = pair
+                .iter()
+                .map(|&(g, seed)| {
+                    let corpus = &corpus;
+                    scope.spawn(move || {
+                        let pool = rayon::ThreadPoolBuilder::new()
+                            .num_threads(1)
+                            .build()
+                            .map_err(|e| e.to_string())?;
+                        pool.install(|| run(corpus, g, seed).map_err(|e| e.to_string()))
+                    })
+                })
+                .collect();
+            for (slot, handle) in slots.iter_mut().zip(handles) {
+                *slot = Some(handle.join().unwrap_or_else(|_| Err("a run panicked".into())));
+            }
+        });
+    }
+    let details = "two runs at a time, one core each; training loss: mean over the steps since \
+                   the last line; validation loss: 240 evenly spaced windows";
+    let mut log = format!(
+        "{}\nkv_heads\tseed\tstep\ttrain_loss\tvalidation_loss\ttokens_per_second\n",
+        header("one run per variant and seed", details)
+    );
+    let mut summary = format!(
+        "{}\nkv_heads\tseed\tparameters\tcache_bytes_per_token\tvalidation_loss\n",
+        header(
+            "one run per variant and seed",
+            "validation loss over windows of 64 spanning the whole validation split"
+        )
+    );
+    let mut long = format!(
+        "{}\nkv_heads\tseed\tfirst_position\tall\twindow\tsinks\n",
+        header(
+            "one run per variant and seed",
+            "mean loss of 8 texts of 512 characters from the validation split, per bucket of 16 \
+             positions, read through each cache"
+        )
+    );
+    for run in runs.into_iter().flatten() {
+        let run = run?;
+        print!("{}", run.printed);
+        log += &run.log;
+        summary += &run.summary;
+        long += &run.long;
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
+    std::fs::write(format!("{dir}/ch16-training.tsv"), log)?;
+    std::fs::write(format!("{dir}/ch16-variants.tsv"), summary)?;
+    std::fs::write(format!("{dir}/ch16-long-text.tsv"), long)?;
+    Ok(())
+}
+
+/// Trains the variant with `kv_heads` key/value heads from `seed`, then
+/// measures it.
+fn run(corpus: &Corpus, kv_heads: usize, seed: u64) -> Result<Run, Box<dyn std::error::Error>> {
+    let config = LmConfig {
+        kv_heads,
+        positions: Positions::Rotary,
+        ..SHAKESPEARE_MODEL
+    };
+    let recipe = LmTraining {
+        seed,
+        ..SHAKESPEARE_TRAINING
+    };
+    let mut model = LanguageModel::<f32>::new(config, seed)?;
+    let mut out = Run {
+        printed: String::new(),
+        log: String::new(),
+        summary: String::new(),
+        long: String::new(),
+    };
+    let start = Instant::now();
+    let entries = train_lm(
+        &mut model,
+        corpus.train(),
+        corpus.validation(),
+        &recipe,
+        |_, _| {},
+    )?;
+    for e in &entries {
+        writeln!(
+            out.log,
+            "{kv_heads}\t{seed}\t{}\t{:.5}\t{:.5}\t{:.1}",
+            e.step, e.train_loss, e.validation_loss, e.tokens_per_second
+        )?;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let validation = corpus.validation();
+    let whole = even_offsets(validation.len() / 64, validation.len(), 64);
+    let loss = mean_loss(&model, validation, &whole, recipe.batch)?;
+    let bytes = LmCache::bytes_per_token(&model);
+    writeln!(
+        out.summary,
+        "{kv_heads}\t{seed}\t{}\t{bytes}\t{loss:.5}",
+        model.parameter_count()
+    )?;
+    writeln!(
+        out.printed,
+        "kv_heads {kv_heads}, seed {seed}: {} parameters, {bytes} cache bytes per token, trained \
+         in {seconds:.0} s; validation loss {loss:.4}",
+        model.parameter_count()
+    )?;
+    // Long texts, read through each cache.
+    let text: Vec<usize> = validation.iter().map(|&c| c as usize).collect();
+    let mut means = vec![[0.0; 3]; LONG - 1];
+    for i in 0..TEXTS {
+        let start = i * (text.len() - LONG) / TEXTS;
+        for (c, &(_, forgetting)) in CACHES.iter().enumerate() {
+            let cache = model.new_cache_forgetting(forgetting)?;
+            let losses = model.losses_through(&text[start..start + LONG], cache)?;
+            for (mean, loss) in means.iter_mut().zip(losses) {
+                mean[c] += loss / TEXTS as f64;
+            }
+        }
+    }
+    for (b, bucket) in means.chunks(BUCKET).enumerate() {
+        let avg = |c: usize| bucket.iter().map(|m| m[c]).sum::<f64>() / bucket.len() as f64;
+        writeln!(
+            out.long,
+            "{kv_heads}\t{seed}\t{}\t{:.5}\t{:.5}\t{:.5}",
+            b * BUCKET + 1,
+            avg(0),
+            avg(1),
+            avg(2)
+        )?;
+    }
+    Ok(out)
+}
