@@ -35,7 +35,13 @@ const BUCKET: usize = 16;
 const CACHES: [(&str, Forgetting); 3] = [
     ("all", Forgetting::Window(LONG)),
     ("window", Forgetting::Window(64)),
-    ("sinks", Forgetting::Sinks { sinks: 4, window: 60 }),
+    (
+        "sinks",
+        Forgetting::Sinks {
+            sinks: 4,
+            window: 60,
+        },
+    ),
 ];
 
 /// What one run writes.
@@ -70,7 +76,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })
                 .collect();
             for (slot, handle) in slots.iter_mut().zip(handles) {
-                *slot = Some(handle.join().unwrap_or_else(|_| Err("a run panicked".into())));
+                *slot = Some(
+                    handle
+                        .join()
+                        .unwrap_or_else(|_| Err("a run panicked".into())),
+                );
             }
         });
     }

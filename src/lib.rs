@@ -108,6 +108,8 @@ pub mod chapters {
     pub struct Ch14AttentionInATrainedModel;
     #[doc = include_str!("../book/ch15-a-language-model-that-writes.md")]
     pub struct Ch15ALanguageModelThatWrites;
+    #[doc = include_str!("../book/ch16-sharing-and-forgetting-keys.md")]
+    pub struct Ch16SharingAndForgettingKeys;
     #[doc = include_str!("../book/notation.md")]
     pub struct Notation;
     #[doc = include_str!("../book/making-it-fast.md")]

@@ -36,7 +36,7 @@ use crate::scaling::{entropy, standard_normal};
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiHeadAttention {
     h: usize,                         // number of heads
-    g: usize,                         // key/value heads: h, or fewer, each shared by h/g heads
+    kv_heads: usize,                  // key/value heads: h, or fewer, each shared by h/h_kv heads
     w: [Array2<f32>; 4], // W_Q, W_K, W_V (the heads' projections side by side), W_O; d_model×d_model each
     biases: Option<[Array1<f32>; 4]>, // b_Q, b_K, b_V, b_O (d_model each), if any
 }
@@ -52,12 +52,12 @@ pub struct MultiHeadOutput {
 }
 
 // ANCHOR: split_merge
-/// Checks that `g` key/value heads split `h` query heads into equal groups.
-fn check_groups(h: usize, g: usize) -> Result<(), AttnError> {
-    if g == 0 || !h.is_multiple_of(g) {
+/// Checks that `h_kv` key/value heads split `h` query heads into equal groups.
+fn check_groups(h: usize, kv_heads: usize) -> Result<(), AttnError> {
+    if kv_heads == 0 || !h.is_multiple_of(kv_heads) {
         return Err(AttnError::InvalidArgument {
-            name: "g (key/value heads)",
-            value: g as f64,
+            name: "h_kv (key/value heads)",
+            value: kv_heads as f64,
             requirement: "must divide the number of heads h",
         });
     }
@@ -113,7 +113,7 @@ impl MultiHeadAttention {
         let mut w = || init_weight(d_model, d_model, rng);
         Ok(MultiHeadAttention {
             h,
-            g: h,
+            kv_heads: h,
             w: [w()?, w()?, w()?, w()?],
             biases: None,
         })
@@ -137,33 +137,33 @@ impl MultiHeadAttention {
         }
         Ok(MultiHeadAttention {
             h,
-            g: h,
+            kv_heads: h,
             w: weights,
             biases: None,
         })
     }
 
     // ANCHOR: grouped
-    /// A grouped-query layer: `h` query heads sharing `g` key/value heads
-    /// (`g` divides `h`), query head `i` reading key/value head
-    /// `i / (h/g)`. `W_Q` and `W_O` are `d_model×d_model`, `W_K` and `W_V`
-    /// only `d_model × g·d_k`, so the keys and values a cache holds per
-    /// token shrink by `h/g`. `g = h` is [`MultiHeadAttention::new`]'s
-    /// layer, `g = 1` multi-query attention. Weights drawn as `new` draws
+    /// A grouped-query layer: `h` query heads sharing `h_kv` key/value heads
+    /// (`h_kv` divides `h`), query head `i` reading key/value head
+    /// `i / (h/h_kv)`. `W_Q` and `W_O` are `d_model×d_model`, `W_K` and `W_V`
+    /// only `d_model × h_kv·d_k`, so the keys and values a cache holds per
+    /// token shrink by `h/h_kv`. `h_kv = h` is [`MultiHeadAttention::new`]'s
+    /// layer, `h_kv = 1` multi-query attention. Weights drawn as `new` draws
     /// them.
     pub fn grouped(
         d_model: usize,
         h: usize,
-        g: usize,
+        kv_heads: usize,
         rng: &mut StdRng,
     ) -> Result<Self, AttnError> {
         check_heads(d_model, h)?;
-        check_groups(h, g)?;
-        let d_kv = g * (d_model / h);
+        check_groups(h, kv_heads)?;
+        let d_kv = kv_heads * (d_model / h);
         let mut w = |cols| init_weight(d_model, cols, rng);
         Ok(MultiHeadAttention {
             h,
-            g,
+            kv_heads,
             w: [w(d_model)?, w(d_kv)?, w(d_kv)?, w(d_model)?],
             biases: None,
         })
@@ -171,16 +171,16 @@ impl MultiHeadAttention {
     // ANCHOR_END: grouped
 
     /// A grouped-query layer from given weights: `W_Q`, `W_O`
-    /// `d_model×d_model`, `W_K`, `W_V` `d_model × g·d_k`, all finite.
+    /// `d_model×d_model`, `W_K`, `W_V` `d_model × h_kv·d_k`, all finite.
     pub fn from_grouped_weights(
         weights: [Array2<f32>; 4],
         h: usize,
-        g: usize,
+        kv_heads: usize,
     ) -> Result<Self, AttnError> {
         let d_model = weights[0].nrows();
         check_heads(d_model, h)?;
-        check_groups(h, g)?;
-        let d_kv = g * (d_model / h);
+        check_groups(h, kv_heads)?;
+        let d_kv = kv_heads * (d_model / h);
         let shapes = [
             (d_model, d_model),
             (d_model, d_kv),
@@ -194,7 +194,7 @@ impl MultiHeadAttention {
         {
             if w.dim() != shape {
                 return Err(AttnError::ShapesDiffer {
-                    what: "a grouped layer's weight and its shape (W_K, W_V: d_model × g·d_k)",
+                    what: "a grouped layer's weight and its shape (W_K, W_V: d_model × h_kv·d_k)",
                     left: shape,
                     right: w.dim(),
                 });
@@ -203,7 +203,7 @@ impl MultiHeadAttention {
         }
         Ok(MultiHeadAttention {
             h,
-            g,
+            kv_heads,
             w: weights,
             biases: None,
         })
@@ -246,13 +246,40 @@ impl MultiHeadAttention {
         self.h
     }
 
-    /// The number of key/value heads `g`: `h` unless the layer is grouped.
-    pub fn g(&self) -> usize {
-        self.g
+    /// The multi-head layer that computes what this one does: each query
+    /// head given its own copy of its group's `W_K` and `W_V` columns
+    /// (`d_model×d_model` each). For a multi-head layer, itself.
+    pub fn to_multi_head(&self) -> MultiHeadAttention {
+        let (d_k, per_group) = (self.d_k(), self.h / self.kv_heads);
+        let copied = |w: &ArrayRef2<f32>| {
+            let mut out = Array2::zeros((w.nrows(), self.h * d_k));
+            for i in 0..self.h {
+                let j = i / per_group; // the group query head i reads
+                out.slice_mut(s![.., i * d_k..(i + 1) * d_k])
+                    .assign(&w.slice(s![.., j * d_k..(j + 1) * d_k]));
+            }
+            out
+        };
+        let row = |b: &Array1<f32>| copied(&b.view().insert_axis(Axis(0))).remove_axis(Axis(0));
+        let [w_q, w_k, w_v, w_o] = &self.w;
+        MultiHeadAttention {
+            h: self.h,
+            kv_heads: self.h,
+            w: [w_q.clone(), copied(w_k), copied(w_v), w_o.clone()],
+            biases: self
+                .biases
+                .as_ref()
+                .map(|[b_q, b_k, b_v, b_o]| [b_q.clone(), row(b_k), row(b_v), b_o.clone()]),
+        }
+    }
+
+    /// The number of key/value heads `h_kv`: `h` unless the layer is grouped.
+    pub fn kv_heads(&self) -> usize {
+        self.kv_heads
     }
 
     /// The weights `[W_Q, W_K, W_V, W_O]`, each `d_model×d_model` (`W_K`,
-    /// `W_V` `d_model × g·d_k` if grouped); head `i` of `W_Q` is columns
+    /// `W_V` `d_model × h_kv·d_k` if grouped); head `i` of `W_Q` is columns
     /// `i·d_k .. (i + 1)·d_k`.
     pub fn weights(&self) -> [&Array2<f32>; 4] {
         let [w_q, w_k, w_v, w_o] = &self.w;
@@ -345,7 +372,7 @@ impl MultiHeadAttention {
     fn sizes(&self, x_q: &ArrayRef2<f32>, x_kv: &ArrayRef2<f32>) -> Heads {
         let (tq, tk, heads) = (x_q.nrows(), x_kv.nrows(), self.h);
         Heads {
-            groups: self.g,
+            groups: self.kv_heads,
             ..Heads::new(tq, tk, heads)
         }
     }
@@ -388,7 +415,7 @@ impl MultiHeadAttention {
             &w_qkv,
             b_qkv.as_ref(),
         )?; // n×3d
-        let d_kv = self.w[1].ncols(); // d, or g·d_k if grouped
+        let d_kv = self.w[1].ncols(); // d, or h_kv·d_k if grouped
         let starts = [0, d, d + d_kv, d + 2 * d_kv];
         let [q, k, v] = [0, 1, 2].map(|i| qkv.slice(s![.., starts[i]..starts[i + 1]]).to_owned());
         let b_o = self.biases.as_ref().map(|b| &b[3]);

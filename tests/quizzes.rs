@@ -31,7 +31,7 @@ fn chapters() -> Vec<(String, String)> {
 #[test]
 fn every_chapter_has_a_quiz_with_an_answer_per_question() {
     let chapters = chapters();
-    assert_eq!(chapters.len(), 15);
+    assert_eq!(chapters.len(), 16);
     for (name, text) in chapters {
         let quiz = text
             .split("## Quiz")

@@ -21,6 +21,7 @@ pub mod ch14_data;
 pub mod ch14_report;
 pub mod ch15;
 pub mod ch15_report;
+pub mod ch16;
 pub mod error;
 pub mod fast_data;
 pub mod fast_profile;

@@ -18,3 +18,4 @@ pub mod ch12;
 pub mod ch13;
 pub mod ch14;
 pub mod ch15;
+pub mod ch16;

@@ -48,7 +48,11 @@ impl LanguageModel<f32> {
         let mut heads = Vec::with_capacity(c.layers);
         for _ in 0..c.layers {
             let head = || SlidingCache::new(d_k, d_k, sinks, window);
-            heads.push((0..c.kv_heads).map(|_| head()).collect::<Result<Vec<_>, _>>()?);
+            heads.push(
+                (0..c.kv_heads)
+                    .map(|_| head())
+                    .collect::<Result<Vec<_>, _>>()?,
+            );
         }
         Ok(LmCache {
             heads,
@@ -60,7 +64,11 @@ impl LanguageModel<f32> {
     /// The loss (in nats) of predicting each token of `text` after the
     /// first from everything before it, read one token at a time through
     /// `cache`: `text.len() − 1` losses, position by position.
-    pub fn losses_through(&self, text: &[usize], mut cache: LmCache) -> Result<Vec<f64>, AttnError> {
+    pub fn losses_through(
+        &self,
+        text: &[usize],
+        mut cache: LmCache,
+    ) -> Result<Vec<f64>, AttnError> {
         let mut losses = Vec::with_capacity(text.len().saturating_sub(1));
         for pair in text.windows(2) {
             let logits = self.step(pair[0], &mut cache)?;

@@ -308,9 +308,18 @@ fn rotary_and_long_text() -> (LanguageModel<f32>, Vec<usize>) {
     (model, text)
 }
 
-fn logits_through(model: &LanguageModel<f32>, text: &[usize], mut cache: LmCache) -> Vec<Array2<f32>> {
+fn logits_through(
+    model: &LanguageModel<f32>,
+    text: &[usize],
+    mut cache: LmCache,
+) -> Vec<Array2<f32>> {
     text.iter()
-        .map(|&t| model.step(t, &mut cache).unwrap().insert_axis(ndarray::Axis(0)))
+        .map(|&t| {
+            model
+                .step(t, &mut cache)
+                .unwrap()
+                .insert_axis(ndarray::Axis(0))
+        })
         .collect()
 }
 
@@ -327,7 +336,9 @@ fn a_window_as_long_as_the_text_is_attention_over_all_of_it() {
     let (model, text) = rotary_and_long_text();
     let cache = model.new_cache_forgetting(Forgetting::Window(40)).unwrap();
     let cached = logits_through(&model, &text, cache);
-    let whole = model.forward_window(std::slice::from_ref(&text), 40).unwrap();
+    let whole = model
+        .forward_window(std::slice::from_ref(&text), 40)
+        .unwrap();
     for (t, row) in cached.iter().enumerate() {
         approx::assert_abs_diff_eq!(row.row(0), whole.logits().row(t), epsilon = 1e-4);
     }
@@ -341,11 +352,31 @@ fn sinks_read_at_cache_positions() {
     let (model, text) = rotary_and_long_text();
     let plain = logits_through(&model, &text, model.new_cache());
     let cache = |f| model.new_cache_forgetting(f).unwrap();
-    let renumbered = logits_through(&model, &text, cache(Forgetting::Sinks { sinks: 0, window: 5 }));
+    let renumbered = logits_through(
+        &model,
+        &text,
+        cache(Forgetting::Sinks {
+            sinks: 0,
+            window: 5,
+        }),
+    );
     assert!(largest_gap(&plain, &renumbered, 0..40) < 1e-4);
-    let sinks = logits_through(&model, &text, cache(Forgetting::Sinks { sinks: 2, window: 3 }));
-    assert!(largest_gap(&plain, &sinks, 0..5) < 1e-4, "nothing evicted yet");
-    assert!(largest_gap(&plain, &sinks, 5..40) > 1e-2, "tokens 0 and 1 kept instead");
+    let sinks = logits_through(
+        &model,
+        &text,
+        cache(Forgetting::Sinks {
+            sinks: 2,
+            window: 3,
+        }),
+    );
+    assert!(
+        largest_gap(&plain, &sinks, 0..5) < 1e-4,
+        "nothing evicted yet"
+    );
+    assert!(
+        largest_gap(&plain, &sinks, 5..40) > 1e-2,
+        "tokens 0 and 1 kept instead"
+    );
 }
 
 /// The losses read through the cache are the model's own loss, token by
@@ -355,8 +386,12 @@ fn losses_through_a_cache_are_the_model_s_loss() {
     let (model, text) = rotary_and_long_text();
     let losses = model.losses_through(&text[..5], model.new_cache()).unwrap();
     let mean = losses.iter().sum::<f64>() / losses.len() as f64;
-    let loss = model.loss(&[text[..4].to_vec()], &[text[1..5].to_vec()]).unwrap();
+    let loss = model
+        .loss(&[text[..4].to_vec()], &[text[1..5].to_vec()])
+        .unwrap();
     assert!((mean - loss).abs() < 1e-5, "{mean} vs {loss}");
-    let e = small_f32().new_cache_forgetting(Forgetting::Window(9)).unwrap_err();
+    let e = small_f32()
+        .new_cache_forgetting(Forgetting::Window(9))
+        .unwrap_err();
     assert!(e.to_string().contains("rotary"), "{e}");
 }

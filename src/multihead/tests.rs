@@ -149,21 +149,24 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
     let causal = crate::masking::causal_mask(n, n);
     for g in [4, 2, 1] {
         let layer = MultiHeadAttention::grouped(d, h, g, &mut rng).unwrap();
-        assert_eq!((layer.h(), layer.g()), (h, g));
+        assert_eq!((layer.h(), layer.kv_heads()), (h, g));
         assert_eq!(layer.parameters(), 2 * d * d + 2 * d * (g * d / h));
-        let [w_q, w_k, w_v, w_o] = layer.weights().map(|w| w.clone());
+        let mha = layer.to_multi_head();
+        assert_eq!(mha.kv_heads(), h);
+        // Built by hand: head i's keys are its group's columns.
         let d_k = d / h;
-        let copied = |w: &Array2<f32>| {
-            let mut out = Array2::zeros((d, d));
-            for i in 0..h {
-                let group = i / (h / g);
-                out.slice_mut(s![.., i * d_k..(i + 1) * d_k])
-                    .assign(&w.slice(s![.., group * d_k..(group + 1) * d_k]));
-            }
-            out
-        };
-        let mha =
-            MultiHeadAttention::from_weights([w_q, copied(&w_k), copied(&w_v), w_o], h).unwrap();
+        for i in 0..h {
+            let group = i / (h / g);
+            let cols = |j: usize| s![.., j * d_k..(j + 1) * d_k];
+            assert_eq!(
+                mha.weights()[1].slice(cols(i)),
+                layer.weights()[1].slice(cols(group))
+            );
+            assert_eq!(
+                mha.weights()[2].slice(cols(i)),
+                layer.weights()[2].slice(cols(group))
+            );
+        }
         let same = |a: &MultiHeadOutput, b: &MultiHeadOutput| {
             approx::assert_abs_diff_eq!(a.output, b.output, epsilon = 1e-6);
             approx::assert_abs_diff_eq!(a.weights, b.weights, epsilon = 1e-6);
@@ -180,6 +183,14 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
             &layer.forward_masked(&x, &x, &causal).unwrap(),
             &mha.forward_masked(&x, &x, &causal).unwrap(),
         );
+        let widths = [d, g * d / h, g * d / h, d];
+        let biases = widths.map(|n| Array1::from_shape_fn(n, |i| 0.1 * i as f32 - 0.2));
+        let biased = layer.clone().with_biases(biases).unwrap();
+        let copies = biased.to_multi_head();
+        same(
+            &biased.forward(&x, &x).unwrap(),
+            &copies.forward(&x, &x).unwrap(),
+        );
     }
     for g in [0, 3] {
         let e = MultiHeadAttention::grouped(d, h, g, &mut rng).unwrap_err();
@@ -190,5 +201,8 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
     }
     let wrong = [(8, 8), (8, 8), (8, 4), (8, 8)].map(Array2::<f32>::zeros);
     let e = MultiHeadAttention::from_grouped_weights(wrong, 4, 1).unwrap_err();
-    assert!(e.to_string().contains("W_K, W_V: d_model × g·d_k"), "{e}");
+    assert!(
+        e.to_string().contains("W_K, W_V: d_model × h_kv·d_k"),
+        "{e}"
+    );
 }

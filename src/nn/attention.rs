@@ -100,9 +100,9 @@ pub(crate) struct Heads {
     pub(crate) tk: usize,
     /// Heads.
     pub(crate) heads: usize,
-    /// Key/value heads `g`, a divisor of `heads`: query head `i` reads the
-    /// keys and values of head `i / (heads/g)`, and `W_K`, `W_V` are
-    /// `d × g·d_k`. `g = heads` is multi-head attention, `g = 1`
+    /// Key/value heads `h_kv`, a divisor of `heads`: query head `i` reads
+    /// the keys and values of head `i / (heads/h_kv)`, and `W_K`, `W_V` are
+    /// `d × h_kv·d_k`. `h_kv = heads` is multi-head attention, `h_kv = 1`
     /// multi-query attention, anything between grouped-query attention.
     pub(crate) groups: usize,
     /// Whether queries and keys are rotated by their positions (RoPE,
@@ -261,6 +261,7 @@ pub(crate) fn mha_backward<F: Real>(
     let mut dq = Array2::zeros(cache.q.dim());
     let mut dk = Array2::zeros(cache.k.dim());
     let mut dv = Array2::zeros(cache.v.dim());
+    // ANCHOR: group_gradients
     // The heads of a group share its keys and values: their gradients add.
     for (i, (g_q, g_k, g_v)) in grads.into_iter().enumerate() {
         let [rq, rk] = rows(i / heads, i % heads);
@@ -268,6 +269,7 @@ pub(crate) fn mha_backward<F: Real>(
         dk.slice_mut(rk).add_assign(&g_k);
         dv.slice_mut(rk).add_assign(&g_v);
     }
+    // ANCHOR_END: group_gradients
     if sizes.rotary {
         // Back through the rotations: a rotation's transpose is its inverse.
         rotate_heads(&mut dq, tq, heads, Rotation::Back);
@@ -290,6 +292,7 @@ pub(crate) fn mha_backward<F: Real>(
 }
 // ANCHOR_END: mha_backward
 
+// ANCHOR: group_slices
 /// Sequence `b`'s rows and head `h`'s `d_k` columns of the queries (`tq`
 /// rows a sequence), and its group's of the keys and values (`tk`).
 fn head_slices(b: usize, h: usize, d_k: usize, sizes: Heads) -> [Slice2; 2] {
@@ -300,6 +303,7 @@ fn head_slices(b: usize, h: usize, d_k: usize, sizes: Heads) -> [Slice2; 2] {
         s![b * tk..(b + 1) * tk, g * d_k..(g + 1) * d_k],
     ]
 }
+// ANCHOR_END: group_slices
 
 /// A slice of a matrix's rows and columns.
 type Slice2 = SliceInfo<[SliceInfoElem; 2], Ix2, Ix2>;

@@ -268,6 +268,8 @@ fn every_number_of_the_bibliography_is_bound() {
     let title = |phrase: &str| titles.iter().any(|t| t.contains(phrase));
     b.exact("22", 22)
         .claim("vision transformers to 22 billion", title("to 22 billion"));
+    b.exact("3", 3)
+        .claim("The Llama 3 herd", title("The Llama 3 herd"));
     // A claim word that is part of a title, not the book's claim.
     let phrase = "faster attention with better parallelism";
     b.claim(phrase, title(phrase));

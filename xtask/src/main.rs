@@ -72,7 +72,9 @@ fn main() -> ExitCode {
             None => train(&["ch12", "ch13"]),
             Some(chapter @ ("ch12" | "ch13")) => train(&[chapter]),
             Some(runs @ ("lm" | "kv")) => corpus().and_then(|()| train(&[runs])),
-            Some(other) => Err(format!("no training runs for {other}: ch12, ch13, lm or kv")),
+            Some(other) => Err(format!(
+                "no training runs for {other}: ch12, ch13, lm or kv"
+            )),
         },
         _ => {
             eprintln!(

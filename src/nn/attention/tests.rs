@@ -186,6 +186,7 @@ fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values()
     }
 }
 
+// ANCHOR: grouped_test
 /// Head by head, from the definition: head `h` attends with its own
 /// columns of `X W_Q` over its group's columns of `X W_K` and `X W_V`.
 fn heads_one_by_one(x: &Matrix, w: &Projections<f64>, heads: usize, g: usize) -> Matrix {
@@ -221,6 +222,7 @@ fn every_head_reads_its_own_group() {
         approx::assert_abs_diff_eq!(out, heads_one_by_one(&x, &w, heads, g), epsilon = 1e-12);
     }
 }
+// ANCHOR_END: grouped_test
 
 /// The grouped layer's gradients against finite differences (`g = 2` and
 /// `g = 1`, causal, RoPE).

@@ -1,0 +1,126 @@
+//! Chapter 16, Sharing and forgetting keys: the KV cache of published
+//! models; grouped-query attention, absorbed latent attention and the ring
+//! buffer checked against what they must equal; the trained variants'
+//! losses and the loss along long texts (`book/data/ch16-*`, written by
+//! `cargo xtask train kv`); and the chapter's figures. Needs neither the
+//! corpus nor Python.
+//!
+//! ```text
+//! cargo run --release --example ch16_sharing_keys
+//! ```
+
+use report::ch16::{
+    book_caches, equalities, long_text_curve, long_text_summaries, long_text_table, long_texts,
+    published_table, range, variant_table, variants, LongText, Variant, CACHES,
+};
+use report::error::ReportError;
+use report::plot;
+
+fn main() -> Result<(), ReportError> {
+    println!("== The KV cache of published models, 16-bit numbers ==");
+    println!("{}", published_table()?);
+
+    println!("\n== This book's model (4 blocks of 4 heads, 32 wide; f32) ==");
+    println!("{}", book_caches()?);
+
+    println!("\n== Each against what it must equal (largest difference) ==");
+    println!("{}", equalities()?);
+
+    let variants = variants()?;
+    println!("\n== Three ways to share keys, trained three times each: validation loss ==");
+    println!("{}", variant_table(&variants));
+
+    let long = long_texts()?;
+    println!("\n== Long texts: 8 × 512 characters, multi-head, mean of three seeds ==");
+    println!("{}", long_text_table(&long, 4));
+    println!("\n== Long texts, every variant: mean loss, mean of three seeds ==");
+    println!("{}", long_text_summaries(&long));
+
+    draw_variants(&variants);
+    draw_long_texts(&long);
+    Ok(())
+}
+
+/// Figure 16.1: validation loss against cache bytes per token, every run.
+fn draw_variants(variants: &[Variant]) {
+    use plot::{line_charts, Chart, Series, BLUE_, GREEN_, GREY_, ORANGE_};
+    let colours = [BLUE_, ORANGE_, GREEN_];
+    let mut series: Vec<Series> = [1, 2, 3]
+        .into_iter()
+        .zip(colours)
+        .map(|(seed, colour)| Series {
+            label: format!("seed {seed}"),
+            points: variants
+                .iter()
+                .filter(|v| v.seed == seed)
+                .map(|v| (v.bytes as f64, v.validation_loss))
+                .collect(),
+            colour,
+            dashed: false,
+        })
+        .collect();
+    let mean = |g: usize| {
+        let l: Vec<f64> = variants
+            .iter()
+            .filter(|v| v.kv_heads == g)
+            .map(|v| v.validation_loss)
+            .collect();
+        l.iter().sum::<f64>() / l.len().max(1) as f64
+    };
+    series.push(Series {
+        label: "mean".into(),
+        points: [1, 2, 4]
+            .iter()
+            .filter_map(|&g| {
+                let bytes = variants.iter().find(|v| v.kv_heads == g)?.bytes;
+                Some((bytes as f64, mean(g)))
+            })
+            .collect(),
+        colour: GREY_,
+        dashed: true,
+    });
+    let losses: Vec<f64> = variants.iter().map(|v| v.validation_loss).collect();
+    let (lo, hi) = range(&losses);
+    let chart = Chart {
+        title: "Validation loss against KV cache per token",
+        x_desc: "cache bytes per token (1 to 4 key/value heads)",
+        y_desc: "validation loss (nats)",
+        log2_x: true,
+        log10_y: false,
+        y_range: (lo - 0.02, hi + 0.02),
+    };
+    line_charts("ch16-variants.svg", &[(chart, series)]);
+}
+
+/// Figure 16.2: loss along long texts through each cache.
+fn draw_long_texts(rows: &[LongText]) {
+    use plot::{line_charts, Chart, Series, BLUE_, GREEN_, ORANGE_};
+    let colours = [BLUE_, ORANGE_, GREEN_];
+    let series: Vec<Series> = CACHES
+        .iter()
+        .zip(colours)
+        .map(|((name, f), colour)| Series {
+            label: name.to_string(),
+            points: long_text_curve(rows, 4, *f)
+                .iter()
+                .map(|&(p, mean, _, _)| (p as f64, mean))
+                .collect(),
+            colour,
+            dashed: false,
+        })
+        .collect();
+    let values: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    let (lo, hi) = range(&values);
+    let chart = Chart {
+        title: "Loss along texts 8 times the context",
+        x_desc: "position in the text",
+        y_desc: "loss (nats), mean of 3 seeds",
+        log2_x: false,
+        log10_y: false,
+        y_range: (lo - 0.1, hi + 0.1),
+    };
+    line_charts("ch16-long-text.svg", &[(chart, series)]);
+}

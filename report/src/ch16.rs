@@ -1,0 +1,371 @@
+//! Chapter 16's data and tables: the KV cache's size for published
+//! configurations and for the book's variants, the variants' validation
+//! losses (`book/data/ch16-variants.tsv`) and the loss along long texts
+//! read through three caches (`book/data/ch16-long-text.tsv`), all written
+//! by `cargo xtask train kv`.
+
+use ndarray::Array2;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use attn::kv_bytes::{kv_bytes_per_token, KvLayout, PUBLISHED};
+use attn::latent::LatentAttention;
+use attn::lm::{LanguageModel, LmCache, LmConfig, Positions, SHAKESPEARE_MODEL};
+use attn::masking::masked_attention;
+use attn::multihead::MultiHeadAttention;
+use attn::position::rope;
+use attn::scaling::standard_normal;
+use attn::sliding::SlidingCache;
+
+use crate::error::ReportError;
+use crate::measurements::{data_file, data_rows, number};
+
+/// One trained variant: its key/value heads, seed, size and loss.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Key/value heads (4: multi-head; 2: grouped; 1: multi-query).
+    pub kv_heads: usize,
+    /// The run's seed.
+    pub seed: u64,
+    /// Parameters.
+    pub parameters: usize,
+    /// Cache bytes per token (`f32`).
+    pub bytes: usize,
+    /// Loss over the whole validation split.
+    pub validation_loss: f64,
+}
+
+/// One bucket of positions along the long texts, for one run: the mean
+/// loss through each cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongText {
+    /// Key/value heads of the variant.
+    pub kv_heads: usize,
+    /// The run's seed.
+    pub seed: u64,
+    /// The first position of the bucket (16 positions).
+    pub first_position: usize,
+    /// Every earlier token kept, at its position in the text.
+    pub all: f64,
+    /// The last 64 tokens.
+    pub window: f64,
+    /// The first 4 tokens and the last 60, at positions in the cache.
+    pub sinks: f64,
+}
+
+/// The rows of a data file, each with at least `columns` fields.
+fn rows(file: &str, columns: usize) -> Result<Vec<Vec<String>>, ReportError> {
+    let text = data_file(file)?;
+    data_rows(&text, '\t')
+        .map(|row| {
+            if row.len() < columns {
+                return Err(ReportError::MissingDataFile {
+                    path: format!("book/data/{file}"),
+                    reason: format!("a row has {} fields, not {columns}", row.len()),
+                });
+            }
+            Ok(row.iter().map(|f| f.to_string()).collect())
+        })
+        .collect()
+}
+
+/// The trained variants, in the file's order (by key/value heads, then seed).
+pub fn variants() -> Result<Vec<Variant>, ReportError> {
+    let file = "ch16-variants.tsv";
+    rows(file, 5)?
+        .iter()
+        .map(|f| {
+            Ok(Variant {
+                kv_heads: number(file, &f[0])?,
+                seed: number(file, &f[1])?,
+                parameters: number(file, &f[2])?,
+                bytes: number(file, &f[3])?,
+                validation_loss: number(file, &f[4])?,
+            })
+        })
+        .collect()
+}
+
+/// The long texts' losses, every run and bucket.
+pub fn long_texts() -> Result<Vec<LongText>, ReportError> {
+    let file = "ch16-long-text.tsv";
+    rows(file, 6)?
+        .iter()
+        .map(|f| {
+            Ok(LongText {
+                kv_heads: number(file, &f[0])?,
+                seed: number(file, &f[1])?,
+                first_position: number(file, &f[2])?,
+                all: number(file, &f[3])?,
+                window: number(file, &f[4])?,
+                sinks: number(file, &f[5])?,
+            })
+        })
+        .collect()
+}
+
+/// Tokens in the context the cache table sizes a whole cache for.
+pub const TABLE_CONTEXT: usize = 4096;
+
+/// The published configurations' caches: numbers per layer and token,
+/// bytes per token in 16-bit floats, and GiB for [`TABLE_CONTEXT`] tokens.
+pub fn published_table() -> Result<String, ReportError> {
+    let mut out = format!(
+        "{:<12} {:>6} {:>5}  {:<26} {:>16} {:>14}\n",
+        "model", "layers", "heads", "cached per layer, token", "bytes per token", "GiB for 4,096"
+    );
+    for m in PUBLISHED {
+        let kept = match m.layout {
+            KvLayout::Heads { kv_heads, d_head } => {
+                format!("K, V of {kv_heads} heads × {d_head}")
+            }
+            KvLayout::Latent { d_c, d_r } => format!("latent {d_c} + rotary key {d_r}"),
+        };
+        let bytes = kv_bytes_per_token(m.layers, m.layout, 2)?;
+        let gib = (bytes * TABLE_CONTEXT) as f64 / (1u64 << 30) as f64;
+        out += &format!(
+            "{:<12} {:>6} {:>5}  {kept:<26} {bytes:>16} {gib:>14.2}\n",
+            m.name, m.layers, m.heads
+        );
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// The variants' table: per key/value heads, the cache's bytes per token,
+/// the parameters, each seed's validation loss, their mean and range.
+pub fn variant_table(variants: &[Variant]) -> String {
+    let mut out = String::from(
+        "kv heads  bytes/token  parameters  seed 1  seed 2  seed 3    mean  max − min\n",
+    );
+    for g in [4, 2, 1] {
+        let runs: Vec<&Variant> = variants.iter().filter(|v| v.kv_heads == g).collect();
+        let Some(first) = runs.first() else { continue };
+        let losses: Vec<f64> = runs.iter().map(|v| v.validation_loss).collect();
+        let mean = losses.iter().sum::<f64>() / losses.len() as f64;
+        let (lo, hi) = range(&losses);
+        let seeds: String = losses.iter().map(|l| format!("  {l:.4}")).collect();
+        out += &format!(
+            "{g:>8}  {:>11}  {:>10}{seeds}  {mean:.4}  {:>9.4}\n",
+            first.bytes,
+            first.parameters,
+            hi - lo
+        );
+    }
+    out.trim_end().to_string()
+}
+
+/// The lowest and highest of `values`.
+pub fn range(values: &[f64]) -> (f64, f64) {
+    values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+/// The mean over seeds of one cache's loss in each bucket of the variant
+/// with `kv_heads`: `(first position, mean, lowest seed, highest seed)`.
+pub fn long_text_curve(
+    rows: &[LongText],
+    kv_heads: usize,
+    cache: Cache,
+) -> Vec<(usize, f64, f64, f64)> {
+    let mut positions: Vec<usize> = rows.iter().map(|r| r.first_position).collect();
+    positions.sort_unstable();
+    positions.dedup();
+    positions
+        .into_iter()
+        .map(|p| {
+            let values: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.kv_heads == kv_heads && r.first_position == p)
+                .map(cache)
+                .collect();
+            let (lo, hi) = range(&values);
+            (p, values.iter().sum::<f64>() / values.len() as f64, lo, hi)
+        })
+        .collect()
+}
+
+/// Which of a [`LongText`]'s losses: one cache's.
+pub type Cache = fn(&LongText) -> f64;
+
+/// The caches of the long-text table, named as the table names them.
+pub const CACHES: [(&str, Cache); 3] = [
+    ("all tokens", |r| r.all),
+    ("window of 64", |r| r.window),
+    ("4 sinks + 60", |r| r.sinks),
+];
+
+/// Positions the long-text table shows (the first of each bucket).
+pub const TABLE_POSITIONS: [usize; 6] = [1, 49, 113, 193, 305, 497];
+
+/// The long-text table for the variant with `kv_heads`: per position
+/// bucket, each cache's loss, mean over the seeds.
+pub fn long_text_table(rows: &[LongText], kv_heads: usize) -> String {
+    let curves: Vec<_> = CACHES
+        .iter()
+        .map(|(_, f)| long_text_curve(rows, kv_heads, *f))
+        .collect();
+    let mut out = format!(
+        "{:>10}  {:>10}  {:>12}  {:>12}\n",
+        "positions", CACHES[0].0, CACHES[1].0, CACHES[2].0
+    );
+    for p in TABLE_POSITIONS {
+        let at =
+            |c: &Vec<(usize, f64, f64, f64)>| c.iter().find(|r| r.0 == p).map_or(f64::NAN, |r| r.1);
+        out += &format!(
+            "{:>10}  {:>10.3}  {:>12.3}  {:>12.3}\n",
+            format!("{p}–{}", p + 15),
+            at(&curves[0]),
+            at(&curves[1]),
+            at(&curves[2])
+        );
+    }
+    out.trim_end().to_string()
+}
+
+/// Chapter 15's model with rotary positions and 4, 2 or 1 key/value heads:
+/// its cache's bytes per token, one line each.
+pub fn book_caches() -> Result<String, ReportError> {
+    let mut out = String::new();
+    for kv_heads in [4, 2, 1] {
+        let config = LmConfig {
+            kv_heads,
+            positions: Positions::Rotary,
+            ..SHAKESPEARE_MODEL
+        };
+        let model = LanguageModel::<f32>::new(config, 1)?;
+        let heads = if kv_heads == 1 { "head" } else { "heads" };
+        out += &format!(
+            "{kv_heads} key/value {heads}: {} bytes per token\n",
+            LmCache::bytes_per_token(&model)
+        );
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// Tokens, window and sinks of the ring buffer's check.
+pub const RING: (usize, usize, usize) = (300, 8, 2);
+
+/// Each construction against what it must equal: the largest difference.
+pub fn equalities() -> Result<String, ReportError> {
+    let (n, window, sinks) = RING;
+    Ok(format!(
+        "grouped-query, g = 2 of 4, against multi-head with copied heads: {:.1e}\n\
+         absorbed latent attention against the explicit layer, 40 steps: {:.1e}\n\
+         ring buffer ({sinks} sinks, window {window}) against the mask, {n} steps: {:.1e}",
+        grouped_gap()?,
+        latent_gap()?,
+        ring_gap()?
+    ))
+}
+
+fn largest(a: &Array2<f32>, b: &Array2<f32>) -> f32 {
+    (a - b).iter().fold(0.0, |m, d| m.max(d.abs()))
+}
+
+/// A grouped layer against the multi-head layer whose key and value heads
+/// are copies of their group's.
+fn grouped_gap() -> Result<f32, ReportError> {
+    let mut rng = StdRng::seed_from_u64(16);
+    let (d, h, g) = (16, 4, 2);
+    let layer = MultiHeadAttention::grouped(d, h, g, &mut rng)?;
+    let mha = layer.to_multi_head();
+    let x = standard_normal(10, d, &mut rng);
+    Ok(largest(
+        &layer.forward(&x, &x)?.output,
+        &mha.forward(&x, &x)?.output,
+    ))
+}
+
+/// Absorbed decoding against the explicit layer, step by step.
+fn latent_gap() -> Result<f32, ReportError> {
+    let mut rng = StdRng::seed_from_u64(16);
+    let layer = LatentAttention::new(16, 4, [4, 6, 4], &mut rng)?;
+    let x = standard_normal(40, 16, &mut rng);
+    let explicit = layer.forward(&x)?;
+    let absorbed = layer.absorbed();
+    let mut cache = absorbed.new_cache();
+    let mut gap = 0.0_f32;
+    for t in 0..x.nrows() {
+        let out = absorbed.step(&x.row(t), &mut cache)?;
+        gap = gap.max(
+            (&out - &explicit.row(t))
+                .iter()
+                .fold(0.0, |m, d| m.max(d.abs())),
+        );
+    }
+    Ok(gap)
+}
+
+/// The ring buffer against attention under a sink-and-window mask.
+fn ring_gap() -> Result<f32, ReportError> {
+    let mut rng = StdRng::seed_from_u64(16);
+    let (d, (n, window, sinks)) = (4, RING);
+    let q = rope(&standard_normal(n, d, &mut rng), 0)?;
+    let k = rope(&standard_normal(n, d, &mut rng), 0)?;
+    let v = standard_normal(n, d, &mut rng);
+    let keep = Array2::from_shape_fn((n, n), |(i, j)| j <= i && (j < sinks || i - j < window));
+    let full = masked_attention(&q, &k, &v, &keep)?;
+    let mut cache = SlidingCache::new(d, d, sinks, window)?;
+    let mut gap = 0.0_f32;
+    for t in 0..n {
+        cache.append(&k.row(t), &v.row(t))?;
+        let out = cache.attend(&q.row(t))?;
+        gap = gap.max(
+            (&out - &full.output.row(t))
+                .iter()
+                .fold(0.0, |m, d| m.max(d.abs())),
+        );
+    }
+    Ok(gap)
+}
+
+/// For the variant with `kv_heads`, over the seeds' mean curves: the mean
+/// loss within the context (positions 1 to 64, where the three caches hold
+/// the same tokens), the mean past it through all tokens and through the
+/// window, and the largest gap between sinks and window, of the means and
+/// of any one seed.
+pub fn long_text_summary(rows: &[LongText], kv_heads: usize) -> [f64; 5] {
+    let curve = |f: Cache| long_text_curve(rows, kv_heads, f);
+    let mean = |c: &[(usize, f64, f64, f64)], inside: bool| {
+        let v: Vec<f64> = c
+            .iter()
+            .filter(|r| (r.0 < 64) == inside)
+            .map(|r| r.1)
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let (all, window, sinks) = (curve(|r| r.all), curve(|r| r.window), curve(|r| r.sinks));
+    let gap = window
+        .iter()
+        .zip(&sinks)
+        .map(|(w, s)| (w.1 - s.1).abs())
+        .fold(0.0, f64::max);
+    let seed_gap = rows
+        .iter()
+        .filter(|r| r.kv_heads == kv_heads)
+        .map(|r| (r.window - r.sinks).abs())
+        .fold(0.0, f64::max);
+    [
+        mean(&all, true),
+        mean(&all, false),
+        mean(&window, false),
+        gap,
+        seed_gap,
+    ]
+}
+
+/// [`long_text_summary`] for every variant, one line each.
+pub fn long_text_summaries(rows: &[LongText]) -> String {
+    let mut out = String::from(
+        "kv heads  within 64  past 64: all tokens  window  |sinks − window|, means  any seed\n",
+    );
+    for g in [4, 2, 1] {
+        let [inside, all, window, gap, seed_gap] = long_text_summary(rows, g);
+        out += &format!(
+            "{g:>8}  {inside:>9.3}  {all:>19.3}  {window:>6.3}  {gap:>22.3}  {seed_gap:>8.3}\n"
+        );
+    }
+    out.trim_end().to_string()
+}
