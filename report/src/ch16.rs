@@ -110,8 +110,13 @@ pub const TABLE_CONTEXT: usize = 4096;
 /// bytes per token in 16-bit floats, and GiB for [`TABLE_CONTEXT`] tokens.
 pub fn published_table() -> Result<String, ReportError> {
     let mut out = format!(
-        "{:<12} {:>6} {:>5}  {:<26} {:>16} {:>14}\n",
-        "model", "layers", "heads", "cached per layer, token", "bytes per token", "GiB for 4,096"
+        "{:<12} {:>6} {:>5}  {:<27} {:>15} {:>20}\n",
+        "model",
+        "layers",
+        "heads",
+        "cached per layer and token",
+        "bytes per token",
+        "GiB for 4,096 tokens"
     );
     for m in PUBLISHED {
         let kept = match m.layout {
@@ -123,7 +128,7 @@ pub fn published_table() -> Result<String, ReportError> {
         let bytes = kv_bytes_per_token(m.layers, m.layout, 2)?;
         let gib = (bytes * TABLE_CONTEXT) as f64 / (1u64 << 30) as f64;
         out += &format!(
-            "{:<12} {:>6} {:>5}  {kept:<26} {bytes:>16} {gib:>14.2}\n",
+            "{:<12} {:>6} {:>5}  {kept:<27} {bytes:>15} {gib:>20.2}\n",
             m.name, m.layers, m.heads
         );
     }
@@ -196,6 +201,12 @@ pub const CACHES: [(&str, Cache); 3] = [
     ("4 sinks + 60", |r| r.sinks),
 ];
 
+/// Positions per bucket of the long-text data.
+const BUCKET: usize = 16;
+
+/// The last position predicted along a text of 512 characters.
+const LAST_POSITION: usize = 511;
+
 /// Positions the long-text table shows (the first of each bucket).
 pub const TABLE_POSITIONS: [usize; 6] = [1, 49, 113, 193, 305, 497];
 
@@ -215,7 +226,7 @@ pub fn long_text_table(rows: &[LongText], kv_heads: usize) -> String {
             |c: &Vec<(usize, f64, f64, f64)>| c.iter().find(|r| r.0 == p).map_or(f64::NAN, |r| r.1);
         out += &format!(
             "{:>10}  {:>10.3}  {:>12.3}  {:>12.3}\n",
-            format!("{p}–{}", p + 15),
+            format!("{p}–{}", (p + BUCKET - 1).min(LAST_POSITION)),
             at(&curves[0]),
             at(&curves[1]),
             at(&curves[2])
@@ -359,12 +370,12 @@ pub fn long_text_summary(rows: &[LongText], kv_heads: usize) -> [f64; 5] {
 /// [`long_text_summary`] for every variant, one line each.
 pub fn long_text_summaries(rows: &[LongText]) -> String {
     let mut out = String::from(
-        "kv heads  within 64  past 64: all tokens  window  |sinks − window|, means  any seed\n",
+        "kv heads  within 64  past 64: all tokens  window  max |sinks − window|: means  any seed\n",
     );
     for g in [4, 2, 1] {
         let [inside, all, window, gap, seed_gap] = long_text_summary(rows, g);
         out += &format!(
-            "{g:>8}  {inside:>9.3}  {all:>19.3}  {window:>6.3}  {gap:>22.3}  {seed_gap:>8.3}\n"
+            "{g:>8}  {inside:>9.3}  {all:>19.3}  {window:>6.3}  {gap:>27.3}  {seed_gap:>8.3}\n"
         );
     }
     out.trim_end().to_string()
