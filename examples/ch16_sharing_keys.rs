@@ -10,8 +10,9 @@
 //! ```
 
 use report::ch16::{
-    book_caches, equalities, long_text_curve, long_text_summaries, long_text_table, long_texts,
-    published_table, range, variant_table, variants, LongText, Variant, CACHES,
+    book_caches, equalities, first_position, long_text_curve, long_text_summaries, long_text_table,
+    long_texts, published_table, range, speed_table, speeds, variant_table, variants, LongText,
+    Variant, CACHES,
 };
 use report::error::ReportError;
 use report::plot;
@@ -35,6 +36,23 @@ fn main() -> Result<(), ReportError> {
     println!("{}", long_text_table(&long, 4));
     println!("\n== Long texts, every variant: mean loss, mean of three seeds ==");
     println!("{}", long_text_summaries(&long));
+
+    let (speeds, _) = speeds()?;
+    println!("\n== Writing through the cache, by key/value heads (best of 5, one thread) ==");
+    println!("{}", speed_table(&speeds));
+    let (first, _) = first_position()?;
+    let (block, head, weight, uniform) = first
+        .iter()
+        .copied()
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .ok_or(ReportError::MissingDataFile {
+        path: "book/data/ch16-first-position.tsv".into(),
+        reason: "no heads".into(),
+    })?;
+    println!(
+        "\n== Weight on the first position (rotary model, seed 1) ==\n\
+         largest: block {block} head {head}, {weight:.3}; uniform weights: {uniform:.3}"
+    );
 
     draw_variants(&variants);
     draw_long_texts(&long);

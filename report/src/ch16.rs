@@ -380,3 +380,55 @@ pub fn long_text_summaries(rows: &[LongText]) -> String {
     }
     out.trim_end().to_string()
 }
+
+/// Seconds to write 256 characters through the cache, per number of
+/// key/value heads (`book/data/ch16-speed.tsv`), and the file's provenance.
+pub fn speeds() -> Result<(Vec<(usize, f64)>, crate::provenance::Provenance), ReportError> {
+    let file = "ch16-speed.tsv";
+    let (source, _) = crate::provenance::Provenance::read(file)?;
+    let rows = rows(file, 2)?
+        .iter()
+        .map(|f| Ok((number(file, &f[0])?, number(file, &f[1])?)))
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    Ok((rows, source))
+}
+
+/// Characters written in the speed measurement.
+pub const WRITTEN: usize = 256;
+
+/// The speed table: milliseconds and characters per second, per number of
+/// key/value heads.
+pub fn speed_table(rows: &[(usize, f64)]) -> String {
+    let mut out = String::from("kv heads  ms for 256 characters  characters/s\n");
+    for &(g, seconds) in rows {
+        out += &format!(
+            "{g:>8}  {:>21.1}  {:>12.0}\n",
+            seconds * 1e3,
+            WRITTEN as f64 / seconds
+        );
+    }
+    out.trim_end().to_string()
+}
+
+/// Each head's mean attention weight on the first position, and uniform
+/// weights' (`book/data/ch16-first-position.tsv`): `(block, head, weight,
+/// uniform)`, and the file's provenance.
+pub type FirstPosition = Vec<(usize, usize, f64, f64)>;
+
+/// Reads `book/data/ch16-first-position.tsv`.
+pub fn first_position() -> Result<(FirstPosition, crate::provenance::Provenance), ReportError> {
+    let file = "ch16-first-position.tsv";
+    let (source, _) = crate::provenance::Provenance::read(file)?;
+    let rows = rows(file, 4)?
+        .iter()
+        .map(|f| {
+            Ok((
+                number(file, &f[0])?,
+                number(file, &f[1])?,
+                number(file, &f[2])?,
+                number(file, &f[3])?,
+            ))
+        })
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    Ok((rows, source))
+}

@@ -40,7 +40,7 @@ use book::{
 };
 use corpus::corpus;
 use model::{model, model_data};
-use runs::{measure, measure_fast, measure_lm, train};
+use runs::{measure, measure_fast, measure_kv, measure_lm, train};
 
 pub(crate) type Step = Result<(), String>;
 
@@ -54,8 +54,9 @@ fn main() -> ExitCode {
         "measure" => match std::env::args().nth(2).as_deref() {
             Some("fast") => measure_fast(),
             Some("lm") => corpus().and_then(|()| measure_lm()),
+            Some("kv") => corpus().and_then(|()| measure_kv()),
             None => measure(),
-            Some(other) => Err(format!("unknown option {other}: fast, lm or nothing")),
+            Some(other) => Err(format!("unknown option {other}: fast, lm, kv or nothing")),
         },
         "model" => match std::env::args().nth(2).as_deref() {
             None => model(),
@@ -78,7 +79,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve | test | figures | measure [fast | lm] \
+                "usage: cargo xtask serve | test | figures | measure [fast | lm | kv] \
                  | train [ch12 | ch13 | lm | kv] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
