@@ -354,7 +354,7 @@ fn every_number_is_bound() {
             .all(|&s| previous_at(s, 2000) > previous_at(s, 100)),
     );
     b.claim(
-        "rises from 0.06 to 0.14 to 0.15",
+        "rises from 0.06 to between 0.14 and 0.15",
         [1, 2, 3]
             .iter()
             .all(|&s| previous_at(s, 2000) > previous_at(s, 100)),
