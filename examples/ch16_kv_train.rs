@@ -5,7 +5,9 @@
 //! results do not depend on it). For each run: the training log, the loss
 //! over the whole validation split, and the loss along texts 8 times the
 //! context read through three caches (all of the text, a window of 64, 4
-//! sinks and a window of 60). Writes `book/data/ch16-*.tsv` (run by `cargo
+//! sinks and a window of 60), and each head's mean attention on the first
+//! position of 240 validation windows, from the queries at positions 32 to
+//! 63. Writes `book/data/ch16-*.tsv` (run by `cargo
 //! xtask train kv`, not in CI). Needs the corpus (`cargo xtask corpus`).
 //!
 //! ```text
@@ -16,8 +18,8 @@ use std::fmt::Write;
 use std::time::Instant;
 
 use attn::lm::{
-    even_offsets, mean_loss, train_lm, Corpus, Forgetting, LanguageModel, LmCache, LmConfig,
-    LmTraining, Positions, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
+    even_offsets, mean_loss, train_lm, windows, Corpus, Forgetting, LanguageModel, LmCache,
+    LmConfig, LmTraining, Positions, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
 };
 use attn::nn::Parameters;
 use report::ch15::corpus_dir;
@@ -50,6 +52,7 @@ struct Run {
     log: String,
     summary: String,
     long: String,
+    first: String,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -105,17 +108,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
              positions, read through each cache"
         )
     );
+    let mut first = format!(
+        "{}\nkv_heads\tseed\tblock\thead\tweight\tuniform\n",
+        header(
+            "one run per variant and seed",
+            "mean attention weight on position 0 from the queries at positions 32 to 63 of 240 \
+             evenly spaced validation windows, and that of uniform weights"
+        )
+    );
     for run in runs.into_iter().flatten() {
         let run = run?;
         print!("{}", run.printed);
         log += &run.log;
         summary += &run.summary;
         long += &run.long;
+        first += &run.first;
     }
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
     std::fs::write(format!("{dir}/ch16-training.tsv"), log)?;
     std::fs::write(format!("{dir}/ch16-variants.tsv"), summary)?;
     std::fs::write(format!("{dir}/ch16-long-text.tsv"), long)?;
+    std::fs::write(format!("{dir}/ch16-first-position.tsv"), first)?;
     Ok(())
 }
 
@@ -137,6 +150,7 @@ fn run(corpus: &Corpus, kv_heads: usize, seed: u64) -> Result<Run, Box<dyn std::
         log: String::new(),
         summary: String::new(),
         long: String::new(),
+        first: String::new(),
     };
     let start = Instant::now();
     let entries = train_lm(
@@ -169,6 +183,34 @@ fn run(corpus: &Corpus, kv_heads: usize, seed: u64) -> Result<Run, Box<dyn std::
          in {seconds:.0} s; validation loss {loss:.4}",
         model.parameter_count()
     )?;
+    // Each head's weight on the first position.
+    let offsets = even_offsets(240, validation.len(), config.context);
+    let (inputs, _) = windows(validation, &offsets, config.context)?;
+    let fwd = model.forward(&inputs)?;
+    let from = 32;
+    let queries = config.context - from;
+    let uniform = (from..config.context)
+        .map(|t| 1.0 / (t + 1) as f64)
+        .sum::<f64>()
+        / queries as f64;
+    for block in 0..config.layers {
+        for head in 0..config.heads {
+            let mut sum = 0.0;
+            for sequence in 0..inputs.len() {
+                let p = fwd.weights(block, sequence, head)?;
+                sum += (from..config.context)
+                    .map(|t| f64::from(p[[t, 0]]))
+                    .sum::<f64>();
+            }
+            let mean = sum / (inputs.len() * queries) as f64;
+            writeln!(
+                out.first,
+                "{kv_heads}\t{seed}\t{}\t{}\t{mean:.5}\t{uniform:.5}",
+                block + 1,
+                head + 1
+            )?;
+        }
+    }
     // Long texts, read through each cache.
     let text: Vec<usize> = validation.iter().map(|&c| c as usize).collect();
     let mut means = vec![[0.0; 3]; LONG - 1];

@@ -10,9 +10,9 @@
 //! ```
 
 use report::ch16::{
-    book_caches, equalities, first_position, long_text_curve, long_text_summaries, long_text_table,
-    long_texts, published_table, range, speed_table, speeds, variant_table, variants, LongText,
-    Variant, CACHES,
+    book_caches, equalities, first_position, first_position_report, long_text_curve,
+    long_text_summaries, long_text_table, long_texts, published_table, range, speed_table, speeds,
+    variant_table, variants, LongText, Variant, CACHES,
 };
 use report::error::ReportError;
 use report::plot;
@@ -41,18 +41,8 @@ fn main() -> Result<(), ReportError> {
     println!("\n== Writing through the cache, by key/value heads (best of 5, one thread) ==");
     println!("{}", speed_table(&speeds));
     let (first, _) = first_position()?;
-    let (block, head, weight, uniform) = first
-        .iter()
-        .copied()
-        .max_by(|a, b| a.2.total_cmp(&b.2))
-        .ok_or(ReportError::MissingDataFile {
-        path: "book/data/ch16-first-position.tsv".into(),
-        reason: "no heads".into(),
-    })?;
-    println!(
-        "\n== Weight on the first position (rotary model, seed 1) ==\n\
-         largest: block {block} head {head}, {weight:.3}; uniform weights: {uniform:.3}"
-    );
+    println!("\n== Weight on the first position, every head of every run ==");
+    println!("{}", first_position_report(&first));
 
     draw_variants(&variants);
     draw_long_texts(&long);

@@ -410,16 +410,16 @@ pub fn speed_table(rows: &[(usize, f64)]) -> String {
     out.trim_end().to_string()
 }
 
-/// Each head's mean attention weight on the first position, and uniform
-/// weights' (`book/data/ch16-first-position.tsv`): `(block, head, weight,
-/// uniform)`, and the file's provenance.
-pub type FirstPosition = Vec<(usize, usize, f64, f64)>;
+/// Each run's heads' mean attention weight on the first position, and
+/// uniform weights' (`book/data/ch16-first-position.tsv`): `(kv_heads, seed,
+/// block, head, weight, uniform)`.
+pub type FirstPosition = Vec<(usize, u64, usize, usize, f64, f64)>;
 
 /// Reads `book/data/ch16-first-position.tsv`.
 pub fn first_position() -> Result<(FirstPosition, crate::provenance::Provenance), ReportError> {
     let file = "ch16-first-position.tsv";
     let (source, _) = crate::provenance::Provenance::read(file)?;
-    let rows = rows(file, 4)?
+    let rows = rows(file, 6)?
         .iter()
         .map(|f| {
             Ok((
@@ -427,8 +427,24 @@ pub fn first_position() -> Result<(FirstPosition, crate::provenance::Provenance)
                 number(file, &f[1])?,
                 number(file, &f[2])?,
                 number(file, &f[3])?,
+                number(file, &f[4])?,
+                number(file, &f[5])?,
             ))
         })
         .collect::<Result<Vec<_>, ReportError>>()?;
     Ok((rows, source))
+}
+
+/// Per variant: the largest mean weight any head of any seed puts on the
+/// first position, and uniform weights' (the same for every head).
+pub fn first_position_report(rows: &FirstPosition) -> String {
+    let mut out =
+        String::from("kv heads  largest weight on position 0, 3 seeds × 16 heads  uniform\n");
+    for g in [4, 2, 1] {
+        let heads: Vec<_> = rows.iter().filter(|r| r.0 == g).collect();
+        let largest = heads.iter().map(|r| r.4).fold(0.0, f64::max);
+        let uniform = heads.first().map_or(f64::NAN, |r| r.5);
+        out += &format!("{g:>8}  {largest:>47.3}  {uniform:>7.3}\n");
+    }
+    out.trim_end().to_string()
 }

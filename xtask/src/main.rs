@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         "measure" => match std::env::args().nth(2).as_deref() {
             Some("fast") => measure_fast(),
             Some("lm") => corpus().and_then(|()| measure_lm()),
-            Some("kv") => corpus().and_then(|()| measure_kv()),
+            Some("kv") => measure_kv(),
             None => measure(),
             Some(other) => Err(format!("unknown option {other}: fast, lm, kv or nothing")),
         },

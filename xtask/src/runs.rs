@@ -343,10 +343,8 @@ pub(crate) fn measure_lm() -> Step {
     figures()
 }
 
-/// Chapter 16's measurements, in one run: generation speed through the
-/// cache by number of key/value heads (`ch16-speed.tsv`), and the rotary
-/// model's attention on the first position (`ch16-first-position.tsv`).
-/// About a minute, after `cargo xtask corpus`.
+/// Chapter 16's measurement: generation speed through the cache by number
+/// of key/value heads (`ch16-speed.tsv`), about a minute.
 pub(crate) fn measure_kv() -> Step {
     let header = start_run("measure kv")?;
     let example = "ch16_kv_speed_data";
@@ -358,15 +356,6 @@ pub(crate) fn measure_kv() -> Step {
         &format!(
             "# {header}; statistic: best of 5, seconds to write 256 characters greedily through \
              the sliding cache, one thread\nkv_heads\tseconds\n{speed}"
-        ),
-    )?;
-    let first = capture(Command::new(&binary).arg("first").envs(MEASURING))?;
-    write_data(
-        "ch16-first-position.tsv",
-        &format!(
-            "# {header}; statistic: exact; mean attention weight on position 0 from queries at \
-             positions 32 to 63 of 240 validation windows, chapter 15's rotary model (seed 1)\n\
-             block\thead\tweight\tuniform\n{first}"
         ),
     )?;
     figures()
