@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use attn::lm::{Decoding, LanguageModel, LmConfig, Positions, Sampler, SHAKESPEARE_MODEL};
+use attn::lm::{Decoding, LanguageModel, Sampler};
 
 /// Characters written in the speed measurement.
 const WRITTEN: usize = 256;
@@ -21,11 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn speed() -> Result<(), Box<dyn std::error::Error>> {
     let greedy = Sampler::new(0.0)?;
     for kv_heads in [4, 2, 1] {
-        let config = LmConfig {
-            kv_heads,
-            positions: Positions::Rotary,
-            ..SHAKESPEARE_MODEL
-        };
+        let config = report::ch16::variant(kv_heads);
         let model = LanguageModel::<f32>::new(config, 1)?;
         let mut best = f64::INFINITY;
         for _ in 0..5 {

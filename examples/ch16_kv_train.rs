@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use attn::lm::{
     even_offsets, mean_loss, train_lm, windows, Corpus, Forgetting, LanguageModel, LmCache,
-    LmConfig, LmTraining, Positions, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
+    LmTraining, SHAKESPEARE_TRAINING,
 };
 use attn::nn::Parameters;
 use report::ch15::corpus_dir;
@@ -135,11 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Trains the variant with `kv_heads` key/value heads from `seed`, then
 /// measures it.
 fn run(corpus: &Corpus, kv_heads: usize, seed: u64) -> Result<Run, Box<dyn std::error::Error>> {
-    let config = LmConfig {
-        kv_heads,
-        positions: Positions::Rotary,
-        ..SHAKESPEARE_MODEL
-    };
+    let config = report::ch16::variant(kv_heads);
     let recipe = LmTraining {
         seed,
         ..SHAKESPEARE_TRAINING

@@ -235,17 +235,22 @@ pub fn long_text_table(rows: &[LongText], kv_heads: usize) -> String {
     out.trim_end().to_string()
 }
 
+/// Chapter 15's model with rotary positions and `kv_heads` key/value heads:
+/// the chapter's variants.
+pub fn variant(kv_heads: usize) -> LmConfig {
+    LmConfig {
+        kv_heads,
+        positions: Positions::Rotary,
+        ..SHAKESPEARE_MODEL
+    }
+}
+
 /// Chapter 15's model with rotary positions and 4, 2 or 1 key/value heads:
 /// its cache's bytes per token, one line each.
 pub fn book_caches() -> Result<String, ReportError> {
     let mut out = String::new();
     for kv_heads in [4, 2, 1] {
-        let config = LmConfig {
-            kv_heads,
-            positions: Positions::Rotary,
-            ..SHAKESPEARE_MODEL
-        };
-        let model = LanguageModel::<f32>::new(config, 1)?;
+        let model = LanguageModel::<f32>::new(variant(kv_heads), 1)?;
         let heads = if kv_heads == 1 { "head" } else { "heads" };
         out += &format!(
             "{kv_heads} key/value {heads}: {} bytes per token\n",
