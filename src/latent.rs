@@ -34,17 +34,18 @@ pub struct LatentAttention {
 // ANCHOR_END: latent
 
 /// What latent attention caches per token: the latent `c_t` (`d_c`) and the
-/// rotated shared key `k^R_t` (`d_r`), one row each, `t×d_c` and `t×d_r`.
+/// rotated shared key `k^R_t` (`d_r`), side by side in one row, `[c_t | k^R_t]`:
+/// the keys every head scores, whose first `d_c` columns are the values too.
 #[derive(Debug, Clone)]
 pub struct LatentCache {
-    c: Array2<f32>,
-    k_r: Array2<f32>,
+    keys: Array2<f32>, // t × (d_c + d_r)
+    d_c: usize,
 }
 
 impl LatentCache {
     /// How many tokens it holds.
     pub fn len(&self) -> usize {
-        self.c.nrows()
+        self.keys.nrows()
     }
 
     /// Whether it holds none yet.
@@ -54,7 +55,7 @@ impl LatentCache {
 
     /// Numbers it holds per token: `d_c + d_r`, whatever the number of heads.
     pub fn numbers_per_token(&self) -> usize {
-        self.c.ncols() + self.k_r.ncols()
+        self.keys.ncols()
     }
 }
 
@@ -113,6 +114,7 @@ impl LatentAttention {
         let c = matmul(x, &self.w_dkv); // n×d_c: all a cache would keep, with k^R
         let mut k_r = matmul(x, &self.w_kr); // n×d_r, shared by the heads
         rotate(&mut k_r, 0, Rotation::Forward);
+        let causal = causal_mask(n, n);
         let mut heads = Vec::new();
         for i in 0..self.heads {
             let q_c = matmul(x, &Self::head(&self.w_q, i, self.d_h));
@@ -122,7 +124,7 @@ impl LatentAttention {
             let v = matmul(&c, &Self::head(&self.w_uv, i, self.d_h)); // n×d_h
             let q = concatenate![Axis(1), q_c, q_r];
             let k = concatenate![Axis(1), k_c, k_r];
-            heads.push(masked_attention(&q, &k, &v, &causal_mask(n, n))?.output);
+            heads.push(masked_attention(&q, &k, &v, &causal)?.output);
         }
         let views: Vec<_> = heads.iter().map(|h| h.view()).collect();
         Ok(matmul(
@@ -173,9 +175,10 @@ pub struct AbsorbedLatent {
 impl AbsorbedLatent {
     /// An empty cache for this layer.
     pub fn new_cache(&self) -> LatentCache {
+        let d_c = self.w_dkv.ncols();
         LatentCache {
-            c: Array2::zeros((0, self.w_dkv.ncols())),
-            k_r: Array2::zeros((0, self.w_kr.ncols())),
+            keys: Array2::zeros((0, d_c + self.w_kr.ncols())),
+            d_c,
         }
     }
 
@@ -195,16 +198,18 @@ impl AbsorbedLatent {
         let (t, d_r) = (cache.len(), self.w_kr.ncols()); // t: the token's position
         let mut k_r = matmul(&x, &self.w_kr);
         rotate(&mut k_r, t, Rotation::Forward);
-        let push = |a: &mut Array2<f32>, row: Array2<f32>| a.push_row(row.row(0)).expect("width");
-        push(&mut cache.c, matmul(&x, &self.w_dkv));
-        push(&mut cache.k_r, k_r);
-        let keys = concatenate![Axis(1), cache.c, cache.k_r]; // t+1 × (d_c + d_r)
+        let row = concatenate![Axis(1), matmul(&x, &self.w_dkv), k_r]; // [c_t | k^R_t]
+        cache
+            .keys
+            .push_row(row.row(0))
+            .expect("width checked above");
+        let (keys, latents) = (&cache.keys, cache.keys.slice(s![.., ..cache.d_c]));
         let mut out = Array2::zeros((1, self.w_dkv.nrows()));
         for (i, [query, output]) in self.heads.iter().enumerate() {
             let mut q_r = matmul(&x, &self.w_qr.slice(s![.., i * d_r..(i + 1) * d_r]));
             rotate(&mut q_r, t, Rotation::Forward);
             let q = concatenate![Axis(1), matmul(&x, query), q_r]; // 1×(d_c + d_r)
-            let (_, latent_mean) = attend(&q, &keys, &cache.c, self.sqrt, Scores::Plain)?; // 1×d_c
+            let (_, latent_mean) = attend(&q, keys, &latents, self.sqrt, Scores::Plain)?; // 1×d_c
             out += &matmul(&latent_mean, output);
         }
         Ok(out.remove_axis(Axis(0)))
@@ -213,7 +218,8 @@ impl AbsorbedLatent {
 
     /// Checks that `cache` was made for a layer of these widths.
     fn check_cache(&self, cache: &LatentCache) -> Result<(), AttnError> {
-        if (cache.c.ncols(), cache.k_r.ncols()) == (self.w_dkv.ncols(), self.w_kr.ncols()) {
+        let d_c = self.w_dkv.ncols();
+        if (cache.d_c, cache.keys.ncols()) == (d_c, d_c + self.w_kr.ncols()) {
             return Ok(());
         }
         Err(AttnError::Mismatched {

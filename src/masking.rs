@@ -281,16 +281,25 @@ impl KvCache {
         self.check_new(k_t, v_t)?;
         let row = |x: &ArrayRef1<f32>| x.to_owned().insert_axis(Axis(0)); // 1×d
         check_qkv(&row(q_t), &row(k_t), &row(v_t))?; // the query's width, finite numbers
-        self.append(k_t, v_t)?;
+        self.push(k_t, v_t);
         self.attend(q_t)
     }
 
     /// Appends a token's key `k_t` and value `v_t`.
     pub fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
         self.check_new(k_t, v_t)?;
-        self.k.push_row(k_t.view()).expect("width checked above");
-        self.v.push_row(v_t.view()).expect("width checked above");
+        self.push(k_t, v_t);
         Ok(())
+    }
+
+    /// Appends a key and a value whose widths were checked.
+    fn push(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) {
+        self.k
+            .push_row(k_t.view())
+            .expect("width checked by the caller");
+        self.v
+            .push_row(v_t.view())
+            .expect("width checked by the caller");
     }
 
     /// Checks a new key and value against the cache's widths.

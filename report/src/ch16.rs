@@ -267,7 +267,7 @@ pub const RING: (usize, usize, usize) = (300, 8, 2);
 pub fn equalities() -> Result<String, ReportError> {
     let (n, window, sinks) = RING;
     Ok(format!(
-        "grouped-query, g = 2 of 4, against multi-head with copied heads: {:.1e}\n\
+        "grouped-query, 2 key/value heads for 4, against multi-head with copied heads: {:.1e}\n\
          absorbed latent attention against the explicit layer, 40 steps: {:.1e}\n\
          ring buffer ({sinks} sinks, window {window}) against the mask, {n} steps: {:.1e}",
         grouped_gap()?,

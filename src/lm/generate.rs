@@ -22,11 +22,11 @@ use crate::sliding::SlidingCache;
 /// attention, the query heads of a group read one.
 #[derive(Debug, Clone)]
 pub struct LmCache {
-    pub(super) heads: Vec<Vec<SlidingCache>>,
-    pub(super) read: usize, // tokens read so far: the next one's position
+    heads: Vec<Vec<SlidingCache>>,
+    read: usize, // tokens read so far: the next one's position
     /// Whether keys are cached before RoPE and read at their positions
     /// within the cache, as StreamingLLM reads them (rotary models only).
-    pub(super) in_cache_positions: bool,
+    in_cache_positions: bool,
 }
 
 impl LmCache {
@@ -69,16 +69,35 @@ impl LanguageModel<f32> {
     /// An empty cache for this model, with room for its context, allocated
     /// at once: [`LmCache::bytes_per_token`] times the context.
     pub fn new_cache(&self) -> LmCache {
+        self.cache_keeping(0, self.config.context, false)
+            .expect("a context's cache was checked with the model")
+    }
+
+    /// An empty cache that keeps the first `sinks` tokens and the last
+    /// `window` in every key/value head of every block, read at the text's
+    /// positions or at the cache's.
+    pub(super) fn cache_keeping(
+        &self,
+        sinks: usize,
+        window: usize,
+        in_cache_positions: bool,
+    ) -> Result<LmCache, AttnError> {
         let c = self.config;
         let d_k = c.d_model / c.heads;
-        let head = || SlidingCache::new(d_k, d_k, 0, c.context).expect("checked with the model");
-        LmCache {
-            heads: (0..c.layers)
-                .map(|_| (0..c.kv_heads).map(|_| head()).collect())
-                .collect(),
-            read: 0,
-            in_cache_positions: false,
+        let mut heads = Vec::with_capacity(c.layers);
+        for _ in 0..c.layers {
+            let head = || SlidingCache::new(d_k, d_k, sinks, window);
+            heads.push(
+                (0..c.kv_heads)
+                    .map(|_| head())
+                    .collect::<Result<Vec<_>, _>>()?,
+            );
         }
+        Ok(LmCache {
+            heads,
+            read: 0,
+            in_cache_positions,
+        })
     }
 
     /// Reads `token` at the next position of `cache`, adds its key and

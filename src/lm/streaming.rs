@@ -7,7 +7,6 @@
 use super::generate::LmCache;
 use super::model::{LanguageModel, Positions};
 use crate::error::AttnError;
-use crate::sliding::SlidingCache;
 
 // ANCHOR: streaming
 /// Which keys a rotary model's cache keeps as it reads a long text.
@@ -44,21 +43,7 @@ impl LanguageModel<f32> {
             Forgetting::Window(window) => (0, window, false),
             Forgetting::Sinks { sinks, window } => (sinks, window, true),
         };
-        let d_k = c.d_model / c.heads;
-        let mut heads = Vec::with_capacity(c.layers);
-        for _ in 0..c.layers {
-            let head = || SlidingCache::new(d_k, d_k, sinks, window);
-            heads.push(
-                (0..c.kv_heads)
-                    .map(|_| head())
-                    .collect::<Result<Vec<_>, _>>()?,
-            );
-        }
-        Ok(LmCache {
-            heads,
-            read: 0,
-            in_cache_positions,
-        })
+        self.cache_keeping(sinks, window, in_cache_positions)
     }
 
     /// The loss (in nats) of predicting each token of `text` after the

@@ -72,25 +72,13 @@ fn rotary_gradients_match_finite_differences() {
     let x = normal_matrix(8, 8, &mut rng);
     let w: Projections<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5);
     let r = normal_matrix(8, 8, &mut rng);
-    let causal = |_: usize| Some(crate::masking::causal_mask(4, 4));
-    let loss = |x: &Matrix, w: &Projections<f64>| {
-        let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
-        (out * &r).sum()
-    };
-    let (_, cache) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
-    let g = mha_backward(&cache, &x, &x, &w, sizes, &r);
-    let mut errors = vec![gradient_error(&(&g.dx_q + &g.dx_kv), |x| loss(x, &w), &x)];
-    for i in 0..4 {
-        let with = |m: &Matrix| {
-            let mut w = w.clone();
-            w[i] = m.clone();
-            loss(&x, &w)
-        };
-        errors.push(gradient_error(&g.dw[i], with, &w[i]));
-    }
-    for (i, error) in errors.into_iter().enumerate() {
+    for (i, error) in causal_gradient_errors(&x, &w, sizes, &r)
+        .into_iter()
+        .enumerate()
+    {
         assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
     }
+    let causal = |_: usize| Some(crate::masking::causal_mask(4, 4));
     // And the rotation is there: without it the output differs.
     let plain = Heads {
         rotary: false,
@@ -224,15 +212,14 @@ fn every_head_reads_its_own_group() {
 }
 // ANCHOR_END: grouped_test
 
-/// The grouped layer's gradients against finite differences (`g = 2` and
-/// `g = 1`, causal, RoPE).
+/// The grouped layer's gradients against finite differences (`h_kv = 2`
+/// and `h_kv = 1`, causal, RoPE).
 #[test]
 fn grouped_gradients_match_finite_differences() {
     let mut rng = StdRng::seed_from_u64(23);
     let (d, heads, t) = (8, 4, 4);
     let x = normal_matrix(2 * t, d, &mut rng);
     let r = normal_matrix(2 * t, d, &mut rng);
-    let causal = |_: usize| Some(crate::masking::causal_mask(t, t));
     for g in [2, 1] {
         let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
         let sizes = Heads {
@@ -240,25 +227,7 @@ fn grouped_gradients_match_finite_differences() {
             rotary: true,
             ..Heads::new(t, t, heads)
         };
-        let loss = |x: &Matrix, w: &Projections<f64>| {
-            let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
-            (out * &r).sum()
-        };
-        let (_, cache) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
-        let grads = mha_backward(&cache, &x, &x, &w, sizes, &r);
-        let mut errors = vec![gradient_error(
-            &(&grads.dx_q + &grads.dx_kv),
-            |x| loss(x, &w),
-            &x,
-        )];
-        for i in 0..4 {
-            let with = |m: &Matrix| {
-                let mut w = w.clone();
-                w[i] = m.clone();
-                loss(&x, &w)
-            };
-            errors.push(gradient_error(&grads.dw[i], with, &w[i]));
-        }
+        let errors = causal_gradient_errors(&x, &w, sizes, &r);
         for (i, error) in errors.into_iter().enumerate() {
             assert!(
                 error < 1e-6,
@@ -266,4 +235,26 @@ fn grouped_gradients_match_finite_differences() {
             );
         }
     }
+}
+
+/// Relative errors of causal self-attention's gradients against finite
+/// differences, for the loss `Σ out ⊙ R`: the input's, then `W_Q` to `W_O`'s.
+fn causal_gradient_errors(x: &Matrix, w: &Projections<f64>, sizes: Heads, r: &Matrix) -> Vec<f64> {
+    let causal = |_: usize| Some(crate::masking::causal_mask(sizes.tq, sizes.tk));
+    let loss = |x: &Matrix, w: &Projections<f64>| {
+        let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
+        (out * r).sum()
+    };
+    let (_, cache) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
+    let g = mha_backward(&cache, x, x, w, sizes, r);
+    let mut errors = vec![gradient_error(&(&g.dx_q + &g.dx_kv), |x| loss(x, w), x)];
+    for i in 0..4 {
+        let with = |m: &Matrix| {
+            let mut w = w.clone();
+            w[i] = m.clone();
+            loss(x, &w)
+        };
+        errors.push(gradient_error(&g.dw[i], with, &w[i]));
+    }
+    errors
 }
