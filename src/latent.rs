@@ -8,13 +8,14 @@
 use ndarray::{concatenate, s, Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
-use crate::attention::{attend, Scores};
 use crate::check::{check_finite, check_model_width};
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
-use crate::masking::{causal_mask, masked_attention};
+use crate::masking::causal_mask;
+use crate::nn::latent::{latent_forward, LatentWeights};
 use crate::position::{check_even, rotate, Rotation};
 use crate::projection::init_weight;
+use crate::sliding::SlidingCache;
 
 // ANCHOR: latent
 /// A latent attention layer: `h` heads of width `d_h`, a latent of width
@@ -23,39 +24,43 @@ use crate::projection::init_weight;
 pub struct LatentAttention {
     heads: usize,
     d_h: usize,
-    w_q: Array2<f32>, // d_model × h·d_h: the queries matched against the latent's keys
-    w_qr: Array2<f32>, // d_model × h·d_r: the queries' rotary parts
-    w_dkv: Array2<f32>, // d_model × d_c: down to the latent c, which is cached
-    w_kr: Array2<f32>, // d_model × d_r: the one rotary key all heads share, cached
-    w_uk: Array2<f32>, // d_c × h·d_h: the latent up to each head's keys
-    w_uv: Array2<f32>, // d_c × h·d_h: the latent up to each head's values
-    w_o: Array2<f32>, // h·d_h × d_model
+    /// `W_Q` (`d_model × h·d_h`), `W_QR` (`d_model × h·d_r`), `W_DKV`
+    /// (`d_model × d_c`), `W_KR` (`d_model × d_r`), `W_UK` and `W_UV`
+    /// (`d_c × h·d_h`), `W_O` (`h·d_h × d_model`), as the training stack
+    /// holds them.
+    w: LatentWeights<f32>,
 }
 // ANCHOR_END: latent
 
 /// What latent attention caches per token: the latent `c_t` (`d_c`) and the
 /// rotated shared key `k^R_t` (`d_r`), side by side in one row, `[c_t | k^R_t]`:
 /// the keys every head scores, whose first `d_c` columns are the values too.
+/// The rows are a ring buffer of the last `window` tokens ([`SlidingCache`]).
 #[derive(Debug, Clone)]
 pub struct LatentCache {
-    keys: Array2<f32>, // t × (d_c + d_r)
+    keys: SlidingCache, // (d_c + d_r) wide, no separate values
     d_c: usize,
 }
 
 impl LatentCache {
     /// How many tokens it holds.
     pub fn len(&self) -> usize {
-        self.keys.nrows()
+        self.keys.len()
     }
 
     /// Whether it holds none yet.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.keys.is_empty()
     }
 
     /// Numbers it holds per token: `d_c + d_r`, whatever the number of heads.
     pub fn numbers_per_token(&self) -> usize {
-        self.keys.ncols()
+        self.keys.width()
+    }
+
+    /// The bytes it holds: `window · (d_c + d_r)` numbers of 4 bytes.
+    pub fn bytes(&self) -> usize {
+        self.keys.bytes()
     }
 }
 
@@ -78,9 +83,7 @@ impl LatentAttention {
         crate::check::check_model_sizes(&sizes, (d_model, 1))?;
         check_even("d_r", d_r)?;
         let mut w = |rows, cols| init_weight(rows, cols, rng);
-        Ok(LatentAttention {
-            heads,
-            d_h,
+        let w = LatentWeights {
             w_q: w(d_model, heads * d_h)?,
             w_qr: w(d_model, heads * d_r)?,
             w_dkv: w(d_model, d_c)?,
@@ -88,11 +91,37 @@ impl LatentAttention {
             w_uk: w(d_c, heads * d_h)?,
             w_uv: w(d_c, heads * d_h)?,
             w_o: w(heads * d_h, d_model)?,
-        })
+        };
+        Ok(LatentAttention { heads, d_h, w })
+    }
+
+    /// The layer with the weights `w`, checked: matrices of the sizes
+    /// [`Self::new`] draws.
+    pub(crate) fn from_weights(w: LatentWeights<f32>) -> Result<Self, AttnError> {
+        let (heads, d_r) = (w.heads(), w.w_kr.ncols());
+        let (d, d_c) = (w.w_q.nrows(), w.w_dkv.ncols());
+        let d_h = w.w_q.ncols() / heads.max(1);
+        let expected = [
+            (d, heads * d_h),
+            (d, heads * d_r),
+            (d, d_c),
+            (d, d_r),
+            (d_c, heads * d_h),
+            (d_c, heads * d_h),
+            (heads * d_h, d),
+        ];
+        let shapes = w.matrices().map(|m| m.dim());
+        if heads == 0 || d_h == 0 || shapes != expected {
+            return Err(AttnError::Mismatched {
+                name: "latent attention weights",
+                requirement: "must be W_Q, W_QR, W_DKV, W_KR, W_UK, W_UV, W_O of one layer's sizes",
+            });
+        }
+        Ok(LatentAttention { heads, d_h, w })
     }
 
     fn d_r(&self) -> usize {
-        self.w_kr.ncols()
+        self.w.w_kr.ncols()
     }
 
     /// Head `i`'s columns of a matrix whose heads sit side by side, `width`
@@ -101,38 +130,19 @@ impl LatentAttention {
         w.slice(s![.., i * width..(i + 1) * width])
     }
 
-    // ANCHOR: explicit
-    /// Causal self-attention over `x` (`n×d_model`), the explicit way: every
+    /// Causal self-attention over `x` (`n×d_model`), the explicit way (the
+    /// training stack's, [`crate::nn`]): every
     /// head up-projects the latents to its keys `c W_UK^i` and values
     /// `c W_UV^i`, and its scores add the rotary parts, `q^C·k^C + q^R·k^R`,
     /// over `√(d_h + d_r)`. That is plain attention with queries `[q^C | q^R]`
     /// and keys `[k^C | k^R]`.
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        check_model_width("input", x, self.w_q.nrows())?;
+        check_model_width("input", x, self.w.w_q.nrows())?;
         check_finite("input", x)?;
-        let (n, d_r) = (x.nrows(), self.d_r());
-        let c = matmul(x, &self.w_dkv); // n×d_c: all a cache would keep, with k^R
-        let mut k_r = matmul(x, &self.w_kr); // n×d_r, shared by the heads
-        rotate(&mut k_r, 0, Rotation::Forward);
-        let causal = causal_mask(n, n);
-        let mut heads = Vec::new();
-        for i in 0..self.heads {
-            let q_c = matmul(x, &Self::head(&self.w_q, i, self.d_h));
-            let mut q_r = matmul(x, &Self::head(&self.w_qr, i, d_r));
-            rotate(&mut q_r, 0, Rotation::Forward);
-            let k_c = matmul(&c, &Self::head(&self.w_uk, i, self.d_h)); // n×d_h
-            let v = matmul(&c, &Self::head(&self.w_uv, i, self.d_h)); // n×d_h
-            let q = concatenate![Axis(1), q_c, q_r];
-            let k = concatenate![Axis(1), k_c, k_r];
-            heads.push(masked_attention(&q, &k, &v, &causal)?.output);
-        }
-        let views: Vec<_> = heads.iter().map(|h| h.view()).collect();
-        Ok(matmul(
-            &concatenate(Axis(1), &views).expect("n rows each"),
-            &self.w_o,
-        ))
+        let n = x.nrows();
+        let causal = |_| Some(causal_mask(n, n));
+        Ok(latent_forward(x, &self.w, n, causal)?.0)
     }
-    // ANCHOR_END: explicit
 
     // ANCHOR: absorbed
     /// The layer ready to decode with the up-projections absorbed. Per
@@ -142,20 +152,21 @@ impl LatentAttention {
     /// head's weighted mean of latents to its share of the output. Computed
     /// once, not per token.
     pub fn absorbed(&self) -> AbsorbedLatent {
+        let w = &self.w;
         let heads = (0..self.heads)
             .map(|i| {
-                let w_uk = Self::head(&self.w_uk, i, self.d_h);
-                let w_uv = Self::head(&self.w_uv, i, self.d_h);
-                let w_o = self.w_o.slice(s![i * self.d_h..(i + 1) * self.d_h, ..]);
-                let query = matmul(&Self::head(&self.w_q, i, self.d_h), &w_uk.t());
+                let w_uk = Self::head(&w.w_uk, i, self.d_h);
+                let w_uv = Self::head(&w.w_uv, i, self.d_h);
+                let w_o = w.w_o.slice(s![i * self.d_h..(i + 1) * self.d_h, ..]);
+                let query = matmul(&Self::head(&w.w_q, i, self.d_h), &w_uk.t());
                 [query, matmul(&w_uv, &w_o)]
             })
             .collect();
         AbsorbedLatent {
             heads,
-            w_qr: self.w_qr.clone(),
-            w_dkv: self.w_dkv.clone(),
-            w_kr: self.w_kr.clone(),
+            w_qr: w.w_qr.clone(),
+            w_dkv: w.w_dkv.clone(),
+            w_kr: w.w_kr.clone(),
             sqrt: ((self.d_h + self.d_r()) as f32).sqrt(),
         }
     }
@@ -173,13 +184,12 @@ pub struct AbsorbedLatent {
 }
 
 impl AbsorbedLatent {
-    /// An empty cache for this layer.
-    pub fn new_cache(&self) -> LatentCache {
+    /// An empty cache for this layer that keeps the last `window` tokens
+    /// (at least 1), allocated at once.
+    pub fn new_cache(&self, window: usize) -> Result<LatentCache, AttnError> {
         let d_c = self.w_dkv.ncols();
-        LatentCache {
-            keys: Array2::zeros((0, d_c + self.w_kr.ncols())),
-            d_c,
-        }
+        let keys = SlidingCache::new(d_c + self.w_kr.ncols(), 0, 0, window)?;
+        Ok(LatentCache { keys, d_c })
     }
 
     /// One decoding step: caches the token's latent and rotary key, then
@@ -195,22 +205,20 @@ impl AbsorbedLatent {
         check_model_width("token", &x, self.w_dkv.nrows())?;
         check_finite("token", &x)?;
         self.check_cache(cache)?;
-        let (t, d_r) = (cache.len(), self.w_kr.ncols()); // t: the token's position
+        let (t, d_r) = (cache.keys.seen(), self.w_kr.ncols()); // t: the token's position
         let mut k_r = matmul(&x, &self.w_kr);
         rotate(&mut k_r, t, Rotation::Forward);
         let row = concatenate![Axis(1), matmul(&x, &self.w_dkv), k_r]; // [c_t | k^R_t]
-        cache
-            .keys
-            .push_row(row.row(0))
-            .expect("width checked above");
-        let (keys, latents) = (&cache.keys, cache.keys.slice(s![.., ..cache.d_c]));
+        cache.keys.append(&row.row(0), &Array1::zeros(0))?;
         let mut out = Array2::zeros((1, self.w_dkv.nrows()));
         for (i, [query, output]) in self.heads.iter().enumerate() {
             let mut q_r = matmul(&x, &self.w_qr.slice(s![.., i * d_r..(i + 1) * d_r]));
             rotate(&mut q_r, t, Rotation::Forward);
             let q = concatenate![Axis(1), matmul(&x, query), q_r]; // 1×(d_c + d_r)
-            let (_, latent_mean) = attend(&q, keys, &latents, self.sqrt, Scores::Plain)?; // 1×d_c
-            out += &matmul(&latent_mean, output);
+            let latent_mean = cache
+                .keys
+                .attend_keys_as_values(&q.row(0), cache.d_c, self.sqrt)?; // d_c
+            out += &matmul(&latent_mean.insert_axis(Axis(0)), output);
         }
         Ok(out.remove_axis(Axis(0)))
     }
@@ -219,7 +227,7 @@ impl AbsorbedLatent {
     /// Checks that `cache` was made for a layer of these widths.
     fn check_cache(&self, cache: &LatentCache) -> Result<(), AttnError> {
         let d_c = self.w_dkv.ncols();
-        if (cache.d_c, cache.keys.ncols()) == (d_c, d_c + self.w_kr.ncols()) {
+        if (cache.d_c, cache.keys.width()) == (d_c, d_c + self.w_kr.ncols()) {
             return Ok(());
         }
         Err(AttnError::Mismatched {

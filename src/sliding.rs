@@ -120,6 +120,27 @@ impl SlidingCache {
 // ANCHOR_END: sliding_cache
 
 impl SlidingCache {
+    /// Attends with `q_t` over every token held, each key's first `d_v`
+    /// columns being its value too, the scores divided by `scale`: latent
+    /// attention caches one row a token, `[c | k^R]`, whose latent `c` is
+    /// both a key and a value (a cache made with values of width 0).
+    pub(crate) fn attend_keys_as_values(
+        &self,
+        q_t: &ArrayRef1<f32>,
+        d_v: usize,
+        scale: f32,
+    ) -> Result<Array1<f32>, AttnError> {
+        let n = self.len();
+        let k = self.k.slice(ndarray::s![..n, ..]);
+        let v = self.k.slice(ndarray::s![..n, ..d_v.min(self.k.ncols())]);
+        let q_t = q_t.to_owned().insert_axis(Axis(0));
+        let (_, o) =
+            crate::attention::attend(&q_t, &k, &v, scale, crate::attention::Scores::Plain)?;
+        Ok(o.row(0).to_owned())
+    }
+}
+
+impl SlidingCache {
     /// How many tokens it holds: at most `sinks + window`.
     pub fn len(&self) -> usize {
         self.seen.min(self.k.nrows())

@@ -71,4 +71,43 @@ fn a_grouped_model_s_cache_is_smaller_by_its_groups() {
         );
         drop(cache);
     }
+    a_latent_model_s_cache_holds_a_latent_and_a_rotary_key();
+}
+
+/// With latent attention (a latent of 64 and rotary keys of 16) the cache
+/// keeps `d_c + d_r` = 80 numbers a token and block, and the allocator sees
+/// them, beside the block's absorbed weights that decoding reads (computed
+/// once, with the cache). (Called from the test above.)
+fn a_latent_model_s_cache_holds_a_latent_and_a_rotary_key() {
+    use attn::lm::{LanguageModel, LatentSizes, LmConfig, Positions, SHAKESPEARE_MODEL};
+    let (d_c, d_r) = (64, 16);
+    let config = LmConfig {
+        positions: Positions::Rotary,
+        latent: Some(LatentSizes { d_c, d_r }),
+        ..SHAKESPEARE_MODEL
+    };
+    let model = LanguageModel::<f32>::new(config, 1).unwrap();
+    let expected = config.context * LmCache::bytes_per_token(&model);
+    assert_eq!(expected, 64 * 4 * (d_c + d_r) * 4);
+    let (d, h, layers) = (config.d_model, config.heads, config.layers);
+    // Per block: per head W_Q^i (W_UK^i)ᵀ and W_UV^i W_O^i, and W_QR, W_DKV, W_KR.
+    let absorbed = layers * (h * 2 * d * d_c + d * h * d_r + d * d_c + d * d_r) * 4;
+    drop(model.new_cache()); // the products' scratch space, kept for later products
+    let before = counting::current();
+    let mut cache = model.new_cache();
+    let allocated = counting::current() - before;
+    assert_eq!(cache.bytes(), expected);
+    assert!(
+        (expected + absorbed..expected + absorbed + 4 * 1024).contains(&allocated),
+        "the latent cache allocated {allocated} bytes; its formula says {expected} and {absorbed} of weights"
+    );
+    for token in 0..2 * config.context {
+        model.step(token % config.vocab, &mut cache).unwrap();
+    }
+    assert_eq!(cache.len(), config.context);
+    assert_eq!(
+        counting::current() - before,
+        allocated,
+        "writing past the context allocates nothing that stays"
+    );
 }

@@ -301,7 +301,7 @@ fn latent_gap() -> Result<f32, ReportError> {
     let x = standard_normal(40, 16, &mut rng);
     let explicit = layer.forward(&x)?;
     let absorbed = layer.absorbed();
-    let mut cache = absorbed.new_cache();
+    let mut cache = absorbed.new_cache(x.nrows())?;
     let mut gap = 0.0_f32;
     for t in 0..x.nrows() {
         let out = absorbed.step(&x.row(t), &mut cache)?;

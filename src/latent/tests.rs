@@ -21,7 +21,7 @@ fn absorbed_decoding_equals_the_explicit_layer() {
     let (layer, x) = layer_and_text(40);
     let explicit = layer.forward(&x).unwrap();
     let absorbed = layer.absorbed();
-    let mut cache = absorbed.new_cache();
+    let mut cache = absorbed.new_cache(x.nrows()).unwrap();
     for t in 0..x.nrows() {
         let out = absorbed.step(&x.row(t), &mut cache).unwrap();
         approx::assert_abs_diff_eq!(out, explicit.row(t), epsilon = 1e-4);
@@ -39,7 +39,7 @@ fn the_rotary_part_matters() {
     let explicit = layer.forward(&x).unwrap();
     let mut absorbed = layer.absorbed();
     absorbed.w_qr.fill(0.0); // no rotary query: q^R·k^R = 0
-    let mut cache = absorbed.new_cache();
+    let mut cache = absorbed.new_cache(x.nrows()).unwrap();
     let mut apart = 0.0_f32;
     for t in 0..x.nrows() {
         let out = absorbed.step(&x.row(t), &mut cache).unwrap();
@@ -63,9 +63,9 @@ fn the_rotary_part_matters() {
 fn rope_on_the_latent_keys_cannot_be_absorbed() {
     let (layer, x) = layer_and_text(8);
     let d_h = layer.d_h;
-    let c = matmul(&x, &layer.w_dkv);
-    let w_q = LatentAttention::head(&layer.w_q, 0, d_h);
-    let w_uk = LatentAttention::head(&layer.w_uk, 0, d_h);
+    let c = matmul(&x, &layer.w.w_dkv);
+    let w_q = LatentAttention::head(&layer.w.w_q, 0, d_h);
+    let w_uk = LatentAttention::head(&layer.w.w_uk, 0, d_h);
     let t = 7;
     // Explicit: RoPE on the query and on every up-projected key.
     let mut q = matmul(&x.slice(s![t..=t, ..]), &w_q);
@@ -100,12 +100,12 @@ fn bad_input_is_refused_by_name() {
     let (layer, x) = layer_and_text(3);
     assert!(layer.forward(&x.slice(s![.., ..15])).is_err());
     let absorbed = layer.absorbed();
-    let mut cache = absorbed.new_cache();
+    let mut cache = absorbed.new_cache(x.nrows()).unwrap();
     assert!(absorbed
         .step(&Array1::from_elem(16, f32::NAN), &mut cache)
         .is_err());
     let other = LatentAttention::new(16, 4, [4, 8, 4], &mut rng).unwrap();
-    let mut wrong = other.absorbed().new_cache();
+    let mut wrong = other.absorbed().new_cache(4).unwrap();
     let err = absorbed
         .step(&x.row(0), &mut wrong)
         .unwrap_err()

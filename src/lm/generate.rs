@@ -10,23 +10,36 @@ use super::model::{LanguageModel, Positions};
 use super::sample::Sampler;
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
-use crate::kv_bytes::{kv_bytes_per_token, KvLayout};
+use crate::kv_bytes::kv_bytes_per_token;
+use crate::latent::{AbsorbedLatent, LatentAttention, LatentCache};
+use crate::nn::BlockAttention;
 use crate::nn::{ffn_sublayer, layer_norm_forward};
 use crate::position::{rotate, Rotation};
 use crate::sliding::SlidingCache;
 
 // ANCHOR: cache
-/// A KV cache for every key/value head of every block, `[block][kv head]`:
-/// the keys and values of the last `context` tokens the model has read, in
-/// a ring buffer allocated once ([`SlidingCache`]). With grouped-query
-/// attention, the query heads of a group read one.
+/// A KV cache for every key/value head of every block: the keys and values
+/// of the last `context` tokens the model has read, in a ring buffer
+/// allocated once ([`SlidingCache`]). With grouped-query attention, the
+/// query heads of a group read one; with latent attention, a block caches
+/// one latent and rotary key a token ([`LatentCache`]).
 #[derive(Debug, Clone)]
 pub struct LmCache {
-    heads: Vec<Vec<SlidingCache>>,
+    blocks: Vec<BlockKv>,
     read: usize, // tokens read so far: the next one's position
     /// Whether keys are cached before RoPE and read at their positions
     /// within the cache, as StreamingLLM reads them (rotary models only).
     in_cache_positions: bool,
+}
+
+/// One block's cache.
+#[derive(Debug, Clone)]
+enum BlockKv {
+    /// One per key/value head.
+    Heads(Vec<SlidingCache>),
+    /// The latents, and the block's attention with its up-projections
+    /// absorbed, which reads them.
+    Latent(Box<AbsorbedLatent>, LatentCache),
 }
 
 impl LmCache {
@@ -38,10 +51,11 @@ impl LmCache {
 
     /// How many tokens the cache holds.
     pub fn len(&self) -> usize {
-        self.heads
-            .first()
-            .and_then(|b| b.first())
-            .map_or(0, SlidingCache::len)
+        match self.blocks.first() {
+            Some(BlockKv::Heads(heads)) => heads.first().map_or(0, SlidingCache::len),
+            Some(BlockKv::Latent(_, latents)) => latents.len(),
+            None => 0,
+        }
     }
 
     /// Whether it holds none yet.
@@ -51,15 +65,21 @@ impl LmCache {
 
     /// The bytes of keys and values it holds per token: `2 · layers · d_kv`
     /// numbers of 4 bytes (a key and a value of every key/value head of
-    /// every block; `d_kv = d` for multi-head attention).
+    /// every block; `d_kv = d` for multi-head attention), or `layers ·
+    /// (d_c + d_r)` with latent attention.
     pub fn bytes_per_token(model: &LanguageModel<f32>) -> usize {
         let c = model.config();
-        let layout = KvLayout::Heads {
-            kv_heads: c.kv_heads,
-            d_head: c.d_model / c.heads,
-        };
-        kv_bytes_per_token(c.layers, layout, std::mem::size_of::<f32>())
+        kv_bytes_per_token(c.layers, c.kv_layout(), std::mem::size_of::<f32>())
             .expect("the model's sizes were checked: its cache fits in memory")
+    }
+
+    /// The bytes its keys and values (or latents) take, allocated at once.
+    pub fn bytes(&self) -> usize {
+        let block = |b: &BlockKv| match b {
+            BlockKv::Heads(heads) => heads.iter().map(SlidingCache::bytes).sum(),
+            BlockKv::Latent(_, latents) => latents.bytes(),
+        };
+        self.blocks.iter().map(block).sum()
     }
 }
 // ANCHOR_END: cache
@@ -84,17 +104,30 @@ impl LanguageModel<f32> {
     ) -> Result<LmCache, AttnError> {
         let c = self.config;
         let d_k = c.d_model / c.heads;
-        let mut heads = Vec::with_capacity(c.layers);
-        for _ in 0..c.layers {
-            let head = || SlidingCache::new(d_k, d_k, sinks, window);
-            heads.push(
-                (0..c.kv_heads)
-                    .map(|_| head())
-                    .collect::<Result<Vec<_>, _>>()?,
-            );
+        let mut blocks = Vec::with_capacity(c.layers);
+        for block in &self.blocks {
+            blocks.push(match &block.attn {
+                BlockAttention::Heads(_) => BlockKv::Heads(
+                    (0..c.kv_heads)
+                        .map(|_| SlidingCache::new(d_k, d_k, sinks, window))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                BlockAttention::Latent(w) => {
+                    if sinks > 0 || in_cache_positions {
+                        return Err(AttnError::InvalidArgument {
+                            name: "sinks with latent attention",
+                            value: sinks as f64,
+                            requirement: "must be 0, at the text's positions: a latent cache keeps a window of keys already turned by RoPE",
+                        });
+                    }
+                    let absorbed = LatentAttention::from_weights(w.clone())?.absorbed();
+                    let latents = absorbed.new_cache(window)?;
+                    BlockKv::Latent(Box::new(absorbed), latents)
+                }
+            });
         }
         Ok(LmCache {
-            heads,
+            blocks,
             read: 0,
             in_cache_positions,
         })
@@ -120,10 +153,21 @@ impl LanguageModel<f32> {
             true => self.tokens.row(token).to_owned(),
         }
         .insert_axis(Axis(0));
-        for (block, heads) in self.blocks.iter().zip(&mut cache.heads) {
+        for (block, kv) in self.blocks.iter().zip(&mut cache.blocks) {
             // x ← x + MultiHead(LayerNorm(x)), one head at a time over its cache.
             let (a, _) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], eps);
-            let [mut q, mut k, v] = [0, 1, 2].map(|i| matmul(&a, &block.attn[i])); // 1×d each
+            let (w, heads) = match (&block.attn, kv) {
+                (BlockAttention::Heads(w), BlockKv::Heads(heads)) => (w, heads),
+                (BlockAttention::Latent(_), BlockKv::Latent(absorbed, latents)) => {
+                    // Latent attention decodes over its latents, absorbed.
+                    x += &absorbed.step(&a.row(0), latents)?;
+                    let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), ACTIVATION, eps);
+                    x += &f;
+                    continue;
+                }
+                _ => return Err(mismatched_cache()),
+            };
+            let [mut q, mut k, v] = [0, 1, 2].map(|i| matmul(&a, &w[i])); // 1×d each
             let mut o = Array2::zeros((1, self.config.d_model));
             let group = self.config.heads / self.config.kv_heads; // query heads per KV head
             for (g, cache) in heads.iter_mut().enumerate() {
@@ -147,7 +191,7 @@ impl LanguageModel<f32> {
                     o.slice_mut(cols(h)).row_mut(0).assign(&out);
                 }
             }
-            x += &matmul(&o, &block.attn[3]);
+            x += &matmul(&o, &w[3]);
             // x ← x + FFN(LayerNorm(x)).
             let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), ACTIVATION, eps);
             x += &f;
@@ -173,12 +217,12 @@ impl LanguageModel<f32> {
 
     fn check_step(&self, token: usize, position: usize, cache: &LmCache) -> Result<(), AttnError> {
         let c = self.config;
-        if cache.heads.len() != c.layers || cache.heads.iter().any(|b| b.len() != c.kv_heads) {
-            return Err(AttnError::Mismatched {
-                name: "cache",
-                requirement:
-                    "must be made by this model's new_cache (one per key/value head of every block)",
-            });
+        let fits = |b: &BlockKv| match b {
+            BlockKv::Heads(heads) => c.latent.is_none() && heads.len() == c.kv_heads,
+            BlockKv::Latent(..) => c.latent.is_some(),
+        };
+        if cache.blocks.len() != c.layers || !cache.blocks.iter().all(fits) {
+            return Err(mismatched_cache());
         }
         if position >= c.context && c.positions == Positions::Learned {
             return Err(AttnError::TooLong {
@@ -195,6 +239,15 @@ impl LanguageModel<f32> {
             });
         }
         Ok(())
+    }
+}
+
+/// The error of a cache made for another model.
+fn mismatched_cache() -> AttnError {
+    AttnError::Mismatched {
+        name: "cache",
+        requirement:
+            "must be made by this model's new_cache (one per key/value head of every block)",
     }
 }
 

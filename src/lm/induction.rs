@@ -113,6 +113,7 @@ mod tests {
         layers: 2,
         d_ff: 16,
         positions: Positions::Learned,
+        latent: None,
     };
 
     #[test]

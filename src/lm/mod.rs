@@ -22,7 +22,7 @@ pub use corpus::{Corpus, Vocabulary, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKE
 pub use forward::LmForward;
 pub use generate::{Decoding, LmCache};
 pub use induction::{induction_scores, repeated_sequences, InductionScores};
-pub use model::{LanguageModel, LmConfig, Positions, SHAKESPEARE_MODEL};
+pub use model::{LanguageModel, LatentSizes, LmConfig, Positions, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
 pub use streaming::Forgetting;
 pub use train::{

@@ -5,7 +5,9 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use crate::check::{check_model_sizes, check_parameters};
 use crate::error::AttnError;
-use crate::nn::{FfnParams, Parameters, PreNormBlock};
+use crate::kv_bytes::KvLayout;
+use crate::nn::latent::LatentWeights;
+use crate::nn::{BlockAttention, FfnParams, Parameters, PreNormBlock};
 use crate::real::Real;
 
 // ANCHOR: config
@@ -30,6 +32,20 @@ pub struct LmConfig {
     pub d_ff: usize,
     /// How the model knows where each token is.
     pub positions: Positions,
+    /// `None` for multi-head (or grouped-query) attention; the widths of
+    /// the latent and of the rotary parts for multi-head latent attention
+    /// (chapter 16), which needs rotary positions and `kv_heads = heads`.
+    pub latent: Option<LatentSizes>,
+}
+
+/// The widths of multi-head latent attention beyond its heads' `d_h =
+/// d_model/heads`: the cached latent `d_c` and the rotary parts `d_r`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LatentSizes {
+    /// The latent's width.
+    pub d_c: usize,
+    /// The rotary query and key parts' width (even).
+    pub d_r: usize,
 }
 
 /// Where a token is: a learned embedding per position, added to the
@@ -55,6 +71,7 @@ pub const SHAKESPEARE_MODEL: LmConfig = LmConfig {
     layers: 4,
     d_ff: 512,
     positions: Positions::Learned,
+    latent: None,
 };
 // ANCHOR_END: config
 
@@ -87,28 +104,82 @@ impl LmConfig {
                 requirement: "must be even: RoPE turns pairs of coordinates",
             });
         }
-        // The cache holds `context` keys and values of width d_kv in a block.
-        crate::check::check_size("a block's KV cache", self.context, self.d_kv())?;
+        if let Some(latent) = self.latent {
+            self.check_latent(latent)?;
+        }
+        // The cache holds `context` rows of keys and values in a block.
+        let width = self.kv_layout().numbers_per_layer().unwrap_or(usize::MAX);
+        crate::check::check_size("a block's KV cache", self.context, width)?;
         check_parameters(
             self.parameter_count(),
             [self.layers, self.d_model, self.d_ff],
         )
     }
 
+    /// Latent attention's requirements: rotary positions, no key/value
+    /// heads of its own, an even `d_r` of at least 2, a `d_c` of at least 1.
+    fn check_latent(&self, LatentSizes { d_c, d_r }: LatentSizes) -> Result<(), AttnError> {
+        let refuse = |name, value: usize, requirement| {
+            Err(AttnError::InvalidArgument {
+                name,
+                value: value as f64,
+                requirement,
+            })
+        };
+        if self.positions != Positions::Rotary {
+            return refuse(
+                "latent attention with learned positions",
+                0,
+                "needs rotary positions: its decoupled rotary key is where positions enter",
+            );
+        }
+        if self.kv_heads != self.heads {
+            return refuse(
+                "kv_heads with latent attention",
+                self.kv_heads,
+                "must equal heads: the latent is shared by every head",
+            );
+        }
+        if d_c == 0 {
+            return refuse("d_c", d_c, "must be at least 1");
+        }
+        if d_r == 0 || !d_r.is_multiple_of(2) {
+            return refuse(
+                "d_r",
+                d_r,
+                "must be even and at least 2: RoPE turns pairs of coordinates",
+            );
+        }
+        Ok(())
+    }
+
     /// The number of parameters, or `None` if it does not fit in a `usize`:
     /// `(V + T)·d` embeddings (`V·d` with rotary positions), per block
-    /// `2d + 2d² + 2d·d_kv + 2d·d_ff` (`W_K` and `W_V` are `d × d_kv`), and
-    /// `d` for the final LayerNorm. The output head is the token embedding.
+    /// `2d + 2d·d_ff` and the attention's (`2d² + 2d·d_kv`: `W_K` and `W_V`
+    /// are `d × d_kv`; with latent attention `2d² + d·h·d_r + d·d_c +
+    /// d·d_r + 2·d_c·d`), and `d` for the final LayerNorm. The output head
+    /// is the token embedding.
     pub fn parameter_count(&self) -> Option<usize> {
         let (d, f) = (self.d_model, self.d_ff);
         let embeddings = self
             .vocab
             .checked_add(self.learned_positions())?
             .checked_mul(d)?;
+        let attention = match self.latent {
+            None => d.checked_mul(self.d_kv())?.checked_mul(2)?,
+            Some(LatentSizes { d_c, d_r }) => [
+                d.checked_mul(self.heads)?.checked_mul(d_r)?,
+                d.checked_mul(d_c)?,
+                d.checked_mul(d_r)?,
+                d_c.checked_mul(d)?.checked_mul(2)?,
+            ]
+            .into_iter()
+            .try_fold(0, usize::checked_add)?,
+        };
         let block = [
             d.checked_mul(2)?,
             d.checked_mul(d)?.checked_mul(2)?,
-            d.checked_mul(self.d_kv())?.checked_mul(2)?,
+            attention,
         ]
         .into_iter()
         .try_fold(d.checked_mul(f)?.checked_mul(2)?, usize::checked_add)?;
@@ -122,6 +193,18 @@ impl LmConfig {
     /// `d_model` for multi-head attention.
     pub fn d_kv(&self) -> usize {
         self.kv_heads * (self.d_model / self.heads.max(1))
+    }
+
+    /// What a block's cache holds per token: a key and a value of every
+    /// key/value head, or with latent attention the latent and the rotary key.
+    pub fn kv_layout(&self) -> KvLayout {
+        match self.latent {
+            None => KvLayout::Heads {
+                kv_heads: self.kv_heads,
+                d_head: self.d_model / self.heads.max(1),
+            },
+            Some(LatentSizes { d_c, d_r }) => KvLayout::Latent { d_c, d_r },
+        }
     }
 
     /// Rows of the position table: the context with learned positions, 0
@@ -173,8 +256,21 @@ impl<F: Real> LanguageModel<F> {
         let blocks = (0..config.layers)
             .map(|_| PreNormBlock {
                 ln1: norm(d),
-                attn: [(d, 0.02), (d_kv, 0.02), (d_kv, 0.02), (d, residual)]
-                    .map(|(cols, std)| normal(d, cols, std)),
+                attn: match config.latent {
+                    None => BlockAttention::Heads(
+                        [(d, 0.02), (d_kv, 0.02), (d_kv, 0.02), (d, residual)]
+                            .map(|(cols, std)| normal(d, cols, std)),
+                    ),
+                    Some(LatentSizes { d_c, d_r }) => BlockAttention::Latent(LatentWeights {
+                        w_q: normal(d, d, 0.02),
+                        w_qr: normal(d, config.heads * d_r, 0.02),
+                        w_dkv: normal(d, d_c, 0.02),
+                        w_kr: normal(d, d_r, 0.02),
+                        w_uk: normal(d_c, d, 0.02),
+                        w_uv: normal(d_c, d, 0.02),
+                        w_o: normal(d, d, residual),
+                    }),
+                },
                 ln2: norm(d),
                 ffn: FfnParams {
                     w1: normal(d, f, 0.02),
@@ -221,18 +317,15 @@ fn names(config: &LmConfig) -> Vec<String> {
     if config.positions == Positions::Learned {
         names.push("positions".into());
     }
-    let layers = config.layers;
-    for l in 0..layers {
-        let block = [
-            "ln1.gamma",
-            "w_q",
-            "w_k",
-            "w_v",
-            "w_o",
-            "ln2.gamma",
-            "w1",
-            "w2",
-        ];
+    let attention: &[&str] = match config.latent {
+        None => &["w_q", "w_k", "w_v", "w_o"],
+        Some(_) => &LatentWeights::<f32>::NAMES,
+    };
+    for l in 0..config.layers {
+        let block = ["ln1.gamma"]
+            .iter()
+            .chain(attention)
+            .chain(&["ln2.gamma", "w1", "w2"]);
         names.extend(block.map(|p| format!("blocks.{l}.{p}")));
     }
     names.push("ln_f.gamma".into());
@@ -257,7 +350,7 @@ impl<F: Real> Parameters for LanguageModel<F> {
         }
         for b in &self.blocks {
             out.push(flat(&b.ln1[0]));
-            out.extend(b.attn.iter().map(|w| flat(w)));
+            out.extend(b.attn.matrices().into_iter().map(|w| flat(w)));
             out.extend([flat(&b.ln2[0]), flat(&b.ffn.w1), flat(&b.ffn.w2)]);
         }
         out.push(flat(&self.ln_f[0]));
@@ -271,7 +364,7 @@ impl<F: Real> Parameters for LanguageModel<F> {
         }
         for b in &mut self.blocks {
             out.push(flat_mut(&mut b.ln1[0]));
-            out.extend(b.attn.iter_mut().map(|w| flat_mut(w)));
+            out.extend(b.attn.matrices_mut().into_iter().map(|w| flat_mut(w)));
             out.push(flat_mut(&mut b.ln2[0]));
             out.push(flat_mut(&mut b.ffn.w1));
             out.push(flat_mut(&mut b.ffn.w2));
@@ -309,6 +402,7 @@ mod tests {
             layers: 2,
             d_ff: 16,
             positions: Positions::Learned,
+            latent: None,
         };
         let a = LanguageModel::<f32>::new(config, 3).unwrap();
         let b = LanguageModel::<f64>::new(config, 3).unwrap();
@@ -353,5 +447,48 @@ mod tests {
             ..SHAKESPEARE_MODEL
         };
         assert_eq!(rotary.parameter_count(), Some(806_528 - 64 * 128));
+    }
+
+    #[test]
+    fn latent_attention_counts_its_parameters_and_refuses_what_it_cannot_be() {
+        let latent = LmConfig {
+            positions: Positions::Rotary,
+            latent: Some(LatentSizes { d_c: 64, d_r: 16 }),
+            ..SHAKESPEARE_MODEL
+        };
+        // Per block, attention's 4·128² become 2·128² + 128·4·16 + 128·64
+        // + 128·16 + 2·64·128: 2,048 more.
+        assert_eq!(
+            latent.parameter_count(),
+            Some(806_528 - 64 * 128 + 4 * 2_048)
+        );
+        let model = LanguageModel::<f32>::new(latent, 1).unwrap();
+        assert_eq!(model.parameter_count(), latent.parameter_count().unwrap());
+        let e = |c: LmConfig| LanguageModel::<f32>::new(c, 0).unwrap_err().to_string();
+        let learned = LmConfig {
+            positions: Positions::Learned,
+            ..latent
+        };
+        assert!(e(learned).contains("rotary"));
+        assert!(e(LmConfig {
+            kv_heads: 2,
+            ..latent
+        })
+        .contains("kv_heads"));
+        let odd = LmConfig {
+            latent: Some(LatentSizes { d_c: 64, d_r: 3 }),
+            ..latent
+        };
+        assert!(e(odd).contains("d_r"));
+        let empty = LmConfig {
+            latent: Some(LatentSizes { d_c: 0, d_r: 16 }),
+            ..latent
+        };
+        assert!(e(empty).contains("d_c"));
+        let sinks = model.new_cache_forgetting(crate::lm::Forgetting::Sinks {
+            sinks: 4,
+            window: 60,
+        });
+        assert!(sinks.unwrap_err().to_string().contains("sinks"));
     }
 }

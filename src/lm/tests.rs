@@ -16,6 +16,7 @@ const SMALL: LmConfig = LmConfig {
     layers: 2,
     d_ff: 12,
     positions: Positions::Learned,
+    latent: None,
 };
 
 /// A small `f64` model whose weights are large enough (`N(0, 0.5²)`, `γ`
@@ -25,14 +26,19 @@ fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
 }
 
 /// The small model's variants: learned or rotary positions, each with
-/// multi-head attention (2 key/value heads) and multi-query attention (1).
-fn variants() -> [LmConfig; 4] {
+/// multi-head attention (2 key/value heads) and multi-query attention (1),
+/// and latent attention (a latent of 6, rotary parts of 2).
+fn variants() -> [LmConfig; 5] {
     let rotary = LmConfig {
         positions: Positions::Rotary,
         ..SMALL
     };
     let mqa = |c: LmConfig| LmConfig { kv_heads: 1, ..c };
-    [SMALL, rotary, mqa(SMALL), mqa(rotary)]
+    let latent = LmConfig {
+        latent: Some(LatentSizes { d_c: 6, d_r: 2 }),
+        ..rotary
+    };
+    [SMALL, rotary, mqa(SMALL), mqa(rotary), latent]
 }
 
 fn problem_with(config: LmConfig) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
@@ -252,7 +258,7 @@ fn a_removed_head_no_longer_reaches_the_output() {
     let b = without.forward(&inputs).unwrap().logits().clone();
     assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
     // Head 2 of block 1 reads W_O's rows 4 to 7 (d_k = 4): all zero now.
-    let w_o = &without.blocks[0].attn[3];
+    let w_o = without.blocks[0].attn.matrices()[3];
     assert!(w_o
         .rows()
         .into_iter()

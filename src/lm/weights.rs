@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use safetensors::{tensor::TensorView, Dtype, SafeTensors};
 
-use super::model::{LanguageModel, LmConfig, Positions};
+use super::model::{LanguageModel, LatentSizes, LmConfig, Positions};
 use crate::error::AttnError;
 use crate::nn::Parameters;
 
@@ -32,6 +32,7 @@ impl LmConfig {
     /// The shape of the tensor `name` of a model of this configuration.
     fn shape(&self, name: &str) -> Vec<usize> {
         let (d, f) = (self.d_model, self.d_ff);
+        let LatentSizes { d_c, d_r } = self.latent.unwrap_or(LatentSizes { d_c: 0, d_r: 0 });
         match name.rsplit('.').next() {
             _ if name == "tokens" => vec![self.vocab, d],
             _ if name == "positions" => vec![self.context, d],
@@ -39,6 +40,11 @@ impl LmConfig {
             Some("w1") => vec![d, f],
             Some("w2") => vec![f, d],
             Some("w_k" | "w_v") => vec![d, self.d_kv()],
+            // Latent attention's (a model without it has no such tensor).
+            Some("w_qr") => vec![d, self.heads * d_r],
+            Some("w_dkv") => vec![d, d_c],
+            Some("w_kr") => vec![d, d_r],
+            Some("w_uk" | "w_uv") => vec![d_c, d],
             _ => vec![d, d], // W_Q, W_O
         }
     }
@@ -74,6 +80,10 @@ impl LanguageModel<f32> {
         };
         metadata.insert("positions".into(), positions.into());
         metadata.insert("kv_heads".into(), config.kv_heads.to_string());
+        if let Some(LatentSizes { d_c, d_r }) = config.latent {
+            metadata.insert("latent_d_c".into(), d_c.to_string());
+            metadata.insert("latent_d_r".into(), d_r.to_string());
+        }
         if !provenance.is_empty() {
             metadata.insert("provenance".into(), provenance.into());
         }
@@ -113,6 +123,14 @@ impl LanguageModel<f32> {
             None => None,
             Some(_) => Some(size("kv_heads")?),
         };
+        // Only latent attention's files give its widths.
+        let latent = match metadata.get("latent_d_c") {
+            None => None,
+            Some(_) => Some(LatentSizes {
+                d_c: size("latent_d_c")?,
+                d_r: size("latent_d_r")?,
+            }),
+        };
         let heads = heads?;
         let config = LmConfig {
             vocab: vocab?,
@@ -123,6 +141,7 @@ impl LanguageModel<f32> {
             layers: layers?,
             d_ff: d_ff?,
             positions,
+            latent,
         };
         config.check()?;
         let count = config.parameter_count().unwrap_or(usize::MAX);
@@ -184,6 +203,7 @@ mod tests {
         layers: 2,
         d_ff: 16,
         positions: Positions::Learned,
+        latent: None,
     };
 
     #[test]
@@ -193,6 +213,14 @@ mod tests {
             let bytes = model.to_safetensors("# a test").unwrap();
             assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);
         }
+        let latent = LmConfig {
+            positions: Positions::Rotary,
+            latent: Some(LatentSizes { d_c: 6, d_r: 2 }),
+            ..SMALL
+        };
+        let model = LanguageModel::<f32>::new(latent, 4).unwrap();
+        let bytes = model.to_safetensors("").unwrap();
+        assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);
     }
 
     /// Writes `model`'s tensors with `edit` applied to the list, and the

@@ -51,10 +51,18 @@ pub fn check_gradients(seed: u64) -> Result<Vec<(&'static str, f64)>, AttnError>
     let loss_of = |net: &TinyTransformer| net.loss(&inputs, &targets).unwrap_or(f64::NAN);
     let (_, mut grads) = net.loss_and_gradients(&inputs, &targets)?;
     let picks: [(&'static str, Pick); 9] = [
-        ("W_Q, block 1", |n| &mut n.blocks[0].attn[0]),
-        ("W_K, block 1", |n| &mut n.blocks[0].attn[1]),
-        ("W_V, block 2", |n| &mut n.blocks[1].attn[2]),
-        ("W_O, block 2", |n| &mut n.blocks[1].attn[3]),
+        ("W_Q, block 1", |n| {
+            n.blocks[0].attn.matrices_mut().swap_remove(0)
+        }),
+        ("W_K, block 1", |n| {
+            n.blocks[0].attn.matrices_mut().swap_remove(1)
+        }),
+        ("W_V, block 2", |n| {
+            n.blocks[1].attn.matrices_mut().swap_remove(2)
+        }),
+        ("W_O, block 2", |n| {
+            n.blocks[1].attn.matrices_mut().swap_remove(3)
+        }),
         ("FFN W₁, block 1", |n| &mut n.blocks[0].ffn.w1),
         ("FFN W₂, block 2", |n| &mut n.blocks[1].ffn.w2),
         ("token embeddings", |n| &mut n.tokens),

@@ -35,7 +35,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use crate::check::{check_model_sizes, check_parameters};
 use crate::error::AttnError;
 use crate::grad::Matrix;
-use crate::nn::{zeroed, FfnParams, Parameters, PreNormBlock};
+use crate::nn::{zeroed, BlockAttention, FfnParams, Parameters, PreNormBlock};
 
 pub use decode::most_probable;
 pub use decode::{accuracy, greedy_decode};
@@ -171,7 +171,9 @@ impl TinyTransformer {
         let blocks = (0..config.layers)
             .map(|_| Block {
                 ln1: ln(),
-                attn: [0, 1, 2, 3].map(|_| normal(d, d, 1.0 / (d as f64).sqrt(), &mut rng)),
+                attn: BlockAttention::Heads(
+                    [0, 1, 2, 3].map(|_| normal(d, d, 1.0 / (d as f64).sqrt(), &mut rng)),
+                ),
                 ln2: ln(),
                 ffn: FfnParams {
                     w1: normal(d, f, 1.0 / (d as f64).sqrt(), &mut rng),
@@ -200,7 +202,7 @@ impl TinyTransformer {
         let mut out: Vec<&[f64]> = vec![slice(&self.tokens), slice(&self.positions)];
         for b in &self.blocks {
             out.extend(b.ln1.iter().map(slice1));
-            out.extend(b.attn.iter().map(slice));
+            out.extend(b.attn.matrices().into_iter().map(slice));
             out.extend(b.ln2.iter().map(slice1));
             out.extend([
                 slice(&b.ffn.w1),
@@ -220,7 +222,7 @@ impl TinyTransformer {
             vec![slice_mut(&mut self.tokens), slice_mut(&mut self.positions)];
         for b in &mut self.blocks {
             out.extend(b.ln1.iter_mut().map(slice1_mut));
-            out.extend(b.attn.iter_mut().map(slice_mut));
+            out.extend(b.attn.matrices_mut().into_iter().map(slice_mut));
             out.extend(b.ln2.iter_mut().map(slice1_mut));
             out.push(slice_mut(&mut b.ffn.w1));
             out.push(slice1_mut(&mut b.ffn.b1));

@@ -180,7 +180,7 @@ mod tests {
     fn adam_refuses_a_gradient_that_is_not_finite() {
         let mut net = TinyTransformer::new(small(), 2).unwrap();
         let mut grads = net.zeros_like();
-        grads.blocks[0].attn[1][[0, 3]] = f64::NAN;
+        grads.blocks[0].attn.matrices_mut()[1][[0, 3]] = f64::NAN;
         let mut adam = Adam::new(&net, 0.01).unwrap();
         let err = adam.update(&mut net, &grads, 1.0).unwrap_err();
         assert_eq!(

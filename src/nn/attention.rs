@@ -156,14 +156,14 @@ pub(crate) fn mha_from_projections<F: Real>(
     keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
     let Heads { tq, tk, heads, .. } = sizes;
-    let d_k = q.ncols() / heads;
+    let (d_k, d_v) = (q.ncols() / heads, v.ncols() / sizes.groups);
     if sizes.rotary {
         // RoPE (chapter 7): each head's queries and keys turned by their positions.
         rotate_heads(&mut q, tq, heads, Rotation::Forward);
         rotate_heads(&mut k, tk, sizes.groups, Rotation::Forward);
     }
     let sqrt_d_k = F::of(d_k as f64).sqrt();
-    let rows = |b, h| head_slices(b, h, d_k, sizes);
+    let rows = |b, h| head_slices(b, h, [d_k, d_v], sizes);
     let masks: Vec<_> = (0..q.nrows() / tq).map(keep).collect();
     // Every (sequence, head) attends on its own, so the pool's threads
     // share them out; `collect` keeps their order.
@@ -173,15 +173,15 @@ pub(crate) fn mha_from_projections<F: Real>(
     let outputs = pairs
         .par_iter()
         .map(|&(b, h)| {
-            let [rq, rk] = rows(b, h);
-            let (q, k, v) = (q.slice(rq), k.slice(rk), v.slice(rk));
+            let [rq, rk, rv, _] = rows(b, h);
+            let (q, k, v) = (q.slice(rq), k.slice(rk), v.slice(rv));
             attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut o = Array2::zeros(q.dim());
+    let mut o = Array2::zeros((q.nrows(), heads * d_v));
     let mut caches = Vec::new();
     for (&(b, h), (out, cache)) in pairs.iter().zip(outputs) {
-        o.slice_mut(rows(b, h)[0]).assign(&out);
+        o.slice_mut(rows(b, h)[3]).assign(&out);
         caches.push(cache);
     }
     let out = affine("the output Concat(heads) W_O", &o, w_o, b_o)?;
@@ -244,37 +244,7 @@ pub(crate) fn mha_backward<F: Real>(
     sizes: Heads,
     d_out: &ArrayRef2<F>,
 ) -> MhaGradients<F> {
-    let Heads { tq, tk, heads, .. } = sizes;
-    let d_o = matmul(d_out, &w[3].t());
-    let dw_o = matmul(&cache.o.t(), d_out);
-    let d_k = cache.q.ncols() / heads;
-    let rows = |b, h| head_slices(b, h, d_k, sizes);
-    // Each (sequence, head), `b·heads + h`, on its own, shared out as forward.
-    let grads: Vec<_> = (0..cache.heads.len())
-        .into_par_iter()
-        .map(|i| {
-            let [rq, rk] = rows(i / heads, i % heads);
-            let (q, k, v) = (cache.q.slice(rq), cache.k.slice(rk), cache.v.slice(rk));
-            attention_backward(&q, &k, &v, &cache.heads[i], &d_o.slice(rq))
-        })
-        .collect();
-    let mut dq = Array2::zeros(cache.q.dim());
-    let mut dk = Array2::zeros(cache.k.dim());
-    let mut dv = Array2::zeros(cache.v.dim());
-    // ANCHOR: group_gradients
-    // The heads of a group share its keys and values: their gradients add.
-    for (i, (g_q, g_k, g_v)) in grads.into_iter().enumerate() {
-        let [rq, rk] = rows(i / heads, i % heads);
-        dq.slice_mut(rq).assign(&g_q);
-        dk.slice_mut(rk).add_assign(&g_k);
-        dv.slice_mut(rk).add_assign(&g_v);
-    }
-    // ANCHOR_END: group_gradients
-    if sizes.rotary {
-        // Back through the rotations: a rotation's transpose is its inverse.
-        rotate_heads(&mut dq, tq, heads, Rotation::Back);
-        rotate_heads(&mut dk, tk, sizes.groups, Rotation::Back);
-    }
+    let ([dq, dk, dv], dw_o) = mha_backward_to_projections(cache, &w[3], sizes, d_out);
     let db = cache.biased.then(|| {
         [&*dq, &*dk, &*dv, d_out].map(|g: &ArrayRef2<F>| g.sum_axis(Axis(0))) // Σ over rows
     });
@@ -290,17 +260,65 @@ pub(crate) fn mha_backward<F: Real>(
         db,
     }
 }
+
+/// The backward pass of [`mha_from_projections`]: the gradients of the
+/// projections `[dQ, dK, dV]` (before the rotations, if any) and `dW_O`.
+pub(crate) fn mha_backward_to_projections<F: Real>(
+    cache: &MhaCache<F>,
+    w_o: &ArrayRef2<F>,
+    sizes: Heads,
+    d_out: &ArrayRef2<F>,
+) -> ([Array2<F>; 3], Array2<F>) {
+    let Heads { tq, tk, heads, .. } = sizes;
+    let d_o = matmul(d_out, &w_o.t());
+    let dw_o = matmul(&cache.o.t(), d_out);
+    let (d_k, d_v) = (cache.q.ncols() / heads, cache.v.ncols() / sizes.groups);
+    let rows = |b, h| head_slices(b, h, [d_k, d_v], sizes);
+    // Each (sequence, head), `b·heads + h`, on its own, shared out as forward.
+    let grads: Vec<_> = (0..cache.heads.len())
+        .into_par_iter()
+        .map(|i| {
+            let [rq, rk, rv, ro] = rows(i / heads, i % heads);
+            let (q, k, v) = (cache.q.slice(rq), cache.k.slice(rk), cache.v.slice(rv));
+            attention_backward(&q, &k, &v, &cache.heads[i], &d_o.slice(ro))
+        })
+        .collect();
+    let mut dq = Array2::zeros(cache.q.dim());
+    let mut dk = Array2::zeros(cache.k.dim());
+    let mut dv = Array2::zeros(cache.v.dim());
+    // ANCHOR: group_gradients
+    // The heads of a group share its keys and values: their gradients add.
+    for (i, (g_q, g_k, g_v)) in grads.into_iter().enumerate() {
+        let [rq, rk, rv, _] = rows(i / heads, i % heads);
+        dq.slice_mut(rq).assign(&g_q);
+        dk.slice_mut(rk).add_assign(&g_k);
+        dv.slice_mut(rv).add_assign(&g_v);
+    }
+    // ANCHOR_END: group_gradients
+    if sizes.rotary {
+        // Back through the rotations: a rotation's transpose is its inverse.
+        rotate_heads(&mut dq, tq, heads, Rotation::Back);
+        rotate_heads(&mut dk, tk, sizes.groups, Rotation::Back);
+    }
+    ([dq, dk, dv], dw_o)
+}
 // ANCHOR_END: mha_backward
 
 // ANCHOR: group_slices
-/// Sequence `b`'s rows and head `h`'s `d_k` columns of the queries (`tq`
-/// rows a sequence), and its group's of the keys and values (`tk`).
-fn head_slices(b: usize, h: usize, d_k: usize, sizes: Heads) -> [Slice2; 2] {
+/// Sequence `b`'s rows and head `h`'s columns: of the queries (`tq` rows a
+/// sequence, `d_k` columns a head), of its group's keys and values (`tk`
+/// rows; `d_k` and `d_v` columns), and of the heads' outputs (`d_v`).
+fn head_slices(b: usize, h: usize, [d_k, d_v]: [usize; 2], sizes: Heads) -> [Slice2; 4] {
     let g = h / (sizes.heads / sizes.groups); // the group head h reads
-    let (tq, tk) = (sizes.tq, sizes.tk);
+    let (q_rows, kv_rows) = (
+        b * sizes.tq..(b + 1) * sizes.tq,
+        b * sizes.tk..(b + 1) * sizes.tk,
+    );
     [
-        s![b * tq..(b + 1) * tq, h * d_k..(h + 1) * d_k],
-        s![b * tk..(b + 1) * tk, g * d_k..(g + 1) * d_k],
+        s![q_rows.clone(), h * d_k..(h + 1) * d_k],
+        s![kv_rows.clone(), g * d_k..(g + 1) * d_k],
+        s![kv_rows, g * d_v..(g + 1) * d_v],
+        s![q_rows, h * d_v..(h + 1) * d_v],
     ]
 }
 // ANCHOR_END: group_slices
@@ -310,7 +328,7 @@ type Slice2 = SliceInfo<[SliceInfoElem; 2], Ix2, Ix2>;
 
 /// Rotates the rows of every sequence (`t` rows each) of `x`, head by head
 /// (`d/heads` columns each), by their positions `0..t` within the sequence.
-fn rotate_heads<F: Real>(x: &mut Array2<F>, t: usize, heads: usize, way: Rotation) {
+pub(super) fn rotate_heads<F: Real>(x: &mut Array2<F>, t: usize, heads: usize, way: Rotation) {
     let d_k = x.ncols() / heads;
     for b in 0..x.nrows() / t {
         for h in 0..heads {

@@ -6,10 +6,11 @@
 use ndarray::{Array2, ArrayRef2};
 
 use super::attention::{Heads, Projections};
+use super::latent::LatentWeights;
 use super::layers::{Activation, FfnParams};
 use super::sublayer::{
     attention_sublayer, attention_sublayer_backward, ffn_sublayer, ffn_sublayer_backward,
-    AttentionSublayerCache, FfnSublayerCache, Norm,
+    latent_sublayer, latent_sublayer_backward, AttentionSublayerCache, FfnSublayerCache, Norm,
 };
 use crate::error::AttnError;
 use crate::real::Real;
@@ -20,12 +21,49 @@ use crate::real::Real;
 pub(crate) struct PreNormBlock<F> {
     /// LayerNorm before attention: `[γ, β]`.
     pub(crate) ln1: Norm<F>,
-    /// Attention projections `W_Q, W_K, W_V, W_O`, each `d×d`, heads side by side.
-    pub(crate) attn: Projections<F>,
+    /// The attention's weights.
+    pub(crate) attn: BlockAttention<F>,
     /// LayerNorm before the FFN.
     pub(crate) ln2: Norm<F>,
     /// The FFN.
     pub(crate) ffn: FfnParams<F>,
+}
+
+/// A block's attention: multi-head (or grouped-query) attention's
+/// projections `W_Q, W_K, W_V, W_O`, heads side by side, or latent
+/// attention's weights.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum BlockAttention<F> {
+    /// `W_Q` and `W_O` `d×d`, `W_K` and `W_V` `d × h_kv·d_k`.
+    Heads(Projections<F>),
+    /// Chapter 16's multi-head latent attention.
+    Latent(LatentWeights<F>),
+}
+
+impl<F> BlockAttention<F> {
+    /// Every matrix, in the order a weights file lists them.
+    pub(crate) fn matrices(&self) -> Vec<&Array2<F>> {
+        match self {
+            BlockAttention::Heads(w) => w.iter().collect(),
+            BlockAttention::Latent(w) => w.matrices().into(),
+        }
+    }
+
+    /// [`Self::matrices`], mutable.
+    pub(crate) fn matrices_mut(&mut self) -> Vec<&mut Array2<F>> {
+        match self {
+            BlockAttention::Heads(w) => w.iter_mut().collect(),
+            BlockAttention::Latent(w) => w.matrices_mut().into(),
+        }
+    }
+
+    /// `W_O`, `h·d_v × d`: head `i`'s output meets rows `i·d_v..(i+1)·d_v`.
+    pub(crate) fn w_o_mut(&mut self) -> &mut Array2<F> {
+        match self {
+            BlockAttention::Heads(w) => &mut w[3],
+            BlockAttention::Latent(w) => &mut w.w_o,
+        }
+    }
 }
 
 /// What one block's forward pass keeps for its backward pass.
@@ -47,8 +85,12 @@ impl<F: Real> PreNormBlock<F> {
         eps: F,
     ) -> Result<(Array2<F>, BlockCache<F>), AttnError> {
         // x₁ = x + MultiHead(LayerNorm(x)), each sequence alone.
-        let sublayer = (&self.ln1, &self.attn);
-        let (att, attention) = attention_sublayer(x, None, sublayer, heads, keep, eps)?;
+        let (att, attention) = match &self.attn {
+            BlockAttention::Heads(w) => {
+                attention_sublayer(x, None, (&self.ln1, w), heads, keep, eps)?
+            }
+            BlockAttention::Latent(w) => latent_sublayer(x, (&self.ln1, w), heads.tq, keep, eps)?,
+        };
         let x1 = att + x;
         // x₂ = x₁ + FFN(LayerNorm(x₁)).
         let (f, ffn) = ffn_sublayer(&x1, (&self.ln2, &self.ffn), activation, eps);
@@ -68,9 +110,20 @@ impl<F: Real> PreNormBlock<F> {
         let sublayer = (&self.ln2, &self.ffn);
         let (dx_ffn, ln2, ffn) = ffn_sublayer_backward(&cache.ffn, sublayer, activation, dx2);
         let dx1 = dx_ffn + dx2;
-        let sublayer = (&self.ln1, &self.attn);
-        let (dx_att, _, ln1, attn) =
-            attention_sublayer_backward(&cache.attention, None, sublayer, heads, &dx1);
+        let (dx_att, ln1, attn) = match &self.attn {
+            BlockAttention::Heads(w) => {
+                let sublayer = (&self.ln1, w);
+                let (dx, _, ln1, dw) =
+                    attention_sublayer_backward(&cache.attention, None, sublayer, heads, &dx1);
+                (dx, ln1, BlockAttention::Heads(dw))
+            }
+            BlockAttention::Latent(w) => {
+                let sublayer = (&self.ln1, w);
+                let (dx, ln1, dw) =
+                    latent_sublayer_backward(&cache.attention, sublayer, heads.tq, &dx1);
+                (dx, ln1, BlockAttention::Latent(dw))
+            }
+        };
         (
             dx1 + &dx_att,
             PreNormBlock {
@@ -104,7 +157,7 @@ pub(crate) fn remove_heads<F: Real>(
                 });
             }
         }
-        let w_o = &mut blocks[block - 1].attn[3];
+        let w_o = blocks[block - 1].attn.w_o_mut();
         let d_k = w_o.nrows() / heads;
         w_o.rows_mut()
             .into_iter()

@@ -19,6 +19,7 @@
 
 pub(crate) mod attention;
 mod block;
+pub(crate) mod latent;
 pub(crate) mod layers;
 pub(crate) mod loss;
 mod optim;
@@ -26,7 +27,7 @@ mod params;
 pub(crate) mod sublayer;
 
 pub(crate) use attention::{attention_backward, attention_forward, softmax_backward, Heads};
-pub(crate) use block::{remove_heads, BlockCache, PreNormBlock};
+pub(crate) use block::{remove_heads, BlockAttention, BlockCache, PreNormBlock};
 pub(crate) use layers::{
     embedding_backward, embedding_forward, ffn_backward, ffn_forward, layer_norm_backward,
     layer_norm_forward, linear_backward, linear_forward, FfnParams, LayerNormCache,

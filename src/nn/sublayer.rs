@@ -8,6 +8,7 @@
 use ndarray::{Array1, Array2, ArrayRef2};
 
 use super::attention::{mha_backward, mha_forward, Heads, MhaCache, Projections};
+use super::latent::{latent_backward, latent_forward, LatentWeights};
 use super::layers::{
     ffn_backward, ffn_forward, layer_norm_backward, layer_norm_forward, Activation, FfnCache,
     FfnParams, LayerNormCache,
@@ -63,6 +64,32 @@ pub(crate) fn attention_sublayer_backward<F: Real>(
     (dx, d_memory, [d_gamma, d_beta], g.dw)
 }
 // ANCHOR_END: attention_sublayer
+
+/// `LatentAttention(LayerNorm(x))`, causal self-attention over sequences of
+/// `t` tokens ([`latent_forward`]).
+pub(crate) fn latent_sublayer<F: Real>(
+    x: &ArrayRef2<F>,
+    (ln, w): (&Norm<F>, &LatentWeights<F>),
+    t: usize,
+    keep: impl Fn(usize) -> Array2<bool> + Sync,
+    eps: F,
+) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
+    let (a, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
+    let (out, attention) = latent_forward(&a, w, t, |b| Some(keep(b)))?;
+    Ok((out, AttentionSublayerCache { ln, a, attention }))
+}
+
+/// The backward pass of [`latent_sublayer`]: `(dX, [dγ, dβ], dW)`.
+pub(crate) fn latent_sublayer_backward<F: Real>(
+    cache: &AttentionSublayerCache<F>,
+    (ln, w): (&Norm<F>, &LatentWeights<F>),
+    t: usize,
+    dy: &ArrayRef2<F>,
+) -> (Array2<F>, Norm<F>, LatentWeights<F>) {
+    let (da, dw) = latent_backward(&cache.attention, &cache.a, w, t, dy);
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln[0], &da);
+    (dx, [d_gamma, d_beta], dw)
+}
 
 /// What an FFN sub-layer keeps.
 pub(crate) struct FfnSublayerCache<F> {

@@ -15,6 +15,7 @@ const SMALL: LmConfig = LmConfig {
     layers: 1,
     d_ff: 16,
     positions: Positions::Learned,
+    latent: None,
 };
 
 fn recipe() -> LmTraining {
