@@ -1,13 +1,14 @@
 //! Sharing and forgetting keys: trains the language model with rotary
-//! positions and multi-head (4 key/value heads), grouped-query (2) and
-//! multi-query (1) attention, at the same depth and width, seeds 1, 2 and
-//! 3, by chapter 15's recipe; two runs at a time, one core each (a run's
-//! results do not depend on it). For each run: the training log, the loss
-//! over the whole validation split, and the loss along texts 8 times the
-//! context read through three caches (all of the text, a window of 64, 4
-//! sinks and a window of 60), and each head's mean attention on the first
-//! position of 240 validation windows, from the queries at positions 32 to
-//! 63. Writes `book/data/ch16-*.tsv` (run by `cargo
+//! positions and multi-head (4 key/value heads), grouped-query (2),
+//! multi-query (1) and multi-head latent attention, at the same depth and
+//! width, seeds 1, 2 and 3, by chapter 15's recipe; two runs at a time, one
+//! core each (a run's results do not depend on it). For each run: the
+//! training log, the loss over the whole validation split, each head's
+//! mean attention on the first position of 240 validation windows, from
+//! the queries at positions 32 to 63, and (for the variants that share
+//! key/value heads) the loss along texts 8 times the context read through
+//! three caches (all of the text, a window of 64, 4 sinks and a window of
+//! 60). Writes `book/data/ch16-*.tsv` (run by `cargo
 //! xtask train kv`, not in CI). Needs the corpus (`cargo xtask corpus`).
 //!
 //! ```text
@@ -23,10 +24,9 @@ use attn::lm::{
 };
 use attn::nn::Parameters;
 use report::ch15::corpus_dir;
+use report::ch16::{Attention, ATTENTIONS};
 use report::provenance::header;
 
-/// Key/value heads of the variants, for 4 query heads.
-const KV_HEADS: [usize; 3] = [4, 2, 1];
 const SEEDS: [u64; 3] = [1, 2, 3];
 /// Long texts: how many, how long (8 contexts), and the width of a bucket
 /// of positions whose losses are averaged.
@@ -57,7 +57,7 @@ struct Run {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let corpus = Corpus::shakespeare(corpus_dir())?;
-    let jobs: Vec<(usize, u64)> = KV_HEADS
+    let jobs: Vec<(Attention, u64)> = ATTENTIONS
         .iter()
         .flat_map(|&g| SEEDS.map(|s| (g, s)))
         .collect();
@@ -132,10 +132,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Trains the variant with `kv_heads` key/value heads from `seed`, then
-/// measures it.
-fn run(corpus: &Corpus, kv_heads: usize, seed: u64) -> Result<Run, Box<dyn std::error::Error>> {
-    let config = report::ch16::variant(kv_heads);
+/// Trains the variant with `attention` from `seed`, then measures it.
+fn run(
+    corpus: &Corpus,
+    attention: Attention,
+    seed: u64,
+) -> Result<Run, Box<dyn std::error::Error>> {
+    let config = report::ch16::variant(attention);
+    let kv_heads = attention; // the data files' first column
     let recipe = LmTraining {
         seed,
         ..SHAKESPEARE_TRAINING
@@ -175,7 +179,7 @@ fn run(corpus: &Corpus, kv_heads: usize, seed: u64) -> Result<Run, Box<dyn std::
     )?;
     writeln!(
         out.printed,
-        "kv_heads {kv_heads}, seed {seed}: {} parameters, {bytes} cache bytes per token, trained \
+        "attention {kv_heads}, seed {seed}: {} parameters, {bytes} cache bytes per token, trained \
          in {seconds:.0} s; validation loss {loss:.4}",
         model.parameter_count()
     )?;
@@ -207,7 +211,11 @@ fn run(corpus: &Corpus, kv_heads: usize, seed: u64) -> Result<Run, Box<dyn std::
             )?;
         }
     }
-    // Long texts, read through each cache.
+    // Long texts, read through each cache (sinks at positions in the cache
+    // need keys cached before RoPE, which latent attention does not keep).
+    if attention == Attention::Latent {
+        return Ok(out);
+    }
     let text: Vec<usize> = validation.iter().map(|&c| c as usize).collect();
     let mut means = vec![[0.0; 3]; LONG - 1];
     for i in 0..TEXTS {

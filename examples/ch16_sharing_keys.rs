@@ -12,7 +12,7 @@
 use report::ch16::{
     book_caches, equalities, first_position, first_position_report, long_text_curve,
     long_text_summaries, long_text_table, long_texts, published_table, range, speed_table, speeds,
-    variant_table, variants, LongText, Variant, CACHES,
+    variant_table, variants, Attention, LongText, Variant, CACHES,
 };
 use report::error::ReportError;
 use report::plot;
@@ -28,17 +28,17 @@ fn main() -> Result<(), ReportError> {
     println!("{}", equalities()?);
 
     let variants = variants()?;
-    println!("\n== Three ways to share keys, trained three times each: validation loss ==");
+    println!("\n== Three ways to share keys and one to compress them, trained three times each: validation loss ==");
     println!("{}", variant_table(&variants));
 
     let long = long_texts()?;
     println!("\n== Long texts: 8 × 512 characters, multi-head, mean of three seeds ==");
-    println!("{}", long_text_table(&long, 4));
-    println!("\n== Long texts, every variant: mean loss, mean of three seeds ==");
+    println!("{}", long_text_table(&long, Attention::KvHeads(4)));
+    println!("\n== Long texts, every variant that shares heads: mean loss, mean of three seeds ==");
     println!("{}", long_text_summaries(&long));
 
     let (speeds, _) = speeds()?;
-    println!("\n== Writing through the cache, by key/value heads (best of 5, one thread) ==");
+    println!("\n== Writing through the cache, by variant (best of 5, one thread) ==");
     println!("{}", speed_table(&speeds));
     let (first, _) = first_position()?;
     println!("\n== Weight on the first position, every head of every run ==");
@@ -51,7 +51,7 @@ fn main() -> Result<(), ReportError> {
 
 /// Figure 16.1: validation loss against cache bytes per token, every run.
 fn draw_variants(variants: &[Variant]) {
-    use plot::{line_charts, Chart, Series, BLUE_, GREEN_, GREY_, ORANGE_};
+    use plot::{line_charts, Chart, Series, BLUE_, GREEN_, GREY_, ORANGE_, PURPLE_};
     let colours = [BLUE_, ORANGE_, GREEN_];
     let mut series: Vec<Series> = [1, 2, 3]
         .into_iter()
@@ -60,7 +60,7 @@ fn draw_variants(variants: &[Variant]) {
             label: format!("seed {seed}"),
             points: variants
                 .iter()
-                .filter(|v| v.seed == seed)
+                .filter(|v| v.seed == seed && v.attention != Attention::Latent)
                 .map(|v| (v.bytes as f64, v.validation_loss))
                 .collect(),
             colour,
@@ -70,7 +70,7 @@ fn draw_variants(variants: &[Variant]) {
     let mean = |g: usize| {
         let l: Vec<f64> = variants
             .iter()
-            .filter(|v| v.kv_heads == g)
+            .filter(|v| v.attention == Attention::KvHeads(g))
             .map(|v| v.validation_loss)
             .collect();
         l.iter().sum::<f64>() / l.len().max(1) as f64
@@ -80,22 +80,39 @@ fn draw_variants(variants: &[Variant]) {
         points: [1, 2, 4]
             .iter()
             .filter_map(|&g| {
-                let bytes = variants.iter().find(|v| v.kv_heads == g)?.bytes;
+                let bytes = variants
+                    .iter()
+                    .find(|v| v.attention == Attention::KvHeads(g))?
+                    .bytes;
                 Some((bytes as f64, mean(g)))
             })
             .collect(),
         colour: GREY_,
         dashed: true,
     });
+    // Latent attention: its three seeds at its one cache size, lowest to highest.
+    let mut latent: Vec<(f64, f64)> = variants
+        .iter()
+        .filter(|v| v.attention == Attention::Latent)
+        .map(|v| (v.bytes as f64, v.validation_loss))
+        .collect();
+    latent.sort_by(|a, b| a.1.total_cmp(&b.1));
+    series.push(Series {
+        label: "latent, 3 seeds".into(),
+        points: latent,
+        colour: PURPLE_,
+        dashed: false,
+    });
     let losses: Vec<f64> = variants.iter().map(|v| v.validation_loss).collect();
     let (lo, hi) = range(&losses);
     let chart = Chart {
         title: "Validation loss against KV cache per token",
-        x_desc: "cache bytes per token (1 to 4 key/value heads)",
+        x_desc: "cache bytes per token (1 to 4 key/value heads; latent)",
         y_desc: "validation loss (nats)",
         log2_x: true,
         log10_y: false,
-        y_range: (lo - 0.02, hi + 0.02),
+        // Room above the runs for the legend, in the upper left.
+        y_range: (lo - 0.01, hi + 0.07),
     };
     line_charts("ch16-variants.svg", &[(chart, series)]);
 }
@@ -109,7 +126,7 @@ fn draw_long_texts(rows: &[LongText]) {
         .zip(colours)
         .map(|((name, f), colour)| Series {
             label: name.to_string(),
-            points: long_text_curve(rows, 4, *f)
+            points: long_text_curve(rows, Attention::KvHeads(4), *f)
                 .iter()
                 .map(|&(p, mean, _, _)| (p as f64, mean))
                 .collect(),

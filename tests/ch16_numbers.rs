@@ -7,10 +7,12 @@ use attn::lm::{LanguageModel, LmCache, LmConfig, SHAKESPEARE_MODEL};
 use report::ch16::{
     book_caches, equalities, first_position, first_position_report, long_text_curve,
     long_text_summaries, long_text_summary, long_text_table, long_texts, published_table, range,
-    speed_table, speeds, variant_table, variants, Variant, CACHES, RING, TABLE_CONTEXT, WRITTEN,
+    speed_table, speeds, variant_table, variants, Attention, Variant, ATTENTIONS, CACHES, LATENT,
+    RING, SHARING, TABLE_CONTEXT, WRITTEN,
 };
 use report::numbers::Bindings;
 use report::provenance::Provenance;
+use Attention::{KvHeads, Latent};
 
 const CHAPTER: &str = "ch16-sharing-and-forgetting-keys.md";
 
@@ -71,7 +73,7 @@ fn every_number_is_bound() {
         .collect();
     b.claim(
         "The cache shrinks by $h / h_{\\text{kv}}$",
-        per_token == [4096, 2048, 1024],
+        per_token[..3] == [4096, 2048, 1024],
     );
     let as_multi_head = KvLayout::Heads {
         kv_heads: deepseek.heads,
@@ -116,22 +118,23 @@ fn measured(b: &mut Bindings) {
     let variants = variants().unwrap();
     let long = long_texts().unwrap();
     b.from(&[&source]).quoted(&variant_table(&variants));
-    b.from(&[&long_source]).quoted(&long_text_table(&long, 4));
+    b.from(&[&long_source])
+        .quoted(&long_text_table(&long, KvHeads(4)));
     b.from(&[&long_source]).quoted(&long_text_summaries(&long));
 
     // The variants' losses.
-    let losses = |g: usize| -> Vec<f64> {
+    let losses = |g: Attention| -> Vec<f64> {
         variants
             .iter()
-            .filter(|v| v.kv_heads == g)
+            .filter(|v| v.attention == g)
             .map(|v| v.validation_loss)
             .collect()
     };
-    let means: Vec<f64> = [4, 2, 1]
+    let means: Vec<f64> = SHARING
         .iter()
         .map(|&g| losses(g).iter().sum::<f64>() / 3.0)
         .collect();
-    let spreads: Vec<f64> = [4, 2, 1]
+    let spreads: Vec<f64> = SHARING
         .iter()
         .map(|&g| {
             let (lo, hi) = range(&losses(g));
@@ -149,17 +152,20 @@ fn measured(b: &mut Bindings) {
         mean_hi - mean_lo < spread_lo,
     );
     let order = |seed: u64| {
-        let mut v: Vec<&Variant> = variants.iter().filter(|v| v.seed == seed).collect();
+        let mut v: Vec<&Variant> = variants
+            .iter()
+            .filter(|v| v.seed == seed && v.attention != Latent)
+            .collect();
         v.sort_by(|a, b| a.validation_loss.total_cmp(&b.validation_loss));
-        v.iter().map(|v| v.kv_heads).collect::<Vec<_>>()
+        v.iter().map(|v| v.attention).collect::<Vec<_>>()
     };
     b.claim(
-        "the order of the variants\nchanges from seed to seed",
+        "the order of\nthose variants changes from seed to seed",
         order(1) != order(2) || order(2) != order(3),
     );
     let mha_seed_1 = variants
         .iter()
-        .find(|v| v.kv_heads == 4 && v.seed == 1)
+        .find(|v| v.attention == KvHeads(4) && v.seed == 1)
         .unwrap();
     let ch15 = report::ch15::rotary_final_losses().unwrap();
     b.claim(
@@ -168,11 +174,72 @@ fn measured(b: &mut Bindings) {
             .any(|&(seed, l)| seed == 1 && (l - mha_seed_1.validation_loss).abs() < 5e-5),
     );
 
+    // Latent attention.
+    let latent = losses(Latent);
+    let sharing_runs: Vec<f64> = SHARING.iter().flat_map(|&g| losses(g)).collect();
+    let (latent_lo, _) = range(&latent);
+    let (_, sharing_hi) = range(&sharing_runs);
+    let mean_of = |g| losses(g).iter().sum::<f64>() / 3.0;
+    b.from(&[&source])
+        .rounded("1.8176", latent_lo)
+        .rounded("1.8075", sharing_hi)
+        .rounded("0.029", mean_of(Latent) - mean_of(KvHeads(4)));
+    let all_spreads: Vec<f64> = ATTENTIONS
+        .iter()
+        .map(|&g| {
+            let (lo, hi) = range(&losses(g));
+            hi - lo
+        })
+        .collect();
+    let widest = all_spreads.iter().copied().fold(0.0, f64::max);
+    b.from(&[&source]).rounded("0.019", widest);
+    b.claim("Latent attention costs more", latent_lo > sharing_hi);
+    b.claim(
+        "Each of its three runs is worse than all nine\nruns of the other variants",
+        latent.len() == 3 && sharing_runs.len() == 9 && latent_lo > sharing_hi,
+    );
+    b.claim(
+        "more than any variant's\nspread over its seeds",
+        mean_of(Latent) - mean_of(KvHeads(4)) > widest,
+    );
+    let bytes = |g| variants.iter().find(|v| v.attention == g).unwrap().bytes;
+    b.claim(
+        "Multi-query attention keeps a\nsmaller cache and does better",
+        bytes(KvHeads(1)) < bytes(Latent) && mean_of(KvHeads(1)) < mean_of(Latent),
+    );
+    b.claim(
+        "Here, with this recipe, it\ndoes not",
+        mean_of(Latent) > mean_of(KvHeads(4)),
+    );
+    let d_h = SHAKESPEARE_MODEL.d_model / SHAKESPEARE_MODEL.heads;
+    b.exact("32", d_h as f64)
+        .exact("16", LATENT.d_r as f64)
+        .exact("80", (LATENT.d_c + LATENT.d_r) as f64)
+        .claim("$d_c = 64$", LATENT.d_c == 2 * d_h)
+        .claim("$d_r = d_h/2 = 16$", LATENT.d_r == d_h / 2)
+        .claim(
+            "so that its\ncache falls between those of multi-query and grouped-query attention",
+            bytes(KvHeads(1)) < bytes(Latent) && bytes(Latent) < bytes(KvHeads(2)),
+        )
+        .claim(
+            "a few more parameters\nthan multi-head attention",
+            variants
+                .iter()
+                .find(|v| v.attention == Latent)
+                .unwrap()
+                .parameters
+                > variants
+                    .iter()
+                    .find(|v| v.attention == KvHeads(4))
+                    .unwrap()
+                    .parameters,
+        );
+
     // Long texts.
     b.exact("511", 511)
         .exact("63", SHAKESPEARE_MODEL.context as f64 - 1.0);
-    let all = long_text_curve(&long, 4, CACHES[0].1);
-    let window = long_text_curve(&long, 4, CACHES[1].1);
+    let all = long_text_curve(&long, KvHeads(4), CACHES[0].1);
+    let window = long_text_curve(&long, KvHeads(4), CACHES[1].1);
     let past: Vec<f64> = window.iter().filter(|r| r.0 > 64).map(|r| r.1).collect();
     let (w_lo, w_hi) = range(&past);
     b.rounded("1.8", all[0].1)
@@ -182,18 +249,18 @@ fn measured(b: &mut Bindings) {
         "through the window and through sinks plus window it stays",
         w_lo > 1.25 && w_hi < 2.05,
     );
-    let [inside, all_past, window_past, _, _] = long_text_summary(&long, 4);
+    let [inside, all_past, window_past, _, _] = long_text_summary(&long, KvHeads(4));
     b.rounded("2.37", all_past)
         .rounded("1.81", inside)
         .rounded("1.75", window_past);
-    let gaps: Vec<[f64; 5]> = [4, 2, 1]
+    let gaps: Vec<[f64; 5]> = SHARING
         .iter()
         .map(|&g| long_text_summary(&long, g))
         .collect();
     b.rounded("0.013", gaps.iter().map(|g| g[3]).fold(0.0, f64::max))
         .rounded("0.027", gaps.iter().map(|g| g[4]).fold(0.0, f64::max));
     b.claim(
-        "Every variant, every seed, tells the same story",
+        "Every variant that shares heads, every seed, tells the same story",
         gaps.iter()
             .all(|g| g[1] > g[0] + 0.3 && g[2] < g[0] && g[4] < 0.03),
     );
@@ -208,11 +275,16 @@ fn measured(b: &mut Bindings) {
     let (speeds, speed_source) = speeds().unwrap();
     b.from(&[&speed_source]).quoted(&speed_table(&speeds));
     b.exact("256", WRITTEN as f64);
-    let ratio = speeds[0].1 / speeds[2].1;
-    b.from(&[&speed_source]).rounded("1.24", ratio);
+    let time = |g| speeds.iter().find(|r| r.0 == g).unwrap().1;
+    let ratio = time(KvHeads(4)) / time(KvHeads(1));
+    b.from(&[&speed_source]).rounded("1.22", ratio);
     b.claim(
         "the cache shrinks four times, the time per character far less",
-        speeds.len() == 3 && ratio > 1.0 && ratio < 2.0,
+        speeds.len() == 4 && ratio > 1.0 && ratio < 2.0,
+    );
+    b.claim(
+        "Latent\nattention writes faster than multi-head attention and slower than\ngrouped-query attention",
+        time(Latent) < time(KvHeads(4)) && time(Latent) > time(KvHeads(2)),
     );
     let (first, first_source) = first_position().unwrap();
     b.from(&[&first_source])
@@ -220,11 +292,11 @@ fn measured(b: &mut Bindings) {
     b.exact("32", 32).exact("240", 240);
     b.claim(
         "Nor does any head lean on the first position",
-        first.len() == 9 * 16 && first.iter().all(|r| r.4 < r.5),
+        first.len() == 12 * 16 && first.iter().all(|r| r.4 < r.5),
     );
     b.claim(
         "Every head of every run puts less weight on position 0 than uniform\nweights would",
-        first.len() == 9 * 16 && first.iter().all(|r| r.4 < r.5),
+        first.len() == 12 * 16 && first.iter().all(|r| r.4 < r.5),
     );
     b.claim(
         "This model does not collapse when its first tokens leave the\nwindow",

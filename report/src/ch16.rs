@@ -9,7 +9,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use attn::kv_bytes::{kv_bytes_per_token, KvLayout, PUBLISHED};
 use attn::latent::LatentAttention;
-use attn::lm::{LanguageModel, LmCache, LmConfig, Positions, SHAKESPEARE_MODEL};
+use attn::lm::{LanguageModel, LatentSizes, LmCache, LmConfig, Positions, SHAKESPEARE_MODEL};
 use attn::masking::masked_attention;
 use attn::multihead::MultiHeadAttention;
 use attn::position::rope;
@@ -19,11 +19,59 @@ use attn::sliding::SlidingCache;
 use crate::error::ReportError;
 use crate::measurements::{data_file, data_rows, number};
 
-/// One trained variant: its key/value heads, seed, size and loss.
+/// The chapter's kinds of attention, as its data files name them: the
+/// number of key/value heads for 4 query heads (4: multi-head; 2:
+/// grouped-query; 1: multi-query), or `latent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attention {
+    /// Key/value heads shared by the 4 query heads.
+    KvHeads(usize),
+    /// Multi-head latent attention of [`LATENT`]'s widths.
+    Latent,
+}
+
+/// The variants, in the order of every table.
+pub const ATTENTIONS: [Attention; 4] = [
+    Attention::KvHeads(4),
+    Attention::KvHeads(2),
+    Attention::KvHeads(1),
+    Attention::Latent,
+];
+
+/// The variants that share key/value heads.
+pub const SHARING: [Attention; 3] = [
+    Attention::KvHeads(4),
+    Attention::KvHeads(2),
+    Attention::KvHeads(1),
+];
+
+/// The latent variant's widths: `d_h = 32`, so `d_c = 2·d_h`, `d_r = d_h/2`.
+pub const LATENT: LatentSizes = LatentSizes { d_c: 64, d_r: 16 };
+
+impl std::fmt::Display for Attention {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Attention::KvHeads(g) => write!(f, "{g}"),
+            Attention::Latent => write!(f, "latent"),
+        }
+    }
+}
+
+impl std::str::FromStr for Attention {
+    type Err = std::num::ParseIntError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "latent" => Ok(Attention::Latent),
+            g => g.parse().map(Attention::KvHeads),
+        }
+    }
+}
+
+/// One trained variant: its attention, seed, size and loss.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Variant {
-    /// Key/value heads (4: multi-head; 2: grouped; 1: multi-query).
-    pub kv_heads: usize,
+    /// Its attention.
+    pub attention: Attention,
     /// The run's seed.
     pub seed: u64,
     /// Parameters.
@@ -38,8 +86,8 @@ pub struct Variant {
 /// loss through each cache.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LongText {
-    /// Key/value heads of the variant.
-    pub kv_heads: usize,
+    /// The variant's attention.
+    pub attention: Attention,
     /// The run's seed.
     pub seed: u64,
     /// The first position of the bucket (16 positions).
@@ -75,7 +123,7 @@ pub fn variants() -> Result<Vec<Variant>, ReportError> {
         .iter()
         .map(|f| {
             Ok(Variant {
-                kv_heads: number(file, &f[0])?,
+                attention: number(file, &f[0])?,
                 seed: number(file, &f[1])?,
                 parameters: number(file, &f[2])?,
                 bytes: number(file, &f[3])?,
@@ -92,7 +140,7 @@ pub fn long_texts() -> Result<Vec<LongText>, ReportError> {
         .iter()
         .map(|f| {
             Ok(LongText {
-                kv_heads: number(file, &f[0])?,
+                attention: number(file, &f[0])?,
                 seed: number(file, &f[1])?,
                 first_position: number(file, &f[2])?,
                 all: number(file, &f[3])?,
@@ -135,21 +183,22 @@ pub fn published_table() -> Result<String, ReportError> {
     Ok(out.trim_end().to_string())
 }
 
-/// The variants' table: per key/value heads, the cache's bytes per token,
-/// the parameters, each seed's validation loss, their mean and range.
+/// The variants' table: per attention, the cache's bytes per token, the
+/// parameters, each seed's validation loss, their mean and range.
 pub fn variant_table(variants: &[Variant]) -> String {
     let mut out = String::from(
         "kv heads  bytes/token  parameters  seed 1  seed 2  seed 3    mean  max − min\n",
     );
-    for g in [4, 2, 1] {
-        let runs: Vec<&Variant> = variants.iter().filter(|v| v.kv_heads == g).collect();
+    for g in ATTENTIONS {
+        let runs: Vec<&Variant> = variants.iter().filter(|v| v.attention == g).collect();
         let Some(first) = runs.first() else { continue };
         let losses: Vec<f64> = runs.iter().map(|v| v.validation_loss).collect();
         let mean = losses.iter().sum::<f64>() / losses.len() as f64;
         let (lo, hi) = range(&losses);
         let seeds: String = losses.iter().map(|l| format!("  {l:.4}")).collect();
         out += &format!(
-            "{g:>8}  {:>11}  {:>10}{seeds}  {mean:.4}  {:>9.4}\n",
+            "{:>8}  {:>11}  {:>10}{seeds}  {mean:.4}  {:>9.4}\n",
+            g.to_string(),
             first.bytes,
             first.parameters,
             hi - lo
@@ -168,10 +217,10 @@ pub fn range(values: &[f64]) -> (f64, f64) {
 }
 
 /// The mean over seeds of one cache's loss in each bucket of the variant
-/// with `kv_heads`: `(first position, mean, lowest seed, highest seed)`.
+/// `attention`: `(first position, mean, lowest seed, highest seed)`.
 pub fn long_text_curve(
     rows: &[LongText],
-    kv_heads: usize,
+    attention: Attention,
     cache: Cache,
 ) -> Vec<(usize, f64, f64, f64)> {
     let mut positions: Vec<usize> = rows.iter().map(|r| r.first_position).collect();
@@ -182,7 +231,7 @@ pub fn long_text_curve(
         .map(|p| {
             let values: Vec<f64> = rows
                 .iter()
-                .filter(|r| r.kv_heads == kv_heads && r.first_position == p)
+                .filter(|r| r.attention == attention && r.first_position == p)
                 .map(cache)
                 .collect();
             let (lo, hi) = range(&values);
@@ -210,12 +259,12 @@ const LAST_POSITION: usize = 511;
 /// Positions the long-text table shows (the first of each bucket).
 pub const TABLE_POSITIONS: [usize; 6] = [1, 49, 113, 193, 305, 497];
 
-/// The long-text table for the variant with `kv_heads`: per position
-/// bucket, each cache's loss, mean over the seeds.
-pub fn long_text_table(rows: &[LongText], kv_heads: usize) -> String {
+/// The long-text table for the variant `attention`: per position bucket,
+/// each cache's loss, mean over the seeds.
+pub fn long_text_table(rows: &[LongText], attention: Attention) -> String {
     let curves: Vec<_> = CACHES
         .iter()
-        .map(|(_, f)| long_text_curve(rows, kv_heads, *f))
+        .map(|(_, f)| long_text_curve(rows, attention, *f))
         .collect();
     let mut out = format!(
         "{:>10}  {:>10}  {:>12}  {:>12}\n",
@@ -235,13 +284,19 @@ pub fn long_text_table(rows: &[LongText], kv_heads: usize) -> String {
     out.trim_end().to_string()
 }
 
-/// Chapter 15's model with rotary positions and `kv_heads` key/value heads:
-/// the chapter's variants.
-pub fn variant(kv_heads: usize) -> LmConfig {
-    LmConfig {
-        kv_heads,
+/// Chapter 15's model with rotary positions and `attention`: the chapter's
+/// variants, of one depth and width.
+pub fn variant(attention: Attention) -> LmConfig {
+    let rotary = LmConfig {
         positions: Positions::Rotary,
         ..SHAKESPEARE_MODEL
+    };
+    match attention {
+        Attention::KvHeads(kv_heads) => LmConfig { kv_heads, ..rotary },
+        Attention::Latent => LmConfig {
+            latent: Some(LATENT),
+            ..rotary
+        },
     }
 }
 
@@ -249,11 +304,15 @@ pub fn variant(kv_heads: usize) -> LmConfig {
 /// its cache's bytes per token, one line each.
 pub fn book_caches() -> Result<String, ReportError> {
     let mut out = String::new();
-    for kv_heads in [4, 2, 1] {
-        let model = LanguageModel::<f32>::new(variant(kv_heads), 1)?;
-        let heads = if kv_heads == 1 { "head" } else { "heads" };
+    for attention in ATTENTIONS {
+        let model = LanguageModel::<f32>::new(variant(attention), 1)?;
+        let name = match attention {
+            Attention::KvHeads(1) => "1 key/value head".to_string(),
+            Attention::KvHeads(g) => format!("{g} key/value heads"),
+            Attention::Latent => format!("latent {} + rotary key {}", LATENT.d_c, LATENT.d_r),
+        };
         out += &format!(
-            "{kv_heads} key/value {heads}: {} bytes per token\n",
+            "{name}: {} bytes per token\n",
             LmCache::bytes_per_token(&model)
         );
     }
@@ -337,13 +396,13 @@ fn ring_gap() -> Result<f32, ReportError> {
     Ok(gap)
 }
 
-/// For the variant with `kv_heads`, over the seeds' mean curves: the mean
+/// For the variant `attention`, over the seeds' mean curves: the mean
 /// loss within the context (positions 1 to 64, where the three caches hold
 /// the same tokens), the mean past it through all tokens and through the
 /// window, and the largest gap between sinks and window, of the means and
 /// of any one seed.
-pub fn long_text_summary(rows: &[LongText], kv_heads: usize) -> [f64; 5] {
-    let curve = |f: Cache| long_text_curve(rows, kv_heads, f);
+pub fn long_text_summary(rows: &[LongText], attention: Attention) -> [f64; 5] {
+    let curve = |f: Cache| long_text_curve(rows, attention, f);
     let mean = |c: &[(usize, f64, f64, f64)], inside: bool| {
         let v: Vec<f64> = c
             .iter()
@@ -360,7 +419,7 @@ pub fn long_text_summary(rows: &[LongText], kv_heads: usize) -> [f64; 5] {
         .fold(0.0, f64::max);
     let seed_gap = rows
         .iter()
-        .filter(|r| r.kv_heads == kv_heads)
+        .filter(|r| r.attention == attention)
         .map(|r| (r.window - r.sinks).abs())
         .fold(0.0, f64::max);
     [
@@ -377,18 +436,19 @@ pub fn long_text_summaries(rows: &[LongText]) -> String {
     let mut out = String::from(
         "kv heads  within 64  past 64: all tokens  window  max |sinks − window|: means  any seed\n",
     );
-    for g in [4, 2, 1] {
+    for g in SHARING {
         let [inside, all, window, gap, seed_gap] = long_text_summary(rows, g);
         out += &format!(
-            "{g:>8}  {inside:>9.3}  {all:>19.3}  {window:>6.3}  {gap:>27.3}  {seed_gap:>8.3}\n"
+            "{:>8}  {inside:>9.3}  {all:>19.3}  {window:>6.3}  {gap:>27.3}  {seed_gap:>8.3}\n",
+            g.to_string()
         );
     }
     out.trim_end().to_string()
 }
 
-/// Seconds to write 256 characters through the cache, per number of
-/// key/value heads (`book/data/ch16-speed.tsv`), and the file's provenance.
-pub fn speeds() -> Result<(Vec<(usize, f64)>, crate::provenance::Provenance), ReportError> {
+/// Seconds to write 256 characters through the cache, per variant
+/// (`book/data/ch16-speed.tsv`), and the file's provenance.
+pub fn speeds() -> Result<(Vec<(Attention, f64)>, crate::provenance::Provenance), ReportError> {
     let file = "ch16-speed.tsv";
     let (source, _) = crate::provenance::Provenance::read(file)?;
     let rows = rows(file, 2)?
@@ -401,13 +461,13 @@ pub fn speeds() -> Result<(Vec<(usize, f64)>, crate::provenance::Provenance), Re
 /// Characters written in the speed measurement.
 pub const WRITTEN: usize = 256;
 
-/// The speed table: milliseconds and characters per second, per number of
-/// key/value heads.
-pub fn speed_table(rows: &[(usize, f64)]) -> String {
+/// The speed table: milliseconds and characters per second, per variant.
+pub fn speed_table(rows: &[(Attention, f64)]) -> String {
     let mut out = String::from("kv heads  ms for 256 characters  characters/s\n");
     for &(g, seconds) in rows {
         out += &format!(
-            "{g:>8}  {:>21.1}  {:>12.0}\n",
+            "{:>8}  {:>21.1}  {:>12.0}\n",
+            g.to_string(),
             seconds * 1e3,
             WRITTEN as f64 / seconds
         );
@@ -416,9 +476,9 @@ pub fn speed_table(rows: &[(usize, f64)]) -> String {
 }
 
 /// Each run's heads' mean attention weight on the first position, and
-/// uniform weights' (`book/data/ch16-first-position.tsv`): `(kv_heads, seed,
+/// uniform weights' (`book/data/ch16-first-position.tsv`): `(attention, seed,
 /// block, head, weight, uniform)`.
-pub type FirstPosition = Vec<(usize, u64, usize, usize, f64, f64)>;
+pub type FirstPosition = Vec<(Attention, u64, usize, usize, f64, f64)>;
 
 /// Reads `book/data/ch16-first-position.tsv`.
 pub fn first_position() -> Result<(FirstPosition, crate::provenance::Provenance), ReportError> {
@@ -445,11 +505,11 @@ pub fn first_position() -> Result<(FirstPosition, crate::provenance::Provenance)
 pub fn first_position_report(rows: &FirstPosition) -> String {
     let mut out =
         String::from("kv heads  largest weight on position 0, 3 seeds × 16 heads  uniform\n");
-    for g in [4, 2, 1] {
+    for g in ATTENTIONS {
         let heads: Vec<_> = rows.iter().filter(|r| r.0 == g).collect();
         let largest = heads.iter().map(|r| r.4).fold(0.0, f64::max);
         let uniform = heads.first().map_or(f64::NAN, |r| r.5);
-        out += &format!("{g:>8}  {largest:>47.3}  {uniform:>7.3}\n");
+        out += &format!("{:>8}  {largest:>47.3}  {uniform:>7.3}\n", g.to_string());
     }
     out.trim_end().to_string()
 }

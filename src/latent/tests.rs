@@ -104,6 +104,8 @@ fn bad_input_is_refused_by_name() {
     assert!(absorbed
         .step(&Array1::from_elem(16, f32::NAN), &mut cache)
         .is_err());
+    let e = absorbed.new_cache(0).unwrap_err().to_string();
+    assert!(e.contains("window"), "{e}");
     let other = LatentAttention::new(16, 4, [4, 8, 4], &mut rng).unwrap();
     let mut wrong = other.absorbed().new_cache(4).unwrap();
     let err = absorbed

@@ -119,6 +119,7 @@ pub(crate) fn latent_backward<F: Real>(
     let d_h = w.w_q.ncols() / heads;
     let [dq_c, mut dq_r] = apart(&dq, d_h, heads);
     let [dk_c, dk_r_per_head] = apart(&dk, d_h, heads);
+    // ANCHOR: latent_gradients
     // Every head reads the one rotary key: their gradients add.
     let d_r = w.w_kr.ncols();
     let mut dk_r = Array2::zeros((dk.nrows(), d_r));
@@ -127,8 +128,9 @@ pub(crate) fn latent_backward<F: Real>(
     }
     rotate_heads(&mut dq_r, t, heads, Rotation::Back);
     rotate_heads(&mut dk_r, t, 1, Rotation::Back);
-    // The latents feed both the keys and the values.
+    // The latents feed every head's keys and values.
     let dc = matmul(&dk_c, &w.w_uk.t()) + matmul(&dv, &w.w_uv.t());
+    // ANCHOR_END: latent_gradients
     let dx = matmul(&dq_c, &w.w_q.t())
         + matmul(&dq_r, &w.w_qr.t())
         + matmul(&dc, &w.w_dkv.t())
