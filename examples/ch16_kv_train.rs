@@ -8,7 +8,10 @@
 //! the queries at positions 32 to 63, and (for the variants that share
 //! key/value heads) the loss along texts 8 times the context read through
 //! three caches (all of the text, a window of 64, 4 sinks and a window of
-//! 60). Writes `book/data/ch16-*.tsv` (run by `cargo
+//! 60). Each multi-head model is also converted to 2 and to 1 key/value
+//! heads by mean-pooling (exercise 1's function in every block, as Ainslie
+//! et al. convert a checkpoint) and trained 100 steps more: its loss
+//! before and after. Writes `book/data/ch16-*.tsv` (run by `cargo
 //! xtask train kv`, not in CI). Needs the corpus (`cargo xtask corpus`).
 //!
 //! ```text
@@ -24,6 +27,7 @@ use attn::lm::{
 };
 use attn::nn::Parameters;
 use report::ch15::corpus_dir;
+use report::ch16::pooled::{mean_pooled, FINE_TUNING};
 use report::ch16::{Attention, ATTENTIONS};
 use report::provenance::header;
 
@@ -53,6 +57,7 @@ struct Run {
     summary: String,
     long: String,
     first: String,
+    pooled: String,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -90,18 +95,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let details = "two runs at a time, one core each; training loss: mean over the steps since \
                    the last line; validation loss: 240 evenly spaced windows";
     let mut log = format!(
-        "{}\nkv_heads\tseed\tstep\ttrain_loss\tvalidation_loss\ttokens_per_second\n",
+        "{}\nattention\tseed\tstep\ttrain_loss\tvalidation_loss\ttokens_per_second\n",
         header("one run per variant and seed", details)
     );
     let mut summary = format!(
-        "{}\nkv_heads\tseed\tparameters\tcache_bytes_per_token\tvalidation_loss\n",
+        "{}\nattention\tseed\tparameters\tcache_bytes_per_token\tvalidation_loss\n",
         header(
             "one run per variant and seed",
             "validation loss over windows of 64 spanning the whole validation split"
         )
     );
     let mut long = format!(
-        "{}\nkv_heads\tseed\tfirst_position\tall\twindow\tsinks\n",
+        "{}\nattention\tseed\tfirst_position\tall\twindow\tsinks\n",
         header(
             "one run per variant and seed",
             "mean loss of 8 texts of 512 characters from the validation split, per bucket of 16 \
@@ -109,13 +114,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
     );
     let mut first = format!(
-        "{}\nkv_heads\tseed\tblock\thead\tweight\tuniform\n",
+        "{}\nattention\tseed\tblock\thead\tweight\tuniform\n",
         header(
             "one run per variant and seed",
             "mean attention weight on position 0 from the queries at positions 32 to 63 of 240 \
              evenly spaced validation windows, and that of uniform weights"
         )
     );
+    let mut pooled = format!(
+        "{}\nkv_heads\tseed\tmulti_head\tpooled\tfine_tuned\n",
+        header(
+            "one run per variant and seed",
+            "validation loss over windows of 64 spanning the whole validation split, of each \
+             multi-head model, pooled to fewer key/value heads, and after 100 more steps (10 of \
+             warm-up, chapter 15's recipe otherwise)"
+        )
+    );
+    let mut pooled_lines = Vec::new();
     for run in runs.into_iter().flatten() {
         let run = run?;
         print!("{}", run.printed);
@@ -123,12 +138,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         summary += &run.summary;
         long += &run.long;
         first += &run.first;
+        pooled_lines.extend(run.pooled.lines().map(|l| format!("{l}\n")));
     }
+    // By key/value heads, 2 first, then seed.
+    pooled_lines.sort_by_key(|l| std::cmp::Reverse(l.starts_with('2')));
+    pooled += &pooled_lines.concat();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
     std::fs::write(format!("{dir}/ch16-training.tsv"), log)?;
     std::fs::write(format!("{dir}/ch16-variants.tsv"), summary)?;
     std::fs::write(format!("{dir}/ch16-long-text.tsv"), long)?;
     std::fs::write(format!("{dir}/ch16-first-position.tsv"), first)?;
+    std::fs::write(format!("{dir}/ch16-pooled.tsv"), pooled)?;
     Ok(())
 }
 
@@ -151,6 +171,7 @@ fn run(
         summary: String::new(),
         long: String::new(),
         first: String::new(),
+        pooled: String::new(),
     };
     let start = Instant::now();
     let entries = train_lm(
@@ -211,6 +232,9 @@ fn run(
             )?;
         }
     }
+    if attention == Attention::KvHeads(4) {
+        convert(corpus, &model, seed, &mut out)?;
+    }
     // Long texts, read through each cache (sinks at positions in the cache
     // need keys cached before RoPE, which latent attention does not keep).
     if attention == Attention::Latent {
@@ -240,4 +264,40 @@ fn run(
         )?;
     }
     Ok(out)
+}
+
+/// Converts the multi-head `model` to 2 and to 1 key/value heads by
+/// mean-pooling, and trains each 100 steps more: the losses before, after
+/// pooling and after the training.
+fn convert(
+    corpus: &Corpus,
+    model: &LanguageModel<f32>,
+    seed: u64,
+    out: &mut Run,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let validation = corpus.validation();
+    let whole = even_offsets(validation.len() / 64, validation.len(), 64);
+    let loss = |m: &LanguageModel<f32>| mean_loss(m, validation, &whole, FINE_TUNING.batch);
+    let multi_head = loss(model)?;
+    for kv_heads in [2, 1] {
+        let mut pooled = mean_pooled(model, kv_heads)?;
+        let before = loss(&pooled)?;
+        let tuning = LmTraining {
+            seed,
+            ..FINE_TUNING
+        };
+        train_lm(&mut pooled, corpus.train(), validation, &tuning, |_, _| {})?;
+        let after = loss(&pooled)?;
+        writeln!(
+            out.printed,
+            "seed {seed}, pooled to {kv_heads}: multi-head {multi_head:.4}, pooled {before:.4}, \
+             after {} steps {after:.4}",
+            tuning.steps
+        )?;
+        writeln!(
+            out.pooled,
+            "{kv_heads}\t{seed}\t{multi_head:.5}\t{before:.5}\t{after:.5}"
+        )?;
+    }
+    Ok(())
 }

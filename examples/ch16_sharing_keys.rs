@@ -1,14 +1,16 @@
 //! Chapter 16, Sharing and forgetting keys: the KV cache of published
 //! models; grouped-query attention, absorbed latent attention and the ring
 //! buffer checked against what they must equal; the trained variants'
-//! losses and the loss along long texts (`book/data/ch16-*`, written by
-//! `cargo xtask train kv`); and the chapter's figures. Needs neither the
+//! losses, the multi-head models pooled to fewer key/value heads, and the
+//! loss along long texts (`book/data/ch16-*`, written by `cargo xtask train
+//! kv`); and the chapter's figures. Needs neither the
 //! corpus nor Python.
 //!
 //! ```text
 //! cargo run --release --example ch16_sharing_keys
 //! ```
 
+use report::ch16::pooled::{pooled_runs, pooled_table};
 use report::ch16::{
     book_caches, equalities, first_position, first_position_report, long_text_curve,
     long_text_summaries, long_text_table, long_texts, published_table, range, speed_table, speeds,
@@ -30,6 +32,8 @@ fn main() -> Result<(), ReportError> {
     let variants = variants()?;
     println!("\n== Three ways to share keys and one to compress them, trained three times each: validation loss ==");
     println!("{}", variant_table(&variants));
+    println!("\n== Multi-head models pooled to fewer key/value heads, mean of three seeds ==");
+    println!("{}", pooled_table(&pooled_runs()?, &variants));
 
     let long = long_texts()?;
     println!("\n== Long texts: 8 × 512 characters, multi-head, mean of three seeds ==");

@@ -167,7 +167,7 @@ impl LatentAttention {
             w_qr: w.w_qr.clone(),
             w_dkv: w.w_dkv.clone(),
             w_kr: w.w_kr.clone(),
-            sqrt: ((self.d_h + self.d_r()) as f32).sqrt(),
+            scale: ((self.d_h + self.d_r()) as f32).sqrt(),
         }
     }
 }
@@ -180,7 +180,7 @@ pub struct AbsorbedLatent {
     w_qr: Array2<f32>,
     w_dkv: Array2<f32>,
     w_kr: Array2<f32>,
-    sqrt: f32, // √(d_h + d_r): the scores' scale is that of the explicit form
+    scale: f32, // √(d_h + d_r): the scores are the explicit form's, so is their scale
 }
 
 impl AbsorbedLatent {
@@ -188,6 +188,7 @@ impl AbsorbedLatent {
     /// (at least 1), allocated at once.
     pub fn new_cache(&self, window: usize) -> Result<LatentCache, AttnError> {
         let d_c = self.w_dkv.ncols();
+        // Keys [c | k^R], no separate values (the latents are), no sinks.
         let keys = SlidingCache::new(d_c + self.w_kr.ncols(), 0, 0, window)?;
         Ok(LatentCache { keys, d_c })
     }
@@ -217,7 +218,7 @@ impl AbsorbedLatent {
             let q = concatenate![Axis(1), matmul(&x, query), q_r]; // 1×(d_c + d_r)
             let latent_mean = cache
                 .keys
-                .attend_keys_as_values(&q.row(0), cache.d_c, self.sqrt)?; // d_c
+                .attend_keys_as_values(&q.row(0), cache.d_c, self.scale)?; // d_c
             out += &matmul(&latent_mean.insert_axis(Axis(0)), output);
         }
         Ok(out.remove_axis(Axis(0)))

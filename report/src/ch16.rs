@@ -17,6 +17,8 @@ use attn::scaling::standard_normal;
 use attn::sliding::SlidingCache;
 
 use crate::error::ReportError;
+
+pub mod pooled;
 use crate::measurements::{data_file, data_rows, number};
 
 /// The chapter's kinds of attention, as its data files name them: the

@@ -15,7 +15,7 @@ fn layer_and_text(n: usize) -> (LatentAttention, Array2<f32>) {
 /// Decoding token by token with the up-projections absorbed gives, at
 /// every one of 40 steps, the row of the explicit layer's causal output;
 /// the cache holds `d_c + d_r` = 10 numbers a token, where the explicit
-/// keys and values of 4 heads would be `2·4·(4 + 4)` = 64.
+/// keys and values of 4 heads would be `4·(4 + 4) + 4·4` = 48.
 #[test]
 fn absorbed_decoding_equals_the_explicit_layer() {
     let (layer, x) = layer_and_text(40);

@@ -65,8 +65,8 @@ impl LmCache {
 
     /// The bytes of keys and values it holds per token: `2 · layers · d_kv`
     /// numbers of 4 bytes (a key and a value of every key/value head of
-    /// every block; `d_kv = d` for multi-head attention), or `layers ·
-    /// (d_c + d_r)` with latent attention.
+    /// every block, `d_kv = kv_heads · d_k`: `d` for multi-head attention),
+    /// or `layers · (d_c + d_r)` with latent attention.
     pub fn bytes_per_token(model: &LanguageModel<f32>) -> usize {
         let c = model.config();
         kv_bytes_per_token(c.layers, c.kv_layout(), std::mem::size_of::<f32>())
@@ -113,11 +113,19 @@ impl LanguageModel<f32> {
                         .collect::<Result<Vec<_>, _>>()?,
                 ),
                 BlockAttention::Latent(w) => {
-                    if sinks > 0 || in_cache_positions {
+                    // The latent cache keeps its rotary keys turned at their
+                    // positions in the text, and no sinks.
+                    if sinks > 0 {
                         return Err(AttnError::InvalidArgument {
                             name: "sinks with latent attention",
                             value: sinks as f64,
-                            requirement: "must be 0, at the text's positions: a latent cache keeps a window of keys already turned by RoPE",
+                            requirement: "must be 0: a latent cache keeps a window only",
+                        });
+                    }
+                    if in_cache_positions {
+                        return Err(AttnError::Mismatched {
+                            name: "positions within the cache with latent attention",
+                            requirement: "are not offered: a latent cache keeps its rotary keys turned at their positions in the text",
                         });
                     }
                     let absorbed = LatentAttention::from_weights(w.clone())?.absorbed();
@@ -133,71 +141,89 @@ impl LanguageModel<f32> {
         })
     }
 
-    /// Reads `token` at the next position of `cache`, adds its key and
-    /// value in every head of every block to the cache, and returns the
-    /// logits of the token after it: the last row of [`Self::forward`] over
-    /// every token read so far. With rotary positions the cache is a
-    /// sliding window: once it holds `context` tokens, each step overwrites
-    /// the oldest, and the result is the row of [`Self::forward_window`] (every
-    /// block attending to the last `context` positions) over the whole
-    /// text. It is not that of reading the last `context` tokens afresh.
+    /// Reads `token` at the next position of `cache`, adds what every block
+    /// caches of it (its key and value in every key/value head, or its
+    /// latent), and returns the logits of the token after it: the last row
+    /// of [`Self::forward`] over every token read so far. With rotary
+    /// positions the cache is a sliding window: once it holds `context`
+    /// tokens, each step overwrites the oldest, and the result is the row of
+    /// [`Self::forward_window`] (every block attending to the last `context`
+    /// positions) over the whole text. It is not that of reading the last
+    /// `context` tokens afresh.
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
         let position = cache.read;
         self.check_step(token, position, cache)?;
-        let rotary = self.config.positions == Positions::Rotary;
-        // Rotate by the text's positions here, or by the cache's when reading.
-        let turn = rotary && !cache.in_cache_positions;
         let eps = EPS as f32;
-        let mut x = match rotary {
-            false => &self.tokens.row(token) + &self.positions.row(position),
-            true => self.tokens.row(token).to_owned(),
+        let mut x = if self.config.positions == Positions::Rotary {
+            self.tokens.row(token).to_owned()
+        } else {
+            &self.tokens.row(token) + &self.positions.row(position)
         }
         .insert_axis(Axis(0));
+        let in_cache_positions = cache.in_cache_positions;
         for (block, kv) in self.blocks.iter().zip(&mut cache.blocks) {
-            // x ← x + MultiHead(LayerNorm(x)), one head at a time over its cache.
+            // x ← x + Attention(LayerNorm(x)), over the block's cache.
             let (a, _) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], eps);
-            let (w, heads) = match (&block.attn, kv) {
-                (BlockAttention::Heads(w), BlockKv::Heads(heads)) => (w, heads),
+            x += &match (&block.attn, kv) {
+                (BlockAttention::Heads(w), BlockKv::Heads(kv_caches)) => {
+                    self.heads_step(&a, w, kv_caches, position, in_cache_positions)?
+                }
+                // Latent attention decodes over its latents, absorbed.
                 (BlockAttention::Latent(_), BlockKv::Latent(absorbed, latents)) => {
-                    // Latent attention decodes over its latents, absorbed.
-                    x += &absorbed.step(&a.row(0), latents)?;
-                    let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), ACTIVATION, eps);
-                    x += &f;
-                    continue;
+                    absorbed.step(&a.row(0), latents)?.insert_axis(Axis(0))
                 }
                 _ => return Err(mismatched_cache()),
             };
-            let [mut q, mut k, v] = [0, 1, 2].map(|i| matmul(&a, &w[i])); // 1×d each
-            let mut o = Array2::zeros((1, self.config.d_model));
-            let group = self.config.heads / self.config.kv_heads; // query heads per KV head
-            for (g, cache) in heads.iter_mut().enumerate() {
-                let d_k = cache.width();
-                let cols = |i: usize| s![.., i * d_k..(i + 1) * d_k];
-                if turn {
-                    // The new key turned by its own position; the cached keys
-                    // keep the turn of theirs.
-                    rotate(&mut k.slice_mut(cols(g)), position, Rotation::Forward);
-                }
-                let row = |x: &Array2<f32>, i| x.slice(cols(i)).row(0).to_owned();
-                cache.append(&row(&k, g), &row(&v, g))?;
-                for h in g * group..(g + 1) * group {
-                    if turn {
-                        rotate(&mut q.slice_mut(cols(h)), position, Rotation::Forward);
-                    }
-                    let out = match rotary && !turn {
-                        true => cache.attend_in_cache_positions(&row(&q, h))?,
-                        false => cache.attend(&row(&q, h))?,
-                    };
-                    o.slice_mut(cols(h)).row_mut(0).assign(&out);
-                }
-            }
-            x += &matmul(&o, &w[3]);
             // x ← x + FFN(LayerNorm(x)).
             let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), ACTIVATION, eps);
             x += &f;
         }
         cache.read += 1;
         Ok(self.head(&x).remove_axis(Axis(0)))
+    }
+
+    /// One block's multi-head (or grouped-query) attention for the token
+    /// at `position`, whose normalised vector is `a` (`1×d`), with the
+    /// projections `w`: each key/value head appends the token's key and
+    /// value to its cache, and each query head attends over its group's.
+    fn heads_step(
+        &self,
+        a: &Array2<f32>,
+        w: &crate::nn::attention::Projections<f32>,
+        kv_caches: &mut [SlidingCache],
+        position: usize,
+        in_cache_positions: bool,
+    ) -> Result<Array2<f32>, AttnError> {
+        let rotary = self.config.positions == Positions::Rotary;
+        // Rotate by the text's positions here, or by the cache's when reading.
+        let turn = rotary && !in_cache_positions;
+        // Queries 1×d; keys and values 1 × kv_heads·d_k.
+        let [mut q, mut k, v] = [0, 1, 2].map(|i| matmul(a, &w[i]));
+        let mut o = Array2::zeros((1, self.config.d_model));
+        let per_group = self.config.heads / self.config.kv_heads; // query heads per KV head
+        for (g, head_cache) in kv_caches.iter_mut().enumerate() {
+            let d_k = head_cache.width();
+            let cols = |i: usize| s![.., i * d_k..(i + 1) * d_k];
+            if turn {
+                // The new key turned by its own position; the cached keys
+                // keep the turn of theirs.
+                rotate(&mut k.slice_mut(cols(g)), position, Rotation::Forward);
+            }
+            let row = |x: &Array2<f32>, i| x.slice(cols(i)).row(0).to_owned();
+            head_cache.append(&row(&k, g), &row(&v, g))?;
+            for h in g * per_group..(g + 1) * per_group {
+                if turn {
+                    rotate(&mut q.slice_mut(cols(h)), position, Rotation::Forward);
+                }
+                let out = if rotary && !turn {
+                    head_cache.attend_in_cache_positions(&row(&q, h))?
+                } else {
+                    head_cache.attend(&row(&q, h))?
+                };
+                o.slice_mut(cols(h)).row_mut(0).assign(&out);
+            }
+        }
+        Ok(matmul(&o, &w[3]))
     }
     // ANCHOR_END: step
 
@@ -246,8 +272,8 @@ impl LanguageModel<f32> {
 fn mismatched_cache() -> AttnError {
     AttnError::Mismatched {
         name: "cache",
-        requirement:
-            "must be made by this model's new_cache (one per key/value head of every block)",
+        requirement: "must be made by this model's new_cache (one per key/value head, or one \
+                      of latents, in every block)",
     }
 }
 

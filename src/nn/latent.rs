@@ -1,7 +1,7 @@
 //! Multi-head latent attention's forward and backward passes over a batch
-//! of sequences: the explicit form, which every head's keys and values
-//! computed from the latents, as training needs it. [`crate::latent`]
-//! builds the reader's layer and its absorbed form for decoding on it.
+//! of sequences: the explicit form, in which every head's keys and values
+//! are computed from the latents, as training needs it. [`crate::latent`]
+//! builds the public layer, and its absorbed form for decoding, on it.
 
 use ndarray::{s, Array2, ArrayRef2, Axis};
 
@@ -19,9 +19,11 @@ use crate::real::Real;
 /// `d`-wide tokens.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LatentWeights<F> {
-    /// `d × h·d_h`: the queries matched against the latent's keys.
+    /// `d × h·d_h`: the queries matched against the keys `c W_UK` (in
+    /// decoding, against the latents themselves).
     pub(crate) w_q: Array2<F>,
-    /// `d × h·d_r`: the queries' rotary parts.
+    /// `d × h·d_r`: the queries' rotary parts, head `i`'s in columns
+    /// `i·d_r..(i+1)·d_r`.
     pub(crate) w_qr: Array2<F>,
     /// `d × d_c`: down to the latent, which is cached.
     pub(crate) w_dkv: Array2<F>,
@@ -31,7 +33,7 @@ pub(crate) struct LatentWeights<F> {
     pub(crate) w_uk: Array2<F>,
     /// `d_c × h·d_h`: the latent up to each head's values.
     pub(crate) w_uv: Array2<F>,
-    /// `h·d_h × d`.
+    /// `h·d_h × d`: the heads' outputs back to the model's width.
     pub(crate) w_o: Array2<F>,
 }
 
@@ -74,8 +76,8 @@ impl<F> LatentWeights<F> {
 }
 
 // ANCHOR: explicit
-/// Causal latent self-attention over `B` sequences of `t` tokens, `x`
-/// (`B·t × d`), each sequence under the mask `keep(b)`, the explicit way:
+/// Causal latent self-attention over `B` sequences of `seq_len` tokens,
+/// `x` (`B·seq_len × d`), each sequence under the mask `keep(b)`, the explicit way:
 /// the latents `c = x W_DKV`, and every head's keys `[c W_UK^i | k^R]` and
 /// values `c W_UV^i`; its queries are `[x W_Q^i | q^R_i]`, where `q^R_i` and
 /// `k^R = x W_KR` (one for all heads) are turned by their positions (RoPE).
@@ -83,21 +85,21 @@ impl<F> LatentWeights<F> {
 pub(crate) fn latent_forward<F: Real>(
     x: &ArrayRef2<F>,
     w: &LatentWeights<F>,
-    t: usize,
+    seq_len: usize,
     keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
     let heads = w.heads();
-    let c = project("the latents X W_DKV", x, &w.w_dkv)?; // B·t × d_c: what a cache keeps
-    let mut k_r = project("the rotary keys X W_KR", x, &w.w_kr)?; // B·t × d_r: cached too
-    let mut q_r = project("the rotary queries X W_QR", x, &w.w_qr)?; // B·t × h·d_r
-    rotate_heads(&mut k_r, t, 1, Rotation::Forward);
-    rotate_heads(&mut q_r, t, heads, Rotation::Forward);
-    let q_c = project("the queries X W_Q", x, &w.w_q)?; // B·t × h·d_h
-    let k_c = project("the keys C W_UK", &c, &w.w_uk)?; // B·t × h·d_h
-    let v = project("the values C W_UV", &c, &w.w_uv)?; // B·t × h·d_h
+    let c = project("the latents X W_DKV", x, &w.w_dkv)?; // B·seq_len × d_c: what a cache keeps
+    let mut k_r = project("the rotary keys X W_KR", x, &w.w_kr)?; // B·seq_len × d_r: cached too
+    let mut q_r = project("the rotary queries X W_QR", x, &w.w_qr)?; // B·seq_len × h·d_r
+    rotate_heads(&mut k_r, seq_len, 1, Rotation::Forward);
+    rotate_heads(&mut q_r, seq_len, heads, Rotation::Forward);
+    let q_c = project("the queries X W_Q", x, &w.w_q)?; // B·seq_len × h·d_h
+    let k_c = project("the keys C W_UK", &c, &w.w_uk)?; // B·seq_len × h·d_h
+    let v = project("the values C W_UV", &c, &w.w_uv)?; // B·seq_len × h·d_h
     let q = side_by_side(&q_c, &q_r, heads, heads); // per head [q^C_i | q^R_i]
     let k = side_by_side(&k_c, &k_r, heads, 1); // per head [k^C_i | k^R]
-    let sizes = Heads::new(t, t, heads);
+    let sizes = Heads::new(seq_len, seq_len, heads);
     mha_from_projections([q, k, v], (&w.w_o, None), sizes, keep)
 }
 // ANCHOR_END: explicit
@@ -109,25 +111,28 @@ pub(crate) fn latent_backward<F: Real>(
     cache: &MhaCache<F>,
     x: &ArrayRef2<F>,
     w: &LatentWeights<F>,
-    t: usize,
+    seq_len: usize,
     d_out: &ArrayRef2<F>,
 ) -> (Array2<F>, LatentWeights<F>) {
     let heads = w.heads();
-    let sizes = Heads::new(t, t, heads);
+    let sizes = Heads::new(seq_len, seq_len, heads);
     let ([dq, dk, dv], dw_o) = mha_backward_to_projections(cache, &w.w_o, sizes, d_out);
     let c = matmul(x, &w.w_dkv);
     let d_h = w.w_q.ncols() / heads;
+    // ANCHOR: latent_gradients
+    // Each head's query and key gradients, split into their latent and
+    // rotary parts.
     let [dq_c, mut dq_r] = apart(&dq, d_h, heads);
     let [dk_c, dk_r_per_head] = apart(&dk, d_h, heads);
-    // ANCHOR: latent_gradients
     // Every head reads the one rotary key: their gradients add.
     let d_r = w.w_kr.ncols();
     let mut dk_r = Array2::zeros((dk.nrows(), d_r));
     for i in 0..heads {
         dk_r += &dk_r_per_head.slice(s![.., i * d_r..(i + 1) * d_r]);
     }
-    rotate_heads(&mut dq_r, t, heads, Rotation::Back);
-    rotate_heads(&mut dk_r, t, 1, Rotation::Back);
+    // Back through RoPE: a rotation's inverse is its transpose.
+    rotate_heads(&mut dq_r, seq_len, heads, Rotation::Back);
+    rotate_heads(&mut dk_r, seq_len, 1, Rotation::Back);
     // The latents feed every head's keys and values.
     let dc = matmul(&dk_c, &w.w_uk.t()) + matmul(&dv, &w.w_uv.t());
     // ANCHOR_END: latent_gradients

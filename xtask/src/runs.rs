@@ -36,8 +36,9 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// (about four minutes) and chapter 15's language model (`lm`: three
 /// seeds with learned positions and one with rotary positions, about four
 /// minutes each, after `cargo xtask corpus`) and chapter 16's variants of
-/// it (`kv`: three ways of sharing keys, three seeds each, two runs at a
-/// time). Each writes its weights or loss curves to
+/// it (`kv`: three ways of sharing keys and latent attention, three seeds
+/// each, two runs at a time, and the multi-head models converted to
+/// grouped-query ones and trained 100 steps more). Each writes its weights or loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
 /// the run's header. Then the figures are redrawn from them.
 pub(crate) fn train(chapters: &[&str]) -> Step {
@@ -355,7 +356,7 @@ pub(crate) fn measure_kv() -> Step {
         "ch16-speed.tsv",
         &format!(
             "# {header}; statistic: best of 5, seconds to write 256 characters greedily through \
-             the sliding cache, one thread\nkv_heads\tseconds\n{speed}"
+             the sliding cache, one thread\nattention\tseconds\n{speed}"
         ),
     )?;
     figures()
