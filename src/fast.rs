@@ -15,7 +15,7 @@
 //! the output `n×d_v`.
 
 use gemm::Parallelism;
-use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut1, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::attention::check_qkv;
@@ -24,6 +24,9 @@ use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
 use crate::softmax::exp_nonpositive;
 use matmul::product;
+
+mod backward;
+pub use backward::{fast_attention_backward, fast_attention_backward_with, FastForward, Gradients};
 
 /// The sizes of the tiles: `query` rows of queries by `key` keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,19 +87,49 @@ pub fn fast_attention_with(
     causal: bool,
     tiles: Tiles,
 ) -> Result<Array2<f32>, AttnError> {
+    attention_with(q, k, v, causal, tiles, None)
+}
+
+/// [`fast_attention`], keeping what [`fast_attention_backward`] needs: the
+/// output and each query's log-sum-exp.
+pub fn fast_attention_forward(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    causal: bool,
+) -> Result<FastForward, AttnError> {
+    forward_with(q, k, v, causal, FAST_TILES)
+}
+
+/// The forward pass with `tiles`.
+pub(crate) fn forward_with(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    causal: bool,
+    tiles: Tiles,
+) -> Result<FastForward, AttnError> {
+    let mut lse = Array1::zeros(q.nrows());
+    let output = attention_with(q, k, v, causal, tiles, Some(lse.view_mut()))?;
+    Ok(FastForward {
+        output,
+        lse,
+        causal,
+    })
+}
+
+/// The checked attention of `q` over `k`, `v`, and each query's
+/// log-sum-exp into `lse` if asked.
+fn attention_with(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    causal: bool,
+    tiles: Tiles,
+    lse: Option<ArrayViewMut1<f32>>,
+) -> Result<Array2<f32>, AttnError> {
     check_qkv(q, k, v)?;
-    if tiles.query == 0 || tiles.key == 0 {
-        return Err(AttnError::InvalidArgument {
-            name: "tile size",
-            value: 0.0,
-            requirement: "must be at least 1",
-        });
-    }
-    // A tile larger than the problem would only enlarge the scratch.
-    let tiles = Tiles {
-        query: tiles.query.min(q.nrows()),
-        key: tiles.key.min(k.nrows()),
-    };
+    let tiles = checked_tiles(tiles, q.nrows(), k.nrows())?;
     // Rows contiguous (a copy only if they are not), so that the products
     // and the result are the same, bit for bit, whatever the layout.
     let (q, k, v) = (
@@ -105,33 +138,57 @@ pub fn fast_attention_with(
         v.as_standard_layout(),
     );
     let mut output = Array2::zeros((q.nrows(), v.ncols()));
-    attend_into(&q, &k, &v, causal, tiles, output.view_mut())?;
+    attend_into([&q, &k, &v], causal, tiles, output.view_mut(), lse)?;
     check_overflow("the output", &output)?;
     Ok(output)
 }
 
 /// Writes the attention of `q` over `k`, `v` into `output` (`n×d_v`), one
-/// query tile per task.
+/// query tile per task, and each query's log-sum-exp into `lse` if asked.
 fn attend_into(
-    q: &ArrayRef2<f32>,
-    k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
+    [q, k, v]: [&ArrayRef2<f32>; 3],
     causal: bool,
     tiles: Tiles,
     mut output: ArrayViewMut2<f32>,
+    lse: Option<ArrayViewMut1<f32>>,
 ) -> Result<(), AttnError> {
-    let d_k = q.ncols();
-    output
+    let scratch = || Scratch::new(q.ncols(), tiles);
+    let tile = |scratch: &mut Scratch, t: usize, out| {
+        query_tile([q, k, v], causal, tiles.key, t * tiles.query, out, scratch)
+    };
+    let chunks = output
         .axis_chunks_iter_mut(Axis(0), tiles.query)
         .into_par_iter()
-        .enumerate()
-        .try_for_each_init(
-            || Scratch::new(d_k, tiles),
-            |scratch, (t, out)| {
-                let i0 = t * tiles.query;
-                query_tile([q, k, v], causal, tiles.key, i0, out, scratch)
-            },
-        )
+        .enumerate();
+    match lse {
+        None => chunks.try_for_each_init(scratch, |s, (t, out)| tile(s, t, out)),
+        Some(mut lse) => chunks
+            .zip(lse.axis_chunks_iter_mut(Axis(0), tiles.query))
+            .try_for_each_init(scratch, |s, ((t, out), mut lse)| {
+                tile(s, t, out)?;
+                // L_i = M_i + log ℓ_i, the log of the softmax's denominator.
+                for (l, (&m, &sum)) in lse.iter_mut().zip(s.max.iter().zip(&s.sum)) {
+                    *l = m + sum.ln();
+                }
+                Ok(())
+            }),
+    }
+}
+
+/// `tiles`, each side at least 1 (or an error), and no larger than the
+/// problem: a larger tile would only enlarge the scratch.
+pub(crate) fn checked_tiles(tiles: Tiles, n: usize, m: usize) -> Result<Tiles, AttnError> {
+    if tiles.query == 0 || tiles.key == 0 {
+        return Err(AttnError::InvalidArgument {
+            name: "tile size",
+            value: 0.0,
+            requirement: "must be at least 1",
+        });
+    }
+    Ok(Tiles {
+        query: tiles.query.min(n),
+        key: tiles.key.min(m),
+    })
 }
 
 /// The output rows `i0 .. i0 + out.nrows()`: every key tile the causal mask
@@ -313,14 +370,8 @@ pub fn fast_multihead(
         .enumerate()
         .try_for_each(|(i, out)| {
             let head = s![.., i * d_k..(i + 1) * d_k];
-            attend_into(
-                &q.slice(head),
-                &k.slice(head),
-                &v.slice(head),
-                false,
-                FAST_TILES,
-                out,
-            )
+            let (q, k, v) = (q.slice(head), k.slice(head), v.slice(head));
+            attend_into([&q, &k, &v], false, FAST_TILES, out, None)
         })?;
     let output = project(&merged, w_o, 3);
     check_overflow("the output", &output)?;

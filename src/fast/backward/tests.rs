@@ -1,0 +1,146 @@
+//! The fast backward pass against chapter 11's, in `f64`.
+
+use super::super::{forward_with, Tiles};
+use super::*;
+use crate::masking::causal_mask;
+use crate::nn::{attention_backward, attention_forward};
+use crate::scaling::standard_normal;
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+/// Chapter 11's gradients of attention, in `f64`: `(dQ, dK, dV)`.
+fn reference([q, k, v, d_out]: [&Array2<f32>; 4], causal: bool) -> [Array2<f64>; 3] {
+    let wide = |x: &Array2<f32>| x.mapv(f64::from);
+    let (q, k, v, d_out) = (wide(q), wide(k), wide(v), wide(d_out));
+    let mask = causal.then(|| causal_mask(q.nrows(), k.nrows()));
+    let sqrt_d_k = (q.ncols() as f64).sqrt();
+    let (_, cache) = attention_forward(&q, &k, &v, mask.as_deref(), sqrt_d_k).unwrap();
+    let (dq, dk, dv) = attention_backward(&q, &k, &v, &cache, &d_out);
+    [dq, dk, dv]
+}
+
+/// The largest difference between `fast` and `exact`, relative to the
+/// largest entry of `exact`, or to 1 if all are smaller (a gradient that is
+/// exactly 0, as `dQ` with a single key, comes out as rounding).
+fn relative_gap(fast: &Array2<f32>, exact: &Array2<f64>) -> f64 {
+    let scale = exact.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+    let gap = fast
+        .iter()
+        .zip(exact)
+        .fold(0.0_f64, |m, (a, b)| m.max((f64::from(*a) - b).abs()));
+    gap / scale
+}
+
+// ANCHOR: backward_test
+/// At every shape of chapter 9's tests (queries and keys of different
+/// numbers, lengths that are no multiple of the tiles, `d_v ≠ d_k`),
+/// causal and not, with small tiles and the fast kernel's own, the
+/// gradients equal chapter 11's within the rounding of 32-bit floats.
+#[test]
+fn the_fast_backward_pass_equals_chapter_11s() {
+    let mut rng = StdRng::seed_from_u64(28);
+    for (n, m, d_k, d_v) in crate::tiled::tests::SHAPES {
+        let q = standard_normal(n, d_k, &mut rng);
+        let k = standard_normal(m, d_k, &mut rng);
+        let v = standard_normal(m, d_v, &mut rng);
+        let d_out = standard_normal(n, d_v, &mut rng);
+        for causal in [false, true] {
+            let exact = reference([&q, &k, &v, &d_out], causal);
+            for tiles in [Tiles { query: 16, key: 8 }, super::super::FAST_TILES] {
+                let forward = forward_with(&q, &k, &v, causal, tiles).unwrap();
+                let (dq, dk, dv) =
+                    fast_attention_backward_with(&q, &k, &v, &forward, &d_out, tiles).unwrap();
+                for (name, fast, exact) in [
+                    ("dQ", &dq, &exact[0]),
+                    ("dK", &dk, &exact[1]),
+                    ("dV", &dv, &exact[2]),
+                ] {
+                    let gap = relative_gap(fast, exact);
+                    assert!(
+                        gap < 1e-5,
+                        "{name}, n = {n}, m = {m}, causal {causal}, {tiles:?}: {gap:e}"
+                    );
+                }
+            }
+        }
+    }
+}
+// ANCHOR_END: backward_test
+
+/// The backward pass gives the same bits on one thread and on two: every
+/// sum is taken in one order, whatever the threads.
+#[test]
+fn one_thread_and_two_give_the_same_bits() {
+    let mut rng = StdRng::seed_from_u64(29);
+    let (n, m, d) = (300, 200, 32);
+    let q = standard_normal(n, d, &mut rng);
+    let k = standard_normal(m, d, &mut rng);
+    let v = standard_normal(m, d, &mut rng);
+    let d_out = standard_normal(n, d, &mut rng);
+    let tiles = Tiles { query: 64, key: 32 };
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let forward = forward_with(&q, &k, &v, true, tiles).unwrap();
+            fast_attention_backward_with(&q, &k, &v, &forward, &d_out, tiles).unwrap()
+        })
+    };
+    assert_eq!(run(1), run(2));
+}
+
+#[test]
+fn bad_input_is_refused_by_name() {
+    let mut rng = StdRng::seed_from_u64(30);
+    let q = standard_normal(5, 4, &mut rng);
+    let k = standard_normal(6, 4, &mut rng);
+    let v = standard_normal(6, 3, &mut rng);
+    let forward = forward_with(&q, &k, &v, false, Tiles { query: 2, key: 2 }).unwrap();
+    let e = |d_out: &Array2<f32>| {
+        fast_attention_backward(&q, &k, &v, &forward, d_out)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(e(&Array2::zeros((5, 4))).contains("dO"));
+    let mut nan = Array2::zeros((5, 3));
+    nan[[1, 1]] = f32::NAN;
+    assert!(e(&nan).contains("dO"));
+    let other = standard_normal(7, 4, &mut rng);
+    let err = fast_attention_backward(&other, &k, &v, &forward, &Array2::zeros((7, 3)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("saved output"), "{err}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 96,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(28),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Any shape and any tiles, causal or not: chapter 11's gradients.
+    #[test]
+    fn at_any_shape_and_any_tiles(
+        (n, m) in (1usize..40, 1usize..40),
+        (d_k, d_v) in (1usize..9, 1usize..9),
+        (query, key) in (1usize..12, 1usize..12),
+        causal in proptest::bool::ANY,
+        seed in 0u64..1000,
+    ) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let q = standard_normal(n, d_k, &mut rng);
+        let k = standard_normal(m, d_k, &mut rng);
+        let v = standard_normal(m, d_v, &mut rng);
+        let d_out = standard_normal(n, d_v, &mut rng);
+        let tiles = Tiles { query, key };
+        let forward = forward_with(&q, &k, &v, causal, tiles).unwrap();
+        let (dq, dk, dv) =
+            fast_attention_backward_with(&q, &k, &v, &forward, &d_out, tiles).unwrap();
+        let exact = reference([&q, &k, &v, &d_out], causal);
+        for (fast, exact) in [(&dq, &exact[0]), (&dk, &exact[1]), (&dv, &exact[2])] {
+            proptest::prop_assert!(relative_gap(fast, exact) < 1e-4);
+        }
+    }
+}
