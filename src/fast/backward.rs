@@ -231,14 +231,15 @@ fn weights_and_gradients(
             cols
         };
         let (mut p_row, mut dp_row) = (p.row_mut(r), dp.row_mut(r));
-        for c in 0..cols {
-            let w = if c < visible {
-                exp_nonpositive((p_row[c] - l).min(0.0))
-            } else {
-                0.0
-            };
-            p_row[c] = w;
-            dp_row[c] = w * (dp_row[c] - d); // dS = P ∘ (dP − D)
+        let p_row = p_row.as_slice_mut().expect("tile rows are contiguous");
+        let dp_row = dp_row.as_slice_mut().expect("tile rows are contiguous");
+        let (p_seen, p_hidden) = p_row.split_at_mut(visible);
+        let (dp_seen, dp_hidden) = dp_row.split_at_mut(visible);
+        p_hidden.fill(0.0);
+        dp_hidden.fill(0.0);
+        for (p, dp) in p_seen.iter_mut().zip(dp_seen) {
+            *p = exp_nonpositive((*p - l).min(0.0)); // P = exp(S − L)
+            *dp = *p * (*dp - d); // dS = P ∘ (dP − D)
         }
     }
 }
