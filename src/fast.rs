@@ -166,7 +166,7 @@ fn attend_into(
             .zip(lse.axis_chunks_iter_mut(Axis(0), tiles.query))
             .try_for_each_init(scratch, |s, ((t, out), mut lse)| {
                 tile(s, t, out)?;
-                // L_i = M_i + log ℓ_i, the log of the softmax's denominator.
+                // lse_i = s_max,i + log ℓ_i, the log of the softmax's denominator.
                 for (l, (&m, &sum)) in lse.iter_mut().zip(s.max.iter().zip(&s.sum)) {
                     *l = m + sum.ln();
                 }

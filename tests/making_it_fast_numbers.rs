@@ -65,6 +65,7 @@ fn every_number_is_bound() {
         .exact("512", 512)
         .exact("2048", 2048)
         .exact("8192", 8192)
+        .exact("8,192", 8192)
         .exact("1e-5", 1e-5)
         // exp_nonpositive: six coefficients times r², plus r + 1.
         .exact("7", 7)

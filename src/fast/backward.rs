@@ -1,18 +1,19 @@
 //! FlashAttention-2's backward pass (Dao, 2023) on the CPU: the gradients
 //! of `O = softmax(QKᵀ/√d_k) V` with respect to `Q`, `K` and `V`, from
-//! what the forward pass saved, `O` and each query's log-sum-exp `L_i`,
-//! without ever holding the `n×m` weights.
+//! what the forward pass saved, `O` and each query's log-sum-exp `lse_i`,
+//! without ever holding the `n×m` weights (FlashAttention, Dao et al.,
+//! 2022, recomputes them so; FlashAttention-2 keeps one number a query).
 //!
-//! Tile by tile, the weights are computed again, `P = exp(S − L)`, and
+//! Tile by tile, the weights are computed again, `P = exp(S − lse)`, and
 //! chapter 11's backward is applied to the tile:
 //!
 //! - `dV_j += P_ijᵀ dO_i`
 //! - `dP_ij = dO_i V_jᵀ`
-//! - `dS_ij = P_ij ∘ (dP_ij − D_i)`, with `D_i = rowsum(dO_i ∘ O_i)`
+//! - `dS_ij = P_ij ⊙ (dP_ij − D_i)`, with `D_i = rowsum(dO_i ⊙ O_i)`
 //! - `dK_j += dS_ijᵀ Q_i / √d_k` and `dQ_i += dS_ij K_j / √d_k`.
 //!
-//! `D_i` is chapter 3's `pᵀdp` of each row: `rowsum(P ∘ dP) = rowsum(P ∘
-//! (dO Vᵀ)) = rowsum(dO ∘ (P V)) = rowsum(dO ∘ O)`, one number a query,
+//! `D_i` is chapter 11's `pᵀdp` of each row: `rowsum(P ⊙ dP) = rowsum(P ⊙
+//! (dO Vᵀ)) = rowsum(dO ⊙ (P V)) = rowsum(dO ⊙ O)`, one number a query,
 //! computed once instead of once per key tile.
 //!
 //! Two passes, each on `rayon`'s threads: key tiles in parallel, each
@@ -39,7 +40,7 @@ use crate::softmax::exp_nonpositive;
 pub struct FastForward {
     /// The output `O`, `n×d_v`.
     pub output: Array2<f32>,
-    /// `L_i = log Σ_j exp(S_ij)`, the scores `S = QKᵀ/√d_k` (masked ones
+    /// `lse_i = log Σ_j exp(S_ij)`, the scores `S = QKᵀ/√d_k` (masked ones
     /// left out): `n` numbers, where the weights would be `n·m`.
     pub lse: Array1<f32>,
     pub(super) causal: bool,
@@ -48,8 +49,8 @@ pub struct FastForward {
 /// The gradients `(dQ, dK, dV)`.
 pub type Gradients = (Array2<f32>, Array2<f32>, Array2<f32>);
 
-/// One thread's scratch: a tile of scaled queries, of scores (then
-/// weights) and of their gradients.
+/// One task's scratch: a tile of scaled queries, of scores (then
+/// weights) and of the weights' gradients (`dP`, then `dS`).
 struct Scratch {
     q: Array2<f32>,  // tiles.query × d_k, scaled by 1/√d_k
     p: Array2<f32>,  // tiles.query × tiles.key
@@ -66,7 +67,7 @@ impl Scratch {
     }
 }
 
-/// The inputs a tile reads: `Q`, `K`, `V`, `dO`, and per query `L` and `D`.
+/// The inputs a tile reads: `Q`, `K`, `V`, `dO`, and per query `lse` and `D`.
 struct Inputs<'a> {
     q: &'a ArrayRef2<f32>,
     k: &'a ArrayRef2<f32>,
@@ -109,7 +110,7 @@ pub fn fast_attention_backward_with(
         v.as_standard_layout(),
         d_out.as_standard_layout(),
     );
-    // D_i = rowsum(dO_i ∘ O_i): what every weight's gradient subtracts.
+    // D_i = rowsum(dO_i ⊙ O_i): what every weight's gradient subtracts.
     let d: Array1<f32> = (d_out.rows().into_iter().zip(forward.output.rows()))
         .map(|(d_o, o)| d_o.dot(&o))
         .collect();
@@ -160,10 +161,10 @@ fn key_tile(
     scratch: &mut Scratch,
 ) {
     let cols = dk_j.nrows();
-    // Under the causal mask, query i sees key j only if j ≤ i.
+    // Under the causal mask, query i sees key j only if j ≤ i: the queries
+    // before j0 see none of these keys.
     let first = if x.causal { j0 } else { 0 };
-    let start = first / x.tiles.query * x.tiles.query;
-    for i0 in (start..x.q.nrows()).step_by(x.tiles.query) {
+    for i0 in (first..x.q.nrows()).step_by(x.tiles.query) {
         let rows = x.tiles.query.min(x.q.nrows() - i0);
         weights_and_gradients(x, i0, rows, j0, cols, scratch);
         let p = scratch.p.slice(s![..rows, ..cols]);
@@ -195,8 +196,8 @@ fn query_tile(x: &Inputs, i0: usize, mut dq_i: ArrayViewMut2<f32>, scratch: &mut
 }
 
 /// The tile of queries `i0..i0 + rows` and keys `j0..j0 + cols`: leaves
-/// the scaled queries in `scratch.q`, the weights `P = exp(S − L)` in
-/// `scratch.p` (0 where the causal mask hides a key) and `dS = P ∘ (dP −
+/// the scaled queries in `scratch.q`, the weights `P = exp(S − lse)` in
+/// `scratch.p` (0 where the causal mask hides a key) and `dS = P ⊙ (dP −
 /// D)` in `scratch.dp`.
 fn weights_and_gradients(
     x: &Inputs,
@@ -223,7 +224,7 @@ fn weights_and_gradients(
     let v_j = x.v.slice(s![j0..j0 + cols, ..]);
     product(&mut dp, d_o, v_j.t(), false, Parallelism::None); // dP = dO_i V_jᵀ
     for r in 0..rows {
-        let (l, d) = (x.lse[i0 + r], x.d[i0 + r]);
+        let (lse, delta) = (x.lse[i0 + r], x.d[i0 + r]);
         // Keys past the query are hidden by the causal mask: weight 0.
         let visible = if x.causal {
             (i0 + r + 1).saturating_sub(j0).min(cols)
@@ -238,8 +239,9 @@ fn weights_and_gradients(
         p_hidden.fill(0.0);
         dp_hidden.fill(0.0);
         for (p, dp) in p_seen.iter_mut().zip(dp_seen) {
-            *p = exp_nonpositive((*p - l).min(0.0)); // P = exp(S − L)
-            *dp = *p * (*dp - d); // dS = P ∘ (dP − D)
+            // S ≤ lse but for rounding: P = exp(S − lse) ≤ 1.
+            *p = exp_nonpositive((*p - lse).min(0.0));
+            *dp = *p * (*dp - delta); // dS = P ⊙ (dP − D)
         }
     }
 }
