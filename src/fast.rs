@@ -202,16 +202,10 @@ fn query_tile(
     scratch: &mut Scratch,
 ) -> Result<(), AttnError> {
     let rows = out.nrows();
-    let scale = 1.0 / (q.ncols() as f32).sqrt();
-    let mut q_tile = scratch.q.slice_mut(s![..rows, ..]);
-    q_tile.zip_mut_with(&q.slice(s![i0..i0 + rows, ..]), |a, &b| *a = b * scale);
+    scaled_queries(&mut scratch.q, q, i0, rows);
     scratch.max.fill(f32::NEG_INFINITY);
     scratch.sum.fill(0.0);
-    let keys_seen = if causal {
-        k.nrows().min(i0 + rows)
-    } else {
-        k.nrows()
-    };
+    let keys_seen = keys_seen(causal, k.nrows(), i0 + rows);
     for j0 in (0..keys_seen).step_by(key_tile) {
         let cols = key_tile.min(keys_seen - j0);
         let mut s_tile = scratch.s.slice_mut(s![..rows, ..cols]);
@@ -223,15 +217,10 @@ fn query_tile(
             false,
             Parallelism::None,
         );
-        let on_diagonal = causal && j0 + cols > i0 + 1;
         for r in 0..rows {
             let mut row = s_tile.row_mut(r);
             let scores = row.as_slice_mut().expect("score rows are contiguous");
-            let visible = if on_diagonal {
-                (i0 + r + 1).saturating_sub(j0).min(cols)
-            } else {
-                cols
-            };
+            let visible = visible_keys(causal, i0 + r, j0, cols);
             let (seen, future) = scores.split_at_mut(visible);
             future.fill(0.0); // weight 0: the key is in the query's future
             let alpha =
@@ -261,6 +250,34 @@ fn query_tile(
         }
     }
     Ok(())
+}
+
+/// Queries `i0 .. i0 + rows` of `q`, times `1/√d_k`, into the first rows
+/// of `tile`: the scale folded in once per tile of queries.
+fn scaled_queries(tile: &mut Array2<f32>, q: &ArrayRef2<f32>, i0: usize, rows: usize) {
+    let scale = 1.0 / (q.ncols() as f32).sqrt();
+    let mut tile = tile.slice_mut(s![..rows, ..]);
+    tile.zip_mut_with(&q.slice(s![i0..i0 + rows, ..]), |a, &b| *a = b * scale);
+}
+
+/// How many of `m` keys the queries before `end` see: all of them, or,
+/// under the causal mask, those up to the last query.
+fn keys_seen(causal: bool, m: usize, end: usize) -> usize {
+    if causal {
+        m.min(end)
+    } else {
+        m
+    }
+}
+
+/// How many of the keys `j0 .. j0 + cols` query `i` sees: all of them, or,
+/// under the causal mask, those up to `i`.
+fn visible_keys(causal: bool, i: usize, j0: usize, cols: usize) -> usize {
+    if causal {
+        (i + 1).saturating_sub(j0).min(cols)
+    } else {
+        cols
+    }
 }
 
 /// Lanes of the running maximum and sum: independent accumulators the

@@ -166,6 +166,7 @@ fn key_tile(
     let first = if x.causal { j0 } else { 0 };
     for i0 in (first..x.q.nrows()).step_by(x.tiles.query) {
         let rows = x.tiles.query.min(x.q.nrows() - i0);
+        super::scaled_queries(&mut scratch.q, x.q, i0, rows);
         weights_and_gradients(x, i0, rows, j0, cols, scratch);
         let p = scratch.p.slice(s![..rows, ..cols]);
         let d_o = x.d_out.slice(s![i0..i0 + rows, ..]);
@@ -179,12 +180,8 @@ fn key_tile(
 /// `dQ_i` for the queries `i0 .. i0 + dq_i.nrows()`: every key tile they see.
 fn query_tile(x: &Inputs, i0: usize, mut dq_i: ArrayViewMut2<f32>, scratch: &mut Scratch) {
     let rows = dq_i.nrows();
-    let scale = 1.0 / (x.q.ncols() as f32).sqrt();
-    let keys_seen = if x.causal {
-        x.k.nrows().min(i0 + rows)
-    } else {
-        x.k.nrows()
-    };
+    super::scaled_queries(&mut scratch.q, x.q, i0, rows); // once for every key tile
+    let keys_seen = super::keys_seen(x.causal, x.k.nrows(), i0 + rows);
     for j0 in (0..keys_seen).step_by(x.tiles.key) {
         let cols = x.tiles.key.min(keys_seen - j0);
         weights_and_gradients(x, i0, rows, j0, cols, scratch);
@@ -192,11 +189,12 @@ fn query_tile(x: &Inputs, i0: usize, mut dq_i: ArrayViewMut2<f32>, scratch: &mut
         let k_j = x.k.slice(s![j0..j0 + cols, ..]);
         product(&mut dq_i, ds, k_j, true, Parallelism::None); // dQ_i += dS K_j
     }
+    let scale = 1.0 / (x.q.ncols() as f32).sqrt();
     dq_i.map_inplace(|g| *g *= scale); // … / √d_k
 }
 
-/// The tile of queries `i0..i0 + rows` and keys `j0..j0 + cols`: leaves
-/// the scaled queries in `scratch.q`, the weights `P = exp(S − lse)` in
+/// The tile of queries `i0..i0 + rows` (already scaled in `scratch.q`) and
+/// keys `j0..j0 + cols`: leaves the weights `P = exp(S − lse)` in
 /// `scratch.p` (0 where the causal mask hides a key) and `dS = P ⊙ (dP −
 /// D)` in `scratch.dp`.
 fn weights_and_gradients(
@@ -207,9 +205,6 @@ fn weights_and_gradients(
     cols: usize,
     scratch: &mut Scratch,
 ) {
-    let scale = 1.0 / (x.q.ncols() as f32).sqrt();
-    let mut q_i = scratch.q.slice_mut(s![..rows, ..]);
-    q_i.zip_mut_with(&x.q.slice(s![i0..i0 + rows, ..]), |a, &b| *a = b * scale);
     let mut p = scratch.p.slice_mut(s![..rows, ..cols]);
     let k_j = x.k.slice(s![j0..j0 + cols, ..]);
     product(
@@ -226,11 +221,7 @@ fn weights_and_gradients(
     for r in 0..rows {
         let (lse, delta) = (x.lse[i0 + r], x.d[i0 + r]);
         // Keys past the query are hidden by the causal mask: weight 0.
-        let visible = if x.causal {
-            (i0 + r + 1).saturating_sub(j0).min(cols)
-        } else {
-            cols
-        };
+        let visible = super::visible_keys(x.causal, i0 + r, j0, cols);
         let (mut p_row, mut dp_row) = (p.row_mut(r), dp.row_mut(r));
         let p_row = p_row.as_slice_mut().expect("tile rows are contiguous");
         let dp_row = dp_row.as_slice_mut().expect("tile rows are contiguous");
