@@ -233,7 +233,7 @@ fn run(
         }
     }
     if attention == Attention::KvHeads(4) {
-        convert(corpus, &model, seed, &mut out)?;
+        convert(corpus, &model, (seed, loss, &whole), &mut out)?;
     }
     // Long texts, read through each cache (sinks at positions in the cache
     // need keys cached before RoPE, which latent attention does not keep).
@@ -266,19 +266,18 @@ fn run(
     Ok(out)
 }
 
-/// Converts the multi-head `model` to 2 and to 1 key/value heads by
+/// Converts the multi-head `model` of `seed` (validation loss `multi_head`
+/// over the windows at `whole`) to 2 and to 1 key/value heads by
 /// mean-pooling, and trains each 100 steps more: the losses before, after
 /// pooling and after the training.
 fn convert(
     corpus: &Corpus,
     model: &LanguageModel<f32>,
-    seed: u64,
+    (seed, multi_head, whole): (u64, f64, &[usize]),
     out: &mut Run,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let validation = corpus.validation();
-    let whole = even_offsets(validation.len() / 64, validation.len(), 64);
-    let loss = |m: &LanguageModel<f32>| mean_loss(m, validation, &whole, FINE_TUNING.batch);
-    let multi_head = loss(model)?;
+    let loss = |m: &LanguageModel<f32>| mean_loss(m, validation, whole, FINE_TUNING.batch);
     for kv_heads in [2, 1] {
         let mut pooled = mean_pooled(model, kv_heads)?;
         let before = loss(&pooled)?;
