@@ -13,8 +13,8 @@
 use report::ch16::pooled::{pooled_runs, pooled_table};
 use report::ch16::{
     book_caches, equalities, first_position, first_position_report, long_text_curve,
-    long_text_summaries, long_text_table, long_texts, published_table, range, speed_table, speeds,
-    variant_table, variants, Attention, LongText, Variant, CACHES,
+    long_text_summaries, long_text_table, long_texts, losses_of, mean, published_table, range,
+    speed_table, speeds, variant_table, variants, Attention, LongText, Variant, CACHES,
 };
 use report::error::ReportError;
 use report::plot;
@@ -71,14 +71,7 @@ fn draw_variants(variants: &[Variant]) {
             dashed: false,
         })
         .collect();
-    let mean = |g: usize| {
-        let l: Vec<f64> = variants
-            .iter()
-            .filter(|v| v.attention == Attention::KvHeads(g))
-            .map(|v| v.validation_loss)
-            .collect();
-        l.iter().sum::<f64>() / l.len().max(1) as f64
-    };
+    let mean = |g: usize| mean(&losses_of(variants, Attention::KvHeads(g)));
     series.push(Series {
         label: "mean".into(),
         points: [1, 2, 4]

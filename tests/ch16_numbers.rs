@@ -8,9 +8,9 @@ use attn::lm::{LanguageModel, LmCache, LmConfig, SHAKESPEARE_MODEL};
 use report::ch16::pooled::{pooled_runs, pooled_table, Pooled, FINE_TUNING};
 use report::ch16::{
     book_caches, equalities, first_position, first_position_report, long_text_curve,
-    long_text_summaries, long_text_summary, long_text_table, long_texts, published_table, range,
-    speed_table, speeds, variant_table, variants, Attention, Variant, ATTENTIONS, CACHES, LATENT,
-    RING, SHARING, TABLE_CONTEXT, WRITTEN,
+    long_text_summaries, long_text_summary, long_text_table, long_texts, losses_of, mean,
+    published_table, range, speed_table, speeds, variant_table, variants, Attention, Variant,
+    ATTENTIONS, CACHES, LATENT, RING, SHARING, TABLE_CONTEXT, WRITTEN,
 };
 use report::numbers::Bindings;
 use report::provenance::Provenance;
@@ -125,24 +125,14 @@ fn measured(b: &mut Bindings) {
     b.from(&[&long_source]).quoted(&long_text_summaries(&long));
 
     // The variants' losses.
-    let losses = |g: Attention| -> Vec<f64> {
-        variants
-            .iter()
-            .filter(|v| v.attention == g)
-            .map(|v| v.validation_loss)
-            .collect()
+    let losses = |g: Attention| losses_of(&variants, g);
+    let mean_of = |g| mean(&losses(g));
+    let spread = |g| {
+        let (lo, hi) = range(&losses(g));
+        hi - lo
     };
-    let means: Vec<f64> = SHARING
-        .iter()
-        .map(|&g| losses(g).iter().sum::<f64>() / 3.0)
-        .collect();
-    let spreads: Vec<f64> = SHARING
-        .iter()
-        .map(|&g| {
-            let (lo, hi) = range(&losses(g));
-            hi - lo
-        })
-        .collect();
+    let means: Vec<f64> = SHARING.map(mean_of).to_vec();
+    let spreads: Vec<f64> = SHARING.map(spread).to_vec();
     let (mean_lo, mean_hi) = range(&means);
     let (spread_lo, spread_hi) = range(&spreads);
     b.from(&[&source]).rounded("0.006", mean_hi - mean_lo);
@@ -183,19 +173,11 @@ fn measured(b: &mut Bindings) {
     let sharing_runs: Vec<f64> = SHARING.iter().flat_map(|&g| losses(g)).collect();
     let (latent_lo, _) = range(&latent);
     let (_, sharing_hi) = range(&sharing_runs);
-    let mean_of = |g| losses(g).iter().sum::<f64>() / 3.0;
     b.from(&[&source])
         .rounded("1.8176", latent_lo)
         .rounded("1.8075", sharing_hi)
         .rounded("0.029", mean_of(Latent) - mean_of(KvHeads(4)));
-    let all_spreads: Vec<f64> = ATTENTIONS
-        .iter()
-        .map(|&g| {
-            let (lo, hi) = range(&losses(g));
-            hi - lo
-        })
-        .collect();
-    let widest = all_spreads.iter().copied().fold(0.0, f64::max);
+    let widest = ATTENTIONS.map(spread).into_iter().fold(0.0, f64::max);
     b.from(&[&source]).rounded("0.019", widest);
     b.claim("Latent attention costs more", latent_lo > sharing_hi);
     b.claim(

@@ -194,8 +194,8 @@ pub fn variant_table(variants: &[Variant]) -> String {
     for g in ATTENTIONS {
         let runs: Vec<&Variant> = variants.iter().filter(|v| v.attention == g).collect();
         let Some(first) = runs.first() else { continue };
-        let losses: Vec<f64> = runs.iter().map(|v| v.validation_loss).collect();
-        let mean = losses.iter().sum::<f64>() / losses.len() as f64;
+        let losses = losses_of(variants, g);
+        let mean = mean(&losses);
         let (lo, hi) = range(&losses);
         let seeds: String = losses.iter().map(|l| format!("  {l:.4}")).collect();
         out += &format!(
@@ -207,6 +207,20 @@ pub fn variant_table(variants: &[Variant]) -> String {
         );
     }
     out.trim_end().to_string()
+}
+
+/// The validation losses of the runs of `attention`, in the file's order.
+pub fn losses_of(variants: &[Variant], attention: Attention) -> Vec<f64> {
+    variants
+        .iter()
+        .filter(|v| v.attention == attention)
+        .map(|v| v.validation_loss)
+        .collect()
+}
+
+/// The mean of `values` (NaN if there are none).
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// The lowest and highest of `values`.

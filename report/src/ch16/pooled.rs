@@ -113,15 +113,9 @@ pub fn pooled_table(runs: &[Pooled], trained: &[super::Variant]) -> String {
         String::from("kv heads  multi-head  pooled  after 100 steps  trained from the start\n");
     for g in [2, 1] {
         let these: Vec<&Pooled> = runs.iter().filter(|r| r.kv_heads == g).collect();
-        let mean = |f: fn(&Pooled) -> f64| {
-            these.iter().map(|r| f(r)).sum::<f64>() / these.len().max(1) as f64
-        };
-        let scratch: Vec<f64> = trained
-            .iter()
-            .filter(|v| v.attention == super::Attention::KvHeads(g))
-            .map(|v| v.validation_loss)
-            .collect();
-        let scratch = scratch.iter().sum::<f64>() / scratch.len().max(1) as f64;
+        let mean =
+            |f: fn(&Pooled) -> f64| super::mean(&these.iter().map(|r| f(r)).collect::<Vec<_>>());
+        let scratch = super::mean(&super::losses_of(trained, super::Attention::KvHeads(g)));
         out += &format!(
             "{g:>8}  {:>10.4}  {:>6.4}  {:>15.4}  {scratch:>22.4}\n",
             mean(|r| r.multi_head),
