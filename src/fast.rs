@@ -87,7 +87,45 @@ pub fn fast_attention_with(
     causal: bool,
     tiles: Tiles,
 ) -> Result<Array2<f32>, AttnError> {
-    attention_with(q, k, v, causal, tiles, None)
+    fast_attention_on(q, k, v, causal, tiles, Kernel::best())
+}
+
+/// Which loop computes the tiles: both give the same attention, to
+/// rounding; the appendix times one against the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// Any processor: the tiles' products through the `gemm` crate, the
+    /// online softmax row by row ([`exponentials`]).
+    Portable,
+    /// Processors with AVX-512: every tile transposed, queries across the
+    /// 16 lanes of a register, one hand-written micro-kernel for both
+    /// products and the online softmax 16 queries at a time.
+    Avx512,
+}
+
+impl Kernel {
+    /// The faster kernel this processor runs: [`Kernel::Avx512`] where it
+    /// can, [`Kernel::Portable`] elsewhere.
+    pub fn best() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        if avx512::available() {
+            return Kernel::Avx512;
+        }
+        Kernel::Portable
+    }
+}
+
+/// [`fast_attention_with`] on the given `kernel`; asking for
+/// [`Kernel::Avx512`] on a processor without it is an error.
+pub fn fast_attention_on(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    causal: bool,
+    tiles: Tiles,
+    kernel: Kernel,
+) -> Result<Array2<f32>, AttnError> {
+    attention_with([q, k, v], (causal, tiles, kernel), None)
 }
 
 /// [`fast_attention`], keeping what [`fast_attention_backward`] needs: the
@@ -110,7 +148,11 @@ pub(crate) fn forward_with(
     tiles: Tiles,
 ) -> Result<FastForward, AttnError> {
     let mut lse = Array1::zeros(q.nrows());
-    let output = attention_with(q, k, v, causal, tiles, Some(lse.view_mut()))?;
+    let output = attention_with(
+        [q, k, v],
+        (causal, tiles, Kernel::best()),
+        Some(lse.view_mut()),
+    )?;
     Ok(FastForward {
         output,
         lse,
@@ -121,11 +163,8 @@ pub(crate) fn forward_with(
 /// The checked attention of `q` over `k`, `v`, and each query's
 /// log-sum-exp into `lse` if asked.
 fn attention_with(
-    q: &ArrayRef2<f32>,
-    k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-    causal: bool,
-    tiles: Tiles,
+    [q, k, v]: [&ArrayRef2<f32>; 3],
+    (causal, tiles, kernel): (bool, Tiles, Kernel),
     lse: Option<ArrayViewMut1<f32>>,
 ) -> Result<Array2<f32>, AttnError> {
     check_qkv(q, k, v)?;
@@ -138,7 +177,12 @@ fn attention_with(
         v.as_standard_layout(),
     );
     let mut output = Array2::zeros((q.nrows(), v.ncols()));
-    attend_into([&q, &k, &v], causal, tiles, output.view_mut(), lse)?;
+    attend_into(
+        [&q, &k, &v],
+        (causal, tiles, kernel),
+        output.view_mut(),
+        lse,
+    )?;
     check_overflow("the output", &output)?;
     Ok(output)
 }
@@ -147,27 +191,76 @@ fn attention_with(
 /// query tile per task, and each query's log-sum-exp into `lse` if asked.
 fn attend_into(
     [q, k, v]: [&ArrayRef2<f32>; 3],
-    causal: bool,
-    tiles: Tiles,
-    mut output: ArrayViewMut2<f32>,
+    (causal, tiles, kernel): (bool, Tiles, Kernel),
+    output: ArrayViewMut2<f32>,
     lse: Option<ArrayViewMut1<f32>>,
 ) -> Result<(), AttnError> {
-    let scratch = || Scratch::new(q.ncols(), tiles);
-    let tile = |scratch: &mut Scratch, t: usize, out| {
-        query_tile([q, k, v], causal, tiles.key, t * tiles.query, out, scratch)
+    let dims = [q.ncols(), v.ncols()];
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 if avx512::available() => {
+            let [q, k, v] = [q, k, v].map(|x| x.as_standard_layout());
+            let slices = [&q, &k, &v].map(|x| x.as_slice().expect("standard layout"));
+            let scratch = || avx512::Scratch::new(dims, tiles);
+            let tile = |s: &mut avx512::Scratch, i0, out: ArrayViewMut2<f32>| {
+                // SAFETY: `available` found AVX-512 on this processor.
+                unsafe { avx512::query_tile(slices, dims, causal, tiles.key, i0, out, s) }
+            };
+            return each_query_tile(output, lse, tiles.query, scratch, tile);
+        }
+        Kernel::Avx512 => {
+            return Err(AttnError::Mismatched {
+                name: "kernel",
+                requirement: "Kernel::Avx512 needs a processor that runs AVX-512 \
+                              (Kernel::best() says which kernel this one runs)",
+            })
+        }
+        Kernel::Portable => {}
+    }
+    let scratch = || Scratch::new(dims[0], tiles);
+    let tile = |s: &mut Scratch, i0, out: ArrayViewMut2<f32>| {
+        query_tile([q, k, v], causal, tiles.key, i0, out, s)
     };
+    each_query_tile(output, lse, tiles.query, scratch, tile)
+}
+
+/// A scratch that keeps each query's running maximum and sum.
+trait RunningSoftmax {
+    fn max_and_sum(&self) -> (&[f32], &[f32]);
+}
+
+impl RunningSoftmax for Scratch {
+    fn max_and_sum(&self) -> (&[f32], &[f32]) {
+        (
+            self.max.as_slice().expect("owned"),
+            self.sum.as_slice().expect("owned"),
+        )
+    }
+}
+
+/// Runs `tile(scratch, i0, rows)` on each tile of `rows` rows of `output`
+/// in parallel, one scratch per thread, and writes each query's
+/// log-sum-exp into `lse` if asked.
+fn each_query_tile<S: RunningSoftmax>(
+    mut output: ArrayViewMut2<f32>,
+    lse: Option<ArrayViewMut1<f32>>,
+    query_tile: usize,
+    scratch: impl Fn() -> S + Send + Sync,
+    tile: impl Fn(&mut S, usize, ArrayViewMut2<f32>) -> Result<(), AttnError> + Send + Sync,
+) -> Result<(), AttnError> {
     let chunks = output
-        .axis_chunks_iter_mut(Axis(0), tiles.query)
+        .axis_chunks_iter_mut(Axis(0), query_tile)
         .into_par_iter()
         .enumerate();
     match lse {
-        None => chunks.try_for_each_init(scratch, |s, (t, out)| tile(s, t, out)),
+        None => chunks.try_for_each_init(scratch, |s, (t, out)| tile(s, t * query_tile, out)),
         Some(mut lse) => chunks
-            .zip(lse.axis_chunks_iter_mut(Axis(0), tiles.query))
+            .zip(lse.axis_chunks_iter_mut(Axis(0), query_tile))
             .try_for_each_init(scratch, |s, ((t, out), mut lse)| {
-                tile(s, t, out)?;
+                tile(s, t * query_tile, out)?;
                 // lse_i = s_max,i + log ℓ_i, the log of the softmax's denominator.
-                for (l, (&m, &sum)) in lse.iter_mut().zip(s.max.iter().zip(&s.sum)) {
+                let (max, sum) = s.max_and_sum();
+                for (l, (&m, &sum)) in lse.iter_mut().zip(max.iter().zip(sum)) {
                     *l = m + sum.ln();
                 }
                 Ok(())
@@ -388,7 +481,7 @@ pub fn fast_multihead(
         .try_for_each(|(i, out)| {
             let head = s![.., i * d_k..(i + 1) * d_k];
             let (q, k, v) = (q.slice(head), k.slice(head), v.slice(head));
-            attend_into([&q, &k, &v], false, FAST_TILES, out, None)
+            attend_into([&q, &k, &v], (false, FAST_TILES, Kernel::best()), out, None)
         })?;
     let output = project(&merged, w_o, 3);
     check_overflow("the output", &output)?;
@@ -396,6 +489,8 @@ pub fn fast_multihead(
 }
 // ANCHOR_END: fast_multihead
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod matmul;
 pub mod profile;
 pub mod roofline;

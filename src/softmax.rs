@@ -78,6 +78,24 @@ fn invalid_score<F: Real>(i: usize, row: &ArrayRef1<F>) -> AttnError {
 }
 
 // ANCHOR: fast_exp
+pub(crate) const LOG2_E: f32 = std::f32::consts::LOG2_E;
+/// `ln 2 = LN2_HI + LN2_LO`, `LN2_HI` exact in few bits.
+pub(crate) const LN2_HI: f32 = 0.693_359_4;
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
+/// `1.5 · 2²³`: adding it rounds an `f32` to an integer.
+pub(crate) const ROUND: f32 = 12_582_912.0;
+/// Below this, `e^x` is taken as 0.
+pub(crate) const EXP_LOWEST: f32 = -87.3;
+/// `e^r ≈ 1 + r + r²·p(r)`: the coefficients of `p`, highest degree first.
+pub(crate) const EXP_POLYNOMIAL: [f32; 6] = [
+    1.987_569_1e-4,
+    1.398_199_9e-3,
+    8.333_452e-3,
+    4.166_579_6e-2,
+    1.666_666_5e-1,
+    0.5,
+];
+
 /// `e^x`, fast for the exponents a stable softmax makes (`x ≤ 0`), with a
 /// relative error below `3·10⁻⁷` (tested against `f64`). It is exactly 0 for
 /// `x < −87.3` (including `−∞`), where `e^x` is below the smallest normal
@@ -92,27 +110,20 @@ fn invalid_score<F: Real>(i: usize, row: &ArrayRef1<F>) -> AttnError {
 /// instruction. The appendix "Making it fast" measures it.
 #[inline(always)]
 pub fn exp_nonpositive(x: f32) -> f32 {
-    const LOG2_E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_359_4; // ln 2 = LN2_HI + LN2_LO, LN2_HI exact in few bits
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    const ROUND: f32 = 12_582_912.0; // 1.5 · 2²³: adding it rounds to an integer
-    let clamped = x.clamp(-87.3, 88.8); // NaN stays NaN
+    let clamped = x.clamp(EXP_LOWEST, 88.8); // NaN stays NaN
     let t = clamped * LOG2_E + ROUND;
     let nu = t - ROUND; // ν = round(x / ln 2), as a float
     let r = clamped - nu * LN2_HI - nu * LN2_LO; // |r| ≤ ln 2 / 2
-    let p = 1.987_569_1e-4;
-    let p = p * r + 1.398_199_9e-3;
-    let p = p * r + 8.333_452e-3;
-    let p = p * r + 4.166_579_6e-2;
-    let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 0.5;
+    let p = EXP_POLYNOMIAL[1..]
+        .iter()
+        .fold(EXP_POLYNOMIAL[0], |p, &c| p * r + c);
     let e_r = p * r * r + r + 1.0;
     // The integer ν, −126 ≤ ν ≤ 128 (any integer for NaN, which e_r carries).
     let nu_int = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let power_of_two = |n: i32| f32::from_bits((n.wrapping_add(127) << 23) as u32);
     let half = nu_int >> 1; // ⌊ν/2⌋; 2^ν = 2^half · 2^(ν − half), each ≥ 2^−63
     let e_x = e_r * power_of_two(half) * power_of_two(nu_int - half);
-    if x < -87.3 {
+    if x < EXP_LOWEST {
         0.0
     } else {
         e_x

@@ -7,6 +7,19 @@ use crate::scaling::standard_normal;
 use approx::assert_abs_diff_eq;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+/// The kernels this processor runs: both, where it has AVX-512.
+fn kernels() -> Vec<Kernel> {
+    let mut kernels = vec![Kernel::Portable];
+    if Kernel::best() == Kernel::Avx512 {
+        kernels.push(Kernel::Avx512);
+    }
+    kernels
+}
+
+/// Tiles that leave ragged edges: queries not a multiple of 16 (the
+/// AVX-512 kernel's lanes) nor of 6 (its micro-kernel's rows).
+const ODD_TILES: Tiles = Tiles { query: 37, key: 45 };
+
 #[test]
 fn fast_attention_equals_naive_attention_with_and_without_the_mask() {
     let mut rng = StdRng::seed_from_u64(77);
@@ -14,20 +27,31 @@ fn fast_attention_equals_naive_attention_with_and_without_the_mask() {
         let q = standard_normal(n, d_k, &mut rng);
         let k = standard_normal(m, d_k, &mut rng);
         let v = standard_normal(m, d_v, &mut rng);
-        let naive = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
-        assert_abs_diff_eq!(
-            fast_attention(&q, &k, &v, false).unwrap(),
-            naive,
-            epsilon = 1e-5
-        );
-        let naive = masked_attention(&q, &k, &v, &causal_mask(n, m))
+        let plain = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
+        let causal = masked_attention(&q, &k, &v, &causal_mask(n, m))
             .unwrap()
             .output;
-        assert_abs_diff_eq!(
-            fast_attention(&q, &k, &v, true).unwrap(),
-            naive,
-            epsilon = 1e-5
-        );
+        for kernel in kernels() {
+            for tiles in [FAST_TILES, ODD_TILES] {
+                let fast = |masked| fast_attention_on(&q, &k, &v, masked, tiles, kernel).unwrap();
+                assert_abs_diff_eq!(fast(false), plain, epsilon = 1e-5);
+                assert_abs_diff_eq!(fast(true), causal, epsilon = 1e-5);
+            }
+        }
+    }
+}
+
+#[test]
+fn this_processor_runs_the_kernel_it_is_offered() {
+    let q = Array2::from_elem((3, 4), 0.5_f32);
+    let best = fast_attention_on(&q, &q, &q, false, FAST_TILES, Kernel::best());
+    assert!(best.is_ok());
+    if Kernel::best() == Kernel::Portable {
+        let err = fast_attention_on(&q, &q, &q, false, FAST_TILES, Kernel::Avx512);
+        assert!(matches!(
+            err,
+            Err(AttnError::Mismatched { name: "kernel", .. })
+        ));
     }
 }
 
@@ -58,14 +82,16 @@ fn one_thread_and_two_give_the_same_bits() {
         standard_normal(300, 32, &mut rng),
         standard_normal(300, 16, &mut rng),
     );
-    let on = |threads| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| fast_attention(&q, &k, &v, true).unwrap())
-    };
-    assert_eq!(on(1), on(2));
+    for kernel in kernels() {
+        let on = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| fast_attention_on(&q, &k, &v, true, ODD_TILES, kernel).unwrap())
+        };
+        assert_eq!(on(1), on(2));
+    }
 }
 
 #[test]
@@ -75,11 +101,17 @@ fn growing_scores_are_rescaled_and_overflow_is_an_error() {
     let k = Array2::from_shape_fn((m, d), |(j, _)| j as f32 / 10.0);
     let v = Array2::from_shape_fn((m, 1), |(j, _)| (j % 7) as f32);
     let naive = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
-    assert_abs_diff_eq!(
-        fast_attention(&q, &k, &v, false).unwrap(),
-        naive,
-        epsilon = 1e-4
-    );
-    let huge = Array2::from_elem((2, 2), 3e38_f32);
-    assert!(fast_attention(&huge, &huge, &huge, false).is_err());
+    for kernel in kernels() {
+        let fast = fast_attention_on(&q, &k, &v, false, ODD_TILES, kernel).unwrap();
+        assert_abs_diff_eq!(fast, naive, epsilon = 1e-4);
+        // Query 1's scores overflow to +∞ from key 0 on, in the first tile.
+        let ones = Array2::from_elem((3, 2), 1.0_f32);
+        let mut huge = ones.clone();
+        huge.row_mut(1).fill(3e38);
+        let err = fast_attention_on(&huge, &ones, &ones, false, ODD_TILES, kernel);
+        assert!(
+            matches!(err, Err(AttnError::Overflow { position: (1, 0), value, .. }) if value == f32::INFINITY),
+            "{kernel:?}: {err:?}"
+        );
+    }
 }

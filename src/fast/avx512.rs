@@ -1,0 +1,462 @@
+//! The fast kernel's loop written for AVX-512, the processors whose vector
+//! registers hold 16 `f32`: twice the work per instruction of the `gemm`
+//! crate's 256-bit kernels that the portable loop uses.
+//!
+//! Every tile is kept with its queries across: the packed queries `Qᵀ`
+//! (`d_k` by the tile's queries), the scores `Sᵀ` (keys by queries) and
+//! the output `Oᵀ` (`d_v` by queries). One register then holds 16
+//! queries, so the online softmax of 16 queries is a column of registers
+//! (maxima, exponentials and sums lane by lane, never across a register),
+//! and both products are one micro-kernel, [`block`]: a block of 6 rows by
+//! 64 queries in 24 registers, updated by one broadcast number times four
+//! registers at each step. The steps:
+//!
+//! - [`pack_queries`]: the tile's queries times `1/√d_k`, transposed;
+//! - [`scores`]: `Sᵀ = K_j Q_iᵀ`, a key's coordinates broadcast;
+//! - [`softmax_columns`]: the online softmax, [`exp`] on 16 lanes, the
+//!   causal mask as a mask of lanes;
+//! - [`weighted_values`]: `Oᵀ ← Oᵀ diag(α) + V_jᵀ Pᵀ`, a value's
+//!   coordinates broadcast.
+//!
+//! The scratch is aligned to 64 bytes, so that no load of 16 `f32`
+//! straddles two cache lines; the inputs are only ever read one number at
+//! a time. Every sum is taken in the same order whatever the thread, so
+//! the bits do not depend on the number of threads. `unsafe` is confined
+//! to loads and stores: each touches memory inside a slice whose length
+//! the function asserts on entry.
+
+use std::arch::x86_64::{
+    __m512, __mmask16, _mm512_add_ps, _mm512_cmp_ps_mask, _mm512_cmpge_epi32_mask, _mm512_fmadd_ps,
+    _mm512_fnmadd_ps, _mm512_loadu_ps, _mm512_mask_blend_ps, _mm512_mask_max_ps,
+    _mm512_maskz_mov_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_scalef_ps, _mm512_set1_epi32,
+    _mm512_set1_ps, _mm512_setr_epi32, _mm512_setzero_ps, _mm512_storeu_ps, _mm512_sub_ps,
+    _CMP_EQ_OQ, _CMP_UNORD_Q,
+};
+
+use ndarray::ArrayViewMut2;
+
+use super::{keys_seen, Tiles};
+use crate::error::AttnError;
+use crate::softmax::{EXP_LOWEST, EXP_POLYNOMIAL, LN2_HI, LN2_LO, LOG2_E, ROUND};
+
+/// Lanes of one register of `f32`.
+const W: usize = 16;
+
+/// Rows of a [`block`]: 6 rows by 4 registers are 24 accumulators, with
+/// room for the 4 registers of `b` and the broadcast number. (Measured
+/// against 8×3, 12×2, 4×6 and 14×2, alone in the L1 cache: the fastest.)
+const ROWS: usize = 6;
+
+/// Registers of 16 queries across a [`block`].
+const PANELS: usize = 4;
+
+/// Whether this processor runs AVX-512.
+pub(super) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// `len` numbers aligned to 64 bytes, inside a vector 16 longer.
+struct Aligned {
+    buffer: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn zeros(len: usize) -> Aligned {
+        let buffer = vec![0.0; len + W];
+        let start = buffer.as_ptr().align_offset(64);
+        assert!(start < W, "f32 is 4-aligned, so 64 is 16 away at most");
+        Aligned { buffer, start, len }
+    }
+
+    fn get_mut(&mut self) -> &mut [f32] {
+        &mut self.buffer[self.start..self.start + self.len]
+    }
+}
+
+/// One thread's scratch: the packed queries, the score tile and the output
+/// tile, all transposed, and per query the running maximum, sum and last
+/// rescaling factor.
+pub(super) struct Scratch {
+    qt: Aligned,     // d_k×ld, in panels of 16 queries
+    st: Aligned,     // tiles.key×ld
+    ot: Aligned,     // d_v×ld
+    max: Vec<f32>,   // ld
+    sum: Vec<f32>,   // ld
+    alpha: Vec<f32>, // ld
+}
+
+impl super::RunningSoftmax for Scratch {
+    fn max_and_sum(&self) -> (&[f32], &[f32]) {
+        (&self.max, &self.sum)
+    }
+}
+
+impl Scratch {
+    /// `ld`, the tile's queries rounded up to a multiple of 16.
+    pub(super) fn new([d_k, d_v]: [usize; 2], tiles: Tiles) -> Scratch {
+        let ld = tiles.query.next_multiple_of(W);
+        Scratch {
+            qt: Aligned::zeros(d_k * ld),
+            st: Aligned::zeros(tiles.key * ld),
+            ot: Aligned::zeros(d_v * ld),
+            max: vec![0.0; ld],
+            sum: vec![0.0; ld],
+            alpha: vec![0.0; ld],
+        }
+    }
+}
+
+/// The output rows `i0 .. i0 + out.nrows()` of the attention of `q` over
+/// `k`, `v` (rows contiguous, `[d_k, d_v]` wide): every key tile the
+/// causal mask leaves visible, with the online softmax.
+///
+/// # Safety
+/// The processor must run AVX-512 ([`available`]).
+#[allow(clippy::too_many_arguments)] // the three matrices and the tile
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn query_tile(
+    [q, k, v]: [&[f32]; 3],
+    [d_k, d_v]: [usize; 2],
+    causal: bool,
+    key_tile: usize,
+    i0: usize,
+    mut out: ArrayViewMut2<f32>,
+    s: &mut Scratch,
+) -> Result<(), AttnError> {
+    let (rows, m) = (out.nrows(), k.len() / d_k);
+    let ld = rows.next_multiple_of(W);
+    let (qt, ot) = (
+        &mut s.qt.get_mut()[..d_k * ld],
+        &mut s.ot.get_mut()[..d_v * ld],
+    );
+    pack_queries(&q[i0 * d_k..(i0 + rows) * d_k], d_k, qt);
+    let [max, sum, alpha] = [&mut s.max, &mut s.sum, &mut s.alpha].map(|x| &mut x[..ld]);
+    max.fill(f32::NEG_INFINITY);
+    sum.fill(0.0);
+    ot.fill(0.0);
+    let seen = keys_seen(causal, m, i0 + rows);
+    for j0 in (0..seen).step_by(key_tile) {
+        let cols = key_tile.min(seen - j0);
+        let st = &mut s.st.get_mut()[..cols * ld];
+        scores(&k[j0 * d_k..(j0 + cols) * d_k], d_k, qt, st);
+        // Key j is hidden from tile row r when j0 + j > i0 + r.
+        let shift = causal.then_some(j0 as isize - i0 as isize);
+        softmax_columns(st, ld, shift, max, sum, alpha).map_err(|(r, value)| {
+            AttnError::Overflow {
+                what: "the scores QKᵀ/√d_k",
+                position: (i0 + r, j0),
+                value,
+            }
+        })?;
+        weighted_values(st, alpha, &v[j0 * d_v..(j0 + cols) * d_v], ot);
+    }
+    for (r, mut row) in out.rows_mut().into_iter().enumerate() {
+        let inv = if sum[r] > 0.0 { 1.0 / sum[r] } else { 1.0 };
+        row.iter_mut()
+            .enumerate()
+            .for_each(|(c, out)| *out = ot[c * ld + r] * inv);
+    }
+    Ok(())
+}
+
+/// Queries `q` (`rows×d_k`, rows contiguous) times `1/√d_k` into `qt`, in
+/// panels of 16: entry `(c, l)` of panel `p` is coordinate `c` of query
+/// `16p + l`, zero past the last query.
+fn pack_queries(q: &[f32], d_k: usize, qt: &mut [f32]) {
+    let scale = 1.0 / (d_k as f32).sqrt();
+    for (p, panel) in qt.chunks_exact_mut(d_k * W).enumerate() {
+        for l in 0..W {
+            let row = q.get((p * W + l) * d_k..(p * W + l + 1) * d_k);
+            for c in 0..d_k {
+                panel[c * W + l] = row.map_or(0.0, |row| row[c] * scale);
+            }
+        }
+    }
+}
+
+/// `Sᵀ ← K_j Q_iᵀ`: row `j` of `st` (`cols×ld`) holds key `j`'s score with
+/// each query, for the keys `k` (`cols×d_k`) and the packed queries `qt`.
+#[target_feature(enable = "avx512f")]
+fn scores(k: &[f32], d_k: usize, qt: &[f32], st: &mut [f32]) {
+    let (cols, ld) = (k.len() / d_k, qt.len() / d_k);
+    for_blocks([cols, ld / W], |[j, p], [rows, panels]| {
+        let (a, b) = (&k[j * d_k..], &qt[p * d_k * W..]);
+        let c = &mut st[j * ld + p * W..];
+        // a[r, t] = K[j + r][t], b[p, t] = Qᵀ panel p, coordinate t.
+        block_of(
+            (a, [d_k, 1]),
+            (b, [d_k * W, W]),
+            d_k,
+            (c, ld),
+            [rows, panels],
+            false,
+        );
+    });
+}
+
+/// `Oᵀ ← Oᵀ diag(α) + V_jᵀ Pᵀ`: the output so far (`d_v×ld`) rescaled by
+/// each query's `α`, plus the weights `pt` (`cols×ld`) times the values
+/// `v` (`cols×d_v`).
+#[target_feature(enable = "avx512f")]
+fn weighted_values(pt: &[f32], alpha: &[f32], v: &[f32], ot: &mut [f32]) {
+    let ld = alpha.len();
+    let (cols, d_v) = (pt.len() / ld, ot.len() / ld);
+    for row in ot.chunks_exact_mut(ld) {
+        for (o, a) in row.chunks_exact_mut(W).zip(alpha.chunks_exact(W)) {
+            // SAFETY: both chunks hold 16 numbers.
+            unsafe {
+                let scaled =
+                    _mm512_mul_ps(_mm512_loadu_ps(o.as_ptr()), _mm512_loadu_ps(a.as_ptr()));
+                _mm512_storeu_ps(o.as_mut_ptr(), scaled);
+            }
+        }
+    }
+    for_blocks([d_v, ld / W], |[c, p], [rows, panels]| {
+        let (a, b) = (&v[c..], &pt[p * W..]);
+        let o = &mut ot[c * ld + p * W..];
+        // a[r, t] = V[t][c + r], b[p, t] = Pᵀ row t, panel p.
+        block_of(
+            (a, [1, d_v]),
+            (b, [W, ld]),
+            cols,
+            (o, ld),
+            [rows, panels],
+            true,
+        );
+    });
+}
+
+/// Calls `f([row, panel], [rows, panels])` on blocks covering `rows` rows
+/// by `panels` panels: [`PANELS`] panels across (then 2 or 1 for the last),
+/// and [`ROWS`] rows down (then 4 or 1 for the last).
+fn for_blocks([rows, panels]: [usize; 2], mut f: impl FnMut([usize; 2], [usize; 2])) {
+    let largest = |left: usize, sizes: [usize; 3]| sizes.into_iter().find(|&s| s <= left);
+    let mut p = 0;
+    while let Some(across) = largest(panels - p, [PANELS, 2, 1]) {
+        let mut r = 0;
+        while let Some(down) = largest(rows - r, [ROWS, 4, 1]) {
+            f([r, p], [down, across]);
+            r += down;
+        }
+        p += across;
+    }
+}
+
+/// A matrix and its two strides, or a matrix and its row stride.
+type Strided<'a> = (&'a [f32], [usize; 2]);
+
+/// [`block`] for `rows` rows (6, 4 or 1) and `panels` panels (4, 2 or 1).
+#[target_feature(enable = "avx512f")]
+fn block_of(
+    a: Strided,
+    b: Strided,
+    depth: usize,
+    c: (&mut [f32], usize),
+    [rows, panels]: [usize; 2],
+    accumulate: bool,
+) {
+    match (rows, panels) {
+        (ROWS, PANELS) => block::<ROWS, PANELS>(a, b, depth, c, accumulate),
+        (ROWS, 2) => block::<ROWS, 2>(a, b, depth, c, accumulate),
+        (ROWS, _) => block::<ROWS, 1>(a, b, depth, c, accumulate),
+        (4, PANELS) => block::<4, PANELS>(a, b, depth, c, accumulate),
+        (4, 2) => block::<4, 2>(a, b, depth, c, accumulate),
+        (4, _) => block::<4, 1>(a, b, depth, c, accumulate),
+        (_, PANELS) => block::<1, PANELS>(a, b, depth, c, accumulate),
+        (_, 2) => block::<1, 2>(a, b, depth, c, accumulate),
+        _ => block::<1, 1>(a, b, depth, c, accumulate),
+    }
+}
+
+// ANCHOR: block
+/// The micro-kernel: `C ← C + A·B` (or `C ← A·B`) for `R` rows of `C` by
+/// `P` registers of 16 queries, with `A` read one number at a time and `B`
+/// sixteen at a time:
+///
+/// `C[r][16p .. 16p+16] (+)= Σ_t a[r·a_r + t·a_t] · b[p·b_p + t·b_t .. +16]`
+///
+/// over `t < depth`, row `r` of `C` at `c[r·c_r]`. The `R×P` sums stay in
+/// registers for the whole of `t`; each step loads `P` registers of `B`
+/// and broadcasts `R` numbers of `A`, for `R·P` fused multiply-adds.
+#[target_feature(enable = "avx512f")]
+fn block<const R: usize, const P: usize>(
+    (a, [a_r, a_t]): Strided,
+    (b, [b_p, b_t]): Strided,
+    depth: usize,
+    (c, c_r): (&mut [f32], usize),
+    accumulate: bool,
+) {
+    assert!(depth >= 1 && a.len() > (R - 1) * a_r + (depth - 1) * a_t);
+    assert!(b.len() >= (P - 1) * b_p + (depth - 1) * b_t + W);
+    assert!(c.len() >= (R - 1) * c_r + P * W);
+    let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
+    let mut sums = [[_mm512_setzero_ps(); P]; R];
+    if accumulate {
+        for (r, sums) in sums.iter_mut().enumerate() {
+            for (p, sum) in sums.iter_mut().enumerate() {
+                // SAFETY: r < R, p < P: inside `c` (asserted).
+                *sum = unsafe { _mm512_loadu_ps(c.add(r * c_r + p * W)) };
+            }
+        }
+    }
+    for t in 0..depth {
+        let mut b_t_p = [_mm512_setzero_ps(); P];
+        for (p, b_t_p) in b_t_p.iter_mut().enumerate() {
+            // SAFETY: p < P, t < depth: inside `b` (asserted).
+            *b_t_p = unsafe { _mm512_loadu_ps(b.add(p * b_p + t * b_t)) };
+        }
+        for (r, sums) in sums.iter_mut().enumerate() {
+            // SAFETY: r < R, t < depth: inside `a` (asserted).
+            let a_r_t = _mm512_set1_ps(unsafe { *a.add(r * a_r + t * a_t) });
+            for (sum, &b_t_p) in sums.iter_mut().zip(&b_t_p) {
+                *sum = _mm512_fmadd_ps(a_r_t, b_t_p, *sum);
+            }
+        }
+    }
+    for (r, sums) in sums.iter().enumerate() {
+        for (p, &sum) in sums.iter().enumerate() {
+            // SAFETY: as for the loads of `c`.
+            unsafe { _mm512_storeu_ps(c.add(r * c_r + p * W), sum) };
+        }
+    }
+}
+// ANCHOR_END: block
+
+/// The online softmax of every column of `st` (`cols×ld`: one column a
+/// query), 16 queries at a time: the scores become `exp(s − M_new)` (0
+/// where the causal mask hides the key), `M` and `ℓ` are updated, and
+/// `α = exp(M_old − M_new)` is kept for the output so far.
+///
+/// With `shift = Some(j0 − i0)`, key `j` is hidden from query `r` when
+/// `j + shift > r`. A score of `+∞` or NaN is an error: its query and value.
+#[target_feature(enable = "avx512f")]
+fn softmax_columns(
+    st: &mut [f32],
+    ld: usize,
+    shift: Option<isize>,
+    max: &mut [f32],
+    sum: &mut [f32],
+    alpha: &mut [f32],
+) -> Result<(), (usize, f32)> {
+    let cols = st.len() / ld;
+    assert!(st.len() == cols * ld && [max.len(), sum.len(), alpha.len()] == [ld; 3]);
+    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for g in (0..ld).step_by(W) {
+        // Lane l sees key j when j + shift ≤ g + l: every lane when
+        // j + shift ≤ g, none when j + shift > g + 15.
+        let (keys, all_from) = match shift {
+            None => (cols, cols),
+            Some(shift) => {
+                let keys = (g as isize + W as isize - shift).clamp(0, cols as isize);
+                let all = (g as isize + 1 - shift).clamp(0, keys);
+                (keys as usize, all as usize)
+            }
+        };
+        let seen_by = |j: usize| -> __mmask16 {
+            if j < all_from {
+                return 0xFFFF;
+            }
+            let first = j as isize + shift.unwrap_or(0) - g as isize; // 1 ..= 15
+            _mm512_cmpge_epi32_mask(lanes, _mm512_set1_epi32(first as i32))
+        };
+        let column = |j: usize| st[j * ld + g..j * ld + g + W].as_ptr();
+        // Pass 1: the maximum of each lane; x·0 + poison is NaN once an x
+        // is NaN or infinite. Four of each, over every fourth key, so that
+        // no step waits for the one before (a maximum takes 4 cycles).
+        let mut block_max = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
+        let mut poison = [_mm512_setzero_ps(); 4];
+        let unrolled = all_from - all_from % 4;
+        for j in (0..unrolled).step_by(4) {
+            for u in 0..4 {
+                let x = unsafe { _mm512_loadu_ps(column(j + u)) }; // SAFETY: 16 numbers
+                block_max[u] = _mm512_max_ps(x, block_max[u]);
+                poison[u] = _mm512_fmadd_ps(x, _mm512_setzero_ps(), poison[u]);
+            }
+        }
+        for j in unrolled..keys {
+            let x = unsafe { _mm512_loadu_ps(column(j)) }; // SAFETY: 16 numbers
+            block_max[0] = _mm512_mask_max_ps(block_max[0], seen_by(j), x, block_max[0]);
+            poison[0] = _mm512_fmadd_ps(x, _mm512_setzero_ps(), poison[0]);
+        }
+        let pair =
+            |x: [__m512; 4], f: fn(__m512, __m512) -> __m512| f(f(x[0], x[1]), f(x[2], x[3]));
+        let block_max = pair(block_max, |a, b| _mm512_max_ps(a, b));
+        let poison = pair(poison, |a, b| _mm512_add_ps(a, b));
+        let suspect = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(poison, poison);
+        if suspect != 0 {
+            check_scores(st, ld, g, keys, seen_by)?; // −∞ is allowed, +∞ and NaN are not
+        }
+        let old = unsafe { _mm512_loadu_ps(max[g..g + W].as_ptr()) }; // SAFETY: 16 numbers
+        let new = _mm512_max_ps(old, block_max);
+        // α = exp(M_old − M_new), and 1 for a query that has seen nothing yet.
+        let nothing = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(new, _mm512_set1_ps(f32::NEG_INFINITY));
+        let a = _mm512_mask_blend_ps(nothing, exp(_mm512_sub_ps(old, new)), _mm512_set1_ps(1.0));
+        // Pass 2: the exponentials and their sum.
+        let mut totals = [_mm512_setzero_ps(); 2];
+        let st = st.as_mut_ptr();
+        for j in 0..cols {
+            // SAFETY: j < cols and g + 16 ≤ ld: inside `st` (asserted).
+            let x = unsafe { _mm512_loadu_ps(st.add(j * ld + g)) };
+            let e = match j {
+                j if j < all_from => exp(_mm512_sub_ps(x, new)),
+                j if j < keys => _mm512_maskz_mov_ps(seen_by(j), exp(_mm512_sub_ps(x, new))),
+                _ => _mm512_setzero_ps(), // hidden from all 16 queries
+            };
+            totals[j % 2] = _mm512_add_ps(totals[j % 2], e);
+            unsafe { _mm512_storeu_ps(st.add(j * ld + g), e) }; // SAFETY: as above
+        }
+        let l = unsafe { _mm512_loadu_ps(sum[g..g + W].as_ptr()) }; // SAFETY: 16 numbers
+        let l = _mm512_fmadd_ps(l, a, _mm512_add_ps(totals[0], totals[1]));
+        // SAFETY: each slice has 16 numbers from g.
+        unsafe {
+            _mm512_storeu_ps(sum[g..g + W].as_mut_ptr(), l);
+            _mm512_storeu_ps(max[g..g + W].as_mut_ptr(), new);
+            _mm512_storeu_ps(alpha[g..g + W].as_mut_ptr(), a);
+        }
+    }
+    Ok(())
+}
+
+/// The first score of the 16 queries from `g` that is `+∞` or NaN among
+/// the keys each sees, as an error: its query and its value.
+fn check_scores(
+    st: &[f32],
+    ld: usize,
+    g: usize,
+    keys: usize,
+    seen_by: impl Fn(usize) -> __mmask16,
+) -> Result<(), (usize, f32)> {
+    for j in 0..keys {
+        let seen = seen_by(j);
+        for l in (0..W).filter(|l| seen >> l & 1 == 1) {
+            let x = st[j * ld + g + l];
+            if x.is_nan() || x == f32::INFINITY {
+                return Err((g + l, x));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `e^x` on 16 lanes, by [`crate::softmax::exp_nonpositive`]'s method
+/// and coefficients, with fused multiply-adds, the polynomial in one
+/// Horner chain (`1 + r(1 + r(½ + …))`), and `vscalefps` for `2^ν`. For
+/// `x < EXP_LOWEST` it gives `e^EXP_LOWEST`, below `2·10⁻³⁸`, not 0.
+#[target_feature(enable = "avx512f")]
+fn exp(x: __m512) -> __m512 {
+    let set = _mm512_set1_ps;
+    let clamped = _mm512_max_ps(x, set(EXP_LOWEST));
+    let t = _mm512_fmadd_ps(clamped, set(LOG2_E), set(ROUND));
+    let nu = _mm512_sub_ps(t, set(ROUND)); // ν = round(x / ln 2)
+    let r = _mm512_fnmadd_ps(nu, set(LN2_HI), clamped);
+    let r = _mm512_fnmadd_ps(nu, set(LN2_LO), r); // |r| ≤ ln 2 / 2
+    let e_r = EXP_POLYNOMIAL[1..]
+        .iter()
+        .chain(&[1.0, 1.0])
+        .fold(set(EXP_POLYNOMIAL[0]), |p, &c| {
+            _mm512_fmadd_ps(p, r, set(c))
+        });
+    _mm512_scalef_ps(e_r, nu) // e^r · 2^ν
+}
