@@ -26,7 +26,10 @@ use crate::softmax::exp_nonpositive;
 use matmul::product;
 
 mod backward;
-pub use backward::{fast_attention_backward, fast_attention_backward_with, FastForward, Gradients};
+pub use backward::{
+    fast_attention_backward, fast_attention_backward_on, fast_attention_backward_with, FastForward,
+    Gradients,
+};
 
 /// The sizes of the tiles: `query` rows of queries by `key` keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,13 +211,7 @@ fn attend_into(
             };
             return each_query_tile(output, lse, tiles.query, scratch, tile);
         }
-        Kernel::Avx512 => {
-            return Err(AttnError::Mismatched {
-                name: "kernel",
-                requirement: "Kernel::Avx512 needs a processor that runs AVX-512 \
-                              (Kernel::best() says which kernel this one runs)",
-            })
-        }
+        Kernel::Avx512 => return Err(unavailable()),
         Kernel::Portable => {}
     }
     let scratch = || Scratch::new(dims[0], tiles);
@@ -222,6 +219,15 @@ fn attend_into(
         query_tile([q, k, v], causal, tiles.key, i0, out, s)
     };
     each_query_tile(output, lse, tiles.query, scratch, tile)
+}
+
+/// The error for [`Kernel::Avx512`] on a processor without it.
+fn unavailable() -> AttnError {
+    AttnError::Mismatched {
+        name: "kernel",
+        requirement: "Kernel::Avx512 needs a processor that runs AVX-512 \
+                      (Kernel::best() says which kernel this one runs)",
+    }
 }
 
 /// A scratch that keeps each query's running maximum and sum.
@@ -491,6 +497,8 @@ pub fn fast_multihead(
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod avx512_backward;
 pub mod matmul;
 pub mod profile;
 pub mod roofline;

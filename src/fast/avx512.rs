@@ -40,7 +40,7 @@ use crate::error::AttnError;
 use crate::softmax::{EXP_LOWEST, EXP_POLYNOMIAL, LN2_HI, LN2_LO, LOG2_E, ROUND};
 
 /// Lanes of one register of `f32`.
-const W: usize = 16;
+pub(super) const W: usize = 16;
 
 /// Rows of a [`block`]: 6 rows by 4 registers are 24 accumulators, with
 /// room for the 4 registers of `b` and the broadcast number. (Measured
@@ -56,21 +56,25 @@ pub(super) fn available() -> bool {
 }
 
 /// `len` numbers aligned to 64 bytes, inside a vector 16 longer.
-struct Aligned {
+pub(super) struct Aligned {
     buffer: Vec<f32>,
     start: usize,
     len: usize,
 }
 
 impl Aligned {
-    fn zeros(len: usize) -> Aligned {
+    pub(super) fn zeros(len: usize) -> Aligned {
         let buffer = vec![0.0; len + W];
         let start = buffer.as_ptr().align_offset(64);
         assert!(start < W, "f32 is 4-aligned, so 64 is 16 away at most");
         Aligned { buffer, start, len }
     }
 
-    fn get_mut(&mut self) -> &mut [f32] {
+    pub(super) fn get(&self) -> &[f32] {
+        &self.buffer[self.start..self.start + self.len]
+    }
+
+    pub(super) fn get_mut(&mut self) -> &mut [f32] {
         &mut self.buffer[self.start..self.start + self.len]
     }
 }
@@ -164,12 +168,18 @@ pub(super) unsafe fn query_tile(
 /// Queries `q` (`rows×d_k`, rows contiguous) times `1/√d_k` into `qt`, in
 /// panels of 16: entry `(c, l)` of panel `p` is coordinate `c` of query
 /// `16p + l`, zero past the last query.
-fn pack_queries(q: &[f32], d_k: usize, qt: &mut [f32]) {
-    let scale = 1.0 / (d_k as f32).sqrt();
-    for (p, panel) in qt.chunks_exact_mut(d_k * W).enumerate() {
+pub(super) fn pack_queries(q: &[f32], d_k: usize, qt: &mut [f32]) {
+    pack_panels(q, d_k, 1.0 / (d_k as f32).sqrt(), qt);
+}
+
+/// `x` (`rows×w`, rows contiguous) times `scale` into `xt` in panels of 16
+/// rows: entry `(c, l)` of panel `p` is column `c` of row `16p + l`, zero
+/// past the last row.
+pub(super) fn pack_panels(x: &[f32], w: usize, scale: f32, xt: &mut [f32]) {
+    for (p, panel) in xt.chunks_exact_mut(w * W).enumerate() {
         for l in 0..W {
-            let row = q.get((p * W + l) * d_k..(p * W + l + 1) * d_k);
-            for c in 0..d_k {
+            let row = x.get((p * W + l) * w..(p * W + l + 1) * w);
+            for c in 0..w {
                 panel[c * W + l] = row.map_or(0.0, |row| row[c] * scale);
             }
         }
@@ -179,7 +189,7 @@ fn pack_queries(q: &[f32], d_k: usize, qt: &mut [f32]) {
 /// `Sᵀ ← K_j Q_iᵀ`: row `j` of `st` (`cols×ld`) holds key `j`'s score with
 /// each query, for the keys `k` (`cols×d_k`) and the packed queries `qt`.
 #[target_feature(enable = "avx512f")]
-fn scores(k: &[f32], d_k: usize, qt: &[f32], st: &mut [f32]) {
+pub(super) fn scores(k: &[f32], d_k: usize, qt: &[f32], st: &mut [f32]) {
     let (cols, ld) = (k.len() / d_k, qt.len() / d_k);
     for_blocks([cols, ld / W], |[j, p], [rows, panels]| {
         let (a, b) = (&k[j * d_k..], &qt[p * d_k * W..]);
@@ -231,7 +241,7 @@ fn weighted_values(pt: &[f32], alpha: &[f32], v: &[f32], ot: &mut [f32]) {
 /// Calls `f([row, panel], [rows, panels])` on blocks covering `rows` rows
 /// by `panels` panels: [`PANELS`] panels across (then 2 or 1 for the last),
 /// and [`ROWS`] rows down (then 4 or 1 for the last).
-fn for_blocks([rows, panels]: [usize; 2], mut f: impl FnMut([usize; 2], [usize; 2])) {
+pub(super) fn for_blocks([rows, panels]: [usize; 2], mut f: impl FnMut([usize; 2], [usize; 2])) {
     let largest = |left: usize, sizes: [usize; 3]| sizes.into_iter().find(|&s| s <= left);
     let mut p = 0;
     while let Some(across) = largest(panels - p, [PANELS, 2, 1]) {
@@ -245,11 +255,11 @@ fn for_blocks([rows, panels]: [usize; 2], mut f: impl FnMut([usize; 2], [usize; 
 }
 
 /// A matrix and its two strides, or a matrix and its row stride.
-type Strided<'a> = (&'a [f32], [usize; 2]);
+pub(super) type Strided<'a> = (&'a [f32], [usize; 2]);
 
 /// [`block`] for `rows` rows (6, 4 or 1) and `panels` panels (4, 2 or 1).
 #[target_feature(enable = "avx512f")]
-fn block_of(
+pub(super) fn block_of(
     a: Strided,
     b: Strided,
     depth: usize,
@@ -445,7 +455,7 @@ fn check_scores(
 /// Horner chain (`1 + r(1 + r(½ + …))`), and `vscalefps` for `2^ν`. For
 /// `x < EXP_LOWEST` it gives `e^EXP_LOWEST`, below `2·10⁻³⁸`, not 0.
 #[target_feature(enable = "avx512f")]
-fn exp(x: __m512) -> __m512 {
+pub(super) fn exp(x: __m512) -> __m512 {
     let set = _mm512_set1_ps;
     let clamped = _mm512_max_ps(x, set(EXP_LOWEST));
     let t = _mm512_fmadd_ps(clamped, set(LOG2_E), set(ROUND));
@@ -459,4 +469,56 @@ fn exp(x: __m512) -> __m512 {
             _mm512_fmadd_ps(p, r, set(c))
         });
     _mm512_scalef_ps(e_r, nu) // e^r · 2^ν
+}
+
+/// The seconds each phase of this loop takes alone over every pair of
+/// tiles of one call without the mask (`n` queries, `m` keys), as `time`
+/// measures a closure: the scores (with the queries' packing), the online
+/// softmax, and the weighted values. The appendix's profile.
+///
+/// # Safety
+/// The processor must run AVX-512 ([`available`]).
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn phase_times(
+    [q, k, v]: [&[f32]; 3],
+    [d_k, d_v]: [usize; 2],
+    tiles: Tiles,
+    mut time: impl FnMut(&mut dyn FnMut()) -> f64,
+) -> [f64; 3] {
+    let (n, m) = (q.len() / d_k, k.len() / d_k);
+    let mut s = Scratch::new([d_k, d_v], tiles);
+    let pairs: Vec<[usize; 4]> = (0..n)
+        .step_by(tiles.query)
+        .flat_map(|i0| {
+            (0..m)
+                .step_by(tiles.key)
+                .map(move |j0| [i0, j0, tiles.query.min(n - i0), tiles.key.min(m - j0)])
+        })
+        .collect();
+    let mut phase = |which: usize| {
+        time(&mut || {
+            for &[i0, j0, rows, cols] in &pairs {
+                let ld = rows.next_multiple_of(W);
+                let (qt, ot) = (
+                    &mut s.qt.get_mut()[..d_k * ld],
+                    &mut s.ot.get_mut()[..d_v * ld],
+                );
+                let st = &mut s.st.get_mut()[..cols * ld];
+                let [max, sum, alpha] =
+                    [&mut s.max, &mut s.sum, &mut s.alpha].map(|x| &mut x[..ld]);
+                match which {
+                    0 => {
+                        pack_queries(&q[i0 * d_k..(i0 + rows) * d_k], d_k, qt);
+                        scores(&k[j0 * d_k..(j0 + cols) * d_k], d_k, qt, st);
+                    }
+                    1 => {
+                        max.fill(f32::NEG_INFINITY); // scores of 0 or earlier weights: finite
+                        let _ = softmax_columns(st, ld, None, max, sum, alpha);
+                    }
+                    _ => weighted_values(st, alpha, &v[j0 * d_v..(j0 + cols) * d_v], ot),
+                }
+            }
+        })
+    };
+    [phase(0), phase(1), phase(2)]
 }

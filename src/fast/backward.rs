@@ -23,6 +23,11 @@
 //! additions, whose order, and so whose bits, change from run to run); the
 //! second pass recomputes the scores to keep every sum in one order,
 //! whatever the number of threads.
+//!
+//! That is the portable kernel ([`super::Kernel::Portable`]). On processors
+//! with AVX-512, [`fast_attention_backward`] runs `avx512_backward`
+//! instead: one pass, five products a pair of tiles, `dQ` summed in two
+//! fixed bands of key tiles.
 
 use gemm::Parallelism;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayView1, ArrayViewMut2, Axis};
@@ -102,6 +107,20 @@ pub fn fast_attention_backward_with(
     d_out: &ArrayRef2<f32>,
     tiles: Tiles,
 ) -> Result<Gradients, AttnError> {
+    let kernel = super::Kernel::best();
+    fast_attention_backward_on([q, k, v], forward, d_out, tiles, kernel)
+}
+
+/// [`fast_attention_backward_with`] on the given `kernel` (the AVX-512
+/// one rounds the query tiles up to a multiple of 16); asking for
+/// [`super::Kernel::Avx512`] on a processor without it is an error.
+pub fn fast_attention_backward_on(
+    [q, k, v]: [&ArrayRef2<f32>; 3],
+    forward: &FastForward,
+    d_out: &ArrayRef2<f32>,
+    tiles: Tiles,
+    kernel: super::Kernel,
+) -> Result<Gradients, AttnError> {
     check_backward(q, k, v, forward, d_out)?;
     let tiles = super::checked_tiles(tiles, q.nrows(), k.nrows())?;
     let (q, k, v, d_out) = (
@@ -114,6 +133,32 @@ pub fn fast_attention_backward_with(
     let d: Array1<f32> = (d_out.rows().into_iter().zip(forward.output.rows()))
         .map(|(d_o, o)| d_o.dot(&o))
         .collect();
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        super::Kernel::Avx512 if super::avx512::available() => {
+            let lse = forward.lse.as_slice().expect("owned");
+            let d = d.as_slice().expect("owned");
+            let tiles = Tiles {
+                query: tiles.query.next_multiple_of(16),
+                key: tiles.key,
+            };
+            // SAFETY: `available` found AVX-512 on this processor.
+            let (dq, dk, dv) = unsafe {
+                super::avx512_backward::gradients(
+                    [&q, &k, &v, &d_out],
+                    (lse, d),
+                    forward.causal,
+                    tiles,
+                )
+            };
+            for (what, g) in [("dQ", &dq), ("dK", &dk), ("dV", &dv)] {
+                check_overflow(what, g)?;
+            }
+            return Ok((dq, dk, dv));
+        }
+        super::Kernel::Avx512 => return Err(super::unavailable()),
+        super::Kernel::Portable => {}
+    }
     let inputs = Inputs {
         q: &q,
         k: &k,

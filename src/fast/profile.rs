@@ -13,19 +13,23 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{exponentials, fast_attention_with, product, Tiles};
+use super::{exponentials, fast_attention_on, fast_attention_with, product, Tiles};
 use crate::scaling::standard_normal;
 use crate::tiled::{online_softmax_step, tiled_attention};
 
-/// One phase's mean time in seconds, chapter 9's way and the fast kernel's.
+/// One phase's mean time in seconds, chapter 9's way, the portable
+/// kernel's and the AVX-512 kernel's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Phase {
     /// `"scores"`, `"softmax"` or `"output"`.
     pub name: &'static str,
     /// With ndarray's product, or chapter 9's online softmax step.
     pub chapter_9: f64,
-    /// With the `gemm` crate's product, or the fused exponentials.
+    /// With the `gemm` crate's product, or the fused exponentials: the
+    /// portable kernel ([`super::Kernel::Portable`]).
     pub fast: f64,
+    /// The same phase of [`super::Kernel::Avx512`], on a processor with it.
+    pub avx512: Option<f64>,
 }
 
 /// A tile of `rows×cols` starting at query `i0` and key `j0`.
@@ -116,16 +120,34 @@ pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> [Phase; 3] {
         })
     };
     let names = ["scores", "softmax", "output"];
+    let [chapter_9, fast] = [false, true].map(|fast| [0, 1, 2].map(|p| time(fast, p)));
+    let avx512 = avx512_phases([&q, &k, &v], tiles, repeats);
     [0, 1, 2].map(|p| Phase {
         name: names[p],
-        chapter_9: time(false, p),
-        fast: time(true, p),
+        chapter_9: chapter_9[p],
+        fast: fast[p],
+        avx512: avx512.map(|t| t[p]),
     })
 }
 
+/// [`phases`] of the AVX-512 kernel, where the processor has it.
+fn avx512_phases([q, k, v]: [&Array2<f32>; 3], tiles: Tiles, repeats: usize) -> Option<[f64; 3]> {
+    #[cfg(target_arch = "x86_64")]
+    if super::avx512::available() {
+        let slices = [q, k, v].map(|x| x.as_slice().expect("owned, standard layout"));
+        let dims = [q.ncols(), v.ncols()];
+        let time = |f: &mut dyn FnMut()| mean_of(repeats, f);
+        // SAFETY: `available` found AVX-512 on this processor.
+        return Some(unsafe { super::avx512::phase_times(slices, dims, tiles, time) });
+    }
+    let _ = ([q, k, v], tiles, repeats);
+    None
+}
+
 /// The whole call at `n×d` on one thread, the mean of `repeats` runs:
-/// chapter 9's kernel, then the fast kernel with each of `tiles`.
-pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64, Vec<f64>) {
+/// chapter 9's kernel, the portable kernel at [`super::FAST_TILES`], then
+/// the fast kernel (the best this processor runs) with each of `tiles`.
+pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64, f64, Vec<f64>) {
     let mut rng = StdRng::seed_from_u64(n as u64);
     let [q, k, v] = [(); 3].map(|_| standard_normal(n, d, &mut rng));
     let pool = rayon::ThreadPoolBuilder::new()
@@ -135,6 +157,12 @@ pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64,
     let chapter_9 = mean_of(repeats, || {
         tiled_attention(&q, &k, &v, false).expect("finite inputs");
     });
+    let portable = mean_of(repeats, || {
+        pool.install(|| {
+            let kernel = super::Kernel::Portable;
+            fast_attention_on(&q, &k, &v, false, super::FAST_TILES, kernel).expect("finite inputs")
+        });
+    });
     let fast = tiles
         .iter()
         .map(|&t| {
@@ -143,5 +171,5 @@ pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64,
             })
         })
         .collect();
-    (chapter_9, fast)
+    (chapter_9, portable, fast)
 }

@@ -139,6 +139,24 @@ pub fn tiled_intensity(n: u64, d: u64, query_tile: u64) -> f64 {
 }
 // ANCHOR_END: tiled_intensity
 
+// ANCHOR: backward_intensity
+/// The FLOPs of attention's backward pass over `n` tokens of width `d`:
+/// five products of `2n²d` (`S` again, `dP`, `dV`, `dQ`, `dK`), two and a
+/// half times the forward pass's `4n²d`, as FlashAttention-2 counts it.
+/// A kernel that recomputes more (the crate's does seven products) is
+/// still credited with these.
+pub fn backward_flops(n: u64, d: u64) -> f64 {
+    2.5 * attention_flops(n, d)
+}
+
+/// Arithmetic intensity of a fused backward pass: it reads `Q`, `K`, `V`,
+/// the output and its gradient and writes `dQ`, `dK`, `dV` (`8·n·d`
+/// floats) and never stores the `n×n` weights: `10n²d / 32nd = 5n/16`.
+pub fn backward_intensity(n: u64, d: u64) -> f64 {
+    backward_flops(n, d) / (2.0 * activation_bytes(n, d))
+}
+// ANCHOR_END: backward_intensity
+
 /// Arithmetic intensity of one of naive attention's two products, `QKᵀ` or
 /// `weights·V`: `2n²d` FLOPs while the `n×n` matrix is written or read once
 /// and the `n×d` operands move, `4n² + 8nd` bytes; about `d/2` for long
@@ -170,6 +188,9 @@ mod tests {
         assert!((tiled - 256.0 / 2.0 * 16.0 / 17.0).abs() < 1e-9, "{tiled}");
         assert_eq!(tiled_intensity(4096, 64, 4096), 4096.0 / 4.0);
         assert!((naive_product_intensity(1 << 20, 64) - 32.0).abs() < 0.01);
+        // The backward pass: 10n²d FLOPs over 8nd floats, 5n/16.
+        assert_eq!(backward_flops(1024, 64), 10.0 * 1024.0 * 1024.0 * 64.0);
+        assert_eq!(backward_intensity(4096, 64), 5.0 * 4096.0 / 16.0);
         assert_eq!(roofline(1.0, 100.0, 20.0), 20.0);
         assert_eq!(roofline(10.0, 100.0, 20.0), 100.0);
     }

@@ -8,7 +8,7 @@ use approx::assert_abs_diff_eq;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 /// The kernels this processor runs: both, where it has AVX-512.
-fn kernels() -> Vec<Kernel> {
+pub(super) fn kernels() -> Vec<Kernel> {
     let mut kernels = vec![Kernel::Portable];
     if Kernel::best() == Kernel::Avx512 {
         kernels.push(Kernel::Avx512);

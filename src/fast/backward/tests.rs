@@ -1,5 +1,6 @@
 //! The fast backward pass against chapter 11's, in `f64`.
 
+use super::super::tests::kernels;
 use super::super::{forward_with, Tiles};
 use super::*;
 use crate::masking::causal_mask;
@@ -33,8 +34,9 @@ fn relative_gap(fast: &Array2<f32>, exact: &Array2<f64>) -> f64 {
 // ANCHOR: backward_test
 /// At every shape of chapter 9's tests (queries and keys of different
 /// numbers, lengths that are no multiple of the tiles, `d_v ≠ d_k`),
-/// causal and not, with small tiles and the fast kernel's own, the
-/// gradients equal chapter 11's within the rounding of 32-bit floats.
+/// causal and not, with small tiles and the fast kernel's own, on each
+/// kernel, the gradients equal chapter 11's within the rounding of 32-bit
+/// floats.
 #[test]
 fn the_fast_backward_pass_equals_chapter_11s() {
     let mut rng = StdRng::seed_from_u64(28);
@@ -45,10 +47,14 @@ fn the_fast_backward_pass_equals_chapter_11s() {
         let d_out = standard_normal(n, d_v, &mut rng);
         for causal in [false, true] {
             let exact = reference([&q, &k, &v, &d_out], causal);
-            for tiles in [Tiles { query: 16, key: 8 }, super::super::FAST_TILES] {
+            for (tiles, kernel) in [Tiles { query: 16, key: 8 }, super::super::FAST_TILES]
+                .into_iter()
+                .flat_map(|t| kernels().into_iter().map(move |k| (t, k)))
+            {
                 let forward = forward_with(&q, &k, &v, causal, tiles).unwrap();
                 let (dq, dk, dv) =
-                    fast_attention_backward_with(&q, &k, &v, &forward, &d_out, tiles).unwrap();
+                    fast_attention_backward_on([&q, &k, &v], &forward, &d_out, tiles, kernel)
+                        .unwrap();
                 for (name, fast, exact) in [
                     ("dQ", &dq, &exact[0]),
                     ("dK", &dk, &exact[1]),
@@ -57,7 +63,7 @@ fn the_fast_backward_pass_equals_chapter_11s() {
                     let gap = relative_gap(fast, exact);
                     assert!(
                         gap < 1e-5,
-                        "{name}, n = {n}, m = {m}, causal {causal}, {tiles:?}: {gap:e}"
+                        "{name}, n = {n}, m = {m}, causal {causal}, {tiles:?}, {kernel:?}: {gap:e}"
                     );
                 }
             }
@@ -77,17 +83,19 @@ fn one_thread_and_two_give_the_same_bits() {
     let v = standard_normal(m, d, &mut rng);
     let d_out = standard_normal(n, d, &mut rng);
     let tiles = Tiles { query: 64, key: 32 };
-    let run = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let forward = forward_with(&q, &k, &v, true, tiles).unwrap();
-            fast_attention_backward_with(&q, &k, &v, &forward, &d_out, tiles).unwrap()
-        })
-    };
-    assert_eq!(run(1), run(2));
+    for kernel in kernels() {
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let forward = forward_with(&q, &k, &v, true, tiles).unwrap();
+                fast_attention_backward_on([&q, &k, &v], &forward, &d_out, tiles, kernel).unwrap()
+            })
+        };
+        assert_eq!(run(1), run(2), "{kernel:?}");
+    }
 }
 
 #[test]
@@ -136,11 +144,13 @@ proptest::proptest! {
         let d_out = standard_normal(n, d_v, &mut rng);
         let tiles = Tiles { query, key };
         let forward = forward_with(&q, &k, &v, causal, tiles).unwrap();
-        let (dq, dk, dv) =
-            fast_attention_backward_with(&q, &k, &v, &forward, &d_out, tiles).unwrap();
         let exact = reference([&q, &k, &v, &d_out], causal);
-        for (fast, exact) in [(&dq, &exact[0]), (&dk, &exact[1]), (&dv, &exact[2])] {
-            proptest::prop_assert!(relative_gap(fast, exact) < 1e-4);
+        for kernel in kernels() {
+            let (dq, dk, dv) =
+                fast_attention_backward_on([&q, &k, &v], &forward, &d_out, tiles, kernel).unwrap();
+            for (fast, exact) in [(&dq, &exact[0]), (&dk, &exact[1]), (&dv, &exact[2])] {
+                proptest::prop_assert!(relative_gap(fast, exact) < 1e-4, "{kernel:?}");
+            }
         }
     }
 }
