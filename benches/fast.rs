@@ -13,7 +13,10 @@
 //! (`RAYON_NUM_THREADS=1`): the crate's products split large products over
 //! the pool's threads.
 
-use attn::fast::{fast_attention, fast_multihead};
+use attn::fast::{
+    fast_attention, fast_attention_backward, fast_attention_forward, fast_attention_on,
+    fast_multihead, Kernel, FAST_TILES,
+};
 use attn::masking::{causal_mask, masked_attention};
 use attn::multihead::MultiHeadAttention;
 use attn::scaled_dot_product_attention;
@@ -56,6 +59,20 @@ fn bench_fast(c: &mut Criterion) {
         group.bench_function(id("tiled_causal_1t"), |b| {
             b.iter(|| tiled_attention(black_box(&q), &k, &v, true).unwrap())
         });
+        for causal in [false, true] {
+            let name = if causal {
+                "portable_causal_1t"
+            } else {
+                "portable_1t"
+            };
+            group.bench_function(id(name), |b| {
+                b.iter(|| {
+                    let q = black_box(&q);
+                    fast_attention_on(q, &k, &v, causal, FAST_TILES, Kernel::Portable).unwrap()
+                })
+            });
+        }
+        let d_out = standard_normal(n, D, &mut rng);
         for (pool, t) in pools.iter().zip(["1t", "2t"]) {
             group.bench_function(id(&format!("fast_{t}")), |b| {
                 b.iter(|| pool.install(|| fast_attention(black_box(&q), &k, &v, false).unwrap()))
@@ -63,6 +80,18 @@ fn bench_fast(c: &mut Criterion) {
             group.bench_function(id(&format!("fast_causal_{t}")), |b| {
                 b.iter(|| pool.install(|| fast_attention(black_box(&q), &k, &v, true).unwrap()))
             });
+            for (causal, name) in [(false, "backward"), (true, "backward_causal")] {
+                // The backward pass alone, from a forward pass kept aside.
+                let forward = fast_attention_forward(&q, &k, &v, causal).unwrap();
+                group.bench_function(id(&format!("{name}_{t}")), |b| {
+                    b.iter(|| {
+                        pool.install(|| {
+                            fast_attention_backward(black_box(&q), &k, &v, &forward, &d_out)
+                                .unwrap()
+                        })
+                    })
+                });
+            }
         }
     }
     let (n, d_model, h) = (512, 512, 8);

@@ -12,7 +12,8 @@ use attn::fast::roofline::roofline;
 use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table, FastData};
 use report::fast_profile::{profile_table, tiles_table, ProfileData};
 use report::fast_report::{
-    fast_table, layer_report, machine_report, roofline_points, roofline_report, speed_report,
+    backward_table, fast_table, layer_report, machine_report, roofline_points, roofline_report,
+    speed_report,
 };
 
 use report::plot;
@@ -38,6 +39,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n== Exact attention against PyTorch's SDPA, d = 64 ==");
     println!("{}", fast_table(&fast, &ns, false)?);
     println!("\n{}", fast_table(&fast, &ns, true)?);
+    println!("\n== The backward pass against PyTorch's, d = 64 ==");
+    println!("{}", backward_table(&fast, &ns)?);
     println!("\n== The multi-head layer, n = 512, d_model = 512, h = 8 ==");
     println!("{}", layer_report(&fast)?);
     println!("\n== How close, and how sure ==");
@@ -65,6 +68,8 @@ fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
         plot::ORANGE_,
         plot::PURPLE_,
         plot::BROWN_,
+        plotters::style::RGBColor(214, 39, 40),  // red
+        plotters::style::RGBColor(23, 190, 207), // cyan
     ];
     let mut series = vec![plot::Series {
         label: "roof: min(512-bit FMA peak, intensity × bandwidth)".into(),

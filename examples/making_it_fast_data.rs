@@ -6,9 +6,11 @@
 //! - `appendix-machine.csv`: the f32 FMA peak and the memory bandwidth of a
 //!   STREAM triad;
 //! - `appendix-profile.csv`: each phase of the loop at n = 4096, d = 64,
-//!   chapter 9's way and the fast kernel's;
+//!   chapter 9's way, the portable kernel's and the AVX-512 kernel's (empty
+//!   on a processor without it);
 //! - `appendix-tiles.csv`: the whole call at n = 4096, d = 64, chapter 9's
-//!   kernel and the fast kernel with each tile size.
+//!   kernel, the portable kernel, and the fast kernel (the best this
+//!   processor runs) with each tile size.
 
 use attn::fast::profile::{phases, whole_calls};
 use attn::fast::roofline::{fma_peak, fma_peak_512, triad_bandwidth};
@@ -60,7 +62,7 @@ fn main() -> std::io::Result<()> {
         ),
     )?;
     let mut profile = format!(
-        "{}\nphase,chapter_9_ns,fast_ns\n",
+        "{}\nphase,chapter_9_ns,portable_ns,avx512_ns\n",
         header(
             "mean",
             &format!(
@@ -71,8 +73,9 @@ fn main() -> std::io::Result<()> {
     );
     for phase in phases(N, D, FAST_TILES, REPEATS) {
         let ns = |s: f64| (s * 1e9).round();
+        let avx512 = phase.avx512.map_or(String::new(), |s| ns(s).to_string());
         profile += &format!(
-            "{},{},{}\n",
+            "{},{},{},{avx512}\n",
             phase.name,
             ns(phase.chapter_9),
             ns(phase.fast)
@@ -83,7 +86,7 @@ fn main() -> std::io::Result<()> {
         .into_iter()
         .flat_map(|query| [128, 256, 512, 1024].map(|key| Tiles { query, key }))
         .collect();
-    let (chapter_9, fast) = whole_calls(N, D, &tiles, REPEATS);
+    let (chapter_9, portable, fast) = whole_calls(N, D, &tiles, REPEATS);
     let mut calls = format!(
         "{}\nkernel,query_tile,key_tile,mean_ns\n",
         header(
@@ -92,6 +95,8 @@ fn main() -> std::io::Result<()> {
         )
     );
     calls += &format!("tiled,{QUERY_BLOCK},{KEY_BLOCK},{:.0}\n", chapter_9 * 1e9);
+    let (query, key) = (FAST_TILES.query, FAST_TILES.key);
+    calls += &format!("portable,{query},{key},{:.0}\n", portable * 1e9);
     for (t, seconds) in tiles.iter().zip(fast) {
         calls += &format!("fast,{},{},{:.0}\n", t.query, t.key, seconds * 1e9);
     }

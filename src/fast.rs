@@ -93,12 +93,16 @@ pub fn fast_attention_with(
     fast_attention_on(q, k, v, causal, tiles, Kernel::best())
 }
 
+/// The AVX-512 kernel's micro-kernel: rows of its block, and registers of
+/// 16 queries across (6 × 4 = 24 of the 32 vector registers).
+pub const AVX512_BLOCK: [usize; 2] = [6, 4];
+
 /// Which loop computes the tiles: both give the same attention, to
 /// rounding; the appendix times one against the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     /// Any processor: the tiles' products through the `gemm` crate, the
-    /// online softmax row by row ([`exponentials`]).
+    /// online softmax row by row.
     Portable,
     /// Processors with AVX-512: every tile transposed, queries across the
     /// 16 lanes of a register, one hand-written micro-kernel for both

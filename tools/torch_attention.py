@@ -12,6 +12,12 @@ times the crate: half a second of warm-up, then runs for two seconds (at
 least 10), whose mean is written:
 - "sdpa", "sdpa_causal": `F.scaled_dot_product_attention` (its fused CPU
   kernel) on one head, n = 1024, 2048, 4096, d = 64;
+- "sdpa_backward", "sdpa_causal_backward": the backward pass alone of
+  the same call, `torch.autograd.grad` of its output with a fixed output
+  gradient into q, k and v, after one forward pass with requires_grad
+  (retain_graph, so the same graph is differentiated each time); the
+  crate's backward pass is timed the same way, from a forward pass kept
+  aside;
 - "multihead": `nn.MultiheadAttention(512, 8, bias=False, batch_first=True)`
   with need_weights=False at n = 512, the crate's layer (which has no biases).
 """
@@ -43,10 +49,23 @@ def main():
                         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                     )
                     print(f"{name},{threads},{n},{mean:.0f}")
+            for n in LENGTHS:
+                for name, causal in [("sdpa_backward", False), ("sdpa_causal_backward", True)]:
+                    mean = backward_mean_ns(gen, n, causal)
+                    print(f"{name},{threads},{n},{mean:.0f}")
             layer = torch.nn.MultiheadAttention(512, 8, bias=False, batch_first=True).eval()
             x = torch.randn(1, 512, 512, generator=gen)
             mean = mean_ns(lambda: layer(x, x, x, need_weights=False))
             print(f"multihead,{threads},512,{mean:.0f}")
+
+
+def backward_mean_ns(gen, n, causal):
+    """The mean time of SDPA's backward pass alone, one head of n×64."""
+    with torch.inference_mode(False), torch.enable_grad():
+        q, k, v = (torch.randn(1, 1, n, D, generator=gen).requires_grad_() for _ in range(3))
+        d_out = torch.randn(1, 1, n, D, generator=gen)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return mean_ns(lambda: torch.autograd.grad(out, (q, k, v), d_out, retain_graph=True))
 
 
 if __name__ == "__main__":

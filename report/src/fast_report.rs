@@ -7,7 +7,7 @@ use super::fast_data::FastData;
 use crate::error::ReportError;
 use crate::show::table;
 use attn::complexity::attention_flops;
-use attn::fast::roofline::{attention_intensity, roofline};
+use attn::fast::roofline::{attention_intensity, backward_flops, backward_intensity, roofline};
 
 /// The machine's limits and the ridge points between them: the FMA peak of
 /// the portable loop as the compiler builds it, and with 512-bit AVX-512
@@ -33,8 +33,9 @@ pub fn machine_report(d: &FastData) -> String {
 }
 
 /// Milliseconds per call at `ns`, d = 64, plain or causal: the chapters'
-/// functions, the fast kernel and PyTorch's SDPA on 1 and 2 threads, and
-/// the fast kernel's speed relative to PyTorch's (PyTorch's time / ours).
+/// functions, the portable kernel, the fast kernel (the best this processor
+/// runs) and PyTorch's SDPA on 1 and 2 threads, and the fast kernel's speed
+/// relative to PyTorch's (PyTorch's time / ours).
 pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, ReportError> {
     let c = if causal { "_causal" } else { "" };
     let mut rows = Vec::new();
@@ -51,6 +52,7 @@ pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, Repo
             n.to_string(),
             format!("{:.2}", d.ours(&format!("naive{c}_1t"), n)?),
             format!("{:.2}", d.ours(&format!("tiled{c}_1t"), n)?),
+            format!("{:.2}", d.ours(&format!("portable{c}_1t"), n)?),
             format!("{fast_1:.2}"),
             format!("{fast_2:.2}"),
             format!("{torch_1:.2}"),
@@ -72,6 +74,7 @@ pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, Repo
                 "n",
                 "naive",
                 "tiled",
+                "portable",
                 "fast 1t",
                 "fast 2t",
                 "PyTorch 1t",
@@ -79,6 +82,47 @@ pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, Repo
                 "vs PyTorch 1t",
                 "vs PyTorch 2t",
                 "2t speed-up",
+            ],
+            &rows,
+        )
+    ))
+}
+
+/// Milliseconds per backward pass at `ns`, d = 64, plain and causal: the
+/// crate's (`fast_attention_backward`) and PyTorch's (its SDPA's, through
+/// autograd) on 1 and 2 threads, and PyTorch's time over ours.
+pub fn backward_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
+    let mut rows = Vec::new();
+    for (c, mask) in [("", "plain"), ("_causal", "causal")] {
+        for &n in ns {
+            let ours = [1, 2].map(|t| d.ours(&format!("backward{c}_{t}t"), n));
+            let theirs = [1, 2].map(|t| d.theirs(&format!("sdpa{c}_backward_{t}t"), n));
+            let ([o1, o2], [t1, t2]) = (ours, theirs);
+            let (o1, o2, t1, t2) = (o1?, o2?, t1?, t2?);
+            rows.push(vec![
+                mask.to_string(),
+                n.to_string(),
+                format!("{o1:.2}"),
+                format!("{o2:.2}"),
+                format!("{t1:.2}"),
+                format!("{t2:.2}"),
+                format!("{:.2}", t1 / o1),
+                format!("{:.2}", t2 / o2),
+            ]);
+        }
+    }
+    Ok(format!(
+        "the backward pass, ms per call (mean), d = 64\n{}",
+        table(
+            &[
+                "mask",
+                "n",
+                "ours 1t",
+                "ours 2t",
+                "PyTorch 1t",
+                "PyTorch 2t",
+                "vs PyTorch 1t",
+                "vs PyTorch 2t",
             ],
             &rows,
         )
@@ -121,13 +165,19 @@ pub fn roofline_points(d: &FastData, n: u64) -> Result<Vec<(String, f64, f64)>, 
             gflops(ms, causal),
         )
     };
+    let backward = |name: &str, ms: f64| {
+        let gflops = backward_flops(n, 64) / (ms * 1e6);
+        (name.to_string(), backward_intensity(n, 64), gflops)
+    };
     Ok(vec![
         point("naive", true, d.ours("naive_1t", n)?, false),
         point("tiled", false, d.ours("tiled_1t", n)?, false),
-        point("tiled causal", false, d.ours("tiled_causal_1t", n)?, true),
+        point("portable", false, d.ours("portable_1t", n)?, false),
         point("fast", false, d.ours("fast_1t", n)?, false),
         point("fast causal", false, d.ours("fast_causal_1t", n)?, true),
         point("PyTorch SDPA", false, d.theirs("sdpa_1t", n)?, false),
+        backward("fast backward", d.ours("backward_1t", n)?),
+        backward("PyTorch backward", d.theirs("sdpa_backward_1t", n)?),
     ])
 }
 
@@ -177,11 +227,26 @@ pub fn vs_pytorch(d: &FastData, ns: &[u64]) -> Result<Vec<(&'static str, Vec<f64
             512,
         )?])
     };
+    let backward = |c: &str, t: &str| -> Result<Vec<f64>, ReportError> {
+        ns.iter()
+            .map(|&n| {
+                ratio(
+                    format!("sdpa{c}_backward_{t}"),
+                    format!("backward{c}_{t}"),
+                    n,
+                )
+            })
+            .collect()
+    };
     Ok(vec![
         ("plain, 1 thread", attention("", "1t")?),
         ("plain, 2 threads", attention("", "2t")?),
         ("causal, 1 thread", attention("_causal", "1t")?),
         ("causal, 2 threads", attention("_causal", "2t")?),
+        ("backward, plain, 1 thread", backward("", "1t")?),
+        ("backward, plain, 2 threads", backward("", "2t")?),
+        ("backward, causal, 1 thread", backward("_causal", "1t")?),
+        ("backward, causal, 2 threads", backward("_causal", "2t")?),
         ("the layer, 1 thread", layer("1t")?),
         ("the layer, 2 threads", layer("2t")?),
     ])

@@ -45,10 +45,10 @@ pub(super) const W: usize = 16;
 /// Rows of a [`block`]: 6 rows by 4 registers are 24 accumulators, with
 /// room for the 4 registers of `b` and the broadcast number. (Measured
 /// against 8×3, 12×2, 4×6 and 14×2, alone in the L1 cache: the fastest.)
-const ROWS: usize = 6;
+const ROWS: usize = super::AVX512_BLOCK[0];
 
 /// Registers of 16 queries across a [`block`].
-const PANELS: usize = 4;
+const PANELS: usize = super::AVX512_BLOCK[1];
 
 /// Whether this processor runs AVX-512.
 pub(super) fn available() -> bool {

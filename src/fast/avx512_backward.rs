@@ -78,7 +78,10 @@ pub(super) unsafe fn gradients(
     tiles: Tiles,
 ) -> (Array2<f32>, Array2<f32>, Array2<f32>) {
     let [n, m, d_k, d_v] = [q.nrows(), k.nrows(), q.ncols(), v.ncols()];
-    assert!(tiles.query.is_multiple_of(W), "query tiles start on a panel");
+    assert!(
+        tiles.query.is_multiple_of(W),
+        "query tiles start on a panel"
+    );
     let (n_pad, widths) = (
         n.next_multiple_of(W),
         [d_k, d_v].map(|w| w.next_multiple_of(W)),
