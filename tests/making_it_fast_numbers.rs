@@ -18,7 +18,7 @@ use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table,
 use report::fast_profile::{profile_table, tiles_table, working_set, ProfileData};
 use report::fast_report::{
     backward_table, fast_table, layer_report, machine_report, roofline_points, roofline_report,
-    speed_report, vs_pytorch,
+    speed_report, vs_pytorch, SPREAD,
 };
 use report::provenance::Provenance;
 
@@ -60,7 +60,7 @@ fn every_number_is_bound() {
     against_pytorch(&mut b, &sources, &d, &p);
     the_backward_pass(&mut b, &sources, &d);
     backward_estimate(&mut b, &sources, &p);
-    the_roofline(&mut b, &sources, &d);
+    the_roofline(&mut b, &sources, &d, &p);
     // Constants of the text: d = 64 (and an n×n matrix of f32 at n = 4096
     // is 64 MiB), the tests' sizes and tolerance, F = 4n²d.
     let mib = |n: u64| ((4 * n * n) >> 20) as f64;
@@ -80,15 +80,15 @@ fn every_number_is_bound() {
         .exact("2147483647", i32::MAX);
     // The AVX-512 micro-kernel's block: rows, registers across, their
     // product, in the 32 vector registers AVX-512 has; the tests' ragged
-    // tiles (src/fast/tests.rs, ODD_TILES); the forward target of 1.1×.
+    // tiles (src/fast/tests.rs, ODD_TILES).
     let [rows, across] = AVX512_BLOCK;
     b.exact("24", (rows * across) as f64)
         .exact("64", (across * 16) as f64)
         .exact("32", 32)
         .exact("37", 37)
         .exact("45", 45)
-        .exact("1.1", 1.1)
-        .exact("10", backward_flops(1, 1));
+        .exact("10", backward_flops(1, 1))
+        .exact("1e-4", 1e-4);
     b.assert_all_bound();
 }
 
@@ -209,8 +209,10 @@ fn the_machine_and_the_profile(
         "does each product in a little more than half the\nportable kernel's time",
         halves.iter().all(|r| (0.5..0.6).contains(r)),
     )
+    .rounded("1.75", 1.0 / highest(&halves))
+    .rounded("1.92", 1.0 / lowest(&halves))
     .claim(
-        "in about\na quarter",
+        "about a quarter of the portable kernel's time",
         (0.22..0.28).contains(&(avx(&softmax) / softmax.2)),
     );
     let rates = [&scores, &output].map(|x| product_flops / avx(x));
@@ -225,7 +227,7 @@ fn the_machine_and_the_profile(
         .rounded("79%", 100.0 * portable[0] / d.peak)
         .rounded("84%", 100.0 * portable[1] / d.peak)
         .claim(
-            "the width of the vectors was most of the gap",
+            "the same arithmetic on registers twice as wide",
             rates.iter().all(|&r| r > d.peak) && portable.iter().all(|&r| r < d.peak),
         );
     let together = avx(&scores) + avx(&softmax) + avx(&output);
@@ -247,17 +249,34 @@ fn the_machine_and_the_profile(
         .map(|(_, ns)| 100.0 * (ns / fastest_ns - 1.0))
         .collect();
     s.at_most("11%", highest(&fitting));
-    s.claim(
-        "the fastest, 256×512, which the kernel uses",
-        fastest == FAST_TILES,
-    );
+    let close = p
+        .calls
+        .iter()
+        .filter(|(_, ns)| ns / fastest_ns <= 1.04)
+        .count();
+    let close_gaps: Vec<f64> = p
+        .calls
+        .iter()
+        .map(|(_, ns)| 100.0 * (ns / fastest_ns - 1.0))
+        .filter(|&gap| gap <= 4.0)
+        .collect();
+    s.value("11", close as f64, 0.0)
+        .value("16", p.calls.len() as f64, 0.0)
+        .at_most("4%", highest(&close_gaps))
+        .claim("256×512, the fastest here too", fastest == FAST_TILES);
     let largest = Tiles {
         query: 512,
         key: 1024,
     };
     s.claim(
-        "whose working set\ndoes not fit",
+        "whose working set does not\nfit",
         working_set(largest, 64) as f64 > l2,
+    )
+    .claim(
+        "takes much longer",
+        p.calls
+            .iter()
+            .all(|(t, ns)| *t == largest || *ns < p.call(largest).unwrap() / 1.5),
     )
     .rounded("71%", 100.0 * (p.call(largest).unwrap() / fastest_ns - 1.0));
     b.exact("256", FAST_TILES.query as f64)
@@ -282,7 +301,7 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
     .flat_map(|l| of(l))
     .collect();
     s.claim(
-        "The fast kernel takes less time than PyTorch's call in every comparison of\nthe forward pass",
+        "In every comparison of the forward pass of attention the fast kernel's\nmean is below PyTorch's",
         forward.iter().all(|&r| r > 1.0),
     )
     .rounded("1.01", lowest(&forward))
@@ -293,26 +312,24 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
         of("causal, 2 threads"),
         of("plain, 1 thread"),
     );
-    s.claim(
-        "It is at\nleast 1.1 times as fast with two threads and for causal attention",
-        plain_2
-            .iter()
-            .chain(&causal_1)
-            .chain(&causal_2)
-            .all(|&r| r >= 1.095),
-    )
-    .rounded("1.13", lowest(&plain_2))
-    .rounded("1.17", highest(&plain_2))
-    .rounded("1.10", lowest(&causal_1))
-    .rounded("1.21", highest(&causal_1))
-    .rounded("1.19", lowest(&causal_2))
-    .rounded("1.54", highest(&causal_2))
-    .claim(
-        "it is only 1.01 to 1.05 times as fast",
-        plain_1.iter().all(|&r| r < 1.1),
-    )
-    .rounded("1.01", lowest(&plain_1))
-    .rounded("1.05", highest(&plain_1));
+    let beyond = |r: f64| r > SPREAD;
+    s.rounded("1.13", lowest(&plain_2))
+        .rounded("1.17", highest(&plain_2))
+        .rounded("1.10", lowest(&causal_1))
+        .rounded("1.21", highest(&causal_1))
+        .rounded("1.19", lowest(&causal_2))
+        .rounded("1.54", highest(&causal_2))
+        .claim(
+            "ours takes\nless time, or ties at $n = 2048$ on one thread (1.10 to two decimals, a\nlittle under)",
+            plain_2.iter().chain(&causal_2).all(|&r| beyond(r))
+                && causal_1[1] < SPREAD
+                && (causal_1[1] * 100.0).round() == 110.0
+                && beyond(causal_1[0])
+                && beyond(causal_1[2]),
+        )
+        .claim("1.05: a tie", plain_1.iter().all(|&r| !beyond(r)))
+        .rounded("1.01", lowest(&plain_1))
+        .rounded("1.05", highest(&plain_1));
     let phase = |name: &str| p.phases.iter().find(|x| x.0 == name).unwrap().3.unwrap();
     let products = phase("scores") + phase("output");
     let wide = d.roof();
@@ -337,7 +354,12 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
     );
     s.rounded("25.02", sweep)
         .rounded("27.80", criterion)
-        .rounded("10%", 100.0 * (1.0 - sweep / criterion));
+        .rounded("10%", 100.0 * (1.0 - sweep / criterion))
+        .rounded("10%", 100.0 * (SPREAD - 1.0))
+        .claim(
+            "10% apart",
+            ((1.0 - sweep / criterion) - (SPREAD - 1.0)).abs() < 0.005,
+        );
     let speed_up = d.ours("fast_1t", 4096).unwrap() / d.ours("fast_2t", 4096).unwrap();
     let ((low_1, high_1), (low_2, high_2)) = (
         d.ours_interval("fast_1t", 4096).unwrap(),
@@ -347,7 +369,7 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
         .rounded("2.08", speed_up)
         .rounded("2.03", low_1 / high_2)
         .rounded("2.13", high_1 / low_2)
-        .claim("above the number of\ncores", low_1 / high_2 > 2.0);
+        .claim("above 2, the number of\nthreads", low_1 / high_2 > 2.0);
     let layer = [of("the layer, 1 thread")[0], of("the layer, 2 threads")[0]];
     s.claim(
         "The multi-head layer is where PyTorch stays ahead",
@@ -367,8 +389,10 @@ fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
         of("backward, causal, 2 threads"),
     );
     s.claim(
-        "On two threads ours takes less time at every length",
-        plain_2.iter().chain(&causal_2).all(|&r| r > 1.0),
+        "ours takes less time, or\nties at $n = 1024$ causal",
+        plain_2.iter().all(|&r| r > SPREAD)
+            && causal_2[0] <= SPREAD
+            && causal_2[1..].iter().all(|&r| r > SPREAD),
     )
     .rounded("1.41", lowest(&plain_2))
     .rounded("1.71", highest(&plain_2))
@@ -392,7 +416,11 @@ fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
     s.rounded("0.92", lowest(&one))
         .rounded("1.04", highest(&one));
     s.claim(
-        "ahead at\n$n = 1024$ for plain attention and at $n = 4096$ for causal attention,\nbehind at $n = 2048$",
+        "On one thread the two tie at\nevery length",
+        one.iter().all(|&r| r <= SPREAD && r >= 1.0 / SPREAD),
+    )
+    .claim(
+        "above 1 at $n = 1024$ for plain\nattention and at $n = 4096$ for causal attention, below at $n = 2048$",
         plain_1[0] > 1.0 && causal_1[2] > 1.0 && plain_1[1] < 1.0 && causal_1[1] < 1.0,
     );
     let points = roofline_points(d, 4096).unwrap();
@@ -415,24 +443,26 @@ fn backward_estimate(b: &mut Bindings, sources: &[&Provenance], p: &ProfileData)
     s.rounded("54", backward_flops(4096, 64) / rate / 1e6);
 }
 
-fn the_roofline(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
+fn the_roofline(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &ProfileData) {
     let mut s = b.from(sources);
     s.quoted(&roofline_report(d, 4096).unwrap());
     let points = roofline_points(d, 4096).unwrap();
     let point = |name: &str| points.iter().find(|p| p.0 == name).unwrap().clone();
     let wide = d.roof();
     let (fast, torch) = (point("fast"), point("PyTorch SDPA"));
+    let sweep = attention_flops(4096, 64) / p.call(FAST_TILES).unwrap();
     s.rounded("154.5", fast.2)
         .rounded("63%", 100.0 * fast.2 / wide)
         .rounded("147.6", torch.2)
+        .rounded("171.6", sweep)
+        .rounded("70%", 100.0 * sweep / wide)
         .claim(
             "The fast kernel is the first of the crate's above the peak of the loop as\ncompiled",
             ["naive", "tiled", "portable"]
                 .iter()
                 .all(|k| point(k).2 < d.peak)
                 && fast.2 > d.peak,
-        )
-        .claim("ahead of\nPyTorch's call", fast.2 > torch.2);
+        );
     assert!(d.sources[3].line.contains("cpu capability AVX512"));
     // The alt text.
     let below = ["naive", "tiled", "portable"];
