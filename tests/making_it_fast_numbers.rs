@@ -417,7 +417,7 @@ fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
         .rounded("1.04", highest(&one));
     s.claim(
         "On one thread the two tie at\nevery length",
-        one.iter().all(|&r| r <= SPREAD && r >= 1.0 / SPREAD),
+        one.iter().all(|&r| (1.0 / SPREAD..=SPREAD).contains(&r)),
     )
     .claim(
         "above 1 at $n = 1024$ for plain\nattention and at $n = 4096$ for causal attention, below at $n = 2048$",
