@@ -14,15 +14,12 @@
 //! Shapes as in chapter 2: `Q` is `n×d_k`, `K` is `m×d_k`, `V` is `m×d_v`,
 //! the output `n×d_v`.
 
-use gemm::Parallelism;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut1, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::attention::check_qkv;
-use crate::check::{check_finite, check_model_width, check_overflow};
+use crate::check::check_overflow;
 use crate::error::AttnError;
-use crate::multihead::MultiHeadAttention;
-use crate::softmax::exp_nonpositive;
 use matmul::product;
 
 mod backward;
@@ -48,26 +45,6 @@ pub const FAST_TILES: Tiles = Tiles {
     query: 256,
     key: 512,
 };
-
-/// One thread's scratch: a tile of scaled queries, a tile of scores, and
-/// each query's running maximum and sum.
-struct Scratch {
-    q: Array2<f32>,   // tiles.query×d_k
-    s: Array2<f32>,   // tiles.query×tiles.key
-    max: Array1<f32>, // tiles.query
-    sum: Array1<f32>, // tiles.query
-}
-
-impl Scratch {
-    fn new(d_k: usize, tiles: Tiles) -> Scratch {
-        Scratch {
-            q: Array2::zeros((tiles.query, d_k)),
-            s: Array2::zeros((tiles.query, tiles.key)),
-            max: Array1::zeros(tiles.query),
-            sum: Array1::zeros(tiles.query),
-        }
-    }
-}
 
 // ANCHOR: fast
 /// `softmax(QKᵀ/√d_k) V`, exact to rounding, as [`crate::tiled::tiled_attention`]
@@ -218,9 +195,9 @@ fn attend_into(
         Kernel::Avx512 => return Err(unavailable()),
         Kernel::Portable => {}
     }
-    let scratch = || Scratch::new(dims[0], tiles);
-    let tile = |s: &mut Scratch, i0, out: ArrayViewMut2<f32>| {
-        query_tile([q, k, v], causal, tiles.key, i0, out, s)
+    let scratch = || portable::Scratch::new(dims[0], tiles);
+    let tile = |s: &mut portable::Scratch, i0, out: ArrayViewMut2<f32>| {
+        portable::query_tile([q, k, v], causal, tiles.key, i0, out, s)
     };
     each_query_tile(output, lse, tiles.query, scratch, tile)
 }
@@ -237,15 +214,6 @@ fn unavailable() -> AttnError {
 /// A scratch that keeps each query's running maximum and sum.
 trait RunningSoftmax {
     fn max_and_sum(&self) -> (&[f32], &[f32]);
-}
-
-impl RunningSoftmax for Scratch {
-    fn max_and_sum(&self) -> (&[f32], &[f32]) {
-        (
-            self.max.as_slice().expect("owned"),
-            self.sum.as_slice().expect("owned"),
-        )
-    }
 }
 
 /// Runs `tile(scratch, i0, rows)` on each tile of `rows` rows of `output`
@@ -294,66 +262,7 @@ pub(crate) fn checked_tiles(tiles: Tiles, n: usize, m: usize) -> Result<Tiles, A
     })
 }
 
-/// The output rows `i0 .. i0 + out.nrows()`: every key tile the causal mask
-/// leaves visible, with the online softmax.
-fn query_tile(
-    [q, k, v]: [&ArrayRef2<f32>; 3],
-    causal: bool,
-    key_tile: usize,
-    i0: usize,
-    mut out: ArrayViewMut2<f32>,
-    scratch: &mut Scratch,
-) -> Result<(), AttnError> {
-    let rows = out.nrows();
-    scaled_queries(&mut scratch.q, q, i0, rows);
-    scratch.max.fill(f32::NEG_INFINITY);
-    scratch.sum.fill(0.0);
-    let keys_seen = keys_seen(causal, k.nrows(), i0 + rows);
-    for j0 in (0..keys_seen).step_by(key_tile) {
-        let cols = key_tile.min(keys_seen - j0);
-        let mut s_tile = scratch.s.slice_mut(s![..rows, ..cols]);
-        let k_tile = k.slice(s![j0..j0 + cols, ..]);
-        product(
-            &mut s_tile,
-            scratch.q.slice(s![..rows, ..]),
-            k_tile.t(),
-            false,
-            Parallelism::None,
-        );
-        for r in 0..rows {
-            let mut row = s_tile.row_mut(r);
-            let scores = row.as_slice_mut().expect("score rows are contiguous");
-            let visible = visible_keys(causal, i0 + r, j0, cols);
-            let (seen, future) = scores.split_at_mut(visible);
-            future.fill(0.0); // weight 0: the key is in the query's future
-            let alpha =
-                exponentials(seen, &mut scratch.max[r], &mut scratch.sum[r]).map_err(|value| {
-                    AttnError::Overflow {
-                        what: "the scores QKᵀ/√d_k",
-                        position: (i0 + r, j0),
-                        value,
-                    }
-                })?;
-            if alpha != 1.0 {
-                out.row_mut(r).map_inplace(|o| *o *= alpha);
-            }
-        }
-        product(
-            &mut out,
-            s_tile.view(),
-            v.slice(s![j0..j0 + cols, ..]),
-            true,
-            Parallelism::None,
-        );
-    }
-    for (mut row, &l) in out.rows_mut().into_iter().zip(&scratch.sum) {
-        if l > 0.0 {
-            let inv = 1.0 / l;
-            row.map_inplace(|o| *o *= inv);
-        }
-    }
-    Ok(())
-}
+// ANCHOR_END: fast
 
 /// Queries `i0 .. i0 + rows` of `q`, times `1/√d_k`, into the first rows
 /// of `tile`: the scale folded in once per tile of queries.
@@ -383,124 +292,14 @@ fn visible_keys(causal: bool, i: usize, j0: usize, cols: usize) -> usize {
     }
 }
 
-/// Lanes of the running maximum and sum: independent accumulators the
-/// compiler keeps in one vector register each.
-const LANES: usize = 16;
-
-/// The online softmax on one row of a tile, in one pass after the maximum:
-/// `scores` become `exp(score − M_new)` while their sum is taken; `M` and
-/// `ℓ` are updated, and the factor `exp(M_old − M_new)` for the output so far
-/// is returned. A score of `+∞` or NaN (the product of finite queries and
-/// keys overflowed) is returned as the error.
-///
-/// Both passes keep `LANES` partial results, combined at the end: a single
-/// running sum would make every addition wait for the one before, and the
-/// compiler may not reorder floating-point additions on its own.
-pub(crate) fn exponentials(scores: &mut [f32], max: &mut f32, sum: &mut f32) -> Result<f32, f32> {
-    let mut lane_max = [f32::NEG_INFINITY; LANES];
-    let mut poison = [0.0_f32; LANES]; // becomes NaN if a score is NaN or ±∞
-    let chunks = scores.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for chunk in chunks {
-        for i in 0..LANES {
-            lane_max[i] = lane_max[i].max(chunk[i]);
-            poison[i] += chunk[i] * 0.0;
-        }
-    }
-    let block_max = rest
-        .iter()
-        .chain(&lane_max)
-        .fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-    let poisoned = rest.iter().map(|x| x * 0.0).chain(poison).any(f32::is_nan);
-    if poisoned && (block_max == f32::INFINITY || scores.iter().any(|x| x.is_nan())) {
-        return Err(if block_max == f32::INFINITY {
-            block_max
-        } else {
-            f32::NAN
-        });
-    }
-    let max_new = max.max(block_max);
-    if max_new == f32::NEG_INFINITY {
-        return Ok(1.0); // an empty row: nothing seen yet
-    }
-    let mut lane_sum = [0.0_f32; LANES];
-    let mut chunks = scores.chunks_exact_mut(LANES);
-    for chunk in &mut chunks {
-        for i in 0..LANES {
-            chunk[i] = exp_nonpositive(chunk[i] - max_new);
-            lane_sum[i] += chunk[i];
-        }
-    }
-    let mut row_sum: f32 = lane_sum.iter().sum();
-    for x in chunks.into_remainder() {
-        *x = exp_nonpositive(*x - max_new);
-        row_sum += *x;
-    }
-    let alpha = exp_nonpositive(*max - max_new);
-    *sum = *sum * alpha + row_sum;
-    *max = max_new;
-    Ok(alpha)
-}
 // ANCHOR_END: fast
-
-// ANCHOR: fast_multihead
-/// [`crate::multihead::MultiHeadAttention::forward`]'s output (without the
-/// weights), with every head attended by [`fast_attention`]'s kernel, the
-/// heads in parallel, each writing its columns of the merged heads in place,
-/// and the four projections split over the pool's threads.
-pub fn fast_multihead(
-    layer: &MultiHeadAttention,
-    x_q: &ArrayRef2<f32>,
-    x_kv: &ArrayRef2<f32>,
-) -> Result<Array2<f32>, AttnError> {
-    let d_model = layer.d_model();
-    check_model_width("query input", x_q, d_model)?;
-    check_model_width("key/value input", x_kv, d_model)?;
-    check_finite("query input", x_q)?;
-    check_finite("key/value input", x_kv)?;
-    let [w_q, w_k, w_v, w_o] = layer.weights();
-    let biases = layer.biases();
-    let project = |x: &ArrayRef2<f32>, w: &Array2<f32>, i: usize| -> Array2<f32> {
-        let mut y = Array2::zeros((x.nrows(), w.ncols()));
-        product(
-            &mut y.view_mut(),
-            x.view(),
-            w.view(),
-            false,
-            Parallelism::Rayon(0),
-        );
-        match biases {
-            Some(b) => y + b[i],
-            None => y,
-        }
-    };
-    let (q, k, v) = (
-        project(x_q, w_q, 0),
-        project(x_kv, w_k, 1),
-        project(x_kv, w_v, 2),
-    );
-    check_overflow("the projections", &q)?;
-    check_overflow("the projections", &k)?;
-    check_overflow("the projections", &v)?;
-    let d_k = layer.d_k();
-    let mut merged = Array2::zeros((x_q.nrows(), d_model)); // the heads side by side
-    merged
-        .axis_chunks_iter_mut(Axis(1), d_k)
-        .into_par_iter()
-        .enumerate()
-        .try_for_each(|(i, out)| {
-            let head = s![.., i * d_k..(i + 1) * d_k];
-            let (q, k, v) = (q.slice(head), k.slice(head), v.slice(head));
-            attend_into([&q, &k, &v], (false, FAST_TILES, Kernel::best()), out, None)
-        })?;
-    let output = project(&merged, w_o, 3);
-    check_overflow("the output", &output)?;
-    Ok(output)
-}
-// ANCHOR_END: fast_multihead
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod multihead;
+mod portable;
+pub use multihead::fast_multihead;
+pub(crate) use portable::exponentials;
 #[cfg(target_arch = "x86_64")]
 mod avx512_backward;
 pub mod matmul;

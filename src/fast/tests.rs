@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::masking::{causal_mask, masked_attention};
+use crate::multihead::MultiHeadAttention;
 use crate::scaled_dot_product_attention;
 use crate::scaling::standard_normal;
 use approx::assert_abs_diff_eq;
