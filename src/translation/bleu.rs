@@ -24,7 +24,7 @@ pub struct Bleu {
 }
 
 /// The n-grams of `tokens` and how often each occurs.
-fn ngrams(tokens: &[usize], n: usize) -> HashMap<&[usize], usize> {
+pub(super) fn ngrams(tokens: &[usize], n: usize) -> HashMap<&[usize], usize> {
     let mut counts = HashMap::new();
     for gram in tokens.windows(n) {
         *counts.entry(gram).or_insert(0) += 1;

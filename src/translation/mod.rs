@@ -19,6 +19,7 @@ mod forward;
 mod heads;
 mod model;
 mod numbers;
+mod rouge;
 mod train;
 mod weights;
 
@@ -32,6 +33,7 @@ pub use numbers::{
     alignment, number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS,
     EOS, PAD, TARGET_VOCAB,
 };
+pub use rouge::{lcs_length, mean_rouge, rouge_l, rouge_n, Rouge, RougeScores};
 pub use train::{
     book_pairs, evaluate, next_log_probs, score, train_seq2seq, translate, translate_all,
     Seq2SeqTraining, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
