@@ -17,6 +17,7 @@ use ndarray_rand::rand::rngs::StdRng;
 use crate::attention::{check_qkv, Attention};
 use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
+use crate::nn::additive::{hidden, score};
 use crate::projection::init_weight;
 use crate::softmax::softmax_rows_in_place;
 
@@ -84,8 +85,7 @@ impl AdditiveScore {
         self.check_inputs(q, k)?;
         let (q_a, k_a) = (q.dot(&self.a_q), k.dot(&self.a_k)); // n×d_a, m×d_a
         let scores = Array2::from_shape_fn((q.nrows(), k.nrows()), |(i, j)| {
-            let hidden = (&q_a.row(i) + &k_a.row(j)).mapv(f32::tanh); // d_a
-            hidden.dot(&self.u)
+            score(&hidden(q_a.row(i), k_a.row(j)), &self.u) // uᵀ tanh(q_a,i + k_a,j)
         });
         check_overflow("the additive scores", &scores)?;
         Ok(scores)

@@ -14,10 +14,12 @@
 //! | linear | `Y = XW + b` | `dX = dY Wᵀ`, `dW = XᵀdY`, `db = Σ_rows dY` |
 //! | LayerNorm | `Y = x̂ γ + β`, `x̂ = (X − μ)/σ` | `dX = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / σ` |
 //! | FFN | `act(XW₁ + b₁)W₂ + b₂` | two linear layers and `act′` |
+//! | additive attention | `S_ij = uᵀ tanh(q_i A_q + k_j A_k)`, softmax, `PV` | as attention to `dS`, then `dH_ij = dS_ij u` through `tanh` |
 //! | GRU (Cho et al., 2014) | `z, r = σ(…)`, `ĥ = tanh(xW_h + (r ⊙ h)U_h)`, `h = z ⊙ h + (1 − z) ⊙ ĥ` | back through time, step by step |
 //! | embeddings | `E[token] + P[position]` | each row's gradient to its token and position |
 //! | cross-entropy | `L = −mean log softmax(Z)[target]` | `dZ = (softmax(Z) − onehot) / count` |
 
+pub(crate) mod additive;
 pub(crate) mod attention;
 mod block;
 pub(crate) mod gru;
