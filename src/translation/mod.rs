@@ -20,6 +20,7 @@ mod heads;
 mod model;
 mod numbers;
 mod rouge;
+mod runs;
 mod train;
 mod weights;
 
@@ -34,6 +35,10 @@ pub use numbers::{
     EOS, PAD, TARGET_VOCAB,
 };
 pub use rouge::{lcs_length, mean_rouge, rouge_l, rouge_n, Rouge, RougeScores};
+pub use runs::{
+    spans, summary_pair, summary_set, summary_words, SummaryPair, COLOURS, RUN_LENGTHS,
+    SUMMARY_VOCAB,
+};
 pub use train::{
     book_pairs, evaluate, next_log_probs, score, train_seq2seq, translate, translate_all,
     Seq2SeqTraining, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
