@@ -59,7 +59,7 @@ impl<F: Real> AdditiveWeights<F> {
 }
 
 /// What [`additive_forward`] keeps: every pair's hidden layer and the
-/// weights.
+/// attention weights `P`.
 #[derive(Debug, Clone)]
 pub(crate) struct AdditiveCache<F> {
     hidden: Array3<F>, // n × m × d_a
@@ -75,6 +75,7 @@ pub(crate) fn additive_forward<F: Real>(
     keep: Option<&ArrayRef2<bool>>,
     w: &AdditiveWeights<F>,
 ) -> Result<(Array2<F>, AdditiveCache<F>), AttnError> {
+    check_sizes([q, k, v], keep, w)?;
     let (q_a, k_a) = (matmul(q, &w.a_q), matmul(k, &w.a_k)); // n × d_a, m × d_a
     let (n, m, d_a) = (q.nrows(), k.nrows(), w.u.nrows());
     let u = w.u.column(0);
@@ -102,6 +103,33 @@ pub(crate) fn additive_forward<F: Real>(
 }
 // ANCHOR_END: additive_forward
 
+/// Queries `n × d_q` and keys `m × d_k` to match `A_q` and `A_k`, which
+/// have `d_a` columns as `u` has rows (and one column); `m` values; a mask
+/// `n × m`.
+fn check_sizes<F: Real>(
+    [q, k, v]: [&ArrayRef2<F>; 3],
+    keep: Option<&ArrayRef2<bool>>,
+    w: &AdditiveWeights<F>,
+) -> Result<(), AttnError> {
+    let bad = |requirement| {
+        Err(AttnError::Mismatched {
+            name: "additive attention's inputs",
+            requirement,
+        })
+    };
+    let d_a = w.u.nrows();
+    if w.u.ncols() != 1 || w.a_q.ncols() != d_a || w.a_k.ncols() != d_a {
+        return bad("A_q and A_k must have d_a columns, and u must be d_a × 1");
+    }
+    if q.ncols() != w.a_q.nrows() || k.ncols() != w.a_k.nrows() || v.nrows() != k.nrows() {
+        return bad("q must be n × d_q, k m × d_k, v m × d_v, as A_q and A_k expect");
+    }
+    if keep.is_some_and(|keep| keep.dim() != (q.nrows(), k.nrows())) {
+        return bad("the mask must be n × m");
+    }
+    Ok(())
+}
+
 /// The gradients of [`additive_forward`]: `dQ`, `dK`, `dV` and
 /// `[dA_q, dA_k, du]`.
 pub(crate) type AdditiveGradients<F> = ([Array2<F>; 3], [Array2<F>; 3]);
@@ -120,7 +148,7 @@ pub(crate) fn additive_backward<F: Real>(
 ) -> AdditiveGradients<F> {
     let p = &cache.p;
     let dv = matmul(&p.t(), d_out);
-    let ds = softmax_backward(p, &matmul(d_out, &v.t())); // 0 where masked: P is
+    let ds = softmax_backward(p, &matmul(d_out, &v.t())); // 0 where masked, as P is
     let u = w.u.column(0);
     let (n, m, d_a) = cache.hidden.dim();
     let (mut dq_a, mut dk_a) = (Array2::zeros((n, d_a)), Array2::zeros((m, d_a)));

@@ -74,6 +74,8 @@ struct Step<F> {
 #[derive(Debug, Clone)]
 pub(crate) struct GruCache<F> {
     steps: Vec<Step<F>>,
+    /// The batch's size `B`, for `dh_0` when there are no steps.
+    batch: usize,
 }
 
 /// `σ(x) = 1 / (1 + e^{−x})`: 0 for very negative `x`, never NaN.
@@ -120,7 +122,8 @@ pub(crate) fn gru_forward<F: Real>(
         });
         states.push(h.clone());
     }
-    Ok((states, GruCache { steps }))
+    let batch = h0.nrows();
+    Ok((states, GruCache { steps, batch }))
 }
 // ANCHOR_END: gru_forward
 
@@ -142,7 +145,8 @@ pub(crate) type GruGradients<F> = (Vec<Array2<F>>, Array2<F>, [Array2<F>; 3]);
 // ANCHOR: gru_backward
 /// Back through time: `d_states[t]` is the loss's gradient with respect to
 /// step `t`'s state from outside the GRU (the output it fed); each step
-/// adds the gradient its successor passes back.
+/// adds the gradient its successor passes back. `xs` and `d_states` have
+/// one entry a step, as the forward pass had.
 pub(crate) fn gru_backward<F: Real>(
     cache: &GruCache<F>,
     xs: &[Array2<F>],
@@ -155,7 +159,11 @@ pub(crate) fn gru_backward<F: Real>(
     let mut du = Array2::zeros(w.u.dim());
     let mut db = Array2::zeros(w.b.dim());
     let mut dxs = vec![Array2::zeros((0, 0)); xs.len()];
-    let mut dh = Array2::zeros(d_states[0].dim()); // from step t + 1
+    assert!(
+        xs.len() == cache.steps.len() && d_states.len() == xs.len(),
+        "one input and one state gradient for each step of the forward pass"
+    );
+    let mut dh = Array2::zeros((cache.batch, d_h)); // from step t + 1
     for t in (0..xs.len()).rev() {
         let Step {
             h_prev,

@@ -219,6 +219,10 @@ mod tests {
         refused(rouge_l(&s[1], &[]), "reference");
         refused(rouge_n(&s[1], &s[0], 0), "n");
         assert_eq!(lcs_length(&[1, 2, 3, 4, 5], &[2, 9, 4, 5, 1]), 3);
+        // A candidate shorter than its reference: recall over the reference.
+        let s3 = ids(&["police killed the gunman", "the gunman"]);
+        let l = rouge_l(&s3[1], &s3[0]).unwrap();
+        assert_eq!((l.recall, l.precision), (0.5, 1.0));
     }
 
     #[test]

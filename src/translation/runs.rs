@@ -19,7 +19,8 @@ pub const COLOURS: [&str; 6] = ["red", "blue", "green", "yellow", "black", "whit
 /// The shortest and longest run.
 pub const RUN_LENGTHS: Range<usize> = 3..8;
 
-/// Target tokens: `PAD`, `BOS`, `EOS`, the counts 1 to 9 (ids 3 to 11),
+/// Target tokens: `PAD`, `BOS`, `EOS`, the counts 1 to 9 (ids 3 to 11; the
+/// runs use 3 to 7),
 /// then the colours (ids 12 to 17).
 pub const SUMMARY_VOCAB: usize = 12 + COLOURS.len();
 
@@ -35,14 +36,15 @@ pub struct SummaryPair {
     pub target: Vec<usize>,
 }
 
-/// The pair of `runs` (colour, length): two summary tokens a run.
+/// The pair of `runs` (colour, length in [`RUN_LENGTHS`]): two summary
+/// tokens a run.
 pub fn summary_pair(runs: &[(usize, usize)]) -> Result<SummaryPair, AttnError> {
     for (i, &(colour, length)) in runs.iter().enumerate() {
-        if colour >= COLOURS.len() || !(1..=9).contains(&length) {
+        if colour >= COLOURS.len() || !RUN_LENGTHS.contains(&length) {
             return Err(AttnError::InvalidArgument {
                 name: "run",
                 value: i as f64,
-                requirement: "must have a colour below 6 and a length from 1 to 9",
+                requirement: "must have a colour below 6 and a length from 3 to 7",
             });
         }
     }
@@ -138,6 +140,10 @@ mod tests {
         assert_eq!(spans(&pair), vec![0..3, 0..3, 3..7, 3..7]);
         assert!(summary_pair(&[(6, 3)]).is_err());
         assert!(summary_pair(&[(0, 0)]).is_err());
+        assert!(
+            summary_pair(&[(0, 2)]).is_err(),
+            "a summary as long as its source"
+        );
     }
 
     #[test]

@@ -44,4 +44,13 @@ fn additive_gradients_match_finite_differences() {
     }
     // The masked keys get no weight, and so no gradient from query 0.
     assert_eq!(cache.p[[0, 3]], 0.0);
+    // Shapes that do not fit are refused by name.
+    let refused = |r: Result<_, AttnError>| matches!(r, Err(AttnError::Mismatched { .. }));
+    assert!(refused(additive_forward([&k, &k, &v], None, &w)));
+    assert!(refused(additive_forward([&q, &k, &r], None, &w)));
+    assert!(refused(additive_forward(
+        [&q, &k, &v],
+        Some(&keep.t().to_owned()),
+        &w
+    )));
 }

@@ -66,6 +66,11 @@ fn an_ended_sequence_keeps_its_state() {
     let h0 = Matrix::zeros((2, 3));
     let (states, _) = gru_forward(&xs, &h0, &[4, 2], &w).unwrap();
     assert_eq!(states[1].row(1), states[3].row(1));
+    assert_ne!(
+        states[0].row(1),
+        states[1].row(1),
+        "its second step still counts"
+    );
     assert_ne!(states[1].row(0), states[3].row(0));
 }
 
