@@ -21,13 +21,8 @@ pub(crate) fn check_overflow_at<F: crate::real::Real>(
     x: &ndarray::ArrayRef2<F>,
     offset: (usize, usize),
 ) -> Result<(), AttnError> {
-    // One branch-free pass (it vectorises); the position only on failure.
-    let finite = match x.as_slice_memory_order() {
-        Some(all) => all.iter().fold(true, |ok, v| ok & v.is_finite()),
-        None => x.iter().fold(true, |ok, v| ok & v.is_finite()),
-    };
-    if finite {
-        return Ok(());
+    if all_finite(x) {
+        return Ok(()); // the position is looked for only on failure
     }
     match x.indexed_iter().find(|(_, v)| !v.is_finite()) {
         Some(((i, j), &value)) => Err(AttnError::Overflow {
@@ -36,6 +31,16 @@ pub(crate) fn check_overflow_at<F: crate::real::Real>(
             value: value.wide() as f32,
         }),
         None => Ok(()),
+    }
+}
+
+/// Whether every entry of `x` is finite: one branch-free pass, which the
+/// compiler vectorises (a search that stops at the first bad entry would
+/// not be).
+fn all_finite<F: crate::real::Real>(x: &ndarray::ArrayRef2<F>) -> bool {
+    match x.as_slice_memory_order() {
+        Some(all) => all.iter().fold(true, |ok, v| ok & v.is_finite()),
+        None => x.iter().fold(true, |ok, v| ok & v.is_finite()),
     }
 }
 
@@ -120,13 +125,8 @@ pub(crate) fn check_finite<F: crate::real::Real>(
     name: &'static str,
     x: &ndarray::ArrayRef2<F>,
 ) -> Result<(), AttnError> {
-    // One branch-free pass (it vectorises); the entry only on failure.
-    let finite = match x.as_slice_memory_order() {
-        Some(all) => all.iter().fold(true, |ok, v| ok & v.is_finite()),
-        None => x.iter().fold(true, |ok, v| ok & v.is_finite()),
-    };
-    if finite {
-        return Ok(());
+    if all_finite(x) {
+        return Ok(()); // the entry is looked for only on failure
     }
     match x.iter().find(|v| !v.is_finite()) {
         Some(&bad) => Err(AttnError::InvalidArgument {

@@ -36,8 +36,8 @@ use super::{keys_seen, Tiles};
 
 mod softmax;
 use crate::error::AttnError;
-pub(super) use softmax::exp;
 use softmax::softmax_columns;
+pub(super) use softmax::{exp, seen_lanes};
 
 /// Lanes of one register of `f32`.
 pub(super) const W: usize = 16;
@@ -334,9 +334,9 @@ fn block<const R: usize, const P: usize>(
 }
 // ANCHOR_END: block
 
-/// The seconds each phase of this loop takes alone over every pair of
-/// tiles of one call without the mask (`n` queries, `m` keys), as `time`
-/// measures a closure: the scores (with the queries' packing), the online
+/// The seconds each phase of this loop takes alone over `pairs` of tiles
+/// (query start, key start, rows, columns) of one call without the mask,
+/// as `time` measures a closure: the scores (with the queries' packing), the online
 /// softmax, and the weighted values. The appendix's profile.
 ///
 /// # Safety
@@ -345,22 +345,13 @@ fn block<const R: usize, const P: usize>(
 pub(super) unsafe fn phase_times(
     [q, k, v]: [&[f32]; 3],
     [d_k, d_v]: [usize; 2],
-    tiles: Tiles,
+    (tiles, pairs): (Tiles, &[(usize, usize, usize, usize)]),
     mut time: impl FnMut(&mut dyn FnMut()) -> f64,
 ) -> [f64; 3] {
-    let (n, m) = (q.len() / d_k, k.len() / d_k);
     let mut s = Scratch::new([d_k, d_v], tiles);
-    let pairs: Vec<[usize; 4]> = (0..n)
-        .step_by(tiles.query)
-        .flat_map(|i0| {
-            (0..m)
-                .step_by(tiles.key)
-                .map(move |j0| [i0, j0, tiles.query.min(n - i0), tiles.key.min(m - j0)])
-        })
-        .collect();
     let mut phase = |which: usize| {
         time(&mut || {
-            for &[i0, j0, rows, cols] in &pairs {
+            for &(i0, j0, rows, cols) in pairs {
                 let ld = rows.next_multiple_of(W);
                 let (qt, ot) = (
                     &mut s.qt.get_mut()[..d_k * ld],

@@ -21,12 +21,11 @@
 
 use ndarray::{Array2, ArrayRef2, ArrayViewMut2, Axis};
 
-use super::avx512::{block_of, exp, for_blocks, pack_panels, scores, Aligned, W};
+use super::avx512::{block_of, exp, for_blocks, pack_panels, scores, seen_lanes, Aligned, W};
 use super::Tiles;
 use std::arch::x86_64::{
-    __mmask16, _mm512_cmpge_epi32_mask, _mm512_loadu_ps, _mm512_maskz_mov_ps, _mm512_min_ps,
-    _mm512_mul_ps, _mm512_set1_epi32, _mm512_setr_epi32, _mm512_setzero_ps, _mm512_storeu_ps,
-    _mm512_sub_ps,
+    _mm512_loadu_ps, _mm512_maskz_mov_ps, _mm512_min_ps, _mm512_mul_ps, _mm512_setzero_ps,
+    _mm512_storeu_ps, _mm512_sub_ps,
 };
 
 /// The bands of key tiles whose `dQ` are summed apart.
@@ -206,18 +205,11 @@ fn band(x: &Packed, key_tiles: Vec<(usize, ArrayViewMut2<f32>, ArrayViewMut2<f32
 fn weights(st: &mut [f32], ld: usize, shift: Option<isize>, lse: &[f32]) {
     let cols = st.len() / ld;
     assert!(st.len() == cols * ld && lse.len() == ld);
-    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for g in (0..ld).step_by(W) {
         // SAFETY: 16 numbers from g.
         let lse = unsafe { _mm512_loadu_ps(lse[g..g + W].as_ptr()) };
         for j in 0..cols {
-            let seen: __mmask16 = match shift {
-                Some(shift) if j as isize + shift > g as isize => {
-                    let first = (j as isize + shift - g as isize).min(W as isize) as i32;
-                    _mm512_cmpge_epi32_mask(lanes, _mm512_set1_epi32(first))
-                }
-                _ => 0xFFFF,
-            };
+            let seen = seen_lanes(shift, j, g);
             let at = &mut st[j * ld + g..j * ld + g + W];
             // SAFETY: 16 numbers. S ≤ lse but for rounding: P ≤ 1.
             unsafe {

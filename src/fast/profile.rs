@@ -137,8 +137,9 @@ fn avx512_phases([q, k, v]: [&Array2<f32>; 3], tiles: Tiles, repeats: usize) -> 
         let slices = [q, k, v].map(|x| x.as_slice().expect("owned, standard layout"));
         let dims = [q.ncols(), v.ncols()];
         let time = |f: &mut dyn FnMut()| mean_of(repeats, f);
+        let pairs = tile_pairs(q.nrows(), tiles);
         // SAFETY: `available` found AVX-512 on this processor.
-        return Some(unsafe { super::avx512::phase_times(slices, dims, tiles, time) });
+        return Some(unsafe { super::avx512::phase_times(slices, dims, (tiles, &pairs), time) });
     }
     let _ = ([q, k, v], tiles, repeats);
     None

@@ -32,6 +32,22 @@ pub(super) fn ngrams(tokens: &[usize], n: usize) -> HashMap<&[usize], usize> {
     counts
 }
 
+/// At least one candidate, and one reference for each: what every score
+/// of a set of candidates needs.
+pub(super) fn check_pairs(
+    candidates: &[Vec<usize>],
+    references: &[Vec<usize>],
+) -> Result<(), AttnError> {
+    if candidates.len() != references.len() || candidates.is_empty() {
+        return Err(AttnError::InvalidArgument {
+            name: "candidates",
+            value: candidates.len() as f64,
+            requirement: "must be at least one, with one reference each",
+        });
+    }
+    Ok(())
+}
+
 /// Corpus BLEU of `candidates` against one reference each. Precision `p_n`
 /// sums over the whole corpus the candidate n-grams found in the
 /// reference, each counted at most as often as the reference has it
@@ -41,13 +57,7 @@ pub fn corpus_bleu(
     candidates: &[Vec<usize>],
     references: &[Vec<usize>],
 ) -> Result<Bleu, AttnError> {
-    if candidates.len() != references.len() || candidates.is_empty() {
-        return Err(AttnError::InvalidArgument {
-            name: "candidates",
-            value: candidates.len() as f64,
-            requirement: "must be at least one, with one reference each",
-        });
-    }
+    check_pairs(candidates, references)?;
     let mut precisions = [0.0; 4];
     let mut counts = [(0, 0); 4];
     for ((n, p_n), count) in (1..=4).zip(precisions.iter_mut()).zip(counts.iter_mut()) {

@@ -6,7 +6,7 @@
 //! (over the reference), a precision (over the candidate) and their
 //! harmonic mean, F1.
 
-use super::bleu::ngrams;
+use super::bleu::{check_pairs, ngrams};
 use crate::error::AttnError;
 
 /// Recall, precision and F1 of one candidate against its reference.
@@ -116,13 +116,7 @@ pub fn mean_rouge(
     candidates: &[Vec<usize>],
     references: &[Vec<usize>],
 ) -> Result<RougeScores, AttnError> {
-    if candidates.len() != references.len() || candidates.is_empty() {
-        return Err(AttnError::InvalidArgument {
-            name: "candidates",
-            value: candidates.len() as f64,
-            requirement: "must be at least one, with one reference each",
-        });
-    }
+    check_pairs(candidates, references)?;
     let mut sums = [[0.0; 3]; 3];
     for (c, r) in candidates.iter().zip(references) {
         for (sum, score) in

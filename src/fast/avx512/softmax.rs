@@ -30,7 +30,6 @@ pub(super) fn softmax_columns(
 ) -> Result<(), (usize, f32)> {
     let cols = st.len() / ld;
     assert!(st.len() == cols * ld && [max.len(), sum.len(), alpha.len()] == [ld; 3]);
-    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for g in (0..ld).step_by(W) {
         // Lane l sees key j when j + shift ≤ g + l: every lane when
         // j + shift ≤ g, none when j + shift > g + 15.
@@ -42,13 +41,7 @@ pub(super) fn softmax_columns(
                 (keys as usize, all as usize)
             }
         };
-        let seen_by = |j: usize| -> __mmask16 {
-            if j < all_from {
-                return 0xFFFF;
-            }
-            let first = j as isize + shift.unwrap_or(0) - g as isize; // 1 ..= 15
-            _mm512_cmpge_epi32_mask(lanes, _mm512_set1_epi32(first as i32))
-        };
+        let seen_by = |j: usize| seen_lanes(shift, j, g);
         let column = |j: usize| st[j * ld + g..j * ld + g + W].as_ptr();
         // Pass 1: the maximum of each lane; x·0 + poison is NaN once an x
         // is NaN or infinite. Four of each, over every fourth key, so that
@@ -105,6 +98,21 @@ pub(super) fn softmax_columns(
         }
     }
     Ok(())
+}
+
+/// The lanes of the 16 queries from `g` that see key `j`: under the causal
+/// mask, with `shift = Some(j0 − i0)`, query `g + l` sees key `j` when
+/// `j + shift ≤ g + l`; without it, every lane.
+#[target_feature(enable = "avx512f")]
+pub(in crate::fast) fn seen_lanes(shift: Option<isize>, j: usize, g: usize) -> __mmask16 {
+    match shift {
+        Some(shift) if j as isize + shift > g as isize => {
+            let first = (j as isize + shift - g as isize).min(W as isize) as i32;
+            let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            _mm512_cmpge_epi32_mask(lanes, _mm512_set1_epi32(first))
+        }
+        _ => 0xFFFF,
+    }
 }
 
 /// The first score of the 16 queries from `g` that is `+∞` or NaN among
