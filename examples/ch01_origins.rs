@@ -60,6 +60,7 @@ fn draw_fit(
         points: points(grid.iter().map(|&g| truth(g)).collect()),
         colour: plot::GREY_,
         dashed: true,
+        spread: Vec::new(),
     }];
     for (rho, colour) in BANDWIDTHS
         .into_iter()
@@ -71,6 +72,7 @@ fn draw_fit(
             points: points(estimate.output.column(0).to_vec()),
             colour,
             dashed: false,
+            spread: Vec::new(),
         });
     }
     let chart = plot::Chart {
@@ -104,6 +106,7 @@ fn draw_weights(x: &Array1<f32>, y: &Array1<f32>) -> Result<(), report::error::R
                 .collect(),
             colour,
             dashed: false,
+            spread: Vec::new(),
         })
         .collect();
     let chart = plot::Chart {

@@ -39,6 +39,7 @@ fn main() -> Result<(), report::error::ReportError> {
         points,
         colour,
         dashed,
+        spread: Vec::new(),
     };
 
     let path = plot::line_charts(

@@ -178,6 +178,7 @@ fn draw_cost() -> Result<(), report::error::ReportError> {
                 .collect::<Result<_, attn::AttnError>>()?,
             colour,
             dashed: false,
+            spread: Vec::new(),
         }) as Result<plot::Series, attn::AttnError>
     };
     let chart = plot::Chart {

@@ -201,6 +201,7 @@ fn draw_curves() -> Result<(), report::error::ReportError> {
             points: (0..=100).map(|p| (p as f64, pe[[p, *d]] as f64)).collect(),
             colour,
             dashed: false,
+            spread: Vec::new(),
         })
         .collect();
     let chart = plot::Chart {
@@ -229,6 +230,7 @@ fn draw_similarity() -> Result<(), report::error::ReportError> {
                     .collect(),
                 colour,
                 dashed: false,
+                spread: Vec::new(),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;

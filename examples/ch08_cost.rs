@@ -61,6 +61,7 @@ fn draw_cost_model() {
         points: ns.iter().map(|&n| (n as f64, f(n, D_MODEL))).collect(),
         colour,
         dashed: false,
+        spread: Vec::new(),
     };
     let chart = plot::Chart {
         title: "FLOPs of one attention layer, d_model = 512",

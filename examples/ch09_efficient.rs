@@ -60,6 +60,7 @@ fn draw_memory(memory: &[Measurement]) {
             .collect(),
         colour,
         dashed: false,
+        spread: Vec::new(),
     };
     let chart = plot::Chart {
         title: "Peak memory of one call, d = 64 (measured)",
@@ -88,6 +89,7 @@ fn draw_errors(errors: &[ErrorRow]) {
             .collect(),
         colour,
         dashed,
+        spread: Vec::new(),
     };
     let flat = |label: &str, value: f64, colour| plot::Series {
         label: label.into(),
@@ -97,6 +99,7 @@ fn draw_errors(errors: &[ErrorRow]) {
         ],
         colour,
         dashed: true,
+        spread: Vec::new(),
     };
     let chart = plot::Chart {
         title: "Error against exact causal attention, n = 1024, d = 64",

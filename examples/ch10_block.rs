@@ -140,6 +140,7 @@ fn draw_residual(depth: &[(f32, f32)]) {
             .collect(),
         colour,
         dashed: false,
+        spread: Vec::new(),
     };
     let chart = plot::Chart {
         title: "Size of the residual stream with depth, at initialisation",

@@ -32,6 +32,7 @@ fn main() -> Result<(), report::error::ReportError> {
         points: norms.iter().map(|r| (r.d_k as f64, pick(r))).collect(),
         colour,
         dashed: false,
+        spread: Vec::new(),
     };
     let scores = plot::Chart {
         title: "Gradient reaching the scores, ‖dS‖",

@@ -142,6 +142,7 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
         points: log.iter().map(|&(s, l, _)| (s as f64, l)).collect(),
         colour: plot::BLUE_,
         dashed: false,
+        spread: Vec::new(),
     };
     let acc = plot::Series {
         label: "held-out exact-sequence accuracy (200 sequences)".into(),
@@ -151,6 +152,7 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
             .collect(),
         colour: plot::ORANGE_,
         dashed: false,
+        spread: Vec::new(),
     };
     let loss_chart = plot::Chart {
         title: "Training loss",

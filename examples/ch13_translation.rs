@@ -203,6 +203,7 @@ fn draw_length(attention: &[(usize, usize, f64)], bottleneck: &[(usize, usize, f
             .collect(),
         colour,
         dashed: false,
+        spread: Vec::new(),
     };
     let chart = plot::Chart {
         title: "Held-out exact accuracy by source length",
@@ -240,6 +241,7 @@ fn draw_training() -> Result<(), report::error::ReportError> {
         points: rows.iter().map(|r| (r[0], r[column])).collect(),
         colour,
         dashed: false,
+        spread: Vec::new(),
     };
     let floor = smoothing_floor(0.1, TARGET_VOCAB);
     let chart = plot::Chart {
@@ -263,6 +265,7 @@ fn draw_training() -> Result<(), report::error::ReportError> {
                     points: vec![(1.0, floor), (rows.len() as f64, floor)],
                     colour: plot::GREY_,
                     dashed: true,
+                    spread: Vec::new(),
                 },
             ],
         )],

@@ -182,6 +182,7 @@ fn draw_sinks(d: &Derived) {
         points,
         colour,
         dashed,
+        spread: Vec::new(),
     };
     let chart = plot::Chart {
         title: "Attention on the special tokens, by layer (corpus mean)",

@@ -137,6 +137,7 @@ fn draw_training(log: &[report::ch15::LogLine], bigram: f64, vocab: usize) {
             points: points(|l| l.validation_loss),
             colour: colours[i],
             dashed: false,
+            spread: Vec::new(),
         });
     }
     let flat = |label: String, y: f64| Series {
@@ -144,6 +145,7 @@ fn draw_training(log: &[report::ch15::LogLine], bigram: f64, vocab: usize) {
         points: vec![(100.0, y), (2000.0, y)],
         colour: GREY_,
         dashed: true,
+        spread: Vec::new(),
     };
     series.push(flat(format!("bigram model, {bigram:.2}"), bigram));
     series.push(flat(
@@ -178,6 +180,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
                 .collect(),
             colour: colours[i],
             dashed: false,
+            spread: Vec::new(),
         });
         losses.push(Series {
             label: format!("seed {seed}, first half"),
@@ -187,6 +190,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
                 .collect(),
             colour: colours[i],
             dashed: true,
+            spread: Vec::new(),
         });
         let best = |step: usize, score: fn(&report::ch15::HeadLine) -> f64| {
             heads
@@ -205,6 +209,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
                 .collect(),
             colour: colours[i],
             dashed: false,
+            spread: Vec::new(),
         });
         scores.push(Series {
             label: format!("seed {seed}, prefix matching"),
@@ -214,6 +219,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
                 .collect(),
             colour: colours[i],
             dashed: true,
+            spread: Vec::new(),
         });
     }
     let loss_chart = Chart {

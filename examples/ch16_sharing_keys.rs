@@ -69,6 +69,7 @@ fn draw_variants(variants: &[Variant]) {
                 .collect(),
             colour,
             dashed: false,
+            spread: Vec::new(),
         })
         .collect();
     let mean = |g: usize| mean(&losses_of(variants, Attention::KvHeads(g)));
@@ -86,6 +87,7 @@ fn draw_variants(variants: &[Variant]) {
             .collect(),
         colour: GREY_,
         dashed: true,
+        spread: Vec::new(),
     });
     // Latent attention: its three seeds at its one cache size, lowest to highest.
     let mut latent: Vec<(f64, f64)> = variants
@@ -99,6 +101,7 @@ fn draw_variants(variants: &[Variant]) {
         points: latent,
         colour: PURPLE_,
         dashed: false,
+        spread: Vec::new(),
     });
     let losses: Vec<f64> = variants.iter().map(|v| v.validation_loss).collect();
     let (lo, hi) = range(&losses);
@@ -129,6 +132,7 @@ fn draw_long_texts(rows: &[LongText]) {
                 .collect(),
             colour,
             dashed: false,
+            spread: Vec::new(),
         })
         .collect();
     let values: Vec<f64> = series

@@ -76,6 +76,7 @@ fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
         points: roof(fast.roof()),
         colour: plot::GREY_,
         dashed: true,
+        spread: Vec::new(),
     }];
     if fast.peak_512.is_some() {
         series.push(plot::Series {
@@ -83,6 +84,7 @@ fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
             points: roof(fast.peak),
             colour: plot::GREY_,
             dashed: false,
+            spread: Vec::new(),
         });
     }
     for ((name, intensity, achieved), colour) in roofline_points(fast, 4096)?
@@ -94,6 +96,7 @@ fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
             points: vec![(intensity, achieved)],
             colour,
             dashed: false,
+            spread: Vec::new(),
         });
     }
     let chart = plot::Chart {

@@ -4,14 +4,6 @@
 //! backward pass. [`crate::origins::AdditiveScore`] computes its scores
 //! with the same [`hidden`] and [`score`].
 
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the recurrent encoder-decoder with additive attention comes next"
-    )
-)]
-
 use ndarray::{Array1, Array2, Array3, ArrayRef1, ArrayRef2, ArrayView1, Axis};
 
 use crate::error::AttnError;
@@ -64,6 +56,13 @@ impl<F: Real> AdditiveWeights<F> {
 pub(crate) struct AdditiveCache<F> {
     hidden: Array3<F>, // n × m × d_a
     p: Array2<F>,      // n × m
+}
+
+impl<F> AdditiveCache<F> {
+    /// The attention weights `P`, `n × m`.
+    pub(crate) fn weights(&self) -> &Array2<F> {
+        &self.p
+    }
 }
 
 // ANCHOR: additive_forward

@@ -16,14 +16,6 @@
 //! `3d_h`. A sequence shorter than the batch's longest keeps its state once
 //! it has ended: `h_t = h_{t−1}` for the rows whose length is `≤ t`.
 
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the recurrent encoder-decoders of chapter 13's length experiment come next"
-    )
-)]
-
 use ndarray::{s, Array2, ArrayRef2, Axis, Zip};
 
 use crate::error::AttnError;

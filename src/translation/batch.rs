@@ -55,3 +55,54 @@ pub fn batch(pairs: &[(&[usize], &[usize])]) -> Result<Batch, AttnError> {
     Ok(out)
 }
 // ANCHOR_END: batch
+
+/// Checks a batch against a model: tokens in the vocabularies
+/// `(source, target)`, lengths within `max_lengths` (the longest source and
+/// the longest decoder input), one target per decoder input. Returns
+/// `(S, T)`.
+pub(crate) fn check_batch(
+    batch: &Batch,
+    (s_max, t_max): (usize, usize),
+    (source_vocab, target_vocab): (usize, usize),
+) -> Result<(usize, usize), AttnError> {
+    let rows = |x: &[Vec<usize>]| x.first().map_or(0, Vec::len);
+    let (s, t) = (rows(&batch.sources), rows(&batch.inputs));
+    let b = batch.sources.len();
+    let ragged = |x: &[Vec<usize>], n: usize| x.iter().any(|r| r.len() != n);
+    if b == 0
+        || batch.inputs.len() != b
+        || batch.source_lengths.len() != b
+        || batch.targets.len() != b * t
+        || ragged(&batch.sources, s)
+        || ragged(&batch.inputs, t)
+        || s == 0
+        || t == 0
+        || s > s_max
+        || t > t_max
+        || batch.source_lengths.iter().any(|&l| l == 0 || l > s)
+    {
+        return Err(AttnError::InvalidArgument {
+            name: "batch",
+            value: b as f64,
+            requirement: "must hold at least one pair, padded to common lengths no longer \
+                          than the model's longest, with one target per decoder input",
+        });
+    }
+    let outside = |x: &[Vec<usize>], v: usize| x.iter().flatten().find(|&&id| id >= v).copied();
+    let bad = outside(&batch.sources, source_vocab)
+        .or(outside(&batch.inputs, target_vocab))
+        .or(batch
+            .targets
+            .iter()
+            .flatten()
+            .find(|&&id| id >= target_vocab)
+            .copied());
+    if let Some(token) = bad {
+        return Err(AttnError::InvalidArgument {
+            name: "token",
+            value: token as f64,
+            requirement: "must be in the model's vocabulary",
+        });
+    }
+    Ok((s, t))
+}

@@ -3,7 +3,7 @@
 
 use ndarray::Array2;
 
-use super::batch::Batch;
+use super::batch::{check_batch, Batch};
 use super::model::Seq2Seq;
 use super::{source_vocab_size, TARGET_VOCAB};
 use crate::check::check_indices;
@@ -172,51 +172,13 @@ impl Seq2Seq {
         Ok(cross_entropy(&self.forward(batch)?.logits, &batch.targets)?.0)
     }
 
-    /// Checks the batch against the model: tokens in the vocabularies,
-    /// lengths within the position tables, one target per decoder input.
-    /// Returns `(S, T)`.
+    /// Checks the batch against the model ([`check_batch`]). Returns `(S, T)`.
     fn check_batch(&self, batch: &Batch) -> Result<(usize, usize), AttnError> {
-        let (s_max, t_max) = self.config.max_lengths;
-        let rows = |x: &[Vec<usize>]| x.first().map_or(0, Vec::len);
-        let (s, t) = (rows(&batch.sources), rows(&batch.inputs));
-        let b = batch.sources.len();
-        let ragged = |x: &[Vec<usize>], n: usize| x.iter().any(|r| r.len() != n);
-        if b == 0
-            || batch.inputs.len() != b
-            || batch.source_lengths.len() != b
-            || batch.targets.len() != b * t
-            || ragged(&batch.sources, s)
-            || ragged(&batch.inputs, t)
-            || s == 0
-            || t == 0
-            || s > s_max
-            || t > t_max
-            || batch.source_lengths.iter().any(|&l| l == 0 || l > s)
-        {
-            return Err(AttnError::InvalidArgument {
-                name: "batch",
-                value: b as f64,
-                requirement: "must hold at least one pair, padded to common lengths within the \
-                              model's position tables, with one target per decoder input",
-            });
-        }
-        let outside = |x: &[Vec<usize>], v: usize| x.iter().flatten().find(|&&id| id >= v).copied();
-        let bad = outside(&batch.sources, source_vocab_size())
-            .or(outside(&batch.inputs, TARGET_VOCAB))
-            .or(batch
-                .targets
-                .iter()
-                .flatten()
-                .find(|&&id| id >= TARGET_VOCAB)
-                .copied());
-        if let Some(token) = bad {
-            return Err(AttnError::InvalidArgument {
-                name: "token",
-                value: token as f64,
-                requirement: "must be in the model's vocabulary",
-            });
-        }
-        Ok((s, t))
+        check_batch(
+            batch,
+            self.config.max_lengths,
+            (source_vocab_size(), TARGET_VOCAB),
+        )
     }
 }
 
@@ -240,7 +202,6 @@ mod tests {
     use super::super::model::Seq2SeqConfig;
     use super::super::number_pair;
     use super::*;
-    use crate::nn::Parameters;
 
     fn small(bottleneck: bool) -> (Seq2Seq, Batch) {
         let config = Seq2SeqConfig::tiny(1, bottleneck);
@@ -255,31 +216,8 @@ mod tests {
     /// Central differences on a few entries of every tensor.
     fn largest_error(bottleneck: bool) -> (f64, String) {
         let (net, batch) = small(bottleneck);
-        let (_, grads) = net.loss_and_gradients(&batch).unwrap();
-        let analytic: Vec<Vec<f64>> = grads.slices().iter().map(|s| s.to_vec()).collect();
-        let names: Vec<String> = net.named_slices().into_iter().map(|(n, _)| n).collect();
-        let mut worst = (0.0, String::new());
-        let delta = 1e-6; // small: LayerNorm of 0.02-sized embeddings curves sharply
-        for (t, values) in analytic.iter().enumerate() {
-            for i in [0, values.len() / 2, values.len() - 1] {
-                let at = |x: f64| {
-                    let mut probe = net.clone();
-                    probe.slices_mut()[t][i] = x;
-                    probe.loss(&batch).unwrap()
-                };
-                let x = net.slices()[t][i];
-                let numeric = (at(x + delta) - at(x - delta)) / (2.0 * delta);
-                let error =
-                    (numeric - values[i]).abs() / numeric.abs().max(values[i].abs()).max(1e-4);
-                if error > worst.0 {
-                    worst = (
-                        error,
-                        format!("{} [{i}]: {} vs {numeric}", names[t], values[i]),
-                    );
-                }
-            }
-        }
-        worst
+        // A small step: LayerNorm of 0.02-sized embeddings curves sharply.
+        super::super::train::largest_gradient_error(&net, &batch, 1e-6)
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod forward;
 mod heads;
 mod model;
 mod numbers;
+mod rnn;
 mod rouge;
 mod runs;
 mod train;
@@ -31,9 +32,10 @@ pub use forward::Seq2SeqForward;
 pub use heads::alignment_scores;
 pub use model::{source_vocab_size, Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
-    alignment, number_pair, number_words, source_vocabulary, translation_set, TranslationPair, BOS,
-    EOS, PAD, TARGET_VOCAB,
+    alignment, balanced_set, number_pair, number_words, source_vocabulary, translation_set,
+    TranslationPair, BOS, EOS, PAD, TARGET_VOCAB,
 };
+pub use rnn::{RnnConfig, RnnForward, RnnSeq2Seq, BOOK_RNN};
 pub use rouge::{lcs_length, mean_rouge, rouge_l, rouge_n, Rouge, RougeScores};
 pub use runs::{
     spans, summary_pair, summary_set, summary_words, SummaryPair, COLOURS, RUN_LENGTHS,
@@ -41,5 +43,5 @@ pub use runs::{
 };
 pub use train::{
     book_pairs, evaluate, next_log_probs, score, train_seq2seq, translate, translate_all,
-    Seq2SeqTraining, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
+    EncoderDecoder, ModelConfig, Seq2SeqTraining, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
 };

@@ -240,6 +240,45 @@ pub fn translation_set(
     Ok(pairs)
 }
 
+/// `per_length` distinct pairs of every source length in `lengths` (in
+/// words), drawn evenly (seeded) from the numbers of that length that are
+/// not in `exclude`, in the order of `lengths`. A set balanced by length,
+/// so that long sources are as common as short ones.
+pub fn balanced_set(
+    per_length: usize,
+    lengths: &[usize],
+    seed: u64,
+    exclude: &[TranslationPair],
+) -> Result<Vec<TranslationPair>, AttnError> {
+    use ndarray_rand::rand::seq::SliceRandom;
+    let excluded: HashSet<u32> = exclude.iter().map(|p| p.number).collect();
+    let mut by_length: Vec<Vec<u32>> = vec![Vec::new(); lengths.iter().max().map_or(0, |l| l + 1)];
+    for x in 1..=999_999 {
+        let len = number_words(x)?.len();
+        if len < by_length.len() && !excluded.contains(&x) {
+            by_length[len].push(x);
+        }
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut pairs = Vec::with_capacity(per_length.saturating_mul(lengths.len()));
+    for (i, &len) in lengths.iter().enumerate() {
+        let pool = &mut by_length[len];
+        if pool.len() < per_length || lengths[..i].contains(&len) {
+            return Err(AttnError::InvalidArgument {
+                name: "pairs per source length",
+                value: per_length as f64,
+                requirement: "must be at most the numbers of each length (outside the \
+                              excluded ones), each length asked for once",
+            });
+        }
+        pool.shuffle(&mut rng);
+        for &x in &pool[..per_length] {
+            pairs.push(number_pair(x)?);
+        }
+    }
+    Ok(pairs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +356,25 @@ mod tests {
         assert!(held_out.iter().all(|p| !numbers.contains(&p.number)));
         assert_eq!(train, translation_set(1000, 8, &held_out).unwrap());
         assert!(translation_set(100_001, 1, &[]).is_err());
+    }
+
+    #[test]
+    fn a_balanced_set_has_as_many_pairs_of_each_length_and_avoids_the_held_out() {
+        let lengths = [3, 4, 11];
+        let held_out = balanced_set(5, &lengths, 1, &[]).unwrap();
+        let train = balanced_set(795, &lengths, 2, &held_out).unwrap();
+        for (set, per) in [(&held_out, 5), (&train, 795)] {
+            for len in lengths {
+                assert_eq!(set.iter().filter(|p| p.source.len() == len).count(), per);
+            }
+            let distinct: HashSet<u32> = set.iter().map(|p| p.number).collect();
+            assert_eq!(distinct.len(), set.len());
+        }
+        assert!(train.iter().all(|p| !held_out.contains(p)));
+        assert_eq!(balanced_set(5, &lengths, 1, &[]).unwrap(), held_out);
+        // 801 numbers have 4 words: 5 held out leave 796, not 797.
+        assert!(balanced_set(797, &[4], 2, &held_out).is_err());
+        assert!(balanced_set(1, &[10], 2, &[]).is_err(), "no number has 10 words");
+        assert!(balanced_set(1, &[3, 3], 2, &[]).is_err());
     }
 }

@@ -5,12 +5,95 @@ use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::batch::{batch, Batch};
 use super::model::{Seq2Seq, Seq2SeqConfig};
+use super::rnn::{RnnConfig, RnnForward, RnnSeq2Seq};
 use super::{
-    beam_search, corpus_bleu, translation_set, Bleu, TranslationPair, BOS, EOS, TARGET_VOCAB,
+    beam_search, corpus_bleu, translation_set, Bleu, Seq2SeqForward, TranslationPair, BOS, EOS,
+    TARGET_VOCAB,
 };
 use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
-use crate::nn::{log_softmax, smoothed_cross_entropy, warmup_cosine, Adam};
+use crate::grad::Matrix;
+use crate::nn::{log_softmax, smoothed_cross_entropy, warmup_cosine, Adam, Parameters};
+
+/// An encoder–decoder that the training loop and the decoders can drive:
+/// the book's Transformer ([`Seq2Seq`]) and the recurrent models
+/// ([`RnnSeq2Seq`]).
+pub trait EncoderDecoder: Parameters<Real = f64> + Sized {
+    /// What the forward pass keeps for the backward pass.
+    type Forward;
+    /// The longest source, in words, and the longest decoder input, in
+    /// tokens including BOS.
+    fn max_lengths(&self) -> (usize, usize);
+    /// The forward pass over a padded batch.
+    fn forward_pass(&self, batch: &Batch) -> Result<Self::Forward, AttnError>;
+    /// The forward pass's logits, `BT × TARGET_VOCAB`.
+    fn logits_of(fwd: &Self::Forward) -> &Matrix;
+    /// Every parameter's gradient, given the loss's gradient `dZ` with
+    /// respect to the logits.
+    fn backward_pass(&self, fwd: &Self::Forward, d_logits: &Matrix) -> Result<Self, AttnError>;
+}
+
+/// The sizes of an [`EncoderDecoder`], from which a fresh one is built.
+pub trait ModelConfig: Copy {
+    /// The model it configures.
+    type Model: EncoderDecoder;
+    /// A freshly initialised model, from `seed`.
+    fn build(self, seed: u64) -> Result<Self::Model, AttnError>;
+    /// The widest activation of one position of a batch.
+    fn widest_activation(&self) -> usize;
+}
+
+impl EncoderDecoder for Seq2Seq {
+    type Forward = Seq2SeqForward;
+    fn max_lengths(&self) -> (usize, usize) {
+        self.config.max_lengths
+    }
+    fn forward_pass(&self, batch: &Batch) -> Result<Seq2SeqForward, AttnError> {
+        self.forward(batch)
+    }
+    fn logits_of(fwd: &Seq2SeqForward) -> &Matrix {
+        fwd.logits()
+    }
+    fn backward_pass(&self, fwd: &Seq2SeqForward, d_logits: &Matrix) -> Result<Self, AttnError> {
+        self.backward(fwd, d_logits)
+    }
+}
+
+impl ModelConfig for Seq2SeqConfig {
+    type Model = Seq2Seq;
+    fn build(self, seed: u64) -> Result<Seq2Seq, AttnError> {
+        Seq2Seq::new(self, seed)
+    }
+    fn widest_activation(&self) -> usize {
+        self.d_model.max(self.d_ff).max(TARGET_VOCAB)
+    }
+}
+
+impl EncoderDecoder for RnnSeq2Seq {
+    type Forward = RnnForward;
+    fn max_lengths(&self) -> (usize, usize) {
+        self.config.max_lengths
+    }
+    fn forward_pass(&self, batch: &Batch) -> Result<RnnForward, AttnError> {
+        self.forward(batch)
+    }
+    fn logits_of(fwd: &RnnForward) -> &Matrix {
+        fwd.logits()
+    }
+    fn backward_pass(&self, fwd: &RnnForward, d_logits: &Matrix) -> Result<Self, AttnError> {
+        self.backward(fwd, d_logits)
+    }
+}
+
+impl ModelConfig for RnnConfig {
+    type Model = RnnSeq2Seq;
+    fn build(self, seed: u64) -> Result<RnnSeq2Seq, AttnError> {
+        RnnSeq2Seq::new(self, seed)
+    }
+    fn widest_activation(&self) -> usize {
+        (3 * self.d_state).max(self.d_embed).max(TARGET_VOCAB)
+    }
+}
 
 /// How to train the encoder–decoder.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,11 +149,11 @@ pub fn book_pairs() -> Result<(Vec<TranslationPair>, Vec<TranslationPair>), Attn
 /// Trains a fresh model on batches drawn (seeded, with replacement) from
 /// `pairs`, with teacher forcing: the decoder reads `BOS target` and learns
 /// to predict `target EOS`. Returns the model and the loss of every step.
-pub fn train_seq2seq(
-    config: Seq2SeqConfig,
+pub fn train_seq2seq<C: ModelConfig>(
+    config: C,
     training: &Seq2SeqTraining,
     pairs: &[TranslationPair],
-) -> Result<(Seq2Seq, Vec<f64>), AttnError> {
+) -> Result<(C::Model, Vec<f64>), AttnError> {
     if pairs.is_empty() || training.batch == 0 {
         return Err(AttnError::InvalidArgument {
             name: "training pairs and batch size",
@@ -78,12 +161,11 @@ pub fn train_seq2seq(
             requirement: "must both be at least 1",
         });
     }
-    let (s, t) = config.max_lengths;
-    let widest = config.d_model.max(config.d_ff).max(TARGET_VOCAB); // the widest activation
-    let activations = [training.batch, s.max(t + 1), widest];
-    check_total("a batch's activations", &activations, MAX_ENTRIES)?;
     check_total("the losses of every step", &[training.steps], MAX_ENTRIES)?;
-    let mut net = Seq2Seq::new(config, training.seed)?;
+    let mut net = config.build(training.seed)?;
+    let (s, t) = net.max_lengths();
+    let activations = [training.batch, s.max(t + 1), config.widest_activation()];
+    check_total("a batch's activations", &activations, MAX_ENTRIES)?;
     let mut adam = Adam::new(&net, training.lr)?;
     let mut rng = StdRng::seed_from_u64(training.seed.wrapping_add(1));
     let mut losses = Vec::with_capacity(training.steps);
@@ -96,10 +178,11 @@ pub fn train_seq2seq(
             .map(|p| (&p.source[..], &p.target[..]))
             .collect();
         let batch = batch(&refs)?;
-        let fwd = net.forward(&batch)?;
+        let fwd = net.forward_pass(&batch)?;
+        let logits = C::Model::logits_of(&fwd);
         let (loss, d_logits) =
-            smoothed_cross_entropy(fwd.logits(), &batch.targets, training.label_smoothing)?;
-        let grads = net.backward(&fwd, &d_logits)?;
+            smoothed_cross_entropy(logits, &batch.targets, training.label_smoothing)?;
+        let grads = net.backward_pass(&fwd, &d_logits)?;
         let factor = warmup_cosine(step, training.steps, training.warmup)?;
         adam.update(&mut net, &grads, factor)?;
         losses.push(loss);
@@ -110,8 +193,8 @@ pub fn train_seq2seq(
 
 /// The log-probabilities of every next target token after `prefix`, for
 /// the source `source`.
-pub fn next_log_probs(
-    net: &Seq2Seq,
+pub fn next_log_probs<M: EncoderDecoder>(
+    net: &M,
     source: &[usize],
     prefix: &[usize],
 ) -> Result<Vec<f64>, AttnError> {
@@ -124,14 +207,18 @@ pub fn next_log_probs(
         targets: vec![None; t],
         source_lengths: vec![source.len()],
     };
-    let fwd = net.forward(&one)?;
-    Ok(log_softmax(&fwd.logits().row(t - 1)).to_vec())
+    let fwd = net.forward_pass(&one)?;
+    Ok(log_softmax(&M::logits_of(&fwd).row(t - 1)).to_vec())
 }
 
 /// Translates `source` by beam search of `width` (1: greedy), stopping at
 /// EOS or at the model's longest target. Returns the tokens without EOS.
-pub fn translate(net: &Seq2Seq, source: &[usize], width: usize) -> Result<Vec<usize>, AttnError> {
-    let max_len = net.config().max_lengths.1;
+pub fn translate<M: EncoderDecoder>(
+    net: &M,
+    source: &[usize],
+    width: usize,
+) -> Result<Vec<usize>, AttnError> {
+    let max_len = net.max_lengths().1;
     let best = beam_search(
         |prefix| next_log_probs(net, source, prefix),
         EOS,
@@ -146,8 +233,8 @@ pub fn translate(net: &Seq2Seq, source: &[usize], width: usize) -> Result<Vec<us
 }
 
 /// Translates every source of `pairs` with beam width `width`.
-pub fn translate_all(
-    net: &Seq2Seq,
+pub fn translate_all<M: EncoderDecoder>(
+    net: &M,
     pairs: &[TranslationPair],
     width: usize,
 ) -> Result<Vec<Vec<usize>>, AttnError> {
@@ -175,10 +262,49 @@ pub fn score(
 
 /// Exact-sequence accuracy and corpus BLEU of translating `pairs` with
 /// beam width `width`.
-pub fn evaluate(
-    net: &Seq2Seq,
+pub fn evaluate<M: EncoderDecoder>(
+    net: &M,
     pairs: &[TranslationPair],
     width: usize,
 ) -> Result<(f64, Bleu), AttnError> {
     score(&translate_all(net, pairs, width)?, pairs)
+}
+
+/// The largest relative error, and where, between the backward pass's
+/// gradient of the batch's cross-entropy and central differences of step
+/// `delta`, on the first, middle and last entry of every tensor.
+#[cfg(test)]
+pub(crate) fn largest_gradient_error<M: EncoderDecoder + Clone>(
+    net: &M,
+    batch: &Batch,
+    delta: f64,
+) -> (f64, String) {
+    use crate::nn::cross_entropy;
+    let loss = |net: &M| {
+        let fwd = net.forward_pass(batch).unwrap();
+        cross_entropy(M::logits_of(&fwd), &batch.targets).unwrap()
+    };
+    let fwd = net.forward_pass(batch).unwrap();
+    let grads = net.backward_pass(&fwd, &loss(net).1).unwrap();
+    let names: Vec<String> = net.named_slices().into_iter().map(|(n, _)| n).collect();
+    let mut worst = (0.0, String::new());
+    for (t, values) in grads.slices().iter().enumerate() {
+        for i in [0, values.len() / 2, values.len() - 1] {
+            let at = |x: f64| {
+                let mut probe = net.clone();
+                probe.slices_mut()[t][i] = x;
+                loss(&probe).0
+            };
+            let x = net.slices()[t][i];
+            let numeric = (at(x + delta) - at(x - delta)) / (2.0 * delta);
+            let error = (numeric - values[i]).abs() / numeric.abs().max(values[i].abs()).max(1e-4);
+            if error > worst.0 {
+                worst = (
+                    error,
+                    format!("{} [{i}]: {} vs {numeric}", names[t], values[i]),
+                );
+            }
+        }
+    }
+    worst
 }

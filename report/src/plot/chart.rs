@@ -18,6 +18,9 @@ pub struct Series {
     pub colour: RGBColor,
     /// Dashed (a theoretical reference) or solid with markers (a measurement).
     pub dashed: bool,
+    /// A range `(low, high)` for each point, drawn as a vertical bar through
+    /// it (the spread over runs, say); empty for none.
+    pub spread: Vec<(f64, f64)>,
 }
 
 /// A line chart's frame. Log axes are drawn by plotting `log2 x` or
@@ -145,6 +148,23 @@ fn draw_chart(
                 .expect("draw series")
                 .label(s.label.as_str())
                 .legend(legend);
+            // The spread of each point: a bar from low to high, with caps.
+            let spread = || {
+                s.spread
+                    .iter()
+                    .zip(&s.points)
+                    .map(|(&r, &(x, _))| (tx(x), r))
+            };
+            let bar = |(x, (lo, hi)): (f64, (f64, f64))| {
+                PathElement::new(vec![(x, ty(lo)), (x, ty(hi))], colour.stroke_width(1))
+            };
+            chart.draw_series(spread().map(bar)).expect("draw spread");
+            let cap = |x: f64, y: f64| {
+                EmptyElement::at((x, ty(y)))
+                    + PathElement::new(vec![(-4, 0), (4, 0)], colour.stroke_width(1))
+            };
+            let caps = spread().flat_map(|(x, (lo, hi))| [cap(x, lo), cap(x, hi)]);
+            chart.draw_series(caps).expect("draw spread caps");
             // Every point of a measurement; about 12 along a long curve.
             let step = points.len().div_ceil(40).max(points.len() / 12).max(1);
             chart

@@ -25,6 +25,7 @@ pub fn line(
             .collect(),
         colour,
         dashed,
+        spread: Vec::new(),
     }
 }
 
@@ -39,5 +40,6 @@ pub fn n_squared_through(rows: &[Measurement], method: &str, n0: u64, ns: &[u64]
             .collect(),
         colour: GREY_,
         dashed: true,
+        spread: Vec::new(),
     }
 }
