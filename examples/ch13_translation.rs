@@ -15,13 +15,16 @@ use attn::exercises::ch13::smoothing_floor;
 use attn::nn::Parameters;
 use attn::translation::alignment_scores;
 use attn::translation::{
-    book_pairs, number_words, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ, TARGET_VOCAB,
+    book_pairs, number_words, RnnSeq2Seq, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ, TARGET_VOCAB,
 };
 use ndarray::Array2;
 use report::ch13::{
-    accuracy_by_length, alignment_baselines, alignment_report, beam_changes, beam_report,
-    bleu_report, cross_attention, decode_and_score, digits, examples_report, length_report,
-    scores_report, BEAM,
+    alignment_baselines, alignment_report, beam_changes, beam_report, bleu_report, cross_attention,
+    decode_and_score, digits, examples_report, scores_report, BEAM,
+};
+use report::ch13_lengths::{
+    data_report, exact_share, gru_attention, length_pairs, length_table, models_report,
+    read_lengths, read_models, spread, LengthModel, LengthRow, Spread, LENGTHS,
 };
 
 fn data(name: &str) -> Result<String, report::error::ReportError> {
@@ -48,32 +51,36 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("{}", bleu_report()?);
 
     let attention = model("attention")?;
-    let bottleneck = model("bottleneck")?;
+    let mean_pooled = model("mean-pooled")?;
     let smoothed = model("smoothed")?;
     assert_eq!(attention.config(), BOOK_SEQ2SEQ, "the book's model");
     println!(
         "\n== The models: {} parameters each ==",
         attention.parameter_count()
     );
-    assert_eq!(attention.parameter_count(), bottleneck.parameter_count());
+    assert_eq!(attention.parameter_count(), mean_pooled.parameter_count());
 
     println!("\n== Held-out scores ==");
     let models: [(&str, &Seq2Seq, &[usize]); 3] = [
         ("attention", &attention, &[1, BEAM][..]),
-        ("bottleneck", &bottleneck, &[1, BEAM][..]),
+        ("mean-pooled", &mean_pooled, &[1, BEAM][..]),
         ("attention, label smoothing 0.1", &smoothed, &[1][..]),
     ];
     let (results, translations) = decode_and_score(&models, &held_out)?;
     println!("{}", scores_report(&results));
-    for (name, i) in [("attention", 0), ("bottleneck", 2)] {
+    for (name, i) in [("attention", 0), ("mean-pooled", 2)] {
         let changes = beam_changes(&translations[i], &translations[i + 1], &held_out);
         println!("{}", beam_report(name, BEAM, changes));
     }
 
-    println!("\n== Exact accuracy by source length (greedy) ==");
-    let by_attention = accuracy_by_length(&translations[0], &held_out);
-    let by_bottleneck = accuracy_by_length(&translations[2], &held_out);
-    println!("{}", length_report(&by_attention, &by_bottleneck, &train));
+    println!("\n== The length experiment (book/data/ch13-lengths.csv) ==");
+    let (length_held_out, length_train) = length_pairs()?;
+    println!("{}", data_report(&length_held_out, &length_train));
+    let rows = read_lengths()?;
+    println!("exact accuracy by source length: mean over the seeds (lowest–highest)");
+    println!("{}", length_table(&rows));
+    let baselines = alignment_baselines(&length_held_out)?;
+    println!("{}", models_report(&read_models()?, baselines));
 
     println!("\n== How alignment-like is each cross-attention head? ==");
     let scores = alignment_scores(&attention, &held_out)?;
@@ -96,7 +103,9 @@ fn main() -> Result<(), report::error::ReportError> {
         smoothing_floor(0.1, TARGET_VOCAB)
     );
     draw_alignment(&attention, shown, &scores)?;
-    draw_length(&by_attention, &by_bottleneck);
+    let gru = RnnSeq2Seq::from_text(&data("ch13-gru-attention-weights.txt")?)?;
+    draw_side_by_side(&gru, &attention, shown)?;
+    draw_length(&rows);
     draw_training()?;
     Ok(())
 }
@@ -194,42 +203,94 @@ fn draw_alignment(
     Ok(())
 }
 
-fn draw_length(attention: &[(usize, usize, f64)], bottleneck: &[(usize, usize, f64)]) {
-    let series = |label: &str, by: &[(usize, usize, f64)], colour| plot::Series {
-        label: label.into(),
-        points: by
-            .iter()
-            .map(|&(len, _, exact)| (len as f64, exact))
-            .collect(),
-        colour,
-        dashed: false,
-        spread: Vec::new(),
+/// Additive attention's weights beside the Transformer's most
+/// alignment-like head (layer 2, head 1) on the same number.
+fn draw_side_by_side(
+    gru: &RnnSeq2Seq,
+    transformer: &Seq2Seq,
+    pair: &TranslationPair,
+) -> Result<(), report::error::ReportError> {
+    let additive = gru_attention(gru, pair)?.expect("the GRU with attention");
+    let cross = &cross_attention(transformer, pair)?[1][0];
+    let (words, rows) = labels(pair)?;
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let panel = |title| plot::Heatmap {
+        title,
+        row_labels: &rows,
+        col_labels: &words,
+        x_desc: "source word",
+        y_desc: "digit predicted",
+        value_desc: "attention weight",
+        range: (0.0, 1.0),
+        annotate: None,
     };
-    let chart = plot::Chart {
-        title: "Held-out exact accuracy by source length",
+    let panels = [
+        (
+            panel("GRU, additive attention"),
+            additive.mapv(|x| x as f32),
+        ),
+        (
+            panel("Transformer, layer 2, head 1"),
+            cross.mapv(|x| x as f32),
+        ),
+    ];
+    let path = plot::heatmap_grid(
+        "ch13-gru-alignment.svg",
+        "Where each digit looks: a GRU's additive attention and a Transformer's head",
+        2,
+        &panels,
+    );
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Exact accuracy and BLEU against source length, each model's mean over
+/// its seeds with a bar from the lowest seed to the highest.
+fn draw_length(rows: &[LengthRow]) {
+    let colours = [plot::ORANGE_, plot::BLUE_, plot::PURPLE_, plot::GREEN_];
+    let series = |score: fn(&LengthRow) -> f64| -> Vec<plot::Series> {
+        LengthModel::ALL
+            .iter()
+            .zip(colours)
+            .map(|(&m, colour)| {
+                let spreads: Vec<(f64, Spread)> = LENGTHS
+                    .iter()
+                    .map(|&l| (l as f64, spread(rows, m, l, score)))
+                    .collect();
+                plot::Series {
+                    label: m.name().into(),
+                    points: spreads.iter().map(|(l, s)| (*l, s.mean)).collect(),
+                    colour,
+                    dashed: false,
+                    spread: spreads.iter().map(|(_, s)| (s.low, s.high)).collect(),
+                }
+            })
+            .collect()
+    };
+    let chart = |title, y_desc| plot::Chart {
+        title,
         x_desc: "source length (words)",
-        y_desc: "share translated exactly (greedy)",
+        y_desc,
         log2_x: false,
         log10_y: false,
-        y_range: (0.0, 1.2),
+        y_range: (0.0, 1.4),
     };
     let path = plot::line_charts(
         "ch13-length.svg",
-        &[(
-            chart,
-            vec![
-                series(
-                    "cross-attention over every source word",
-                    attention,
-                    plot::BLUE_,
+        &[
+            (
+                chart(
+                    "Held-out exact accuracy by source length",
+                    "share translated exactly (greedy)",
                 ),
-                series(
-                    "one pooled vector (the bottleneck)",
-                    bottleneck,
-                    plot::ORANGE_,
-                ),
-            ],
-        )],
+                series(exact_share),
+            ),
+            (
+                chart("Held-out BLEU by source length", "corpus BLEU (greedy)"),
+                series(|r| r.bleu),
+            ),
+        ],
     );
     println!("wrote {}", path.display());
 }
@@ -258,7 +319,7 @@ fn draw_training() -> Result<(), report::error::ReportError> {
             chart,
             vec![
                 series(1, "attention", plot::BLUE_),
-                series(2, "bottleneck", plot::ORANGE_),
+                series(2, "mean-pooled", plot::ORANGE_),
                 series(3, "attention, label smoothing 0.1", plot::GREEN_),
                 plot::Series {
                     label: "lowest loss label smoothing 0.1 allows".into(),

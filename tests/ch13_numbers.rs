@@ -8,13 +8,12 @@ use attn::exercises::ch13::smoothing_floor;
 use attn::nn::Parameters;
 use attn::translation::alignment_scores;
 use attn::translation::{
-    alignment, book_pairs, number_words, Seq2Seq, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
-    TARGET_VOCAB,
+    alignment, book_pairs, number_words, rnn_alignment_score, RnnSeq2Seq, Seq2Seq, BOOK_PAIRS,
+    BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING, TARGET_VOCAB,
 };
 use report::ch13::{
-    accuracy_by_length, alignment_baselines, alignment_report, beam_changes, beam_report,
-    bleu_report, cross_attention, decode_and_score, examples_report, length_report, scores_report,
-    BEAM,
+    alignment_baselines, alignment_report, beam_changes, beam_report, bleu_report, cross_attention,
+    decode_and_score, examples_report, scores_report, BEAM,
 };
 
 mod common;
@@ -58,10 +57,10 @@ fn every_number_is_bound() {
 
     // The model.
     let attention = model("attention");
-    let bottleneck = model("bottleneck");
+    let mean_pooled = model("mean-pooled");
     let smoothed = model("smoothed");
     assert_eq!(attention.config(), BOOK_SEQ2SEQ);
-    assert_eq!(bottleneck.parameter_count(), attention.parameter_count());
+    assert_eq!(mean_pooled.parameter_count(), attention.parameter_count());
     let c = BOOK_SEQ2SEQ;
     b.exact("44,653", attention.parameter_count() as f64)
         .exact("13", TARGET_VOCAB as f64)
@@ -77,7 +76,23 @@ fn every_number_is_bound() {
     let log = data("ch13-train-log.txt");
     let p = report::provenance::Provenance::parse("ch13-train-log.txt", &log).unwrap();
     assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
-    b.quoted(log.trim_end());
+    let length_lines = |l: &&str| {
+        [
+            "GRU,",
+            "Transformer,",
+            "length experiment:",
+            "wrote book/data/ch13-lengths",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
+    };
+    let first: Vec<&str> = log.lines().filter(|l| !length_lines(l)).collect();
+    b.quoted(&first.join("\n"));
+    let lengths_log: Vec<&str> = log
+        .lines()
+        .filter(|l| length_lines(l) && !l.starts_with("wrote"))
+        .collect();
+    b.quoted(&lengths_log.join("\n"));
     b.exact("0.1", 0.1);
 
     // BLEU's worked example.
@@ -87,16 +102,16 @@ fn every_number_is_bound() {
     // Held-out scores, greedy and beam search.
     let models: [(&str, &Seq2Seq, &[usize]); 3] = [
         ("attention", &attention, &[1, BEAM][..]),
-        ("bottleneck", &bottleneck, &[1, BEAM][..]),
+        ("mean-pooled", &mean_pooled, &[1, BEAM][..]),
         ("attention, label smoothing 0.1", &smoothed, &[1][..]),
     ];
     let (results, translations) = decode_and_score(&models, &held_out).unwrap();
     b.quoted(&scores_report(&results));
-    for (name, i) in [("attention", 0), ("bottleneck", 2)] {
+    for (name, i) in [("attention", 0), ("mean-pooled", 2)] {
         let changes = beam_changes(&translations[i], &translations[i + 1], &held_out);
         b.quoted(&beam_report(name, BEAM, changes));
     }
-    for (name, i) in [("attention", 0), ("bottleneck", 2), ("smoothed", 4)] {
+    for (name, i) in [("attention", 0), ("mean-pooled", 2), ("smoothed", 4)] {
         let (_, _, exact, bleu) = results[i];
         let scores = format!("held-out exact {exact:.3}, BLEU {bleu:.3} (greedy)");
         assert!(
@@ -107,43 +122,23 @@ fn every_number_is_bound() {
     }
     b.exact("1500", BOOK_SEQ2SEQ_TRAINING.steps as f64);
 
-    // Accuracy by source length.
-    let by_attention = accuracy_by_length(&translations[0], &held_out);
-    let by_bottleneck = accuracy_by_length(&translations[2], &held_out);
-    b.quoted(&length_report(&by_attention, &by_bottleneck, &train));
+    // The first held-out set's errors, all on the rare short sources.
     let errors_only_below_3 = held_out
         .iter()
         .zip(&translations[0])
         .all(|(p, t)| *t == p.target || p.source.len() <= 2);
     b.claim(
-        "makes all of its errors on sentences of one or two words",
+        "makes all of its errors on those short sentences",
         errors_only_below_3,
     );
-    let after_peak: Vec<f64> = by_bottleneck
-        .iter()
-        .filter(|r| r.0 >= 4)
-        .map(|r| r.2)
-        .collect();
-    // "Broadly": lower at the longest than at the peak, and falling at more
-    // steps between lengths than it rises.
-    let falls = after_peak.windows(2).filter(|w| w[1] < w[0]).count();
-    let rises = after_peak.windows(2).filter(|w| w[1] > w[0]).count();
+    let of_length = |n: usize| train.iter().filter(|p| p.source.len() == n).count();
     b.claim(
-        "does\nbroadly worse the longer the sentence",
-        after_peak.first() > after_peak.last() && falls > rises,
+        "of its 5000\npairs, 10 have one word and 10 have two",
+        train.len() == 5000 && of_length(1) == 10 && of_length(2) == 10,
     );
-    b.claim(
-        "peaks at 4 words",
-        by_bottleneck.iter().all(|r| r.2 <= by_bottleneck[3].2) && by_bottleneck[3].0 == 4,
-    );
-    let atleast3 = by_attention.iter().filter(|r| r.0 >= 3).all(|r| r.2 == 1.0);
-    b.claim("at 1.0 from 3 to 11 words", atleast3);
-    b.exact("1.0", if atleast3 { 1.0 } else { 0.0 });
-    b.at_most("0.4", by_bottleneck.last().unwrap().2);
-    b.claim(
-        "translates every held-out sentence of 3 words or more",
-        atleast3,
-    );
+    b.exact("5000", train.len() as f64)
+        .exact("10", of_length(1) as f64);
+    length_experiment(&mut b);
 
     // Alignment.
     let scores = alignment_scores(&attention, &held_out).unwrap();
@@ -256,4 +251,211 @@ fn every_number_is_bound() {
     b.claim("falls fastest", last[0] < last[1] && last[1] < last[2]);
 
     b.assert_all_bound();
+}
+
+/// Binds the length experiment's section: its data, the tables the example
+/// prints from the committed rows, and what the text says of them.
+fn length_experiment(b: &mut Bindings) {
+    use report::ch13_lengths::*;
+    let (held_out, train) = length_pairs().unwrap();
+    b.quoted(&data_report(&held_out, &train));
+    let by_words = |n: usize| {
+        (1..=999_999)
+            .filter(|&x| number_words(x).unwrap().len() == n)
+            .count()
+    };
+    b.claim(
+        "Only 27 numbers have one word and 36 two",
+        by_words(1) == 27 && by_words(2) == 36,
+    );
+    b.exact("27", by_words(1) as f64)
+        .exact("36", by_words(2) as f64);
+    b.value("0.069", widest_interval(HELD_OUT_PER_LENGTH), 5e-4);
+    let rows = read_lengths().unwrap();
+    let models = read_models().unwrap();
+    // The rows are the runs the text describes: every model and seed, 200
+    // pairs a length, agreeing with the model rows.
+    assert_eq!(
+        rows.len(),
+        LengthModel::ALL.len() * SEEDS.len() * LENGTHS.len()
+    );
+    assert!(rows.iter().all(|r| r.pairs == HELD_OUT_PER_LENGTH));
+    for m in &models {
+        let of: Vec<&LengthRow> = rows
+            .iter()
+            .filter(|r| r.model == m.model && r.seed == m.seed)
+            .collect();
+        let exact = of.iter().map(|r| r.exact).sum::<usize>() as f64 / held_out.len() as f64;
+        assert_eq!(exact, m.exact, "{:?} seed {}", m.model, m.seed);
+    }
+    b.quoted(&length_table(&rows));
+    b.quoted(&models_report(
+        &models,
+        report::ch13::alignment_baselines(&held_out).unwrap(),
+    ));
+    // The committed GRU is the first initialisation of the GRU with
+    // attention: its weights (rounded to f32) give its row's scores.
+    let gru = RnnSeq2Seq::from_text(&data("ch13-gru-attention-weights.txt")).unwrap();
+    let first = models
+        .iter()
+        .find(|m| m.model == LengthModel::GruAttention && m.seed == SEEDS[0])
+        .unwrap();
+    let score = rnn_alignment_score(&gru, &held_out).unwrap().unwrap();
+    assert!(
+        (score - first.alignment).abs() < 2e-3,
+        "{score} vs {}",
+        first.alignment
+    );
+    assert_eq!(gru.config(), rnn_config(true));
+
+    // What the text says of the table.
+    let spread_of = |m, l| spread(&rows, m, l, exact_share);
+    let attending = [LengthModel::GruAttention, LengthModel::Transformer];
+    let lowest = rows
+        .iter()
+        .filter(|r| attending.contains(&r.model))
+        .map(exact_share)
+        .fold(1.0, f64::min);
+    b.rounded("0.985", lowest);
+    b.claim(
+        "no seed\nof the GRU with attention or of the Transformer with cross-attention\n\
+         translates less than 0.985 of any bucket exactly",
+        lowest >= 0.985,
+    );
+    b.claim(
+        "the GRU with attention and the Transformer with cross-attention stay at the top at every length",
+        lowest >= 0.985,
+    );
+    let (last, mean) = (LengthModel::Gru, LengthModel::MeanPooled);
+    b.rounded("0.977", spread_of(last, 4).mean)
+        .rounded("0.430", spread_of(last, 11).mean)
+        .rounded("0.957", spread_of(mean, 4).mean)
+        .rounded("0.567", spread_of(mean, 11).mean)
+        .rounded("0.870", spread_of(mean, 3).mean)
+        .rounded("0.973", spread_of(last, 3).mean)
+        .rounded("0.913", spread_of(last, 6).mean)
+        .rounded("0.790", spread_of(last, 5).mean)
+        .rounded("0.637", spread_of(last, 7).mean);
+    let exact_of = |m: LengthModel| -> Vec<f64> {
+        models
+            .iter()
+            .filter(|r| r.model == m)
+            .map(|r| r.exact)
+            .collect()
+    };
+    let range = |v: &[f64]| {
+        (
+            v.iter().cloned().fold(1.0, f64::min),
+            v.iter().cloned().fold(0.0, f64::max),
+        )
+    };
+    let (lo, hi) = range(&exact_of(last));
+    b.rounded("0.745", lo).rounded("0.799", hi);
+    let (lo, hi) = range(&exact_of(mean));
+    b.rounded("0.745", lo).rounded("0.752", hi);
+    // Both fall with length: every seed lower at 11 words than at 4, and
+    // lower at 9 and 11 than at 3 and 4.
+    for m in [last, mean] {
+        for &seed in &SEEDS {
+            let at = |l: usize| {
+                exact_share(
+                    rows.iter()
+                        .find(|r| r.model == m && r.seed == seed && r.length == l)
+                        .unwrap(),
+                )
+            };
+            assert!(
+                at(11).max(at(9)) < at(3).min(at(4)),
+                "{m:?} seed {seed} falls with length"
+            );
+            // The zigzag, in every seed: 6 and 8 above 5, 7 and 9.
+            assert!(
+                at(6).min(at(8)) > at(5).max(at(7)).max(at(9)),
+                "{m:?} seed {seed}: zigzag"
+            );
+        }
+    }
+    b.claim(
+        "both fixed-size models translate sources of 6 and 8 words better than\n\
+         those of 5, 7 and 9, in every initialisation",
+        true, // asserted seed by seed just above
+    );
+    b.claim(
+        "the mean is worse on the shortest sources (0.870 at 3 words,\nagainst 0.973) and better on the longest",
+        spread_of(mean, 3).mean < spread_of(last, 3).mean
+            && spread_of(mean, 11).mean > spread_of(last, 11).mean,
+    );
+    // The alignment scores: the GRU's attention over its three seeds, the
+    // Transformer's best head over its three.
+    let alignment_of = |m: LengthModel| -> Vec<f64> {
+        models
+            .iter()
+            .filter(|r| r.model == m)
+            .map(|r| r.alignment)
+            .collect()
+    };
+    let (chance, diagonal) = report::ch13::alignment_baselines(&held_out).unwrap();
+    b.rounded("0.166", chance).rounded("0.461", diagonal);
+    let gru_scores = alignment_of(LengthModel::GruAttention);
+    b.learned(
+        "its attention is alignment-like, from 0.654 to 0.726",
+        Evidence::Runs {
+            values: &gru_scores,
+            lowest: "0.654",
+            highest: "0.726",
+        },
+    );
+    assert!(
+        gru_scores.iter().all(|&s| s > diagonal),
+        "alignment-like: above the diagonal"
+    );
+    let head_scores = alignment_of(LengthModel::Transformer);
+    b.learned(
+        "Transformer's best head ranges from 0.544 to 0.830",
+        Evidence::Runs {
+            values: &head_scores,
+            lowest: "0.544",
+            highest: "0.830",
+        },
+    );
+
+    // Figure 13.5, one initialisation: five of six digits on the word that
+    // names them, the 2 on the "and" after "two".
+    let (book_held_out, _) = book_pairs().unwrap();
+    let shown = book_held_out.iter().find(|p| p.source.len() >= 10).unwrap();
+    assert!(
+        !train.iter().any(|p| p.number == shown.number),
+        "the shown number is held out"
+    );
+    let w = gru_attention(&gru, shown).unwrap().unwrap();
+    let gold = alignment(shown.number).unwrap();
+    let most = |i: usize| {
+        let row = w.row(i);
+        (0..row.len()).fold(0, |m, j| if row[j] > row[m] { j } else { m })
+    };
+    let named = (0..gold.len())
+        .filter(|&i| gold[i] == Some(most(i)))
+        .count();
+    let words = number_words(shown.number).unwrap();
+    b.learned(
+        "In this run, four of its six digits look hardest at the word that",
+        Evidence::OneRun,
+    );
+    b.claim(
+        "four of its six digits look hardest at the word that\nnames them",
+        named == 4 && gold.len() == 6,
+    );
+    // The other two, one word late: the 4 (named by word 2, "four") and
+    // the 2 (word 8, "two") look at the "and" after each.
+    let late = [(2, 2), (5, 8)].iter().all(|&(digit, word)| {
+        gold[digit] == Some(word) && most(digit) == word + 1 && words[word + 1] == "and"
+    });
+    b.claim(
+        "the `4` and the `2` look at\nthe \"and\" after \"four\" and after \"two\"",
+        late && words[2] == "four" && words[8] == "two",
+    );
+    b.claim(
+        "nearly every digit's row is one bright cell",
+        (0..gold.len()).all(|i| w[[i, most(i)]] > 0.5),
+    );
 }

@@ -1,5 +1,5 @@
 //! Chapter 13's measurements and printed reports on the trained
-//! encoder–decoders: accuracy by source length, how alignment-like each
+//! encoder–decoders: how alignment-like each
 //! cross-attention head is, and where beam search changes a translation.
 //! Each report formats values the caller computed once (the example prints
 //! them, the numbers test quotes them and checks the same values).
@@ -92,58 +92,6 @@ pub fn bleu_report() -> Result<String, ReportError> {
         bleu.score
     );
     Ok(out)
-}
-
-/// Exact-sequence accuracy by source length: `(words, pairs, share exact)`
-/// for every length present, shortest first.
-pub fn accuracy_by_length(
-    candidates: &[Vec<usize>],
-    pairs: &[TranslationPair],
-) -> Vec<(usize, usize, f64)> {
-    let longest = pairs.iter().map(|p| p.source.len()).max().unwrap_or(0);
-    (1..=longest)
-        .filter_map(|len| {
-            let of_len: Vec<bool> = pairs
-                .iter()
-                .zip(candidates)
-                .filter(|(p, _)| p.source.len() == len)
-                .map(|(p, c)| *c == p.target)
-                .collect();
-            let exact = of_len.iter().filter(|&&e| e).count();
-            (!of_len.is_empty()).then(|| (len, of_len.len(), exact as f64 / of_len.len() as f64))
-        })
-        .collect()
-}
-
-/// Both models' accuracy by source length, one row a length, with how
-/// many training pairs have that length.
-pub fn length_report(
-    attention: &[(usize, usize, f64)],
-    bottleneck: &[(usize, usize, f64)],
-    train: &[TranslationPair],
-) -> String {
-    let rows: Vec<Vec<String>> = attention
-        .iter()
-        .zip(bottleneck)
-        .map(|(a, b)| {
-            let trained = train.iter().filter(|p| p.source.len() == a.0).count();
-            vec![
-                a.0.to_string(),
-                trained.to_string(),
-                a.1.to_string(),
-                format!("{:.3}", a.2),
-                format!("{:.3}", b.2),
-            ]
-        })
-        .collect();
-    let header = [
-        "source words",
-        "training pairs",
-        "held-out pairs",
-        "exact, attention",
-        "exact, bottleneck",
-    ];
-    table(&header, &rows)
 }
 
 /// The cross-attention weights of `pair`, its reference target fed to the

@@ -2,8 +2,9 @@
 //! (chapter 13): where each head looks, against the word each target digit
 //! translates.
 
-use super::{alignment, batch, Seq2Seq, TranslationPair};
+use super::{alignment, batch, RnnSeq2Seq, Seq2Seq, TranslationPair};
 use crate::error::AttnError;
+use crate::grad::Matrix;
 
 /// The index of the largest entry of `row` (the first of equals).
 fn most_attended(row: ndarray::ArrayView1<f64>) -> usize {
@@ -14,6 +15,15 @@ fn most_attended(row: ndarray::ArrayView1<f64>) -> usize {
         }
     }
     best
+}
+
+/// How many digits of `gold` have as most-attended word, in weights `w`
+/// (`digits × words`, of which the first `len` are real), the word that
+/// names them.
+fn aligned_digits(gold: &[Option<usize>], w: &Matrix, len: usize) -> usize {
+    let real = |i: usize| w.row(i).slice_move(ndarray::s![..len]);
+    let named = |(i, word): (usize, &Option<usize>)| *word == Some(most_attended(real(i)));
+    gold.iter().enumerate().filter(|&x| named(x)).count()
 }
 
 // ANCHOR: alignment_score
@@ -41,13 +51,7 @@ pub fn alignment_scores(
             for (l, layer_hits) in hits.iter_mut().enumerate() {
                 for (h, head_hits) in layer_hits.iter_mut().enumerate() {
                     let w = fwd.cross_weights(l, b, h)?;
-                    for (i, word) in gold.iter().enumerate() {
-                        let row = w.row(i);
-                        let real = row.slice(ndarray::s![..pair.source.len()]);
-                        if *word == Some(most_attended(real)) {
-                            *head_hits += 1;
-                        }
-                    }
+                    *head_hits += aligned_digits(&gold, w, pair.source.len());
                 }
             }
         }
@@ -59,3 +63,28 @@ pub fn alignment_scores(
         .collect())
 }
 // ANCHOR_END: alignment_score
+
+/// [`alignment_scores`] for a recurrent model's additive attention (one
+/// head), or `None` for a model without attention.
+pub fn rnn_alignment_score(
+    net: &RnnSeq2Seq,
+    pairs: &[TranslationPair],
+) -> Result<Option<f64>, AttnError> {
+    let (mut found, mut aligned) = (0, 0);
+    for chunk in pairs.chunks(100) {
+        let refs: Vec<(&[usize], &[usize])> = chunk
+            .iter()
+            .map(|p| (&p.source[..], &p.target[..]))
+            .collect();
+        let fwd = net.forward(&batch(&refs)?)?;
+        for (b, pair) in chunk.iter().enumerate() {
+            let Some(w) = fwd.weights(b) else {
+                return Ok(None);
+            };
+            let gold = alignment(pair.number)?;
+            aligned += gold.iter().flatten().count();
+            found += aligned_digits(&gold, w, pair.source.len());
+        }
+    }
+    Ok(Some(found as f64 / aligned.max(1) as f64))
+}

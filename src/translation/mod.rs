@@ -29,7 +29,7 @@ pub use batch::{batch, Batch};
 pub use beam::{beam_search, Hypothesis, MAX_BEAM_WIDTH};
 pub use bleu::{corpus_bleu, Bleu};
 pub use forward::Seq2SeqForward;
-pub use heads::alignment_scores;
+pub use heads::{alignment_scores, rnn_alignment_score};
 pub use model::{source_vocab_size, Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
     alignment, balanced_set, number_pair, number_words, source_vocabulary, translation_set,

@@ -374,7 +374,10 @@ mod tests {
         assert_eq!(balanced_set(5, &lengths, 1, &[]).unwrap(), held_out);
         // 801 numbers have 4 words: 5 held out leave 796, not 797.
         assert!(balanced_set(797, &[4], 2, &held_out).is_err());
-        assert!(balanced_set(1, &[10], 2, &[]).is_err(), "no number has 10 words");
+        assert!(
+            balanced_set(1, &[10], 2, &[]).is_err(),
+            "no number has 10 words"
+        );
         assert!(balanced_set(1, &[3, 3], 2, &[]).is_err());
     }
 }

@@ -40,7 +40,7 @@ fn seed_corpora() -> Step {
     for file in [
         "ch12-weights.txt",
         "ch13-attention-weights.txt",
-        "ch13-bottleneck-weights.txt",
+        "ch13-mean-pooled-weights.txt",
     ] {
         let from = root().join("book/data").join(file);
         std::fs::copy(from, checkpoints.join(file)).map_err(io)?;
