@@ -375,10 +375,10 @@ proptest! {
         let log_probs = |prefix: &[usize]| Ok(vec![-(3f64.ln()); 3 + prefix.len() % 2]);
         let _ = beam_search(log_probs, 0, width, max_len);
         let _ = batch(&[(&ids[..], &ids[..])]);
-        let config = Seq2SeqConfig { d_model, heads, d_ff, layers, max_lengths: (12, 8), bottleneck: false };
+        let config = Seq2SeqConfig { d_model, heads, d_ff, layers, max_lengths: (12, 8), bottleneck: false, vocab: attn::translation::NUMBER_VOCAB };
         if let Ok(net) = Seq2Seq::new(config, seed) {
             prop_assert!(holds(translate(&net, &ids, width.min(3)), |t| t.len() <= 9));
         }
-        let _ = Seq2Seq::from_text(&format!("seq2seq {d_model} {heads} {d_ff} {layers} 12 8 0\n{text}"));
+        let _ = Seq2Seq::from_text(&format!("seq2seq {d_model} {heads} {d_ff} {layers} 12 8 0 33 13\n{text}"));
     }
 }

@@ -28,6 +28,7 @@ fn a_small_encoder_decoder_learns_to_translate_and_attention_beats_the_bottlenec
             layers: 1,
             max_lengths: (12, 8),
             bottleneck,
+            vocab: attn::translation::NUMBER_VOCAB,
         };
         let (net, losses) = train_seq2seq(config, &training, &pairs).unwrap();
         assert!(losses[losses.len() - 1] < losses[0], "the loss falls");

@@ -56,6 +56,7 @@ mod tests {
             layers: 1,
             max_lengths: (12, 8),
             bottleneck: false,
+            vocab: crate::translation::NUMBER_VOCAB,
         };
         // Untrained models write arbitrary tokens, which is what makes the
         // comparison strict: both must pick the same one at every step.

@@ -5,7 +5,6 @@ use ndarray::Array2;
 
 use super::batch::{check_batch, Batch};
 use super::model::Seq2Seq;
-use super::{source_vocab_size, TARGET_VOCAB};
 use crate::check::check_indices;
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
@@ -47,7 +46,7 @@ pub struct Seq2SeqForward {
 }
 
 impl Seq2SeqForward {
-    /// `BT×TARGET_VOCAB`: row `b·T + i` scores the token after decoder input `i`.
+    /// `BT×V`: row `b·T + i` scores the token after decoder input `i`.
     pub fn logits(&self) -> &Matrix {
         &self.logits
     }
@@ -174,11 +173,7 @@ impl Seq2Seq {
 
     /// Checks the batch against the model ([`check_batch`]). Returns `(S, T)`.
     fn check_batch(&self, batch: &Batch) -> Result<(usize, usize), AttnError> {
-        check_batch(
-            batch,
-            self.config.max_lengths,
-            (source_vocab_size(), TARGET_VOCAB),
-        )
+        check_batch(batch, self.config.max_lengths, self.config.vocab)
     }
 }
 
@@ -240,7 +235,7 @@ mod tests {
         let l_alone = net.forward(&alone).unwrap().logits().clone();
         let l_both = net.forward(&both).unwrap().logits().clone();
         for i in 0..t_alone {
-            for v in 0..TARGET_VOCAB {
+            for v in 0..super::super::TARGET_VOCAB {
                 let (a, b) = (l_alone[[i, v]], l_both[[t_both + i, v]]);
                 assert!((a - b).abs() < 1e-10, "position {i}: {a} vs {b}");
             }

@@ -33,7 +33,7 @@ pub use heads::{alignment_scores, rnn_alignment_score};
 pub use model::{source_vocab_size, Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
     alignment, balanced_set, number_pair, number_words, source_vocabulary, translation_set,
-    TranslationPair, BOS, EOS, PAD, TARGET_VOCAB,
+    TranslationPair, BOS, EOS, NUMBER_VOCAB, PAD, SOURCE_VOCAB, TARGET_VOCAB,
 };
 pub use rnn::{RnnConfig, RnnForward, RnnSeq2Seq, BOOK_RNN};
 pub use rouge::{lcs_length, mean_rouge, rouge_l, rouge_n, Rouge, RougeScores};

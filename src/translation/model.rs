@@ -11,12 +11,12 @@
 //! | --- | --- |
 //! | source embeddings + positions, `N` encoder layers, LayerNorm | `BS×d` |
 //! | target embeddings + positions, `N` decoder layers, LayerNorm | `BT×d` |
-//! | linear head | `BT×TARGET_VOCAB` |
+//! | linear head | `BT×V` (the target vocabulary) |
 
 use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{source_vocabulary, TARGET_VOCAB};
+use super::source_vocabulary;
 use crate::check::check_parameters;
 use crate::error::AttnError;
 use crate::grad::Matrix;
@@ -39,9 +39,13 @@ pub struct Seq2SeqConfig {
     /// The decoder sees one pooled vector of the encoder's output instead
     /// of all of it.
     pub bottleneck: bool,
+    /// The sizes of the source and the target vocabularies, `PAD`, `BOS`
+    /// and `EOS` included.
+    pub vocab: (usize, usize),
 }
 
-/// Source tokens: [`super::PAD`], [`super::BOS`], [`super::EOS`], then the words.
+/// Source tokens of the number task: [`super::PAD`], [`super::BOS`],
+/// [`super::EOS`], then the words ([`super::SOURCE_VOCAB`]).
 pub fn source_vocab_size() -> usize {
     3 + source_vocabulary().len()
 }
@@ -78,13 +82,13 @@ pub struct Seq2Seq {
     pub(crate) config: Seq2SeqConfig,
     pub(crate) source_embeddings: Matrix, // source vocabulary × d
     pub(crate) source_positions: Matrix,  // S × d
-    pub(crate) target_embeddings: Matrix, // TARGET_VOCAB × d
+    pub(crate) target_embeddings: Matrix, // target vocabulary × d
     pub(crate) target_positions: Matrix,  // T × d
     pub(crate) encoder: Vec<EncoderParams>,
     pub(crate) encoder_ln: [Array1<f64>; 2],
     pub(crate) decoder: Vec<DecoderParams>,
     pub(crate) decoder_ln: [Array1<f64>; 2],
-    pub(crate) head: (Matrix, Array1<f64>), // d × TARGET_VOCAB, and its bias
+    pub(crate) head: (Matrix, Array1<f64>), // d × target vocabulary, and its bias
 }
 
 impl Seq2Seq {
@@ -121,17 +125,17 @@ impl Seq2Seq {
         let (s, t) = config.max_lengths;
         Ok(Seq2Seq {
             config,
-            source_embeddings: normal(source_vocab_size(), d, 0.02, rng),
+            source_embeddings: normal(config.vocab.0, d, 0.02, rng),
             source_positions: normal(s, d, 0.02, rng),
-            target_embeddings: normal(TARGET_VOCAB, d, 0.02, rng),
+            target_embeddings: normal(config.vocab.1, d, 0.02, rng),
             target_positions: normal(t, d, 0.02, rng),
             encoder,
             encoder_ln: ln(),
             decoder,
             decoder_ln: ln(),
             head: (
-                normal(d, TARGET_VOCAB, fan_in, rng),
-                Array1::zeros(TARGET_VOCAB),
+                normal(d, config.vocab.1, fan_in, rng),
+                Array1::zeros(config.vocab.1),
             ),
         })
     }
@@ -163,6 +167,8 @@ pub(crate) fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
         ("d_ff", c.d_ff),
         ("longest source", c.max_lengths.0),
         ("longest target", c.max_lengths.1),
+        ("source vocabulary", c.vocab.0),
+        ("target vocabulary", c.vocab.1),
     ];
     for (name, size) in sizes {
         if size == 0 || size > 4096 {

@@ -148,6 +148,13 @@ pub const EOS: usize = 2;
 /// Target tokens: [`PAD`], [`BOS`], [`EOS`], then the digits 0–9 (id 3–12).
 pub const TARGET_VOCAB: usize = 13;
 
+/// Source tokens: [`PAD`], [`BOS`], [`EOS`], then the 30 words of
+/// [`source_vocabulary`].
+pub const SOURCE_VOCAB: usize = 33;
+
+/// The number task's vocabularies, `(source, target)`.
+pub const NUMBER_VOCAB: (usize, usize) = (SOURCE_VOCAB, TARGET_VOCAB);
+
 /// One example: source word ids and target digit ids, without BOS or EOS.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TranslationPair {
@@ -356,6 +363,12 @@ mod tests {
         assert!(held_out.iter().all(|p| !numbers.contains(&p.number)));
         assert_eq!(train, translation_set(1000, 8, &held_out).unwrap());
         assert!(translation_set(100_001, 1, &[]).is_err());
+    }
+
+    #[test]
+    fn the_source_vocabulary_has_source_vocab_entries() {
+        assert_eq!(3 + source_vocabulary().len(), SOURCE_VOCAB);
+        assert_eq!(NUMBER_VOCAB, (SOURCE_VOCAB, TARGET_VOCAB));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::model::{Seq2Seq, Seq2SeqConfig};
 use super::rnn::{RnnConfig, RnnForward, RnnSeq2Seq};
 use super::{
     beam_search, corpus_bleu, translation_set, Bleu, Seq2SeqForward, TranslationPair, BOS, EOS,
-    TARGET_VOCAB,
+    NUMBER_VOCAB, TARGET_VOCAB,
 };
 use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
@@ -26,7 +26,7 @@ pub trait EncoderDecoder: Parameters<Real = f64> + Sized {
     fn max_lengths(&self) -> (usize, usize);
     /// The forward pass over a padded batch.
     fn forward_pass(&self, batch: &Batch) -> Result<Self::Forward, AttnError>;
-    /// The forward pass's logits, `BT × TARGET_VOCAB`.
+    /// The forward pass's logits, `BT × V` (the target vocabulary).
     fn logits_of(fwd: &Self::Forward) -> &Matrix;
     /// Every parameter's gradient, given the loss's gradient `dZ` with
     /// respect to the logits.
@@ -65,7 +65,7 @@ impl ModelConfig for Seq2SeqConfig {
         Seq2Seq::new(self, seed)
     }
     fn widest_activation(&self) -> usize {
-        self.d_model.max(self.d_ff).max(TARGET_VOCAB)
+        self.d_model.max(self.d_ff).max(self.vocab.1)
     }
 }
 
@@ -121,6 +121,7 @@ pub const BOOK_SEQ2SEQ: Seq2SeqConfig = Seq2SeqConfig {
     layers: 2,
     max_lengths: (12, 8),
     bottleneck: false,
+    vocab: NUMBER_VOCAB,
 };
 
 /// The book's training run: 1,500 steps of 32 pairs.

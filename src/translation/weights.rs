@@ -2,7 +2,7 @@
 //! format of [`crate::nn`].
 
 use super::model::{check_config, Seq2Seq, Seq2SeqConfig};
-use super::{source_vocab_size, TARGET_VOCAB};
+
 use crate::error::AttnError;
 use crate::nn::{read_checkpoint, read_header, write_checkpoint};
 
@@ -18,6 +18,7 @@ impl Seq2SeqConfig {
             layers,
             max_lengths,
             bottleneck,
+            vocab: super::NUMBER_VOCAB,
         }
     }
 
@@ -26,13 +27,14 @@ impl Seq2SeqConfig {
     pub fn parameter_count(&self) -> Option<usize> {
         let (d, f, l) = (self.d_model, self.d_ff, self.layers);
         let (s, t) = self.max_lengths;
-        let rows = source_vocab_size() + TARGET_VOCAB + s.checked_add(t)?;
+        let (v_s, v_t) = self.vocab;
+        let rows = v_s.checked_add(v_t)?.checked_add(s)?.checked_add(t)?;
         let embeddings = rows.checked_mul(d)?;
         let attention = d.checked_mul(d)?.checked_mul(4)?.checked_add(2 * d)?;
         let ffn = d.checked_mul(f)?.checked_mul(2)?.checked_add(f + 3 * d)?;
         let encoder = attention.checked_add(ffn)?.checked_mul(l)?;
         let decoder = attention.checked_mul(2)?.checked_add(ffn)?.checked_mul(l)?;
-        let rest = d.checked_mul(TARGET_VOCAB + 4)?.checked_add(TARGET_VOCAB)?;
+        let rest = d.checked_mul(v_t.checked_add(4)?)?.checked_add(v_t)?;
         [embeddings, encoder, decoder, rest]
             .into_iter()
             .try_fold(0_usize, usize::checked_add)
@@ -41,18 +43,21 @@ impl Seq2SeqConfig {
 
 impl Seq2Seq {
     /// The weights as text, with the header `seq2seq d_model heads d_ff
-    /// layers longest_source longest_target bottleneck` (the last 0 or 1).
+    /// layers longest_source longest_target bottleneck source_vocabulary
+    /// target_vocabulary` (`bottleneck` 0 or 1).
     pub fn to_text(&self) -> String {
         let c = self.config;
         let header = format!(
-            "seq2seq {} {} {} {} {} {} {}",
+            "seq2seq {} {} {} {} {} {} {} {} {}",
             c.d_model,
             c.heads,
             c.d_ff,
             c.layers,
             c.max_lengths.0,
             c.max_lengths.1,
-            u8::from(c.bottleneck)
+            u8::from(c.bottleneck),
+            c.vocab.0,
+            c.vocab.1
         );
         write_checkpoint(&header, self)
     }
@@ -61,9 +66,9 @@ impl Seq2Seq {
     pub fn from_text(text: &str) -> Result<Self, AttnError> {
         let invalid = |reason: String| AttnError::InvalidWeights { reason };
         let header = read_header(text, "seq2seq ")?;
-        let [d_model, heads, d_ff, layers, s, t, bottleneck] = header[..] else {
+        let [d_model, heads, d_ff, layers, s, t, bottleneck, v_s, v_t] = header[..] else {
             return Err(invalid(format!(
-                "the header has {} numbers, expected 7",
+                "the header has {} numbers, expected 9",
                 header.len()
             )));
         };
@@ -79,6 +84,7 @@ impl Seq2Seq {
             layers,
             max_lengths: (s, t),
             bottleneck: bottleneck == 1,
+            vocab: (v_s, v_t),
         };
         check_config(&config).map_err(|e| invalid(format!("header: {e}")))?;
         let tensors = 10 + 30 * layers; // layers ≤ 64: checked above
@@ -105,7 +111,9 @@ mod tests {
             assert_eq!(back.to_text(), net.to_text());
             assert_eq!(back.config(), config);
         }
-        assert!(Seq2Seq::from_text("seq2seq 8 2 12 2 12 8 7\n").is_err());
-        assert!(Seq2Seq::from_text("seq2seq 4096 1 4096 64 4096 4096 0\n1 2\n").is_err());
+        assert!(Seq2Seq::from_text("seq2seq 8 2 12 2 12 8 7 33 13\n").is_err());
+        assert!(Seq2Seq::from_text("seq2seq 8 2 12 2 12 8 0 33\n").is_err());
+        assert!(Seq2Seq::from_text("seq2seq 4096 1 4096 64 4096 4096 0 33 13\n1 2\n").is_err());
+        assert!(Seq2Seq::from_text("seq2seq 8 2 12 2 12 8 0 0 13\n").is_err());
     }
 }
