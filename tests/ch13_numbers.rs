@@ -139,6 +139,7 @@ fn every_number_is_bound() {
     b.exact("5000", train.len() as f64)
         .exact("10", of_length(1) as f64);
     length_experiment(&mut b);
+    summarisation(&mut b);
 
     // Alignment.
     let scores = alignment_scores(&attention, &held_out).unwrap();
@@ -458,4 +459,158 @@ fn length_experiment(b: &mut Bindings) {
         "nearly every digit's row is one bright cell",
         (0..gold.len()).all(|i| w[[i, most(i)]] > 0.5),
     );
+}
+
+/// Binds the summarisation section: ROUGE's worked example, the task, the
+/// training log, the scores and the attention's spread.
+fn summarisation(b: &mut Bindings) {
+    use attn::translation::{translate, RUN_LENGTHS};
+    use report::ch13_summary::*;
+    b.quoted(&rouge_example().unwrap());
+    let (held_out, train) = summary_pairs().unwrap();
+    assert!(held_out.iter().all(|p| !train.contains(p)));
+    let net = Seq2Seq::from_text(&data("ch13-summary-weights.txt")).unwrap();
+    assert_eq!(net.config(), summary_config());
+    let shown = &held_out[0];
+    let candidate = translate(&net, &shown.source, 1).unwrap();
+    b.quoted(&format!(
+        "{} training pairs, {} held-out pairs (none in both)\n{}",
+        train.len(),
+        held_out.len(),
+        summary_example(shown, &candidate)
+    ));
+    b.claim(
+        "a source of 2 to 5 runs of one colour word, each run 3 to 7 words\nlong",
+        SUMMARY_RUNS == (2..6) && RUN_LENGTHS == (3..8),
+    );
+    b.exact("2", SUMMARY_RUNS.start as f64)
+        .exact("5", (SUMMARY_RUNS.end - 1) as f64)
+        .exact("3", RUN_LENGTHS.start as f64)
+        .exact("7", (RUN_LENGTHS.end - 1) as f64);
+
+    // The log, whose first seed is the saved model.
+    let log = data("ch13-summary-train-log.txt");
+    let p = report::provenance::Provenance::parse("ch13-summary-train-log.txt", &log).unwrap();
+    assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
+    b.quoted(log.trim_end());
+    let rows = read_summary().unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.seed).collect::<Vec<_>>(),
+        SUMMARY_SEEDS
+    );
+    b.quoted(&summary_report(&rows));
+    let (exact, rouge) = summary_scores(&net, &held_out).unwrap();
+    assert!(
+        (exact - rows[0].exact).abs() < 0.01,
+        "{exact} vs {}",
+        rows[0].exact
+    );
+    assert!((rouge.one.f1 - rows[0].rouge[0]).abs() < 0.01);
+    let exacts: Vec<f64> = rows.iter().map(|r| r.exact).collect();
+    b.learned(
+        "the seeds differ on it, from 0.828\nto 0.922",
+        Evidence::Runs {
+            values: &exacts,
+            lowest: "0.828",
+            highest: "0.922",
+        },
+    );
+    let rouge_1 = rows.iter().map(|r| r.rouge[0]).fold(1.0, f64::min);
+    b.rounded("0.970", rouge_1);
+    b.claim(
+        "ROUGE-1 is at least 0.970 for every seed",
+        rows.iter().all(|r| r.rouge[0] >= 0.9695),
+    );
+    b.claim(
+        "a summary with one token wrong still shares most of its words",
+        rows.iter().all(|r| r.rouge[0] > r.exact),
+    );
+
+    // The spread.
+    let spread = read_spread().unwrap();
+    b.quoted(&spread_table(&spread));
+    spread_claims(b, &spread);
+}
+
+/// What the text says of the summariser's spread: grows with the run, stays
+/// near `ln L`, and how much lies on the run and at its end.
+fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
+    use report::ch13_summary::{KINDS, SUMMARY_SEEDS};
+    for &seed in &SUMMARY_SEEDS {
+        for (kind, name) in KINDS.iter().enumerate() {
+            let entropies: Vec<f64> = spread
+                .iter()
+                .filter(|r| r.seed == seed && r.kind == kind)
+                .map(|r| r.entropy)
+                .collect();
+            assert_eq!(entropies.len(), 5);
+            assert!(
+                entropies.windows(2).all(|w| w[1] > w[0]),
+                "seed {seed}, {name}: the entropy grows with the run"
+            );
+        }
+    }
+    b.claim(
+        "In every seed, the entropy of both kinds of token grows with the length\nof the run",
+        true, // asserted seed by seed just above
+    );
+    let farthest = spread
+        .iter()
+        .map(|r| (r.entropy - (r.span as f64).ln()).abs())
+        .fold(0.0, f64::max);
+    let range_at = |span: usize| {
+        spread
+            .iter()
+            .filter(|r| r.span == span)
+            .fold((9.0_f64, 0.0_f64), |(lo, hi), r| {
+                (lo.min(r.entropy), hi.max(r.entropy))
+            })
+    };
+    let ((lo3, hi3), (lo7, hi7)) = (range_at(3), range_at(7));
+    b.rounded("1.19", lo3)
+        .rounded("1.60", hi3)
+        .rounded("1.80", lo7)
+        .rounded("2.11", hi7);
+    b.rounded("1.10", 3f64.ln()).rounded("1.95", 7f64.ln());
+    let (lo, hi) = spread.iter().fold((1.0_f64, 0.0_f64), |(lo, hi), r| {
+        (lo.min(r.in_span), hi.max(r.in_span))
+    });
+    b.rounded("0.25", lo).rounded("0.96", hi);
+    let end_range = |kind: usize| {
+        spread
+            .iter()
+            .filter(|r| r.kind == kind)
+            .fold((1.0_f64, 0.0_f64), |(lo, hi), r| {
+                (lo.min(r.at_end), hi.max(r.at_end))
+            })
+    };
+    let ((c_lo, c_hi), (k_lo, k_hi)) = (end_range(0), end_range(1));
+    b.rounded("0.10", c_lo)
+        .rounded("0.36", c_hi)
+        .rounded("0.10", k_lo)
+        .rounded("0.32", k_hi);
+    b.claim(
+        "grows with the run's length, close to the dashed curve of ln L",
+        farthest < 0.6,
+    );
+    b.claim("low at every length", c_hi.max(k_hi) < 0.4);
+    // Figure 13.6 (one initialisation, one source): no row on one cell.
+    let (held_out, _) = report::ch13_summary::summary_pairs().unwrap();
+    let net = Seq2Seq::from_text(&data("ch13-summary-weights.txt")).unwrap();
+    let shown = &held_out[0];
+    let one = attn::translation::batch(&[(&shown.source[..], &shown.target[..])]).unwrap();
+    let fwd = net.forward(&one).unwrap();
+    let layer = report::ch13_summary::MEASURED_LAYER;
+    let largest = (0..net.config().heads)
+        .map(|h| {
+            fwd.cross_weights(layer, 0, h)
+                .unwrap()
+                .fold(0.0_f64, |m, &x| m.max(x))
+        })
+        .fold(0.0, f64::max);
+    b.claim(
+        "In every head each token's weight is spread over several neighbouring words rather than put on one cell",
+        largest < 0.7 && shown.source.len() == 10,
+    );
+    b.exact("10", shown.source.len() as f64);
 }

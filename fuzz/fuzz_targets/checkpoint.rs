@@ -1,9 +1,9 @@
-//! The two trained models' checkpoint readers, on any text.
+//! The trained models' text checkpoint readers, on any text.
 #![no_main]
 
 use attn::model::TinyTransformer;
 use attn::nn::Parameters;
-use attn::translation::Seq2Seq;
+use attn::translation::{RnnSeq2Seq, Seq2Seq};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,6 +15,12 @@ fuzz_target!(|data: &[u8]| {
             .all(|s| s.iter().all(|x| x.is_finite())));
     }
     if let Ok(model) = Seq2Seq::from_text(&text) {
+        assert!(model
+            .slices()
+            .iter()
+            .all(|s| s.iter().all(|x| x.is_finite())));
+    }
+    if let Ok(model) = RnnSeq2Seq::from_text(&text) {
         assert!(model
             .slices()
             .iter()

@@ -17,6 +17,7 @@ pub mod ch11;
 pub mod ch12;
 pub mod ch13;
 pub mod ch13_lengths;
+pub mod ch13_summary;
 pub mod ch14;
 pub mod ch14_data;
 pub mod ch14_report;

@@ -43,5 +43,6 @@ pub use runs::{
 };
 pub use train::{
     book_pairs, evaluate, next_log_probs, score, train_seq2seq, translate, translate_all,
-    EncoderDecoder, ModelConfig, Seq2SeqTraining, BOOK_PAIRS, BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING,
+    EncoderDecoder, Example, ModelConfig, Seq2SeqTraining, BOOK_PAIRS, BOOK_SEQ2SEQ,
+    BOOK_SEQ2SEQ_TRAINING,
 };

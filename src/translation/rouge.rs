@@ -53,6 +53,7 @@ fn check_reference(reference: &[usize], n: usize) -> Result<(), AttnError> {
     Ok(())
 }
 
+// ANCHOR: rouge
 /// ROUGE-N of `candidate` against `reference` (token ids), `n ≥ 1`.
 pub fn rouge_n(candidate: &[usize], reference: &[usize], n: usize) -> Result<Rouge, AttnError> {
     if n == 0 {
@@ -97,6 +98,7 @@ pub fn rouge_l(candidate: &[usize], reference: &[usize]) -> Result<Rouge, AttnEr
     let lcs = lcs_length(candidate, reference);
     Ok(Rouge::of(lcs, candidate.len(), reference.len()))
 }
+// ANCHOR_END: rouge
 
 /// ROUGE-1, ROUGE-2 and ROUGE-L of a set of candidates, each the mean over
 /// the pairs of its recall, precision and F1.

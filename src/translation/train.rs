@@ -7,13 +7,40 @@ use super::batch::{batch, Batch};
 use super::model::{Seq2Seq, Seq2SeqConfig};
 use super::rnn::{RnnConfig, RnnForward, RnnSeq2Seq};
 use super::{
-    beam_search, corpus_bleu, translation_set, Bleu, Seq2SeqForward, TranslationPair, BOS, EOS,
-    NUMBER_VOCAB, TARGET_VOCAB,
+    beam_search, corpus_bleu, translation_set, Bleu, Seq2SeqForward, SummaryPair, TranslationPair,
+    BOS, EOS, NUMBER_VOCAB, TARGET_VOCAB,
 };
 use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{log_softmax, smoothed_cross_entropy, warmup_cosine, Adam, Parameters};
+
+/// A training or held-out example of an encoder–decoder task: source ids
+/// and target ids, without `BOS` or `EOS`.
+pub trait Example {
+    /// The source's ids.
+    fn source(&self) -> &[usize];
+    /// The target's ids.
+    fn target(&self) -> &[usize];
+}
+
+impl Example for TranslationPair {
+    fn source(&self) -> &[usize] {
+        &self.source
+    }
+    fn target(&self) -> &[usize] {
+        &self.target
+    }
+}
+
+impl Example for SummaryPair {
+    fn source(&self) -> &[usize] {
+        &self.source
+    }
+    fn target(&self) -> &[usize] {
+        &self.target
+    }
+}
 
 /// An encoder–decoder that the training loop and the decoders can drive:
 /// the book's Transformer ([`Seq2Seq`]) and the recurrent models
@@ -150,10 +177,10 @@ pub fn book_pairs() -> Result<(Vec<TranslationPair>, Vec<TranslationPair>), Attn
 /// Trains a fresh model on batches drawn (seeded, with replacement) from
 /// `pairs`, with teacher forcing: the decoder reads `BOS target` and learns
 /// to predict `target EOS`. Returns the model and the loss of every step.
-pub fn train_seq2seq<C: ModelConfig>(
+pub fn train_seq2seq<C: ModelConfig, P: Example>(
     config: C,
     training: &Seq2SeqTraining,
-    pairs: &[TranslationPair],
+    pairs: &[P],
 ) -> Result<(C::Model, Vec<f64>), AttnError> {
     if pairs.is_empty() || training.batch == 0 {
         return Err(AttnError::InvalidArgument {
@@ -171,13 +198,11 @@ pub fn train_seq2seq<C: ModelConfig>(
     let mut rng = StdRng::seed_from_u64(training.seed.wrapping_add(1));
     let mut losses = Vec::with_capacity(training.steps);
     for step in 0..training.steps {
-        let chosen: Vec<&TranslationPair> = (0..training.batch)
+        let chosen: Vec<&P> = (0..training.batch)
             .map(|_| &pairs[rng.random_range(0..pairs.len())])
             .collect();
-        let refs: Vec<(&[usize], &[usize])> = chosen
-            .iter()
-            .map(|p| (&p.source[..], &p.target[..]))
-            .collect();
+        let refs: Vec<(&[usize], &[usize])> =
+            chosen.iter().map(|p| (p.source(), p.target())).collect();
         let batch = batch(&refs)?;
         let fwd = net.forward_pass(&batch)?;
         let logits = C::Model::logits_of(&fwd);
@@ -234,24 +259,21 @@ pub fn translate<M: EncoderDecoder>(
 }
 
 /// Translates every source of `pairs` with beam width `width`.
-pub fn translate_all<M: EncoderDecoder>(
+pub fn translate_all<M: EncoderDecoder, P: Example>(
     net: &M,
-    pairs: &[TranslationPair],
+    pairs: &[P],
     width: usize,
 ) -> Result<Vec<Vec<usize>>, AttnError> {
     pairs
         .iter()
-        .map(|p| translate(net, &p.source, width))
+        .map(|p| translate(net, p.source(), width))
         .collect()
 }
 
 /// Exact-sequence accuracy and corpus BLEU of `candidates`, one for each
 /// pair of `pairs`.
-pub fn score(
-    candidates: &[Vec<usize>],
-    pairs: &[TranslationPair],
-) -> Result<(f64, Bleu), AttnError> {
-    let references: Vec<Vec<usize>> = pairs.iter().map(|p| p.target.clone()).collect();
+pub fn score<P: Example>(candidates: &[Vec<usize>], pairs: &[P]) -> Result<(f64, Bleu), AttnError> {
+    let references: Vec<Vec<usize>> = pairs.iter().map(|p| p.target().to_vec()).collect();
     let bleu = corpus_bleu(candidates, &references)?;
     let exact = candidates
         .iter()
@@ -263,9 +285,9 @@ pub fn score(
 
 /// Exact-sequence accuracy and corpus BLEU of translating `pairs` with
 /// beam width `width`.
-pub fn evaluate<M: EncoderDecoder>(
+pub fn evaluate<M: EncoderDecoder, P: Example>(
     net: &M,
-    pairs: &[TranslationPair],
+    pairs: &[P],
     width: usize,
 ) -> Result<(f64, Bleu), AttnError> {
     score(&translate_all(net, pairs, width)?, pairs)

@@ -70,17 +70,19 @@ fn main() -> ExitCode {
             Some(Err(e)) => Err(format!("fuzz SECONDS: {e}")),
         },
         "train" => match std::env::args().nth(2).as_deref() {
-            None => train(&["ch12", "ch13"]),
-            Some(chapter @ ("ch12" | "ch13")) => train(&[chapter]),
+            None => train(&["ch12", "ch13", "ch13-summary"]),
+            Some("ch13") => train(&["ch13", "ch13-summary"]),
+            Some(chapter @ ("ch12" | "ch13-summary")) => train(&[chapter]),
             Some(runs @ ("lm" | "kv")) => corpus().and_then(|()| train(&[runs])),
             Some(other) => Err(format!(
-                "no training runs for {other}: ch12, ch13, lm or kv"
+                "no training runs for {other}: ch12, ch13 (both of its tasks), ch13-summary, lm \
+                 or kv"
             )),
         },
         _ => {
             eprintln!(
                 "usage: cargo xtask serve | test | figures | measure [fast | lm | kv] \
-                 | train [ch12 | ch13 | lm | kv] | model [--data] | corpus | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | ch13-summary | lm | kv] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }
