@@ -179,19 +179,7 @@ fn draw_alignment(
         .iter()
         .flatten()
         .zip(&titles)
-        .map(|(w, title)| {
-            let h = plot::Heatmap {
-                title,
-                row_labels: &rows,
-                col_labels: &words,
-                x_desc: "source word",
-                y_desc: "digit predicted",
-                value_desc: "attention weight",
-                range: (0.0, 1.0),
-                annotate: None,
-            };
-            (h, as_f32(w))
-        })
+        .map(|(w, title)| (panel(title, &rows, &words), as_f32(w)))
         .collect();
     let path = plot::heatmap_grid(
         "ch13-cross-attention.svg",
@@ -201,6 +189,20 @@ fn draw_alignment(
     );
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// A small panel of a grid: digits (rows) by source words.
+fn panel<'a>(title: &'a str, rows: &'a [&'a str], words: &'a [&'a str]) -> plot::Heatmap<'a> {
+    plot::Heatmap {
+        title,
+        row_labels: rows,
+        col_labels: words,
+        x_desc: "source word",
+        y_desc: "digit predicted",
+        value_desc: "attention weight",
+        range: (0.0, 1.0),
+        annotate: None,
+    }
 }
 
 /// Additive attention's weights beside the Transformer's most
@@ -215,23 +217,13 @@ fn draw_side_by_side(
     let (words, rows) = labels(pair)?;
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
-    let panel = |title| plot::Heatmap {
-        title,
-        row_labels: &rows,
-        col_labels: &words,
-        x_desc: "source word",
-        y_desc: "digit predicted",
-        value_desc: "attention weight",
-        range: (0.0, 1.0),
-        annotate: None,
-    };
     let panels = [
         (
-            panel("GRU, additive attention"),
+            panel("GRU, additive attention", &rows, &words),
             additive.mapv(|x| x as f32),
         ),
         (
-            panel("Transformer, layer 2, head 1"),
+            panel("Transformer, layer 2, head 1", &rows, &words),
             cross.mapv(|x| x as f32),
         ),
     ];

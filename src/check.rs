@@ -138,9 +138,6 @@ pub(crate) fn check_finite<F: crate::real::Real>(
     }
 }
 
-/// Checks that each `(name, index, count)` has `index < count`; the error
-/// names the first index that does not, with `requirement` (less than
-/// what).
 /// Checks a model's sizes: each at least 1, and `heads` dividing
 /// `d_model` evenly (each `(name, size)` named in the error).
 pub(crate) fn check_model_sizes(
@@ -160,6 +157,22 @@ pub(crate) fn check_model_sizes(
     Ok(())
 }
 
+/// Every `(name, size)` from 1 to 4096: the sizes of a model's
+/// configuration.
+pub(crate) fn check_config_sizes(sizes: &[(&'static str, usize)]) -> Result<(), AttnError> {
+    match sizes.iter().find(|&&(_, size)| size == 0 || size > 4096) {
+        Some(&(name, size)) => Err(AttnError::InvalidArgument {
+            name,
+            value: size as f64,
+            requirement: "must be from 1 to 4096",
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks that each `(name, index, count)` has `index < count`; the error
+/// names the first index that does not, with `requirement` (less than
+/// what).
 pub(crate) fn check_indices(
     indices: &[(&'static str, usize, usize)],
     requirement: &'static str,

@@ -63,6 +63,15 @@ impl LengthModel {
         }
     }
 
+    /// The model of index `m` in [`Self::ALL`], read from a field of
+    /// `book/data/FILE`.
+    fn at(file: &str, m: f64) -> Result<LengthModel, ReportError> {
+        let model = Self::ALL.get(m as usize).filter(|_| m.fract() == 0.0);
+        model
+            .copied()
+            .ok_or_else(|| bad(file, format!("no model {m}")))
+    }
+
     /// Its index in [`Self::ALL`].
     pub fn index(self) -> usize {
         Self::ALL.iter().position(|&m| m == self).unwrap_or(0)
@@ -218,11 +227,9 @@ pub fn read_lengths() -> Result<Vec<LengthRow>, ReportError> {
         .into_iter()
         .map(|r| match r[..] {
             [Some(m), Some(seed), Some(length), Some(pairs), Some(exact), Some(bleu)] => {
-                let model = LengthModel::ALL
-                    .get(m as usize)
-                    .ok_or_else(|| bad(file, format!("no model {m}")))?;
+                let model = LengthModel::at(file, m)?;
                 Ok(LengthRow {
-                    model: *model,
+                    model,
                     seed: seed as u64,
                     length: length as usize,
                     pairs: pairs as usize,
@@ -338,11 +345,9 @@ pub fn read_models() -> Result<Vec<ModelRow>, ReportError> {
         .into_iter()
         .map(|r| match r[..] {
             [Some(m), Some(seed), Some(parameters), Some(final_loss), Some(exact), alignment] => {
-                let model = LengthModel::ALL
-                    .get(m as usize)
-                    .ok_or_else(|| bad(file, format!("no model {m}")))?;
+                let model = LengthModel::at(file, m)?;
                 Ok(ModelRow {
-                    model: *model,
+                    model,
                     seed: seed as u64,
                     parameters: parameters as usize,
                     final_loss,

@@ -26,6 +26,15 @@ fn aligned_digits(gold: &[Option<usize>], w: &Matrix, len: usize) -> usize {
     gold.iter().enumerate().filter(|&x| named(x)).count()
 }
 
+/// `pairs` padded into one batch.
+fn padded(pairs: &[TranslationPair]) -> Result<super::Batch, AttnError> {
+    let refs: Vec<(&[usize], &[usize])> = pairs
+        .iter()
+        .map(|p| (&p.source[..], &p.target[..]))
+        .collect();
+    batch(&refs)
+}
+
 // ANCHOR: alignment_score
 /// How alignment-like each cross-attention head is, `[layer][head]`: over
 /// the digits of `pairs` that some word names ([`alignment`]), the share
@@ -40,11 +49,7 @@ pub fn alignment_scores(
     let mut hits = vec![vec![0_usize; c.heads]; c.layers];
     let mut aligned = 0;
     for chunk in pairs.chunks(100) {
-        let refs: Vec<(&[usize], &[usize])> = chunk
-            .iter()
-            .map(|p| (&p.source[..], &p.target[..]))
-            .collect();
-        let fwd = net.forward(&batch(&refs)?)?;
+        let fwd = net.forward(&padded(chunk)?)?;
         for (b, pair) in chunk.iter().enumerate() {
             let gold = alignment(pair.number)?;
             aligned += gold.iter().flatten().count();
@@ -72,11 +77,7 @@ pub fn rnn_alignment_score(
 ) -> Result<Option<f64>, AttnError> {
     let (mut found, mut aligned) = (0, 0);
     for chunk in pairs.chunks(100) {
-        let refs: Vec<(&[usize], &[usize])> = chunk
-            .iter()
-            .map(|p| (&p.source[..], &p.target[..]))
-            .collect();
-        let fwd = net.forward(&batch(&refs)?)?;
+        let fwd = net.forward(&padded(chunk)?)?;
         for (b, pair) in chunk.iter().enumerate() {
             let Some(w) = fwd.weights(b) else {
                 return Ok(None);

@@ -17,7 +17,7 @@ use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::source_vocabulary;
-use crate::check::check_parameters;
+use crate::check::{check_config_sizes, check_parameters};
 use crate::error::AttnError;
 use crate::grad::Matrix;
 use crate::nn::{zeroed, FfnParams, Parameters};
@@ -170,15 +170,7 @@ pub(crate) fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
         ("source vocabulary", c.vocab.0),
         ("target vocabulary", c.vocab.1),
     ];
-    for (name, size) in sizes {
-        if size == 0 || size > 4096 {
-            return Err(AttnError::InvalidArgument {
-                name,
-                value: size as f64,
-                requirement: "must be from 1 to 4096",
-            });
-        }
-    }
+    check_config_sizes(&sizes)?;
     if c.layers > 64 {
         return Err(AttnError::InvalidArgument {
             name: "layers",

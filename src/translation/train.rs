@@ -331,3 +331,24 @@ pub(crate) fn largest_gradient_error<M: EncoderDecoder + Clone>(
     }
     worst
 }
+
+/// The largest change in the logits of the pair of 12 (the second pair of
+/// `both`) between translating it in `both` and alone: padding must not
+/// reach a pair's logits.
+#[cfg(test)]
+pub(crate) fn padding_change<M: EncoderDecoder>(net: &M, both: &Batch) -> f64 {
+    let p = super::number_pair(12).unwrap();
+    assert_eq!(
+        both.sources[1][..p.source.len()],
+        p.source[..],
+        "the second pair is 12"
+    );
+    let alone = batch(&[(&p.source[..], &p.target[..])]).unwrap();
+    let (t_alone, t_both) = (alone.inputs[0].len(), both.inputs[0].len());
+    let l_alone = M::logits_of(&net.forward_pass(&alone).unwrap()).clone();
+    let l_both = M::logits_of(&net.forward_pass(both).unwrap()).clone();
+    let cells = (0..t_alone).flat_map(|i| (0..l_alone.ncols()).map(move |v| (i, v)));
+    cells
+        .map(|(i, v)| (l_alone[[i, v]] - l_both[[t_both + i, v]]).abs())
+        .fold(0.0, f64::max)
+}
