@@ -85,10 +85,10 @@ fn draw_attention(net: &Seq2Seq, pair: &SummaryPair) -> Result<(), report::error
     Ok(())
 }
 
-/// Entropy, weight inside the run and weight at its end against the run's
-/// length, for counts and colours: the mean of the seeds with a bar from
-/// the lowest to the highest, and `ln L` for attention spread evenly over
-/// the run.
+/// Entropy over the source, weight inside the run and entropy inside it
+/// against the run's length, for counts and colours: the mean of the
+/// seeds with a bar from the lowest to the highest, and `ln L` for weights
+/// spread evenly over the run.
 fn draw_spread(rows: &[SpreadRow]) {
     let series = |kind: usize, value: fn(&SpreadRow) -> f64, colour| {
         let lengths: Vec<usize> = RUN_LENGTHS.collect();
@@ -108,20 +108,20 @@ fn draw_spread(rows: &[SpreadRow]) {
                 .collect(),
         }
     };
-    let both = |value: fn(&SpreadRow) -> f64| {
+    let with_even = |value: fn(&SpreadRow) -> f64| {
+        let even = plot::Series {
+            label: "ln L: even over the run".into(),
+            points: RUN_LENGTHS.map(|l| (l as f64, (l as f64).ln())).collect(),
+            colour: plot::GREY_,
+            dashed: true,
+            spread: Vec::new(),
+        };
         vec![
             series(0, value, plot::ORANGE_),
             series(1, value, plot::BLUE_),
+            even,
         ]
     };
-    let mut entropy = both(|r| r.entropy);
-    entropy.push(plot::Series {
-        label: "ln L: spread evenly over the run".into(),
-        points: RUN_LENGTHS.map(|l| (l as f64, (l as f64).ln())).collect(),
-        colour: plot::GREY_,
-        dashed: true,
-        spread: Vec::new(),
-    });
     let chart = |title, y_desc, top| plot::Chart {
         title,
         x_desc: "length L of the run the token sums up (words)",
@@ -130,28 +130,32 @@ fn draw_spread(rows: &[SpreadRow]) {
         log10_y: false,
         y_range: (0.0, top),
     };
+    let in_run = vec![
+        series(0, |r| r.in_span, plot::ORANGE_),
+        series(1, |r| r.in_span, plot::BLUE_),
+    ];
     let path = plot::line_charts(
         "ch13-summary-spread.svg",
         &[
             (
                 chart(
-                    "Entropy of a summary token's weights",
+                    "Entropy of a token's weights over the source",
                     "entropy (nats)",
                     3.5,
                 ),
-                entropy,
+                with_even(|r| r.entropy),
             ),
             (
                 chart("Weight on the token's own run", "share of the weight", 1.4),
-                both(|r| r.in_span),
+                in_run,
             ),
             (
                 chart(
-                    "Weight on the run's last word and the word after it",
-                    "share of the weight",
-                    1.4,
+                    "Entropy of the weights inside the run, rescaled to sum to 1",
+                    "entropy (nats)",
+                    3.5,
                 ),
-                both(|r| r.at_end),
+                with_even(|r| r.in_run_entropy),
             ),
         ],
     );

@@ -39,8 +39,9 @@ fn main() -> Result<(), report::error::ReportError> {
         "{}\n{SPREAD_COLUMNS}\n",
         header(
             "one run per seed, means over tokens and heads",
-            "decoder layer 2's cross-attention for the summary tokens of each run length: \
-             the mean entropy of the weights and the mean weight inside the run"
+            "decoder layer 2's cross-attention for the summary tokens of each kind and run \
+             length: the mean entropy of the weights, the mean weight inside the run, and the \
+             mean entropy of the weights inside the run, rescaled to sum to 1"
         )
     );
     for seed in SUMMARY_SEEDS {

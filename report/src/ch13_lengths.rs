@@ -66,7 +66,7 @@ impl LengthModel {
     /// The model of index `m` in [`Self::ALL`], read from a field of
     /// `book/data/FILE`.
     fn at(file: &str, m: f64) -> Result<LengthModel, ReportError> {
-        let model = Self::ALL.get(m as usize).filter(|_| m.fract() == 0.0);
+        let model = Self::ALL.get(whole(file, m)?);
         model
             .copied()
             .ok_or_else(|| bad(file, format!("no model {m}")))
@@ -75,6 +75,17 @@ impl LengthModel {
     /// Its index in [`Self::ALL`].
     pub fn index(self) -> usize {
         Self::ALL.iter().position(|&m| m == self).unwrap_or(0)
+    }
+}
+
+/// A field that must be a whole number of at least 0 (a seed, a count).
+fn whole(file: &str, x: f64) -> Result<usize, ReportError> {
+    match x >= 0.0 && x.fract() == 0.0 && x < 1e15 {
+        true => Ok(x as usize),
+        false => Err(bad(
+            file,
+            format!("{x} is not a whole number of at least 0"),
+        )),
     }
 }
 
@@ -230,10 +241,10 @@ pub fn read_lengths() -> Result<Vec<LengthRow>, ReportError> {
                 let model = LengthModel::at(file, m)?;
                 Ok(LengthRow {
                     model,
-                    seed: seed as u64,
-                    length: length as usize,
-                    pairs: pairs as usize,
-                    exact: exact as usize,
+                    seed: whole(file, seed)? as u64,
+                    length: whole(file, length)?,
+                    pairs: whole(file, pairs)?,
+                    exact: whole(file, exact)?,
                     bleu,
                 })
             }
@@ -254,7 +265,8 @@ pub struct Spread {
     pub high: f64,
 }
 
-/// The spread over seeds of `score` for `model` at `length`.
+/// The spread over seeds of `score` for `model` at `length` (NaN for a
+/// model or length without rows).
 pub fn spread(
     rows: &[LengthRow],
     model: LengthModel,
@@ -266,8 +278,15 @@ pub fn spread(
         .filter(|r| r.model == model && r.length == length)
         .map(score)
         .collect();
+    if values.is_empty() {
+        return Spread {
+            mean: f64::NAN,
+            low: f64::NAN,
+            high: f64::NAN,
+        };
+    }
     Spread {
-        mean: values.iter().sum::<f64>() / values.len().max(1) as f64,
+        mean: values.iter().sum::<f64>() / values.len() as f64,
         low: values.iter().cloned().fold(f64::INFINITY, f64::min),
         high: values.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
     }
@@ -348,8 +367,8 @@ pub fn read_models() -> Result<Vec<ModelRow>, ReportError> {
                 let model = LengthModel::at(file, m)?;
                 Ok(ModelRow {
                     model,
-                    seed: seed as u64,
-                    parameters: parameters as usize,
+                    seed: whole(file, seed)? as u64,
+                    parameters: whole(file, parameters)?,
                     final_loss,
                     exact,
                     alignment: alignment.unwrap_or(f64::NAN),
@@ -375,10 +394,11 @@ pub fn gru_attention(
 pub fn data_report(held_out: &[TranslationPair], train: &[TranslationPair]) -> String {
     format!(
         "{} training pairs and {} held-out pairs: {TRAIN_PER_LENGTH} and \
-         {HELD_OUT_PER_LENGTH} of each length from {} to {} words\n\
+         {HELD_OUT_PER_LENGTH} of each of the {} lengths from {} to {} words (no number has 10)\n\
          widest 95% interval of an accuracy on {HELD_OUT_PER_LENGTH} pairs: ±{:.3}",
         train.len(),
         held_out.len(),
+        LENGTHS.len(),
         LENGTHS[0],
         LENGTHS[LENGTHS.len() - 1],
         widest_interval(HELD_OUT_PER_LENGTH)

@@ -62,9 +62,11 @@ pub fn summary_scores(
 
 /// How a layer's cross-attention spreads for the summary tokens of one
 /// kind (counts or colours) and one run length: over every head and every
-/// such token, the mean entropy of the weights (in nats), the mean weight
-/// inside the token's run, and the mean weight at the run's end (its last
-/// word and the word after it).
+/// such token (the row of the decoder position that predicts it, the
+/// reference summary fed to the decoder), the mean entropy of the weights
+/// over the whole source (in nats), the mean weight inside the token's
+/// run, and the mean entropy of the weights inside the run, rescaled to
+/// sum to 1 (`ln L` if they are even over the run).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpreadRow {
     /// The model's initialisation.
@@ -73,14 +75,14 @@ pub struct SpreadRow {
     pub kind: usize,
     /// The length of the run the tokens sum up.
     pub span: usize,
-    /// Summary tokens (counts and colours) of that span length, times heads.
+    /// Summary tokens of that kind and run length, times heads.
     pub tokens: usize,
     /// Mean entropy of their weights over the source, `−Σ p ln p`.
     pub entropy: f64,
     /// Mean weight on their run's words.
     pub in_span: f64,
-    /// Mean weight on their run's last word and the word after it.
-    pub at_end: f64,
+    /// Mean entropy of their weights inside the run, rescaled to sum to 1.
+    pub in_run_entropy: f64,
 }
 
 /// The names of the two kinds of summary token.
@@ -99,20 +101,25 @@ pub fn attention_spread(
         let fwd = net.forward(&batch(&[(&pair.source[..], &pair.target[..])])?)?;
         for head in 0..heads {
             let w = fwd.cross_weights(MEASURED_LAYER, 0, head)?;
-            for (i, span) in spans(pair).into_iter().enumerate() {
+            for (i, span) in spans(pair)?.into_iter().enumerate() {
                 let row = w.row(i);
                 let entropy: f64 = row.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum();
-                let end = (span.end - 1)..(span.end + 1).min(pair.source.len());
+                let inside = row.slice(ndarray::s![span.clone()]);
+                let mass = inside.sum();
+                let even = |p: f64| match p / mass {
+                    q if q > 0.0 => -q * q.ln(),
+                    _ => 0.0,
+                };
                 let sum = &mut sums[span.len()][i % 2]; // count, colour, count, …
                 sum.0 += 1;
                 sum.1 += entropy;
-                sum.2 += row.slice(ndarray::s![span]).sum();
-                sum.3 += row.slice(ndarray::s![end]).sum();
+                sum.2 += mass;
+                sum.3 += inside.iter().map(|&p| even(p)).sum::<f64>();
             }
         }
     }
     let row = |kind: usize, span: usize| {
-        let (tokens, entropy, in_span, at_end) = sums[span][kind];
+        let (tokens, entropy, in_span, in_run_entropy) = sums[span][kind];
         let n = tokens.max(1) as f64;
         SpreadRow {
             seed,
@@ -121,7 +128,7 @@ pub fn attention_spread(
             tokens,
             entropy: entropy / n,
             in_span: in_span / n,
-            at_end: at_end / n,
+            in_run_entropy: in_run_entropy / n,
         }
     };
     Ok((0..KINDS.len())
@@ -146,7 +153,7 @@ pub struct SummaryRow {
 /// The CSV's column names.
 pub const SUMMARY_COLUMNS: &str = "seed,final_loss,exact,rouge1,rouge2,rougeL";
 /// The spread CSV's column names.
-pub const SPREAD_COLUMNS: &str = "seed,kind,span,tokens,entropy,in_span,at_end";
+pub const SPREAD_COLUMNS: &str = "seed,kind,span,tokens,entropy,in_span,in_run_entropy";
 
 /// A model row as a CSV line.
 pub fn summary_line(r: &SummaryRow) -> String {
@@ -158,7 +165,7 @@ pub fn summary_line(r: &SummaryRow) -> String {
 pub fn spread_line(r: &SpreadRow) -> String {
     format!(
         "{},{},{},{},{},{},{}",
-        r.seed, r.kind, r.span, r.tokens, r.entropy, r.in_span, r.at_end
+        r.seed, r.kind, r.span, r.tokens, r.entropy, r.in_span, r.in_run_entropy
     )
 }
 
@@ -187,7 +194,7 @@ pub fn read_spread() -> Result<Vec<SpreadRow>, ReportError> {
     numeric_rows(file)?
         .into_iter()
         .map(|r| match r[..] {
-            [Some(seed), Some(kind), Some(span), Some(tokens), Some(entropy), Some(in_span), Some(at_end)] => {
+            [Some(seed), Some(kind), Some(span), Some(tokens), Some(entropy), Some(in_span), Some(in_run_entropy)] => {
                 Ok(SpreadRow {
                     seed: seed as u64,
                     kind: kind as usize,
@@ -195,7 +202,7 @@ pub fn read_spread() -> Result<Vec<SpreadRow>, ReportError> {
                     tokens: tokens as usize,
                     entropy,
                     in_span,
-                    at_end,
+                    in_run_entropy,
                 })
             }
             _ => Err(bad(file, format!("a row {r:?} of other than 7 numbers"))),
@@ -235,7 +242,7 @@ pub fn seed_range(
 
 /// The spread by kind of token and run length: the entropy of attention
 /// spread evenly over the run (`ln L`), and over the seeds the lowest and
-/// highest measured entropy, weight inside the run and weight at its end.
+/// highest measured entropy, weight inside the run and entropy inside it.
 pub fn spread_table(rows: &[SpreadRow]) -> String {
     let header = [
         "token",
@@ -243,7 +250,7 @@ pub fn spread_table(rows: &[SpreadRow]) -> String {
         "ln L",
         "entropy",
         "weight in the run",
-        "weight at its end",
+        "entropy in the run",
     ];
     let range = |key, value| {
         let (lo, hi) = seed_range(rows, key, value);
@@ -258,12 +265,13 @@ pub fn spread_table(rows: &[SpreadRow]) -> String {
                 format!("{:.2}", (span as f64).ln()),
                 range((kind, span), |r| r.entropy),
                 range((kind, span), |r| r.in_span),
-                range((kind, span), |r| r.at_end),
+                range((kind, span), |r| r.in_run_entropy),
             ]
         })
         .collect();
     format!(
-        "{}\nlowest–highest of three seeds; the end is the run's last word and the word after it",
+        "{}\nlowest–highest of three seeds; the entropy in the run is of the weights inside it, \
+         rescaled to sum to 1",
         table(&header, &cells)
     )
 }

@@ -64,15 +64,23 @@ pub fn summary_pair(runs: &[(usize, usize)]) -> Result<SummaryPair, AttnError> {
 }
 
 /// The source positions each summary token sums up: its run's span, for
-/// both the count and the colour.
-pub fn spans(pair: &SummaryPair) -> Vec<Range<usize>> {
+/// both the count and the colour. A pair whose fields disagree (built by
+/// hand, not by [`summary_pair`]) is refused.
+pub fn spans(pair: &SummaryPair) -> Result<Vec<Range<usize>>, AttnError> {
+    if summary_pair(&pair.runs).as_ref() != Ok(pair) {
+        return Err(AttnError::Mismatched {
+            name: "summary pair",
+            requirement: "must have the source and target of its runs, each run of 3 to 7 \
+                          words and a colour below 6",
+        });
+    }
     let mut start = 0;
     let mut spans = Vec::new();
     for &(_, length) in &pair.runs {
         spans.extend([start..start + length, start..start + length]);
         start += length;
     }
-    spans
+    Ok(spans)
 }
 
 /// `count` random pairs (seeded): `runs.start` to `runs.end − 1` runs, each
@@ -137,7 +145,19 @@ mod tests {
             "red red red blue blue blue blue"
         );
         assert_eq!(summary_words(&pair.target, false).join(" "), "3 red 4 blue");
-        assert_eq!(spans(&pair), vec![0..3, 0..3, 3..7, 3..7]);
+        assert_eq!(spans(&pair).unwrap(), vec![0..3, 0..3, 3..7, 3..7]);
+        let mut edited = pair.clone();
+        edited.runs[1].1 = 8;
+        assert!(
+            spans(&edited).is_err(),
+            "runs that disagree with the source"
+        );
+        edited.runs[1].1 = 4;
+        edited.source.pop();
+        assert!(
+            spans(&edited).is_err(),
+            "a source that disagrees with the runs"
+        );
         assert!(summary_pair(&[(6, 3)]).is_err());
         assert!(summary_pair(&[(0, 0)]).is_err());
         assert!(
@@ -156,7 +176,7 @@ mod tests {
             assert!(pair.runs.windows(2).all(|w| w[0].0 != w[1].0));
             assert!(pair.runs.iter().all(|r| RUN_LENGTHS.contains(&r.1)));
             assert!(pair.target.len() < pair.source.len());
-            assert_eq!(spans(pair).len(), pair.target.len());
+            assert_eq!(spans(pair).unwrap().len(), pair.target.len());
         }
         // Every number of runs and every run length occurs.
         for n in 1..5 {
