@@ -42,8 +42,8 @@ pub(crate) fn cross_entropy<F: Real>(
 ///
 /// averaged over the rows whose `target` is `Some`. The gradient is
 /// `softmax(Z) − (1 − ε)·onehot − ε/V` on those rows, over their count;
-/// with `ε = 0` this is exactly [`cross_entropy`]. Returns `L` and `dZ`.
-pub(crate) fn smoothed_cross_entropy<F: Real>(
+/// with `ε = 0` this is exactly the plain cross-entropy. Returns `L` and `dZ`.
+pub fn smoothed_cross_entropy<F: Real>(
     logits: &ArrayRef2<F>,
     targets: &[Option<usize>],
     epsilon: F,

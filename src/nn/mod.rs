@@ -37,7 +37,8 @@ pub(crate) use layers::{
     layer_norm_forward, linear_backward, linear_forward, FfnParams, LayerNormCache,
 };
 pub use layers::{gelu, gelu_erf, Activation};
-pub(crate) use loss::{cross_entropy, log_softmax, smoothed_cross_entropy};
+pub use loss::smoothed_cross_entropy;
+pub(crate) use loss::{cross_entropy, log_softmax};
 pub(crate) use optim::check_learning_rate;
 pub use optim::{clip_gradient_norm, warmup_cosine, warmup_cosine_to, Adam};
 pub use params::Parameters;

@@ -30,6 +30,7 @@ use std::time::Instant;
 mod book;
 mod corpus;
 mod download;
+mod exercise;
 mod fuzz;
 mod model;
 mod runs;
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
             Some(other) => Err(format!("unknown option {other}: --data or nothing")),
         },
         "corpus" => corpus(),
+        "exercise" => exercise::exercise(&std::env::args().skip(2).collect::<Vec<_>>()),
         "fuzz" => match std::env::args().nth(2).map(|s| s.parse::<u64>()) {
             None => fuzz::fuzz(60),
             Some(Ok(seconds)) => fuzz::fuzz(seconds),
@@ -82,7 +84,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask serve | test | figures | measure [fast | lm | kv] \
-                 | train [ch12 | ch13 | ch13-summary | lm | kv] | model [--data] | corpus | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | ch13-summary | lm | kv] | exercise [list | start chNN-K | check [chNN-K]] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }
@@ -160,6 +162,9 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
         ]))?;
         run(cargo().args(["test", "--workspace", "--locked", "--doc"]))
     })?;
+    // Every code exercise's stub compiles and fails the book's tests; the
+    // solutions that need nothing private pass them outside the crate.
+    step("exercises", &exercise::verify)?;
     step("book tools", &ensure_book_tools)?;
     step("mdbook test", &mdbook_test)?;
     step("figures", &|| figures().and_then(|()| figures_unchanged()))?;

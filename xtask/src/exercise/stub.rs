@@ -1,0 +1,214 @@
+//! The learner's copy of a solution: its `use` lines, the anchored listing
+//! with every function body replaced by `todo!()`, and the solution's own
+//! tests that call those functions, with `crate::` paths made `attn::`.
+//! The crate's sources are formatted by rustfmt, which this reads on: a
+//! top-level item starts at column 0 and ends at a line `}`.
+
+use std::path::Path;
+
+use super::Exercise;
+
+/// The learner's module for `ex`, from the solution `file` and `anchor`:
+/// with `todo!()` bodies, or (`solved`) with the solution's own, which
+/// must pass the same tests; and the tests, for `checks/MODULE.rs` (which
+/// `check` writes again each time, so that the tests are the book's).
+pub(crate) fn learner_module(
+    ex: &Exercise,
+    file: &Path,
+    anchor: &str,
+    solved: bool,
+) -> Result<(String, String), String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == format!("// ANCHOR: {anchor}"))
+        .ok_or_else(|| format!("{}: no anchor {anchor}", file.display()))?;
+    let end = lines[start..]
+        .iter()
+        .position(|l| l.trim() == format!("// ANCHOR_END: {anchor}"))
+        .map(|e| start + e)
+        .ok_or_else(|| format!("{}: no end of anchor {anchor}", file.display()))?;
+    let (mut stubbed, names) = stub(&lines[start + 1..end], &ex.id);
+    if solved {
+        let listing: Vec<String> = lines[start + 1..end].iter().map(|l| public(l)).collect();
+        stubbed = listing.join("\n");
+    }
+    let uses: Vec<String> = lines[..start]
+        .iter()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .filter(|l| l.starts_with("use "))
+        .map(|l| to_attn(l))
+        .collect();
+    let tests = tests_calling(&lines, &names);
+    let text_lines: Vec<String> = ex.text.lines().map(|l| format!("//! {l}")).collect();
+    let module = format!(
+        "//! Exercise {}: {}.\n//!\n{}\n#![allow(unused_imports)]\n\n{}\n\n{}\n\n\
+         // The book's tests of this exercise (`cargo xtask exercise check {}`).\n\
+         #[cfg(test)]\n#[path = \"checks/{}.rs\"]\nmod tests;\n",
+        ex.id,
+        ex.title,
+        text_lines.join("\n"),
+        uses.join("\n"),
+        stubbed,
+        ex.id,
+        ex.module()
+    );
+    Ok((module, tests))
+}
+
+/// `crate::` paths as the learner's crate sees them.
+fn to_attn(line: &str) -> String {
+    line.replace("crate::", "attn::")
+}
+
+/// A line of the listing as the learner's crate has it.
+fn public(line: &str) -> String {
+    to_attn(line).replace("pub(crate) ", "pub ")
+}
+
+/// The listing with each function's body replaced by `todo!()`, and the
+/// functions' names.
+fn stub(listing: &[&str], id: &str) -> (String, Vec<String>) {
+    let (mut out, mut names) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < listing.len() {
+        let line = listing[i];
+        let is_fn = ["pub fn ", "fn ", "pub(crate) fn "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p));
+        let Some(rest) = is_fn else {
+            out.push(public(line));
+            i += 1;
+            continue;
+        };
+        names.push(rest.split(['(', '<']).next().unwrap_or("").to_string());
+        // The signature runs to the first line ending in `{`.
+        while i < listing.len() && !listing[i].trim_end().ends_with('{') {
+            out.push(public(listing[i]));
+            i += 1;
+        }
+        if let Some(open) = listing.get(i) {
+            out.push(public(open));
+        }
+        out.push(format!("    todo!(\"exercise {id}: write this function\")"));
+        // The body ends at the next line `}`.
+        while i < listing.len() && listing[i] != "}" {
+            i += 1;
+        }
+        out.push("}".into());
+        i += 1;
+    }
+    (out.join("\n"), names)
+}
+
+/// The solution file's test module with only the tests that call one of
+/// `names` (and the helpers they call), `crate::` made `attn::`, as the
+/// body of a module file.
+fn tests_calling(lines: &[&str], names: &[String]) -> String {
+    let Some(start) = lines.iter().position(|l| l.starts_with("#[cfg(test)]")) else {
+        return String::new();
+    };
+    let body = &lines[start..];
+    // Items of the test module: runs of lines from an indented attribute
+    // or item to its closing `    }`.
+    let mut header = Vec::new();
+    let mut items: Vec<Vec<&str>> = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    for &line in body.iter().skip(2) {
+        if current.is_empty() && (line.starts_with("    use ") || line.trim().is_empty()) {
+            header.push(line);
+            continue;
+        }
+        if line == "}" {
+            break;
+        }
+        current.push(line);
+        if line == "    }" || (line.starts_with("    const ") && line.ends_with(';')) {
+            items.push(std::mem::take(&mut current));
+        }
+    }
+    let calls = |item: &[&str], name: &str| {
+        item.iter()
+            .any(|l| l.contains(&format!("{name}(")) || l.contains(&format!("{name}::")))
+    };
+    let is_test = |item: &[&str]| item.iter().any(|l| l.trim() == "#[test]");
+    let tests: Vec<&Vec<&str>> = items
+        .iter()
+        .filter(|it| is_test(it) && names.iter().any(|n| calls(it, n)))
+        .collect();
+    let helper_name = |it: &[&str]| {
+        it.iter()
+            .find_map(|l| l.trim_start().strip_prefix("fn "))
+            .map(|r| r.split(['(', '<']).next().unwrap_or("").to_string())
+    };
+    let helpers: Vec<&Vec<&str>> = items
+        .iter()
+        .filter(|it| !is_test(it))
+        .filter(|it| match helper_name(it) {
+            Some(h) => tests.iter().any(|t| calls(t, &h)),
+            None => true, // constants and other items
+        })
+        .collect();
+    let mut out =
+        vec!["//! The book's tests of this exercise, written again by every check.".to_string()];
+    let unindent = |l: &str| to_attn(l.strip_prefix("    ").unwrap_or(l));
+    out.extend(header.iter().map(|l| unindent(l)));
+    for item in helpers.into_iter().chain(tests) {
+        out.extend(item.iter().map(|l| unindent(l)));
+        out.push(String::new());
+    }
+    out.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_become_todo_and_only_the_exercise_s_tests_are_kept() {
+        let listing = [
+            "/// Doubles.",
+            "pub(crate) fn double(",
+            "    x: f64,",
+            ") -> f64 {",
+            "    2.0 * crate::scale(x)",
+            "}",
+        ];
+        let (stubbed, names) = stub(&listing, "ch99-1");
+        assert_eq!(names, ["double"]);
+        assert!(stubbed.contains("pub fn double("), "{stubbed}");
+        assert!(stubbed.contains("todo!(\"exercise ch99-1"), "{stubbed}");
+        assert!(!stubbed.contains("2.0 *"), "the body is gone: {stubbed}");
+        let file = [
+            "pub fn double(x: f64) -> f64 {",
+            "}",
+            "#[cfg(test)]",
+            "mod tests {",
+            "    use super::*;",
+            "    use crate::other::thing;",
+            "",
+            "    fn helper() -> f64 {",
+            "        1.0",
+            "    }",
+            "",
+            "    #[test]",
+            "    fn doubles() {",
+            "        assert_eq!(double(helper()), 2.0);",
+            "    }",
+            "",
+            "    #[test]",
+            "    fn halves() {",
+            "        assert_eq!(halve(2.0), 1.0);",
+            "    }",
+            "}",
+        ];
+        let tests = tests_calling(&file, &names);
+        assert!(tests.contains("fn doubles()") && tests.contains("fn helper()"));
+        assert!(
+            !tests.contains("fn halves()"),
+            "another exercise's test: {tests}"
+        );
+        assert!(tests.contains("use attn::other::thing;"), "{tests}");
+    }
+}
