@@ -1,0 +1,152 @@
+//! `cargo xtask exercise verify`, run by `cargo xtask test`: the stubs
+//! fail the book's tests and the solutions pass them, outside the crate.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::{checks_file, exercises, pin_versions, prune_private_imports, stub, write, MANIFEST};
+use crate::{root, Step};
+
+/// `cargo xtask exercise verify`: every exercise with a listing of its own
+/// gets a stub in a scratch learner crate (`target/exercise-check/stubs`),
+/// which must compile and fail every one of its tests (at least one); and
+/// a copy with the solution's own bodies (`…/solved`), which must pass
+/// them all, so that the tests a reader runs are ones a right answer
+/// passes.
+pub(crate) fn verify() -> Step {
+    let mut defects = Vec::new();
+    let mut counts = [0; 2];
+    for solved in [false, true] {
+        let results = run_all(solved)?;
+        counts[usize::from(solved)] = results.len();
+        for (module, passed, failed) in results {
+            let kind = if solved { "solution" } else { "stub" };
+            println!("{module} {kind}: {passed} test(s) pass, {failed} fail");
+            let wrong = match solved {
+                false => passed > 0 || failed == 0,
+                true => failed > 0 || passed == 0,
+            };
+            if wrong {
+                defects.push(format!("{module} ({kind})"));
+            }
+        }
+    }
+    // Most exercises must be checkable outside the crate: fewer means the
+    // stubs or their tests are broken, not that they use private helpers.
+    if counts[0] < 15 || counts[1] < 12 {
+        defects.push(format!(
+            "only {} stubs and {} solutions checked outside the crate",
+            counts[0], counts[1]
+        ));
+    }
+    match defects.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "a stub passes a test or has none, or a solution fails one: {}",
+            defects.join(", ")
+        )),
+    }
+}
+
+/// Every exercise's module, stubbed or solved, in a scratch crate; each
+/// module's count of passing and failing tests.
+fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
+    let all = exercises()?;
+    let name = if solved { "solved" } else { "stubs" };
+    let dir = root().join("target/exercise-check").join(name);
+    let _ = std::fs::remove_dir_all(dir.join("src"));
+    write(
+        &dir.join("Cargo.toml"),
+        // Each scratch crate its own name: they share `target/`.
+        &MANIFEST
+            .replace("ATTN", "../../..")
+            .replace("NAME", &format!("learner-{name}")),
+    )?;
+    pin_versions(&dir)?;
+    let mut lib = String::from("//! Every exercise's module.\n");
+    let mut modules = Vec::new();
+    for ex in &all {
+        let Some((file, anchor)) = &ex.solution else {
+            continue;
+        };
+        let (module, tests) = stub::learner_module(ex, file, anchor, solved)?;
+        write(
+            &dir.join("src").join(format!("{}.rs", ex.module())),
+            &module,
+        )?;
+        write(&checks_file(&dir, ex), &tests)?;
+        lib += &format!("pub mod {};\n", ex.module());
+        modules.push(ex.module());
+    }
+    write(&dir.join("src/lib.rs"), &lib)?;
+    prune_private_imports(&dir)?;
+    // A solution written with the crate's private helpers, or tests that
+    // use them, compile only inside the crate, where `cargo test` runs
+    // them; leave them out here.
+    let outside = modules_that_do_not_compile(&dir)?;
+    for module in &outside {
+        let kind = if solved { "solution" } else { "stub" };
+        println!("{module} {kind}: uses the crate's private helpers; tested inside it");
+    }
+    modules.retain(|m| !outside.contains(m));
+    let lib: String = modules.iter().map(|m| format!("pub mod {m};\n")).collect();
+    write(&dir.join("src/lib.rs"), &lib)?;
+    let output = Command::new(env!("CARGO"))
+        .args(["test", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(root().join("target"))
+        .args(["--lib", "--no-fail-fast"])
+        .output()
+        .map_err(|e| format!("cargo test: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !stdout.contains("test result") {
+        return Err(format!(
+            "the {name} do not compile:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(modules
+        .into_iter()
+        .map(|module| {
+            let of = |verdict: &str| {
+                stdout
+                    .lines()
+                    .filter(|l| l.starts_with(&format!("test {module}::")) && l.ends_with(verdict))
+                    .count()
+            };
+            let counts = (of(" ok"), of(" FAILED"));
+            (module, counts.0, counts.1)
+        })
+        .collect())
+}
+
+/// The modules of the crate in `dir` that `cargo check` finds errors in.
+fn modules_that_do_not_compile(dir: &Path) -> Result<Vec<String>, String> {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "check",
+            "--lib",
+            "--tests",
+            "--message-format",
+            "short",
+            "--manifest-path",
+        ])
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(root().join("target"))
+        .output()
+        .map_err(|e| format!("cargo check: {e}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let mut modules: Vec<String> = stderr
+        .lines()
+        .filter(|l| l.contains(": error"))
+        .filter_map(|l| {
+            let (path, _) = l.strip_prefix("src/")?.split_once(".rs:")?;
+            Some(path.rsplit('/').next()?.to_string()) // ch11_4, or checks/ch11_4
+        })
+        .collect();
+    modules.sort();
+    modules.dedup();
+    Ok(modules)
+}
