@@ -144,7 +144,7 @@ pub(crate) fn exercise(args: &[String]) -> Step {
             .ok_or_else(|| format!("no code exercise {id}: `cargo xtask exercise list` shows them"))
     };
     match args {
-        [] => Err("cargo xtask exercise list | start chNN-K | check [chNN-K]".into()),
+        [] => Err("cargo xtask exercise list | start chNN-K | check [chNN-K] | verify".into()),
         [cmd] if cmd == "list" => {
             list(&all);
             Ok(())
@@ -157,7 +157,7 @@ pub(crate) fn exercise(args: &[String]) -> Step {
             check(&started)
         }
         _ => Err(format!(
-            "unknown arguments {args:?}: list, start chNN-K or check [chNN-K]"
+            "unknown arguments {args:?}: list, start chNN-K, check [chNN-K] or verify"
         )),
     }
 }
@@ -177,7 +177,13 @@ fn list(all: &[Exercise]) {
         };
         println!("{:<7} {:<55} {state}", ex.id, ex.title);
     }
-    println!("{} of {} done", done.len(), all.len());
+    println!("{} of {} done", done.len(), startable_count());
+}
+
+/// How many exercises have a listing of their own (the others' solutions
+/// are the crate's code).
+fn startable_count() -> usize {
+    exercises().map_or(0, |all| all.iter().filter(|e| e.solution.is_some()).count())
 }
 
 /// Writes the learner's copy of `ex` and prints where to edit it.
@@ -199,7 +205,20 @@ fn start(ex: &Exercise) -> Step {
     write(&path, &module)?;
     write(&checks_file(&learner(), ex), &tests)?;
     register(&ex.module())?;
-    prune_private_imports(&learner())?;
+    let m = ex.module();
+    prune_private_imports(&learner(), &m, Some(&m))?;
+    if !compiles(&learner(), &m)? {
+        // Its tests need the crate's private helpers: undo, and say so.
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(checks_file(&learner(), ex));
+        return Err(format!(
+            "{}'s tests use the book's crate's private helpers, so they run only inside it: \
+             write your answer there, or read the solution in the book (`cargo test \
+             exercises::{}` runs it)",
+            ex.id,
+            &ex.id[..4]
+        ));
+    }
     println!("{}: {}\n\n{}\n", ex.id, ex.title, ex.text);
     println!("Edit {} (replace each todo!()),", path.display());
     println!("then run `cargo xtask exercise check {}`.", ex.id);
@@ -210,7 +229,7 @@ fn start(ex: &Exercise) -> Step {
 const MANIFEST: &str = "# Your answers to the book's exercises (`cargo xtask exercise`).\n\
 [package]\nname = \"NAME\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
 [dependencies]\nattn = { path = \"ATTN\" }\nndarray = \"0.17\"\nndarray-rand = \"0.16\"\n\
-approx = \"0.5\"\n\n[workspace]\n";
+approx = \"0.5\"\n\n[workspace]\n\n# One feature an exercise, so that each compiles alone.\n[features]\n";
 
 /// The learner's `Cargo.toml` and `lib.rs`, if missing.
 fn write_crate() -> Step {
@@ -227,15 +246,38 @@ fn write_crate() -> Step {
     Ok(())
 }
 
-/// Adds `mod module;` to the learner's `lib.rs`.
+/// Adds `module` to the learner's `lib.rs`, behind a feature of its name
+/// (so that a mistake in one exercise never stops another's check).
 fn register(module: &str) -> Step {
+    let read =
+        |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
     let lib = learner().join("src/lib.rs");
-    let text = std::fs::read_to_string(&lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+    let text = read(&lib)?;
     let line = format!("pub mod {module};");
     if !text.lines().any(|l| l == line) {
-        write(&lib, &format!("{text}{line}\n"))?;
+        let gate = format!("#[cfg(feature = \"{module}\")]");
+        write(&lib, &format!("{}\n{gate}\n{line}\n", text.trim_end()))?;
+    }
+    let manifest = learner().join("Cargo.toml");
+    let text = read(&manifest)?;
+    let feature = format!("{module} = []");
+    if !text.lines().any(|l| l == feature) {
+        write(&manifest, &format!("{}\n{feature}\n", text.trim_end()))?;
     }
     Ok(())
+}
+
+/// Whether the learner's module `module` and its tests compile.
+fn compiles(dir: &Path, module: &str) -> Result<bool, String> {
+    let status = Command::new(env!("CARGO"))
+        .args(["check", "--quiet", "--lib", "--tests", "--features", module])
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(root().join("target"))
+        .status()
+        .map_err(|e| format!("cargo check: {e}"))?;
+    Ok(status.success())
 }
 
 fn write(path: &Path, text: &str) -> Step {
@@ -253,6 +295,12 @@ fn check(chosen: &[&Exercise]) -> Step {
     let mut passed = done();
     let mut failures = Vec::new();
     for ex in chosen {
+        if ex.solution.is_none() {
+            return Err(format!(
+                "{}'s solution is part of the crate itself: read it in the book",
+                ex.id
+            ));
+        }
         if !learner_file(ex).exists() {
             return Err(format!(
                 "{} is not started: `cargo xtask exercise start {}`",
@@ -281,77 +329,111 @@ fn check(chosen: &[&Exercise]) -> Step {
     for ex in &failures {
         println!("\nHint, the exercise's text ({}):\n{}", ex.id, ex.text);
     }
-    let total = exercises().map(|a| a.len()).unwrap_or(0);
-    println!("\n{} of {total} exercises done", passed.len());
+    println!("\n{} of {} exercises done", passed.len(), startable_count());
     match failures.is_empty() {
         true => Ok(()),
         false => Err(format!("{} exercise(s) do not pass yet", failures.len())),
     }
 }
 
-/// `cargo test` of the learner's module `module`; whether every test
-/// passed. Its output is shown.
+/// `cargo test` of the learner's module `module` (its feature on);
+/// whether it ran at least one test and every one passed. Its output is
+/// shown.
 pub(crate) fn run_tests(module: &str) -> Result<bool, String> {
-    let status = Command::new(env!("CARGO"))
-        .args(["test", "--quiet", "--manifest-path"])
+    let output = Command::new(env!("CARGO"))
+        .args(["test", "--manifest-path"])
         .arg(learner().join("Cargo.toml"))
         .arg("--target-dir")
         .arg(root().join("target"))
-        .args(["--lib", &format!("{module}::")])
-        .status()
+        .args(["--features", module, "--lib", &format!("{module}::")])
+        .output()
         .map_err(|e| format!("cargo test: {e}"))?;
-    Ok(status.success())
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    let ran = stdout
+        .lines()
+        .filter(|l| l.starts_with(&format!("test {module}::")))
+        .count();
+    Ok(output.status.success() && ran > 0)
 }
 
-/// Removes from the stubs in `dir/src` the `use` lines that import items
-/// private to the book's crate (the solution's own helpers, which the
-/// reader's answer does not need), as `cargo check` names them (E0603);
-/// a comment says what was removed.
-fn prune_private_imports(dir: &Path) -> Step {
+/// Removes from the stubs in `dir/src` the imports of items private to
+/// the book's crate (the solution's own helpers, which the reader's answer
+/// does not need), as `cargo check` names them (E0603), with `features`
+/// on; only in the files of `only` (a module), if given. A comment says
+/// what was removed.
+fn prune_private_imports(dir: &Path, features: &str, only: Option<&str>) -> Step {
     for _ in 0..4 {
         let output = Command::new(env!("CARGO"))
-            .args([
-                "check",
-                "--lib",
-                "--message-format",
-                "short",
-                "--manifest-path",
-            ])
+            .args(["check", "--lib", "--tests", "--message-format", "short"])
+            .args(["--features", features, "--manifest-path"])
             .arg(dir.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(root().join("target"))
             .output()
             .map_err(|e| format!("cargo check: {e}"))?;
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let mut private: Vec<(String, usize)> = stderr
+        let mut private: Vec<(String, usize, String)> = stderr
             .lines()
             .filter(|l| l.contains("error[E0603]"))
             .filter_map(|l| {
                 let mut parts = l.split(':');
                 let file = parts.next()?.to_string();
                 let line = parts.next()?.parse::<usize>().ok()?;
-                Some((file, line))
+                let name = l.split('`').nth(1)?.to_string();
+                Some((file, line, name))
             })
+            // The stubs' imports only: the book's tests stay as they are.
+            .filter(|(file, _, _)| !file.contains("checks"))
+            .filter(|(file, _, _)| only.is_none_or(|m| file.ends_with(&format!("{m}.rs"))))
             .collect();
         if private.is_empty() {
             return Ok(());
         }
         private.sort();
         private.dedup();
-        for (file, line) in private {
+        for (file, line, name) in private {
             let path = dir.join(&file);
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
             let mut lines: Vec<String> = text.lines().map(String::from).collect();
-            if let Some(l) = lines.get_mut(line - 1) {
-                if l.trim_start().starts_with("use ") {
-                    *l = format!(
-                        "// (the solution also used, privately to the crate: {})",
-                        l.trim()
-                    );
-                }
+            if let Some(l) = lines.get_mut(line.saturating_sub(1)) {
+                *l = without_import(l, &name);
             }
             write(&path, &(lines.join("\n") + "\n"))?;
         }
     }
     Err("the stubs still import private items after four passes".into())
+}
+
+/// A `use` line without `name`: the name taken out of its braces, or the
+/// line made a comment if nothing else is left.
+fn without_import(line: &str, name: &str) -> String {
+    let note = format!("// (the solution also used {name}, private to the crate)");
+    if !line.trim_start().starts_with("use ") {
+        return line.to_string();
+    }
+    let Some((head, rest)) = line.split_once('{') else {
+        return note;
+    };
+    let Some((names, tail)) = rest.split_once('}') else {
+        return note;
+    };
+    let all: Vec<&str> = names.split(',').map(str::trim).collect();
+    if !all.contains(&name) {
+        // A private module: the whole line goes.
+        return format!(
+            "// (the solution also used {}, private to the crate)",
+            line.trim()
+        );
+    }
+    let kept: Vec<&str> = all
+        .into_iter()
+        .filter(|n| !n.is_empty() && *n != name)
+        .collect();
+    match kept.as_slice() {
+        [] => note,
+        [one] => format!("{}{one}{}", head, tail),
+        many => format!("{head}{{{}}}{tail}", many.join(", ")),
+    }
 }

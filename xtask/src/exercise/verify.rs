@@ -79,11 +79,22 @@ fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
         modules.push(ex.module());
     }
     write(&dir.join("src/lib.rs"), &lib)?;
-    prune_private_imports(&dir)?;
+    if !solved {
+        // The stubs lose the solution's private imports, as a reader's do;
+        // the solutions keep them, so that their errors name what is private.
+        prune_private_imports(&dir, "", None)?;
+    }
     // A solution written with the crate's private helpers, or tests that
     // use them, compile only inside the crate, where `cargo test` runs
     // them; leave them out here.
-    let outside = modules_that_do_not_compile(&dir)?;
+    let (outside, broken) = modules_that_do_not_compile(&dir)?;
+    if !broken.is_empty() {
+        return Err(format!(
+            "these {name} fail to compile for another reason than the crate's private \
+             helpers: {}",
+            broken.join(", ")
+        ));
+    }
     for module in &outside {
         let kind = if solved { "solution" } else { "stub" };
         println!("{module} {kind}: uses the crate's private helpers; tested inside it");
@@ -121,8 +132,9 @@ fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
         .collect())
 }
 
-/// The modules of the crate in `dir` that `cargo check` finds errors in.
-fn modules_that_do_not_compile(dir: &Path) -> Result<Vec<String>, String> {
+/// The modules of the crate in `dir` that `cargo check` finds errors in:
+/// those with a private-item error (E0603), and the others (broken).
+fn modules_that_do_not_compile(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
     let output = Command::new(env!("CARGO"))
         .args([
             "check",
@@ -138,15 +150,22 @@ fn modules_that_do_not_compile(dir: &Path) -> Result<Vec<String>, String> {
         .output()
         .map_err(|e| format!("cargo check: {e}"))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let mut modules: Vec<String> = stderr
+    let module_of = |l: &str| {
+        let (path, _) = l.strip_prefix("src/")?.split_once(".rs:")?;
+        Some(path.rsplit('/').next()?.to_string()) // ch11_4, or checks/ch11_4
+    };
+    let errors: Vec<(String, bool)> = stderr
         .lines()
         .filter(|l| l.contains(": error"))
-        .filter_map(|l| {
-            let (path, _) = l.strip_prefix("src/")?.split_once(".rs:")?;
-            Some(path.rsplit('/').next()?.to_string()) // ch11_4, or checks/ch11_4
-        })
+        .filter_map(|l| Some((module_of(l)?, l.contains("error[E0603]"))))
         .collect();
-    modules.sort();
-    modules.dedup();
-    Ok(modules)
+    let mut private: Vec<String> = errors.iter().map(|(m, _)| m.clone()).collect();
+    private.sort();
+    private.dedup();
+    let (private, broken): (Vec<String>, Vec<String>) = private
+        .into_iter()
+        .partition(|m| errors.iter().any(|(e, p)| e == m && *p));
+    // A module with a private-item error may show others that follow from
+    // it; a module with errors but none of that kind is broken.
+    Ok((private, broken))
 }
