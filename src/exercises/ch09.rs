@@ -7,7 +7,7 @@ use crate::softmax::exp_nonpositive;
 use crate::tiled::online_softmax_step;
 
 // ANCHOR: online_softmax
-/// Exercise 2: the softmax of a row read `chunk` entries at a time, keeping
+/// Exercise 1: the softmax of a row read `chunk` entries at a time, keeping
 /// between chunks only the running maximum `M` and the running sum `ℓ`.
 /// A second pass then writes `exp(x_j − M) / ℓ`.
 pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, AttnError> {
