@@ -549,7 +549,7 @@ fn summarisation(b: &mut Bindings) {
     assert!((rouge.one.f1 - rows[0].rouge[0]).abs() < 0.01);
     let exacts: Vec<f64> = rows.iter().map(|r| r.exact).collect();
     b.learned(
-        "the seeds differ on it, from 0.828\nto 0.922",
+        "the initialisations differ on it, from 0.828\nto 0.922",
         Evidence::Runs {
             values: &exacts,
             lowest: "0.828",
@@ -667,7 +667,7 @@ fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
         .iter()
         .fold((1.0_f64, 0.0_f64), |(l, h), &m| (l.min(m), h.max(m)));
     b.claim(
-        "the three seeds agree on\nthat and differ on how much of the weight stays in the run",
+        "the three initialisations agree on\nthat and differ on how much of the weight stays in the run",
         grows(|r| r.in_run_entropy) && hi - lo > 0.2,
     );
     // Figure 13.6 (one initialisation, one source): no row on one cell.
