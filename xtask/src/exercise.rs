@@ -269,15 +269,27 @@ fn register(module: &str) -> Step {
 
 /// Whether the learner's module `module` and its tests compile.
 fn compiles(dir: &Path, module: &str) -> Result<bool, String> {
-    let status = Command::new(env!("CARGO"))
-        .args(["check", "--quiet", "--lib", "--tests", "--features", module])
-        .arg("--manifest-path")
+    let (success, errors) = cargo_check(dir, module)?;
+    if !success {
+        eprint!("{errors}");
+    }
+    Ok(success)
+}
+
+/// `cargo check` of the library and its tests in the crate at `dir`, with
+/// `features` on: whether it succeeded, and the errors, one a line
+/// (`file:line:column: error[…]: …`).
+fn cargo_check(dir: &Path, features: &str) -> Result<(bool, String), String> {
+    let output = Command::new(env!("CARGO"))
+        .args(["check", "--lib", "--tests", "--message-format", "short"])
+        .args(["--features", features, "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(root().join("target"))
-        .status()
+        .output()
         .map_err(|e| format!("cargo check: {e}"))?;
-    Ok(status.success())
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    Ok((output.status.success(), stderr))
 }
 
 fn write(path: &Path, text: &str) -> Step {
@@ -365,15 +377,7 @@ pub(crate) fn run_tests(module: &str) -> Result<bool, String> {
 /// what was removed.
 fn prune_private_imports(dir: &Path, features: &str, only: Option<&str>) -> Step {
     for _ in 0..4 {
-        let output = Command::new(env!("CARGO"))
-            .args(["check", "--lib", "--tests", "--message-format", "short"])
-            .args(["--features", features, "--manifest-path"])
-            .arg(dir.join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(root().join("target"))
-            .output()
-            .map_err(|e| format!("cargo check: {e}"))?;
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let (_, stderr) = cargo_check(dir, features)?;
         let mut private: Vec<(String, usize, String)> = stderr
             .lines()
             .filter(|l| l.contains("error[E0603]"))

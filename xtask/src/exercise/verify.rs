@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{checks_file, exercises, pin_versions, prune_private_imports, stub, write, MANIFEST};
+use super::{
+    cargo_check, checks_file, exercises, pin_versions, prune_private_imports, stub, write, MANIFEST,
+};
 use crate::{root, Step};
 
 /// `cargo xtask exercise verify`: every exercise with a listing of its own
@@ -135,21 +137,7 @@ fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
 /// The modules of the crate in `dir` that `cargo check` finds errors in:
 /// those with a private-item error (E0603), and the others (broken).
 fn modules_that_do_not_compile(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "check",
-            "--lib",
-            "--tests",
-            "--message-format",
-            "short",
-            "--manifest-path",
-        ])
-        .arg(dir.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(root().join("target"))
-        .output()
-        .map_err(|e| format!("cargo check: {e}"))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (_, stderr) = cargo_check(dir, "")?;
     let module_of = |l: &str| {
         let (path, _) = l.strip_prefix("src/")?.split_once(".rs:")?;
         Some(path.rsplit('/').next()?.to_string()) // ch11_4, or checks/ch11_4
