@@ -6,6 +6,12 @@
 // the book to a page or an `#anchor` that does not exist. Links that leave
 // the book are listed, not fetched (the book reads offline).
 //
+// Quizzes: on each page, one question is answered wrong with the mouse and
+// one right with the keyboard (theme/quiz.js), and the marking is checked.
+// With a second argument (target/book/student), every page of the student
+// edition is loaded too: it must have no solution or answer, and its text
+// must equal the full edition's with those blocks taken out.
+//
 // Run by `cargo xtask test`, which installs playwright-core (no browser
 // download) and finds Debian's Chromium (`apt-get install chromium`).
 import { chromium } from 'playwright-core';
@@ -14,6 +20,7 @@ import http from 'node:http';
 import path from 'node:path';
 
 const root = path.resolve(process.argv[2] ?? 'target/book/html');
+const studentRoot = process.argv[3] ? path.resolve(process.argv[3]) : null;
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const widths = [1280, 390];
 
@@ -22,8 +29,14 @@ const types = {
   '.svg': 'image/svg+xml', '.png': 'image/png', '.ico': 'image/x-icon', '.json': 'application/json',
   '.woff2': 'font/woff2', '.woff': 'font/woff', '.ttf': 'font/ttf', '.csv': 'text/csv', '.txt': 'text/plain',
 };
+// The full edition at /, the student edition at /student/.
 const server = http.createServer((req, res) => {
   let p = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
+  let dir = root;
+  if (studentRoot && p.startsWith('/student/')) {
+    dir = studentRoot;
+    p = p.slice('/student'.length);
+  }
   if (p === '/favicon.ico') {
     // Chromium asks for it on pages without an icon link (toc.html); no book page links it.
     res.writeHead(204);
@@ -31,8 +44,8 @@ const server = http.createServer((req, res) => {
     return;
   }
   if (p.endsWith('/')) p += 'index.html';
-  const file = path.join(root, p);
-  if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+  const file = path.join(dir, p);
+  if (!file.startsWith(dir) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
     res.writeHead(404);
     res.end();
     return;
@@ -51,6 +64,71 @@ const browser = await chromium.launch({
 });
 
 const problems = [];
+const texts = new Map(); // page → its text without solutions and answers
+let quizPages = 0; // pages whose quizzes were answered
+
+// The page's text (whitespace squeezed) without its solution and answer
+// blocks: what the student edition must show, character for character.
+function answerlessText() {
+  const main = (document.querySelector('main') ?? document.body).cloneNode(true);
+  for (const s of main.querySelectorAll('summary')) {
+    if (['Answer', 'Solution'].includes(s.textContent.trim())) s.parentElement.remove();
+  }
+  for (const s of main.querySelectorAll('.quiz-status')) s.remove();
+  return main.textContent.replace(/\s+/g, ' ').trim();
+}
+
+// Every quiz question answers back: its options are buttons; the first
+// question is answered wrong with a click, the second (or the first again)
+// right with the keyboard. The right letter is read here from the answer's
+// text, not from the script.
+async function quizProblems(page) {
+  const quizzes = await page.evaluate(() => [...document.querySelectorAll('details')]
+    .filter((d) => d.querySelector('summary')?.textContent.trim() === 'Answer')
+    .map((d) => ({
+      ready: d.previousElementSibling?.previousElementSibling?.dataset.quiz === 'ready',
+      right: d.querySelector('p')?.textContent.match(/^\s*\(([a-z])\)/)?.[1] ?? null,
+    })));
+  const out = [];
+  quizzes.forEach((q, i) => {
+    if (!q.ready) out.push(`quiz question ${i + 1} does not answer back (options are not buttons)`);
+    if (!q.right) out.push(`quiz question ${i + 1}: its answer does not start with "(letter)"`);
+  });
+  if (!quizzes.length || out.length) return out;
+  quizPages += 1;
+  const answer = async (index, choose, how) => {
+    const details = page.locator('details:has(> summary:text-is("Answer"))').nth(index);
+    const list = page.locator('ul[data-quiz="ready"]').nth(index);
+    const letters = await list.locator('> li').evaluateAll((lis) => lis.map((li) => li.textContent.match(/^\s*\(([a-z])\)/)?.[1]));
+    const pick = letters.findIndex(choose);
+    const button = list.locator('> li > button.quiz-option').nth(pick);
+    if (how === 'keyboard') {
+      await button.focus();
+      await page.keyboard.press('Enter');
+    } else {
+      await button.click();
+    }
+    return {
+      letter: letters[pick],
+      marked: await button.getAttribute('class'),
+      mark: await button.locator('.quiz-mark').textContent(),
+      status: await list.evaluate((ul) => ul.nextElementSibling.textContent),
+      open: await details.evaluate((d) => d.open),
+    };
+  };
+  const wrong = await answer(0, (l) => l && l !== quizzes[0].right, 'mouse');
+  if (!wrong.marked.includes('quiz-wrong') || wrong.marked.includes('quiz-right') || !wrong.mark.includes('not')
+      || !wrong.status.includes(`(${wrong.letter}) is not right`) || wrong.open) {
+    out.push(`quiz question 1 answered (${wrong.letter}), a wrong option: marked "${wrong.marked}", "${wrong.mark}", "${wrong.status}", explanation open: ${wrong.open}`);
+  }
+  const second = Math.min(1, quizzes.length - 1);
+  const right = await answer(second, (l) => l === quizzes[second].right, 'keyboard');
+  if (!right.marked.includes('quiz-right') || right.marked.includes('quiz-wrong') || !right.mark.includes('right')
+      || !right.status.includes(`(${right.letter}) is right`) || !right.open) {
+    out.push(`quiz question ${second + 1} answered (${right.letter}), the right option, with the keyboard: marked "${right.marked}", "${right.mark}", "${right.status}", explanation open: ${right.open}`);
+  }
+  return out;
+}
 const ids = new Map(); // page → the ids an `#anchor` can name
 const links = []; // [page, href] of every link, checked once all ids are known
 for (const width of widths) {
@@ -114,6 +192,11 @@ for (const width of widths) {
       ids.set(name, new Set(pageIds));
       hrefs.forEach((href) => links.push([name, href]));
     }
+    if (width === widths[0]) {
+      texts.set(name, await page.evaluate(answerlessText));
+      // print.html prints itself on load, which opens every answer.
+      if (name !== 'print.html') (await quizProblems(page)).forEach(report);
+    }
     // Printing opens every collapsed solution and answer (theme/print-answers.js).
     const closed = await page.evaluate(() => {
       window.dispatchEvent(new Event('beforeprint'));
@@ -124,6 +207,34 @@ for (const width of widths) {
   }
   await context.close();
 }
+
+// The student edition: same pages, no answers, the same text otherwise.
+if (studentRoot) {
+  const context = await browser.newContext({ viewport: { width: widths[0], height: 900 } });
+  const studentPages = fs.readdirSync(studentRoot).filter((f) => f.endsWith('.html')).sort();
+  if (studentPages.join() !== pages.join()) problems.push('the student edition has other pages than the full one');
+  for (const name of studentPages) {
+    const page = await context.newPage();
+    const report = (what) => problems.push(`student edition, ${name}: ${what}`);
+    page.on('console', (m) => { if (m.type() === 'error') report(`console error: ${m.text()}`); });
+    page.on('pageerror', (e) => report(`page error: ${e.message}`));
+    page.on('requestfailed', (r) => report(`request failed: ${r.url()}`));
+    await page.goto(`${base}/student/${name}`, { waitUntil: 'load' });
+    const answers = await page.evaluate(() => [...document.querySelectorAll('summary')]
+      .filter((s) => ['Answer', 'Solution'].includes(s.textContent.trim())).length);
+    if (answers) report(`${answers} solutions or answers left`);
+    const text = await page.evaluate(answerlessText);
+    const full = texts.get(name) ?? '';
+    if (text !== full) {
+      let i = 0;
+      while (i < text.length && text[i] === full[i]) i += 1;
+      report(`text differs from the full edition's without answers at character ${i}: "${text.slice(i, i + 60)}" where it has "${full.slice(i, i + 60)}"`);
+    }
+    await page.close();
+  }
+  await context.close();
+}
+
 await browser.close();
 server.close();
 
@@ -153,4 +264,4 @@ if (problems.length) {
 }
 console.log(`links leaving the book (listed, not fetched): ${outside.size}`);
 for (const href of [...outside].sort()) console.log(`  ${href}`);
-console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, ${links.length} links, no problems`);
+console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, ${links.length} links, quizzes answered on ${quizPages} pages${studentRoot ? ', the student edition without answers' : ''}: no problems`);

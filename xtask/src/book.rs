@@ -46,7 +46,9 @@ pub(crate) const BROWSER_CHECK: &str = "target/browser-check";
 
 /// Every built page in headless Chromium at desktop and phone width
 /// (`tools/browser-check/check.mjs`): no request leaves 127.0.0.1, every
-/// figure loads, math renders and fits, no console error. Needs Debian's
+/// figure loads, math renders and fits, no console error; every quiz
+/// marks a wrong and a right answer; the student edition has no answers
+/// and otherwise the same text. Needs Debian's
 /// Chromium and Node.js; without them a local run says how to get them and
 /// skips this step, CI fails.
 pub(crate) fn browser_check() -> Step {
@@ -84,6 +86,7 @@ pub(crate) fn browser_check() -> Step {
     run(Command::new("node")
         .arg(dir.join("check.mjs"))
         .arg(root().join("target/book/html"))
+        .arg(root().join(crate::student::STUDENT_DIR))
         .env("CHROMIUM", &chromium))
 }
 
@@ -141,9 +144,15 @@ pub(crate) fn mdbook_test() -> Step {
 /// ERROR line fails, and so does HTML that mdBook finds unbalanced: KaTeX's MathML carries the TeX
 /// source, in which `)_` or `}_` can open Markdown emphasis and cut a
 /// formula's tags apart (write `W_{Q,ij}`, not `(W_Q)_{ij}`).
-pub(crate) fn mdbook_build() -> Step {
-    eprintln!("\n==> mdbook build");
-    let output = capture(book_tool("mdbook").arg("build"))?;
+/// With `student`, the student edition ([`crate::student`]).
+pub(crate) fn mdbook_build(student: bool) -> Step {
+    let mut mdbook = book_tool("mdbook");
+    mdbook.arg("build");
+    if student {
+        crate::student::student_edition(&mut mdbook)?;
+    }
+    eprintln!("\n==> {}", crate::describe(&mdbook));
+    let output = capture(&mut mdbook)?;
     eprint!("{output}");
     let broken = |l: &&str| {
         l.contains("ERROR") || l.contains("unclosed HTML tag") || l.contains("unexpected HTML")

@@ -34,6 +34,7 @@ mod exercise;
 mod fuzz;
 mod model;
 mod runs;
+mod student;
 
 use book::{
     book_tool, browser_check, ensure_book_tools, figures, figures_unchanged, mdbook_build,
@@ -47,9 +48,21 @@ pub(crate) type Step = Result<(), String>;
 
 fn main() -> ExitCode {
     let task = std::env::args().nth(1).unwrap_or_default();
+    // Run by mdBook, which reads stdout: nothing else is printed.
+    if task == "student-preprocessor" {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        return match student::preprocessor(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("student edition: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let start = Instant::now();
     let result = match task.as_str() {
-        "serve" => serve(),
+        "serve" => student_flag().and_then(serve),
+        "build" => student_flag().and_then(build),
         "test" => test(),
         "figures" => figures(),
         "measure" => match std::env::args().nth(2).as_deref() {
@@ -83,7 +96,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve | test | figures | measure [fast | lm | kv] \
+                "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [fast | lm | kv] \
                  | train [ch12 | ch13 | ch13-summary | lm | kv] | exercise [list | start chNN-K | check [chNN-K]] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
@@ -102,11 +115,42 @@ fn main() -> ExitCode {
     }
 }
 
-/// The reader's command.
-fn serve() -> Step {
+/// `--student` after `serve` or `build`: the student edition, without
+/// solutions and answers.
+fn student_flag() -> Result<bool, String> {
+    match std::env::args().nth(2).as_deref() {
+        None => Ok(false),
+        Some("--student") => Ok(true),
+        Some(other) => Err(format!("unknown option {other}: --student or nothing")),
+    }
+}
+
+/// The reader's command (with `student`, a teacher's: the edition without
+/// answers).
+fn serve(student: bool) -> Step {
     ensure_book_tools()?;
     figures()?;
-    run(book_tool("mdbook").args(["serve", "--hostname", "127.0.0.1", "--port", "3000"]))
+    let mut mdbook = book_tool("mdbook");
+    mdbook.args(["serve", "--hostname", "127.0.0.1", "--port", "3000"]);
+    if student {
+        student::student_edition(&mut mdbook)?;
+    }
+    run(&mut mdbook)
+}
+
+/// `serve` without the server: the book in `target/book/html`, or with
+/// `student` the student edition in [`student::STUDENT_DIR`].
+fn build(student: bool) -> Step {
+    ensure_book_tools()?;
+    figures()?;
+    mdbook_build(student)?;
+    let dir = if student {
+        student::STUDENT_DIR
+    } else {
+        "target/book/html"
+    };
+    eprintln!("the book is in {dir}/index.html");
+    Ok(())
 }
 
 /// The contributor's and CI's command. Each step's time is printed at the
@@ -168,7 +212,8 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
     step("book tools", &ensure_book_tools)?;
     step("mdbook test", &mdbook_test)?;
     step("figures", &|| figures().and_then(|()| figures_unchanged()))?;
-    step("mdbook build", &mdbook_build)?;
+    step("mdbook build", &|| mdbook_build(false))?;
+    step("student edition", &|| mdbook_build(true))?;
     step("browser check", &browser_check)
 }
 
