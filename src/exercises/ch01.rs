@@ -7,7 +7,8 @@ use crate::error::AttnError;
 
 // ANCHOR: multiplicative
 /// Exercise 1: Luong's "general" score `s_ij = q_iᵀ W k_j` for queries `Q`
-/// (`n×d_q`), keys `K` (`m×d_k`) and `W` (`d_q×d_k`), all at once:
+/// (`n×d_q`), keys `K` (`m×d_k`) and `W` (`d_q×d_k`), all at once.
+///
 /// `S = Q W Kᵀ`, the dot product of the projected queries `QW` with the keys.
 pub fn multiplicative_scores(
     q: &ArrayRef2<f32>,

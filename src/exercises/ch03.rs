@@ -5,8 +5,10 @@ use crate::error::AttnError;
 // ANCHOR: score_scale
 /// What to divide `q · k` by so that it has variance 1, when the entries of
 /// `q` and `k` are independent with mean 0 and standard deviations
-/// `sigma_q` and `sigma_k`: `Var(q · k) = d_k σ_q² σ_k²`, so the factor is
-/// `σ_q σ_k √d_k` (which is `√d_k` for unit entries).
+/// `sigma_q` and `sigma_k`.
+///
+/// `Var(q · k) = d_k σ_q² σ_k²`, so the factor is `σ_q σ_k √d_k` (which is
+/// `√d_k` for unit entries).
 pub fn score_scale(sigma_q: f64, sigma_k: f64, d_k: usize) -> Result<f64, AttnError> {
     for (name, sigma) in [("sigma_q", sigma_q), ("sigma_k", sigma_k)] {
         if !(sigma.is_finite() && sigma > 0.0) {

@@ -10,9 +10,10 @@ use crate::scaling::{sample_variance, standard_normal};
 // ANCHOR: score_variance
 /// The variance of the scaled scores `QKᵀ/√d_k` when `tokens` random tokens
 /// (`N(0, 1)` entries, width `d_model`) are projected to width `d_k` by
-/// weights drawn from `N(0, weight_std²)`. With `weight_std = 1/√d_model`
-/// (chapter 4's initialisation) it is about 1; with `weight_std = 1`, about
-/// `d_model²`.
+/// weights drawn from `N(0, weight_std²)`.
+///
+/// With `weight_std = 1/√d_model` (chapter 4's initialisation) it is about
+/// 1; with `weight_std = 1`, about `d_model²`.
 pub fn scaled_score_variance(
     d_model: usize,
     d_k: usize,

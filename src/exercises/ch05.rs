@@ -9,8 +9,9 @@ use crate::multihead::MultiHeadAttention;
 use crate::softmax::softmax_rows;
 
 // ANCHOR: head_weights
-/// The `n×m` weights of head `head` of `layer`, computed on their own: take
-/// the head's `d_k` columns of `W_Q` and `W_K`, project, and softmax the
+/// The `n×m` weights of head `head` of `layer`, computed on their own.
+///
+/// Take the head's `d_k` columns of `W_Q` and `W_K`, project, and softmax the
 /// scores divided by `√d_k`, the head's width (not `√d_model`).
 pub fn head_weights(
     layer: &MultiHeadAttention,

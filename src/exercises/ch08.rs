@@ -4,9 +4,10 @@ use crate::error::AttnError;
 
 // ANCHOR: naive_peak
 /// Exercise 2: the bytes naive attention holds at once for `n` queries, `m`
-/// keys, widths `d_k` and `d_v`, in `f32`: the `n×m` scores (the weights
-/// overwrite them), the `n×d_v` output and the `n×d_k` copy of `Q / √d_k`,
-/// `4(nm + n·d_v + n·d_k)`.
+/// keys, widths `d_k` and `d_v`, in `f32`.
+///
+/// The `n×m` scores (the weights overwrite them), the `n×d_v` output and
+/// the `n×d_k` copy of `Q / √d_k`: `4(nm + n·d_v + n·d_k)`.
 pub fn naive_peak_bytes(n: u64, m: u64, d_k: u64, d_v: u64) -> Result<u64, AttnError> {
     let floats = [n.checked_mul(m), n.checked_mul(d_v), n.checked_mul(d_k)]
         .into_iter()

@@ -39,7 +39,10 @@ pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, 
 // ANCHOR: layers_to_reach
 /// Exercise 3: how many stacked layers of local attention with window `w`
 /// (each query sees itself and the `w − 1` keys before it) it takes before
-/// the last of `n` positions can depend on the first: `⌈(n − 1)/(w − 1)⌉`.
+/// the last of `n` positions can depend on the first.
+///
+/// Each layer lets a position see `w − 1` positions further back, so
+/// `⌈(n − 1)/(w − 1)⌉` layers.
 pub fn layers_to_reach_first_token(n: usize, w: usize) -> Result<usize, AttnError> {
     if w < 2 {
         return Err(AttnError::InvalidArgument {

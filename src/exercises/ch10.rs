@@ -5,7 +5,9 @@ use crate::error::AttnError;
 
 // ANCHOR: encoder_parameters
 /// The parameters of one encoder layer with bias-free attention (as in this
-/// crate): `4d²` in attention, `2·d·d_ff + d_ff + d` in the FFN (two
+/// crate).
+///
+/// `4d²` in attention, `2·d·d_ff + d_ff + d` in the FFN (two
 /// matrices and their biases), `4d` in the two LayerNorms (`γ` and `β`).
 pub fn encoder_layer_parameters(d_model: usize, d_ff: usize) -> Result<usize, AttnError> {
     let count = || {

@@ -30,8 +30,10 @@ pub fn greedy_translate(net: &Seq2Seq, source: &[usize]) -> Result<Vec<usize>, A
 
 // ANCHOR: smoothing_floor
 /// The lowest loss a model can reach under label smoothing `ε` over `v`
-/// tokens: the entropy of the smoothed target itself, reached when the
-/// model predicts exactly `1 − ε + ε/v` for the right token and `ε/v` for
+/// tokens.
+///
+/// The entropy of the smoothed target itself, reached when the model
+/// predicts exactly `1 − ε + ε/v` for the right token and `ε/v` for
 /// each other.
 pub fn smoothing_floor(epsilon: f64, v: usize) -> f64 {
     let (right, other) = (1.0 - epsilon + epsilon / v as f64, epsilon / v as f64);

@@ -5,8 +5,9 @@ use ndarray::ArrayRef2;
 use crate::error::AttnError;
 
 // ANCHOR: parameters_by_hand
-/// Exercise 1: the parameters of a BERT-style encoder from its sizes alone:
-/// three embedding tables and their LayerNorm, then per layer four
+/// Exercise 1: the parameters of a BERT-style encoder from its sizes alone.
+///
+/// Three embedding tables and their LayerNorm, then per layer four
 /// `d×d` projections with biases, the FFN `d → d_ff → d` with biases, and
 /// two LayerNorms (`γ` and `β` each).
 pub fn bert_parameters(

@@ -68,12 +68,20 @@ fn public(line: &str) -> String {
 }
 
 /// The listing with each function's body replaced by `todo!()`, and the
-/// functions' names.
+/// functions' names. Each doc comment keeps its first paragraph, the task;
+/// the solutions write how they work (the answer) in the paragraphs after.
 fn stub(listing: &[&str], id: &str) -> (String, Vec<String>) {
     let (mut out, mut names) = (Vec::new(), Vec::new());
+    let mut answer = false;
     let mut i = 0;
     while i < listing.len() {
         let line = listing[i];
+        let doc = line.trim_start().starts_with("///");
+        answer = doc && (answer || line.trim() == "///");
+        if answer {
+            i += 1;
+            continue;
+        }
         let is_fn = ["pub fn ", "fn ", "pub(crate) fn "]
             .iter()
             .find_map(|p| line.strip_prefix(p));
@@ -169,6 +177,8 @@ mod tests {
     fn bodies_become_todo_and_only_the_exercise_s_tests_are_kept() {
         let listing = [
             "/// Doubles.",
+            "///",
+            "/// Multiply by two.",
             "pub(crate) fn double(",
             "    x: f64,",
             ") -> f64 {",
@@ -180,6 +190,7 @@ mod tests {
         assert!(stubbed.contains("pub fn double("), "{stubbed}");
         assert!(stubbed.contains("todo!(\"exercise ch99-1"), "{stubbed}");
         assert!(!stubbed.contains("2.0 *"), "the body is gone: {stubbed}");
+        assert!(stubbed.starts_with("/// Doubles.\npub fn"), "{stubbed}");
         let file = [
             "pub fn double(x: f64) -> f64 {",
             "}",
