@@ -52,6 +52,29 @@ fn every_chapter_has_a_quiz_with_an_answer_per_question() {
     }
 }
 
+/// The right option's letter is spread over the four: a reader pressing
+/// options (the quizzes answer back) must not learn that "(b)" is usually
+/// right. Each letter is right for between a sixth and a third of the
+/// questions.
+#[test]
+fn right_answers_are_spread_over_the_letters() {
+    let mut counts = [0usize; 4];
+    for (_, text) in chapters() {
+        let quiz = text.split("## Quiz").nth(1).unwrap_or_default();
+        for answer in quiz.split("<summary>Answer</summary>").skip(1) {
+            let letter = answer.trim_start().chars().nth(1).unwrap();
+            counts[(letter as u8 - b'a') as usize] += 1;
+        }
+    }
+    let total: usize = counts.iter().sum();
+    for (letter, &count) in ('a'..='d').zip(&counts) {
+        assert!(
+            6 * count >= total && 3 * count <= total,
+            "({letter}) is right for {count} of {total} questions: {counts:?}"
+        );
+    }
+}
+
 #[test]
 fn numeric_answers() {
     // Chapter 3: the standard deviation of q·k at d_k = 256 is 16.
