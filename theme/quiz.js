@@ -25,6 +25,7 @@
         var status = document.createElement("p");
         status.className = "quiz-status";
         status.setAttribute("role", "status");
+        status.setAttribute("aria-live", "polite");
         list.after(status);
         items.forEach(function (li, i) {
             var button = document.createElement("button");
@@ -41,6 +42,9 @@
                     button.appendChild(mark);
                 }
                 button.classList.add(ok ? "quiz-right" : "quiz-wrong");
+                // Emptied first, so that pressing the same option again is
+                // announced again.
+                status.textContent = "";
                 status.textContent = ok
                     ? "(" + right + ") is right: the explanation is open below."
                     : "(" + letters[i] + ") is not right. Try another, or open the answer.";

@@ -1,4 +1,4 @@
-//! Chapter 11, exercise 1: the backward pass of a softmax with temperature.
+//! Chapter 11, exercise 4: the backward pass of a softmax with temperature.
 
 use ndarray::{Array2, ArrayRef2};
 
@@ -6,8 +6,9 @@ use crate::error::AttnError;
 use crate::grad::softmax_backward;
 
 // ANCHOR: temperature_backward
-/// Given `P = softmax(S/τ)` (row-wise) and `dP`, returns `dS`. The chain rule
-/// adds one factor to chapter 11's softmax backward pass:
+/// Given `P = softmax(S/τ)` (row-wise) and `dP`, returns `dS`.
+///
+/// The chain rule adds one factor to chapter 11's softmax backward pass:
 /// `ds = p ⊙ (dp − pᵀdp) / τ`.
 pub fn softmax_temperature_backward(
     p: &ArrayRef2<f64>,

@@ -6,8 +6,9 @@ use crate::model::{Task, TrainConfig, BOOK_TRAINING, SEP};
 
 // ANCHOR: sorting_example
 /// `k` random digits followed by the separator and the same digits in
-/// increasing order: `2k + 1` tokens. Where the `j`-th answer digit comes
-/// from depends on the digits themselves, not on `j` alone.
+/// increasing order: `2k + 1` tokens.
+///
+/// Where the `j`-th answer digit comes from depends on the digits themselves, not on `j` alone.
 pub fn sorting_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
     let digits: Vec<usize> = (0..k).map(|_| rng.random_range(0..10)).collect();
     let mut sorted = digits.clone();

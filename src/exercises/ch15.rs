@@ -5,9 +5,11 @@ use crate::error::AttnError;
 // ANCHOR: repetition_penalty
 /// Exercise 1: a repetition penalty (after Keskar et al., 2019). The logit
 /// of every token that already occurs in `previous` is scaled by
-/// `penalty ≥ 1` towards less likely: a positive logit is divided by it, a
-/// negative one multiplied (dividing a negative logit would raise it).
-/// Other logits are unchanged; `penalty = 1` changes nothing.
+/// `penalty ≥ 1` towards less likely. Other logits are unchanged; `penalty =
+/// 1` changes nothing.
+///
+/// A positive logit is divided by the penalty, a negative one multiplied
+/// (dividing a negative logit would raise it).
 pub fn repetition_penalty(
     logits: &mut [f32],
     previous: &[usize],

@@ -112,7 +112,10 @@ async function quizProblems(page) {
       letter: letters[pick],
       marked: await button.getAttribute('class'),
       mark: await button.locator('.quiz-mark').textContent(),
-      status: await list.evaluate((ul) => ul.nextElementSibling.textContent),
+      status: await list.evaluate((ul) => {
+        const s = ul.nextElementSibling;
+        return s.getAttribute('role') === 'status' ? s.textContent : 'no role=status line after the options';
+      }),
       open: await details.evaluate((d) => d.open),
     };
   };

@@ -164,6 +164,11 @@ pub(crate) fn mdbook_build(student: bool) -> Step {
             errors.join("\n")
         ));
     }
+    if student {
+        let dir = root().join(crate::student::STUDENT_DIR);
+        let dropped = crate::student::drop_answer_files(&dir)?;
+        println!("student edition: {dropped} figure and data files only answers used, left out");
+    }
     Ok(())
 }
 

@@ -211,6 +211,7 @@ fn start(ex: &Exercise) -> Step {
         // Its tests need the crate's private helpers: undo, and say so.
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(checks_file(&learner(), ex));
+        unregister(&m)?;
         return Err(format!(
             "{}'s tests use the book's crate's private helpers, so they run only inside it: \
              write your answer there, or read the solution in the book (`cargo test \
@@ -265,6 +266,24 @@ fn register(module: &str) -> Step {
         write(&manifest, &format!("{}\n{feature}\n", text.trim_end()))?;
     }
     Ok(())
+}
+
+/// Takes back what [`register`] wrote, for a start that failed.
+fn unregister(module: &str) -> Step {
+    let gate = format!("#[cfg(feature = \"{module}\")]");
+    let drop_lines = |path: &Path, gone: &[String]| -> Step {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|l| !gone.iter().any(|g| g == l))
+            .collect();
+        write(path, &(kept.join("\n") + "\n"))
+    };
+    drop_lines(
+        &learner().join("src/lib.rs"),
+        &[gate, format!("pub mod {module};")],
+    )?;
+    drop_lines(&learner().join("Cargo.toml"), &[format!("{module} = []")])
 }
 
 /// Whether the learner's module `module` and its tests compile.

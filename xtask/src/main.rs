@@ -97,7 +97,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [fast | lm | kv] \
-                 | train [ch12 | ch13 | ch13-summary | lm | kv] | exercise [list | start chNN-K | check [chNN-K]] | model [--data] | corpus | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | ch13-summary | lm | kv] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }

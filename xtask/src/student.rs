@@ -19,6 +19,7 @@
 //! never reaches the page either.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::Command;
 
 /// Where the student edition is built.
@@ -48,6 +49,40 @@ pub(crate) fn student_edition(mdbook: &mut Command) -> Result<(), String> {
         .env("MDBOOK_PREPROCESSOR__STUDENT", config.to_string())
         .args(["--dest-dir", STUDENT_DIR]);
     Ok(())
+}
+
+/// Deletes from the built student edition every figure and data file that
+/// no page links to any more: those only a solution showed (chapter 12's
+/// sorting model, say). Returns how many went.
+pub(crate) fn drop_answer_files(built: &Path) -> Result<usize, String> {
+    let read_dir =
+        |dir: &Path| std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()));
+    let mut pages = String::new();
+    for entry in read_dir(built)? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "html") {
+            pages +=
+                &std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    let mut dropped = 0;
+    for folder in ["figures", "data"] {
+        let Ok(entries) = read_dir(&built.join(folder)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if path.is_file() && !pages.contains(&format!("{folder}/{name}")) {
+                std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                dropped += 1;
+            }
+        }
+    }
+    Ok(dropped)
 }
 
 /// The preprocessor's side of mdBook's protocol: `supports RENDERER` (every
@@ -98,8 +133,11 @@ fn strip_chapters(value: &mut serde_json::Value) -> Result<(), String> {
 
 /// The chapter's Markdown without its solution and answer blocks (and the
 /// blank line after each), and how many it removed. Any other `<details>`
-/// stays. An answer block left open, or one with another block inside, is
-/// an error: the edition must not guess where an answer ends.
+/// stays, except in the exercises and the quiz, where it is an error (an
+/// answer under another summary would slip through). An answer block left
+/// open, or one with another block inside, is an error too: the edition must
+/// not guess where an answer ends. A `</details>` inside a code block does
+/// not end one.
 pub(crate) fn strip_answers(markdown: &str) -> Result<(String, usize), String> {
     let lines: Vec<&str> = markdown.split_inclusive('\n').collect();
     let mut kept = String::with_capacity(markdown.len());
@@ -117,8 +155,17 @@ pub(crate) fn strip_answers(markdown: &str) -> Result<(String, usize), String> {
         }
         let start = i;
         i += 2;
+        let mut fenced = false;
         loop {
-            match lines.get(i).map(|l| l.trim()) {
+            let line = lines.get(i).map(|l| l.trim());
+            if line.is_some_and(|l| l.starts_with("```")) {
+                fenced = !fenced;
+            }
+            if fenced {
+                i += 1;
+                continue;
+            }
+            match line {
                 None => {
                     return Err(format!(
                         "the answer opened on line {} has no </details>",
@@ -141,6 +188,20 @@ pub(crate) fn strip_answers(markdown: &str) -> Result<(String, usize), String> {
             i += 1;
         }
         removed += 1;
+    }
+    let mut answers_section = false;
+    for (number, line) in kept.lines().enumerate() {
+        if line.starts_with("## ") {
+            answers_section = line == "## Exercises" || line == "## Quiz";
+        }
+        if answers_section && line.trim() == "<details>" {
+            return Err(format!(
+                "line {} of what is left opens a <details> in the exercises or quiz whose \
+                 summary is not {}: name it so, or move it out",
+                number + 1,
+                ANSWER_SUMMARIES.join(" or ")
+            ));
+        }
     }
     Ok((kept, removed))
 }
@@ -171,6 +232,19 @@ mod tests {
     fn other_details_stay() {
         let other = "<details>\n<summary>More</summary>\n\nKept.\n\n</details>\n";
         assert_eq!(strip_answers(other).unwrap(), (other.to_owned(), 0));
+    }
+
+    #[test]
+    fn a_closing_tag_in_code_does_not_end_an_answer() {
+        let code = "<details>\n<summary>Solution</summary>\n\n```text\n</details>\n```\n\nMore.\n</details>\nAfter.\n";
+        assert_eq!(strip_answers(code).unwrap(), ("After.\n".to_owned(), 1));
+    }
+
+    #[test]
+    fn another_summary_in_the_exercises_is_an_error() {
+        let sketch =
+            "## Exercises\n\n<details>\n<summary>Solution sketch</summary>\n\nIt.\n</details>\n";
+        assert!(strip_answers(sketch).unwrap_err().contains("line 3"));
     }
 
     #[test]

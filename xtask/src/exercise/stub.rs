@@ -34,20 +34,24 @@ pub(crate) fn learner_module(
         let listing: Vec<String> = lines[start + 1..end].iter().map(|l| public(l)).collect();
         stubbed = listing.join("\n");
     }
+    let tests = tests_calling(&lines, &names);
     let uses: Vec<String> = lines[..start]
         .iter()
         .take_while(|l| !l.starts_with("#[cfg(test)]"))
         .filter(|l| l.starts_with("use "))
         .map(|l| to_attn(l))
+        .filter_map(|l| match solved {
+            true => Some(l), // the body may call a trait's methods, named nowhere
+            false => used_only(&l, &[&stubbed, &tests]),
+        })
         .collect();
-    let tests = tests_calling(&lines, &names);
     let text_lines: Vec<String> = ex.text.lines().map(|l| format!("//! {l}")).collect();
     let module = format!(
-        "//! Exercise {}: {}.\n//!\n{}\n#![allow(unused_imports)]\n\n{}\n\n{}\n\n\
+        "//! Exercise {}: {}\n//!\n{}\n#![allow(unused_imports)]\n\n{}\n\n{}\n\n\
          // The book's tests of this exercise (`cargo xtask exercise check {}`).\n\
          #[cfg(test)]\n#[path = \"checks/{}.rs\"]\nmod tests;\n",
         ex.id,
-        ex.title,
+        titled(&ex.title),
         text_lines.join("\n"),
         uses.join("\n"),
         stubbed,
@@ -55,6 +59,55 @@ pub(crate) fn learner_module(
         ex.module()
     );
     Ok((module, tests))
+}
+
+/// A one-line `use` of the solution's file with only the names that
+/// `texts` (the stub and its tests) mention, or `None` if none: an import
+/// the solution's body alone needs can be the exercise's answer (chapter 9's
+/// stubs were handed `online_softmax_step`).
+fn used_only(line: &str, texts: &[&str]) -> Option<String> {
+    let path = line.strip_prefix("use ")?.strip_suffix(';')?;
+    let mentioned = |name: &str| {
+        texts.iter().any(|text| {
+            text.match_indices(name).any(|(i, _)| {
+                let word = |c: char| c.is_alphanumeric() || c == '_';
+                !text[..i].ends_with(word) && !text[i + name.len()..].starts_with(word)
+            })
+        })
+    };
+    // The name an item brings in scope: `rngs::StdRng` brings `StdRng`.
+    let imported = |item: &str| {
+        let name = item.rsplit(" as ").next().unwrap_or(item);
+        name.rsplit("::").next().unwrap_or(name).trim().to_string()
+    };
+    match path.split_once("::{") {
+        Some((prefix, list)) => {
+            let kept: Vec<&str> = list
+                .trim_end_matches('}')
+                .split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty() && mentioned(&imported(item)))
+                .collect();
+            match kept.as_slice() {
+                [] => None,
+                [one] => Some(format!("use {prefix}::{one};")),
+                _ => Some(format!("use {prefix}::{{{}}};", kept.join(", "))),
+            }
+        }
+        None => {
+            let name = imported(path);
+            mentioned(&name).then(|| line.to_string())
+        }
+    }
+}
+
+/// A title as a sentence: with a full stop unless it ends in `?` or `.`.
+fn titled(title: &str) -> String {
+    if title.ends_with(['?', '.', '!']) {
+        title.to_string()
+    } else {
+        format!("{title}.")
+    }
 }
 
 /// `crate::` paths as the learner's crate sees them.
@@ -161,9 +214,14 @@ fn tests_calling(lines: &[&str], names: &[String]) -> String {
     let mut out =
         vec!["//! The book's tests of this exercise, written again by every check.".to_string()];
     let unindent = |l: &str| to_attn(l.strip_prefix("    ").unwrap_or(l));
-    out.extend(header.iter().map(|l| unindent(l)));
+    // The tests' own comments and the book's anchors stay behind: comments
+    // often say what a test expects and why, which is the exercise's answer.
+    fn shown(l: &&&str) -> bool {
+        !l.trim_start().starts_with("//")
+    }
+    out.extend(header.iter().filter(shown).map(|l| unindent(l)));
     for item in helpers.into_iter().chain(tests) {
-        out.extend(item.iter().map(|l| unindent(l)));
+        out.extend(item.iter().filter(shown).map(|l| unindent(l)));
         out.push(String::new());
     }
     out.join("\n") + "\n"
@@ -221,5 +279,19 @@ mod tests {
             "another exercise's test: {tests}"
         );
         assert!(tests.contains("use attn::other::thing;"), "{tests}");
+        let uses = |line| used_only(line, &["fn f(x: Array2<f32>) -> Result<(), AttnError>"]);
+        assert_eq!(
+            uses("use ndarray::{Array1, Array2};").as_deref(),
+            Some("use ndarray::Array2;")
+        );
+        assert_eq!(uses("use attn::tiled::online_softmax_step;"), None);
+        assert_eq!(
+            used_only("use rand::{rngs::StdRng, Rng};", &["x: StdRng"]).as_deref(),
+            Some("use rand::rngs::StdRng;")
+        );
+        assert_eq!(
+            uses("use attn::error::AttnError;").as_deref(),
+            Some("use attn::error::AttnError;")
+        );
     }
 }
