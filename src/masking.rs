@@ -31,6 +31,22 @@ pub fn causal_mask(n: usize, m: usize) -> Array2<bool> {
 }
 // ANCHOR_END: causal
 
+/// The causal mask aligned at the bottom right, for `n` new queries that
+/// are the last `n` of `m` keys (a prompt's chunk after a cached prefix):
+/// query `i` may attend to keys `0..=m − n + i`. With `n = m` it is
+/// [`causal_mask`]; more queries than keys is an error.
+pub fn causal_mask_bottom_right(n: usize, m: usize) -> Result<Array2<bool>, AttnError> {
+    if n > m {
+        return Err(AttnError::InvalidArgument {
+            name: "n",
+            value: n as f64,
+            requirement: "must be at most m: the new queries are the last n of the m keys",
+        });
+    }
+    check_size("causal mask", n, m)?;
+    Ok(Array2::from_shape_fn((n, m), |(i, j)| j <= m - n + i))
+}
+
 // ANCHOR: additive
 /// The additive form of a boolean mask: `0` where a key is kept, `−∞` where
 /// it is dropped. Adding it to the scores has the same effect as

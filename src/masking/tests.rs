@@ -301,3 +301,18 @@ fn decode_flops_match_their_closed_forms() {
         flops_per_token_without_cache(1, d)
     );
 }
+
+#[test]
+fn the_bottom_right_mask_lets_the_last_query_see_every_key() {
+    assert_eq!(causal_mask_bottom_right(4, 4).unwrap(), causal_mask(4, 4));
+    let keep = causal_mask_bottom_right(2, 5).unwrap();
+    assert_eq!(keep, array![[true, true, true, true, false], [true; 5]]);
+    let kept: Vec<usize> = keep
+        .rows()
+        .into_iter()
+        .map(|r| r.iter().filter(|&&k| k).count())
+        .collect();
+    assert_eq!(kept, [4, 5]);
+    let err = causal_mask_bottom_right(3, 2).unwrap_err().to_string();
+    assert!(err.contains("n") && err.contains('3'), "{err}");
+}

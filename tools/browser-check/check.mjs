@@ -12,6 +12,12 @@
 // edition is loaded too: it must have no solution or answer, and its text
 // must equal the full edition's with those blocks taken out.
 //
+// Widgets: each interactive figure (theme/widgets.js) is driven through its
+// controls to every case of wasm/golden/widgets.json (the crate's results,
+// computed natively), and the numbers the page shows, computed by the
+// WebAssembly build, must equal the case's; with the module blocked, the
+// widget must show no numbers at all.
+//
 // Run by `cargo xtask test`, which installs playwright-core (no browser
 // download) and finds Debian's Chromium (`apt-get install chromium`).
 import { chromium } from 'playwright-core';
@@ -21,6 +27,10 @@ import path from 'node:path';
 
 const root = path.resolve(process.argv[2] ?? 'target/book/html');
 const studentRoot = process.argv[3] ? path.resolve(process.argv[3]) : null;
+const golden = process.env.WIDGETS_GOLDEN ? JSON.parse(fs.readFileSync(process.env.WIDGETS_GOLDEN, 'utf8')).cases : null;
+const widgetsBuilt = fs.existsSync(path.join(root, 'widgets/attn-wasm.js'));
+const widgetOf = { query_among_keys: 'query', saturation: 'saturation', masked_weights: 'mask', rope_score: 'rope' };
+let widgetCases = 0; // golden cases checked in the page
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const widths = [1280, 390];
 
@@ -75,7 +85,77 @@ function answerlessText() {
     if (['Answer', 'Solution'].includes(s.textContent.trim())) s.parentElement.remove();
   }
   for (const s of main.querySelectorAll('.quiz-status')) s.remove();
+  for (const w of main.querySelectorAll('.attn-widget')) w.replaceChildren(); // drawn when its module loads
   return main.textContent.replace(/\s+/g, ' ').trim();
+}
+
+// Every widget on the page computes with the WebAssembly module what the
+// crate computes natively (the golden cases), shows it, and shows nothing
+// without the module.
+async function widgetProblems(page, name) {
+  const names = await page.evaluate(() => [...document.querySelectorAll('.attn-widget[data-widget]')].map((w) => w.dataset.widget));
+  if (!names.length) return [];
+  if (!widgetsBuilt) {
+    return process.env.CI ? ['widgets/attn-wasm.js was not built (cargo xtask widgets)'] : [];
+  }
+  const out = [];
+  for (const widget of names) {
+    const root = page.locator(`.attn-widget[data-widget="${widget}"]`);
+    try {
+      await root.and(page.locator('[data-ready]')).waitFor({ timeout: 10000 });
+    } catch {
+      out.push(`widget ${widget} never became ready`);
+      continue;
+    }
+    const cases = (golden ?? []).filter((c) => widgetOf[c.export] === widget);
+    if (!cases.length) out.push(`widget ${widget} has no golden cases in wasm/golden/widgets.json`);
+    for (const c of cases) {
+      const where = `widget ${widget} at ${JSON.stringify(c.controls)}`;
+      for (const [input, value] of Object.entries(c.controls)) {
+        const found = await root.locator(`[data-input="${input}"]`).evaluate((el, v) => {
+          el.value = String(v);
+          el.dispatchEvent(new Event('input'));
+          el.dispatchEvent(new Event('change'));
+          return el.value === String(v) || Number(el.value) === Number(v);
+        }, value).catch(() => false);
+        if (!found) out.push(`${where}: no control ${input} that takes ${value}`);
+      }
+      const shown = JSON.parse((await root.getAttribute('data-out')) ?? 'null');
+      widgetCases += 1;
+      if (c.status !== 0) {
+        const error = await root.locator('.attn-widget-error').textContent();
+        if (shown !== c.out || error !== c.out) out.push(`${where}: shows "${error}", the crate says "${c.out}"`);
+        continue;
+      }
+      const far = (a, b) => Math.abs(a - b) > 1e-5 * Math.max(1, Math.abs(b));
+      if (!Array.isArray(shown) || shown.length !== c.out.length || shown.some((v, i) => far(v, c.out[i]))) {
+        out.push(`${where}: computed ${JSON.stringify(shown)?.slice(0, 120)}, the crate ${JSON.stringify(c.out).slice(0, 120)}`);
+        continue;
+      }
+      // What the reader sees: the numbers in the widget's text.
+      const visible = await root.evaluate((r, w) => {
+        const number = (s) => Number(s.replace(/[^0-9.\-]/g, ''));
+        if (w === 'query') return [...r.querySelectorAll('td')].slice(0, 4).map((td) => number(td.textContent));
+        if (w === 'saturation') return [number(r.querySelector('[data-readout="jacobian"]').textContent.split('F')[1])];
+        if (w === 'rope') return [number(r.querySelector('[data-readout="score"]').textContent)];
+        return [];
+      }, widget);
+      const expected = { query: c.out.slice(0, 4), saturation: [c.out[16]], rope: [c.out[0]] }[widget] ?? [];
+      if (visible.some((v, i) => Math.abs(v - expected[i]) > 0.0011)) {
+        out.push(`${where}: the page reads ${visible.join(', ')}, the crate ${expected.join(', ')}`);
+      }
+    }
+  }
+  // Without the module, no numbers: the page cannot compute them itself.
+  const blocked = await page.context().newPage();
+  await blocked.route('**/widgets/attn-wasm.js', (route) => route.abort());
+  await blocked.goto(`${base}/${name}`, { waitUntil: 'load' });
+  await blocked.waitForTimeout(300);
+  const orphans = await blocked.evaluate(() => [...document.querySelectorAll('.attn-widget')]
+    .filter((w) => w.dataset.out || !w.classList.contains('attn-widget-missing')).map((w) => w.dataset.widget));
+  if (orphans.length) out.push(`widgets ${orphans.join(', ')} show numbers, or no notice, without the WebAssembly module`);
+  await blocked.close();
+  return out;
 }
 
 // Every quiz question answers back: its options are buttons; the first
@@ -199,6 +279,7 @@ for (const width of widths) {
       texts.set(name, await page.evaluate(answerlessText));
       // print.html prints itself on load, which opens every answer.
       if (name !== 'print.html') (await quizProblems(page)).forEach(report);
+      if (name !== 'print.html') (await widgetProblems(page, name)).forEach(report);
     }
     // Printing opens every collapsed solution and answer (theme/print-answers.js).
     const closed = await page.evaluate(() => {
@@ -267,4 +348,4 @@ if (problems.length) {
 }
 console.log(`links leaving the book (listed, not fetched): ${outside.size}`);
 for (const href of [...outside].sort()) console.log(`  ${href}`);
-console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, ${links.length} links, quizzes answered on ${quizPages} pages${studentRoot ? ', the student edition without answers' : ''}: no problems`);
+console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, ${links.length} links, quizzes answered on ${quizPages} pages, ${widgetCases} widget cases equal to the crate's${studentRoot ? ', the student edition without answers' : ''}: no problems`);

@@ -87,7 +87,8 @@ pub(crate) fn browser_check() -> Step {
         .arg(dir.join("check.mjs"))
         .arg(root().join("target/book/html"))
         .arg(root().join(crate::student::STUDENT_DIR))
-        .env("CHROMIUM", &chromium))
+        .env("CHROMIUM", &chromium)
+        .env("WIDGETS_GOLDEN", root().join("wasm/golden/widgets.json")))
 }
 
 /// `mdbook test` against the library the tests built: cargo names the

@@ -35,6 +35,7 @@ mod fuzz;
 mod model;
 mod runs;
 mod student;
+mod wasm;
 
 use book::{
     book_tool, browser_check, ensure_book_tools, figures, figures_unchanged, mdbook_build,
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
         "build" => student_flag().and_then(build),
         "test" => test(),
         "figures" => figures(),
+        "widgets" => wasm::widgets(),
         "measure" => match std::env::args().nth(2).as_deref() {
             Some("fast") => measure_fast(),
             Some("lm") => corpus().and_then(|()| measure_lm()),
@@ -130,6 +132,7 @@ fn student_flag() -> Result<bool, String> {
 fn serve(student: bool) -> Step {
     ensure_book_tools()?;
     figures()?;
+    wasm::widgets()?;
     let mut mdbook = book_tool("mdbook");
     mdbook.args(["serve", "--hostname", "127.0.0.1", "--port", "3000"]);
     if student {
@@ -143,6 +146,7 @@ fn serve(student: bool) -> Step {
 fn build(student: bool) -> Step {
     ensure_book_tools()?;
     figures()?;
+    wasm::widgets()?;
     mdbook_build(student)?;
     let dir = if student {
         student::STUDENT_DIR
@@ -212,6 +216,7 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
     step("book tools", &ensure_book_tools)?;
     step("mdbook test", &mdbook_test)?;
     step("figures", &|| figures().and_then(|()| figures_unchanged()))?;
+    step("widgets", &wasm::widgets)?;
     step("mdbook build", &|| mdbook_build(false))?;
     step("student edition", &|| mdbook_build(true))?;
     step("browser check", &browser_check)

@@ -1,0 +1,288 @@
+// Interactive figures, computed by the book's own crate compiled to
+// WebAssembly (wasm/, loaded from widgets/attn-wasm.js). This script only
+// reads the controls, calls the module and draws: every number on the
+// widget comes from the module. A chapter places a widget with
+// <div class="attn-widget" data-widget="NAME"></div> after the static
+// figure it extends; the static figure stays, for print and for readers
+// without JavaScript.
+//
+// Each widget root carries, for the browser check, data-out (the last
+// call's numbers, as JSON) and data-ready once drawn.
+(function () {
+    "use strict";
+    var roots = document.querySelectorAll(".attn-widget[data-widget]");
+    if (!roots.length) return;
+    var root = typeof path_to_root === "string" ? path_to_root : "";
+    var SVG = "http://www.w3.org/2000/svg";
+
+    function notBuilt() {
+        roots.forEach(function (r) {
+            r.classList.add("attn-widget-missing");
+            r.textContent = "The interactive version of this figure is not in this copy of the " +
+                "book: it is built with Debian's rustc-web (see the README).";
+        });
+    }
+
+    var script = document.createElement("script");
+    script.src = root + "widgets/attn-wasm.js";
+    script.onerror = notBuilt;
+    script.onload = function () {
+        if (typeof window.ATTN_WASM !== "string") return notBuilt();
+        var bytes = Uint8Array.from(atob(window.ATTN_WASM), function (c) { return c.charCodeAt(0); });
+        WebAssembly.instantiate(bytes, {}).then(function (result) {
+            var call = module(result.instance.exports);
+            roots.forEach(function (r) {
+                var draw = widgets[r.dataset.widget];
+                if (draw) draw(r, call);
+                r.dataset.ready = "true";
+            });
+        }, notBuilt);
+    };
+    document.head.appendChild(script);
+
+    // The module's calls: numbers in, an array of numbers out, or the
+    // crate's error message thrown.
+    function module(x) {
+        return function (name) {
+            var args = Array.prototype.slice.call(arguments, 1);
+            var status = x[name].apply(null, args);
+            if (status !== 0) {
+                var message = new Uint8Array(x.memory.buffer, x.error_ptr(), x.error_len());
+                throw new Error(new TextDecoder().decode(message));
+            }
+            return Array.from(new Float64Array(x.memory.buffer, x.out_ptr(), x.out_len()));
+        };
+    }
+
+    // ---- small helpers -------------------------------------------------
+    function el(tag, attrs, parent, text) {
+        var node = tag.indexOf("svg:") === 0
+            ? document.createElementNS(SVG, tag.slice(4))
+            : document.createElement(tag);
+        Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+        if (text !== undefined) node.textContent = text;
+        if (parent) parent.appendChild(node);
+        return node;
+    }
+    function slider(parent, name, label, min, max, step, value, show) {
+        var row = el("div", { "class": "attn-widget-control" }, parent);
+        var id = "w-" + Math.random().toString(36).slice(2);
+        el("label", { "for": id }, row, label);
+        var input = el("input", { id: id, type: "range", min: min, max: max, step: step, "data-input": name }, row);
+        input.value = value;
+        var out = el("output", { "for": id }, row);
+        var shown = function () { out.textContent = show ? show(+input.value) : input.value; };
+        input.addEventListener("input", shown);
+        shown();
+        return input;
+    }
+    function fixed(v, digits) { return (Math.abs(v) < 5e-4 && v !== 0 ? 0 : v).toFixed(digits); }
+    function report(r, values) { r.dataset.out = JSON.stringify(values); }
+    function failure(r, box, e) {
+        box.textContent = e.message;
+        r.dataset.out = JSON.stringify(e.message);
+    }
+
+    var widgets = {};
+
+    // ---- chapter 2: a query among four keys --------------------------
+    widgets.query = function (r, call) {
+        var keys = call("keys");
+        var svg = el("svg:svg", { viewBox: "-3.6 -3.6 7.2 7.2", "class": "attn-widget-plane", role: "img",
+            "aria-label": "A plane with four keys and a query; lines from the query to each key are as thick as its weight" }, r);
+        var lines = [], dots = [];
+        for (var j = 0; j < 4; j++) {
+            lines.push(el("svg:line", { "class": "attn-weight" }, svg));
+        }
+        for (j = 0; j < 4; j++) {
+            var kx = keys[2 * j], ky = -keys[2 * j + 1];
+            dots.push(el("svg:circle", { cx: kx, cy: ky, r: 0.16, "class": "attn-key" }, svg));
+            el("svg:text", { x: kx + 0.22, y: ky - 0.22, "class": "attn-label" }, svg, "k" + (j + 1));
+        }
+        var output = el("svg:rect", { width: 0.26, height: 0.26, "class": "attn-output" }, svg);
+        var query = el("svg:circle", { r: 0.2, "class": "attn-query" }, svg);
+        var controls = el("div", { "class": "attn-widget-controls" }, r);
+        var x = slider(controls, "x", "query x", -3, 3, 0.1, 1.5);
+        var y = slider(controls, "y", "query y", -3, 3, 0.1, 1.0);
+        var table = el("table", { "class": "attn-widget-readout" }, r);
+        var head = el("tr", {}, table);
+        var cells = el("tr", {}, table);
+        ["k1", "k2", "k3", "k4", "output"].forEach(function (h) { el("th", {}, head, h); });
+        var values = [0, 1, 2, 3, 4].map(function () { return el("td", {}, cells); });
+        var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
+        function update() {
+            var qx = +x.value, qy = +y.value;
+            try {
+                var out = call("query_among_keys", qx, qy);
+                error.textContent = "";
+                report(r, out);
+                for (var j = 0; j < 4; j++) {
+                    lines[j].setAttribute("x1", qx); lines[j].setAttribute("y1", -qy);
+                    lines[j].setAttribute("x2", keys[2 * j]); lines[j].setAttribute("y2", -keys[2 * j + 1]);
+                    lines[j].setAttribute("stroke-width", 0.02 + 0.25 * out[j]);
+                    values[j].textContent = fixed(out[j], 3);
+                }
+                output.setAttribute("x", out[4] - 0.13); output.setAttribute("y", -out[5] - 0.13);
+                query.setAttribute("cx", qx); query.setAttribute("cy", -qy);
+                values[4].textContent = "(" + fixed(out[4], 2) + ", " + fixed(out[5], 2) + ")";
+            } catch (e) { failure(r, error, e); }
+        }
+        // Dragging sets the sliders, which the keyboard reaches too.
+        var dragging = false;
+        function drag(event) {
+            if (!dragging) return;
+            var point = svg.createSVGPoint();
+            point.x = event.clientX; point.y = event.clientY;
+            var p = point.matrixTransform(svg.getScreenCTM().inverse());
+            x.value = Math.max(-3, Math.min(3, Math.round(p.x * 10) / 10));
+            y.value = Math.max(-3, Math.min(3, Math.round(-p.y * 10) / 10));
+            x.dispatchEvent(new Event("input"));
+            y.dispatchEvent(new Event("input"));
+            event.preventDefault();
+        }
+        svg.addEventListener("pointerdown", function (e) { dragging = true; svg.setPointerCapture(e.pointerId); drag(e); });
+        svg.addEventListener("pointermove", drag);
+        svg.addEventListener("pointerup", function () { dragging = false; });
+        x.addEventListener("input", update);
+        y.addEventListener("input", update);
+        update();
+    };
+
+    // ---- chapter 3: d_k, temperature and saturation ------------------
+    widgets.saturation = function (r, call) {
+        var controls = el("div", { "class": "attn-widget-controls" }, r);
+        var dk = slider(controls, "log2-dk", "dₖ", 2, 10, 1, 10, function (e) { return String(Math.pow(2, e)); });
+        var tau = slider(controls, "log2-tau", "temperature τ", -2, 6, 0.1, 5,
+            function (t) { return fixed(Math.pow(2, t), 2); });
+        var buttons = el("div", { "class": "attn-widget-buttons" }, r);
+        var unscaled = el("button", { type: "button" }, buttons, "τ = 1 (unscaled)");
+        var scaled = el("button", { type: "button" }, buttons, "τ = √dₖ (scaled)");
+        var svg = el("svg:svg", { viewBox: "0 0 320 130", "class": "attn-widget-bars", role: "img",
+            "aria-label": "Eight bars, the softmax weights of eight keys" }, r);
+        el("svg:line", { x1: 10, x2: 310, y1: 110, y2: 110, "class": "attn-axis" }, svg);
+        var bars = [], labels = [];
+        for (var j = 0; j < 8; j++) {
+            bars.push(el("svg:rect", { x: 18 + 37 * j, width: 26, "class": "attn-bar" }, svg));
+            labels.push(el("svg:text", { x: 31 + 37 * j, y: 125, "class": "attn-label attn-middle" }, svg, "k" + (j + 1)));
+        }
+        var readout = el("p", { "class": "attn-widget-summary", "aria-live": "polite" }, r);
+        var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
+        function update() {
+            try {
+                var out = call("saturation", Math.pow(2, +dk.value), Math.pow(2, +tau.value));
+                error.textContent = "";
+                report(r, out);
+                var largest = 0;
+                for (var j = 0; j < 8; j++) {
+                    var h = 100 * out[j];
+                    bars[j].setAttribute("y", 110 - h);
+                    bars[j].setAttribute("height", h);
+                    largest = Math.max(largest, out[j]);
+                }
+                readout.innerHTML = "";
+                el("span", { "data-readout": "largest" }, readout, "largest weight " + fixed(largest, 3));
+                readout.appendChild(document.createTextNode("; "));
+                el("span", { "data-readout": "jacobian" }, readout, "‖J‖_F " + fixed(out[16], 3));
+            } catch (e) { failure(r, error, e); }
+        }
+        unscaled.addEventListener("click", function () { tau.value = 0; tau.dispatchEvent(new Event("input")); });
+        scaled.addEventListener("click", function () {
+            tau.value = Math.round(5 * dk.value) / 10; // log2 √d_k = log2(d_k) / 2
+            tau.dispatchEvent(new Event("input"));
+        });
+        dk.addEventListener("input", update);
+        tau.addEventListener("input", update);
+        update();
+    };
+
+    // ---- chapter 6: a mask builder ------------------------------------
+    widgets.mask = function (r, call) {
+        var controls = el("div", { "class": "attn-widget-controls" }, r);
+        var row = el("div", { "class": "attn-widget-control" }, controls);
+        el("label", { "for": "mask-kind" }, row, "mask");
+        var kind = el("select", { id: "mask-kind", "data-input": "kind" }, row);
+        ["none", "causal (top left)", "causal (bottom right)", "sliding window", "key padding"].forEach(function (name, i) {
+            el("option", { value: i }, kind, name);
+        });
+        kind.value = 1;
+        var n = slider(controls, "n", "queries n", 1, 8, 1, 4);
+        var m = slider(controls, "m", "keys m", 1, 8, 1, 6);
+        var param = slider(controls, "param", "window w or real keys", 0, 8, 1, 2);
+        var svg = el("svg:svg", { viewBox: "0 0 340 300", "class": "attn-widget-grid", role: "img",
+            "aria-label": "The weights, one row per query and one column per key; masked entries are crossed" }, r);
+        var note = el("p", { "class": "attn-widget-summary", "aria-live": "polite" }, r);
+        var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
+        function update() {
+            while (svg.firstChild) svg.removeChild(svg.firstChild);
+            var rows = +n.value, cols = +m.value;
+            try {
+                var out = call("masked_weights", +kind.value, +param.value, rows, cols);
+                error.textContent = "";
+                report(r, out);
+                cols = out.length / 2 / rows; // a window is square
+                var cell = Math.min(300 / cols, 40), empty = [];
+                svg.setAttribute("viewBox", "0 0 340 " + (30 + rows * cell));
+                for (var i = 0; i < rows; i++) {
+                    var kept = 0;
+                    for (var j = 0; j < cols; j++) {
+                        var keep = out[i * cols + j] === 1, w = out[rows * cols + i * cols + j];
+                        var x = 30 + j * cell, y = 20 + i * cell;
+                        el("svg:rect", { x: x, y: y, width: cell - 2, height: cell - 2, "class": keep ? "attn-cell" : "attn-cell attn-masked",
+                            "fill-opacity": keep ? 0.15 + 0.85 * w : 1 }, svg);
+                        el("svg:text", { x: x + cell / 2 - 1, y: y + cell / 2 + 4, "class": "attn-label attn-middle attn-on-cell" }, svg,
+                            keep ? fixed(w, 2) : "×");
+                        kept += keep ? 1 : 0;
+                    }
+                    el("svg:text", { x: 24, y: 20 + i * cell + cell / 2 + 4, "class": "attn-label attn-end" }, svg, "q" + (i + 1));
+                    if (!kept) empty.push("q" + (i + 1));
+                }
+                note.textContent = empty.length
+                    ? empty.join(", ") + ": every key masked, so zero weights and a zero output (chapter 6)"
+                    : "every query keeps at least one key; each row of weights sums to 1";
+            } catch (e) {
+                note.textContent = "";
+                failure(r, error, e);
+            }
+        }
+        [kind, n, m, param].forEach(function (input) {
+            input.addEventListener("input", update);
+            input.addEventListener("change", update);
+        });
+        update();
+    };
+
+    // ---- chapter 7: RoPE's score depends on the offset -----------------
+    widgets.rope = function (r, call) {
+        var controls = el("div", { "class": "attn-widget-controls" }, r);
+        var pq = slider(controls, "p-q", "query position", 0, 63, 1, 10);
+        var pk = slider(controls, "p-k", "key position", 0, 63, 1, 3);
+        var curve = call("rope_curve");
+        var svg = el("svg:svg", { viewBox: "0 0 340 170", "class": "attn-widget-curve", role: "img",
+            "aria-label": "The score against the offset between query and key, with the current pair marked on the curve" }, r);
+        var lo = Math.min.apply(null, curve), hi = Math.max.apply(null, curve);
+        var px = function (o) { return 20 + (o + 63) * 300 / 126; };
+        var py = function (s) { return 150 - (s - lo) / (hi - lo) * 130; };
+        el("svg:line", { x1: px(0), x2: px(0), y1: 15, y2: 150, "class": "attn-axis" }, svg);
+        el("svg:polyline", { points: curve.map(function (s, i) { return px(i - 63) + "," + py(s); }).join(" "), "class": "attn-curve" }, svg);
+        el("svg:text", { x: px(0) + 4, y: 165, "class": "attn-label" }, svg, "offset 0");
+        var marker = el("svg:circle", { r: 5, "class": "attn-query" }, svg);
+        var readout = el("p", { "class": "attn-widget-summary", "aria-live": "polite" }, r);
+        var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
+        function update() {
+            try {
+                var out = call("rope_score", +pq.value, +pk.value);
+                error.textContent = "";
+                report(r, out);
+                var offset = pq.value - pk.value;
+                marker.setAttribute("cx", px(offset));
+                marker.setAttribute("cy", py(out[0]));
+                readout.innerHTML = "";
+                el("span", {}, readout, "offset " + offset + "; ");
+                el("span", { "data-readout": "score" }, readout, "score " + fixed(out[0], 3));
+            } catch (e) { failure(r, error, e); }
+        }
+        pq.addEventListener("input", update);
+        pk.addEventListener("input", update);
+        update();
+    };
+})();

@@ -1,0 +1,132 @@
+//! The functions the page calls. Every argument is a number, so nothing
+//! crosses the boundary by pointer: each call leaves its results in one
+//! buffer of `f64` (read by the page at [`out_ptr`], [`out_len`] long) or,
+//! if the crate refused the arguments, its error message (at
+//! [`error_ptr`], [`error_len`] bytes of UTF-8), and returns 0 or 1.
+
+use std::cell::RefCell;
+
+use attn::error::AttnError;
+
+use crate::widgets::{self, MaskKind};
+
+thread_local! {
+    static OUT: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+    static ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Keeps a call's results (0 returned) or its error (1 returned).
+fn answer(result: Result<Vec<f64>, AttnError>) -> u32 {
+    match result {
+        Ok(values) => {
+            OUT.with(|out| *out.borrow_mut() = values);
+            0
+        }
+        Err(e) => {
+            ERROR.with(|error| *error.borrow_mut() = e.to_string());
+            1
+        }
+    }
+}
+
+/// Where the last call's results start in the module's memory.
+#[no_mangle]
+pub extern "C" fn out_ptr() -> *const f64 {
+    OUT.with(|out| out.borrow().as_ptr())
+}
+
+/// How many `f64` the last call left.
+#[no_mangle]
+pub extern "C" fn out_len() -> usize {
+    OUT.with(|out| out.borrow().len())
+}
+
+/// Where the last error's message starts.
+#[no_mangle]
+pub extern "C" fn error_ptr() -> *const u8 {
+    ERROR.with(|error| error.borrow().as_ptr())
+}
+
+/// The last error's length in bytes.
+#[no_mangle]
+pub extern "C" fn error_len() -> usize {
+    ERROR.with(|error| error.borrow().len())
+}
+
+/// Chapter 2's keys, `[x₁, y₁, x₂, y₂, …]`.
+#[no_mangle]
+pub extern "C" fn keys() -> u32 {
+    answer(Ok(widgets::KEYS
+        .iter()
+        .flatten()
+        .map(|&c| f64::from(c))
+        .collect()))
+}
+
+/// Chapter 2: the four weights, then the output's `x` and `y`.
+#[no_mangle]
+pub extern "C" fn query_among_keys(x: f32, y: f32) -> u32 {
+    answer(widgets::query_among_keys([x, y]).map(|(weights, output)| {
+        weights
+            .iter()
+            .chain(&output)
+            .map(|&w| f64::from(w))
+            .collect()
+    }))
+}
+
+/// Chapter 3: the weights, the scores, then the Jacobian's norm.
+#[no_mangle]
+pub extern "C" fn saturation(d_k: u32, tau: f32) -> u32 {
+    answer(widgets::saturation(d_k as usize, tau).map(|s| {
+        let mut out: Vec<f64> = s
+            .weights
+            .iter()
+            .chain(&s.scores)
+            .map(|&w| f64::from(w))
+            .collect();
+        out.push(s.jacobian_norm);
+        out
+    }))
+}
+
+/// Chapter 6: the mask (1 kept, 0 dropped), then the weights, `n×m` each
+/// row by row (a window's `m` is `n`).
+#[no_mangle]
+pub extern "C" fn masked_weights(kind: u32, param: u32, n: u32, m: u32) -> u32 {
+    let result = MaskKind::from_code(kind, param as usize)
+        .and_then(|kind| widgets::masked_weights(kind, n as usize, m as usize));
+    answer(result.map(|(keep, weights)| {
+        let keep = keep.iter().map(|&k| f64::from(u8::from(k)));
+        keep.chain(weights.iter().map(|&w| f64::from(w))).collect()
+    }))
+}
+
+/// Chapter 7: the score, then the rotated query and key.
+#[no_mangle]
+pub extern "C" fn rope_score(p_q: u32, p_k: u32) -> u32 {
+    answer(widgets::rope_score(p_q as usize, p_k as usize).map(|r| {
+        std::iter::once(r.score)
+            .chain(r.q)
+            .chain(r.k)
+            .map(f64::from)
+            .collect()
+    }))
+}
+
+/// Chapter 7: the score at every offset from `−63` to `63`.
+#[no_mangle]
+pub extern "C" fn rope_curve() -> u32 {
+    answer(widgets::rope_curve().map(|c| c.into_iter().map(f64::from).collect()))
+}
+
+/// The last call's results, for a native caller (the golden test) that
+/// cannot read the module's memory as the page does.
+pub fn last_output() -> Vec<f64> {
+    OUT.with(|out| out.borrow().clone())
+}
+
+/// The last call's error message, for a native caller.
+pub fn last_error() -> String {
+    ERROR.with(|error| error.borrow().clone())
+}
