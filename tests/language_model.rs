@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use attn::lm::{Corpus, LanguageModel, SHAKESPEARE_CHARS, SHAKESPEARE_VOCAB};
+use attn::lm::{Corpus, LanguageModel, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_VOCAB};
 use report::ch15::corpus_dir;
 
 mod common;
@@ -28,6 +28,10 @@ fn the_corpus_is_shakespeare_as_defined() {
         "{vocab:?}"
     );
     assert!(vocab.ends_with("xyz{}"), "{vocab:?}");
+    assert_eq!(
+        vocab, SHAKESPEARE_ALPHABET,
+        "what a model reads without the corpus"
+    );
     let first: Vec<usize> = c.train()[..25].iter().map(|&i| usize::from(i)).collect();
     assert_eq!(
         c.vocab().decode(&first).unwrap(),

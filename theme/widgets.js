@@ -28,7 +28,7 @@
     script.onerror = notBuilt;
     script.onload = function () {
         if (typeof window.ATTN_WASM !== "string") return notBuilt();
-        var bytes = Uint8Array.from(atob(window.ATTN_WASM), function (c) { return c.charCodeAt(0); });
+        var bytes = base64Bytes(window.ATTN_WASM);
         WebAssembly.instantiate(bytes, {}).then(function (result) {
             var call = module(result.instance.exports);
             roots.forEach(function (r) {
@@ -41,9 +41,10 @@
     document.head.appendChild(script);
 
     // The module's calls: numbers in, an array of numbers out, or the
-    // crate's error message thrown.
+    // crate's error message thrown. call.text() reads a call's text
+    // result; call.hand(bytes) hands bytes over for the next call.
     function module(x) {
-        return function (name) {
+        var call = function (name) {
             var args = Array.prototype.slice.call(arguments, 1);
             var status = x[name].apply(null, args);
             if (status !== 0) {
@@ -52,6 +53,17 @@
             }
             return Array.from(new Float64Array(x.memory.buffer, x.out_ptr(), x.out_len()));
         };
+        call.text = function () {
+            return new TextDecoder().decode(new Uint8Array(x.memory.buffer, x.text_ptr(), x.text_len()));
+        };
+        call.hand = function (bytes) {
+            var at = x.bytes_buffer(bytes.length); // may grow the memory: view it after
+            new Uint8Array(x.memory.buffer, at, bytes.length).set(bytes);
+        };
+        return call;
+    }
+    function base64Bytes(text) {
+        return Uint8Array.from(atob(text), function (c) { return c.charCodeAt(0); });
     }
 
     // ---- small helpers -------------------------------------------------
@@ -284,5 +296,127 @@
         pq.addEventListener("input", update);
         pk.addEventListener("input", update);
         update();
+    };
+
+    // ---- chapter 15: the Shakespeare model writes ---------------------
+    widgets.writer = function (r, call) {
+        var controls = el("div", { "class": "attn-widget-controls" }, r);
+        var row = el("div", { "class": "attn-widget-control attn-widget-prompt" }, controls);
+        el("label", { "for": "writer-prompt" }, row, "prompt");
+        var prompt = el("input", { id: "writer-prompt", type: "text", "data-input": "prompt", spellcheck: "false" }, row);
+        prompt.value = "ROMEO:";
+        var count = slider(controls, "count", "characters", 10, 400, 10, 120);
+        var temperature = slider(controls, "temperature", "temperature", 0, 2, 0.05, 0.8);
+        var topK = slider(controls, "top-k", "top-k (0: all)", 0, 84, 1, 0);
+        var topP = slider(controls, "top-p", "top-p", 0.05, 1, 0.05, 1);
+        var seed = slider(controls, "seed", "seed", 1, 99, 1, 1);
+        var buttons = el("div", { "class": "attn-widget-buttons" }, r);
+        var write = el("button", { type: "button", "data-action": "write" }, buttons, "Write");
+        var text = el("p", { "class": "attn-widget-text", "aria-live": "off" }, r);
+        var caption = el("p", { "class": "attn-widget-summary" }, r);
+        var grid = el("div", { "class": "attn-widget-heads" }, r);
+        var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
+        var shape = null, chosen = [0, 0], canvases = [], last = null;
+
+        function load() {
+            if (shape) return Promise.resolve();
+            return new Promise(function (resolve, reject) {
+                var s = document.createElement("script");
+                s.src = root + "widgets/ch15-weights.js";
+                s.onload = function () {
+                    try {
+                        call.hand(base64Bytes(window.ATTN_CH15_WEIGHTS));
+                        shape = call("lm_load");
+                        buildGrid();
+                        resolve();
+                    } catch (e) { reject(e); }
+                };
+                s.onerror = function () { reject(new Error("the model's weights (widgets/ch15-weights.js) are not in this copy of the book")); };
+                document.head.appendChild(s);
+            });
+        }
+        function buildGrid() {
+            for (var b = 0; b < shape[0]; b++) {
+                for (var h = 0; h < shape[1]; h++) {
+                    var button = el("button", { type: "button", "class": "attn-head", "aria-pressed": String(b === 0 && h === 0),
+                        "aria-label": "block " + (b + 1) + ", head " + (h + 1) }, grid);
+                    var canvas = el("canvas", { width: 64, height: 64 }, button);
+                    el("span", {}, button, (b + 1) + "." + (h + 1));
+                    canvases.push(canvas);
+                    button.addEventListener("click", select.bind(null, b, h, button));
+                }
+            }
+        }
+        function select(b, h, button) {
+            chosen = [b, h];
+            grid.querySelectorAll(".attn-head").forEach(function (x) { x.setAttribute("aria-pressed", "false"); });
+            button.setAttribute("aria-pressed", "true");
+            if (last) show(last.shown, last.out);
+        }
+        // The text so far, each of its last characters shaded by the weight
+        // the chosen head puts on it from the newest one; and every head's
+        // weights over the window.
+        function show(shown, out) {
+            var t = out[0], heads = shape[0] * shape[1];
+            var start = shown.length - t;
+            text.innerHTML = "";
+            text.appendChild(document.createTextNode(shown.slice(0, start)));
+            var k = chosen[0] * shape[1] + chosen[1];
+            for (var j = 0; j < t; j++) {
+                var w = out[1 + k * t * t + (t - 1) * t + j];
+                el("span", { "class": "attn-char", style: "--w:" + w.toFixed(3) }, text, shown[start + j]);
+            }
+            caption.textContent = "Shaded: the weight block " + (chosen[0] + 1) + ", head " + (chosen[1] + 1) +
+                " puts on each of the last " + t + " characters from the newest one. Below: every head's weights, one row a character.";
+            for (var i = 0; i < heads; i++) {
+                var ctx = canvases[i].getContext("2d");
+                var image = ctx.createImageData(64, 64);
+                for (var q = 0; q < 64; q++) {
+                    for (var c = 0; c < 64; c++) {
+                        var v = q < t && c < t ? out[1 + i * t * t + q * t + c] : 0;
+                        var at = 4 * (q * 64 + c), level = Math.round(255 * (1 - Math.sqrt(v)));
+                        image.data[at] = level; image.data[at + 1] = level; image.data[at + 2] = 255; image.data[at + 3] = 255;
+                    }
+                }
+                ctx.putImageData(image, 0, 0);
+            }
+        }
+        function attention(shown) {
+            call.hand(new TextEncoder().encode(shown));
+            return call("lm_attention");
+        }
+        var writing = 0;
+        write.addEventListener("click", function () {
+            var run = ++writing;
+            r.dataset.written = "";
+            error.textContent = "";
+            load().then(function () {
+                call.hand(new TextEncoder().encode(prompt.value));
+                call("lm_write", +count.value, +temperature.value, +topK.value, +topP.value, +seed.value);
+                var full = call.text();
+                var i = Math.max(prompt.value.length, 1);
+                (function next() {
+                    if (run !== writing) return; // a newer text started
+                    var shown = full.slice(0, i);
+                    var out = attention(shown);
+                    last = { shown: shown, out: out };
+                    show(shown, out);
+                    if (i < full.length) {
+                        i += 1;
+                        setTimeout(next, 15);
+                        return;
+                    }
+                    var t = out[0], rows = [];
+                    for (var h = 0; h < shape[0] * shape[1]; h++) {
+                        rows = rows.concat(out.slice(1 + h * t * t + (t - 1) * t, 1 + (h + 1) * t * t));
+                    }
+                    report(r, { text: full, out: rows });
+                    r.dataset.written = String(run);
+                })();
+            }).catch(function (e) {
+                failure(r, error, e);
+                r.dataset.written = String(run);
+            });
+        });
     };
 })();

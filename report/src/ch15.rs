@@ -18,10 +18,9 @@ pub fn corpus_dir() -> PathBuf {
     }
 }
 
-/// The corpus's 84 characters, so that the chapter's example reads and
+/// The corpus's characters, so that the chapter's example reads and
 /// writes text without the corpus (a test checks them against it).
-pub const VOCAB: &str =
-    "\n !\"&'()*,-./0123456789:;?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz{}";
+pub const VOCAB: &str = attn::lm::SHAKESPEARE_ALPHABET;
 
 /// The vocabulary of [`VOCAB`].
 pub fn vocabulary() -> Vocabulary {

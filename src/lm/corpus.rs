@@ -95,6 +95,11 @@ pub const SHAKESPEARE_FILES: usize = 42;
 pub const SHAKESPEARE_CHARS: usize = 5_057_198;
 /// … of this many distinct ones.
 pub const SHAKESPEARE_VOCAB: usize = 84;
+/// … which are these, in byte order: what a model trained on the corpus
+/// reads and writes, so that it can run without the corpus (a test checks
+/// them against it).
+pub const SHAKESPEARE_ALPHABET: &str =
+    "\n !\"&'()*,-./0123456789:;?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz{}";
 
 impl Corpus {
     /// A corpus of `text`, which must be ASCII and at least 10 characters

@@ -18,7 +18,10 @@ mod streaming;
 mod train;
 mod weights;
 
-pub use corpus::{Corpus, Vocabulary, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_VOCAB};
+pub use corpus::{
+    Corpus, Vocabulary, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_FILES,
+    SHAKESPEARE_VOCAB,
+};
 pub use forward::LmForward;
 pub use generate::{Decoding, LmCache};
 pub use induction::{induction_scores, repeated_sequences, InductionScores};

@@ -29,7 +29,7 @@ const root = path.resolve(process.argv[2] ?? 'target/book/html');
 const studentRoot = process.argv[3] ? path.resolve(process.argv[3]) : null;
 const golden = process.env.WIDGETS_GOLDEN ? JSON.parse(fs.readFileSync(process.env.WIDGETS_GOLDEN, 'utf8')).cases : null;
 const widgetsBuilt = fs.existsSync(path.join(root, 'widgets/attn-wasm.js'));
-const widgetOf = { query_among_keys: 'query', saturation: 'saturation', masked_weights: 'mask', rope_score: 'rope' };
+const widgetOf = { query_among_keys: 'query', saturation: 'saturation', masked_weights: 'mask', rope_score: 'rope', lm_write: 'writer' };
 let widgetCases = 0; // golden cases checked in the page
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const widths = [1280, 390];
@@ -120,8 +120,24 @@ async function widgetProblems(page, name) {
         }, value).catch(() => false);
         if (!found) out.push(`${where}: no control ${input} that takes ${value}`);
       }
-      const shown = JSON.parse((await root.getAttribute('data-out')) ?? 'null');
+      if (widget === 'writer') {
+        // Writing is asked for with a button, and takes a moment.
+        const before = await root.getAttribute('data-written');
+        await root.locator('[data-action="write"]').click();
+        await page.waitForFunction(([r, b]) => {
+          const w = document.querySelector(r).dataset.written;
+          return w && w !== b;
+        }, ['.attn-widget[data-widget="writer"]', before], { timeout: 60000 });
+      }
+      let shown = JSON.parse((await root.getAttribute('data-out')) ?? 'null');
       widgetCases += 1;
+      if (widget === 'writer' && c.status === 0) {
+        if (shown?.text !== c.text) {
+          out.push(`${where}: wrote ${JSON.stringify(shown?.text)}, the crate ${JSON.stringify(c.text)}`);
+          continue;
+        }
+        shown = shown.out;
+      }
       if (c.status !== 0) {
         const error = await root.locator('.attn-widget-error').textContent();
         if (shown !== c.out || error !== c.out) out.push(`${where}: shows "${error}", the crate says "${c.out}"`);

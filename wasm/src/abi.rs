@@ -1,18 +1,25 @@
 //! The functions the page calls. Every argument is a number, so nothing
 //! crosses the boundary by pointer: each call leaves its results in one
-//! buffer of `f64` (read by the page at [`out_ptr`], [`out_len`] long) or,
-//! if the crate refused the arguments, its error message (at
-//! [`error_ptr`], [`error_len`] bytes of UTF-8), and returns 0 or 1.
+//! buffer of `f64` (read by the page at [`out_ptr`], [`out_len`] long), or
+//! of text ([`text_ptr`], [`text_len`] bytes of UTF-8), or, if the crate
+//! refused the arguments, its error message (at [`error_ptr`],
+//! [`error_len`] bytes), and returns 0 or 1. Bytes the page hands over (a
+//! weights file, a prompt) go into a buffer this module allocates
+//! ([`bytes_buffer`]), which the page fills; no `unsafe` anywhere.
 
 use std::cell::RefCell;
 
 use attn::error::AttnError;
 
 use crate::widgets::{self, MaskKind};
+use crate::writer::{Settings, Writer};
 
 thread_local! {
     static OUT: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
     static ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+    static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static WRITER: RefCell<Option<Writer>> = const { RefCell::new(None) };
 }
 
 /// Keeps a call's results (0 returned) or its error (1 returned).
@@ -39,6 +46,29 @@ pub extern "C" fn out_ptr() -> *const f64 {
 #[no_mangle]
 pub extern "C" fn out_len() -> usize {
     OUT.with(|out| out.borrow().len())
+}
+
+/// Where the last call's text starts.
+#[no_mangle]
+pub extern "C" fn text_ptr() -> *const u8 {
+    TEXT.with(|text| text.borrow().as_ptr())
+}
+
+/// The last call's text's length in bytes.
+#[no_mangle]
+pub extern "C" fn text_len() -> usize {
+    TEXT.with(|text| text.borrow().len())
+}
+
+/// A buffer of `len` zero bytes for the page to fill (it writes there
+/// before the next call that reads bytes).
+#[no_mangle]
+pub extern "C" fn bytes_buffer(len: usize) -> *mut u8 {
+    BYTES.with(|bytes| {
+        let mut bytes = bytes.borrow_mut();
+        *bytes = vec![0; len];
+        bytes.as_mut_ptr()
+    })
 }
 
 /// Where the last error's message starts.
@@ -129,4 +159,82 @@ pub fn last_output() -> Vec<f64> {
 /// The last call's error message, for a native caller.
 pub fn last_error() -> String {
     ERROR.with(|error| error.borrow().clone())
+}
+
+/// The bytes the page handed over, as text.
+fn text_in() -> Result<String, AttnError> {
+    BYTES.with(|bytes| {
+        String::from_utf8(bytes.borrow().clone()).map_err(|e| AttnError::InvalidArgument {
+            name: "text",
+            value: e.utf8_error().valid_up_to() as f64,
+            requirement: "must be UTF-8 (the page sends it so)",
+        })
+    })
+}
+
+/// Runs `f` on the loaded model, or says it is not loaded.
+fn with_writer<T>(f: impl FnOnce(&Writer) -> Result<T, AttnError>) -> Result<T, AttnError> {
+    WRITER.with(|writer| match writer.borrow().as_ref() {
+        Some(w) => f(w),
+        None => Err(AttnError::InvalidArgument {
+            name: "model",
+            value: 0.0,
+            requirement: "must be loaded first (lm_load)",
+        }),
+    })
+}
+
+/// Chapter 15: reads the model from the bytes handed over (a safetensors
+/// file). Leaves its blocks and heads.
+#[no_mangle]
+pub extern "C" fn lm_load() -> u32 {
+    let loaded = BYTES.with(|bytes| Writer::from_safetensors(&bytes.borrow()));
+    answer(loaded.map(|writer| {
+        let (blocks, heads) = writer.shape();
+        WRITER.with(|w| *w.borrow_mut() = Some(writer));
+        vec![blocks as f64, heads as f64]
+    }))
+}
+
+/// Chapter 15: the prompt handed over and `count` characters the model
+/// writes after it, as text.
+#[no_mangle]
+pub extern "C" fn lm_write(count: u32, temperature: f64, top_k: u32, top_p: f64, seed: u32) -> u32 {
+    let settings = Settings {
+        count: count as usize,
+        temperature,
+        top_k: top_k as usize,
+        top_p,
+        seed: u64::from(seed),
+    };
+    let written = text_in().and_then(|prompt| with_writer(|w| w.write(&prompt, settings)));
+    match written {
+        Ok(text) => {
+            TEXT.with(|t| *t.borrow_mut() = text);
+            answer(Ok(Vec::new()))
+        }
+        Err(e) => answer(Err(e)),
+    }
+}
+
+/// Chapter 15: every head's attention over the text handed over (its last
+/// `context` characters): `T`, then each block's heads' `T×T` weights.
+#[no_mangle]
+pub extern "C" fn lm_attention() -> u32 {
+    let result = text_in().and_then(|text| with_writer(|w| w.attention(&text)));
+    answer(result.map(|(t, weights)| {
+        std::iter::once(t as f64)
+            .chain(weights.into_iter().map(f64::from))
+            .collect()
+    }))
+}
+
+/// The text the last call left, for a native caller.
+pub fn last_text() -> String {
+    TEXT.with(|text| text.borrow().clone())
+}
+
+/// Hands `bytes` over as the page does, for a native caller.
+pub fn hand_over(bytes: &[u8]) {
+    BYTES.with(|b| *b.borrow_mut() = bytes.to_vec());
 }

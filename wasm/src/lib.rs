@@ -11,3 +11,4 @@
 
 pub mod abi;
 pub mod widgets;
+pub mod writer;

@@ -61,6 +61,51 @@ fn cases() -> Vec<Value> {
             status,
         ));
     }
+    all.extend(writer_cases());
+    all
+}
+
+/// Chapter 15's model, as the page loads it.
+fn load_writer() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../book/data/ch15-weights.safetensors"
+    );
+    abi::hand_over(&std::fs::read(path).unwrap());
+    assert_eq!(abi::lm_load(), 0, "{}", abi::last_error());
+}
+
+/// Chapter 15: prompts written with several settings (the out is the whole
+/// text, then each head's weights from its last character, block by block),
+/// and a prompt with a character the model never saw.
+fn writer_cases() -> Vec<Value> {
+    load_writer();
+    let mut all = Vec::new();
+    let settings = [
+        ("ROMEO:", 80, 0.8, 0, 1.0, 1),
+        ("To be", 60, 0.0, 0, 1.0, 1),
+        ("KING", 60, 1.0, 5, 0.9, 7),
+        ("Café", 10, 1.0, 0, 1.0, 1),
+    ];
+    for (prompt, count, temperature, top_k, top_p, seed) in settings {
+        abi::hand_over(prompt.as_bytes());
+        let status = abi::lm_write(count, temperature, top_k, top_p, seed);
+        let controls = json!({ "prompt": prompt, "count": count, "temperature": temperature, "top-k": top_k, "top-p": top_p, "seed": seed });
+        if status != 0 {
+            all.push(case("lm_write", controls, status));
+            continue;
+        }
+        let text = abi::last_text();
+        abi::hand_over(text.as_bytes());
+        assert_eq!(abi::lm_attention(), 0, "{}", abi::last_error());
+        let out = abi::last_output();
+        let t = out[0] as usize;
+        let last_rows: Vec<f64> = out[1..]
+            .chunks(t * t)
+            .flat_map(|w| w[(t - 1) * t..].to_vec())
+            .collect();
+        all.push(json!({ "export": "lm_write", "controls": controls, "status": 0, "text": text, "out": last_rows }));
+    }
     all
 }
 
@@ -125,4 +170,28 @@ fn the_widgets_numbers_mean_what_the_chapters_say() {
     assert!((a - b).abs() < 1e-4, "{a} {b}");
     assert_eq!(abi::rope_curve(), 0);
     assert_eq!(abi::last_output().len(), 127);
+
+    // Chapter 15: the prompt comes back first, greedy writing is the same
+    // every time, and each head's weights over the text sum to 1 a row.
+    load_writer();
+    abi::hand_over(b"ROMEO:");
+    assert_eq!(abi::lm_write(30, 0.0, 0, 1.0, 1), 0);
+    let first = abi::last_text();
+    assert!(
+        first.starts_with("ROMEO:") && first.len() == 36,
+        "{first:?}"
+    );
+    assert_eq!(abi::lm_write(30, 0.0, 0, 1.0, 2), 0);
+    assert_eq!(abi::last_text(), first, "greedy ignores the seed");
+    abi::hand_over(first.as_bytes());
+    assert_eq!(abi::lm_attention(), 0);
+    let out = abi::last_output();
+    let t = out[0] as usize;
+    assert_eq!(out.len(), 1 + 16 * t * t);
+    for row in out[1..].chunks(t) {
+        assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-5);
+    }
+    abi::hand_over(b"x");
+    assert_eq!(abi::lm_write(401, 1.0, 0, 1.0, 1), 1);
+    assert!(abi::last_error().contains("count"), "{}", abi::last_error());
 }

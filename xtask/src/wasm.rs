@@ -20,6 +20,11 @@ use crate::{root, run, Step};
 /// The script the widget pages load.
 pub(crate) const WIDGETS_SCRIPT: &str = "book/widgets/attn-wasm.js";
 
+/// Chapter 15's trained model, for its widget: the committed weights file,
+/// embedded the same way, loaded only when the reader first asks it to write.
+const WEIGHTS: &str = "book/data/ch15-weights.safetensors";
+const WEIGHTS_SCRIPT: &str = "book/widgets/ch15-weights.js";
+
 /// Debian's cargo and rustc, the standard library's sources and the linker.
 const DEBIAN_CARGO: &str = "/usr/bin/cargo";
 const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
@@ -59,7 +64,6 @@ pub(crate) fn widgets() -> Step {
             "a rustc of at least 1.{MINOR} at {DEBIAN_RUSTC} (Debian's rustc-web)"
         ));
     }
-    let script = root().join(WIDGETS_SCRIPT);
     if !missing.is_empty() {
         if std::env::var_os("CI").is_some() {
             return Err(format!(
@@ -67,8 +71,10 @@ pub(crate) fn widgets() -> Step {
                 missing.join(", ")
             ));
         }
-        if script.exists() {
-            std::fs::remove_file(&script).map_err(|e| format!("{}: {e}", script.display()))?;
+        for stale in [WIDGETS_SCRIPT, WEIGHTS_SCRIPT].map(|s| root().join(s)) {
+            if stale.exists() {
+                std::fs::remove_file(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
+            }
         }
         eprintln!(
             "\n==> widgets SKIPPED (missing {}): the book builds with its static figures only; \
@@ -110,22 +116,33 @@ pub(crate) fn widgets() -> Step {
             "target/wasm",
         ]);
     run(&mut cargo)?;
-    let wasm = root().join("target/wasm/wasm32-unknown-unknown/release/attn_wasm.wasm");
-    let bytes = std::fs::read(&wasm).map_err(|e| format!("{}: {e}", wasm.display()))?;
+    let wasm = "target/wasm/wasm32-unknown-unknown/release/attn_wasm.wasm";
+    let what = "The book's crate compiled to WebAssembly (wasm/)";
+    embed(wasm, WIDGETS_SCRIPT, "ATTN_WASM", what)?;
+    embed(
+        WEIGHTS,
+        WEIGHTS_SCRIPT,
+        "ATTN_CH15_WEIGHTS",
+        "Chapter 15's trained model",
+    )
+}
+
+/// Writes `script`, which sets `window.NAME` to the base64 of the file
+/// `from` (both relative to the repository).
+fn embed(from: &str, script: &str, name: &str, what: &str) -> Step {
+    let bytes = std::fs::read(root().join(from)).map_err(|e| format!("{from}: {e}"))?;
     let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
     let text = format!(
-        "// The book's crate compiled to WebAssembly (wasm/, {} bytes), written by\n\
-         // `cargo xtask` for theme/widgets.js. Not committed: every build writes it.\n\
-         window.ATTN_WASM = \"{encoded}\";\n",
+        "// {what}, {from} ({} bytes), written by `cargo xtask`\n\
+         // for theme/widgets.js. Not committed: every build writes it.\n\
+         window.{name} = \"{encoded}\";\n",
         bytes.len()
     );
-    if let Some(dir) = script.parent() {
+    let path = root().join(script);
+    if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    std::fs::write(&script, text).map_err(|e| format!("{}: {e}", script.display()))?;
-    println!(
-        "widgets: {} bytes of WebAssembly in {WIDGETS_SCRIPT}",
-        bytes.len()
-    );
+    std::fs::write(&path, text).map_err(|e| format!("{script}: {e}"))?;
+    println!("widgets: {from}, {} bytes, in {script}", bytes.len());
     Ok(())
 }
