@@ -59,6 +59,7 @@ pub mod multihead;
 pub mod nn;
 pub mod origins;
 pub mod position;
+#[cfg(feature = "pretrained")]
 pub mod pretrained;
 pub mod projection;
 pub mod real;
