@@ -31,6 +31,7 @@ const golden = process.env.WIDGETS_GOLDEN ? JSON.parse(fs.readFileSync(process.e
 const widgetsBuilt = fs.existsSync(path.join(root, 'widgets/attn-wasm.js'));
 const widgetOf = { query_among_keys: 'query', saturation: 'saturation', masked_weights: 'mask', rope_score: 'rope', lm_write: 'writer' };
 let widgetCases = 0; // golden cases checked in the page
+const weights = []; // each widget page's weight and time to ready
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const widths = [1280, 390];
 
@@ -162,6 +163,29 @@ async function widgetProblems(page, name) {
       }
     }
   }
+  // At phone width in a dark theme: the widgets draw, with no error, and
+  // what the page weighs and how long its widgets take to be ready.
+  const dark = await browser.newContext({ viewport: { width: 390, height: 900 } });
+  await dark.addInitScript(() => localStorage.setItem('mdbook-theme', 'coal'));
+  const phone = await dark.newPage();
+  let bytes = 0;
+  phone.on('response', async (r) => { bytes += (await r.body().catch(() => Buffer.alloc(0))).length; });
+  phone.on('console', (m) => { if (m.type() === 'error') out.push(`coal theme at 390 px: console error: ${m.text()}`); });
+  phone.on('pageerror', (e) => out.push(`coal theme at 390 px: page error: ${e.message}`));
+  const started = Date.now();
+  await phone.goto(`${base}/${name}`, { waitUntil: 'load' });
+  try {
+    await phone.waitForFunction((n) => document.querySelectorAll('.attn-widget[data-ready]').length === n, names.length, { timeout: 10000 });
+  } catch {
+    out.push('coal theme at 390 px: the widgets never became ready');
+  }
+  const ready = Date.now() - started;
+  const themed = await phone.evaluate(() => document.documentElement.classList.contains('coal'));
+  if (!themed) out.push('coal theme at 390 px: the page did not take the theme');
+  await phone.waitForLoadState('networkidle'); // every byte counted
+  weights.push(`${name}: ${(bytes / 1e6).toFixed(2)} MB, widgets ready in ${ready} ms`);
+  await dark.close();
+
   // Without the module, no numbers: the page cannot compute them itself.
   const blocked = await page.context().newPage();
   await blocked.route('**/widgets/attn-wasm.js', (route) => route.abort());
@@ -249,7 +273,10 @@ for (const width of widths) {
     page.on('console', (m) => { if (m.type() === 'error') report(`console error: ${m.text()}`); });
     page.on('pageerror', (e) => report(`page error: ${e.message}`));
     await page.goto(`${base}/${name}`, { waitUntil: 'load' });
-    await page.waitForLoadState('networkidle');
+    // Images hold the load event back; fonts (KaTeX's) do not. Waiting for
+    // both, rather than for the network to be idle half a second, saves
+    // that half second on each of the pages' loads.
+    await page.evaluate(() => document.fonts.ready.then(() => true));
     const found = await page.evaluate(() => {
       const out = [];
       for (const img of document.querySelectorAll('img')) {
@@ -362,6 +389,9 @@ if (problems.length) {
   console.error(`\n${problems.length} problems on ${pages.length} pages`);
   process.exit(1);
 }
+console.log(`widget pages at 390 px, coal theme, from this machine's server (chapter 15's weights load on Write: ${
+  fs.existsSync(path.join(root, 'widgets/ch15-weights.js')) ? (fs.statSync(path.join(root, 'widgets/ch15-weights.js')).size / 1e6).toFixed(2) : '?'} MB more):`);
+for (const w of weights) console.log(`  ${w}`);
 console.log(`links leaving the book (listed, not fetched): ${outside.size}`);
 for (const href of [...outside].sort()) console.log(`  ${href}`);
 console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, ${links.length} links, quizzes answered on ${quizPages} pages, ${widgetCases} widget cases equal to the crate's${studentRoot ? ', the student edition without answers' : ''}: no problems`);

@@ -82,9 +82,9 @@ fn writer_cases() -> Vec<Value> {
     load_writer();
     let mut all = Vec::new();
     let settings = [
-        ("ROMEO:", 80, 0.8, 0, 1.0, 1),
-        ("To be", 60, 0.0, 0, 1.0, 1),
-        ("KING", 60, 1.0, 5, 0.9, 7),
+        ("ROMEO:", 40, 0.8, 0, 1.0, 1),
+        ("To be", 30, 0.0, 0, 1.0, 1),
+        ("KING", 30, 1.0, 5, 0.9, 7),
         ("Café", 10, 1.0, 0, 1.0, 1),
     ];
     for (prompt, count, temperature, top_k, top_p, seed) in settings {

@@ -54,6 +54,14 @@ pub(crate) const INSTALL: &str =
 /// Debian's packages, removes a stale script and says how to get them (in
 /// CI, which installs them, that is an error).
 pub(crate) fn widgets() -> Step {
+    build(false)
+}
+
+/// [`widgets`] with cargo's output kept rather than shown (`quiet`), for a
+/// build that runs beside other steps (`cargo xtask test` overlaps it with
+/// the exercises and the figures, whose single-threaded stretches leave a
+/// core idle); the output is printed if it fails.
+pub(crate) fn build(quiet: bool) -> Step {
     let missing: Vec<&str> = [DEBIAN_CARGO, DEBIAN_RUSTC, STD_SOURCES, WASM_LD]
         .into_iter()
         .filter(|p| !Path::new(p).exists())
@@ -115,7 +123,11 @@ pub(crate) fn widgets() -> Step {
             "--target-dir",
             "target/wasm",
         ]);
-    run(&mut cargo)?;
+    if quiet {
+        crate::capture(&mut cargo)?;
+    } else {
+        run(&mut cargo)?;
+    }
     let wasm = "target/wasm/wasm32-unknown-unknown/release/attn_wasm.wasm";
     let what = "The book's crate compiled to WebAssembly (wasm/)";
     embed(wasm, WIDGETS_SCRIPT, "ATTN_WASM", what)?;
