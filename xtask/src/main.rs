@@ -210,14 +210,15 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
         ]))?;
         run(cargo().args(["test", "--workspace", "--locked", "--doc"]))
     })?;
-    // The widgets' WebAssembly builds in the background from here to the
-    // figures (a third of the time it takes alone is saved).
-    let widgets = std::cell::RefCell::new(Some(std::thread::spawn(|| wasm::build(true))));
     // Every code exercise's stub compiles and fails the book's tests; the
     // solutions that need nothing private pass them outside the crate.
     step("exercises", &exercise::verify)?;
     step("book tools", &ensure_book_tools)?;
     step("mdbook test", &mdbook_test)?;
+    // The widgets' WebAssembly builds in the background while the figure
+    // examples run, one at a time and mostly on one core (beside the
+    // exercises, which keep both cores busy, it saved nothing).
+    let widgets = std::cell::RefCell::new(Some(std::thread::spawn(|| wasm::build(true))));
     step("figures", &|| figures().and_then(|()| figures_unchanged()))?;
     step(
         "widgets (waiting for the build)",

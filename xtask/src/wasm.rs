@@ -58,9 +58,9 @@ pub(crate) fn widgets() -> Step {
 }
 
 /// [`widgets`] with cargo's output kept rather than shown (`quiet`), for a
-/// build that runs beside other steps (`cargo xtask test` overlaps it with
-/// the exercises and the figures, whose single-threaded stretches leave a
-/// core idle); the output is printed if it fails.
+/// build that runs beside another step (`cargo xtask test` overlaps it with
+/// the figures, whose examples run one at a time and leave a core idle);
+/// the output is in the error if it fails.
 pub(crate) fn build(quiet: bool) -> Step {
     let missing: Vec<&str> = [DEBIAN_CARGO, DEBIAN_RUSTC, STD_SOURCES, WASM_LD]
         .into_iter()
