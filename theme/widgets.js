@@ -28,15 +28,27 @@
     script.onerror = notBuilt;
     script.onload = function () {
         if (typeof window.ATTN_WASM !== "string") return notBuilt();
+        if (typeof WebAssembly !== "object") {
+            roots.forEach(function (r) { r.textContent = "This browser cannot run WebAssembly: the figure above shows the same."; });
+            return;
+        }
         var bytes = base64Bytes(window.ATTN_WASM);
         WebAssembly.instantiate(bytes, {}).then(function (result) {
             var call = module(result.instance.exports);
             roots.forEach(function (r) {
                 var draw = widgets[r.dataset.widget];
-                if (draw) draw(r, call);
-                r.dataset.ready = "true";
+                try {
+                    if (draw) draw(r, call);
+                    r.dataset.ready = "true";
+                } catch (e) {
+                    r.textContent = "This interactive figure failed: " + e.message;
+                }
             });
-        }, notBuilt);
+        }, function (e) {
+            roots.forEach(function (r) {
+                r.textContent = "This browser could not run the interactive figures' WebAssembly: " + e.message;
+            });
+        });
     };
     document.head.appendChild(script);
 
@@ -83,7 +95,10 @@
         var input = el("input", { id: id, type: "range", min: min, max: max, step: step, "data-input": name }, row);
         input.value = value;
         var out = el("output", { "for": id }, row);
-        var shown = function () { out.textContent = show ? show(+input.value) : input.value; };
+        var shown = function () {
+            out.textContent = show ? show(+input.value) : input.value;
+            input.setAttribute("aria-valuetext", out.textContent);
+        };
         input.addEventListener("input", shown);
         shown();
         return input;
@@ -177,33 +192,33 @@
             bars.push(el("svg:rect", { x: 18 + 37 * j, width: 26, "class": "attn-bar" }, svg));
             labels.push(el("svg:text", { x: 31 + 37 * j, y: 125, "class": "attn-label attn-middle" }, svg, "k" + (j + 1)));
         }
-        var readout = el("p", { "class": "attn-widget-summary", "aria-live": "polite" }, r);
+        var readout = el("p", { "class": "attn-widget-summary" }, r);
         var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
         function update() {
             try {
                 var out = call("saturation", Math.pow(2, +dk.value), Math.pow(2, +tau.value));
                 error.textContent = "";
                 report(r, out);
-                var largest = 0;
                 for (var j = 0; j < 8; j++) {
                     var h = 100 * out[j];
                     bars[j].setAttribute("y", 110 - h);
                     bars[j].setAttribute("height", h);
-                    largest = Math.max(largest, out[j]);
                 }
                 readout.innerHTML = "";
-                el("span", { "data-readout": "largest" }, readout, "largest weight " + fixed(largest, 3));
+                el("span", { "data-readout": "largest" }, readout, "largest weight " + fixed(out[17], 3));
                 readout.appendChild(document.createTextNode("; "));
                 el("span", { "data-readout": "jacobian" }, readout, "‖J‖_F " + fixed(out[16], 3));
             } catch (e) { failure(r, error, e); }
         }
-        unscaled.addEventListener("click", function () { tau.value = 0; tau.dispatchEvent(new Event("input")); });
-        scaled.addEventListener("click", function () {
-            tau.value = Math.round(5 * dk.value) / 10; // log2 √d_k = log2(d_k) / 2
-            tau.dispatchEvent(new Event("input"));
-        });
-        dk.addEventListener("input", update);
-        tau.addEventListener("input", update);
+        // "Scaled" keeps τ at √dₖ as dₖ moves, until τ is moved by hand.
+        var follow = true;
+        function setTau(value) { tau.value = value; tau.dispatchEvent(new Event("input")); }
+        unscaled.addEventListener("click", function () { setTau(0); follow = false; });
+        scaled.addEventListener("click", function () { follow = true; setTau(dk.value / 2); }); // log2 √dₖ
+        dk.addEventListener("input", function () { if (follow) setTau(dk.value / 2); else update(); });
+        tau.addEventListener("input", function (e) { if (e.isTrusted) follow = false; update(); });
+        tau.addEventListener("keydown", function () { follow = false; });
+        tau.addEventListener("pointerdown", function () { follow = false; });
         update();
     };
 
@@ -219,34 +234,32 @@
         kind.value = 1;
         var n = slider(controls, "n", "queries n", 1, 8, 1, 4);
         var m = slider(controls, "m", "keys m", 1, 8, 1, 6);
-        var param = slider(controls, "param", "window w or real keys", 0, 8, 1, 2);
+        var param = slider(controls, "param", "window w, or real keys", 0, 8, 1, 2);
         var svg = el("svg:svg", { viewBox: "0 0 340 300", "class": "attn-widget-grid", role: "img",
             "aria-label": "The weights, one row per query and one column per key; masked entries are crossed" }, r);
-        var note = el("p", { "class": "attn-widget-summary", "aria-live": "polite" }, r);
+        var note = el("p", { "class": "attn-widget-summary" }, r);
         var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
         function update() {
             while (svg.firstChild) svg.removeChild(svg.firstChild);
-            var rows = +n.value, cols = +m.value;
             try {
-                var out = call("masked_weights", +kind.value, +param.value, rows, cols);
+                var out = call("masked_weights", +kind.value, +param.value, +n.value, +m.value);
                 error.textContent = "";
                 report(r, out);
-                cols = out.length / 2 / rows; // a window is square
+                var rows = out[0], cols = out[1], at = 2, weightsAt = 2 + rows * cols, blindAt = 2 + 2 * rows * cols;
                 var cell = Math.min(300 / cols, 40), empty = [];
                 svg.setAttribute("viewBox", "0 0 340 " + (30 + rows * cell));
                 for (var i = 0; i < rows; i++) {
                     var kept = 0;
                     for (var j = 0; j < cols; j++) {
-                        var keep = out[i * cols + j] === 1, w = out[rows * cols + i * cols + j];
+                        var keep = out[at + i * cols + j] === 1, w = out[weightsAt + i * cols + j];
                         var x = 30 + j * cell, y = 20 + i * cell;
                         el("svg:rect", { x: x, y: y, width: cell - 2, height: cell - 2, "class": keep ? "attn-cell" : "attn-cell attn-masked",
                             "fill-opacity": keep ? 0.15 + 0.85 * w : 1 }, svg);
                         el("svg:text", { x: x + cell / 2 - 1, y: y + cell / 2 + 4, "class": "attn-label attn-middle attn-on-cell" }, svg,
                             keep ? fixed(w, 2) : "×");
-                        kept += keep ? 1 : 0;
                     }
                     el("svg:text", { x: 24, y: 20 + i * cell + cell / 2 + 4, "class": "attn-label attn-end" }, svg, "q" + (i + 1));
-                    if (!kept) empty.push("q" + (i + 1));
+                    if (out[blindAt + i] === 1) empty.push("q" + (i + 1));
                 }
                 note.textContent = empty.length
                     ? empty.join(", ") + ": every key masked, so zero weights and a zero output (chapter 6)"
@@ -256,6 +269,15 @@
                 failure(r, error, e);
             }
         }
+        // A window is square: its keys are the queries.
+        function square() {
+            if (+kind.value === 3 && m.value !== n.value) {
+                m.value = n.value;
+                m.dispatchEvent(new Event("input"));
+            }
+        }
+        kind.addEventListener("change", square);
+        n.addEventListener("input", square);
         [kind, n, m, param].forEach(function (input) {
             input.addEventListener("input", update);
             input.addEventListener("change", update);
@@ -272,24 +294,24 @@
         var svg = el("svg:svg", { viewBox: "0 0 340 170", "class": "attn-widget-curve", role: "img",
             "aria-label": "The score against the offset between query and key, with the current pair marked on the curve" }, r);
         var lo = Math.min.apply(null, curve), hi = Math.max.apply(null, curve);
-        var px = function (o) { return 20 + (o + 63) * 300 / 126; };
+        var reach = (curve.length - 1) / 2; // offsets −reach … reach
+        var px = function (o) { return 20 + (o + reach) * 300 / (2 * reach); };
         var py = function (s) { return 150 - (s - lo) / (hi - lo) * 130; };
         el("svg:line", { x1: px(0), x2: px(0), y1: 15, y2: 150, "class": "attn-axis" }, svg);
-        el("svg:polyline", { points: curve.map(function (s, i) { return px(i - 63) + "," + py(s); }).join(" "), "class": "attn-curve" }, svg);
+        el("svg:polyline", { points: curve.map(function (s, i) { return px(i - reach) + "," + py(s); }).join(" "), "class": "attn-curve" }, svg);
         el("svg:text", { x: px(0) + 4, y: 165, "class": "attn-label" }, svg, "offset 0");
         var marker = el("svg:circle", { r: 5, "class": "attn-query" }, svg);
-        var readout = el("p", { "class": "attn-widget-summary", "aria-live": "polite" }, r);
+        var readout = el("p", { "class": "attn-widget-summary" }, r);
         var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
         function update() {
             try {
                 var out = call("rope_score", +pq.value, +pk.value);
                 error.textContent = "";
                 report(r, out);
-                var offset = pq.value - pk.value;
-                marker.setAttribute("cx", px(offset));
+                marker.setAttribute("cx", px(out[1]));
                 marker.setAttribute("cy", py(out[0]));
                 readout.innerHTML = "";
-                el("span", {}, readout, "offset " + offset + "; ");
+                el("span", { "data-readout": "offset" }, readout, "offset " + out[1] + "; ");
                 el("span", { "data-readout": "score" }, readout, "score " + fixed(out[0], 3));
             } catch (e) { failure(r, error, e); }
         }
@@ -303,7 +325,8 @@
         var controls = el("div", { "class": "attn-widget-controls" }, r);
         var row = el("div", { "class": "attn-widget-control attn-widget-prompt" }, controls);
         el("label", { "for": "writer-prompt" }, row, "prompt");
-        var prompt = el("input", { id: "writer-prompt", type: "text", "data-input": "prompt", spellcheck: "false" }, row);
+        var prompt = el("input", { id: "writer-prompt", type: "text", "data-input": "prompt", spellcheck: "false",
+            autocapitalize: "none", autocomplete: "off", autocorrect: "off" }, row);
         prompt.value = "ROMEO:";
         var count = slider(controls, "count", "characters", 10, 400, 10, 120);
         var temperature = slider(controls, "temperature", "temperature", 0, 2, 0.05, 0.8);
@@ -312,15 +335,17 @@
         var seed = slider(controls, "seed", "seed", 1, 99, 1, 1);
         var buttons = el("div", { "class": "attn-widget-buttons" }, r);
         var write = el("button", { type: "button", "data-action": "write" }, buttons, "Write");
-        var text = el("p", { "class": "attn-widget-text", "aria-live": "off" }, r);
+        var text = el("p", { "class": "attn-widget-text" }, r);
+        var status = el("p", { "class": "attn-widget-status", role: "status" }, r);
         var caption = el("p", { "class": "attn-widget-summary" }, r);
         var grid = el("div", { "class": "attn-widget-heads" }, r);
         var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
-        var shape = null, chosen = [0, 0], canvases = [], last = null;
+        var shape = null, chosen = [0, 0], canvases = [], last = null, loading = null;
 
+        // The weights load once, on the first Write.
         function load() {
-            if (shape) return Promise.resolve();
-            return new Promise(function (resolve, reject) {
+            if (loading) return loading;
+            return (loading = new Promise(function (resolve, reject) {
                 var s = document.createElement("script");
                 s.src = root + "widgets/ch15-weights.js";
                 s.onload = function () {
@@ -331,9 +356,12 @@
                         resolve();
                     } catch (e) { reject(e); }
                 };
-                s.onerror = function () { reject(new Error("the model's weights (widgets/ch15-weights.js) are not in this copy of the book")); };
+                s.onerror = function () {
+                    loading = null;
+                    reject(new Error("the model's weights (widgets/ch15-weights.js) are not in this copy of the book"));
+                };
                 document.head.appendChild(s);
-            });
+            }));
         }
         function buildGrid() {
             for (var b = 0; b < shape[0]; b++) {
@@ -357,13 +385,12 @@
         // the chosen head puts on it from the newest one; and every head's
         // weights over the window.
         function show(shown, out) {
-            var t = out[0], heads = shape[0] * shape[1];
-            var start = shown.length - t;
+            var t = out[0], start = out[1], heads = shape[0] * shape[1];
             text.innerHTML = "";
             text.appendChild(document.createTextNode(shown.slice(0, start)));
             var k = chosen[0] * shape[1] + chosen[1];
             for (var j = 0; j < t; j++) {
-                var w = out[1 + k * t * t + (t - 1) * t + j];
+                var w = out[2 + k * t * t + (t - 1) * t + j];
                 el("span", { "class": "attn-char", style: "--w:" + w.toFixed(3) }, text, shown[start + j]);
             }
             caption.textContent = "Shaded: the weight block " + (chosen[0] + 1) + ", head " + (chosen[1] + 1) +
@@ -373,7 +400,7 @@
                 var image = ctx.createImageData(64, 64);
                 for (var q = 0; q < 64; q++) {
                     for (var c = 0; c < 64; c++) {
-                        var v = q < t && c < t ? out[1 + i * t * t + q * t + c] : 0;
+                        var v = q < t && c < t ? out[2 + i * t * t + q * t + c] : 0;
                         var at = 4 * (q * 64 + c), level = Math.round(255 * (1 - Math.sqrt(v)));
                         image.data[at] = level; image.data[at + 1] = level; image.data[at + 2] = 255; image.data[at + 3] = 255;
                     }
@@ -386,37 +413,43 @@
             return call("lm_attention");
         }
         var writing = 0;
+        function done(run, e) {
+            if (e) failure(r, error, e);
+            write.disabled = false;
+            status.textContent = e ? "" : "Written.";
+            r.dataset.written = String(run);
+        }
         write.addEventListener("click", function () {
             var run = ++writing;
             r.dataset.written = "";
             error.textContent = "";
+            status.textContent = "Writing…";
+            write.disabled = true;
             load().then(function () {
                 call.hand(new TextEncoder().encode(prompt.value));
                 call("lm_write", +count.value, +temperature.value, +topK.value, +topP.value, +seed.value);
                 var full = call.text();
                 var i = Math.max(prompt.value.length, 1);
                 (function next() {
-                    if (run !== writing) return; // a newer text started
-                    var shown = full.slice(0, i);
-                    var out = attention(shown);
-                    last = { shown: shown, out: out };
-                    show(shown, out);
-                    if (i < full.length) {
-                        i += 1;
-                        setTimeout(next, 15);
-                        return;
-                    }
-                    var t = out[0], rows = [];
-                    for (var h = 0; h < shape[0] * shape[1]; h++) {
-                        rows = rows.concat(out.slice(1 + h * t * t + (t - 1) * t, 1 + (h + 1) * t * t));
-                    }
-                    report(r, { text: full, out: rows });
-                    r.dataset.written = String(run);
+                    try {
+                        var shown = full.slice(0, i);
+                        var out = attention(shown);
+                        last = { shown: shown, out: out };
+                        show(shown, out);
+                        if (i < full.length) {
+                            i += 1;
+                            setTimeout(next, 15);
+                            return;
+                        }
+                        var t = out[0], rows = [];
+                        for (var h = 0; h < shape[0] * shape[1]; h++) {
+                            rows = rows.concat(out.slice(2 + h * t * t + (t - 1) * t, 2 + (h + 1) * t * t));
+                        }
+                        report(r, { text: full, out: rows });
+                        done(run);
+                    } catch (e) { done(run, e); }
                 })();
-            }).catch(function (e) {
-                failure(r, error, e);
-                r.dataset.written = String(run);
-            });
+            }).catch(function (e) { done(run, e); });
         });
     };
 })();

@@ -149,20 +149,44 @@ async function widgetProblems(page, name) {
         out.push(`${where}: computed ${JSON.stringify(shown)?.slice(0, 120)}, the crate ${JSON.stringify(c.out).slice(0, 120)}`);
         continue;
       }
-      // What the reader sees: the numbers in the widget's text.
-      const visible = await root.evaluate((r, w) => {
-        const number = (s) => Number(s.replace(/[^0-9.\-]/g, ''));
-        if (w === 'query') return [...r.querySelectorAll('td')].slice(0, 4).map((td) => number(td.textContent));
-        if (w === 'saturation') return [number(r.querySelector('[data-readout="jacobian"]').textContent.split('F')[1])];
-        if (w === 'rope') return [number(r.querySelector('[data-readout="score"]').textContent)];
-        return [];
-      }, widget);
-      const expected = { query: c.out.slice(0, 4), saturation: [c.out[16]], rope: [c.out[0]] }[widget] ?? [];
-      if (visible.some((v, i) => Math.abs(v - expected[i]) > 0.0011)) {
-        out.push(`${where}: the page reads ${visible.join(', ')}, the crate ${expected.join(', ')}`);
+      // What the reader sees: the numbers in the widget's text and drawing.
+      const seen = await visible(root, widget);
+      const wanted = expectedVisible(widget, c);
+      const wrong = seen.findIndex((v, i) => !near(v, wanted[i]));
+      if (seen.length !== wanted.length || wrong >= 0) {
+        out.push(`${where}: the page shows ${JSON.stringify(seen).slice(0, 200)}, the crate's numbers would show ${JSON.stringify(wanted).slice(0, 200)}`);
       }
     }
   }
+  // With every number the module returns moved by 0.37, every number the
+  // reader sees must move: none may come from the script's own arithmetic.
+  const poisoned = await page.context().newPage();
+  await poisoned.addInitScript(poison);
+  await poisoned.goto(`${base}/${name}`, { waitUntil: 'load' });
+  for (const widget of names.filter((w) => w !== 'writer')) {
+    const c = (golden ?? []).find((g) => widgetOf[g.export] === widget && g.status === 0);
+    const root = poisoned.locator(`.attn-widget[data-widget="${widget}"]`);
+    try {
+      await root.and(poisoned.locator('[data-ready]')).waitFor({ timeout: 10000 });
+    } catch {
+      out.push(`widget ${widget}, module poisoned: never ready`);
+      continue;
+    }
+    for (const [input, value] of Object.entries(c.controls)) {
+      await root.locator(`[data-input="${input}"]`).evaluate((el, v) => {
+        el.value = String(v);
+        el.dispatchEvent(new Event('input'));
+        el.dispatchEvent(new Event('change'));
+      }, value);
+    }
+    const seen = await visible(root, widget);
+    const wanted = expectedVisible(widget, c);
+    const kept = seen.filter((v, i) => typeof wanted[i] === 'number' && typeof v === 'number' && Math.abs(v - wanted[i]) < 0.3);
+    if (!seen.length || kept.length) {
+      out.push(`widget ${widget}, module poisoned: ${kept.length} of ${seen.length} numbers shown did not move (${kept.slice(0, 5).join(', ')}): the page computes them itself`);
+    }
+  }
+  await poisoned.close();
   // At phone width in a dark theme: the widgets draw, with no error, and
   // what the page weighs and how long its widgets take to be ready.
   const dark = await browser.newContext({ viewport: { width: 390, height: 900 } });
@@ -196,6 +220,85 @@ async function widgetProblems(page, name) {
   if (orphans.length) out.push(`widgets ${orphans.join(', ')} show numbers, or no notice, without the WebAssembly module`);
   await blocked.close();
   return out;
+}
+
+// Run in a page before its scripts: every export that returns numbers
+// returns them plus 0.37 (the widgets' poisoned module).
+function poison() {
+  const instantiate = WebAssembly.instantiate;
+  const getters = ['out_ptr', 'out_len', 'error_ptr', 'error_len', 'text_ptr', 'text_len', 'bytes_buffer'];
+  WebAssembly.instantiate = async (...args) => {
+    const result = await instantiate.apply(WebAssembly, args);
+    const x = result.instance.exports;
+    const exports = {};
+    for (const [name, f] of Object.entries(x)) {
+      exports[name] = typeof f !== 'function' || getters.includes(name) ? f : (...a) => {
+        const status = f(...a);
+        if (status === 0) {
+          const out = new Float64Array(x.memory.buffer, x.out_ptr(), x.out_len());
+          for (let i = 0; i < out.length; i += 1) out[i] += 0.37;
+        }
+        return status;
+      };
+    }
+    return { module: result.module, instance: { exports } };
+  };
+}
+
+// The numbers (or "×" for a masked entry, or text) a widget shows, read
+// from its text and its drawing, in a fixed order per widget.
+async function visible(root, widget) {
+  return root.evaluate((r, w) => {
+    const number = (s) => Number((s.match(/-?\d+(\.\d+)?(e-?\d+)?/g) ?? ['NaN']).pop());
+    const attr = (sel, a) => Number(r.querySelector(sel).getAttribute(a));
+    if (w === 'query') {
+      const cells = [...r.querySelectorAll('td')].map((td) => td.textContent);
+      const [x, y] = cells[4].replace(/[()]/g, '').split(',').map(Number);
+      return cells.slice(0, 4).map(number).concat([x, y]);
+    }
+    if (w === 'saturation') {
+      const bars = [...r.querySelectorAll('rect.attn-bar')].map((b) => Number(b.getAttribute('height')) / 100);
+      const largest = number(r.querySelector('[data-readout="largest"]').textContent);
+      const norm = number(r.querySelector('[data-readout="jacobian"]').textContent);
+      return bars.concat([largest, norm]);
+    }
+    if (w === 'mask') {
+      return [...r.querySelectorAll('text.attn-on-cell')].map((e) => (e.textContent === '×' ? '×' : Number(e.textContent)));
+    }
+    if (w === 'rope') {
+      const score = number(r.querySelector('[data-readout="score"]').textContent);
+      const offset = number(r.querySelector('[data-readout="offset"]').textContent);
+      return [score, offset, attr('circle.attn-query', 'cx')];
+    }
+    if (w === 'writer') {
+      const chars = [...r.querySelectorAll('.attn-char')].map((c) => Number(c.style.getPropertyValue('--w')));
+      return [r.querySelector('.attn-widget-text').textContent].concat(chars);
+    }
+    return [];
+  }, widget);
+}
+
+// What a widget must show for golden case `c`, in the order `visible` reads.
+function expectedVisible(widget, c) {
+  const o = c.out;
+  if (widget === 'query') return o.slice(0, 4).concat([o[4], o[5]]);
+  if (widget === 'saturation') return o.slice(0, 8).concat([o[17], o[16]]);
+  if (widget === 'mask') {
+    const [n, m] = o;
+    return Array.from({ length: n * m }, (_, i) => (o[2 + i] === 1 ? o[2 + n * m + i] : '×'));
+  }
+  if (widget === 'rope') return [o[0], o[1], 20 + (o[1] + 63) * 300 / 126];
+  if (widget === 'writer') {
+    const t = Math.min(c.text.length, 64); // the chosen head (1.1) from the newest character
+    return [c.text].concat(o.slice(0, t));
+  }
+  return [];
+}
+
+// A shown number against the crate's: as close as its rounding allows.
+function near(shown, wanted) {
+  if (typeof wanted !== 'number' || typeof shown !== 'number') return shown === wanted;
+  return Math.abs(shown - wanted) <= 0.0051 + 1e-5 * Math.abs(wanted);
 }
 
 // Every quiz question answers back: its options are buttons; the first

@@ -105,41 +105,42 @@ pub extern "C" fn query_among_keys(x: f32, y: f32) -> u32 {
     }))
 }
 
-/// Chapter 3: the weights, the scores, then the Jacobian's norm.
+/// Chapter 3: the weights, the scores, then the Jacobian's norm and the
+/// largest weight.
 #[no_mangle]
 pub extern "C" fn saturation(d_k: u32, tau: f32) -> u32 {
     answer(widgets::saturation(d_k as usize, tau).map(|s| {
-        let mut out: Vec<f64> = s
-            .weights
-            .iter()
-            .chain(&s.scores)
-            .map(|&w| f64::from(w))
-            .collect();
-        out.push(s.jacobian_norm);
-        out
+        let weights = s.weights.iter().chain(&s.scores).map(|&w| f64::from(w));
+        let norms = [s.jacobian_norm, f64::from(s.largest)];
+        weights.chain(norms).collect()
     }))
 }
 
-/// Chapter 6: the mask (1 kept, 0 dropped), then the weights, `n×m` each
-/// row by row (a window's `m` is `n`).
+/// Chapter 6: `n`, `m`, the mask (1 kept, 0 dropped) and the weights,
+/// `n×m` each row by row, then for each query 1 if every key is masked.
 #[no_mangle]
 pub extern "C" fn masked_weights(kind: u32, param: u32, n: u32, m: u32) -> u32 {
     let result = MaskKind::from_code(kind, param as usize)
         .and_then(|kind| widgets::masked_weights(kind, n as usize, m as usize));
-    answer(result.map(|(keep, weights)| {
-        let keep = keep.iter().map(|&k| f64::from(u8::from(k)));
-        keep.chain(weights.iter().map(|&w| f64::from(w))).collect()
+    let flag = |b: &bool| f64::from(u8::from(*b));
+    answer(result.map(|masked| {
+        [f64::from(n), f64::from(m)]
+            .into_iter()
+            .chain(masked.keep.iter().map(flag))
+            .chain(masked.weights.iter().map(|&w| f64::from(w)))
+            .chain(masked.blind.iter().map(flag))
+            .collect()
     }))
 }
 
-/// Chapter 7: the score, then the rotated query and key.
+/// Chapter 7: the score and the offset, then the rotated query and key.
 #[no_mangle]
 pub extern "C" fn rope_score(p_q: u32, p_k: u32) -> u32 {
     answer(widgets::rope_score(p_q as usize, p_k as usize).map(|r| {
-        std::iter::once(r.score)
-            .chain(r.q)
-            .chain(r.k)
-            .map(f64::from)
+        let vectors = r.q.into_iter().chain(r.k).map(f64::from);
+        [f64::from(r.score), r.offset as f64]
+            .into_iter()
+            .chain(vectors)
             .collect()
     }))
 }
@@ -218,13 +219,16 @@ pub extern "C" fn lm_write(count: u32, temperature: f64, top_k: u32, top_p: f64,
 }
 
 /// Chapter 15: every head's attention over the text handed over (its last
-/// `context` characters): `T`, then each block's heads' `T×T` weights.
+/// `context` characters): `T`, where in the text they start, then each
+/// block's heads' `T×T` weights.
 #[no_mangle]
 pub extern "C" fn lm_attention() -> u32 {
     let result = text_in().and_then(|text| with_writer(|w| w.attention(&text)));
-    answer(result.map(|(t, weights)| {
-        std::iter::once(t as f64)
-            .chain(weights.into_iter().map(f64::from))
+    answer(result.map(|(t, start, weights)| {
+        let weights = weights.into_iter().map(f64::from);
+        [t as f64, start as f64]
+            .into_iter()
+            .chain(weights)
             .collect()
     }))
 }

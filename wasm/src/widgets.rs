@@ -23,7 +23,7 @@ pub const KEYS: [[f32; 2]; 4] = [[-2.0, 1.5], [2.0, 2.0], [1.5, -2.0], [-1.0, -1
 /// Chapter 2: one query `[x, y]` against [`KEYS`], `d_k = 2`. Returns the
 /// four weights and the output point, from `scaled_dot_product_attention`.
 pub fn query_among_keys(query: [f32; 2]) -> Result<(Vec<f32>, [f32; 2]), AttnError> {
-    let q = Array2::from_shape_vec((1, 2), query.to_vec()).expect("1×2 from 2 numbers");
+    let q = Array2::from_shape_fn((1, 2), |(_, c)| query[c]);
     let k = Array2::from_shape_fn((KEYS.len(), 2), |(j, c)| KEYS[j][c]);
     let attention = scaled_dot_product_attention(&q, &k, &k)?;
     let output = [attention.output[[0, 0]], attention.output[[0, 1]]];
@@ -46,6 +46,8 @@ pub struct Saturation {
     pub scores: Vec<f32>,
     /// `‖J‖_F`, the Frobenius norm of the softmax's Jacobian at `weights`.
     pub jacobian_norm: f64,
+    /// The largest weight (1 when the softmax saturates, `1/8` uniform).
+    pub largest: f32,
 }
 
 /// Chapter 3: a query and [`SATURATION_KEYS`] keys with `N(0, 1)` entries
@@ -67,10 +69,12 @@ pub fn saturation(d_k: usize, tau: f32) -> Result<Saturation, AttnError> {
     let scores: Array1<f32> = k.slice(s![.., ..d_k]).dot(&q.slice(s![0, ..d_k]));
     let weights = softmax_with_temperature(&scores, tau)?;
     let jacobian_norm = frobenius_norm(&softmax_jacobian(&weights));
+    let largest = weights.iter().copied().fold(0.0, f32::max);
     Ok(Saturation {
         weights: weights.to_vec(),
         scores: scores.to_vec(),
         jacobian_norm,
+        largest,
     })
 }
 
@@ -115,16 +119,23 @@ impl MaskKind {
 pub const MASK_MAX: usize = 8;
 const MASK_SEED: u64 = 6;
 
+/// What chapter 6's widget shows: the mask and the weights, `n×m` each,
+/// row by row, and which queries have every key masked (their weights are
+/// zero, and so is their output).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Masked {
+    /// `true` where query `i` may attend to key `j`.
+    pub keep: Vec<bool>,
+    /// The weights of `masked_attention`.
+    pub weights: Vec<f32>,
+    /// For each query, whether the mask drops every key.
+    pub blind: Vec<bool>,
+}
+
 /// Chapter 6: the mask of `kind` for `n` queries over `m` keys (a window
-/// is square: `m` is taken as `n`), and the weights of `masked_attention`
-/// with it on fixed random `Q`, `K`, `V` (`d = 4`). Returns the mask and
-/// the weights, `n×m` each, row by row; a query with every key masked has
-/// zero weights.
-pub fn masked_weights(
-    kind: MaskKind,
-    n: usize,
-    m: usize,
-) -> Result<(Vec<bool>, Vec<f32>), AttnError> {
+/// is square: `m` must equal `n`), and the weights of `masked_attention`
+/// with it on fixed random `Q`, `K`, `V` (`d = 4`).
+pub fn masked_weights(kind: MaskKind, n: usize, m: usize) -> Result<Masked, AttnError> {
     for (name, size) in [("n", n), ("m", m)] {
         if size == 0 || size > MASK_MAX {
             return Err(AttnError::InvalidArgument {
@@ -134,6 +145,13 @@ pub fn masked_weights(
             });
         }
     }
+    if matches!(kind, MaskKind::Window(_)) && m != n {
+        return Err(AttnError::InvalidArgument {
+            name: "m",
+            value: m as f64,
+            requirement: "must equal n for a sliding window: each query is one of the keys",
+        });
+    }
     let keep = match kind {
         MaskKind::None => Array2::from_elem((n, m), true),
         MaskKind::Causal => causal_mask(n, m),
@@ -141,7 +159,6 @@ pub fn masked_weights(
         MaskKind::Window(w) => sliding_window_mask(n, w)?,
         MaskKind::Padding(len) => key_padding_mask(n, len, m, Padding::Right)?,
     };
-    let m = keep.ncols();
     let mut rng = StdRng::seed_from_u64(MASK_SEED);
     let q = standard_normal(MASK_MAX, 4, &mut rng);
     let k = standard_normal(MASK_MAX, 4, &mut rng);
@@ -152,10 +169,15 @@ pub fn masked_weights(
         v.slice(s![..m, ..]),
     );
     let attention = masked_attention(&q, &k, &v, &keep)?;
-    Ok((
-        keep.iter().copied().collect(),
-        attention.weights.iter().copied().collect(),
-    ))
+    Ok(Masked {
+        keep: keep.iter().copied().collect(),
+        weights: attention.weights.iter().copied().collect(),
+        blind: keep
+            .rows()
+            .into_iter()
+            .map(|row| !row.iter().any(|&k| k))
+            .collect(),
+    })
 }
 
 /// The width of chapter 7's query and key, and the largest position its
@@ -170,6 +192,8 @@ const ROPE_SEED: u64 = 7;
 pub struct RopeScore {
     /// `RoPE(q, p_q) · RoPE(k, p_k)`.
     pub score: f32,
+    /// `p_q − p_k`, the only thing the score depends on.
+    pub offset: i64,
     /// The rotated query, [`ROPE_D`] wide.
     pub q: Vec<f32>,
     /// The rotated key.
@@ -180,12 +204,22 @@ pub struct RopeScore {
 /// each rotated by `rope`, and their dot product, which depends only on
 /// `p_q − p_k`.
 pub fn rope_score(p_q: usize, p_k: usize) -> Result<RopeScore, AttnError> {
+    for (name, p) in [("query position", p_q), ("key position", p_k)] {
+        if p > ROPE_MAX_POSITION {
+            return Err(AttnError::InvalidArgument {
+                name,
+                value: p as f64,
+                requirement: "must be at most 63, the widget's last position",
+            });
+        }
+    }
     let mut rng = StdRng::seed_from_u64(ROPE_SEED);
     let q = standard_normal(1, ROPE_D, &mut rng);
     let k = standard_normal(1, ROPE_D, &mut rng);
     let (q, k) = (rope(&q, p_q)?, rope(&k, p_k)?);
     Ok(RopeScore {
         score: q.row(0).dot(&k.row(0)),
+        offset: p_q as i64 - p_k as i64,
         q: q.into_raw_vec_and_offset().0,
         k: k.into_raw_vec_and_offset().0,
     })

@@ -41,7 +41,7 @@ impl Writer {
             return Err(AttnError::InvalidArgument {
                 name: "weights",
                 value: model.config().vocab as f64,
-                requirement: "must be a model of the Shakespeare corpus's 84 characters",
+                requirement: "must be a model of the Shakespeare corpus's characters",
             });
         }
         Ok(Writer { model, vocab })
@@ -75,11 +75,12 @@ impl Writer {
     }
 
     /// Every head's attention over the last `context` characters of
-    /// `text`: for each block and head in turn, the `T×T` weights row by
-    /// row, `T` the characters read.
-    pub fn attention(&self, text: &str) -> Result<(usize, Vec<f32>), AttnError> {
+    /// `text`: `T`, the characters read, where they start in `text`, and
+    /// for each block and head in turn the `T×T` weights row by row.
+    pub fn attention(&self, text: &str) -> Result<(usize, usize, Vec<f32>), AttnError> {
         let tokens = self.vocab.encode(text)?;
-        let window = tokens[tokens.len().saturating_sub(self.model.config().context)..].to_vec();
+        let start = tokens.len().saturating_sub(self.model.config().context);
+        let window = tokens[start..].to_vec();
         let forward = self.model.forward(std::slice::from_ref(&window))?;
         let config = self.model.config();
         let mut all = Vec::new();
@@ -88,7 +89,7 @@ impl Writer {
                 all.extend(forward.weights(block, 0, head)?.iter().copied());
             }
         }
-        Ok((window.len(), all))
+        Ok((window.len(), start, all))
     }
 
     /// The model's blocks and heads.

@@ -215,20 +215,10 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
     step("exercises", &exercise::verify)?;
     step("book tools", &ensure_book_tools)?;
     step("mdbook test", &mdbook_test)?;
-    // The widgets' WebAssembly builds in the background while the figure
-    // examples run, one at a time and mostly on one core (beside the
-    // exercises, which keep both cores busy, it saved nothing).
-    let widgets = std::cell::RefCell::new(Some(std::thread::spawn(|| wasm::build(true))));
     step("figures", &|| figures().and_then(|()| figures_unchanged()))?;
-    step(
-        "widgets (waiting for the build)",
-        &|| match widgets.borrow_mut().take() {
-            Some(handle) => handle
-                .join()
-                .map_err(|_| "the widgets' build panicked".to_string())?,
-            None => Ok(()),
-        },
-    )?;
+    // Built on its own: beside the exercises or the figures it slowed them
+    // by as much as it took (both keep the two cores busy).
+    step("widgets", &wasm::widgets)?;
     step("mdbook build", &|| mdbook_build(false))?;
     step("student edition", &|| mdbook_build(true))?;
     step("browser check", &browser_check)
