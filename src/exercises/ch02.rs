@@ -59,9 +59,9 @@ mod tests {
         for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
             assert!(softmax_with_temperature(&x, bad).is_err());
         }
-        assert_eq!(
-            softmax_with_temperature(&x, -1.0).unwrap_err().to_string(),
-            "temperature must be finite and > 0, got -1"
-        );
+        // The error names what was passed; its wording is the writer's own
+        // (a learner's answer need not call τ "temperature").
+        let message = softmax_with_temperature(&x, -1.0).unwrap_err().to_string();
+        assert!(message.contains("-1"), "{message}");
     }
 }
