@@ -230,7 +230,13 @@ fn start(ex: &Exercise) -> Step {
 const MANIFEST: &str = "# Your answers to the book's exercises (`cargo xtask exercise`).\n\
 [package]\nname = \"NAME\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
 [dependencies]\nattn = { path = \"ATTN\" }\nndarray = \"0.17\"\nndarray-rand = \"0.16\"\n\
-approx = \"0.5\"\n\n[workspace]\n\n# One feature an exercise, so that each compiles alone.\n[features]\n";
+approx = \"0.5\"\n\n[workspace]\n\n\
+# The book's own build settings, so that its dependencies, already built in\n\
+# the book's target/, are not built again for the learner.\n\
+[profile.dev]\ndebug = \"line-tables-only\"\n\
+[profile.dev.package.\"*\"]\nopt-level = 2\ndebug = false\n\
+[profile.dev.package.attn]\nopt-level = 1\n\n\
+# One feature an exercise, so that each compiles alone.\n[features]\n";
 
 /// The learner's `Cargo.toml` and `lib.rs`, if missing.
 fn write_crate() -> Step {
