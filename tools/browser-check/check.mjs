@@ -112,15 +112,7 @@ async function widgetProblems(page, name) {
     if (!cases.length) out.push(`widget ${widget} has no golden cases in wasm/golden/widgets.json`);
     for (const c of cases) {
       const where = `widget ${widget} at ${JSON.stringify(c.controls)}`;
-      for (const [input, value] of Object.entries(c.controls)) {
-        const found = await root.locator(`[data-input="${input}"]`).evaluate((el, v) => {
-          el.value = String(v);
-          el.dispatchEvent(new Event('input'));
-          el.dispatchEvent(new Event('change'));
-          return el.value === String(v) || Number(el.value) === Number(v);
-        }, value).catch(() => false);
-        if (!found) out.push(`${where}: no control ${input} that takes ${value}`);
-      }
+      for (const missing of await setControls(root, c.controls)) out.push(`${where}: ${missing}`);
       if (widget === 'writer') {
         // Writing is asked for with a button, and takes a moment.
         const before = await root.getAttribute('data-written');
@@ -172,13 +164,7 @@ async function widgetProblems(page, name) {
       out.push(`widget ${widget}, module poisoned: never ready`);
       continue;
     }
-    for (const [input, value] of Object.entries(c.controls)) {
-      await root.locator(`[data-input="${input}"]`).evaluate((el, v) => {
-        el.value = String(v);
-        el.dispatchEvent(new Event('input'));
-        el.dispatchEvent(new Event('change'));
-      }, value);
-    }
+    for (const missing of await setControls(root, c.controls)) out.push(`widget ${widget}, module poisoned: ${missing}`);
     const seen = await visible(root, widget);
     const wanted = expectedVisible(widget, c);
     const kept = seen.filter((v, i) => typeof wanted[i] === 'number' && typeof v === 'number' && Math.abs(v - wanted[i]) < 0.3);
@@ -220,6 +206,23 @@ async function widgetProblems(page, name) {
   if (orphans.length) out.push(`widgets ${orphans.join(', ')} show numbers, or no notice, without the WebAssembly module`);
   await blocked.close();
   return out;
+}
+
+// Sets a widget's controls as a reader would (value, then the input and
+// change events) to a golden case's `controls`; returns the controls it
+// could not set so.
+async function setControls(root, controls) {
+  const missing = [];
+  for (const [input, value] of Object.entries(controls)) {
+    const found = await root.locator(`[data-input="${input}"]`).evaluate((el, v) => {
+      el.value = String(v);
+      el.dispatchEvent(new Event('input'));
+      el.dispatchEvent(new Event('change'));
+      return el.value === String(v) || Number(el.value) === Number(v);
+    }, value).catch(() => false);
+    if (!found) missing.push(`no control ${input} that takes ${value}`);
+  }
+  return missing;
 }
 
 // Run in a page before its scripts: every export that returns numbers
