@@ -230,20 +230,38 @@ fn start(ex: &Exercise) -> Step {
 const MANIFEST: &str = "# Your answers to the book's exercises (`cargo xtask exercise`).\n\
 [package]\nname = \"NAME\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
 [dependencies]\nattn = { path = \"ATTN\" }\nndarray = \"0.17\"\nndarray-rand = \"0.16\"\n\
-approx = \"0.5\"\n\n[workspace]\n\n\
-# The book's own build settings, so that its dependencies, already built in\n\
-# the book's target/, are not built again for the learner.\n\
-[profile.dev]\ndebug = \"line-tables-only\"\n\
-[profile.dev.package.\"*\"]\nopt-level = 2\ndebug = false\n\
-[profile.dev.package.attn]\nopt-level = 1\n\n\
+approx = \"0.5\"\n\n[workspace]\n\nPROFILES\n\
 # One feature an exercise, so that each compiles alone.\n[features]\n";
+
+/// [`MANIFEST`] for the crate `name` whose `attn` is at `attn` (relative),
+/// with the book's own `[profile.*]` sections copied from its `Cargo.toml`,
+/// so that the dependencies already built in the book's `target/` are not
+/// built again with other settings.
+pub(crate) fn manifest(attn: &str, name: &str) -> Result<String, String> {
+    let book = root().join("Cargo.toml");
+    let text = std::fs::read_to_string(&book).map_err(|e| format!("{}: {e}", book.display()))?;
+    let mut profiles = String::new();
+    let mut in_profile = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            in_profile = line.starts_with("[profile.");
+        }
+        if in_profile && !line.starts_with('#') {
+            profiles.push_str(line);
+            profiles.push('\n');
+        }
+    }
+    Ok(MANIFEST
+        .replace("ATTN", attn)
+        .replace("NAME", name)
+        .replace("PROFILES", &profiles))
+}
 
 /// The learner's `Cargo.toml` and `lib.rs`, if missing.
 fn write_crate() -> Step {
-    let manifest = learner().join("Cargo.toml");
-    if !manifest.exists() {
-        let text = MANIFEST.replace("ATTN", "..").replace("NAME", "learner");
-        write(&manifest, &text)?;
+    let path = learner().join("Cargo.toml");
+    if !path.exists() {
+        write(&path, &manifest("..", "learner")?)?;
         pin_versions(&learner())?;
     }
     let lib = learner().join("src/lib.rs");

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::{
-    cargo_check, checks_file, exercises, pin_versions, prune_private_imports, stub, write, MANIFEST,
+    cargo_check, checks_file, exercises, manifest, pin_versions, prune_private_imports, stub, write,
 };
 use crate::{root, Step};
 
@@ -60,9 +60,7 @@ fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
     write(
         &dir.join("Cargo.toml"),
         // Each scratch crate its own name: they share `target/`.
-        &MANIFEST
-            .replace("ATTN", "../../..")
-            .replace("NAME", &format!("learner-{name}")),
+        &manifest("../../..", &format!("learner-{name}"))?,
     )?;
     pin_versions(&dir)?;
     let mut lib = String::from("//! Every exercise's module.\n");
