@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{capture, cargo, root, run, Step};
+use crate::{capture, cargo, root, run, side_by_side, Step};
 
 /// The book tools, pinned: (crate, version). Installed with `cargo install --locked`.
 /// Links are checked by the browser check, which loads every page.
@@ -179,10 +179,21 @@ pub(crate) fn mdbook_build(student: bool) -> Step {
 /// once, and they draw the same bytes as an optimised build would: Rust
 /// never reorders or fuses floating-point operations on its own.
 pub(crate) fn figures() -> Step {
-    for example in examples()? {
-        run(cargo().args(["run", "--locked", "--example", &example]))?;
+    let examples = examples()?;
+    // Built in one command first, so that cargo compiles them side by side
+    // on every core; `cargo run --example NAME` one at a time would build
+    // them one after another.
+    let mut build = cargo();
+    build.args(["build", "--locked"]);
+    for example in &examples {
+        build.args(["--example", example]);
     }
-    Ok(())
+    run(&mut build)?;
+    side_by_side(&examples, |example| {
+        let mut cmd = Command::new(root().join("target/debug/examples").join(example));
+        cmd.current_dir(root());
+        cmd
+    })
 }
 
 /// Fails if regenerating the figures changed anything git knows about.

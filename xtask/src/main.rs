@@ -23,6 +23,7 @@
 //! run: COMMAND TIME; …; statistic: …`, and the book compares figures only
 //! within one run and one statistic.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -200,14 +201,15 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
     // Every test target, then the doctests (the chapters' snippets among
     // them); the examples are built once, by the figure step, which runs them.
     step("test", &|| {
-        run(cargo().args([
-            "test",
-            "--workspace",
-            "--locked",
-            "--lib",
-            "--bins",
-            "--tests",
-        ]))?;
+        let binaries = test_binaries()?;
+        let names: Vec<String> = binaries.keys().cloned().collect();
+        side_by_side(&names, |name| {
+            let (executable, dir) = &binaries[name];
+            let mut cmd = Command::new(executable);
+            // What `cargo test` gives a test binary.
+            cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
+            cmd
+        })?;
         run(cargo().args(["test", "--workspace", "--locked", "--doc"]))
     })?;
     // Every code exercise's stub compiles and fails the book's tests; the
@@ -222,6 +224,58 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
     step("mdbook build", &|| mdbook_build(false))?;
     step("student edition", &|| mdbook_build(true))?;
     step("browser check", &browser_check)
+}
+
+/// Builds every test target of the workspace (as `cargo test --lib --bins
+/// --tests` would) and returns each binary, named by its source file, with
+/// its package's directory. `cargo test` runs them one after another;
+/// [`side_by_side`] runs them on every core, since the slowest few are
+/// single-threaded.
+fn test_binaries() -> Result<BTreeMap<String, (PathBuf, PathBuf)>, String> {
+    let mut build = cargo();
+    build.args([
+        "test",
+        "--workspace",
+        "--locked",
+        "--lib",
+        "--bins",
+        "--tests",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
+    eprintln!("\n==> {}", describe(&build));
+    let out = build
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start `{}`: {e}", describe(&build)))?;
+    if !out.status.success() {
+        return Err(format!("`{}` failed ({})", describe(&build), out.status));
+    }
+    let mut binaries = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(executable), Some(manifest), Some(source), Some(true)) = (
+            message["executable"].as_str(),
+            message["manifest_path"].as_str(),
+            message["target"]["src_path"].as_str(),
+            message["profile"]["test"].as_bool(),
+        ) else {
+            continue;
+        };
+        // Named by its source, `tests/ch12_numbers.rs` or `report/src/lib.rs`.
+        let name = Path::new(source)
+            .strip_prefix(root())
+            .unwrap_or(Path::new(source));
+        let name = name.display().to_string();
+        let dir = Path::new(manifest).parent().unwrap_or(Path::new("."));
+        binaries.insert(name, (PathBuf::from(executable), dir.to_path_buf()));
+    }
+    match binaries.is_empty() {
+        true => Err("`cargo test --no-run` named no test binaries".into()),
+        false => Ok(binaries),
+    }
 }
 
 pub(crate) fn root() -> PathBuf {
@@ -272,4 +326,44 @@ pub(crate) fn capture(cmd: &mut Command) -> Result<String, String> {
         return Err(format!("`{what}` failed ({}):\n{text}", out.status));
     }
     Ok(text)
+}
+
+/// Runs one command a name, as many at a time as the machine has cores,
+/// printing each one's output when it ends; fails naming those that failed.
+/// The figure examples and most test binaries run on one thread each, and
+/// a few of them take most of their step's time.
+pub(crate) fn side_by_side(names: &[String], command: impl Fn(&str) -> Command + Sync) -> Step {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for _ in 0..workers.min(names.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(name) = names.get(i) else { break };
+                let start = std::time::Instant::now();
+                let output = command(name).output();
+                let secs = start.elapsed().as_secs_f64();
+                let mut failed = failed.lock().unwrap_or_else(|e| e.into_inner());
+                match output {
+                    Ok(out) => {
+                        eprintln!(
+                            "\n==> {name} ({secs:.1} s)\n{}{}",
+                            String::from_utf8_lossy(&out.stdout),
+                            String::from_utf8_lossy(&out.stderr)
+                        );
+                        if !out.status.success() {
+                            failed.push(format!("{name} ({})", out.status));
+                        }
+                    }
+                    Err(e) => failed.push(format!("{name} (could not start: {e})")),
+                }
+            });
+        }
+    });
+    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    match failed.is_empty() {
+        true => Ok(()),
+        false => Err(format!("these failed: {}", failed.join(", "))),
+    }
 }
