@@ -181,6 +181,17 @@ pub enum AttnError {
         /// What is wrong, and what to do.
         reason: String,
     },
+    /// A text to encode (a prompt) with a character outside the vocabulary.
+    NotInVocabulary {
+        /// The text, as the caller passed it.
+        text: String,
+        /// Where the character is, counted in characters from 0.
+        at: usize,
+        /// The character.
+        character: char,
+        /// How many characters the vocabulary has.
+        size: usize,
+    },
     /// A saved model that cannot be read back.
     InvalidWeights {
         /// What is wrong, e.g. `"tensor 3 has 10 values, expected 12"`.
@@ -194,6 +205,19 @@ pub enum AttnError {
         value: f64,
         /// What the value must satisfy, e.g. `"must be finite and > 0"`.
         requirement: &'static str,
+    },
+    /// A count or an index past the size it is measured against: a head
+    /// past the number of heads, a length past the padded length.
+    OutOfRange {
+        /// The argument's name.
+        name: &'static str,
+        /// The value given.
+        value: usize,
+        /// What the value must satisfy, e.g. `"must be less than the number
+        /// of heads h"`.
+        requirement: &'static str,
+        /// The size it is measured against (the number of heads, say).
+        limit: usize,
     },
     /// An argument that is not a number does not fit: a forward pass of
     /// another model, gradients of another model's shape.
@@ -268,6 +292,12 @@ impl fmt::Display for AttnError {
                 value,
                 requirement,
             } => write!(f, "{name} {requirement}, got {}", shortest(value)),
+            AttnError::OutOfRange {
+                name,
+                value,
+                requirement,
+                limit,
+            } => write!(f, "{name} {requirement} ({limit}), got {value}"),
             AttnError::Mismatched { name, requirement } => write!(f, "{name} {requirement}"),
             AttnError::NotSelfAttention { queries, keys } => write!(
                 f,
@@ -344,6 +374,16 @@ impl fmt::Display for AttnError {
                 ref source,
                 ref reason,
             } => write!(f, "cannot use {source} as a corpus: {reason}"),
+            AttnError::NotInVocabulary {
+                ref text,
+                at,
+                character,
+                size,
+            } => write!(
+                f,
+                "cannot encode {text:?}: character {at}, {character:?}, is not one of the \
+                 vocabulary's {size} characters"
+            ),
             AttnError::InvalidWeights { ref reason } => {
                 write!(f, "cannot read the weights: {reason}")
             }

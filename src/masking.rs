@@ -185,10 +185,11 @@ pub fn real_positions(
     side: Padding,
 ) -> Result<Range<usize>, AttnError> {
     if len > padded_len {
-        return Err(AttnError::InvalidArgument {
+        return Err(AttnError::OutOfRange {
             name: "len",
-            value: len as f64,
+            value: len,
             requirement: "must be at most the padded length",
+            limit: padded_len,
         });
     }
     Ok(match side {

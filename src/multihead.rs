@@ -313,10 +313,11 @@ impl MultiHeadAttention {
     /// result, set to zero. The other heads, and `b_O`, are unchanged.
     pub fn without_head(&self, i: usize) -> Result<Self, AttnError> {
         if i >= self.h {
-            return Err(AttnError::InvalidArgument {
+            return Err(AttnError::OutOfRange {
                 name: "head",
-                value: i as f64,
+                value: i,
                 requirement: "must be less than the number of heads h",
+                limit: self.h,
             });
         }
         let d_k = self.d_k();

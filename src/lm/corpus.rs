@@ -60,14 +60,17 @@ impl Vocabulary {
     /// The token ids of `text`, whose characters must all be in the
     /// vocabulary.
     pub fn encode(&self, text: &str) -> Result<Vec<usize>, AttnError> {
-        text.char_indices()
+        text.chars()
+            .enumerate()
             .map(|(at, c)| {
                 let found = u8::try_from(c)
                     .ok()
                     .and_then(|b| self.chars.binary_search(&b).ok());
-                found.ok_or_else(|| AttnError::Corpus {
-                    source: format!("{text:?}"),
-                    reason: format!("character {at}, {c:?}, is not in the vocabulary"),
+                found.ok_or_else(|| AttnError::NotInVocabulary {
+                    text: text.to_string(),
+                    at,
+                    character: c,
+                    size: self.chars.len(),
                 })
             })
             .collect()
@@ -78,10 +81,11 @@ impl Vocabulary {
         ids.iter()
             .map(|&id| match self.chars.get(id) {
                 Some(&c) => Ok(char::from(c)),
-                None => Err(AttnError::InvalidArgument {
+                None => Err(AttnError::OutOfRange {
                     name: "token id",
-                    value: id as f64,
+                    value: id,
                     requirement: "must be less than the vocabulary's size",
+                    limit: self.chars.len(),
                 }),
             })
             .collect()

@@ -223,10 +223,11 @@ impl<F: Real> LanguageModel<F> {
 
     fn check_tokens(&self, batch: &[Vec<usize>]) -> Result<(), AttnError> {
         match batch.iter().flatten().find(|&&t| t >= self.config.vocab) {
-            Some(&token) => Err(AttnError::InvalidArgument {
+            Some(&token) => Err(AttnError::OutOfRange {
                 name: "token",
-                value: token as f64,
+                value: token,
                 requirement: "must be less than the vocabulary's size",
+                limit: self.config.vocab,
             }),
             None => Ok(()),
         }

@@ -258,10 +258,11 @@ impl LanguageModel<f32> {
             });
         }
         if token >= c.vocab {
-            return Err(AttnError::InvalidArgument {
+            return Err(AttnError::OutOfRange {
                 name: "token",
-                value: token as f64,
+                value: token,
                 requirement: "must be less than the vocabulary's size",
+                limit: c.vocab,
             });
         }
         Ok(())

@@ -44,10 +44,11 @@ impl TinyTransformer {
         self.check_batch(batch)?;
         check_finite_parameters(self)?;
         if depth > self.blocks.len() {
-            return Err(AttnError::InvalidArgument {
+            return Err(AttnError::OutOfRange {
                 name: "depth",
-                value: depth as f64,
+                value: depth,
                 requirement: "must be at most the model's number of blocks",
+                limit: self.blocks.len(),
             });
         }
         let t = batch[0].len();

@@ -123,10 +123,11 @@ impl TrainConfig {
             }
         }
         if self.warmup > self.steps {
-            return Err(AttnError::InvalidArgument {
+            return Err(AttnError::OutOfRange {
                 name: "warmup",
-                value: self.warmup as f64,
+                value: self.warmup,
                 requirement: "must be at most the number of steps",
+                limit: self.steps,
             });
         }
         check_learning_rate(self.lr)

@@ -150,10 +150,12 @@ pub(crate) fn remove_heads<F: Real>(
     for &(block, head) in removed {
         for (name, value, count) in [("block", block, blocks.len()), ("head", head, heads)] {
             if !(1..=count).contains(&value) {
-                return Err(AttnError::InvalidArgument {
+                return Err(AttnError::OutOfRange {
                     name,
-                    value: value as f64,
-                    requirement: "to remove must exist: counted from 1, at most the model's",
+                    value,
+                    requirement: "to remove must exist: counted from 1, at most the model's \
+                                  number",
+                    limit: count,
                 });
             }
         }

@@ -223,11 +223,20 @@ pub fn warmup_cosine_to(
             requirement: "must be in [0, 1]",
         });
     }
-    if step >= steps || warmup > steps {
-        return Err(AttnError::InvalidArgument {
+    if step >= steps {
+        return Err(AttnError::OutOfRange {
             name: "step",
-            value: step as f64,
-            requirement: "must be less than the number of steps, with warmup at most that",
+            value: step,
+            requirement: "must be less than the number of steps",
+            limit: steps,
+        });
+    }
+    if warmup > steps {
+        return Err(AttnError::OutOfRange {
+            name: "warmup",
+            value: warmup,
+            requirement: "must be at most the number of steps",
+            limit: steps,
         });
     }
     if step < warmup {

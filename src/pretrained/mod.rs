@@ -128,10 +128,11 @@ impl Bert {
     /// does.
     pub fn without_head(&self, layer: usize, head: usize) -> Result<Bert, AttnError> {
         let Some(l) = self.layers.get(layer) else {
-            return Err(AttnError::InvalidArgument {
+            return Err(AttnError::OutOfRange {
                 name: "layer",
-                value: layer as f64,
+                value: layer,
                 requirement: "must be less than the number of layers",
+                limit: self.layers.len(),
             });
         };
         let [ln1, ln2] = l.layer_norms();
@@ -193,10 +194,11 @@ impl Bert {
             });
         }
         match ids.iter().find(|&&id| id as usize >= self.vocabulary()) {
-            Some(&id) => Err(AttnError::InvalidArgument {
+            Some(&id) => Err(AttnError::OutOfRange {
                 name: "token id",
-                value: f64::from(id),
+                value: id as usize,
                 requirement: "must be less than the vocabulary size",
+                limit: self.vocabulary(),
             }),
             None => Ok(()),
         }
@@ -208,10 +210,11 @@ impl Bert {
 /// real tokens, without the padding after them.
 pub fn mean_pool(hidden: &ArrayRef2<f32>, len: usize) -> Result<Array1<f32>, AttnError> {
     if len == 0 || len > hidden.nrows() {
-        return Err(AttnError::InvalidArgument {
+        return Err(AttnError::OutOfRange {
             name: "len",
-            value: len as f64,
+            value: len,
             requirement: "must be at least 1 and at most the number of rows",
+            limit: hidden.nrows(),
         });
     }
     check_finite("hidden", hidden)?;

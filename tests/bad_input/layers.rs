@@ -139,10 +139,20 @@ fn pretrained_model_pieces_reject_bad_arguments() {
     );
     assert_eq!(
         mha.without_head(2).unwrap_err().to_string(),
-        "head must be less than the number of heads h, got 2"
+        "head must be less than the number of heads h (2), got 2"
     );
     let hidden = Array2::<f32>::ones((3, 4));
-    assert!(mean_pool(&hidden, 0).is_err() && mean_pool(&hidden, 4).is_err());
+    assert!(mean_pool(&hidden, 0).is_err());
+    assert_eq!(
+        mean_pool(&hidden, 4).unwrap_err().to_string(),
+        "len must be at least 1 and at most the number of rows (3), got 4"
+    );
+    // A length past the padded length names both.
+    let padding = attn::masking::real_positions(7, 4, attn::masking::Padding::Right);
+    assert_eq!(
+        padding.unwrap_err().to_string(),
+        "len must be at most the padded length (4), got 7"
+    );
     assert!(cosine(&Array1::zeros(3), &Array1::zeros(4)).is_err());
     // A model directory that is not there names the file and the command.
     let missing = attn::pretrained::Bert::load(std::path::Path::new("no/such/model"));

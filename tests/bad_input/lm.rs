@@ -100,3 +100,16 @@ fn generation_refuses_an_empty_prompt_or_unknown_tokens() {
     assert!(corpus.vocab().encode("z").is_err());
     assert!(LanguageModel::from_safetensors(b"not a file").is_err());
 }
+
+/// A prompt with a character the model never saw: the error names the
+/// prompt, the character and where it is, and calls it a prompt to encode,
+/// not a corpus.
+#[test]
+fn encoding_names_the_character_the_vocabulary_lacks() {
+    let corpus = Corpus::from_text(b"abcdefghij").unwrap();
+    let error = corpus.vocab().encode("abz").unwrap_err().to_string();
+    for part in ["\"abz\"", "character 2", "'z'", "10 characters"] {
+        assert!(error.contains(part), "{part} not in: {error}");
+    }
+    assert!(!error.contains("corpus"), "{error}");
+}
