@@ -395,18 +395,29 @@
             }
             caption.textContent = "Shaded: the weight block " + (chosen[0] + 1) + ", head " + (chosen[1] + 1) +
                 " puts on each of the last " + t + " characters from the newest one. Below: every head's weights, one row a character.";
+            // Each picture shades from the theme's background to its link
+            // colour (both set on the canvas by widgets.css), by the square
+            // root of the weight, so that small weights still show.
+            var style = getComputedStyle(canvases[0]);
+            var zero = rgb(style.backgroundColor), one = rgb(style.color);
             for (var i = 0; i < heads; i++) {
                 var ctx = canvases[i].getContext("2d");
                 var image = ctx.createImageData(64, 64);
                 for (var q = 0; q < 64; q++) {
                     for (var c = 0; c < 64; c++) {
                         var v = q < t && c < t ? out[2 + i * t * t + q * t + c] : 0;
-                        var at = 4 * (q * 64 + c), level = Math.round(255 * (1 - Math.sqrt(v)));
-                        image.data[at] = level; image.data[at + 1] = level; image.data[at + 2] = 255; image.data[at + 3] = 255;
+                        var at = 4 * (q * 64 + c), s = Math.sqrt(v);
+                        for (var ch = 0; ch < 3; ch++) image.data[at + ch] = Math.round(zero[ch] + s * (one[ch] - zero[ch]));
+                        image.data[at + 3] = 255;
                     }
                 }
                 ctx.putImageData(image, 0, 0);
             }
+        }
+        // "rgb(r, g, b)" as the browser reports a colour: [r, g, b].
+        function rgb(colour) {
+            var parts = (colour.match(/[0-9.]+/g) || ["0", "0", "0"]).slice(0, 3);
+            return parts.map(Number);
         }
         function attention(shown) {
             call.hand(new TextEncoder().encode(shown));
