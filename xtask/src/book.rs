@@ -91,11 +91,17 @@ pub(crate) fn browser_check() -> Step {
         .env("WIDGETS_GOLDEN", root().join("wasm/golden/widgets.json")))
 }
 
-/// `mdbook test` against the library the tests built: cargo names the
-/// files of the library and of each dependency (`--message-format=json`;
-/// nothing is rebuilt after `cargo test`), and they are linked into a
-/// fresh [`MDBOOK_DEPS`], one build of each.
+/// `mdbook test` against the library the tests built ([`library_dir`]).
 pub(crate) fn mdbook_test() -> Step {
+    library_dir()?;
+    run(book_tool("mdbook").args(["test", "-L", MDBOOK_DEPS]))
+}
+
+/// A fresh [`MDBOOK_DEPS`] holding one build of the library and of each of
+/// its dependencies: the build `cargo test --workspace` made, whose files
+/// cargo names (`--message-format=json`; nothing is rebuilt after `cargo
+/// test`). `mdbook test` and the exercises' check compile against it.
+pub(crate) fn library_dir() -> Result<std::path::PathBuf, String> {
     let deps = root().join(MDBOOK_DEPS);
     if deps.exists() {
         std::fs::remove_dir_all(&deps).map_err(|e| format!("wiping {MDBOOK_DEPS}: {e}"))?;
@@ -136,9 +142,9 @@ pub(crate) fn mdbook_test() -> Step {
         }
     }
     if linked == 0 {
-        return Err("cargo named no library files for `mdbook test`".into());
+        return Err(format!("cargo named no library files for {MDBOOK_DEPS}"));
     }
-    run(book_tool("mdbook").args(["test", "-L", MDBOOK_DEPS]))
+    Ok(deps)
 }
 
 /// `mdbook build` with KaTeX (links are checked by [`browser_check`]); any
@@ -182,9 +188,12 @@ pub(crate) fn figures() -> Step {
     let examples = examples()?;
     // Built in one command first, so that cargo compiles them side by side
     // on every core; `cargo run --example NAME` one at a time would build
-    // them one after another.
+    // them one after another. With `--workspace`, cargo resolves the
+    // dependencies' features as `cargo test --workspace` does and reuses
+    // the library it built; without, it builds the library and a third of
+    // its dependencies again, with fewer features.
     let mut build = cargo();
-    build.args(["build", "--locked"]);
+    build.args(["build", "--workspace", "--locked"]);
     for example in &examples {
         build.args(["--example", example]);
     }

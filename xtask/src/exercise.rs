@@ -206,7 +206,11 @@ fn start(ex: &Exercise) -> Step {
     write(&checks_file(&learner(), ex), &tests)?;
     register(&ex.module())?;
     let m = ex.module();
-    prune_private_imports(&learner(), &m, Some(&m))?;
+    prune_private_imports(
+        &|| cargo_check(&learner(), &m).map(|(_, stderr)| stderr),
+        &learner(),
+        Some(&m),
+    )?;
     if !compiles(&learner(), &m)? {
         // Its tests need the crate's private helpers: undo, and say so.
         let _ = std::fs::remove_file(&path);
@@ -235,8 +239,10 @@ approx = \"0.5\"\n\n[workspace]\n\nPROFILES\n\
 
 /// [`MANIFEST`] for the crate `name` whose `attn` is at `attn` (relative),
 /// with the book's own `[profile.*]` sections copied from its `Cargo.toml`,
-/// so that the dependencies already built in the book's `target/` are not
-/// built again with other settings.
+/// so that the learner's tests run the library and its dependencies
+/// optimised as the book's own tests do. (Cargo still builds them once
+/// more for the learner's crate, whose dependencies' features it resolves
+/// without the book's other crates.)
 pub(crate) fn manifest(attn: &str, name: &str) -> Result<String, String> {
     let book = root().join("Cargo.toml");
     let text = std::fs::read_to_string(&book).map_err(|e| format!("{}: {e}", book.display()))?;
@@ -418,9 +424,13 @@ pub(crate) fn run_tests(module: &str) -> Result<bool, String> {
 /// does not need), as `cargo check` names them (E0603), with `features`
 /// on; only in the files of `only` (a module), if given. A comment says
 /// what was removed.
-fn prune_private_imports(dir: &Path, features: &str, only: Option<&str>) -> Step {
+fn prune_private_imports(
+    check: &dyn Fn() -> Result<String, String>,
+    dir: &Path,
+    only: Option<&str>,
+) -> Step {
     for _ in 0..4 {
-        let (_, stderr) = cargo_check(dir, features)?;
+        let stderr = check()?;
         let mut private: Vec<(String, usize, String)> = stderr
             .lines()
             .filter(|l| l.contains("error[E0603]"))

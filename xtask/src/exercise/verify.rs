@@ -1,12 +1,16 @@
 //! `cargo xtask exercise verify`, run by `cargo xtask test`: the stubs
 //! fail the book's tests and the solutions pass them, outside the crate.
+//!
+//! The scratch crates are compiled by rustc itself against the book's own
+//! build of the library ([`crate::book::library_dir`]). Cargo, given a
+//! crate of its own, resolves the dependencies' features without the
+//! book's other crates and builds the library and a third of its
+//! dependencies again: about a minute of a CI run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{
-    cargo_check, checks_file, exercises, manifest, pin_versions, prune_private_imports, stub, write,
-};
+use super::{checks_file, exercises, prune_private_imports, stub, write};
 use crate::{root, Step};
 
 /// `cargo xtask exercise verify`: every exercise with a listing of its own
@@ -18,8 +22,9 @@ use crate::{root, Step};
 pub(crate) fn verify() -> Step {
     let mut defects = Vec::new();
     let mut counts = [0; 2];
+    let rustc = Rustc::new()?;
     for solved in [false, true] {
-        let results = run_all(solved)?;
+        let results = run_all(&rustc, solved)?;
         counts[usize::from(solved)] = results.len();
         for (module, passed, failed) in results {
             let kind = if solved { "solution" } else { "stub" };
@@ -52,17 +57,11 @@ pub(crate) fn verify() -> Step {
 
 /// Every exercise's module, stubbed or solved, in a scratch crate; each
 /// module's count of passing and failing tests.
-fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
+fn run_all(rustc: &Rustc, solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
     let all = exercises()?;
     let name = if solved { "solved" } else { "stubs" };
     let dir = root().join("target/exercise-check").join(name);
-    let _ = std::fs::remove_dir_all(dir.join("src"));
-    write(
-        &dir.join("Cargo.toml"),
-        // Each scratch crate its own name: they share `target/`.
-        &manifest("../../..", &format!("learner-{name}"))?,
-    )?;
-    pin_versions(&dir)?;
+    let _ = std::fs::remove_dir_all(&dir);
     let mut lib = String::from("//! Every exercise's module.\n");
     let mut modules = Vec::new();
     for ex in &all {
@@ -82,12 +81,12 @@ fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
     if !solved {
         // The stubs lose the solution's private imports, as a reader's do;
         // the solutions keep them, so that their errors name what is private.
-        prune_private_imports(&dir, "", None)?;
+        prune_private_imports(&|| rustc.check(&dir), &dir, None)?;
     }
     // A solution written with the crate's private helpers, or tests that
     // use them, compile only inside the crate, where `cargo test` runs
     // them; leave them out here.
-    let (outside, broken) = modules_that_do_not_compile(&dir)?;
+    let (outside, broken) = modules_that_do_not_compile(&rustc.check(&dir)?);
     if !broken.is_empty() {
         return Err(format!(
             "these {name} fail to compile for another reason than the crate's private \
@@ -102,18 +101,15 @@ fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
     modules.retain(|m| !outside.contains(m));
     let lib: String = modules.iter().map(|m| format!("pub mod {m};\n")).collect();
     write(&dir.join("src/lib.rs"), &lib)?;
-    let output = Command::new(env!("CARGO"))
-        .args(["test", "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(root().join("target"))
-        .args(["--lib", "--no-fail-fast"])
+    let tests = rustc.build_tests(&dir)?;
+    let output = Command::new(&tests)
+        .current_dir(&dir)
         .output()
-        .map_err(|e| format!("cargo test: {e}"))?;
+        .map_err(|e| format!("running {}: {e}", tests.display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !stdout.contains("test result") {
         return Err(format!(
-            "the {name} do not compile:\n{}",
+            "the {name}' tests did not run:\n{stdout}{}",
             String::from_utf8_lossy(&output.stderr)
         ));
     }
@@ -132,10 +128,9 @@ fn run_all(solved: bool) -> Result<Vec<(String, usize, usize)>, String> {
         .collect())
 }
 
-/// The modules of the crate in `dir` that `cargo check` finds errors in:
-/// those with a private-item error (E0603), and the others (broken).
-fn modules_that_do_not_compile(dir: &Path) -> Result<(Vec<String>, Vec<String>), String> {
-    let (_, stderr) = cargo_check(dir, "")?;
+/// The modules that rustc's errors (`stderr`, in its short format) are
+/// in: those with a private-item error (E0603), and the others (broken).
+fn modules_that_do_not_compile(stderr: &str) -> (Vec<String>, Vec<String>) {
     let module_of = |l: &str| {
         let (path, _) = l.strip_prefix("src/")?.split_once(".rs:")?;
         Some(path.rsplit('/').next()?.to_string()) // ch11_4, or checks/ch11_4
@@ -153,5 +148,85 @@ fn modules_that_do_not_compile(dir: &Path) -> Result<(Vec<String>, Vec<String>),
         .partition(|m| errors.iter().any(|(e, p)| e == m && *p));
     // A module with a private-item error may show others that follow from
     // it; a module with errors but none of that kind is broken.
-    Ok((private, broken))
+    (private, broken)
+}
+
+/// rustc, as cargo runs it, with the book's build of `attn` and of the
+/// other crates a learner's code may use.
+struct Rustc {
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+impl Rustc {
+    /// The learner's crates name these (their `Cargo.toml`).
+    const CRATES: [&str; 4] = ["attn", "ndarray", "ndarray_rand", "approx"];
+
+    fn new() -> Result<Rustc, String> {
+        let deps = crate::book::library_dir()?;
+        let mut args = vec![
+            "--edition=2021".to_string(),
+            "--error-format=short".into(),
+            "--test".into(),
+            format!("-Ldependency={}", deps.display()),
+        ];
+        let files: Vec<PathBuf> = std::fs::read_dir(&deps)
+            .map_err(|e| format!("{}: {e}", deps.display()))?
+            .filter_map(|entry| Some(entry.ok()?.path()))
+            .collect();
+        for name in Rustc::CRATES {
+            let prefix = format!("lib{name}-");
+            let rlib = files.iter().find(|f| {
+                let file = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                file.starts_with(&prefix) && file.ends_with(".rlib")
+            });
+            let rlib = rlib.ok_or_else(|| format!("no {name} library in {}", deps.display()))?;
+            args.push(format!("--extern={name}={}", rlib.display()));
+        }
+        // The rustc beside the cargo running this, the one that built the
+        // libraries (rustc refuses libraries another version built).
+        let cargo = PathBuf::from(env!("CARGO"));
+        let program = cargo.with_file_name("rustc");
+        let program = match program.exists() {
+            true => program,
+            false => PathBuf::from("rustc"),
+        };
+        Ok(Rustc { program, args })
+    }
+
+    fn command(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.current_dir(dir).args(&self.args).arg("src/lib.rs");
+        cmd
+    }
+
+    /// The errors of the crate in `dir` and of its tests, one a line
+    /// (`src/ch11_4.rs:3:5: error[E0603]: …`).
+    fn check(&self, dir: &Path) -> Result<String, String> {
+        let output = self
+            .command(dir)
+            .args(["--emit=metadata", "--out-dir", "check"])
+            .output()
+            .map_err(|e| format!("{}: {e}", self.program.display()))?;
+        Ok(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+
+    /// The crate's test binary.
+    fn build_tests(&self, dir: &Path) -> Result<PathBuf, String> {
+        let binary = dir.join("tests");
+        let output = self
+            .command(dir)
+            .args(["-Copt-level=1", "-o"])
+            .arg(&binary)
+            .output()
+            .map_err(|e| format!("{}: {e}", self.program.display()))?;
+        match output.status.success() {
+            true => Ok(binary),
+            false => Err(format!(
+                "the tests in {} do not compile:\n{}",
+                dir.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )),
+        }
+    }
 }
