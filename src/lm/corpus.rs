@@ -276,7 +276,7 @@ mod tests {
     fn characters_and_ids_outside_the_vocabulary_are_refused() {
         let c = Corpus::from_text(b"to be, or not to be").unwrap();
         let e = c.vocab().encode("to bed?").unwrap_err().to_string();
-        assert!(e.contains("character 5, 'd', is not in"), "{e}");
+        assert!(e.contains("character 5, 'd', is not one of"), "{e}");
         assert!(c.vocab().encode("é").is_err());
         let e = c.vocab().decode(&[0, 8]).unwrap_err().to_string();
         assert!(e.contains("token id") && e.contains('8'), "{e}");

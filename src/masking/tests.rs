@@ -204,7 +204,7 @@ fn padding_masks_hide_the_padding_keys() {
     let err = key_padding_mask(2, 6, 5, Padding::Left).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "len must be at most the padded length, got 6"
+        "len must be at most the padded length (5), got 6"
     );
 }
 
