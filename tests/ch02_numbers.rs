@@ -171,5 +171,5 @@ fn bind_prose(b: &mut Bindings) {
         .iter()
         .zip(&softmax(&shifted).unwrap())
         .all(|(a, b)| (a - b).abs() < 1e-7);
-    b.claim("while the result stays the same", same);
+    b.claim("without changing the result", same);
 }

@@ -75,6 +75,56 @@ fn right_answers_are_spread_over_the_letters() {
     }
 }
 
+/// An option's length must not give the answer away, as it does when the
+/// right option is the one careful, qualified sentence among short wrong
+/// ones. The right option is the longest in at most a third of the
+/// questions (a quarter by chance), and in none is it more than half as
+/// long again as the longest wrong option.
+#[test]
+fn right_answers_do_not_stand_out_by_length() {
+    let (mut questions, mut longest, mut outliers) = (0, 0, Vec::new());
+    for (name, text) in chapters() {
+        let quiz = text.split("## Quiz").nth(1).unwrap_or_default();
+        let parts: Vec<&str> = quiz.split("<summary>Answer</summary>").collect();
+        for (i, pair) in parts.windows(2).enumerate() {
+            let right = pair[1].trim_start().chars().nth(1).unwrap();
+            let options: Vec<(char, usize)> = pair[0]
+                .lines()
+                .filter_map(|l| {
+                    let rest = l.strip_prefix("- (")?;
+                    let letter = rest.chars().next()?;
+                    Some((letter, rest.chars().count() - 3))
+                })
+                .collect();
+            let of = |wanted: bool| {
+                options
+                    .iter()
+                    .filter(|(l, _)| (*l == right) == wanted)
+                    .map(|&(_, n)| n)
+                    .max()
+                    .unwrap_or(0)
+            };
+            let (right_len, wrong_len) = (of(true), of(false));
+            questions += 1;
+            if right_len > wrong_len {
+                longest += 1;
+            }
+            if 2 * right_len > 3 * wrong_len {
+                outliers.push(format!("{name} question {} ({right})", i + 1));
+            }
+        }
+    }
+    assert!(
+        3 * longest <= questions,
+        "the right option is the longest in {longest} of {questions} questions"
+    );
+    assert!(
+        outliers.is_empty(),
+        "right options more than half as long again as every wrong one: {}",
+        outliers.join(", ")
+    );
+}
+
 #[test]
 fn numeric_answers() {
     // Chapter 3: the standard deviation of q·k at d_k = 256 is 16.
