@@ -6,6 +6,7 @@
 use ndarray::{Array2, ArrayRef2};
 use ndarray_rand::rand::rngs::StdRng;
 
+use crate::check::check_finite;
 use crate::error::AttnError;
 pub(crate) use crate::nn::{
     attention_backward, attention_forward, cross_entropy, ffn_backward, ffn_forward,
@@ -63,6 +64,38 @@ pub(crate) fn gradient_error(
     x: &ArrayRef2<f64>,
 ) -> f64 {
     max_relative_error(analytic, &numerical_gradient(f, x, STEP))
+}
+
+/// Chapter 11's gradient check, for callers outside the crate (its
+/// exercises check their backward passes with it): the largest relative
+/// error, `max |a − b| / max(max |a|, max |b|)`, between `analytic` and
+/// the central differences of `f` at `x` (step [`STEP`]); or an error if
+/// their shapes differ, or if `x`, `analytic` or `f` near `x` is not
+/// finite.
+pub fn check_gradient(
+    analytic: &ArrayRef2<f64>,
+    f: impl Fn(&Matrix) -> f64,
+    x: &ArrayRef2<f64>,
+) -> Result<f64, AttnError> {
+    if analytic.dim() != x.dim() {
+        return Err(AttnError::ShapesDiffer {
+            what: "the analytic gradient and the point x",
+            left: analytic.dim(),
+            right: x.dim(),
+        });
+    }
+    check_finite("x", x)?;
+    check_finite("the analytic gradient", analytic)?;
+    let error = gradient_error(analytic, &f, x);
+    let at_x = f(&x.to_owned());
+    match (at_x.is_finite(), error.is_finite()) {
+        (true, true) => Ok(error),
+        _ => Err(AttnError::InvalidArgument {
+            name: "f at and near x",
+            value: if at_x.is_finite() { error } else { at_x },
+            requirement: "must be finite",
+        }),
+    }
 }
 
 /// The largest of several errors.

@@ -161,3 +161,28 @@ fn pretrained_model_pieces_reject_bad_arguments() {
         .to_string()
         .contains("no/such/model/config.json"));
 }
+
+/// Chapter 11's gradient check, as readers call it: shapes that differ, a
+/// point that is not finite, a function that is not finite there.
+#[test]
+fn the_gradient_check_refuses_what_it_cannot_compare() {
+    use attn::grad::check_gradient;
+    let x = Array2::<f64>::ones((2, 3));
+    let sum = |x: &Array2<f64>| x.sum();
+    assert!(check_gradient(&x, sum, &x).unwrap() < 1e-9);
+    let wide = Array2::<f64>::ones((2, 4));
+    assert!(check_gradient(&wide, sum, &x)
+        .unwrap_err()
+        .to_string()
+        .contains("2×4"));
+    let mut nan = x.clone();
+    nan[[1, 2]] = f64::NAN;
+    assert!(check_gradient(&x, sum, &nan)
+        .unwrap_err()
+        .to_string()
+        .contains("NaN"));
+    let log = |x: &Array2<f64>| x.mapv(f64::ln).sum();
+    let at_zero = Array2::<f64>::zeros((2, 3));
+    let error = check_gradient(&x, log, &at_zero).unwrap_err().to_string();
+    assert!(error.contains("f at and near x"), "{error}");
+}
