@@ -178,8 +178,10 @@ async function widgetProblems(page, name) {
   const dark = await browser.newContext({ viewport: { width: 390, height: 900 } });
   await dark.addInitScript(() => localStorage.setItem('mdbook-theme', 'coal'));
   const phone = await dark.newPage();
-  let bytes = 0;
-  phone.on('response', async (r) => { bytes += (await r.body().catch(() => Buffer.alloc(0))).length; });
+  // Each response's size, awaited before they are added up: read as they
+  // arrive, bodies still in transit went uncounted, and the weight varied.
+  const sizes = [];
+  phone.on('response', (r) => sizes.push(r.body().then((b) => b.length, () => 0)));
   phone.on('console', (m) => { if (m.type() === 'error') out.push(`coal theme at 390 px: console error: ${m.text()}`); });
   phone.on('pageerror', (e) => out.push(`coal theme at 390 px: page error: ${e.message}`));
   const started = Date.now();
@@ -193,6 +195,7 @@ async function widgetProblems(page, name) {
   const themed = await phone.evaluate(() => document.documentElement.classList.contains('coal'));
   if (!themed) out.push('coal theme at 390 px: the page did not take the theme');
   await phone.waitForLoadState('networkidle'); // every byte counted
+  const bytes = (await Promise.all(sizes)).reduce((sum, n) => sum + n, 0);
   weights.push(`${name}: ${(bytes / 1e6).toFixed(2)} MB, widgets ready in ${ready} ms`);
   await dark.close();
 
