@@ -503,6 +503,9 @@ for (const [from, href] of links) {
   }
 }
 
+// A check that drove nothing has checked nothing.
+if (quizPages === 0) problems.push('no quiz was answered on any page');
+if (golden && widgetsBuilt && widgetCases === 0) problems.push('no widget case was checked');
 if (problems.length) {
   console.error(problems.join('\n'));
   console.error(`\n${problems.length} problems on ${pages.length} pages`);
@@ -510,7 +513,7 @@ if (problems.length) {
 }
 console.log(`widget pages at 390 px, coal theme, from this machine's server (chapter 15's weights load on Write: ${
   fs.existsSync(path.join(root, 'widgets/ch15-weights.js')) ? (fs.statSync(path.join(root, 'widgets/ch15-weights.js')).size / 1e6).toFixed(2) : '?'} MB more):`);
-for (const w of weights) console.log(`  ${w}`);
+for (const w of weights.sort()) console.log(`  ${w}`);
 console.log(`links leaving the book (listed, not fetched): ${outside.size}`);
 for (const href of [...outside].sort()) console.log(`  ${href}`);
 console.log(`browser check: ${pages.length} pages at ${widths.join(' px and ')} px, ${links.length} links, quizzes answered on ${quizPages} pages, ${widgetCases} widget cases equal to the crate's${studentRoot ? ', the student edition without answers' : ''}: no problems`);

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{capture, cargo, root, run, side_by_side, Step};
+use crate::{capture, cargo, executables, root, run, side_by_side, Step};
 
 /// The book tools, pinned: (crate, version). Installed with `cargo install --locked`.
 /// Links are checked by the browser check, which loads every page.
@@ -197,9 +197,18 @@ pub(crate) fn figures() -> Step {
     for example in &examples {
         build.args(["--example", example]);
     }
-    run(&mut build)?;
+    let built = executables(&mut build)?;
+    let mut paths = std::collections::BTreeMap::new();
+    for b in built.into_iter().filter(|b| !b.test) {
+        paths.insert(b.name, b.executable);
+    }
+    if let Some(missing) = examples.iter().find(|e| !paths.contains_key(*e)) {
+        return Err(format!(
+            "cargo named no executable for the example {missing}"
+        ));
+    }
     side_by_side(&examples, |example| {
-        let mut cmd = Command::new(root().join("target/debug/examples").join(example));
+        let mut cmd = Command::new(&paths[example]);
         cmd.current_dir(root());
         cmd
     })

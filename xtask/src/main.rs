@@ -241,41 +241,76 @@ fn test_binaries() -> Result<BTreeMap<String, (PathBuf, PathBuf)>, String> {
         "--bins",
         "--tests",
         "--no-run",
-        "--message-format=json-render-diagnostics",
     ]);
-    eprintln!("\n==> {}", describe(&build));
-    let out = build
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| format!("could not start `{}`: {e}", describe(&build)))?;
-    if !out.status.success() {
-        return Err(format!("`{}` failed ({})", describe(&build), out.status));
-    }
     let mut binaries = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let (Some(executable), Some(manifest), Some(source), Some(true)) = (
-            message["executable"].as_str(),
-            message["manifest_path"].as_str(),
-            message["target"]["src_path"].as_str(),
-            message["profile"]["test"].as_bool(),
-        ) else {
-            continue;
-        };
-        // Named by its source, `tests/ch12_numbers.rs` or `report/src/lib.rs`.
-        let name = Path::new(source)
-            .strip_prefix(root())
-            .unwrap_or(Path::new(source));
-        let name = name.display().to_string();
-        let dir = Path::new(manifest).parent().unwrap_or(Path::new("."));
-        binaries.insert(name, (PathBuf::from(executable), dir.to_path_buf()));
+    for built in executables(&mut build)?.into_iter().filter(|b| b.test) {
+        let name = built.source.clone();
+        if binaries
+            .insert(name, (built.executable, built.dir))
+            .is_some()
+        {
+            return Err(format!("two test binaries from {}", built.source));
+        }
     }
     match binaries.is_empty() {
         true => Err("`cargo test --no-run` named no test binaries".into()),
         false => Ok(binaries),
     }
+}
+
+/// An executable a cargo build made, as its JSON messages name it.
+pub(crate) struct Built {
+    /// Its source file, relative to the repository: `tests/ch12_numbers.rs`.
+    pub(crate) source: String,
+    /// Its target's name: `ch12_numbers`, or an example's name.
+    pub(crate) name: String,
+    /// Whether it is a test harness (`cargo test --no-run`).
+    pub(crate) test: bool,
+    /// Where cargo put it (wherever the target directory is).
+    pub(crate) executable: PathBuf,
+    /// Its package's directory, where `cargo test` and `cargo run` start it.
+    pub(crate) dir: PathBuf,
+}
+
+/// Runs the cargo build `build` (its progress shown) and returns the
+/// executables it made or found up to date.
+pub(crate) fn executables(build: &mut Command) -> Result<Vec<Built>, String> {
+    build.arg("--message-format=json-render-diagnostics");
+    eprintln!("\n==> {}", describe(build));
+    let out = build
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start `{}`: {e}", describe(build)))?;
+    if !out.status.success() {
+        return Err(format!("`{}` failed ({})", describe(build), out.status));
+    }
+    let mut built = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(executable), Some(manifest), Some(source), Some(name), Some(test)) = (
+            message["executable"].as_str(),
+            message["manifest_path"].as_str(),
+            message["target"]["src_path"].as_str(),
+            message["target"]["name"].as_str(),
+            message["profile"]["test"].as_bool(),
+        ) else {
+            continue;
+        };
+        let relative = Path::new(source)
+            .strip_prefix(root())
+            .unwrap_or(Path::new(source));
+        let dir = Path::new(manifest).parent().unwrap_or(Path::new("."));
+        built.push(Built {
+            source: relative.display().to_string(),
+            name: name.to_string(),
+            test,
+            executable: PathBuf::from(executable),
+            dir: dir.to_path_buf(),
+        });
+    }
+    Ok(built)
 }
 
 pub(crate) fn root() -> PathBuf {

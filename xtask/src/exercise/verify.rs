@@ -177,21 +177,32 @@ impl Rustc {
             .collect();
         for name in Rustc::CRATES {
             let prefix = format!("lib{name}-");
-            let rlib = files.iter().find(|f| {
-                let file = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-                file.starts_with(&prefix) && file.ends_with(".rlib")
-            });
-            let rlib = rlib.ok_or_else(|| format!("no {name} library in {}", deps.display()))?;
+            let rlibs: Vec<&PathBuf> = files
+                .iter()
+                .filter(|f| {
+                    let file = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                    file.starts_with(&prefix) && file.ends_with(".rlib")
+                })
+                .collect();
+            let [rlib] = rlibs[..] else {
+                return Err(format!(
+                    "{} builds of {name} in {}, not one",
+                    rlibs.len(),
+                    deps.display()
+                ));
+            };
             args.push(format!("--extern={name}={}", rlib.display()));
         }
-        // The rustc beside the cargo running this, the one that built the
-        // libraries (rustc refuses libraries another version built).
-        let cargo = PathBuf::from(env!("CARGO"));
-        let program = cargo.with_file_name("rustc");
-        let program = match program.exists() {
-            true => program,
-            false => PathBuf::from("rustc"),
-        };
+        // The rustc cargo uses, the one that built the libraries (rustc
+        // refuses libraries another version built): `$RUSTC`, or the one
+        // beside the cargo running the build.
+        let beside_cargo = std::env::var_os("CARGO")
+            .map(|cargo| PathBuf::from(cargo).with_file_name("rustc"))
+            .filter(|rustc| rustc.exists());
+        let program = std::env::var_os("RUSTC")
+            .map(PathBuf::from)
+            .or(beside_cargo)
+            .unwrap_or_else(|| PathBuf::from("rustc"));
         Ok(Rustc { program, args })
     }
 
@@ -217,7 +228,13 @@ impl Rustc {
         let binary = dir.join("tests");
         let output = self
             .command(dir)
-            .args(["-Copt-level=1", "-o"])
+            // As cargo's test profile: checks on, whatever the level.
+            .args([
+                "-Copt-level=1",
+                "-Cdebug-assertions=on",
+                "-Coverflow-checks=on",
+                "-o",
+            ])
             .arg(&binary)
             .output()
             .map_err(|e| format!("{}: {e}", self.program.display()))?;
