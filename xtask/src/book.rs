@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{capture, cargo, executables, root, run, side_by_side, Step};
+use crate::{artifacts, capture, cargo, executables, root, run, side_by_side, Step};
 
 /// The book tools, pinned: (crate, version). Installed with `cargo install --locked`.
 /// Links are checked by the browser check, which loads every page.
@@ -99,8 +99,8 @@ pub(crate) fn mdbook_test() -> Step {
 
 /// A fresh [`MDBOOK_DEPS`] holding one build of the library and of each of
 /// its dependencies: the build `cargo test --workspace` made, whose files
-/// cargo names (`--message-format=json`; nothing is rebuilt after `cargo
-/// test`). `mdbook test` and the exercises' check compile against it.
+/// cargo names ([`artifacts`]; nothing is rebuilt after `cargo test`).
+/// `mdbook test` and the exercises' check compile against it.
 pub(crate) fn library_dir() -> Result<std::path::PathBuf, String> {
     let deps = root().join(MDBOOK_DEPS);
     if deps.exists() {
@@ -109,21 +109,10 @@ pub(crate) fn library_dir() -> Result<std::path::PathBuf, String> {
     std::fs::create_dir_all(&deps).map_err(|e| format!("creating {MDBOOK_DEPS}: {e}"))?;
     // The test targets' build: the library as the integration tests link
     // it (with the features the dev-dependencies unify), already built.
-    let messages = capture(cargo().args([
-        "test",
-        "--workspace",
-        "--locked",
-        "--tests",
-        "--no-run",
-        "--message-format=json",
-    ]))?;
+    let mut build = cargo();
+    build.args(["test", "--workspace", "--locked", "--tests", "--no-run"]);
     let mut linked = 0;
-    for line in messages.lines().filter(|l| l.starts_with('{')) {
-        let message: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("cargo's JSON message: {e}"))?;
-        if message["reason"] != "compiler-artifact" {
-            continue;
-        }
+    for message in artifacts(&mut build)? {
         for file in message["filenames"].as_array().into_iter().flatten() {
             let file = Path::new(file.as_str().unwrap_or_default());
             // The rlibs (and proc macros): an .rmeta beside them would be a

@@ -272,9 +272,9 @@ pub(crate) struct Built {
     pub(crate) dir: PathBuf,
 }
 
-/// Runs the cargo build `build` (its progress shown) and returns the
-/// executables it made or found up to date.
-pub(crate) fn executables(build: &mut Command) -> Result<Vec<Built>, String> {
+/// Runs the cargo build `build` (its progress shown) and returns its
+/// `compiler-artifact` messages: the files it made or found up to date.
+pub(crate) fn artifacts(build: &mut Command) -> Result<Vec<serde_json::Value>, String> {
     build.arg("--message-format=json-render-diagnostics");
     eprintln!("\n==> {}", describe(build));
     let out = build
@@ -284,11 +284,21 @@ pub(crate) fn executables(build: &mut Command) -> Result<Vec<Built>, String> {
     if !out.status.success() {
         return Err(format!("`{}` failed ({})", describe(build), out.status));
     }
-    let mut built = Vec::new();
+    let mut messages = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
+        let message: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("cargo's JSON message: {e}"))?;
+        if message["reason"] == "compiler-artifact" {
+            messages.push(message);
+        }
+    }
+    Ok(messages)
+}
+
+/// The executables of the cargo build `build` ([`artifacts`]).
+pub(crate) fn executables(build: &mut Command) -> Result<Vec<Built>, String> {
+    let mut built = Vec::new();
+    for message in artifacts(build)? {
         let (Some(executable), Some(manifest), Some(source), Some(name), Some(test)) = (
             message["executable"].as_str(),
             message["manifest_path"].as_str(),
