@@ -28,6 +28,11 @@ fn chapters() -> Vec<(String, String)> {
     files
 }
 
+/// The letter an answer opens with: `(c). The variance …` → `c`.
+fn right_letter(answer: &str) -> char {
+    answer.trim_start().chars().nth(1).unwrap()
+}
+
 #[test]
 fn every_chapter_has_a_quiz_with_an_answer_per_question() {
     let chapters = chapters();
@@ -46,7 +51,7 @@ fn every_chapter_has_a_quiz_with_an_answer_per_question() {
         assert_eq!(questions, answers, "{name}: every question needs an answer");
         // Each answer names one of the listed options.
         for answer in quiz.split("<summary>Answer</summary>").skip(1) {
-            let letter = answer.trim_start().chars().nth(1).unwrap();
+            let letter = right_letter(answer);
             assert!("abcd".contains(letter), "{name}: answer {letter}");
         }
     }
@@ -62,7 +67,7 @@ fn right_answers_are_spread_over_the_letters() {
     for (_, text) in chapters() {
         let quiz = text.split("## Quiz").nth(1).unwrap_or_default();
         for answer in quiz.split("<summary>Answer</summary>").skip(1) {
-            let letter = answer.trim_start().chars().nth(1).unwrap();
+            let letter = right_letter(answer);
             counts[(letter as u8 - b'a') as usize] += 1;
         }
     }
@@ -87,7 +92,7 @@ fn right_answers_do_not_stand_out_by_length() {
         let quiz = text.split("## Quiz").nth(1).unwrap_or_default();
         let parts: Vec<&str> = quiz.split("<summary>Answer</summary>").collect();
         for (i, pair) in parts.windows(2).enumerate() {
-            let right = pair[1].trim_start().chars().nth(1).unwrap();
+            let right = right_letter(pair[1]);
             let options: Vec<(char, usize)> = pair[0]
                 .lines()
                 .filter_map(|l| {
