@@ -19,8 +19,12 @@ least 10), whose mean is written:
   crate's backward pass is timed the same way, from a forward pass kept
   aside;
 - "multihead": `nn.MultiheadAttention(512, 8, bias=False, batch_first=True)`
-  with need_weights=False at n = 512, the crate's layer (which has no biases).
+  with need_weights=False at n = 512, the crate's layer (which has no biases);
+- "product": one 512×512 by 512×512 product (`torch.mm`, which calls the BLAS
+  PyTorch was built with), the product the crate's benchmark also times.
 """
+
+import re
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +38,8 @@ LENGTHS = [1024, 2048, 4096]
 def main():
     print(
         f"# {run_header()}; statistic: mean; mean of 2 s of calls after 0.5 s of warm-up; "
-        f"torch {torch.__version__}, cpu capability {torch.backends.cpu.get_cpu_capability()}"
+        f"torch {torch.__version__}, cpu capability {torch.backends.cpu.get_cpu_capability()}, "
+        f"BLAS {blas_name()}"
         f"{allocator_settings()}"
     )
     print("function,threads,n,mean_ns")
@@ -57,6 +62,15 @@ def main():
             x = torch.randn(1, 512, 512, generator=gen)
             mean = mean_ns(lambda: layer(x, x, x, need_weights=False))
             print(f"multihead,{threads},512,{mean:.0f}")
+            a, b = (torch.randn(512, 512, generator=gen) for _ in range(2))
+            mean = mean_ns(lambda: torch.mm(a, b))
+            print(f"product,{threads},512,{mean:.0f}")
+
+
+def blas_name():
+    """The BLAS PyTorch was built with, from its build settings (BLAS_INFO)."""
+    found = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+    return found.group(1) if found else "not reported"
 
 
 def backward_mean_ns(gen, n, causal):

@@ -34,10 +34,12 @@ use ndarray::ArrayViewMut2;
 
 use super::{keys_seen, Tiles};
 
+mod phases;
 mod softmax;
 use crate::error::AttnError;
-use softmax::softmax_columns;
+pub(super) use phases::phase_times;
 pub(super) use softmax::{exp, seen_lanes};
+use softmax::{softmax_columns, weights_lagging};
 
 /// Lanes of one register of `f32`.
 pub(super) const W: usize = 16;
@@ -83,12 +85,13 @@ impl Aligned {
 /// tile, all transposed, and per query the running maximum, sum and last
 /// rescaling factor.
 pub(super) struct Scratch {
-    qt: Aligned,     // d_k×ld, in panels of 16 queries
-    st: Aligned,     // tiles.key×ld
-    ot: Aligned,     // d_v×ld
-    max: Vec<f32>,   // ld
-    sum: Vec<f32>,   // ld
-    alpha: Vec<f32>, // ld
+    qt: Aligned,        // d_k×ld, in panels of 16 queries
+    st: Aligned,        // tiles.key×ld
+    ot: Aligned,        // d_v×ld
+    max: Vec<f32>,      // ld
+    sum: Vec<f32>,      // ld
+    alpha: Vec<f32>,    // ld
+    tile_sum: Vec<f32>, // ld: one key tile's sums, until they are kept
 }
 
 impl super::RunningSoftmax for Scratch {
@@ -108,6 +111,7 @@ impl Scratch {
             max: vec![0.0; ld],
             sum: vec![0.0; ld],
             alpha: vec![0.0; ld],
+            tile_sum: vec![0.0; ld],
         }
     }
 }
@@ -136,7 +140,8 @@ pub(super) unsafe fn query_tile(
         &mut s.ot.get_mut()[..d_v * ld],
     );
     pack_queries(&q[i0 * d_k..(i0 + rows) * d_k], d_k, qt);
-    let [max, sum, alpha] = [&mut s.max, &mut s.sum, &mut s.alpha].map(|x| &mut x[..ld]);
+    let [max, sum, alpha, tile_sum] =
+        [&mut s.max, &mut s.sum, &mut s.alpha, &mut s.tile_sum].map(|x| &mut x[..ld]);
     max.fill(f32::NEG_INFINITY);
     sum.fill(0.0);
     ot.fill(0.0);
@@ -144,7 +149,19 @@ pub(super) unsafe fn query_tile(
     for j0 in (0..seen).step_by(key_tile) {
         let cols = key_tile.min(seen - j0);
         let st = &mut s.st.get_mut()[..cols * ld];
-        scores(&k[j0 * d_k..(j0 + cols) * d_k], d_k, qt, st);
+        let (k_j, v_j) = (
+            &k[j0 * d_k..(j0 + cols) * d_k],
+            &v[j0 * d_v..(j0 + cols) * d_v],
+        );
+        // Where every query sees every key of this tile and has a finite
+        // maximum from the tiles before, try keeping the maxima as they are.
+        let seen_by_all = !causal || j0 + cols <= i0 + 1;
+        let try_lag = j0 > 0 && seen_by_all && max.iter().all(|m| m.is_finite());
+        if try_lag && weights_lagging((k_j, d_k), qt, st, max, [sum, tile_sum]) {
+            weighted_values((st, ld), None, v_j, ot);
+            continue;
+        }
+        scores(k_j, d_k, qt, st, |_, _, _| {});
         // Key j is hidden from tile row r when j0 + j > i0 + r.
         let shift = causal.then_some(j0 as isize - i0 as isize);
         softmax_columns(st, ld, shift, max, sum, alpha).map_err(|(r, value)| {
@@ -154,7 +171,7 @@ pub(super) unsafe fn query_tile(
                 value,
             }
         })?;
-        weighted_values(st, alpha, &v[j0 * d_v..(j0 + cols) * d_v], ot);
+        weighted_values((st, ld), Some(alpha), v_j, ot);
     }
     for (r, mut row) in out.rows_mut().into_iter().enumerate() {
         let inv = if sum[r] > 0.0 { 1.0 / sum[r] } else { 1.0 };
@@ -188,8 +205,16 @@ pub(super) fn pack_panels(x: &[f32], w: usize, scale: f32, xt: &mut [f32]) {
 
 /// `Sᵀ ← K_j Q_iᵀ`: row `j` of `st` (`cols×ld`) holds key `j`'s score with
 /// each query, for the keys `k` (`cols×d_k`) and the packed queries `qt`.
+/// Each block, once written, goes to `then(st, [row, panel], [rows,
+/// panels])` while it is still in the L1 cache.
 #[target_feature(enable = "avx512f")]
-pub(super) fn scores(k: &[f32], d_k: usize, qt: &[f32], st: &mut [f32]) {
+pub(super) fn scores(
+    k: &[f32],
+    d_k: usize,
+    qt: &[f32],
+    st: &mut [f32],
+    mut then: impl FnMut(&mut [f32], [usize; 2], [usize; 2]),
+) {
     let (cols, ld) = (k.len() / d_k, qt.len() / d_k);
     for_blocks([cols, ld / W], |[j, p], [rows, panels]| {
         let (a, b) = (&k[j * d_k..], &qt[p * d_k * W..]);
@@ -203,17 +228,18 @@ pub(super) fn scores(k: &[f32], d_k: usize, qt: &[f32], st: &mut [f32]) {
             [rows, panels],
             false,
         );
+        then(st, [j, p], [rows, panels]);
     });
 }
 
 /// `Oᵀ ← Oᵀ diag(α) + V_jᵀ Pᵀ`: the output so far (`d_v×ld`) rescaled by
-/// each query's `α`, plus the weights `pt` (`cols×ld`) times the values
-/// `v` (`cols×d_v`).
+/// each query's `α` (if any), plus the weights `pt` (`cols×ld`) times the
+/// values `v` (`cols×d_v`).
 #[target_feature(enable = "avx512f")]
-fn weighted_values(pt: &[f32], alpha: &[f32], v: &[f32], ot: &mut [f32]) {
-    let ld = alpha.len();
+fn weighted_values((pt, ld): (&[f32], usize), alpha: Option<&[f32]>, v: &[f32], ot: &mut [f32]) {
     let (cols, d_v) = (pt.len() / ld, ot.len() / ld);
-    for row in ot.chunks_exact_mut(ld) {
+    for row in ot.chunks_exact_mut(ld).filter(|_| alpha.is_some()) {
+        let alpha = alpha.unwrap_or_default();
         for (o, a) in row.chunks_exact_mut(W).zip(alpha.chunks_exact(W)) {
             // SAFETY: both chunks hold 16 numbers.
             unsafe {
@@ -347,46 +373,3 @@ fn block<const R: usize, const P: usize>(
     }
 }
 // ANCHOR_END: block
-
-/// The seconds each phase of this loop takes alone over `pairs` of tiles
-/// (query start, key start, rows, columns) of one call without the mask,
-/// as `time` measures a closure: the scores (with the queries' packing), the online
-/// softmax, and the weighted values. The appendix's profile.
-///
-/// # Safety
-/// The processor must run AVX-512 ([`available`]).
-#[target_feature(enable = "avx512f")]
-pub(super) unsafe fn phase_times(
-    [q, k, v]: [&[f32]; 3],
-    [d_k, d_v]: [usize; 2],
-    (tiles, pairs): (Tiles, &[(usize, usize, usize, usize)]),
-    mut time: impl FnMut(&mut dyn FnMut()) -> f64,
-) -> [f64; 3] {
-    let mut s = Scratch::new([d_k, d_v], tiles);
-    let mut phase = |which: usize| {
-        time(&mut || {
-            for &(i0, j0, rows, cols) in pairs {
-                let ld = rows.next_multiple_of(W);
-                let (qt, ot) = (
-                    &mut s.qt.get_mut()[..d_k * ld],
-                    &mut s.ot.get_mut()[..d_v * ld],
-                );
-                let st = &mut s.st.get_mut()[..cols * ld];
-                let [max, sum, alpha] =
-                    [&mut s.max, &mut s.sum, &mut s.alpha].map(|x| &mut x[..ld]);
-                match which {
-                    0 => {
-                        pack_queries(&q[i0 * d_k..(i0 + rows) * d_k], d_k, qt);
-                        scores(&k[j0 * d_k..(j0 + cols) * d_k], d_k, qt, st);
-                    }
-                    1 => {
-                        max.fill(f32::NEG_INFINITY); // scores of 0 or earlier weights: finite
-                        let _ = softmax_columns(st, ld, None, max, sum, alpha);
-                    }
-                    _ => weighted_values(st, alpha, &v[j0 * d_v..(j0 + cols) * d_v], ot),
-                }
-            }
-        })
-    };
-    [phase(0), phase(1), phase(2)]
-}

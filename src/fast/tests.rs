@@ -114,5 +114,32 @@ fn growing_scores_are_rescaled_and_overflow_is_an_error() {
             matches!(err, Err(AttnError::Overflow { position: (1, 0), value, .. }) if value == f32::INFINITY),
             "{kernel:?}: {err:?}"
         );
+        // Every score overflows from key 100 on: in the third key tile,
+        // after two tiles have set every query's maximum.
+        let keys = Array2::from_shape_fn((200, 2), |(j, _)| if j < 100 { 1.0 } else { 3e38 });
+        let err = fast_attention_on(&ones, &keys, &keys, false, ODD_TILES, kernel);
+        assert!(
+            matches!(err, Err(AttnError::Overflow { position: (0, 90), value, .. }) if value == f32::INFINITY),
+            "{kernel:?}: {err:?}"
+        );
+    }
+}
+
+#[test]
+fn a_key_tile_keeps_the_running_maxima_unless_its_scores_rise_far_above_them() {
+    // Scores rise by 0.5 a key tile (within the lag allowed), then jump by
+    // 100 in the fourth (beyond it: e^100 overflows f32), for queries that
+    // see them all.
+    let (m, tiles) = (240, Tiles { query: 16, key: 48 });
+    let q = Array2::from_elem((16, 1), 1.0_f32);
+    let k = Array2::from_shape_fn((m, 1), |(j, _)| match j / 48 {
+        3 => 100.0 + (j % 5) as f32,
+        t => 0.5 * t as f32 + (j % 3) as f32,
+    });
+    let v = Array2::from_shape_fn((m, 2), |(j, c)| ((j * (c + 3)) % 11) as f32);
+    let naive = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
+    for kernel in kernels() {
+        let fast = fast_attention_on(&q, &k, &v, false, tiles, kernel).unwrap();
+        assert_abs_diff_eq!(fast, naive, epsilon = 1e-5);
     }
 }

@@ -5,7 +5,7 @@ use std::arch::x86_64::{
     __m512, __mmask16, _mm512_add_ps, _mm512_cmp_ps_mask, _mm512_cmpge_epi32_mask, _mm512_fmadd_ps,
     _mm512_fnmadd_ps, _mm512_loadu_ps, _mm512_mask_blend_ps, _mm512_mask_max_ps,
     _mm512_maskz_mov_ps, _mm512_max_ps, _mm512_scalef_ps, _mm512_set1_epi32, _mm512_set1_ps,
-    _mm512_setr_epi32, _mm512_setzero_ps, _mm512_storeu_ps, _mm512_sub_ps, _CMP_EQ_OQ,
+    _mm512_setr_epi32, _mm512_setzero_ps, _mm512_storeu_ps, _mm512_sub_ps, _CMP_EQ_OQ, _CMP_NLE_UQ,
     _CMP_UNORD_Q,
 };
 
@@ -98,6 +98,56 @@ pub(super) fn softmax_columns(
         }
     }
     Ok(())
+}
+
+/// How far a score may be above its query's running maximum for a key
+/// tile to keep that maximum as the softmax's reference: `e^8 ≈ 2981`, so
+/// no weight, sum or output comes near the range of `f32`.
+pub(super) const LAG: f32 = 8.0;
+
+/// The scores `Sᵀ = K_j Q_iᵀ` of a key tile (`k`, `d_k` wide) and their
+/// weights against the running maxima as they stand, `e^(s − M)`: no new
+/// maximum, no rescaling of the sums or of the output, and each block of
+/// scores turned into weights while it is still in the L1 cache. If every
+/// score is at most [`LAG`] above its query's maximum (a NaN is not),
+/// adds each query's weights into `sum` and returns true; if not, returns
+/// false, leaving `sum` as it was, and the caller does the tile again with
+/// [`softmax_columns`].
+#[target_feature(enable = "avx512f")]
+pub(super) fn weights_lagging(
+    (k, d_k): (&[f32], usize),
+    qt: &[f32],
+    st: &mut [f32],
+    max: &[f32],
+    [sum, tile_sum]: [&mut [f32]; 2],
+) -> bool {
+    let ld = max.len();
+    assert!(tile_sum.len() == ld && sum.len() == ld);
+    tile_sum.fill(0.0);
+    let mut within = true;
+    super::scores(k, d_k, qt, st, |st, [j, p], [rows, panels]| {
+        for q in p..p + panels {
+            let lanes = q * W..(q + 1) * W;
+            // SAFETY (every load and store): 16 numbers from the start of
+            // a range of 16 inside its slice.
+            let m = unsafe { _mm512_loadu_ps(max[lanes.clone()].as_ptr()) };
+            let mut total = unsafe { _mm512_loadu_ps(tile_sum[lanes.clone()].as_ptr()) };
+            for r in j..j + rows {
+                let at = st[r * ld + q * W..r * ld + (q + 1) * W].as_mut_ptr();
+                let centred = _mm512_sub_ps(unsafe { _mm512_loadu_ps(at) }, m);
+                let far = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(centred, _mm512_set1_ps(LAG));
+                within &= far == 0;
+                let e = exp(centred);
+                total = _mm512_add_ps(total, e);
+                unsafe { _mm512_storeu_ps(at, e) };
+            }
+            unsafe { _mm512_storeu_ps(tile_sum[lanes].as_mut_ptr(), total) };
+        }
+    });
+    if within {
+        sum.iter_mut().zip(&*tile_sum).for_each(|(s, t)| *s += t);
+    }
+    within
 }
 
 /// The lanes of the 16 queries from `g` that see key `j`: under the causal
