@@ -3,30 +3,37 @@
 //!
 //! - `train`: training tokens per second of the book's model and recipe,
 //!   over steps 101 to 300 (the first 100 are not timed), on as many
-//!   threads as `rayon`'s pool has; prints one line `crate THREADS TOKENS/S`.
+//!   threads as `rayon`'s pool has; prints one line `crate THREADS TOKENS/S`;
+//!   `train fused` the same with the attention through the appendix's
+//!   fused kernel (`crate_fused THREADS TOKENS/S`).
 //! - `cache`: seconds to generate text of growing length with and without
 //!   the KV cache (best of 5), one line per length.
 
 use std::time::Instant;
 
 use attn::lm::{
-    train_lm, Corpus, Decoding, LanguageModel, LmTraining, Sampler, SHAKESPEARE_MODEL,
-    SHAKESPEARE_TRAINING,
+    train_lm, AttentionPath, Corpus, Decoding, LanguageModel, LmTraining, Sampler,
+    SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
 };
 use report::ch15::{book_model, corpus_dir};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
-        Some("train") => train(),
+        Some("train") => train(std::env::args().nth(2).as_deref() == Some("fused")),
         Some("cache") => cache(),
         _ => Err("usage: ch15_lm_speed_data train | cache".into()),
     }
 }
 
-fn train() -> Result<(), Box<dyn std::error::Error>> {
+fn train(fused: bool) -> Result<(), Box<dyn std::error::Error>> {
     let corpus = Corpus::shakespeare(corpus_dir())?;
+    let (attention, name) = match fused {
+        true => (AttentionPath::Fused, "crate_fused"),
+        false => (AttentionPath::Weights, "crate"),
+    };
     let recipe = LmTraining {
         steps: 300,
+        attention,
         ..SHAKESPEARE_TRAINING
     };
     let mut model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, recipe.seed)?;
@@ -46,7 +53,7 @@ fn train() -> Result<(), Box<dyn std::error::Error>> {
         .map(|e| 100.0 * tokens_per_step / e.tokens_per_second)
         .sum();
     println!(
-        "crate\t{}\t{:.1}",
+        "{name}\t{}\t{:.1}",
         rayon::current_num_threads(),
         tokens / seconds
     );

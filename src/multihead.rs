@@ -357,7 +357,7 @@ impl MultiHeadAttention {
         let weights = (&self.w, self.biases.as_ref());
         let mask = |_| keep.map(|keep| keep.to_owned());
         let (output, cache) = mha_forward(x_q, x_kv, weights, sizes, mask)?;
-        Ok(self.output(output, &cache))
+        self.output(output, &cache)
     }
     // ANCHOR_END: forward
 
@@ -379,10 +379,16 @@ impl MultiHeadAttention {
     }
 
     /// The layer's output with each head's weights stacked, `h×n×m`.
-    fn output(&self, output: Array2<f32>, cache: &MhaCache<f32>) -> MultiHeadOutput {
-        let per_head: Vec<_> = cache.heads.iter().map(|head| head.p.view()).collect();
+    fn output(
+        &self,
+        output: Array2<f32>,
+        cache: &MhaCache<f32>,
+    ) -> Result<MultiHeadOutput, AttnError> {
+        let per_head = (cache.heads.iter())
+            .map(|head| head.weights().map(|p| p.view()))
+            .collect::<Result<Vec<_>, _>>()?;
         let weights = stack(Axis(0), &per_head).expect("h heads of the same n×m");
-        MultiHeadOutput { output, weights }
+        Ok(MultiHeadOutput { output, weights })
     }
 
     // ANCHOR: forward_masked
@@ -422,7 +428,7 @@ impl MultiHeadAttention {
         let b_o = self.biases.as_ref().map(|b| &b[3]);
         let sizes = self.sizes(x, x);
         let (output, cache) = mha_from_projections([q, k, v], (w_o, b_o), sizes, |_| None)?;
-        Ok(self.output(output, &cache))
+        self.output(output, &cache)
     }
     // ANCHOR_END: fused
 }

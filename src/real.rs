@@ -4,7 +4,10 @@
 //! their small models. Each layer is written once, generic over [`Real`]:
 //! precision is a type parameter, not a copy of the code.
 
-use ndarray::NdFloat;
+use ndarray::{Array2, ArrayRef2, NdFloat};
+
+use crate::error::AttnError;
+use crate::fast::{fast_attention_backward, fast_attention_forward, FastForward};
 
 /// `f32` or `f64`: what a layer needs of its numbers.
 pub trait Real: NdFloat {
@@ -18,6 +21,26 @@ pub trait Real: NdFloat {
     fn exp_nonpositive(self) -> Self;
     /// The error function, for the exact GELU.
     fn erf(self) -> Self;
+    /// One head's attention under the causal mask through the appendix's
+    /// fused kernel ([`fast_attention_forward`]), where this type has one:
+    /// the output, and what the backward pass needs instead of the weights.
+    /// `None`: only `f32` has it.
+    fn fused_causal(
+        _q: &ArrayRef2<Self>,
+        _k: &ArrayRef2<Self>,
+        _v: &ArrayRef2<Self>,
+    ) -> Option<Result<(Array2<Self>, FastForward), AttnError>> {
+        None
+    }
+    /// The gradients `[dQ, dK, dV]` of [`Real::fused_causal`]'s output,
+    /// given `dO` ([`fast_attention_backward`]). `None`: only `f32` has it.
+    fn fused_backward(
+        _qkv: [&ArrayRef2<Self>; 3],
+        _forward: &FastForward,
+        _d_out: &ArrayRef2<Self>,
+    ) -> Option<Result<[Array2<Self>; 3], AttnError>> {
+        None
+    }
 }
 
 impl Real for f32 {
@@ -33,6 +56,20 @@ impl Real for f32 {
     }
     fn erf(self) -> f32 {
         libm::erff(self)
+    }
+    fn fused_causal(
+        q: &ArrayRef2<f32>,
+        k: &ArrayRef2<f32>,
+        v: &ArrayRef2<f32>,
+    ) -> Option<Result<(Array2<f32>, FastForward), AttnError>> {
+        Some(fast_attention_forward(q, k, v, true).map(|f| (f.output.clone(), f)))
+    }
+    fn fused_backward(
+        [q, k, v]: [&ArrayRef2<f32>; 3],
+        forward: &FastForward,
+        d_out: &ArrayRef2<f32>,
+    ) -> Option<Result<[Array2<f32>; 3], AttnError>> {
+        Some(fast_attention_backward(q, k, v, forward, d_out).map(|(dq, dk, dv)| [dq, dk, dv]))
     }
 }
 

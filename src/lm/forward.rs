@@ -20,6 +20,18 @@ pub(super) const EPS: f64 = 1e-5;
 /// The FFN's activation: the exact GELU, `x·Φ(x)`.
 pub(super) const ACTIVATION: Activation = Activation::GeluErf;
 
+/// How a forward pass computes each head's attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionPath {
+    /// Chapter 2's attention, each head keeping its weights, which
+    /// [`LmForward::weights`] reads and the backward pass uses.
+    Weights,
+    /// The appendix's fused kernel where it applies (a model in `f32`, the
+    /// causal mask): each head keeps one log-sum-exp a query instead of its
+    /// weights, and the backward pass computes them again, tile by tile.
+    Fused,
+}
+
 /// The forward pass's result: the logits, and what the backward pass needs.
 pub struct LmForward<F> {
     logits: Array2<F>, // B·T × V
@@ -36,9 +48,18 @@ impl<F: Real> LanguageModel<F> {
     /// row `b·T + i` of the logits scores the token after position `i` of
     /// sequence `b`, having seen only positions `0..=i` (the causal mask).
     pub fn forward(&self, batch: &[Vec<usize>]) -> Result<LmForward<F>, AttnError> {
+        self.forward_on(batch, AttentionPath::Weights)
+    }
+
+    /// [`Self::forward`], each head's attention computed by `path`.
+    pub fn forward_on(
+        &self,
+        batch: &[Vec<usize>],
+        path: AttentionPath,
+    ) -> Result<LmForward<F>, AttnError> {
         self.check_batch(batch, self.config.context)?;
         let t = batch[0].len();
-        self.forward_masked(batch, causal_mask(t, t))
+        self.forward_masked(batch, causal_mask(t, t), path)
     }
 
     /// The forward pass with the mask `keep` (`T×T`) for every sequence.
@@ -46,9 +67,13 @@ impl<F: Real> LanguageModel<F> {
         &self,
         batch: &[Vec<usize>],
         keep: Array2<bool>,
+        path: AttentionPath,
     ) -> Result<LmForward<F>, AttnError> {
         check_finite_parameters(self)?;
-        let heads = self.heads(batch[0].len());
+        let heads = Heads {
+            fused: path == AttentionPath::Fused,
+            ..self.heads(batch[0].len())
+        };
         let mask = |_: usize| keep.clone();
         let eps = F::of(EPS);
         // Token plus position embeddings (or, with rotary positions, the
@@ -97,7 +122,7 @@ impl<F: Real> LanguageModel<F> {
         self.check_batch(batch, usize::MAX)?;
         let t = batch[0].len();
         let band = Array2::from_shape_fn((t, t), |(i, j)| j <= i && i - j < window);
-        self.forward_masked(batch, band)
+        self.forward_masked(batch, band, AttentionPath::Weights)
     }
     // ANCHOR_END: forward_window
 
@@ -159,11 +184,21 @@ impl<F: Real> LanguageModel<F> {
         inputs: &[Vec<usize>],
         targets: &[Vec<usize>],
     ) -> Result<(f64, LanguageModel<F>), AttnError> {
-        let fwd = self.forward(inputs)?;
+        self.loss_and_gradients_on(inputs, targets, AttentionPath::Weights)
+    }
+    // ANCHOR_END: loss
+
+    /// [`Self::loss_and_gradients`], each head's attention computed by `path`.
+    pub fn loss_and_gradients_on(
+        &self,
+        inputs: &[Vec<usize>],
+        targets: &[Vec<usize>],
+        path: AttentionPath,
+    ) -> Result<(f64, LanguageModel<F>), AttnError> {
+        let fwd = self.forward_on(inputs, path)?;
         let (loss, d_logits) = cross_entropy(&fwd.logits, &self.targets(&fwd, targets)?)?;
         Ok((loss.wide(), self.backward(&fwd, &d_logits)?))
     }
-    // ANCHOR_END: loss
 
     /// The loss alone, as [`Self::loss_and_gradients`] computes it.
     pub fn loss(&self, inputs: &[Vec<usize>], targets: &[Vec<usize>]) -> Result<f64, AttnError> {
@@ -267,6 +302,6 @@ impl<F: Real> LmForward<F> {
             &counts,
             "must be less than the forward pass's number of them",
         )?;
-        Ok(&self.blocks[block].attention.attention.heads[sequence * heads + head].p)
+        self.blocks[block].attention.attention.heads[sequence * heads + head].weights()
     }
 }

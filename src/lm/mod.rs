@@ -22,7 +22,7 @@ pub use corpus::{
     Corpus, Vocabulary, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_FILES,
     SHAKESPEARE_VOCAB,
 };
-pub use forward::LmForward;
+pub use forward::{AttentionPath, LmForward};
 pub use generate::{Decoding, LmCache};
 pub use induction::{induction_scores, repeated_sequences, InductionScores};
 pub use model::{LanguageModel, LatentSizes, LmConfig, Positions, SHAKESPEARE_MODEL};

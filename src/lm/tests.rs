@@ -401,3 +401,51 @@ fn losses_through_a_cache_are_the_model_s_loss() {
         .unwrap_err();
     assert!(e.to_string().contains("rotary"), "{e}");
 }
+
+/// Training through the fused kernel: the same loss and gradients as with
+/// the weights kept, within `f32`'s rounding, for every variant (latent
+/// attention keeps its weights: its heads are not fused); an `f64` model,
+/// which has no fused kernel, gives the same bits; and a fused forward
+/// pass has no weights to show.
+#[test]
+fn the_fused_path_trains_as_the_path_that_keeps_the_weights() {
+    for config in variants() {
+        let (wide, inputs, targets) = problem_with(config);
+        let mut model = LanguageModel::<f32>::new(config, 11).unwrap();
+        for (to, from) in model.slices_mut().into_iter().zip(wide.slices()) {
+            to.iter_mut()
+                .zip(from)
+                .for_each(|(t, &f)| *t = f as f32 / 5.0);
+        }
+        let on = |path| {
+            model
+                .loss_and_gradients_on(&inputs, &targets, path)
+                .unwrap()
+        };
+        let ((loss_w, g_w), (loss_f, g_f)) = (on(AttentionPath::Weights), on(AttentionPath::Fused));
+        assert!(
+            (loss_w - loss_f).abs() < 1e-5,
+            "{config:?}: {loss_w} {loss_f}"
+        );
+        for ((name, a), b) in g_w.named_slices().into_iter().zip(g_f.slices()) {
+            let gap = a
+                .iter()
+                .zip(b)
+                .fold(0.0_f32, |m, (x, y)| m.max((x - y).abs()));
+            let size = a.iter().fold(1.0_f32, |m, x| m.max(x.abs()));
+            assert!(gap < 1e-4 * size, "{config:?} {name}: {gap} of {size}");
+        }
+        let on_wide = |path| wide.loss_and_gradients_on(&inputs, &targets, path).unwrap();
+        let (same, other) = (
+            on_wide(AttentionPath::Weights),
+            on_wide(AttentionPath::Fused),
+        );
+        assert_eq!(same.0, other.0);
+        assert_eq!(same.1.slices(), other.1.slices());
+    }
+    let model = LanguageModel::<f32>::new(SMALL, 11).unwrap();
+    let inputs = vec![vec![1, 4, 6, 0, 4]];
+    let fused = model.forward_on(&inputs, AttentionPath::Fused).unwrap();
+    assert!(fused.weights(0, 0, 0).is_err());
+    assert!(model.forward(&inputs).unwrap().weights(0, 0, 0).is_ok());
+}

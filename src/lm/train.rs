@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use super::forward::AttentionPath;
 use super::model::LanguageModel;
 use crate::error::AttnError;
 use crate::nn::{clip_gradient_norm, warmup_cosine_to, Adam};
@@ -37,6 +38,9 @@ pub struct LmTraining {
     /// Windows of the validation split each log entry's validation loss is
     /// measured on (evenly spaced).
     pub log_windows: usize,
+    /// How each head's attention is computed in training (the validation
+    /// loss keeps chapter 2's).
+    pub attention: AttentionPath,
 }
 
 /// The recipe nanoGPT trains its character-level Shakespeare model with on
@@ -55,6 +59,7 @@ pub const SHAKESPEARE_TRAINING: LmTraining = LmTraining {
     seed: 1,
     log_every: 100,
     log_windows: 240,
+    attention: AttentionPath::Weights,
 };
 // ANCHOR_END: recipe
 
@@ -214,7 +219,7 @@ fn train_steps<F: Real>(
     for step in 0..recipe.steps {
         let offsets = random_offsets(&mut rng, recipe.batch, train.len(), context);
         let (inputs, targets) = windows(train, &offsets, context)?;
-        let (loss, mut grads) = model.loss_and_gradients(&inputs, &targets)?;
+        let (loss, mut grads) = model.loss_and_gradients_on(&inputs, &targets, recipe.attention)?;
         clip_gradient_norm(&mut grads, recipe.clip)?;
         let factor = warmup_cosine_to(step, recipe.steps, recipe.warmup, floor)?;
         adam.update(model, &grads, factor)?;

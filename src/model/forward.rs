@@ -133,7 +133,7 @@ impl Forward {
             "must be less than the forward pass's number of them",
         )?;
         let attention = &self.blocks[block].attention.attention;
-        Ok(&attention.heads[sequence * self.heads + head].p)
+        attention.heads[sequence * self.heads + head].weights()
     }
 }
 

@@ -8,6 +8,8 @@ use std::ops::AddAssign;
 use crate::attention::{attend, Scores};
 use crate::error::AttnError;
 use crate::fast::matmul::matmul;
+use crate::fast::FastForward;
+use crate::masking::causal_mask;
 use crate::position::{rotate, Rotation};
 use crate::projection::project;
 use crate::real::Real;
@@ -109,6 +111,10 @@ pub(crate) struct Heads {
     /// chapter 7) after their projections: row `i` of each sequence is at
     /// position `i`.
     pub(crate) rotary: bool,
+    /// Whether a head whose mask is the causal mask may attend through
+    /// the appendix's fused kernel (in `f32`, which has it), keeping its
+    /// output and log-sum-exps instead of its weights.
+    pub(crate) fused: bool,
 }
 
 impl Heads {
@@ -121,6 +127,7 @@ impl Heads {
             heads,
             groups: heads,
             rotary: false,
+            fused: false,
         }
     }
 }
@@ -165,6 +172,11 @@ pub(crate) fn mha_from_projections<F: Real>(
     let sqrt_d_k = F::of(d_k as f64).sqrt();
     let rows = |b, h| head_slices(b, h, [d_k, d_v], sizes);
     let masks: Vec<_> = (0..q.nrows() / tq).map(keep).collect();
+    let causal = causal_mask(tq, tk);
+    let fused: Vec<bool> = masks
+        .iter()
+        .map(|m| sizes.fused && tq == tk && m.as_ref() == Some(&causal))
+        .collect();
     // Every (sequence, head) attends on its own, so the pool's threads
     // share them out; `collect` keeps their order.
     let pairs: Vec<_> = (0..masks.len())
@@ -175,7 +187,11 @@ pub(crate) fn mha_from_projections<F: Real>(
         .map(|&(b, h)| {
             let [rq, rk, rv, _] = rows(b, h);
             let (q, k, v) = (q.slice(rq), k.slice(rk), v.slice(rv));
-            attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)
+            if let Some(fused) = fused[b].then(|| F::fused_causal(&q, &k, &v)).flatten() {
+                return fused.map(|(out, kept)| (out, HeadCache::Fused(kept)));
+            }
+            let (out, cache) = attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)?;
+            Ok((out, HeadCache::Weights(cache)))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut o = Array2::zeros((q.nrows(), heads * d_v));
@@ -212,11 +228,71 @@ pub(crate) struct MhaCache<F> {
     pub(crate) k: Array2<F>,
     pub(crate) v: Array2<F>,
     /// One per (sequence, head), sequence-major: `b·heads + head`.
-    pub(crate) heads: Vec<AttentionCache<F>>,
+    pub(crate) heads: Vec<HeadCache<F>>,
     pub(crate) o: Array2<F>,
     /// Whether the projections added biases (so the backward pass returns
     /// their gradients).
     biased: bool,
+}
+
+/// What one head keeps for its backward pass.
+#[derive(Debug, Clone)]
+pub(crate) enum HeadCache<F> {
+    /// Its weights, from chapter 2's attention.
+    Weights(AttentionCache<F>),
+    /// Its output and each query's log-sum-exp, from the fused kernel.
+    Fused(FastForward),
+}
+
+impl<F: Real> HeadCache<F> {
+    /// The head's weights, if it kept them (a fused head did not).
+    pub(crate) fn weights(&self) -> Result<&Array2<F>, AttnError> {
+        match self {
+            HeadCache::Weights(cache) => Ok(&cache.p),
+            HeadCache::Fused(_) => Err(AttnError::Mismatched {
+                name: "attention weights",
+                requirement: "are kept by a forward pass that computes them; \
+                              one through the fused kernel keeps none",
+            }),
+        }
+    }
+
+    /// The gradients `[dQ, dK, dV]` of the head's attention, given `dO`.
+    fn backward(&self, [q, k, v]: [&ArrayRef2<F>; 3], d_o: &ArrayRef2<F>) -> [Array2<F>; 3] {
+        let computed_again;
+        let weights = match self {
+            HeadCache::Weights(cache) => cache,
+            HeadCache::Fused(kept) => match F::fused_backward([q, k, v], kept, d_o) {
+                Some(Ok(gradients)) => return gradients,
+                // The kernel refuses gradients that overflow: chapter 11's
+                // backward pass computes them, not finite, from the
+                // weights computed again, for the training's checks to
+                // report as they would without the kernel.
+                _ => {
+                    computed_again = causal_weights([q, k, v]);
+                    &computed_again
+                }
+            },
+        };
+        let (dq, dk, dv) = attention_backward(q, k, v, weights, d_o);
+        [dq, dk, dv]
+    }
+}
+
+/// The weights of causal attention of `q` over `k`, `v`, computed again
+/// (not a number where the scores overflow).
+fn causal_weights<F: Real>([q, k, v]: [&ArrayRef2<F>; 3]) -> AttentionCache<F> {
+    let (keep, sqrt_d_k) = (
+        causal_mask(q.nrows(), k.nrows()),
+        F::of(q.ncols() as f64).sqrt(),
+    );
+    match attention_forward(q, k, v, Some(&keep), sqrt_d_k) {
+        Ok((_, cache)) => cache,
+        Err(_) => AttentionCache {
+            p: Array2::from_elem(keep.dim(), F::nan()),
+            sqrt_d_k,
+        },
+    }
 }
 
 /// The gradients of [`mha_forward`]'s inputs and parameters.
@@ -280,7 +356,7 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
         .map(|i| {
             let [rq, rk, rv, ro] = rows(i / heads, i % heads);
             let (q, k, v) = (cache.q.slice(rq), cache.k.slice(rk), cache.v.slice(rv));
-            attention_backward(&q, &k, &v, &cache.heads[i], &d_o.slice(ro))
+            cache.heads[i].backward([&q, &k, &v], &d_o.slice(ro))
         })
         .collect();
     let mut dq = Array2::zeros(cache.q.dim());
@@ -288,7 +364,7 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
     let mut dv = Array2::zeros(cache.v.dim());
     // ANCHOR: group_gradients
     // The heads of a group share its keys and values: their gradients add.
-    for (i, (g_q, g_k, g_v)) in grads.into_iter().enumerate() {
+    for (i, [g_q, g_k, g_v]) in grads.into_iter().enumerate() {
         let [rq, rk, rv, _] = rows(i / heads, i % heads);
         dq.slice_mut(rq).assign(&g_q);
         dk.slice_mut(rk).add_assign(&g_k);

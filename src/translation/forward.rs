@@ -69,7 +69,7 @@ impl Seq2SeqForward {
             "must be less than the forward pass's number of them",
         )?;
         let attention = &self.decoder[layer].cross_attention.attention;
-        Ok(&attention.heads[b * heads + head].p)
+        attention.heads[b * heads + head].weights()
     }
 }
 

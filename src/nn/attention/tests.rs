@@ -258,3 +258,44 @@ fn causal_gradient_errors(x: &Matrix, w: &Projections<f64>, sizes: Heads, r: &Ma
     }
     errors
 }
+
+/// Heads allowed the fused kernel take it where the mask is causal, and
+/// give what chapter 2's attention gives, forward and backward, within
+/// `f32`'s rounding; a head with another mask keeps its weights.
+#[test]
+fn fused_heads_attend_as_heads_that_keep_their_weights() {
+    let mut rng = StdRng::seed_from_u64(21);
+    let (t, d, heads) = (9, 8, 2);
+    let f32s = |x: Matrix| x.mapv(|v| v as f32);
+    let x = f32s(normal_matrix(2 * t, d, &mut rng));
+    let w: Projections<f32> = [(); 4].map(|_| f32s(normal_matrix(d, d, &mut rng) * 0.5));
+    let r = f32s(normal_matrix(2 * t, d, &mut rng));
+    // The first sequence causal, the second a window of 3.
+    let keep = |b: usize| {
+        Some(Array2::from_shape_fn((t, t), |(i, j)| {
+            j <= i && (b == 0 || i - j < 3)
+        }))
+    };
+    let weights = Heads::new(t, t, heads);
+    let fused = Heads {
+        fused: true,
+        ..weights
+    };
+    let (out_w, cache_w) = mha_forward(&x, &x, (&w, None), weights, keep).unwrap();
+    let (out_f, cache_f) = mha_forward(&x, &x, (&w, None), fused, keep).unwrap();
+    approx::assert_abs_diff_eq!(out_w, out_f, epsilon = 1e-5);
+    let kinds: Vec<bool> = cache_f
+        .heads
+        .iter()
+        .map(|h| matches!(h, HeadCache::Fused(_)))
+        .collect();
+    assert_eq!(kinds, [true, true, false, false]);
+    assert!(cache_f.heads[0].weights().is_err() && cache_f.heads[2].weights().is_ok());
+    let g_w = mha_backward(&cache_w, &x, &x, &w, weights, &r);
+    let g_f = mha_backward(&cache_f, &x, &x, &w, fused, &r);
+    approx::assert_abs_diff_eq!(g_w.dx_q, g_f.dx_q, epsilon = 1e-4);
+    approx::assert_abs_diff_eq!(g_w.dx_kv, g_f.dx_kv, epsilon = 1e-4);
+    for (a, b) in g_w.dw.iter().zip(&g_f.dw) {
+        approx::assert_abs_diff_eq!(a, b, epsilon = 1e-4);
+    }
+}
