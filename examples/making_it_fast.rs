@@ -10,6 +10,7 @@
 
 use attn::fast::roofline::roofline;
 use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table, FastData};
+use report::fast_lm::{lm_training_table, LmTraining};
 use report::fast_profile::{profile_table, tiles_table, ProfileData};
 use report::fast_report::{
     backward_table, fast_table, layer_report, machine_report, roofline_points, roofline_report,
@@ -41,6 +42,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n{}", fast_table(&fast, &ns, true)?);
     println!("\n== The backward pass against PyTorch's, d = 64 ==");
     println!("{}", backward_table(&fast, &ns)?);
+    let lm = LmTraining::read(&fast.sources[0].run)?;
+    println!("\n== Training chapter 15's model through the fused kernel ==");
+    println!("{}", lm_training_table(&lm));
     println!("\n== The multi-head layer, n = 512, d_model = 512, h = 8 ==");
     println!("{}", layer_report(&fast)?);
     println!("\n== How close, and how sure ==");

@@ -7,7 +7,8 @@
 //!   STREAM triad;
 //! - `appendix-profile.csv`: each phase of the loop at n = 4096, d = 64,
 //!   chapter 9's way, the portable kernel's and the AVX-512 kernel's (empty
-//!   on a processor without it);
+//!   on a processor without it), and the AVX-512 kernel's scores with their
+//!   weights, fused (`fused`, the AVX-512 column alone);
 //! - `appendix-tiles.csv`: the whole call at n = 4096, d = 64, chapter 9's
 //!   kernel, the portable kernel, and the fast kernel (the best this
 //!   processor runs) with each tile size.
@@ -71,8 +72,9 @@ fn main() -> std::io::Result<()> {
             )
         )
     );
-    for phase in phases(N, D, FAST_TILES, REPEATS) {
-        let ns = |s: f64| (s * 1e9).round();
+    let ns = |s: f64| (s * 1e9).round();
+    let (three, fused) = phases(N, D, FAST_TILES, REPEATS);
+    for phase in three {
         let avx512 = phase.avx512.map_or(String::new(), |s| ns(s).to_string());
         profile += &format!(
             "{},{},{},{avx512}\n",
@@ -80,6 +82,9 @@ fn main() -> std::io::Result<()> {
             ns(phase.chapter_9),
             ns(phase.fast)
         );
+    }
+    if let Some(fused) = fused {
+        profile += &format!("fused,,,{}\n", ns(fused));
     }
     write("appendix-profile.csv", &profile)?;
     let tiles: Vec<Tiles> = [64, 128, 256, 512]

@@ -16,6 +16,9 @@ pub struct ProfileData {
     /// Phase name, chapter 9's way, the portable kernel's, the AVX-512
     /// kernel's (if the processor has it).
     pub phases: Vec<(String, f64, f64, Option<f64>)>,
+    /// The AVX-512 kernel's scores with their weights, fused (its path for
+    /// every key tile after a query tile's first), if the processor has it.
+    pub fused: Option<f64>,
     /// Chapter 9's whole call.
     pub tiled: f64,
     /// The portable kernel's whole call, at `FAST_TILES`.
@@ -51,12 +54,16 @@ impl ProfileData {
     /// Parses the texts of `appendix-profile.csv`, `appendix-tiles.csv` and
     /// the cache sizes of `appendix-machine.csv` (without their sources).
     pub fn parse(profile: &str, tiles: &str, machine: &str) -> Result<ProfileData, ReportError> {
-        let mut phases = Vec::new();
+        let (mut phases, mut fused) = (Vec::new(), None);
         for r in data_rows(profile, ',') {
             let f = "appendix-profile.csv";
             let [name, ours_9, portable, avx512] = r.as_slice() else {
                 return Err(bad(f, format!("bad row {r:?}")));
             };
+            if *name == "fused" {
+                fused = Some(number(f, avx512)?);
+                continue;
+            }
             let avx512 = match *avx512 {
                 "" => None,
                 ns => Some(number(f, ns)?),
@@ -90,6 +97,7 @@ impl ProfileData {
         let cache = |key: &str| machine_value(machine, key);
         Ok(ProfileData {
             phases,
+            fused,
             tiled: tiled.ok_or_else(|| bad("appendix-tiles.csv", "no tiled row"))?,
             portable: portable.ok_or_else(|| bad("appendix-tiles.csv", "no portable row"))?,
             calls,
@@ -117,8 +125,10 @@ pub fn working_set(tiles: Tiles, d: usize) -> usize {
 
 /// Where the time of one call goes at n = 4096, d = 64, one thread: each
 /// phase chapter 9's way, the portable kernel's and the AVX-512 kernel's
-/// (— without it), the products' GFLOP/s in the fastest kernel, and each
-/// phase's share of that kernel's whole call.
+/// (— without it), the AVX-512 kernel's scores and weights fused, the
+/// products' GFLOP/s in the fastest kernel, the phases together (for the
+/// AVX-512 kernel, those of a key tile after the first: the fused scores
+/// and weights, then the output) and the whole call.
 pub fn profile_table(p: &ProfileData) -> Result<String, ReportError> {
     let product_flops = attention_flops(4096, 64) / 2.0; // each of the two products
     let whole = p.call(FAST_TILES)?; // the fast kernel: the best this processor runs
@@ -130,41 +140,48 @@ pub fn profile_table(p: &ProfileData) -> Result<String, ReportError> {
     let ms = |ns: f64| format!("{:.2}", ns / 1e6);
     let wide = |ns: Option<f64>| ns.map_or("—".to_string(), ms);
     let mut rows = Vec::new();
-    let mut sums = [0.0; 3];
-    let mut sum_avx512 = Some(0.0);
+    let mut sums = [0.0; 2];
     for (name, ours_9, portable, avx512) in &p.phases {
         let best = avx512.unwrap_or(*portable);
-        sums = [sums[0] + ours_9, sums[1] + portable, sums[2] + best];
-        sum_avx512 = sum_avx512.zip(*avx512).map(|(s, a)| s + a);
+        sums = [sums[0] + ours_9, sums[1] + portable];
         let gflops = match name.as_str() {
             "softmax" => String::new(),
             _ => format!("{:.1}", product_flops / best),
         };
+        if name == "output" {
+            if let Some(fused) = p.fused {
+                rows.push(vec![
+                    "scores and weights, fused".into(),
+                    "—".into(),
+                    "—".into(),
+                    ms(fused),
+                    String::new(),
+                ]);
+            }
+        }
         rows.push(vec![
             label(name).to_string(),
             ms(*ours_9),
             ms(*portable),
             wide(*avx512),
             gflops,
-            format!("{:.0}%", 100.0 * best / whole),
         ]);
     }
+    let output = p.phases.iter().find(|x| x.0 == "output").and_then(|x| x.3);
+    let together = p.fused.zip(output).map(|(f, o)| f + o);
     rows.push(vec![
         "the phases together".into(),
         ms(sums[0]),
         ms(sums[1]),
-        wide(sum_avx512),
+        wide(together),
         String::new(),
-        format!("{:.0}%", 100.0 * sums[2] / whole),
     ]);
-    let avx512_call = sum_avx512.map(|_| whole);
     rows.push(vec![
         "the whole call".into(),
         ms(p.tiled),
         ms(p.portable),
-        wide(avx512_call),
+        wide(together.map(|_| whole)),
         format!("{:.1}", 2.0 * product_flops / whole),
-        "100%".into(),
     ]);
     Ok(table(
         &[
@@ -173,7 +190,6 @@ pub fn profile_table(p: &ProfileData) -> Result<String, ReportError> {
             "portable (ms)",
             "AVX-512 (ms)",
             "GFLOP/s",
-            "of the call",
         ],
         &rows,
     ))

@@ -26,6 +26,7 @@ pub mod ch15_report;
 pub mod ch16;
 pub mod error;
 pub mod fast_data;
+pub mod fast_lm;
 pub mod fast_profile;
 pub mod fast_report;
 pub mod measurements;

@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         "figures" => figures(),
         "widgets" => wasm::widgets(),
         "measure" => match std::env::args().nth(2).as_deref() {
-            Some("fast") => measure_fast(),
+            Some("fast") => corpus().and_then(|()| measure_fast()),
             Some("lm") => corpus().and_then(|()| measure_lm()),
             Some("kv") => measure_kv(),
             None => measure(),

@@ -127,7 +127,9 @@ pub(crate) const BLAS_CHANGES: &str = "/(naive_1t|tiled_1t|multihead_1t|matmul_5
 /// threads) into `appendix-timings.csv`, and again with the system's
 /// OpenBLAS for what it changes into `appendix-timings-blas.csv`; NumPy
 /// (`tools/numpy_attention.py`) and PyTorch (`tools/torch_attention.py`) on
-/// the same shapes, run by the Python in `TORCH_PYTHON`.
+/// the same shapes, run by the Python in `TORCH_PYTHON`; and chapter 15's
+/// model trained with and without the fused kernel (`lm_training`). Needs
+/// the corpus (`cargo xtask corpus`).
 pub(crate) fn measure_fast() -> Step {
     let python = reference_python(
         "the appendix compares the crate with NumPy and PyTorch measured in the same run",
@@ -205,7 +207,42 @@ pub(crate) fn measure_fast() -> Step {
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
+    lm_training(&header)?;
     figures()
+}
+
+/// Chapter 15's model and recipe trained for 300 steps with each head's
+/// attention computed both ways, chapter 2's (keeping the weights) and the
+/// fused kernel's, three runs of each in turn, on one and on two threads,
+/// into `appendix-lm-training.tsv`.
+fn lm_training(header: &str) -> Step {
+    let example = "ch15_lm_speed_data";
+    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    let binary = root().join(format!("target/release/examples/{example}"));
+    let mut rows = String::new();
+    for threads in ["1", "2"] {
+        for _ in 0..3 {
+            for path in [None, Some("fused")] {
+                let line = capture(
+                    Command::new(&binary)
+                        .arg("train")
+                        .args(path)
+                        .envs(MEASURING)
+                        .env("RAYON_NUM_THREADS", threads),
+                )?;
+                eprint!("{line}");
+                rows += &line;
+            }
+        }
+    }
+    write_data(
+        "appendix-lm-training.tsv",
+        &format!(
+            "# {header}; statistic: training tokens per second over steps 101 to 300 of \
+             each run, three runs of each path in turn; env: MALLOC_MMAP_MAX_=0 \
+             MALLOC_TRIM_THRESHOLD_=2147483647\nprogram\tthreads\ttokens_per_second\n{rows}"
+        ),
+    )
 }
 
 /// The kernels OpenBLAS chose, from what it printed with
