@@ -14,11 +14,14 @@ use attn::fast::roofline::{
 use attn::fast::{Tiles, AVX512_BLOCK, FAST_TILES};
 use attn::multihead::multihead_flops;
 use attn::tiled::QUERY_BLOCK;
-use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table, FastData};
+use report::fast_data::{
+    blas_table, exponential_report, layer_line, numpy_table, FastData, PRODUCT_FLOPS,
+};
+use report::fast_lm::{lm_training_table, mean, LmTraining};
 use report::fast_profile::{profile_table, tiles_table, working_set, ProfileData};
 use report::fast_report::{
-    backward_table, fast_table, layer_report, machine_report, roofline_points, roofline_report,
-    speed_report, vs_pytorch, SPREAD,
+    backward_table, fast_table, layer_report, machine_report, product_report, roofline_points,
+    roofline_report, speed_report, vs_pytorch, SPREAD,
 };
 use report::provenance::Provenance;
 
@@ -60,6 +63,7 @@ fn every_number_is_bound() {
     against_pytorch(&mut b, &sources, &d, &p);
     the_backward_pass(&mut b, &sources, &d);
     backward_estimate(&mut b, &sources, &p);
+    training_with_it(&mut b, &d);
     the_roofline(&mut b, &sources, &d, &p);
     // Constants of the text: d = 64 (and an n×n matrix of f32 at n = 4096
     // is 64 MiB), the tests' sizes and tolerance, F = 4n²d.
@@ -88,7 +92,11 @@ fn every_number_is_bound() {
         .exact("37", 37)
         .exact("45", 45)
         .exact("10", backward_flops(1, 1))
-        .exact("1e-4", 1e-4);
+        .exact("1e-4", 1e-4)
+        // The lag a key tile's scores may have over the running maxima
+        // (src/fast/avx512/softmax.rs), and the tests' jump past it.
+        .rounded("2981", 8f64.exp())
+        .exact("100", 100);
     b.assert_all_bound();
 }
 
@@ -100,24 +108,24 @@ fn numpy_and_the_three_changes(b: &mut Bindings, sources: &[&Provenance], d: &Fa
         .map(|&n| d.ours("naive_1t", n).unwrap() / d.numpy("numpy_f32", n).unwrap())
         .collect();
     s.claim(
-        "Careful NumPy takes less time than chapter 2's function at all three\nlengths",
-        naive_over_numpy.iter().all(|&r| r > 1.0),
+        "Chapter 2's function takes less time than careful NumPy at all three\nlengths",
+        naive_over_numpy.iter().all(|&r| r < 1.0),
     )
-    .rounded("1.14", lowest(&naive_over_numpy))
-    .rounded("1.29", highest(&naive_over_numpy));
+    .rounded("0.77", lowest(&naive_over_numpy))
+    .rounded("0.89", highest(&naive_over_numpy));
     let tutorial: Vec<f64> = NS
         .iter()
         .map(|&n| d.numpy("numpy_tutorial", n).unwrap() / d.numpy("numpy_f32", n).unwrap())
         .collect();
-    s.rounded("2.0", lowest(&tutorial))
-        .rounded("2.9", highest(&tutorial));
+    s.rounded("1.9", lowest(&tutorial))
+        .rounded("2.3", highest(&tutorial));
     // The three changes: the exponentials (an n×n copy at 4096 is 64 MiB,
     // bound with the constants).
     s.quoted(&exponential_report(d).unwrap());
     let count = 4096.0 * 4096.0;
     let saved = count
         * (d.per_exponential("std_exp").unwrap() - d.per_exponential("exp_nonpositive").unwrap());
-    s.value("20", saved / 1e6, 0.5);
+    s.value("18", saved / 1e6, 0.5);
 }
 
 fn layer_and_blas(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
@@ -128,37 +136,51 @@ fn layer_and_blas(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
         d.layer_gflops("multihead_1t", false).unwrap(),
         d.layer_gflops("matmul_512", false).unwrap(),
     );
-    s.rounded("1.61", flops / 1e9)
-        .rounded("75%", 100.0 * layer / product)
-        .rounded("25%", 100.0 - 100.0 * layer / product)
-        .rounded("107", product)
-        .rounded("80", layer)
-        .value("2", (8 * 512 * 512) as f64 / 1e6, 0.2);
-    s.claim(
-        "A tuned BLAS runs\nthe same product faster",
-        d.ours_blas("matmul_512", 512).unwrap() < d.ours("matmul_512", 512).unwrap(),
+    let (layer_blas, product_blas) = (
+        d.layer_gflops("multihead_1t", true).unwrap(),
+        d.layer_gflops("matmul_512", true).unwrap(),
     );
+    s.rounded("1.61", flops / 1e9)
+        .rounded("80%", 100.0 * layer / product)
+        .rounded("20%", 100.0 - 100.0 * layer / product)
+        .rounded("128", product)
+        .rounded("102", layer);
+    b.value("2", (8 * 512 * 512) as f64 / 1e6, 0.2);
+    let mut s = b.from(sources);
     s.quoted(&blas_table(d, &NS).unwrap());
+    // Both OpenBLAS builds report the same kernels in their headers.
+    let core = "openblas core: Haswell";
+    let blas = &d.sources[1];
+    let numpy = &d.sources[2];
+    assert!(blas.line.contains(core) && numpy.line.contains(core));
+    s.quoted(core);
+    s.rounded("127", product_blas)
+        .rounded("128", product)
+        .rounded("104", layer_blas)
+        .rounded("102", layer)
+        .claim(
+            "the layer at 104 instead of 102: no gain",
+            (layer_blas / layer - 1.0).abs() < 0.05 && (product_blas / product - 1.0).abs() < 0.05,
+        );
     let gain = |m: &str| -> Vec<f64> {
         NS.iter()
             .map(|&n| d.ours(m, n).unwrap() / d.ours_blas(m, n).unwrap())
             .collect()
     };
     let (naive, tiled) = (gain("naive_1t"), gain("tiled_1t"));
-    s.rounded("1.14", lowest(&naive))
-        .rounded("1.25", highest(&naive))
-        .rounded("1.33", lowest(&tiled))
-        .rounded("1.38", highest(&tiled))
-        .rounded("174", d.layer_gflops("matmul_512", true).unwrap())
-        .rounded("115", d.layer_gflops("multihead_1t", true).unwrap());
+    let slower: Vec<f64> = naive.iter().map(|g| 1.0 / g).collect();
     s.claim(
-        "Tiled attention gains more\nthan naive attention",
-        lowest(&tiled) > highest(&naive),
-    );
-    s.claim(
-        "every attention call\nin the table takes less time",
-        naive.iter().chain(&tiled).all(|&g| g > 1.0),
-    );
+        "Tiled attention takes less\ntime with OpenBLAS",
+        tiled.iter().all(|&g| g > 1.0),
+    )
+    .rounded("1.15", lowest(&tiled))
+    .rounded("1.19", highest(&tiled))
+    .claim(
+        "naive attention\ntakes more (1.01 to 1.21 times as long)",
+        slower.iter().all(|&r| r > 1.0),
+    )
+    .rounded("1.01", lowest(&slower))
+    .rounded("1.21", highest(&slower));
     let beats_numpy =
         |m: &str, n: u64| d.ours_blas(m, n).unwrap() < d.numpy("numpy_f32", n).unwrap();
     s.claim(
@@ -166,16 +188,10 @@ fn layer_and_blas(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
         NS.iter().all(|&n| beats_numpy("tiled_1t", n)),
     );
     s.claim(
-        "naive attention at\n$n = 1024$ and $2048$",
+        "naive attention at\n$n = 1024$ and $4096$, not at $2048$",
         NS.iter()
-            .all(|&n| beats_numpy("naive_1t", n) == (n <= 2048)),
+            .all(|&n| beats_numpy("naive_1t", n) == (n != 2048)),
     );
-    // Both OpenBLAS builds report the same kernels in their headers.
-    let core = "openblas core: SkylakeX";
-    let blas = &d.sources[1];
-    let numpy = &d.sources[2];
-    assert!(blas.line.contains(core) && numpy.line.contains(core));
-    s.quoted(core);
 }
 
 fn the_machine_and_the_profile(
@@ -187,14 +203,16 @@ fn the_machine_and_the_profile(
     let mut s = b.from(sources);
     s.quoted(&machine_report(d));
     let wide = d.peak_512.expect("the run's machine has AVX-512");
+    let peak = d.roof();
     s.claim(
-        "The plain loop reaches about half of the 512-bit peak",
-        (0.45..0.6).contains(&(d.peak / wide)),
-    );
-    s.claim(
-        "crate's own matrix products stay below even that lower peak",
-        d.layer_gflops("matmul_512", false).unwrap() < d.peak
-            && d.layer_gflops("matmul_512", true).unwrap() > d.peak,
+        "On this processor the two loops reach the same peak, within 1%",
+        (d.peak / wide - 1.0).abs() < 0.01,
+    )
+    .at_most("1%", 100.0 * (d.peak / wide - 1.0).abs());
+    let product = d.layer_gflops("matmul_512", false).unwrap();
+    s.rounded("49%", 100.0 * product / peak).claim(
+        "The crate's own\nmatrix products stay below half of it",
+        product < peak / 2.0 && d.layer_gflops("matmul_512", true).unwrap() < peak / 2.0,
     );
     // The profile: phases are (name, chapter 9's ns, the portable
     // kernel's, the AVX-512 kernel's).
@@ -204,35 +222,44 @@ fn the_machine_and_the_profile(
     let avx = |x: &(String, f64, f64, Option<f64>)| x.3.expect("the run's machine has AVX-512");
     let whole = p.call(FAST_TILES).unwrap();
     let product_flops = attention_flops(4096, 64) / 2.0;
-    let halves = [&scores, &output].map(|x| avx(x) / x.2);
+    let speed_ups = [&scores, &output].map(|x| x.2 / avx(x));
     s.claim(
-        "does each product in a little more than half the\nportable kernel's time",
-        halves.iter().all(|r| (0.5..0.6).contains(r)),
+        "does each product in about half the portable\nkernel's time",
+        speed_ups.iter().all(|r| (1.9..2.1).contains(r)),
     )
-    .rounded("1.75", 1.0 / highest(&halves))
-    .rounded("1.92", 1.0 / lowest(&halves))
-    .claim(
-        "about a quarter of the portable kernel's time",
-        (0.22..0.28).contains(&(avx(&softmax) / softmax.2)),
-    );
+    .rounded("1.98", lowest(&speed_ups))
+    .rounded("2.08", highest(&speed_ups));
     let rates = [&scores, &output].map(|x| product_flops / avx(x));
-    s.rounded("201.5", rates[0])
-        .rounded("195.3", rates[1])
-        .rounded("82%", 100.0 * rates[0] / wide)
-        .rounded("79%", 100.0 * rates[1] / wide)
-        .rounded("87%", 100.0 * (avx(&scores) + avx(&output)) / whole);
-    let portable = [&scores, &output].map(|x| product_flops / x.2);
-    s.rounded("105.1", portable[0])
-        .rounded("111.6", portable[1])
-        .rounded("79%", 100.0 * portable[0] / d.peak)
-        .rounded("84%", 100.0 * portable[1] / d.peak)
+    s.rounded("256.6", rates[0])
+        .rounded("272.9", rates[1])
+        .rounded("98%", 100.0 * rates[0] / peak)
+        .rounded("104%", 100.0 * rates[1] / peak)
         .claim(
-            "the same arithmetic on registers twice as wide",
-            rates.iter().all(|&r| r > d.peak) && portable.iter().all(|&r| r < d.peak),
+            "at the limit of the multiply-add units",
+            rates.iter().all(|&r| r > 0.95 * peak),
         );
-    let together = avx(&scores) + avx(&softmax) + avx(&output);
-    s.claim("add up to 1% more than its whole\ncall", together > whole)
-        .rounded("1%", 100.0 * (together / whole - 1.0));
+    let portable = [&scores, &output].map(|x| product_flops / x.2);
+    s.rounded("123.6", portable[0])
+        .rounded("137.6", portable[1])
+        .rounded("47%", 100.0 * portable[0] / peak)
+        .rounded("52%", 100.0 * portable[1] / peak);
+    let fused = p.fused.expect("the run's machine has AVX-512");
+    let weights = fused - avx(&scores);
+    let together = fused + avx(&output);
+    s.rounded("1.95", weights / 1e6)
+        .rounded("2.63", avx(&softmax) / 1e6)
+        .claim(
+            "less than\nthe 2.63 ms of the two passes",
+            weights < avx(&softmax),
+        )
+        .rounded("18.19", together / 1e6)
+        .rounded("4%", 100.0 * (1.0 - together / whole))
+        .rounded("226.2", attention_flops(4096, 64) / whole)
+        .rounded("86%", 100.0 * attention_flops(4096, 64) / whole / peak)
+        .claim(
+            "the exponentials are the largest part",
+            weights > 0.5 * (whole - avx(&scores) - avx(&output)),
+        );
     // The tiles.
     s.quoted(&tiles_table(p).unwrap());
     let l2 = p.caches[1] * 1024.0;
@@ -242,43 +269,41 @@ fn the_machine_and_the_profile(
         .cloned()
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap();
+    let gap = |ns: f64| 100.0 * (ns / fastest_ns - 1.0);
     let fitting: Vec<f64> = p
         .calls
         .iter()
         .filter(|(t, _)| working_set(*t, 64) as f64 <= l2)
-        .map(|(_, ns)| 100.0 * (ns / fastest_ns - 1.0))
+        .map(|&(_, ns)| gap(ns))
         .collect();
-    s.at_most("11%", highest(&fitting));
-    let close = p
-        .calls
-        .iter()
-        .filter(|(_, ns)| ns / fastest_ns <= 1.04)
-        .count();
-    let close_gaps: Vec<f64> = p
-        .calls
-        .iter()
-        .map(|(_, ns)| 100.0 * (ns / fastest_ns - 1.0))
-        .filter(|&gap| gap <= 4.0)
-        .collect();
-    s.value("11", close as f64, 0.0)
+    let all: Vec<f64> = p.calls.iter().map(|&(_, ns)| gap(ns)).collect();
+    let close: Vec<f64> = all.iter().cloned().filter(|&g| g <= 4.0).collect();
+    s.at_most("11%", highest(&all))
+        .claim(
+            "the fastest, 64×128",
+            fastest
+                == Tiles {
+                    query: 64,
+                    key: 128,
+                },
+        )
+        .value("12", fitting.len() as f64, 0.0)
+        .at_most("7%", highest(&fitting))
+        .value("6", close.len() as f64, 0.0)
         .value("16", p.calls.len() as f64, 0.0)
-        .at_most("4%", highest(&close_gaps))
-        .claim("256×512, the fastest here too", fastest == FAST_TILES);
+        .at_most("4%", highest(&close))
+        .rounded("6%", gap(p.call(FAST_TILES).unwrap()));
     let largest = Tiles {
         query: 512,
         key: 1024,
     };
     s.claim(
-        "whose working set does not\nfit",
-        working_set(largest, 64) as f64 > l2,
-    )
-    .claim(
-        "takes much longer",
-        p.calls
-            .iter()
-            .all(|(t, ns)| *t == largest || *ns < p.call(largest).unwrap() / 1.5),
-    )
-    .rounded("71%", 100.0 * (p.call(largest).unwrap() / fastest_ns - 1.0));
+        "whose working set does not fit, takes the longest",
+        working_set(largest, 64) as f64 > l2
+            && p.calls
+                .iter()
+                .all(|&(_, ns)| ns <= p.call(largest).unwrap()),
+    );
     b.exact("256", FAST_TILES.query as f64)
         .exact("128", QUERY_BLOCK as f64);
 }
@@ -288,7 +313,10 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
     s.quoted(&fast_table(d, &NS, false).unwrap())
         .quoted(&fast_table(d, &NS, true).unwrap())
         .quoted(&layer_report(d).unwrap())
+        .quoted(&product_report(d).unwrap())
         .quoted(&speed_report(d).unwrap());
+    assert!(d.sources[3].line.contains("BLAS mkl"));
+    let peak = d.roof();
     let comparisons = vs_pytorch(d, &NS).unwrap();
     let of = |label: &str| comparisons.iter().find(|c| c.0 == label).unwrap().1.clone();
     let forward: Vec<f64> = [
@@ -300,83 +328,59 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
     .iter()
     .flat_map(|l| of(l))
     .collect();
-    s.claim(
-        "In every comparison of the forward pass of attention the fast kernel's\nmean is below PyTorch's",
-        forward.iter().all(|&r| r > 1.0),
-    )
-    .rounded("1.01", lowest(&forward))
-    .rounded("1.54", highest(&forward));
-    let (plain_2, causal_1, causal_2, plain_1) = (
-        of("plain, 2 threads"),
-        of("causal, 1 thread"),
-        of("causal, 2 threads"),
-        of("plain, 1 thread"),
-    );
-    let beyond = |r: f64| r > SPREAD;
-    s.rounded("1.13", lowest(&plain_2))
-        .rounded("1.17", highest(&plain_2))
-        .rounded("1.10", lowest(&causal_1))
-        .rounded("1.21", highest(&causal_1))
-        .rounded("1.19", lowest(&causal_2))
-        .rounded("1.54", highest(&causal_2))
+    let backward: Vec<f64> = [
+        "backward, plain, 1 thread",
+        "backward, plain, 2 threads",
+        "backward, causal, 1 thread",
+        "backward, causal, 2 threads",
+    ]
+    .iter()
+    .flat_map(|l| of(l))
+    .collect();
+    let everything: Vec<f64> = comparisons.iter().flat_map(|c| c.1.clone()).collect();
+    let torch_product = PRODUCT_FLOPS / (d.theirs("product_1t", 512).unwrap() * 1e6);
+    let sdpa = attention_flops(4096, 64) / (d.theirs("sdpa_1t", 4096).unwrap() * 1e6);
+    s.rounded("44%", 100.0 * torch_product / peak)
         .claim(
-            "ours takes\nless time, or ties at $n = 2048$ on one thread (1.10 to two decimals, a\nlittle under)",
-            plain_2.iter().chain(&causal_2).all(|&r| beyond(r))
-                && causal_1[1] < SPREAD
-                && (causal_1[1] * 100.0).round() == 110.0
-                && beyond(causal_1[0])
-                && beyond(causal_1[2]),
+            "less than\n`gemm`'s 256-bit kernels",
+            torch_product < d.layer_gflops("matmul_512", false).unwrap(),
         )
-        .claim("1.05: a tie", plain_1.iter().all(|&r| !beyond(r)))
-        .rounded("1.01", lowest(&plain_1))
-        .rounded("1.05", highest(&plain_1));
-    let phase = |name: &str| p.phases.iter().find(|x| x.0 == name).unwrap().3.unwrap();
-    let products = phase("scores") + phase("output");
-    let wide = d.roof();
-    let product_flops = attention_flops(4096, 64) / 2.0;
-    s.rounded("21.65", products / 1e6)
+        .rounded("36%", 100.0 * sdpa / peak)
         .claim(
-            "at about 80% of the 512-bit peak",
-            [phase("scores"), phase("output")]
-                .iter()
-                .all(|&ns| (0.77..0.83).contains(&(product_flops / ns / wide))),
+            "In every comparison the fast kernel's mean is below PyTorch's, by far\nmore than 10%",
+            everything.iter().all(|&r| r > SPREAD),
         )
-        .value(
-            "80%",
-            50.0 * product_flops * (1.0 / phase("scores") + 1.0 / phase("output")) / wide,
-            3.0,
-        )
-        .rounded("3.53", phase("softmax") / 1e6)
-        .rounded("29.10", d.theirs("sdpa_1t", 4096).unwrap());
+        .rounded("2.06", lowest(&forward))
+        .rounded("3.16", highest(&forward))
+        .rounded("1.87", lowest(&backward))
+        .rounded("3.24", highest(&backward));
+    let plain_1 = of("plain, 1 thread");
+    let fast = attention_flops(4096, 64) / (d.ours("fast_1t", 4096).unwrap() * 1e6);
+    s.rounded("2.24", lowest(&plain_1))
+        .rounded("2.37", highest(&plain_1))
+        .rounded("19.36", d.ours("fast_1t", 4096).unwrap())
+        .rounded("84%", 100.0 * fast / peak)
+        .rounded("45.50", d.theirs("sdpa_1t", 4096).unwrap());
     let (sweep, criterion) = (
         p.call(FAST_TILES).unwrap() / 1e6,
         d.ours("fast_1t", 4096).unwrap(),
     );
-    s.rounded("25.02", sweep)
-        .rounded("27.80", criterion)
-        .rounded("10%", 100.0 * (1.0 - sweep / criterion))
-        .rounded("10%", 100.0 * (SPREAD - 1.0))
-        .claim(
-            "10% apart",
-            ((1.0 - sweep / criterion) - (SPREAD - 1.0)).abs() < 0.005,
-        );
-    let speed_up = d.ours("fast_1t", 4096).unwrap() / d.ours("fast_2t", 4096).unwrap();
-    let ((low_1, high_1), (low_2, high_2)) = (
-        d.ours_interval("fast_1t", 4096).unwrap(),
-        d.ours_interval("fast_2t", 4096).unwrap(),
-    );
-    s.claim("to less than half", speed_up > 2.0)
-        .rounded("2.08", speed_up)
-        .rounded("2.03", low_1 / high_2)
-        .rounded("2.13", high_1 / low_2)
-        .claim("above 2, the number of\nthreads", low_1 / high_2 > 2.0);
+    s.rounded("2%", 100.0 * (1.0 - sweep / criterion))
+        .rounded("10%", 100.0 * (SPREAD - 1.0));
+    let speed_up: Vec<f64> = NS
+        .iter()
+        .map(|&n| d.ours("fast_1t", n).unwrap() / d.ours("fast_2t", n).unwrap())
+        .collect();
+    s.rounded("1.82", lowest(&speed_up))
+        .rounded("1.91", highest(&speed_up))
+        .claim("less than 2, the number of cores", highest(&speed_up) < 2.0);
     let layer = [of("the layer, 1 thread")[0], of("the layer, 2 threads")[0]];
     s.claim(
-        "The multi-head layer is where PyTorch stays ahead",
-        layer.iter().all(|&r| r < 1.0),
+        "The multi-head layer, too, takes less time than PyTorch's",
+        layer.iter().all(|&r| r > 1.0) && layer.iter().all(|&r| r < lowest(&forward)),
     )
-    .rounded("0.76", layer[0])
-    .rounded("0.73", layer[1]);
+    .rounded("1.42", layer[0])
+    .rounded("1.55", layer[1]);
 }
 
 fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
@@ -384,20 +388,20 @@ fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
     s.quoted(&backward_table(d, &NS).unwrap());
     let comparisons = vs_pytorch(d, &NS).unwrap();
     let of = |label: &str| comparisons.iter().find(|c| c.0 == label).unwrap().1.clone();
-    let (plain_2, causal_2) = (
+    let one: Vec<f64> = [
+        of("backward, plain, 1 thread"),
+        of("backward, causal, 1 thread"),
+    ]
+    .concat();
+    let two: Vec<f64> = [
         of("backward, plain, 2 threads"),
         of("backward, causal, 2 threads"),
-    );
-    s.claim(
-        "ours takes less time, or\nties at $n = 1024$ causal",
-        plain_2.iter().all(|&r| r > SPREAD)
-            && causal_2[0] <= SPREAD
-            && causal_2[1..].iter().all(|&r| r > SPREAD),
-    )
-    .rounded("1.41", lowest(&plain_2))
-    .rounded("1.71", highest(&plain_2))
-    .rounded("1.08", lowest(&causal_2))
-    .rounded("1.43", highest(&causal_2));
+    ]
+    .concat();
+    s.rounded("2.30", lowest(&one))
+        .rounded("2.43", highest(&one))
+        .rounded("1.87", lowest(&two))
+        .rounded("3.24", highest(&two));
     let torch_speed_up: Vec<f64> = ["sdpa_backward", "sdpa_causal_backward"]
         .iter()
         .flat_map(|f| {
@@ -406,41 +410,52 @@ fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
             })
         })
         .collect();
-    s.rounded("1.15", lowest(&torch_speed_up))
-        .rounded("1.30", highest(&torch_speed_up));
-    let (plain_1, causal_1) = (
-        of("backward, plain, 1 thread"),
-        of("backward, causal, 1 thread"),
-    );
-    let one: Vec<f64> = plain_1.iter().chain(&causal_1).cloned().collect();
-    s.rounded("0.92", lowest(&one))
-        .rounded("1.04", highest(&one));
-    s.claim(
-        "On one thread the two tie at\nevery length",
-        one.iter().all(|&r| (1.0 / SPREAD..=SPREAD).contains(&r)),
-    )
-    .claim(
-        "above 1 at $n = 1024$ for plain\nattention and at $n = 4096$ for causal attention, below at $n = 2048$",
-        plain_1[0] > 1.0 && causal_1[2] > 1.0 && plain_1[1] < 1.0 && causal_1[1] < 1.0,
-    );
+    s.rounded("1.45", lowest(&torch_speed_up))
+        .rounded("1.85", highest(&torch_speed_up));
     let points = roofline_points(d, 4096).unwrap();
-    let backward: Vec<f64> = points
-        .iter()
-        .filter(|p| p.0.contains("backward"))
-        .map(|p| p.2)
-        .collect();
-    assert_eq!(backward.len(), 2);
-    s.rounded("166", lowest(&backward))
-        .rounded("167", highest(&backward));
-    // The five products at the forward products' rate in the profile.
-    s.rounded("64.60", d.ours("backward_1t", 4096).unwrap());
+    let point = |name: &str| points.iter().find(|p| p.0 == name).unwrap().2;
+    s.rounded("221.7", point("fast backward"))
+        .rounded("84%", 100.0 * point("fast backward") / d.roof())
+        .rounded("94.0", point("PyTorch backward"));
+    s.rounded("48.43", d.ours("backward_1t", 4096).unwrap());
 }
 
 fn backward_estimate(b: &mut Bindings, sources: &[&Provenance], p: &ProfileData) {
     let mut s = b.from(sources);
     let phase = |name: &str| p.phases.iter().find(|x| x.0 == name).unwrap().3.unwrap();
     let rate = attention_flops(4096, 64) / (phase("scores") + phase("output")); // FLOP per ns
-    s.rounded("54", backward_flops(4096, 64) / rate / 1e6);
+    s.rounded("41", backward_flops(4096, 64) / rate / 1e6);
+}
+
+/// Training chapter 15's model both ways, from the file of the same run.
+fn training_with_it(b: &mut Bindings, d: &FastData) {
+    let lm = LmTraining::read(&d.sources[0].run).unwrap();
+    let mut s = b.from(&[&lm.source]);
+    s.quoted(&lm_training_table(&lm));
+    let ratio = |t| mean(&lm.speeds(true, t)) / mean(&lm.speeds(false, t));
+    let overlap = |t| {
+        let (w, f) = (lm.speeds(false, t), lm.speeds(true, t));
+        lowest(&f) <= highest(&w) && lowest(&w) <= highest(&f)
+    };
+    s.rounded("0.985", ratio(1))
+        .rounded("1.020", ratio(2))
+        .claim(
+            "It is no faster",
+            lm.threads() == [1, 2] && overlap(1) && overlap(2),
+        );
+    // Chapter 8's count for the book's model: attention's products
+    // (4·T²·d a block) against all the forward pass's products.
+    let c = attn::lm::SHAKESPEARE_MODEL;
+    let (t, d_model) = (c.context as f64, c.d_model as f64);
+    let attention = c.layers as f64 * attention_flops(c.context as u64, c.d_model as u64);
+    let projections = c.layers as f64 * 2.0 * t * 4.0 * d_model * d_model;
+    let ffn = c.layers as f64 * 2.0 * t * 2.0 * d_model * c.d_ff as f64;
+    let head = 2.0 * t * d_model * c.vocab as f64;
+    let share = attention / (attention + projections + ffn + head);
+    b.claim("could not make a step much faster", share < 0.1)
+        .rounded("8%", 100.0 * share)
+        .exact("64", c.context as f64)
+        .exact("300", 300);
 }
 
 fn the_roofline(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &ProfileData) {
@@ -448,58 +463,58 @@ fn the_roofline(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &Pro
     s.quoted(&roofline_report(d, 4096).unwrap());
     let points = roofline_points(d, 4096).unwrap();
     let point = |name: &str| points.iter().find(|p| p.0 == name).unwrap().clone();
-    let wide = d.roof();
+    let peak = d.roof();
     let (fast, torch) = (point("fast"), point("PyTorch SDPA"));
     let sweep = attention_flops(4096, 64) / p.call(FAST_TILES).unwrap();
-    s.rounded("154.5", fast.2)
-        .rounded("63%", 100.0 * fast.2 / wide)
-        .rounded("147.6", torch.2)
-        .rounded("171.6", sweep)
-        .rounded("70%", 100.0 * sweep / wide)
-        .claim(
-            "The fast kernel is the first of the crate's above the peak of the loop as\ncompiled",
-            ["naive", "tiled", "portable"]
-                .iter()
-                .all(|k| point(k).2 < d.peak)
-                && fast.2 > d.peak,
-        );
+    s.rounded("221.8", fast.2)
+        .rounded("84%", 100.0 * fast.2 / peak)
+        .rounded("94.4", torch.2)
+        .rounded("226.2", sweep)
+        .rounded("86%", 100.0 * sweep / peak);
     assert!(d.sources[3].line.contains("cpu capability AVX512"));
-    // The alt text.
-    let below = ["naive", "tiled", "portable"];
-    let above = [
-        "fast",
-        "fast causal",
+    // The text and the alt text: who is below half the peak, who near it.
+    let below = [
+        "naive",
+        "tiled",
+        "portable",
         "PyTorch SDPA",
-        "fast backward",
         "PyTorch backward",
     ];
     s.claim(
-        "The naive, tiled and portable kernels are below the lower roof",
-        below.iter().all(|k| point(k).2 < d.peak)
-            && above
-                .iter()
-                .all(|k| point(k).2 > d.peak && point(k).2 < wide),
+        "Every other kernel, the crate's and PyTorch's,\nstays below half the peak",
+        below.iter().all(|k| point(k).2 < peak / 2.0),
     )
-    .rounded("16", wide / d.bandwidth)
+    .claim(
+        "the fast kernel, forward and backward, is near the roof",
+        ["fast", "fast backward"]
+            .iter()
+            .all(|k| point(k).2 > 0.8 * peak),
+    )
+    .claim(
+        "the roof of the loop as compiled would lie on it and is left out",
+        (d.peak / d.peak_512.unwrap() - 1.0).abs() < 0.01,
+    )
+    .rounded("6", peak / d.bandwidth)
     .rounded("16", points[0].1)
     .rounded("1024", torch.1)
     .rounded("1280", point("fast backward").1);
     assert_eq!(backward_intensity(4096, 64), 5.0 * 4096.0 / 16.0);
     // Memory: the tiled kernels' re-reads, naive attention's phases.
-    let (tiled, fast) = (
+    let (tiled, fast_tiles) = (
         tiled_intensity(4096, 64, QUERY_BLOCK as u64),
         tiled_intensity(4096, 64, FAST_TILES.query as u64),
     );
-    s.rounded("62", tiled).rounded("120", fast).claim(
-        "both still far above\neither ridge point",
-        tiled.min(fast) > 2.0 * wide / d.bandwidth,
+    s.rounded("62", tiled).rounded("120", fast_tiles).claim(
+        "both still far above\nthe ridge point",
+        tiled.min(fast_tiles) > 2.0 * peak / d.bandwidth,
     );
     assert_eq!(attention_intensity(4096, 64, false), 4096.0 / 4.0);
     let naive = attention_intensity(4096, 64, true);
     s.rounded("15.8", naive)
         .claim(
-            "at the upper ridge point",
-            (naive / (wide / d.bandwidth) - 1.0).abs() < 0.1,
+            "above the ridge point of this processor",
+            naive > peak / d.bandwidth,
         )
+        .rounded("32%", 100.0 * point("naive").2 / peak)
         .rounded("31", naive_product_intensity(4096, 64));
 }

@@ -3,7 +3,7 @@
 //! points of the roofline, from one run (`FastData`). Report helpers, not a
 //! reader's API.
 
-use super::fast_data::FastData;
+use super::fast_data::{FastData, PRODUCT_FLOPS};
 use crate::error::ReportError;
 use crate::show::table;
 use attn::complexity::attention_flops;
@@ -334,5 +334,34 @@ pub fn speed_report(d: &FastData) -> Result<String, ReportError> {
     Ok(table(
         &["fast kernel", "PyTorch's time / ours", "reading"],
         &rows,
+    ))
+}
+
+/// One 512×512 by 512×512 product on one thread, as the crate (the `gemm`
+/// crate), the crate built with OpenBLAS and PyTorch (the BLAS its header
+/// names) compute it: ms and GFLOP/s, and the share of the FMA peak.
+pub fn product_report(d: &FastData) -> Result<String, ReportError> {
+    let blas = d.sources[3]
+        .line
+        .split("; ")
+        .find_map(|f| f.split(", ").find_map(|p| p.strip_prefix("BLAS ")))
+        .unwrap_or("not reported");
+    let rows = [
+        ("the crate (gemm)", d.ours("matmul_512", 512)?),
+        ("the crate (OpenBLAS)", d.ours_blas("matmul_512", 512)?),
+        (&*format!("PyTorch ({blas})"), d.theirs("product_1t", 512)?),
+    ]
+    .map(|(who, ms)| {
+        let gflops = PRODUCT_FLOPS / (ms * 1e6);
+        vec![
+            who.to_string(),
+            format!("{ms:.3}"),
+            format!("{gflops:.0}"),
+            format!("{:.0}%", 100.0 * gflops / d.roof()),
+        ]
+    });
+    Ok(format!(
+        "a 512×512 by 512×512 product, one thread\n{}",
+        table(&["", "ms", "GFLOP/s", "of the peak"], &rows)
     ))
 }

@@ -100,6 +100,7 @@ pub(super) fn softmax_columns(
     Ok(())
 }
 
+// ANCHOR: lagging
 /// How far a score may be above its query's running maximum for a key
 /// tile to keep that maximum as the softmax's reference: `e^8 ≈ 2981`, so
 /// no weight, sum or output comes near the range of `f32`.
@@ -149,6 +150,8 @@ pub(super) fn weights_lagging(
     }
     within
 }
+
+// ANCHOR_END: lagging
 
 /// The lanes of the 16 queries from `g` that see key `j`: under the causal
 /// mask, with `shift = Some(j0 − i0)`, query `g + l` sees key `j` when
