@@ -142,4 +142,14 @@ fn a_key_tile_keeps_the_running_maxima_unless_its_scores_rise_far_above_them() {
         let fast = fast_attention_on(&q, &k, &v, false, tiles, kernel).unwrap();
         assert_abs_diff_eq!(fast, naive, epsilon = 1e-5);
     }
+    // The same keys under the causal mask, one query a key, in ragged
+    // tiles: tiles below the diagonal keep their maxima, the others not.
+    let q = Array2::from_elem((m, 1), 1.0_f32);
+    let causal = masked_attention(&q, &k, &v, &causal_mask(m, m))
+        .unwrap()
+        .output;
+    for kernel in kernels() {
+        let fast = fast_attention_on(&q, &k, &v, true, ODD_TILES, kernel).unwrap();
+        assert_abs_diff_eq!(fast, causal, epsilon = 1e-5);
+    }
 }

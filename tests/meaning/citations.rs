@@ -270,6 +270,10 @@ fn every_number_of_the_bibliography_is_bound() {
         .claim("vision transformers to 22 billion", title("to 22 billion"));
     b.exact("3", 3)
         .claim("The Llama 3 herd", title("The Llama 3 herd"));
+    b.exact("4", 4).claim(
+        "We reverse-engineered Flash Attention 4",
+        title("Flash Attention 4"),
+    );
     // A claim word that is part of a title, not the book's claim.
     let phrase = "faster attention with better parallelism";
     b.claim(phrase, title(phrase));

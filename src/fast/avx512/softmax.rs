@@ -102,8 +102,11 @@ pub(super) fn softmax_columns(
 
 // ANCHOR: lagging
 /// How far a score may be above its query's running maximum for a key
-/// tile to keep that maximum as the softmax's reference: `e^8 ≈ 2981`, so
-/// no weight, sum or output comes near the range of `f32`.
+/// tile to keep that maximum as the softmax's reference: a weight is at
+/// most `e^8 ≈ 2981`, so no weight or sum comes near the range of `f32`.
+/// The output, until its final division by the sum, can be up to that
+/// factor larger than with exact maxima: values near `10³⁴` could make it
+/// overflow (an error) where the two passes would not.
 pub(super) const LAG: f32 = 8.0;
 
 /// The scores `Sᵀ = K_j Q_iᵀ` of a key tile (`k`, `d_k` wide) and their
@@ -127,6 +130,9 @@ pub(super) fn weights_lagging(
     tile_sum.fill(0.0);
     let mut within = true;
     super::scores(k, d_k, qt, st, |st, [j, p], [rows, panels]| {
+        if !within {
+            return; // the tile is done again: its weights are not needed
+        }
         for q in p..p + panels {
             let lanes = q * W..(q + 1) * W;
             // SAFETY (every load and store): 16 numbers from the start of
