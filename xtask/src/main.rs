@@ -8,7 +8,8 @@
 //! `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9
 //! (several minutes), writes their results to `book/data/` and redraws the
 //! figures; `cargo xtask measure fast`, the appendix's run (the crate with
-//! and without OpenBLAS, NumPy and PyTorch); `cargo xtask measure lm`,
+//! and without OpenBLAS, NumPy and PyTorch, and chapter 15's model trained
+//! with and without the fast kernel); `cargo xtask measure lm`,
 //! chapter 15's training and generation speeds beside PyTorch's; `cargo
 //! xtask train`, chapters 12 and 13's training runs (`train lm`: chapter
 //! 15's); `cargo xtask model`, which fetches chapter 14's pretrained model
