@@ -218,10 +218,7 @@ pub fn losses_of(variants: &[Variant], attention: Attention) -> Vec<f64> {
         .collect()
 }
 
-/// The mean of `values` (NaN if there are none).
-pub fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
-}
+pub use crate::measurements::mean;
 
 /// The lowest and highest of `values`.
 pub fn range(values: &[f64]) -> (f64, f64) {

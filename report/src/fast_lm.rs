@@ -3,6 +3,7 @@
 //! kernel, in the appendix's run (`appendix-lm-training.tsv`). Report
 //! helpers, not a reader's API.
 
+pub use super::measurements::mean;
 use super::measurements::{bad, data_rows, number};
 use super::provenance::Provenance;
 use crate::error::ReportError;
@@ -61,11 +62,6 @@ impl LmTraining {
     }
 }
 
-/// The mean of `xs`.
-pub fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
 /// Each path's runs and their mean, by threads, and the ratio of the
 /// means (the fused kernel's over chapter 2's).
 pub fn lm_training_table(lm: &LmTraining) -> String {
@@ -89,7 +85,7 @@ pub fn lm_training_table(lm: &LmTraining) -> String {
     format!(
         "chapter 15's model, training tokens per second (steps 101 to 300 of each run)\n{}",
         table(
-            &["threads", "weights kept", "fused kernel", "fused / weights",],
+            &["threads", "weights kept", "fused kernel", "fused / weights"],
             &rows
         )
     )

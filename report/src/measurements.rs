@@ -246,6 +246,11 @@ pub fn tiled_memory_table(
     ))
 }
 
+/// The mean of `values` (NaN if there are none).
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

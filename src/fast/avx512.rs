@@ -161,7 +161,7 @@ pub(super) unsafe fn query_tile(
             weighted_values((st, ld), None, v_j, ot);
             continue;
         }
-        scores(k_j, d_k, qt, st, |_, _, _| {});
+        scores(k_j, d_k, qt, st);
         // Key j is hidden from tile row r when j0 + j > i0 + r.
         let shift = causal.then_some(j0 as isize - i0 as isize);
         softmax_columns(st, ld, shift, max, sum, alpha).map_err(|(r, value)| {
@@ -205,10 +205,15 @@ pub(super) fn pack_panels(x: &[f32], w: usize, scale: f32, xt: &mut [f32]) {
 
 /// `Sᵀ ← K_j Q_iᵀ`: row `j` of `st` (`cols×ld`) holds key `j`'s score with
 /// each query, for the keys `k` (`cols×d_k`) and the packed queries `qt`.
-/// Each block, once written, goes to `then(st, [row, panel], [rows,
-/// panels])` while it is still in the L1 cache.
 #[target_feature(enable = "avx512f")]
-pub(super) fn scores(
+pub(super) fn scores(k: &[f32], d_k: usize, qt: &[f32], st: &mut [f32]) {
+    scores_then(k, d_k, qt, st, |_, _, _| {});
+}
+
+/// [`scores`], each block, once written, going to `then(st, [row, panel],
+/// [rows, panels])` while it is still in the L1 cache.
+#[target_feature(enable = "avx512f")]
+pub(super) fn scores_then(
     k: &[f32],
     d_k: usize,
     qt: &[f32],
@@ -238,14 +243,15 @@ pub(super) fn scores(
 #[target_feature(enable = "avx512f")]
 fn weighted_values((pt, ld): (&[f32], usize), alpha: Option<&[f32]>, v: &[f32], ot: &mut [f32]) {
     let (cols, d_v) = (pt.len() / ld, ot.len() / ld);
-    for row in ot.chunks_exact_mut(ld).filter(|_| alpha.is_some()) {
-        let alpha = alpha.unwrap_or_default();
-        for (o, a) in row.chunks_exact_mut(W).zip(alpha.chunks_exact(W)) {
-            // SAFETY: both chunks hold 16 numbers.
-            unsafe {
-                let scaled =
-                    _mm512_mul_ps(_mm512_loadu_ps(o.as_ptr()), _mm512_loadu_ps(a.as_ptr()));
-                _mm512_storeu_ps(o.as_mut_ptr(), scaled);
+    if let Some(alpha) = alpha {
+        for row in ot.chunks_exact_mut(ld) {
+            for (o, a) in row.chunks_exact_mut(W).zip(alpha.chunks_exact(W)) {
+                // SAFETY: both chunks hold 16 numbers.
+                unsafe {
+                    let scaled =
+                        _mm512_mul_ps(_mm512_loadu_ps(o.as_ptr()), _mm512_loadu_ps(a.as_ptr()));
+                    _mm512_storeu_ps(o.as_mut_ptr(), scaled);
+                }
             }
         }
     }

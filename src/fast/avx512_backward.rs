@@ -168,17 +168,10 @@ fn band(x: &Packed, key_tiles: Vec<(usize, ArrayViewMut2<f32>, ArrayViewMut2<f32
                 &mut dst.get_mut()[..cols * ld],
             );
             let lanes = i0..i0 + ld;
-            scores(
-                k_j,
-                d_k,
-                &x.qt.get()[i0 * d_k..(i0 + ld) * d_k],
-                st,
-                |_, _, _| {},
-            );
+            scores(k_j, d_k, &x.qt.get()[i0 * d_k..(i0 + ld) * d_k], st);
             let shift = x.causal.then_some(j0 as isize - i0 as isize);
             weights(st, ld, shift, &x.lse[lanes.clone()]);
-            let dot = &x.dot.get()[i0 * d_v..(i0 + ld) * d_v];
-            scores(v_j, d_v, dot, dst, |_, _, _| {}); // dPᵀ
+            scores(v_j, d_v, &x.dot.get()[i0 * d_v..(i0 + ld) * d_v], dst); // dPᵀ
             score_gradients(st, dst, &x.d[lanes]);
             // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i/√d_k: key rows, d across.
             let q_i = &x.q_rows.get()[i0 * wk..];

@@ -172,10 +172,12 @@ pub(crate) fn mha_from_projections<F: Real>(
     let sqrt_d_k = F::of(d_k as f64).sqrt();
     let rows = |b, h| head_slices(b, h, [d_k, d_v], sizes);
     let masks: Vec<_> = (0..q.nrows() / tq).map(keep).collect();
-    let causal = causal_mask(tq, tk);
+    // A sequence's heads take the fused kernel if asked and its mask is
+    // the causal mask.
+    let causal = (sizes.fused && tq == tk).then(|| causal_mask(tq, tk));
     let fused: Vec<bool> = masks
         .iter()
-        .map(|m| sizes.fused && tq == tk && m.as_ref() == Some(&causal))
+        .map(|m| causal.is_some() && m.as_ref() == causal.as_ref())
         .collect();
     // Every (sequence, head) attends on its own, so the pool's threads
     // share them out; `collect` keeps their order.

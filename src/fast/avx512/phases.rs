@@ -37,7 +37,7 @@ pub(in crate::fast) unsafe fn phase_times(
                 match which {
                     0 => {
                         pack_queries(&q[i0 * d_k..(i0 + rows) * d_k], d_k, qt);
-                        scores(k_j, d_k, qt, st, |_, _, _| {});
+                        scores(k_j, d_k, qt, st);
                     }
                     1 => {
                         max.fill(f32::NEG_INFINITY); // scores of 0 or earlier weights: finite

@@ -129,7 +129,7 @@ pub(super) fn weights_lagging(
     assert!(tile_sum.len() == ld && sum.len() == ld);
     tile_sum.fill(0.0);
     let mut within = true;
-    super::scores(k, d_k, qt, st, |st, [j, p], [rows, panels]| {
+    super::scores_then(k, d_k, qt, st, |st, [j, p], [rows, panels]| {
         if !within {
             return; // the tile is done again: its weights are not needed
         }
