@@ -10,9 +10,7 @@ use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
 use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
-use crate::masking::masked_fill;
-use crate::real::Real;
+use crate::linalg::matmul;
 use crate::softmax::softmax_rows_in_place;
 
 /// What attention returns: the mixed values and the weights that mixed them.
@@ -63,49 +61,17 @@ pub fn scaled_dot_product_attention(
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Attention, AttnError> {
-    check_qkv(q, k, v)?;
-    let sqrt_d_k = (q.ncols() as f32).sqrt();
-    let (weights, output) = attend(q, k, v, sqrt_d_k, Scores::Plain)?;
-    Ok(Attention { output, weights })
-}
-
-/// What is done to the scores before the softmax.
-#[derive(Clone, Copy)]
-pub(crate) enum Scores<'a, F> {
-    /// Nothing.
-    Plain,
-    /// Dropped keys (`false`) set to `−∞` (chapter 6's masks), `n×m`.
-    Masked(&'a ArrayRef2<bool>),
-    /// An additive bias added (chapter 7's ALiBi), `n×m`.
-    Biased(&'a ArrayRef2<F>),
-}
-
-/// The computation every attention in the crate runs, in `f32` or `f64`
-/// (the callers check the shapes): scores `QKᵀ/√d_k`, changed as `change`
-/// says, weights `softmax(scores)` row by row, output `weights · V`.
-/// Returns `(weights, output)`. (Chapter 11 also runs it with `√d_k`
-/// replaced by 1, unscaled.)
-pub(crate) fn attend<F: Real>(
-    q: &ArrayRef2<F>,
-    k: &ArrayRef2<F>,
-    v: &ArrayRef2<F>,
-    sqrt_d_k: F,
-    change: Scores<'_, F>,
-) -> Result<(Array2<F>, Array2<F>), AttnError> {
+    check_qkv(q, k, v)?; // the shapes fit, the numbers are finite
     check_size("the scores QKᵀ", q.nrows(), k.nrows())?; // n×m must fit in memory
+    let sqrt_d_k = (q.ncols() as f32).sqrt();
     let q_scaled = q / sqrt_d_k; // scale n×d_k queries, not n×m scores: same result
     let mut scores = matmul(&q_scaled, &k.t()); // n×m: how well query i matches key j
     check_overflow("the scores QKᵀ/√d_k", &scores)?; // huge finite Q, K can overflow
-    match change {
-        Scores::Plain => {}
-        Scores::Masked(keep) => masked_fill(&mut scores, keep, F::neg_infinity())?, // weight exactly 0
-        Scores::Biased(bias) => scores.zip_mut_with(bias, |s, &b| *s += b),
-    }
     softmax_rows_in_place(&mut scores)?;
     let weights = scores; // n×m: each row sums to 1
     let output = matmul(&weights, v); // n×d_v: each row a weighted average of values
     check_overflow("the output", &output)?;
-    Ok((weights, output))
+    Ok(Attention { output, weights })
 }
 // ANCHOR_END: attention
 

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use crate::attention::check_qkv;
 use crate::check::check_overflow;
 use crate::error::AttnError;
-use matmul::product;
+use crate::linalg::product;
 
 mod backward;
 pub use backward::{
@@ -173,7 +173,7 @@ fn attention_with(
 
 /// Writes the attention of `q` over `k`, `v` into `output` (`n×d_v`), one
 /// query tile per task, and each query's log-sum-exp into `lse` if asked.
-fn attend_into(
+pub(crate) fn attend_into(
     [q, k, v]: [&ArrayRef2<f32>; 3],
     (causal, tiles, kernel): (bool, Tiles, Kernel),
     output: ArrayViewMut2<f32>,
@@ -296,13 +296,12 @@ fn visible_keys(causal: bool, i: usize, j0: usize, cols: usize) -> usize {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
-mod multihead;
+mod fused;
 mod portable;
-pub use multihead::fast_multihead;
+pub use fused::{fused_backward, fused_causal};
 pub(crate) use portable::exponentials;
 #[cfg(target_arch = "x86_64")]
 mod avx512_backward;
-pub mod matmul;
 pub mod profile;
 pub mod roofline;
 

@@ -10,7 +10,7 @@ use ndarray_rand::rand::rngs::StdRng;
 
 use crate::check::{check_finite, check_model_width};
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::masking::causal_mask;
 use crate::nn::latent::{latent_forward, LatentWeights};
 use crate::position::{check_even, rotate, Rotation};

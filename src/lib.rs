@@ -52,6 +52,7 @@ pub mod fast;
 pub mod grad;
 pub mod kv_bytes;
 pub mod latent;
+pub mod linalg;
 pub mod lm;
 pub mod masking;
 pub mod model;

@@ -17,10 +17,12 @@ use std::ops::Range;
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 
-use crate::attention::{attend, check_qkv, for_each_item, Attention, BatchedAttention, Scores};
-use crate::check::{check_finite, check_size};
+use crate::attention::{check_qkv, for_each_item, Attention, BatchedAttention};
+use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
+use crate::linalg::matmul;
 use crate::real::Real;
+use crate::softmax::softmax_rows_in_place;
 use crate::scaled_dot_product_attention;
 
 // ANCHOR: causal
@@ -79,6 +81,50 @@ pub fn masked_fill<F: Real>(
     Ok(())
 }
 // ANCHOR_END: masked_fill
+
+// ANCHOR: attend
+/// What is done to the scores before the softmax.
+#[derive(Clone, Copy)]
+pub(crate) enum Scores<'a, F> {
+    /// Nothing.
+    Plain,
+    /// Dropped keys (`false`) set to `−∞` (chapter 6's masks), `n×m`.
+    Masked(&'a ArrayRef2<bool>),
+    /// An additive bias added (chapter 7's ALiBi), `n×m`.
+    Biased(&'a ArrayRef2<F>),
+}
+
+/// The attention every layer of the crate runs, in `f32` or `f64` (the
+/// callers check the shapes): chapter 2's steps, with the scores changed
+/// as `change` says before the softmax. Scores `QKᵀ/√d_k`, weights
+/// `softmax(scores)` row by row, output `weights · V`; returns `(weights,
+/// output)`. Without a change it is
+/// [`scaled_dot_product_attention`](crate::scaled_dot_product_attention),
+/// bit for bit (tested). (Chapter 11 also runs it with `√d_k` replaced by
+/// 1, unscaled.)
+pub(crate) fn attend<F: Real>(
+    q: &ArrayRef2<F>,
+    k: &ArrayRef2<F>,
+    v: &ArrayRef2<F>,
+    sqrt_d_k: F,
+    change: Scores<'_, F>,
+) -> Result<(Array2<F>, Array2<F>), AttnError> {
+    check_size("the scores QKᵀ", q.nrows(), k.nrows())?; // n×m must fit in memory
+    let q_scaled = q / sqrt_d_k; // scale n×d_k queries, not n×m scores: same result
+    let mut scores = matmul(&q_scaled, &k.t()); // n×m: how well query i matches key j
+    check_overflow("the scores QKᵀ/√d_k", &scores)?; // huge finite Q, K can overflow
+    match change {
+        Scores::Plain => {}
+        Scores::Masked(keep) => masked_fill(&mut scores, keep, F::neg_infinity())?, // weight exactly 0
+        Scores::Biased(bias) => scores.zip_mut_with(bias, |s, &b| *s += b),
+    }
+    softmax_rows_in_place(&mut scores)?;
+    let weights = scores; // n×m: each row sums to 1
+    let output = matmul(&weights, v); // n×d_v: each row a weighted average of values
+    check_overflow("the output", &output)?;
+    Ok((weights, output))
+}
+// ANCHOR_END: attend
 
 /// Checks that `Q`, `K`, `V` fit and that a mask or bias of shape `mask` has
 /// one entry per score; returns `√d_k`.

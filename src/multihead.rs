@@ -492,5 +492,8 @@ pub fn embed_words(words: &[&str], d_model: usize, seed: u64) -> Array2<f32> {
 }
 // ANCHOR_END: embed
 
+mod fast;
+pub use fast::fast_multihead;
+
 #[cfg(test)]
 mod tests;

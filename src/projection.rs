@@ -61,7 +61,7 @@ pub(crate) fn project<F: crate::real::Real>(
     x: &ArrayRef2<F>,
     w: &ArrayRef2<F>,
 ) -> Result<Array2<F>, AttnError> {
-    let y = crate::fast::matmul::matmul(x, w);
+    let y = crate::linalg::matmul(x, w);
     check_overflow(what, &y)?;
     Ok(y)
 }

@@ -135,7 +135,7 @@ impl SlidingCache {
         let v = self.k.slice(ndarray::s![..n, ..d_v.min(self.k.ncols())]);
         let q_t = q_t.to_owned().insert_axis(Axis(0));
         let (_, o) =
-            crate::attention::attend(&q_t, &k, &v, scale, crate::attention::Scores::Plain)?;
+            crate::masking::attend(&q_t, &k, &v, scale, crate::masking::Scores::Plain)?;
         Ok(o.row(0).to_owned())
     }
 }

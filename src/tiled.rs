@@ -17,7 +17,8 @@ use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut2};
 use crate::attention::check_qkv;
 use crate::check::{check_overflow, check_overflow_at};
 use crate::error::AttnError;
-use crate::softmax::{exp_nonpositive, max_of, sum_of};
+use crate::real::exp_nonpositive;
+use crate::softmax::{max_of, sum_of};
 
 /// Queries per tile.
 pub const QUERY_BLOCK: usize = 128;

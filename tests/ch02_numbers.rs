@@ -4,7 +4,8 @@
 
 use attn::attention::{sentence_example, worked_example};
 use attn::scaled_dot_product_attention;
-use attn::softmax::{exp_nonpositive, naive_softmax, softmax};
+use attn::real::exp_nonpositive;
+use attn::softmax::{naive_softmax, softmax};
 use ndarray::{array, Array2};
 use report::show::matrix;
 

@@ -13,8 +13,9 @@ use attn::block::{
     Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm, Transformer,
 };
 use attn::exercises::ch09::chunked_softmax;
-use attn::fast::matmul::matrix_product;
-use attn::fast::{fast_attention, fast_attention_with, fast_multihead, Tiles};
+use attn::linalg::matrix_product;
+use attn::fast::{fast_attention, fast_attention_with, Tiles};
+use attn::multihead::fast_multihead;
 use attn::masking::{
     biased_attention, decode_with_cache, masked_attention, padded_batch_attention, KvCache, Padding,
 };

@@ -2,9 +2,9 @@
 //! appendix's (`benches/fast.rs`): the softmax's exponential, and the
 //! matrix product the multi-head layer is built on.
 
-use attn::fast::matmul::matrix_product;
+use attn::linalg::matrix_product;
 use attn::multihead::MultiHeadAttention;
-use attn::softmax::exp_nonpositive;
+use attn::real::exp_nonpositive;
 use criterion::{BenchmarkId, Criterion};
 use ndarray::Array2;
 use std::hint::black_box;

@@ -3,7 +3,7 @@
 use ndarray::{Array1, ArrayRef1};
 
 use crate::error::AttnError;
-use crate::softmax::exp_nonpositive;
+use crate::real::exp_nonpositive;
 use crate::tiled::online_softmax_step;
 
 // ANCHOR: online_softmax

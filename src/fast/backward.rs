@@ -33,11 +33,11 @@ use gemm::Parallelism;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayView1, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use super::matmul::product;
+use crate::linalg::product;
 use super::Tiles;
 use crate::check::check_overflow;
 use crate::error::AttnError;
-use crate::softmax::exp_nonpositive;
+use crate::real::exp_nonpositive;
 
 /// What [`super::fast_attention_forward`] keeps for the backward pass: the
 /// output and each query's log-sum-exp.

@@ -58,6 +58,7 @@ fn this_processor_runs_the_kernel_it_is_offered() {
 
 #[test]
 fn the_fast_multihead_layer_equals_the_layer_of_chapter_5() {
+    use crate::multihead::fast_multihead;
     let mut rng = StdRng::seed_from_u64(9);
     for (n, m, d_model, h) in [(7, 7, 32, 4), (130, 70, 64, 8), (300, 300, 48, 3)] {
         let layer = MultiHeadAttention::new(d_model, h, &mut rng).unwrap();

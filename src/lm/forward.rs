@@ -6,7 +6,7 @@ use ndarray::{Array2, ArrayRef2};
 use super::model::{LanguageModel, Positions};
 use crate::check::check_indices;
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::masking::causal_mask;
 use crate::nn::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, cross_entropy,

@@ -9,7 +9,7 @@ use super::forward::{ACTIVATION, EPS};
 use super::model::{LanguageModel, Positions};
 use super::sample::Sampler;
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::kv_bytes::kv_bytes_per_token;
 use crate::latent::{AbsorbedLatent, LatentAttention, LatentCache};
 use crate::nn::BlockAttention;

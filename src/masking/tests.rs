@@ -16,6 +16,22 @@ fn an_all_true_mask_changes_nothing() {
     assert_eq!(masked, scaled_dot_product_attention(&q, &k, &v).unwrap());
 }
 
+#[test]
+fn chapter_2s_attention_is_the_engine_s_without_a_change_bit_for_bit() {
+    let mut rng = StdRng::seed_from_u64(21);
+    for _ in 0..50 {
+        let (n, m) = (rng.random_range(1..12), rng.random_range(1..12));
+        let (d_k, d_v) = (rng.random_range(1..9), rng.random_range(1..9));
+        let q = standard_normal(n, d_k, &mut rng) * 3.0;
+        let k = standard_normal(m, d_k, &mut rng);
+        let v = standard_normal(m, d_v, &mut rng);
+        let small = scaled_dot_product_attention(&q, &k, &v).unwrap();
+        let sqrt_d_k = (d_k as f32).sqrt();
+        let (weights, output) = attend(&q, &k, &v, sqrt_d_k, Scores::Plain).unwrap();
+        assert_eq!((small.weights, small.output), (weights, output));
+    }
+}
+
 // ANCHOR: fully_masked_test
 #[test]
 fn masked_keys_get_zero_weight_and_a_fully_masked_row_is_zero() {

@@ -6,7 +6,7 @@ use ndarray::ArrayRef2;
 use super::{TinyTransformer, EPS, VOCAB};
 use crate::check::check_indices;
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::grad::Matrix;
 use crate::masking::causal_mask;
 use crate::nn::{

@@ -7,7 +7,7 @@
 use ndarray::{Array1, Array2, Array3, ArrayRef1, ArrayRef2, ArrayView1, Axis};
 
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::masking::masked_fill;
 use crate::nn::softmax_backward;
 use crate::real::Real;

@@ -5,10 +5,10 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Axis, Ix2, SliceInfo, SliceInfoElem}
 use rayon::prelude::*;
 use std::ops::AddAssign;
 
-use crate::attention::{attend, Scores};
+use crate::masking::{attend, Scores};
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
-use crate::fast::FastForward;
+use crate::linalg::matmul;
+use crate::fast::{fused_backward, fused_causal, FastForward};
 use crate::masking::causal_mask;
 use crate::position::{rotate, Rotation};
 use crate::projection::project;
@@ -189,7 +189,7 @@ pub(crate) fn mha_from_projections<F: Real>(
         .map(|&(b, h)| {
             let [rq, rk, rv, _] = rows(b, h);
             let (q, k, v) = (q.slice(rq), k.slice(rk), v.slice(rv));
-            if let Some(fused) = fused[b].then(|| F::fused_causal(&q, &k, &v)).flatten() {
+            if let Some(fused) = fused[b].then(|| fused_causal(&q, &k, &v)).flatten() {
                 return fused.map(|(out, kept)| (out, HeadCache::Fused(kept)));
             }
             let (out, cache) = attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)?;
@@ -264,7 +264,7 @@ impl<F: Real> HeadCache<F> {
         let computed_again;
         let weights = match self {
             HeadCache::Weights(cache) => cache,
-            HeadCache::Fused(kept) => match F::fused_backward([q, k, v], kept, d_o) {
+            HeadCache::Fused(kept) => match fused_backward([q, k, v], kept, d_o) {
                 Some(Ok(gradients)) => return gradients,
                 // The kernel refuses gradients that overflow: chapter 11's
                 // backward pass computes them, not finite, from the

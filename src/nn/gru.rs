@@ -19,7 +19,7 @@
 use ndarray::{s, Array2, ArrayRef2, Axis, Zip};
 
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::real::Real;
 
 /// A GRU's weights: `W` (`d_in × 3d_h`), `U` (`d_h × 3d_h`), `b` (`1 × 3d_h`),

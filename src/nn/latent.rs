@@ -9,7 +9,7 @@ use super::attention::{
     mha_backward_to_projections, mha_from_projections, rotate_heads, Heads, MhaCache,
 };
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::position::Rotation;
 use crate::projection::project;
 use crate::real::Real;

@@ -6,7 +6,7 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::real::Real;
 
 // ANCHOR: linear_backward

@@ -7,7 +7,7 @@ use super::batch::{check_batch, Batch};
 use super::model::Seq2Seq;
 use crate::check::check_indices;
 use crate::error::AttnError;
-use crate::fast::matmul::matmul;
+use crate::linalg::matmul;
 use crate::grad::Matrix;
 use crate::nn::{
     attention_sublayer, check_finite_parameters, check_logits, cross_entropy, embedding_forward,

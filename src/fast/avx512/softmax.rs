@@ -10,7 +10,7 @@ use std::arch::x86_64::{
 };
 
 use super::W;
-use crate::softmax::{EXP_LOWEST, EXP_POLYNOMIAL, LN2_HI, LN2_LO, LOG2_E, ROUND};
+use crate::real::{EXP_LOWEST, EXP_POLYNOMIAL, LN2_HI, LN2_LO, LOG2_E, ROUND};
 
 /// The online softmax of every column of `st` (`cols×ld`: one column a
 /// query), 16 queries at a time: the scores become `exp(s − M_new)` (0
@@ -195,7 +195,7 @@ fn check_scores(
     Ok(())
 }
 
-/// `e^x` on 16 lanes, by [`crate::softmax::exp_nonpositive`]'s method
+/// `e^x` on 16 lanes, by [`crate::real::exp_nonpositive`]'s method
 /// and coefficients, with fused multiply-adds, the polynomial in one
 /// Horner chain (`1 + r(1 + r(½ + …))`), and `vscalefps` for `2^ν`. For
 /// `x < EXP_LOWEST` it gives `e^EXP_LOWEST`, below `2·10⁻³⁸`, not 0.

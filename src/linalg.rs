@@ -1,10 +1,10 @@
-//! Matrix products through the `gemm` crate: the fast kernel's tiles
-//! (this appendix), and every other product of the crate — attention's
-//! core, the layers and the training stack ([`crate::nn`]) — in `f32` or
-//! `f64`. The appendix measured `gemm` faster
-//! than ndarray's own products on the tiles' shapes; on the training
-//! stack's shapes it is as fast on one thread and splits large products
-//! over the threads of the pool.
+//! The matrix product at the bottom of the crate: every product of every
+//! layer, in `f32` or `f64`, through the `gemm` crate (or, built with the
+//! `blas` feature, the system's OpenBLAS), and the tiles of the appendix
+//! "Making it fast". The appendix measured `gemm` faster than ndarray's
+//! own products on the tiles' shapes; on the training stack's shapes it is
+//! as fast on one thread and splits large products over the threads of
+//! the pool.
 
 use gemm::Parallelism;
 use ndarray::{Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};

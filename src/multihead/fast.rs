@@ -4,15 +4,15 @@ use gemm::Parallelism;
 use ndarray::{s, Array2, ArrayRef2, Axis};
 use rayon::prelude::*;
 
-use super::matmul::product;
-use super::{attend_into, Kernel, FAST_TILES};
+use crate::linalg::product;
+use crate::fast::{attend_into, Kernel, FAST_TILES};
 use crate::check::{check_finite, check_model_width, check_overflow};
 use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
 
 // ANCHOR: fast_multihead
 /// [`crate::multihead::MultiHeadAttention::forward`]'s output (without the
-/// weights), with every head attended by [`super::fast_attention`]'s kernel, the
+/// weights), with every head attended by [`crate::fast::fast_attention`]'s kernel, the
 /// heads in parallel, each writing its columns of the merged heads in place,
 /// and the four projections split over the pool's threads.
 pub fn fast_multihead(
