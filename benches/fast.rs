@@ -17,8 +17,8 @@ use attn::fast::{
     fast_attention, fast_attention_backward, fast_attention_forward, fast_attention_on, Kernel,
     FAST_TILES,
 };
-use attn::multihead::fast_multihead;
 use attn::masking::{causal_mask, masked_attention};
+use attn::multihead::fast_multihead;
 use attn::multihead::MultiHeadAttention;
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;

@@ -7,11 +7,10 @@
 
 use report::plot;
 
-use attn::multihead::{
-    embed_words, head_entropies, merge_heads, multihead_flops, split_heads, MultiHeadAttention,
-};
+use attn::multihead::{merge_heads, multihead_flops, split_heads, MultiHeadAttention};
 use ndarray::{Array2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::ch05::{embed_words, head_entropies};
 use report::show::shape;
 
 /// The chapter's layer: 32-wide tokens, 4 heads of width 8.
@@ -27,7 +26,7 @@ fn main() -> Result<(), report::error::ReportError> {
         "== Shapes, d_model = {D_MODEL}, h = {H}, d_k = {} ==",
         mha.d_k()
     );
-    let q = x.dot(mha.weights()[0]);
+    let q = x.dot(&mha.weights().w_q);
     let heads = split_heads(&q, H)?;
     let out = mha.forward(&x, &x)?;
     println!("X:                       {}", shape(&x));

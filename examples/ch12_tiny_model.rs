@@ -10,8 +10,8 @@
 use report::plot;
 
 use attn::model::{
-    accuracy, held_out, inputs_and_targets, Task, TinyTransformer, BOOK_MODEL, BOOK_TRAINING,
-    HELD_OUT,
+    accuracy, held_out, inputs_and_targets, ModelConfig, Task, TinyTransformer, BOOK_MODEL,
+    BOOK_TRAINING, HELD_OUT,
 };
 use attn::nn::Parameters;
 use ndarray::Array2;
@@ -28,7 +28,7 @@ fn data(name: &str) -> Result<String, report::error::ReportError> {
 
 fn main() -> Result<(), report::error::ReportError> {
     let net = TinyTransformer::from_text(&data("ch12-weights.txt")?)?;
-    let c = net.config();
+    let c = ModelConfig::of(&net)?;
     println!(
         "== The model: k = {}, d_model = {}, {} heads, d_ff = {}, {} blocks; {} parameters ==",
         c.k,
@@ -83,7 +83,7 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("\n== Exercise 1: the same model trained to sort ==");
     let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt")?)?;
     assert_eq!(
-        sorter.config(),
+        ModelConfig::of(&sorter)?,
         BOOK_MODEL,
         "the sorting weights are the book's model"
     );
@@ -183,7 +183,7 @@ fn draw_attention(
     file: &'static str,
     title: &str,
 ) -> Result<(), report::error::ReportError> {
-    let (inputs, _) = inputs_and_targets(&[example.to_vec()], net.config().k)?;
+    let (inputs, _) = inputs_and_targets(&[example.to_vec()], ModelConfig::of(net)?.k)?;
     let fwd = net.forward(&inputs)?;
     let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();

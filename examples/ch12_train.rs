@@ -64,7 +64,7 @@ fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), report::erro
     let weights = header("exact", "the trained weights, rounded to f32");
     std::fs::write(
         format!("{dir}/{name}-weights.txt"),
-        format!("{weights}\n{}", net.to_text()),
+        format!("{weights}\n{}", net.to_text()?),
     )
     .expect("write weights");
     let mut csv = format!(

@@ -16,7 +16,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use crate::attention::check_qkv;
 use crate::check::{check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
-use crate::masking::{causal_mask, masked_attention};
+use crate::masking::{causal_mask, masked_attention, window_mask};
 use crate::position::sinusoidal;
 use crate::scaling::standard_normal;
 
@@ -44,10 +44,7 @@ pub fn local_attention(
     for i0 in (0..n).step_by(w) {
         let i1 = (i0 + w).min(n);
         let j0 = (i0 + 1).saturating_sub(w); // the first key query i0 may see
-        let keep = Array2::from_shape_fn((i1 - i0, i1 - j0), |(r, c)| {
-            let (i, j) = (i0 + r, j0 + c);
-            j <= i && i - j < w
-        });
+        let keep = window_mask(i0..i1, j0..i1, 0, w)?; // keys i − w + 1 ..= i
         let keys = s![j0..i1, ..];
         let a = masked_attention(
             &q.slice(s![i0..i1, ..]),
@@ -256,7 +253,8 @@ mod tests {
     fn local_attention_is_masked_attention_with_a_window_mask() {
         for (n, w) in [(1, 1), (10, 1), (10, 3), (37, 8), (64, 64), (100, 7)] {
             let (q, k, v) = qkv(n, n as u64);
-            // Query i sees keys i − w + 1 to i.
+            // Query i sees keys i − w + 1 to i (written out here, an
+            // independent reference for the crate's masks).
             let keep = Array2::from_shape_fn((n, n), |(i, j)| j <= i && i - j < w);
             let expected = masked_attention(&q, &k, &v, &keep).unwrap().output;
             let got = local_attention(&q, &k, &v, w).unwrap();

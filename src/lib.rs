@@ -46,6 +46,7 @@ pub mod attention;
 pub mod block;
 pub(crate) mod check;
 pub mod complexity;
+pub mod decoder;
 pub mod error;
 pub mod exercises;
 pub mod fast;

@@ -7,7 +7,7 @@
 //! the pool.
 
 use gemm::Parallelism;
-use ndarray::{Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{Array1, Array2, ArrayRef2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::check::{check_finite, check_overflow, check_size};
@@ -141,6 +141,57 @@ pub fn matrix_product<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Result<Arr
     check_overflow("the product a·b", &c)?;
     Ok(c)
 }
+
+/// A linear layer's weights: `W`, `d_in×d_out`, and its bias `b`, `d_out`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearWeights<F> {
+    /// `W`, `d_in×d_out`.
+    pub w: Array2<F>,
+    /// `b`, `d_out`.
+    pub b: Array1<F>,
+}
+
+// ANCHOR: linear
+/// The linear layer, `Y = X W + b`: `X` is `n×d_in`, `W` is `d_in×d_out`,
+/// `b` is `d_out` long, or absent. Every projection of the crate is one:
+/// attention's queries, keys, values and output, the feed-forward
+/// network's two layers, a model's output head. `what` names `Y` in the
+/// error if the product overflowed (finite inputs with huge entries can
+/// give an infinite product); shapes that do not fit are an error too.
+pub fn linear<F: Real>(
+    what: &'static str,
+    x: &ArrayRef2<F>,
+    w: &ArrayRef2<F>,
+    b: Option<&Array1<F>>,
+) -> Result<Array2<F>, AttnError> {
+    if x.ncols() != w.nrows() {
+        let (a, b) = (x.dim(), w.dim());
+        return Err(AttnError::ProductShapes { a, b });
+    }
+    if let Some(b) = b.filter(|b| b.len() != w.ncols()) {
+        let (left, right) = ((1, w.ncols()), (1, b.len()));
+        let what = "W's columns and b";
+        return Err(AttnError::ShapesDiffer { what, left, right });
+    }
+    let y = matmul(x, w); // n×d_out
+    let y = match b {
+        Some(b) => y + b,
+        None => y,
+    };
+    check_overflow(what, &y)?;
+    Ok(y)
+}
+
+/// The gradients of `Y = X W + b` given `dY`: `(dX, dW, db)` with
+/// `dX = dY Wᵀ`, `dW = Xᵀ dY` and `db = Σ_rows dY` (chapter 11).
+pub(crate) fn linear_backward<F: Real>(
+    x: &ArrayRef2<F>,
+    w: &ArrayRef2<F>,
+    dy: &ArrayRef2<F>,
+) -> (Array2<F>, Array2<F>, Array1<F>) {
+    (matmul(dy, &w.t()), matmul(&x.t(), dy), dy.sum_axis(Axis(0)))
+}
+// ANCHOR_END: linear
 
 #[cfg(test)]
 mod tests {

@@ -22,8 +22,8 @@ use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
 use crate::linalg::matmul;
 use crate::real::Real;
-use crate::softmax::softmax_rows_in_place;
 use crate::scaled_dot_product_attention;
+use crate::softmax::softmax_rows_in_place;
 
 // ANCHOR: causal
 /// The causal mask for `n` queries and `m` keys: query `i` may attend to
@@ -32,6 +32,51 @@ pub fn causal_mask(n: usize, m: usize) -> Array2<bool> {
     Array2::from_shape_fn((n, m), |(i, j)| j <= i)
 }
 // ANCHOR_END: causal
+
+/// The band of a sliding window over `n` positions: position `i` may attend
+/// to itself and the `window − 1` positions before it, `i − window < j ≤ i`
+/// (chapters 9 and 15). `window` must be at least 1.
+pub fn band_mask(n: usize, window: usize) -> Result<Array2<bool>, AttnError> {
+    window_mask(0..n, 0..n, 0, window)
+}
+
+/// The band of [`band_mask`] with, besides it, the first `sinks` positions
+/// visible to every query after them (attention sinks, chapter 16):
+/// `j ≤ i` and (`j < sinks` or `i − j < window`).
+pub fn sinks_and_window_mask(
+    n: usize,
+    sinks: usize,
+    window: usize,
+) -> Result<Array2<bool>, AttnError> {
+    window_mask(0..n, 0..n, sinks, window)
+}
+
+/// The rows `queries` and columns `keys` (positions in the text) of
+/// [`sinks_and_window_mask`]: the mask a block of queries of a longer text
+/// attends under, without building the whole.
+pub fn window_mask(
+    queries: Range<usize>,
+    keys: Range<usize>,
+    sinks: usize,
+    window: usize,
+) -> Result<Array2<bool>, AttnError> {
+    if window == 0 {
+        return Err(AttnError::InvalidArgument {
+            name: "window",
+            value: 0.0,
+            requirement: "must be at least 1: every position sees itself",
+        });
+    }
+    check_size("the window's mask", queries.len(), keys.len())?;
+    let (i0, j0) = (queries.start, keys.start);
+    Ok(Array2::from_shape_fn(
+        (queries.len(), keys.len()),
+        |(r, c)| {
+            let (i, j) = (i0 + r, j0 + c);
+            j <= i && (j < sinks || i - j < window)
+        },
+    ))
+}
 
 /// The causal mask aligned at the bottom right, for `n` new queries that
 /// are the last `n` of `m` keys (a prompt's chunk after a cached prefix):

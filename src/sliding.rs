@@ -134,8 +134,7 @@ impl SlidingCache {
         let k = self.k.slice(ndarray::s![..n, ..]);
         let v = self.k.slice(ndarray::s![..n, ..d_v.min(self.k.ncols())]);
         let q_t = q_t.to_owned().insert_axis(Axis(0));
-        let (_, o) =
-            crate::masking::attend(&q_t, &k, &v, scale, crate::masking::Scores::Plain)?;
+        let (_, o) = crate::masking::attend(&q_t, &k, &v, scale, crate::masking::Scores::Plain)?;
         Ok(o.row(0).to_owned())
     }
 }

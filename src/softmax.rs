@@ -154,7 +154,6 @@ mod tests {
         assert_eq!(softmax(&low).unwrap(), array![0.5, 0.5]);
     }
 
-
     #[test]
     fn row_max_sees_every_entry() {
         for n in [1, 7, 8, 9, 17, 64] {

@@ -3,8 +3,8 @@
 //! to contain it verbatim, so the prose cannot drift from the code.
 
 use attn::attention::{sentence_example, worked_example};
-use attn::scaled_dot_product_attention;
 use attn::real::exp_nonpositive;
+use attn::scaled_dot_product_attention;
 use attn::softmax::{naive_softmax, softmax};
 use ndarray::{array, Array2};
 use report::show::matrix;

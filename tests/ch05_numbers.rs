@@ -1,11 +1,10 @@
 //! Chapter 5 quotes the output of `cargo run --example ch05_multihead`;
 //! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::multihead::{
-    embed_words, head_entropies, merge_heads, multihead_flops, split_heads, MultiHeadAttention,
-};
+use attn::multihead::{merge_heads, multihead_flops, split_heads, MultiHeadAttention};
 use ndarray::Axis;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use report::ch05::{embed_words, head_entropies};
 use report::show::shape;
 
 const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
@@ -22,7 +21,7 @@ fn layer() -> MultiHeadAttention {
 
 fn shapes_block(b: &mut Bindings) {
     let (x, mha) = (embed_words(&WORDS, 32, 2024), layer());
-    let q = x.dot(mha.weights()[0]);
+    let q = x.dot(&mha.weights().w_q);
     let heads = split_heads(&q, 4).unwrap();
     let out = mha.forward(&x, &x).unwrap();
     b.quoted(&format!(
@@ -126,7 +125,13 @@ fn bind_prose(b: &mut Bindings) {
     let sixteen = MultiHeadAttention::new(512, 16, &mut StdRng::seed_from_u64(0)).unwrap();
     b.exact("16", sixteen.h() as f64)
         .exact("32", sixteen.d_k() as f64);
-    let count = |m: &MultiHeadAttention| m.weights().iter().map(|w| w.len()).sum::<usize>();
+    let count = |m: &MultiHeadAttention| {
+        m.weights()
+            .matrices()
+            .iter()
+            .map(|w| w.len())
+            .sum::<usize>()
+    };
     assert_eq!(count(&sixteen), count(&base));
     assert_eq!(
         attn::multihead::multihead_flops(512, 512, 512, 16).unwrap(),

@@ -3,6 +3,7 @@
 
 use attn::grad::{all_checks, gradient_norms};
 use attn::model::check_gradients;
+use attn::nn::Parameters;
 use report::ch11::{check_table, gradient_norm_table};
 
 mod common;
@@ -64,13 +65,13 @@ fn embedding_gradients_are_the_largest() {
     let largest = |m: &[f64]| m.iter().fold(0.0_f64, |a, &b| a.max(b.abs()));
     let named = grads.named_slices();
     let of = |name: &str| largest(named.iter().find(|(n, _)| n == name).unwrap().1);
-    let embeddings = of("token embeddings").min(of("position embeddings"));
+    let embeddings = of("tokens").min(of("positions"));
     // The weight matrices: W_Q, W_K, W_V, W_O and the FFN's of every block,
     // and the output head.
     let matrices: Vec<f64> = named
         .iter()
-        .filter(|(n, _)| n.contains(" W_") || n.contains(" W₁") || n.contains(" W₂"))
-        .chain(named.iter().filter(|(n, _)| n == "output head"))
+        .filter(|(n, _)| [".w_", ".w1", ".w2"].iter().any(|w| n.contains(w)))
+        .chain(named.iter().filter(|(n, _)| n == "head.w"))
         .map(|(_, values)| largest(values))
         .collect();
     assert_eq!(

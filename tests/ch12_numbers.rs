@@ -69,9 +69,15 @@ fn a_short_training_run_learns_to_reverse() {
 
 fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let net = book_model();
-    assert_eq!(net.config(), BOOK_MODEL);
+    assert_eq!(ModelConfig::of(&net).unwrap(), BOOK_MODEL);
     assert_eq!(net.parameter_count(), 26_443);
-    let test = held_out(Task::REVERSE, net.config().k, HELD_OUT.0, HELD_OUT.1).unwrap();
+    let test = held_out(
+        Task::REVERSE,
+        ModelConfig::of(&net).unwrap().k,
+        HELD_OUT.0,
+        HELD_OUT.1,
+    )
+    .unwrap();
     let reversal = accuracy(&net, &test).unwrap();
     b.exact("1000", test.len() as f64);
     b.quoted(&accuracy_report(&net, &test, reversal).unwrap());
@@ -88,7 +94,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt")).unwrap();
     let sort_test = held_out(
         attn::exercises::ch12::SORT,
-        sorter.config().k,
+        ModelConfig::of(&sorter).unwrap().k,
         HELD_OUT.0,
         HELD_OUT.1,
     )
@@ -96,12 +102,12 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let sorting = accuracy(&sorter, &sort_test).unwrap();
     b.quoted(&accuracy_report(&sorter, &sort_test, sorting).unwrap());
     let split = digit_attention(&sorter, &sort_test).unwrap();
-    let uniform = uniform_target_share(&sort_test, sorter.config().k).unwrap();
+    let uniform = uniform_target_share(&sort_test, ModelConfig::of(&sorter).unwrap().k).unwrap();
     b.quoted(&digit_attention_report(&[
         (
             "reverse",
             &digit_attention(&net, &test).unwrap(),
-            uniform_target_share(&test, net.config().k).unwrap(),
+            uniform_target_share(&test, ModelConfig::of(&net).unwrap().k).unwrap(),
         ),
         ("sort", &split, uniform),
     ]));

@@ -5,7 +5,7 @@
 
 use approx::assert_abs_diff_eq;
 use attn::masking::{causal_mask, masked_attention};
-use attn::multihead::MultiHeadAttention;
+use attn::multihead::{multi_head_attention, MultiHeadAttention};
 use attn::scaled_dot_product_attention;
 use ndarray::Axis;
 
@@ -37,11 +37,14 @@ fn multi_head_attention_matches_pytorch() {
     for (file, h) in [("mha_5x7_d16_h4.txt", 4), ("mha_6x6_d64_h8.txt", 8)] {
         let g = load(file);
         let weights = ["w_q", "w_k", "w_v", "w_o"].map(|w| g[w].clone());
-        let mha = MultiHeadAttention::from_weights(weights, h).unwrap();
-        let out = mha.forward(&g["x_q"], &g["x_kv"]).unwrap();
-        assert_abs_diff_eq!(out.output, g["output"], epsilon = TOLERANCE);
-        for (i, head) in out.weights.axis_iter(Axis(0)).enumerate() {
-            assert_abs_diff_eq!(head, g[&format!("weights_head{i}")], epsilon = TOLERANCE);
+        let mha = MultiHeadAttention::from_weights(weights.into(), h).unwrap();
+        // The layer, and chapter 5's form, one head after another.
+        let small = multi_head_attention(&mha, &g["x_q"], &g["x_kv"]).unwrap();
+        for out in [mha.forward(&g["x_q"], &g["x_kv"]).unwrap(), small] {
+            assert_abs_diff_eq!(out.output, g["output"], epsilon = TOLERANCE);
+            for (i, head) in out.weights.axis_iter(Axis(0)).enumerate() {
+                assert_abs_diff_eq!(head, g[&format!("weights_head{i}")], epsilon = TOLERANCE);
+            }
         }
     }
 }

@@ -82,12 +82,17 @@ fn dependencies() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
         if is_test_file(&file) {
             continue;
         }
-        let Some(from) = module_of(&file) else { continue };
+        let Some(from) = module_of(&file) else {
+            continue;
+        };
         if from == "lib" {
             continue;
         }
         let code = code_without_tests(&fs::read_to_string(&file).unwrap());
-        let mut named: BTreeSet<String> = path.captures_iter(&code).map(|c| c[1].to_string()).collect();
+        let mut named: BTreeSet<String> = path
+            .captures_iter(&code)
+            .map(|c| c[1].to_string())
+            .collect();
         for g in group.captures_iter(&code) {
             let inner = g[1].replace('\n', " ");
             named.extend(first_word.captures_iter(&inner).map(|c| c[1].to_string()));
@@ -169,6 +174,8 @@ fn the_float_type_depends_on_nothing_of_the_crate() {
     assert!(
         !code.contains("crate::") && !code.contains("super::"),
         "src/real.rs names the crate's items: {:?}",
-        code.lines().filter(|l| l.contains("crate::")).collect::<Vec<_>>()
+        code.lines()
+            .filter(|l| l.contains("crate::"))
+            .collect::<Vec<_>>()
     );
 }

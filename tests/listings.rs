@@ -113,7 +113,11 @@ fn regions() -> (Vec<Region>, HashMap<PathBuf, Vec<String>>) {
 #[test]
 fn every_included_region_fits_its_chapters_budget() {
     let (regions, _) = regions();
-    assert!(regions.len() > 100, "the book includes {} regions", regions.len());
+    assert!(
+        regions.len() > 100,
+        "the book includes {} regions",
+        regions.len()
+    );
     let over: Vec<String> = regions
         .iter()
         .filter_map(|r| {
@@ -175,7 +179,8 @@ fn definitions(cache: &mut HashMap<PathBuf, Vec<String>>) -> Vec<Definition> {
         r"^\s*(?:unsafe\s+)?impl\b(?:\s*<[^{]*?>)?\s+(?:[\w:]+(?:<[^{]*>)?\s+for\s+)?([\w:]+)",
     )
     .unwrap();
-    let trait_block = Regex::new(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:unsafe\s+)?trait\s+(\w+)").unwrap();
+    let trait_block =
+        Regex::new(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:unsafe\s+)?trait\s+(\w+)").unwrap();
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = Vec::new();
     for path in rust_files(&src) {
@@ -316,7 +321,11 @@ fn order_findings() -> (Vec<String>, Vec<String>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let describe = |d: &Definition, at: Option<Chapter>| {
         let file = d.file.strip_prefix(&root).unwrap_or(&d.file).display();
-        let owner = d.owner.as_deref().map(|o| format!("{o}::")).unwrap_or_default();
+        let owner = d
+            .owner
+            .as_deref()
+            .map(|o| format!("{o}::"))
+            .unwrap_or_default();
         match at {
             Some(Chapter::Numbered(k)) => format!("{owner}{} ({file}, chapter {k})", d.name),
             Some(Chapter::Free) => format!("{owner}{} ({file}, an appendix)", d.name),
@@ -349,17 +358,17 @@ fn order_findings() -> (Vec<String>, Vec<String>) {
                 continue; // the region's own item, a common method, or a field
             }
             let free = u.qualifier.is_none() && !u.method;
-            if free && name.starts_with(char::is_lowercase) && (!u.called || bound.contains(name))
-            {
+            if free && name.starts_with(char::is_lowercase) && (!u.called || bound.contains(name)) {
                 continue; // a variable, a field, or a closure of the region's own
             }
             let Some(all) = by_name.get(name) else {
                 continue; // not the crate's
             };
             let candidates: Vec<&&Definition> = match u.qualifier.as_deref() {
-                Some(q) if q.starts_with(char::is_uppercase) && q != "Self" => {
-                    all.iter().filter(|d| d.owner.as_deref() == Some(q)).collect()
-                }
+                Some(q) if q.starts_with(char::is_uppercase) && q != "Self" => all
+                    .iter()
+                    .filter(|d| d.owner.as_deref() == Some(q))
+                    .collect(),
                 // A method call `.name(…)`: a method of a type the reader
                 // has met by this chapter, or that the region names.
                 _ if u.method => all
@@ -377,8 +386,10 @@ fn order_findings() -> (Vec<String>, Vec<String>) {
                     .collect(),
                 _ => all.iter().filter(|d| d.owner.is_none()).collect(),
             };
-            let at: Vec<Option<Chapter>> =
-                candidates.iter().map(|d| shown_in.get(**d).copied()).collect();
+            let at: Vec<Option<Chapter>> = candidates
+                .iter()
+                .map(|d| shown_in.get(**d).copied())
+                .collect();
             let is_later = |c: &Option<Chapter>| c.is_some_and(|c| c > r.chapter);
             if !at.iter().any(is_later) {
                 continue;
@@ -439,6 +450,10 @@ fn no_listing_names_an_item_a_later_chapter_shows() {
         later.len(),
         later.join("\n"),
         unread.len(),
-        unread.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
+        unread
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
     );
 }

@@ -13,14 +13,15 @@ use attn::block::{
     Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm, Transformer,
 };
 use attn::exercises::ch09::chunked_softmax;
-use attn::linalg::matrix_product;
 use attn::fast::{fast_attention, fast_attention_with, Tiles};
-use attn::multihead::fast_multihead;
+use attn::linalg::matrix_product;
 use attn::masking::{
     biased_attention, decode_with_cache, masked_attention, padded_batch_attention, KvCache, Padding,
 };
 use attn::model::TinyTransformer;
-use attn::multihead::{merge_heads, split_heads, MultiHeadAttention};
+use attn::multihead::fast_multihead;
+use attn::multihead::{merge_heads, multi_head_attention, split_heads, MultiHeadAttention};
+use attn::nn::Parameters;
 use attn::origins::{kernel_regression, AdditiveScore};
 use attn::position::{alibi_bias, alibi_slopes, rope, sinusoidal};
 use attn::pretrained::{cosine, l2_normalize, mean_pool, pytorch_linear};
@@ -201,9 +202,10 @@ proptest! {
     ) {
         let mut rng = StdRng::seed_from_u64(seed);
         let [a, b, c, d] = <[Array2<f32>; 4]>::try_from(weights).unwrap();
-        if let Ok(mha) = MultiHeadAttention::from_weights([a, b, c, d], h) {
+        if let Ok(mha) = MultiHeadAttention::from_weights([a, b, c, d].into(), h) {
             let ok = |o: &attn::multihead::MultiHeadOutput| all_finite(&o.output) && all_finite(&o.weights);
             prop_assert!(holds(mha.forward(&x, &y), ok));
+            prop_assert!(holds(multi_head_attention(&mha, &x, &y), ok));
             prop_assert!(holds(mha.forward_masked(&x, &y, &keep), ok));
             prop_assert!(holds(mha.forward_fused(&x), ok));
         }

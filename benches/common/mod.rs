@@ -38,7 +38,7 @@ pub fn bench_exp(c: &mut Criterion) {
 pub fn bench_product(c: &mut Criterion, layer: &MultiHeadAttention, x: &Array2<f32>) {
     let mut group = c.benchmark_group("product");
     group.bench_function(BenchmarkId::new("matmul_512", x.nrows()), |b| {
-        b.iter(|| matrix_product(black_box(x), layer.weights()[0]).unwrap())
+        b.iter(|| matrix_product(black_box(x), &layer.weights().w_q).unwrap())
     });
     group.finish();
 }

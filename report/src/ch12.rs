@@ -5,8 +5,8 @@
 use crate::error::ReportError;
 use crate::show::table;
 use attn::model::{
-    accuracy, check_examples, greedy_decode, inputs_and_targets, most_probable, TinyTransformer,
-    SEP,
+    accuracy, check_examples, greedy_decode, inputs_and_targets, most_probable, ModelConfig,
+    TinyTransformer, SEP,
 };
 
 /// The committed training log, `book/data/ch12-training.csv`: `(step,
@@ -50,7 +50,7 @@ pub fn accuracy_report(
     test: &[Vec<usize>],
     (exact, digits): (f64, f64),
 ) -> Result<String, ReportError> {
-    let k = net.config().k;
+    let k = ModelConfig::of(net)?.k;
     let mut out = format!("exact-sequence accuracy {exact:.4}, per-digit accuracy {digits:.4}");
     let prompts: Vec<Vec<usize>> = test.iter().take(3).map(|e| e[..=k].to_vec()).collect();
     for (prompt, answer) in prompts.iter().zip(greedy_decode(net, &prompts)?) {
@@ -126,7 +126,7 @@ pub fn mirror_attention(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
 ) -> Result<Vec<Vec<f64>>, ReportError> {
-    let k = net.config().k;
+    let k = ModelConfig::of(net)?.k;
     check_examples(examples, k)?;
     let (inputs, _) = inputs_and_targets(examples, k)?;
     let fwd = net.forward(&inputs)?;
@@ -172,7 +172,7 @@ pub fn digit_attention(
     net: &TinyTransformer,
     examples: &[Vec<usize>],
 ) -> Result<Vec<Vec<DigitAttention>>, ReportError> {
-    let k = net.config().k;
+    let k = ModelConfig::of(net)?.k;
     check_examples(examples, k)?;
     let (inputs, _) = inputs_and_targets(examples, k)?;
     let fwd = net.forward(&inputs)?;
@@ -225,7 +225,7 @@ pub fn accuracy_after(
     examples: &[Vec<usize>],
     depth: usize,
 ) -> Result<f64, ReportError> {
-    let k = net.config().k;
+    let k = ModelConfig::of(net)?.k;
     check_examples(examples, k)?;
     let (inputs, targets) = inputs_and_targets(examples, k)?;
     let fwd = net.forward_through(&inputs, depth)?;

@@ -10,7 +10,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use attn::kv_bytes::{kv_bytes_per_token, KvLayout, PUBLISHED};
 use attn::latent::LatentAttention;
 use attn::lm::{LanguageModel, LatentSizes, LmCache, LmConfig, Positions, SHAKESPEARE_MODEL};
-use attn::masking::masked_attention;
+use attn::masking::{masked_attention, sinks_and_window_mask};
 use attn::multihead::MultiHeadAttention;
 use attn::position::rope;
 use attn::scaling::standard_normal;
@@ -393,7 +393,7 @@ fn ring_gap() -> Result<f32, ReportError> {
     let q = rope(&standard_normal(n, d, &mut rng), 0)?;
     let k = rope(&standard_normal(n, d, &mut rng), 0)?;
     let v = standard_normal(n, d, &mut rng);
-    let keep = Array2::from_shape_fn((n, n), |(i, j)| j <= i && (j < sinks || i - j < window));
+    let keep = sinks_and_window_mask(n, sinks, window)?;
     let full = masked_attention(&q, &k, &v, &keep)?;
     let mut cache = SlidingCache::new(d, d, sinks, window)?;
     let mut gap = 0.0_f32;

@@ -18,7 +18,7 @@ use ndarray_rand::rand::rngs::StdRng;
 
 use crate::check::{check_finite, check_model_width, check_not_empty, check_overflow};
 use crate::error::AttnError;
-use crate::nn::{ffn_forward, layer_norm_forward, FfnParams};
+use crate::nn::{ffn_forward, layer_norm_forward, FfnWeights};
 use crate::projection::init_weight;
 
 pub use crate::nn::{gelu, gelu_erf, Activation};
@@ -104,7 +104,7 @@ impl LayerNorm {
 /// applied to every token (row) separately: `d_model → d_ff → d_model`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedForward {
-    p: FfnParams<f32>, // W₁ (d_model×d_ff), b₁ (d_ff), W₂ (d_ff×d_model), b₂ (d_model)
+    p: FfnWeights<f32>, // W₁ (d_model×d_ff), b₁ (d_ff), W₂ (d_ff×d_model), b₂ (d_model)
     activation: Activation,
 }
 
@@ -117,7 +117,7 @@ impl FeedForward {
         activation: Activation,
         rng: &mut StdRng,
     ) -> Result<Self, AttnError> {
-        let p = FfnParams {
+        let p = FfnWeights {
             w1: init_weight(d_model, d_ff, rng)?,
             b1: Array1::zeros(d_ff),
             w2: init_weight(d_ff, d_model, rng)?,
@@ -129,8 +129,7 @@ impl FeedForward {
     /// `act(x W₁ + b₁) W₂ + b₂` for `x`: `n×d_model`.
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
         check_model_width("FFN input", x, self.p.w1.nrows())?;
-        let (output, _) = ffn_forward(x, &self.p, self.activation);
-        check_overflow("the FFN's output", &output)?;
+        let (output, _) = ffn_forward(x, &self.p, self.activation)?;
         Ok(output)
     }
 }
@@ -166,7 +165,7 @@ impl FeedForward {
         check_finite("b₁", &b1.view().insert_axis(Axis(0)))?;
         check_finite("W₂", &w2)?;
         check_finite("b₂", &b2.view().insert_axis(Axis(0)))?;
-        let p = FfnParams { w1, b1, w2, b2 };
+        let p = FfnWeights { w1, b1, w2, b2 };
         Ok(FeedForward { p, activation })
     }
 

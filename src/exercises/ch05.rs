@@ -30,9 +30,9 @@ pub fn head_weights(
     check_model_width("key/value input", x_kv, layer.d_model())?;
     let d_k = layer.d_k();
     let columns = s![.., head * d_k..(head + 1) * d_k];
-    let [w_q, w_k, _, _] = layer.weights();
-    let q = x_q.dot(&w_q.slice(columns));
-    let k = x_kv.dot(&w_k.slice(columns));
+    let w = layer.weights();
+    let q = x_q.dot(&w.w_q.slice(columns));
+    let k = x_kv.dot(&w.w_k.slice(columns));
     check_qkv(&q, &k, &k)?; // empty or non-finite inputs, as the layer rejects them
     softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt()))
 }

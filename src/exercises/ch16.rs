@@ -4,6 +4,7 @@ use ndarray::{s, Array2};
 
 use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
+use crate::nn::AttentionWeights;
 
 // ANCHOR: mean_pool
 /// Exercise 1: a multi-head layer turned into a grouped-query layer of
@@ -16,7 +17,7 @@ pub fn mean_pool_key_value_heads(
     kv_heads: usize,
 ) -> Result<MultiHeadAttention, AttnError> {
     let h = layer.h();
-    if layer.kv_heads() != h || layer.biases().is_some() {
+    if layer.kv_heads() != h || layer.weights().biases.is_some() {
         return Err(AttnError::InvalidArgument {
             name: "layer to pool",
             value: layer.kv_heads() as f64,
@@ -40,12 +41,9 @@ pub fn mean_pool_key_value_heads(
         }
         out
     };
-    let [w_q, w_k, w_v, w_o] = layer.weights();
-    MultiHeadAttention::from_grouped_weights(
-        [w_q.clone(), pool(w_k), pool(w_v), w_o.clone()],
-        h,
-        kv_heads,
-    )
+    let w = layer.weights();
+    let pooled = AttentionWeights::new(w.w_q.clone(), pool(&w.w_k), pool(&w.w_v), w.w_o.clone());
+    MultiHeadAttention::from_weights(pooled, h)
 }
 // ANCHOR_END: mean_pool
 
@@ -75,8 +73,8 @@ mod tests {
         // Otherwise the mean changes the output, but keeps each group's mean.
         let pooled = mean_pool_key_value_heads(&layer, 1).unwrap();
         assert_eq!(pooled.kv_heads(), 1);
-        let mean = layer.weights()[1].sum_axis(ndarray::Axis(1)) / h as f32;
-        let got = pooled.weights()[1].sum_axis(ndarray::Axis(1));
+        let mean = layer.weights().w_k.sum_axis(ndarray::Axis(1)) / h as f32;
+        let got = pooled.weights().w_k.sum_axis(ndarray::Axis(1));
         approx::assert_abs_diff_eq!(got, mean, epsilon = 1e-5);
         let out = |l: &MultiHeadAttention| l.forward(&x, &x).unwrap().output;
         assert!((out(&pooled) - out(&layer)).iter().any(|e| e.abs() > 1e-3));

@@ -33,10 +33,10 @@ use gemm::Parallelism;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayView1, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use crate::linalg::product;
 use super::Tiles;
 use crate::check::check_overflow;
 use crate::error::AttnError;
+use crate::linalg::product;
 use crate::real::exp_nonpositive;
 
 /// What [`super::fast_attention_forward`] keeps for the backward pass: the

@@ -5,9 +5,9 @@
 use gemm::Parallelism;
 use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut2};
 
-use crate::linalg::product;
 use super::{keys_seen, scaled_queries, visible_keys, RunningSoftmax, Tiles};
 use crate::error::AttnError;
+use crate::linalg::product;
 use crate::real::exp_nonpositive;
 
 /// One thread's scratch: a tile of scaled queries, a tile of scores, and

@@ -126,8 +126,10 @@ pub fn check_linear(seed: u64) -> Result<f64, AttnError> {
     let (x, w) = (normal_matrix(5, 4, &mut rng), normal_matrix(4, 3, &mut rng));
     let b = normal_matrix(1, 3, &mut rng);
     let r = normal_matrix(5, 3, &mut rng);
-    let loss =
-        |x: &Matrix, w: &Matrix, b: &Matrix| probe_loss(Ok(&linear_forward(x, w, &b.row(0))), &r);
+    let loss = |x: &Matrix, w: &Matrix, b: &Matrix| {
+        let y = linear("Y", x, w, Some(&b.row(0).to_owned()));
+        probe_loss(y.as_ref().map(|y| &**y), &r)
+    };
     let (dx, dw, db) = linear_backward(&x, &w, &r);
     Ok(worst([
         gradient_error(&dx, |x| loss(x, &w, &b), &x),
@@ -158,7 +160,7 @@ pub fn check_layer_norm(seed: u64) -> Result<f64, AttnError> {
 pub fn check_ffn(seed: u64) -> Result<f64, AttnError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let (d, d_ff) = (3, 5);
-    let p = FfnParams {
+    let p = FfnWeights {
         w1: normal_matrix(d, d_ff, &mut rng),
         b1: normal_matrix(1, d_ff, &mut rng).row(0).to_owned(),
         w2: normal_matrix(d_ff, d, &mut rng),
@@ -167,14 +169,17 @@ pub fn check_ffn(seed: u64) -> Result<f64, AttnError> {
     let x = normal_matrix(4, d, &mut rng);
     let r = normal_matrix(4, d, &mut rng);
     let gelu = Activation::Gelu;
-    let (_, cache) = ffn_forward(&x, &p, gelu);
+    let (_, cache) = ffn_forward(&x, &p, gelu)?;
     let (dx, grads) = ffn_backward(&cache, &p, gelu, &r);
-    let loss = |x: &Matrix, p: &FfnParams<f64>| probe_loss(Ok(&ffn_forward(x, p, gelu).0), &r);
-    let with_w1 = |w1: &Matrix| FfnParams {
+    let loss = |x: &Matrix, p: &FfnWeights<f64>| {
+        let y = ffn_forward(x, p, gelu).map(|(y, _)| y);
+        probe_loss(y.as_ref().map(|y| &**y), &r)
+    };
+    let with_w1 = |w1: &Matrix| FfnWeights {
         w1: w1.clone(),
         ..p.clone()
     };
-    let with_w2 = |w2: &Matrix| FfnParams {
+    let with_w2 = |w2: &Matrix| FfnWeights {
         w2: w2.clone(),
         ..p.clone()
     };

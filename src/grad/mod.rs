@@ -8,10 +8,10 @@ use ndarray_rand::rand::rngs::StdRng;
 
 use crate::check::check_finite;
 use crate::error::AttnError;
+pub(crate) use crate::linalg::{linear, linear_backward};
 pub(crate) use crate::nn::{
     attention_backward, attention_forward, cross_entropy, ffn_backward, ffn_forward,
-    layer_norm_backward, layer_norm_forward, linear_backward, linear_forward, softmax_backward,
-    Activation, FfnParams,
+    layer_norm_backward, layer_norm_forward, softmax_backward, Activation, FfnWeights,
 };
 
 /// A matrix of `f64`.

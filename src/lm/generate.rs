@@ -5,15 +5,14 @@
 use ndarray::{s, Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::forward::{ACTIVATION, EPS};
-use super::model::{LanguageModel, Positions};
+use super::model::LanguageModel;
 use super::sample::Sampler;
+use crate::decoder::{Positions, EPS};
 use crate::error::AttnError;
-use crate::linalg::matmul;
 use crate::kv_bytes::kv_bytes_per_token;
 use crate::latent::{AbsorbedLatent, LatentAttention, LatentCache};
-use crate::nn::BlockAttention;
-use crate::nn::{ffn_sublayer, layer_norm_forward};
+use crate::linalg::matmul;
+use crate::nn::{ffn_sublayer, layer_norm_forward, AttentionWeights, BlockAttention};
 use crate::position::{rotate, Rotation};
 use crate::sliding::SlidingCache;
 
@@ -163,7 +162,7 @@ impl LanguageModel<f32> {
         let in_cache_positions = cache.in_cache_positions;
         for (block, kv) in self.blocks.iter().zip(&mut cache.blocks) {
             // x ← x + Attention(LayerNorm(x)), over the block's cache.
-            let (a, _) = layer_norm_forward(&x, &block.ln1[0], &block.ln1[1], eps);
+            let (a, _) = layer_norm_forward(&x, &block.ln1.gamma, &block.ln1.beta, eps);
             x += &match (&block.attn, kv) {
                 (BlockAttention::Heads(w), BlockKv::Heads(kv_caches)) => {
                     self.heads_step(&a, w, kv_caches, position, in_cache_positions)?
@@ -175,11 +174,12 @@ impl LanguageModel<f32> {
                 _ => return Err(mismatched_cache()),
             };
             // x ← x + FFN(LayerNorm(x)).
-            let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), ACTIVATION, eps);
+            let activation = self.config.activation;
+            let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), activation, eps)?;
             x += &f;
         }
         cache.read += 1;
-        Ok(self.head(&x).remove_axis(Axis(0)))
+        Ok(self.read_out(&x)?.remove_axis(Axis(0)))
     }
 
     /// One block's multi-head (or grouped-query) attention for the token
@@ -189,7 +189,7 @@ impl LanguageModel<f32> {
     fn heads_step(
         &self,
         a: &Array2<f32>,
-        w: &crate::nn::attention::Projections<f32>,
+        w: &AttentionWeights<f32>,
         kv_caches: &mut [SlidingCache],
         position: usize,
         in_cache_positions: bool,
@@ -198,7 +198,7 @@ impl LanguageModel<f32> {
         // Rotate by the text's positions here, or by the cache's when reading.
         let turn = rotary && !in_cache_positions;
         // Queries 1×d; keys and values 1 × kv_heads·d_k.
-        let [mut q, mut k, v] = [0, 1, 2].map(|i| matmul(a, &w[i]));
+        let [mut q, mut k, v] = [&w.w_q, &w.w_k, &w.w_v].map(|w| matmul(a, w));
         let mut o = Array2::zeros((1, self.config.d_model));
         let per_group = self.config.heads / self.config.kv_heads; // query heads per KV head
         for (g, head_cache) in kv_caches.iter_mut().enumerate() {
@@ -223,7 +223,7 @@ impl LanguageModel<f32> {
                 o.slice_mut(cols(h)).row_mut(0).assign(&out);
             }
         }
-        Ok(matmul(&o, &w[3]))
+        Ok(matmul(&o, &w.w_o))
     }
     // ANCHOR_END: step
 
@@ -235,10 +235,10 @@ impl LanguageModel<f32> {
         Ok(fwd.logits().row(tokens.len() - 1).to_owned())
     }
 
-    /// The final LayerNorm and the tied head: `LayerNorm(x) Eᵀ`.
-    fn head(&self, x: &ArrayRef2<f32>) -> Array2<f32> {
-        let (z, _) = layer_norm_forward(x, &self.ln_f[0], &self.ln_f[1], EPS as f32);
-        matmul(&z, &self.tokens.t())
+    /// The final LayerNorm and the output head.
+    fn read_out(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+        let (z, _) = layer_norm_forward(x, &self.ln_f.gamma, &self.ln_f.beta, EPS as f32);
+        self.logits(&z)
     }
 
     fn check_step(&self, token: usize, position: usize, cache: &LmCache) -> Result<(), AttnError> {
@@ -275,17 +275,6 @@ fn mismatched_cache() -> AttnError {
         name: "cache",
         requirement: "must be made by this model's new_cache (one per key/value head, or one \
                       of latents, in every block)",
-    }
-}
-
-impl<F: crate::real::Real> LanguageModel<F> {
-    /// The same model without the heads `removed`, each `(block, head)`
-    /// counted from 1 (their outputs dropped before `W_O`, as chapters 12
-    /// and 14 remove heads).
-    pub fn without_heads(&self, removed: &[(usize, usize)]) -> Result<Self, AttnError> {
-        let mut model = self.clone();
-        crate::nn::remove_heads(&mut model.blocks, self.config.heads, removed)?;
-        Ok(model)
     }
 }
 

@@ -102,7 +102,7 @@ pub fn induction_scores<F: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lm::{LmConfig, Positions};
+    use crate::lm::{LmConfig, Positions, SHAKESPEARE_MODEL};
 
     const SMALL: LmConfig = LmConfig {
         vocab: 10,
@@ -114,6 +114,7 @@ mod tests {
         d_ff: 16,
         positions: Positions::Learned,
         latent: None,
+        ..SHAKESPEARE_MODEL
     };
 
     #[test]

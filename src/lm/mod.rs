@@ -2,14 +2,12 @@
 //! Transformer trained on Shakespeare's works, next character by next
 //! character (chapter 15).
 //!
-//! | step | shape (`B` sequences of `T` tokens, width `d`, `V` tokens) |
-//! | --- | --- |
-//! | token + position embeddings | `BT×d` |
-//! | `L` pre-norm blocks: causal multi-head attention, GELU FFN | `BT×d` |
-//! | final LayerNorm, then `Eᵀ` (the token embedding, tied) | `BT×V` |
+//! The model is chapter 12's decoder ([`crate::decoder`]), configured by
+//! nanoGPT's recipe ([`SHAKESPEARE_MODEL`]); this module holds what writing
+//! adds to it: the corpus, the training recipe, sampling, the KV cache in
+//! every block, and the measurements of chapters 15 and 16.
 
 mod corpus;
-mod forward;
 mod generate;
 mod induction;
 mod model;
@@ -18,14 +16,14 @@ mod streaming;
 mod train;
 mod weights;
 
+pub use crate::decoder::{AttentionPath, LatentSizes, Positions, Recipe};
 pub use corpus::{
     Corpus, Vocabulary, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_FILES,
     SHAKESPEARE_VOCAB,
 };
-pub use forward::{AttentionPath, LmForward};
 pub use generate::{Decoding, LmCache};
 pub use induction::{induction_scores, repeated_sequences, InductionScores};
-pub use model::{LanguageModel, LatentSizes, LmConfig, Positions, SHAKESPEARE_MODEL};
+pub use model::{LanguageModel, LmConfig, LmForward, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
 pub use streaming::Forgetting;
 pub use train::{

@@ -5,7 +5,8 @@
 //! long text, read through such a cache.
 
 use super::generate::LmCache;
-use super::model::{LanguageModel, Positions};
+use super::model::LanguageModel;
+use crate::decoder::Positions;
 use crate::error::AttnError;
 
 // ANCHOR: streaming

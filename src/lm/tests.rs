@@ -17,11 +17,12 @@ const SMALL: LmConfig = LmConfig {
     d_ff: 12,
     positions: Positions::Learned,
     latent: None,
+    ..SHAKESPEARE_MODEL
 };
 
 /// A small `f64` model whose weights are large enough (`N(0, 0.5²)`, `γ`
 /// around 1) for every path to matter, and a batch of two windows.
-fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
+fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Option<usize>>) {
     problem_with(SMALL)
 }
 
@@ -41,7 +42,7 @@ fn variants() -> [LmConfig; 5] {
     [SMALL, rotary, mqa(SMALL), mqa(rotary), latent]
 }
 
-fn problem_with(config: LmConfig) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
+fn problem_with(config: LmConfig) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Option<usize>>) {
     let mut model = LanguageModel::<f64>::new(config, 11).unwrap();
     for (t, tensor) in model.slices_mut().into_iter().enumerate() {
         for (i, x) in tensor.iter_mut().enumerate() {
@@ -53,7 +54,7 @@ fn problem_with(config: LmConfig) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<V
         }
     }
     let inputs = vec![vec![1, 4, 6, 0, 4], vec![3, 3, 2, 5, 1]];
-    let targets = vec![vec![4, 6, 0, 4, 2], vec![3, 2, 5, 1, 1]];
+    let targets = [4, 6, 0, 4, 2, 3, 2, 5, 1, 1].map(Some).to_vec();
     (model, inputs, targets)
 }
 
@@ -105,11 +106,12 @@ fn a_position_sees_only_itself_and_the_past_with(config: LmConfig) {
 fn bad_batches_are_refused_by_name() {
     let (model, inputs, targets) = problem();
     let e = |r: Result<f64, crate::AttnError>| r.unwrap_err().to_string();
-    assert!(e(model.loss(&[vec![0; 6]], &[vec![0; 6]])).contains("6"));
-    assert!(e(model.loss(&[vec![7]], &[vec![0]])).contains("token"));
+    assert!(e(model.loss(&[vec![0; 6]], &[Some(0); 6])).contains("6"));
+    assert!(e(model.loss(&[vec![7]], &[Some(0)])).contains("token"));
+    assert!(e(model.loss(&[vec![1]], &[Some(7)])).contains("target"));
     assert!(e(model.loss(&[], &[])).contains("batch"));
-    assert!(e(model.loss(&[vec![1, 2], vec![1]], &[vec![1, 2], vec![1]])).contains("length"));
-    assert!(e(model.loss(&inputs, &targets[..1])).contains("targets"));
+    assert!(e(model.loss(&[vec![1, 2], vec![1]], &[Some(1); 3])).contains("length"));
+    assert!(e(model.loss(&inputs, &targets[..5])).contains("targets"));
     let mut nan = model.clone();
     nan.slices_mut()[3][0] = f64::NAN;
     assert!(e(nan.loss(&inputs, &targets)).contains("blocks.0.w_q"));
@@ -393,7 +395,10 @@ fn losses_through_a_cache_are_the_model_s_loss() {
     let losses = model.losses_through(&text[..5], model.new_cache()).unwrap();
     let mean = losses.iter().sum::<f64>() / losses.len() as f64;
     let loss = model
-        .loss(&[text[..4].to_vec()], &[text[1..5].to_vec()])
+        .loss(
+            &[text[..4].to_vec()],
+            &text[1..5].iter().map(|&t| Some(t)).collect::<Vec<_>>(),
+        )
         .unwrap();
     assert!((mean - loss).abs() < 1e-5, "{mean} vs {loss}");
     let e = small_f32()

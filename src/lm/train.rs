@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use super::forward::AttentionPath;
 use super::model::LanguageModel;
+use crate::decoder::AttentionPath;
 use crate::error::AttnError;
 use crate::nn::{clip_gradient_norm, warmup_cosine_to, Adam};
 use crate::real::Real;
@@ -89,13 +89,14 @@ impl SplitMix64 {
 pub type Batch = Vec<Vec<usize>>;
 
 // ANCHOR: windows
-/// `B` windows of a split: inputs `text[o..o + T]` and targets one character
-/// later, `text[o + 1..o + T + 1]`, for each offset `o`.
+/// `B` windows of a split: inputs `text[o..o + T]` for each offset `o`, and
+/// the targets one character later, `text[o + 1..o + T + 1]`, every
+/// position predicting one (window after window, as the decoder takes them).
 pub fn windows(
     text: &[u8],
     offsets: &[usize],
     context: usize,
-) -> Result<(Batch, Batch), AttnError> {
+) -> Result<(Batch, Vec<Option<usize>>), AttnError> {
     let slice = |o: usize, shift: usize| -> Result<Vec<usize>, AttnError> {
         let window = o
             .checked_add(shift)
@@ -111,11 +112,11 @@ pub fn windows(
         .iter()
         .map(|&o| slice(o, 0))
         .collect::<Result<_, _>>()?;
-    let targets = offsets
+    let targets: Batch = offsets
         .iter()
         .map(|&o| slice(o, 1))
         .collect::<Result<_, _>>()?;
-    Ok((inputs, targets))
+    Ok((inputs, targets.into_iter().flatten().map(Some).collect()))
 }
 
 /// The offsets of one training step's `batch` windows: uniform over the

@@ -6,8 +6,10 @@ use std::collections::HashMap;
 
 use safetensors::{tensor::TensorView, Dtype, SafeTensors};
 
-use super::model::{LanguageModel, LatentSizes, LmConfig, Positions};
+use super::model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
+use crate::decoder::{LatentSizes, Positions, Recipe};
 use crate::error::AttnError;
+use crate::nn::Activation;
 use crate::nn::Parameters;
 
 /// The metadata keys that hold the sizes, in [`LmConfig`]'s order.
@@ -36,7 +38,10 @@ impl LmConfig {
         match name.rsplit('.').next() {
             _ if name == "tokens" => vec![self.vocab, d],
             _ if name == "positions" => vec![self.context, d],
-            Some("gamma") => vec![d],
+            _ if name == "head.w" => vec![d, self.vocab],
+            _ if name == "head.b" => vec![self.vocab],
+            Some("gamma" | "beta" | "b2") => vec![d],
+            Some("b1") => vec![f],
             Some("w1") => vec![d, f],
             Some("w2") => vec![f, d],
             Some("w_k" | "w_v") => vec![d, self.d_kv()],
@@ -83,6 +88,18 @@ impl LanguageModel<f32> {
         if let Some(LatentSizes { d_c, d_r }) = config.latent {
             metadata.insert("latent_d_c".into(), d_c.to_string());
             metadata.insert("latent_d_r".into(), d_r.to_string());
+        }
+        // Chapter 15's recipe is what a file that does not say has.
+        if config.activation != SHAKESPEARE_MODEL.activation {
+            let name = match config.activation {
+                Activation::Relu => "relu",
+                Activation::Gelu => "gelu",
+                Activation::GeluErf => "gelu_erf",
+            };
+            metadata.insert("activation".into(), name.into());
+        }
+        if config.recipe == Recipe::WithBiases {
+            metadata.insert("recipe".into(), "with_biases".into());
         }
         if !provenance.is_empty() {
             metadata.insert("provenance".into(), provenance.into());
@@ -132,6 +149,18 @@ impl LanguageModel<f32> {
             }),
         };
         let heads = heads?;
+        // Files of chapter 15's recipe do not say.
+        let activation = match metadata.get("activation").map(String::as_str) {
+            None | Some("gelu_erf") => Activation::GeluErf,
+            Some("gelu") => Activation::Gelu,
+            Some("relu") => Activation::Relu,
+            Some(other) => return Err(invalid(format!("the metadata's activation is {other:?}"))),
+        };
+        let recipe = match metadata.get("recipe").map(String::as_str) {
+            None | Some("tied") => Recipe::Tied,
+            Some("with_biases") => Recipe::WithBiases,
+            Some(other) => return Err(invalid(format!("the metadata's recipe is {other:?}"))),
+        };
         let config = LmConfig {
             vocab: vocab?,
             context: context?,
@@ -142,6 +171,8 @@ impl LanguageModel<f32> {
             d_ff: d_ff?,
             positions,
             latent,
+            activation,
+            recipe,
         };
         config.check()?;
         let count = config.parameter_count().unwrap_or(usize::MAX);
@@ -204,6 +235,7 @@ mod tests {
         d_ff: 16,
         positions: Positions::Learned,
         latent: None,
+        ..SHAKESPEARE_MODEL
     };
 
     #[test]

@@ -1,9 +1,8 @@
-//! Using a trained model (chapter 12): greedy decoding, accuracy, and the
-//! same model with some of its heads removed.
+//! Using a trained model (chapter 12): greedy decoding and accuracy.
 
 use ndarray::ArrayRef1;
 
-use super::{check_examples, TinyTransformer, VOCAB};
+use super::{check_examples, ModelConfig, TinyTransformer, VOCAB};
 use crate::error::AttnError;
 
 // ANCHOR: greedy
@@ -15,7 +14,7 @@ pub fn greedy_decode(
     prompts: &[Vec<usize>],
 ) -> Result<Vec<Vec<usize>>, AttnError> {
     let mut sequences: Vec<Vec<usize>> = prompts.to_vec();
-    for _ in 0..net.config.k {
+    for _ in 0..ModelConfig::of(net)?.k {
         let fwd = net.forward(&sequences)?;
         let logits = fwd.logits();
         let t = sequences[0].len();
@@ -40,7 +39,7 @@ pub fn most_probable(logits: &ArrayRef1<f64>) -> usize {
 /// Exact-sequence accuracy (every digit right) and per-digit accuracy of
 /// greedy decoding on `examples` (each `2k + 1` tokens).
 pub fn accuracy(net: &TinyTransformer, examples: &[Vec<usize>]) -> Result<(f64, f64), AttnError> {
-    let k = net.config.k;
+    let k = ModelConfig::of(net)?.k;
     check_examples(examples, k)?;
     let prompts: Vec<Vec<usize>> = examples.iter().map(|e| e[..=k].to_vec()).collect();
     let outputs = greedy_decode(net, &prompts)?;
@@ -54,16 +53,4 @@ pub fn accuracy(net: &TinyTransformer, examples: &[Vec<usize>]) -> Result<(f64, 
         exact as f64 / examples.len() as f64,
         digits as f64 / (examples.len() * k) as f64,
     ))
-}
-
-impl TinyTransformer {
-    /// The same model without the heads `removed`, each `(block, head)`
-    /// counted from 1: a head's output is dropped before `W_O` by zeroing
-    /// the rows of `W_O` that multiply it, as chapter 14 removes a head of
-    /// a pretrained model. An error names a block or head that does not exist.
-    pub fn without_heads(&self, removed: &[(usize, usize)]) -> Result<Self, AttnError> {
-        let mut net = self.clone();
-        crate::nn::remove_heads(&mut net.blocks, self.config.heads, removed)?;
-        Ok(net)
-    }
 }

@@ -34,6 +34,13 @@ pub fn small_problem(seed: u64) -> Result<Problem, AttnError> {
 /// A model with its inputs and their next-token targets.
 pub type Problem = (TinyTransformer, Vec<Vec<usize>>, Vec<Option<usize>>);
 
+/// The output head of chapter 12's model, which has one of its own.
+fn head(net: &mut TinyTransformer) -> &mut crate::linalg::LinearWeights<f64> {
+    net.head
+        .as_mut()
+        .expect("chapter 12's recipe gives the model a head")
+}
+
 // ANCHOR: check_gradients
 /// A parameter matrix of the model, picked out for a gradient check.
 type Pick = fn(&mut TinyTransformer) -> &mut Matrix;
@@ -67,16 +74,16 @@ pub fn check_gradients(seed: u64) -> Result<Vec<(&'static str, f64)>, AttnError>
         ("FFN W₂, block 2", |n| &mut n.blocks[1].ffn.w2),
         ("token embeddings", |n| &mut n.tokens),
         ("position embeddings", |n| &mut n.positions),
-        ("output head", |n| &mut n.head.0),
+        ("output head", |n| &mut head(n).w),
     ];
     let vector_picks: [(&'static str, PickVector); 7] = [
         ("FFN b₁, block 1", |n| &mut n.blocks[0].ffn.b1),
         ("FFN b₂, block 2", |n| &mut n.blocks[1].ffn.b2),
-        ("LayerNorm γ, block 1", |n| &mut n.blocks[0].ln1[0]),
-        ("LayerNorm β, block 2", |n| &mut n.blocks[1].ln2[1]),
-        ("final LayerNorm γ", |n| &mut n.ln_f[0]),
-        ("final LayerNorm β", |n| &mut n.ln_f[1]),
-        ("output head bias", |n| &mut n.head.1),
+        ("LayerNorm γ, block 1", |n| &mut n.blocks[0].ln1.gamma),
+        ("LayerNorm β, block 2", |n| &mut n.blocks[1].ln2.beta),
+        ("final LayerNorm γ", |n| &mut n.ln_f.gamma),
+        ("final LayerNorm β", |n| &mut n.ln_f.beta),
+        ("output head bias", |n| &mut head(n).b),
     ];
     // The error of one parameter: `at` is its value, `analytic` its gradient
     // from the backward pass, `set` writes a perturbed value into a model.

@@ -24,18 +24,23 @@ fn bad_input_gets_a_clear_error() {
     let bad_target = net.loss(&[vec![1, 2]], &[None, Some(12)]).unwrap_err();
     assert_eq!(
         bad_target.to_string(),
-        "target must be a digit 0–9 or the separator 10, got 12"
+        "target must be less than the vocabulary's size (11), got 12"
     );
     let too_long = net.forward(&[vec![1; 5]]).err().unwrap();
-    assert!(too_long
-        .to_string()
-        .starts_with("sequence length must be the same for every sequence"));
+    assert_eq!(
+        too_long,
+        AttnError::TooLong {
+            what: "the sequences",
+            len: 5,
+            max: 4
+        }
+    );
     let ragged = net.forward(&[vec![1, 2], vec![3]]).err().unwrap();
     assert!(ragged.to_string().contains("got 2"));
     let unknown = net.forward(&[vec![1, 11]]).err().unwrap();
     assert_eq!(
         unknown.to_string(),
-        "token must be a digit 0–9 or the separator 10, got 11"
+        "token must be less than the vocabulary's size (11), got 11"
     );
     let err = net.loss(&[vec![1, 2]], &[None]).unwrap_err();
     assert!(err

@@ -156,6 +156,7 @@ fn check_exclusion(excluded: usize, k: usize) -> Result<(), AttnError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nn::Parameters;
 
     fn small() -> ModelConfig {
         crate::model::gradcheck::SMALL
@@ -186,7 +187,7 @@ mod tests {
         let err = adam.update(&mut net, &grads, 1.0).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "the gradient of block 1 W_K holds NaN: a step would make the parameters non-finite"
+            "the gradient of blocks.0.w_k holds NaN: a step would make the parameters non-finite"
         );
         assert!(net.slices().iter().all(|s| s.iter().all(|x| x.is_finite())));
     }

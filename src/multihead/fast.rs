@@ -1,13 +1,11 @@
 //! The multi-head layer with every head on the fast kernel.
 
-use gemm::Parallelism;
 use ndarray::{s, Array2, ArrayRef2, Axis};
 use rayon::prelude::*;
 
-use crate::linalg::product;
-use crate::fast::{attend_into, Kernel, FAST_TILES};
-use crate::check::{check_finite, check_model_width, check_overflow};
+use crate::check::{check_finite, check_model_width};
 use crate::error::AttnError;
+use crate::fast::{attend_into, Kernel, FAST_TILES};
 use crate::multihead::MultiHeadAttention;
 
 // ANCHOR: fast_multihead
@@ -25,30 +23,8 @@ pub fn fast_multihead(
     check_model_width("key/value input", x_kv, d_model)?;
     check_finite("query input", x_q)?;
     check_finite("key/value input", x_kv)?;
-    let [w_q, w_k, w_v, w_o] = layer.weights();
-    let biases = layer.biases();
-    let project = |x: &ArrayRef2<f32>, w: &Array2<f32>, i: usize| -> Array2<f32> {
-        let mut y = Array2::zeros((x.nrows(), w.ncols()));
-        product(
-            &mut y.view_mut(),
-            x.view(),
-            w.view(),
-            false,
-            Parallelism::Rayon(0),
-        );
-        match biases {
-            Some(b) => y + b[i],
-            None => y,
-        }
-    };
-    let (q, k, v) = (
-        project(x_q, w_q, 0),
-        project(x_kv, w_k, 1),
-        project(x_kv, w_v, 2),
-    );
-    check_overflow("the projections", &q)?;
-    check_overflow("the projections", &k)?;
-    check_overflow("the projections", &v)?;
+    let w = layer.weights();
+    let (q, k, v) = (w.queries(x_q)?, w.keys(x_kv)?, w.values(x_kv)?);
     let d_k = layer.d_k();
     let mut merged = Array2::zeros((x_q.nrows(), d_model)); // the heads side by side
     merged
@@ -60,8 +36,6 @@ pub fn fast_multihead(
             let (q, k, v) = (q.slice(head), k.slice(head), v.slice(head));
             attend_into([&q, &k, &v], (false, FAST_TILES, Kernel::best()), out, None)
         })?;
-    let output = project(&merged, w_o, 3);
-    check_overflow("the output", &output)?;
-    Ok(output)
+    w.output(&merged)
 }
 // ANCHOR_END: fast_multihead

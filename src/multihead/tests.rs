@@ -1,7 +1,9 @@
 //! Tests of `multihead`.
 
 use super::*;
+use crate::scaling::standard_normal;
 use approx::assert_abs_diff_eq;
+use ndarray::Array1;
 use ndarray_rand::rand::SeedableRng;
 
 fn layer_and_inputs(d_model: usize, h: usize) -> (MultiHeadAttention, Array2<f32>, Array2<f32>) {
@@ -21,9 +23,9 @@ fn per_head_loop(mha: &MultiHeadAttention, x_q: &Array2<f32>, x_kv: &Array2<f32>
     let mut concat = Array2::<f32>::zeros((x_q.nrows(), d));
     for i in 0..h {
         let cols = s![.., i * d_head..(i + 1) * d_head];
-        let q = x_q.dot(&mha.w[0].slice(cols));
-        let k = x_kv.dot(&mha.w[1].slice(cols));
-        let v = x_kv.dot(&mha.w[2].slice(cols));
+        let q = x_q.dot(&mha.w.w_q.slice(cols));
+        let k = x_kv.dot(&mha.w.w_k.slice(cols));
+        let v = x_kv.dot(&mha.w.w_v.slice(cols));
         let mut scores = q.dot(&k.t()) / (d_head as f32).sqrt();
         for mut row in scores.rows_mut() {
             let max = row.fold(f32::MIN, |a, &b| a.max(b));
@@ -33,7 +35,7 @@ fn per_head_loop(mha: &MultiHeadAttention, x_q: &Array2<f32>, x_kv: &Array2<f32>
         }
         concat.slice_mut(cols).assign(&scores.dot(&v));
     }
-    concat.dot(&mha.w[3])
+    concat.dot(&mha.w.w_o)
 }
 
 #[test]
@@ -51,13 +53,34 @@ fn forward_equals_the_per_head_loop() {
 }
 
 #[test]
+fn chapter_5s_form_equals_the_layer() {
+    for (d_model, h) in [(16, 1), (16, 4), (24, 3), (64, 8)] {
+        let (mha, x_q, x_kv) = layer_and_inputs(d_model, h);
+        let small = multi_head_attention(&mha, &x_q, &x_kv).unwrap();
+        let layer = mha.forward(&x_q, &x_kv).unwrap();
+        assert_abs_diff_eq!(small.output, layer.output, epsilon = 1e-6);
+        assert_abs_diff_eq!(small.weights, layer.weights, epsilon = 1e-7);
+        let biases = [d_model; 4].map(|n| Array1::from_shape_fn(n, |i| 0.05 * i as f32 - 0.3));
+        let biased = mha.with_biases(biases.into()).unwrap();
+        let small = multi_head_attention(&biased, &x_q, &x_kv).unwrap();
+        let layer = biased.forward(&x_q, &x_kv).unwrap();
+        assert_abs_diff_eq!(small.output, layer.output, epsilon = 1e-6);
+    }
+    // A grouped layer's keys are narrower than its queries: chapter 5's
+    // form refuses it, by the head's widths, rather than attend wrongly.
+    let grouped = MultiHeadAttention::grouped(8, 4, 2, &mut StdRng::seed_from_u64(2)).unwrap();
+    let x = standard_normal(3, 8, &mut StdRng::seed_from_u64(3));
+    assert!(multi_head_attention(&grouped, &x, &x).is_err());
+}
+
+#[test]
 fn scaling_by_sqrt_d_model_would_be_caught() {
     // The recurring bug: dividing by √d_model instead of √d_k. Rescaling
     // the queries by √d_k/√d_model reproduces it; the output must differ.
     let (mha, x_q, x_kv) = layer_and_inputs(64, 8);
     let right = mha.forward(&x_q, &x_kv).unwrap().output;
     let mut buggy = mha.clone();
-    buggy.w[0].mapv_inplace(|w| w * (8.0_f32 / 64.0).sqrt());
+    buggy.w.w_q.mapv_inplace(|w| w * (8.0_f32 / 64.0).sqrt());
     let wrong = buggy.forward(&x_q, &x_kv).unwrap().output;
     let gap = (&right - &wrong)
         .mapv(f32::abs)
@@ -107,26 +130,6 @@ fn heads_must_divide_d_model() {
 }
 
 #[test]
-fn entropies_lie_between_zero_and_ln_m() {
-    let (mha, x_q, x_kv) = layer_and_inputs(32, 4);
-    let w = mha.forward(&x_q, &x_kv).unwrap().weights;
-    for e in head_entropies(&w).unwrap() {
-        assert!(e > 0.0 && e < 7f64.ln(), "{e}");
-    }
-    let uniform = Array3::from_elem((2, 3, 4), 0.25_f32);
-    for e in head_entropies(&uniform).unwrap() {
-        assert!((e - 4f64.ln()).abs() < 1e-6);
-    }
-}
-
-#[test]
-fn equal_words_get_equal_embeddings() {
-    let x = embed_words(&["The", "cat", "the"], 8, 1);
-    assert_eq!(x.row(0), x.row(2));
-    assert_ne!(x.row(0), x.row(1));
-}
-
-#[test]
 fn cost_formulas() {
     let (mha, _, _) = layer_and_inputs(64, 8);
     assert_eq!(mha.parameters(), 4 * 64 * 64);
@@ -159,12 +162,12 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
             let group = i / (h / g);
             let cols = |j: usize| s![.., j * d_k..(j + 1) * d_k];
             assert_eq!(
-                mha.weights()[1].slice(cols(i)),
-                layer.weights()[1].slice(cols(group))
+                mha.weights().w_k.slice(cols(i)),
+                layer.weights().w_k.slice(cols(group))
             );
             assert_eq!(
-                mha.weights()[2].slice(cols(i)),
-                layer.weights()[2].slice(cols(group))
+                mha.weights().w_v.slice(cols(i)),
+                layer.weights().w_v.slice(cols(group))
             );
         }
         let same = |a: &MultiHeadOutput, b: &MultiHeadOutput| {
@@ -185,7 +188,7 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
         );
         let widths = [d, g * d / h, g * d / h, d];
         let biases = widths.map(|n| Array1::from_shape_fn(n, |i| 0.1 * i as f32 - 0.2));
-        let biased = layer.clone().with_biases(biases).unwrap();
+        let biased = layer.clone().with_biases(biases.into()).unwrap();
         let copies = biased.to_multi_head();
         same(
             &biased.forward(&x, &x).unwrap(),
@@ -200,7 +203,7 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
         );
     }
     let wrong = [(8, 8), (8, 8), (8, 4), (8, 8)].map(Array2::<f32>::zeros);
-    let e = MultiHeadAttention::from_grouped_weights(wrong, 4, 1).unwrap_err();
+    let e = MultiHeadAttention::from_weights(wrong.into(), 4).unwrap_err();
     assert!(
         e.to_string().contains("W_K, W_V: d_model × h_kv·d_k"),
         "{e}"

@@ -5,13 +5,12 @@
 
 use ndarray::{s, Array2, ArrayRef2, Axis};
 
-use super::attention::{
+use super::multihead::{
     mha_backward_to_projections, mha_from_projections, rotate_heads, Heads, MhaCache,
 };
 use crate::error::AttnError;
-use crate::linalg::matmul;
+use crate::linalg::{linear, matmul};
 use crate::position::Rotation;
-use crate::projection::project;
 use crate::real::Real;
 
 /// The weights of a latent attention layer of `h` heads of width `d_h`,
@@ -89,14 +88,14 @@ pub(crate) fn latent_forward<F: Real>(
     keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
     let heads = w.heads();
-    let c = project("the latents X W_DKV", x, &w.w_dkv)?; // B·seq_len × d_c: what a cache keeps
-    let mut k_r = project("the rotary keys X W_KR", x, &w.w_kr)?; // B·seq_len × d_r: cached too
-    let mut q_r = project("the rotary queries X W_QR", x, &w.w_qr)?; // B·seq_len × h·d_r
+    let c = linear("the latents X W_DKV", x, &w.w_dkv, None)?; // B·seq_len × d_c: what a cache keeps
+    let mut k_r = linear("the rotary keys X W_KR", x, &w.w_kr, None)?; // B·seq_len × d_r: cached too
+    let mut q_r = linear("the rotary queries X W_QR", x, &w.w_qr, None)?; // B·seq_len × h·d_r
     rotate_heads(&mut k_r, seq_len, 1, Rotation::Forward);
     rotate_heads(&mut q_r, seq_len, heads, Rotation::Forward);
-    let q_c = project("the queries X W_Q", x, &w.w_q)?; // B·seq_len × h·d_h
-    let k_c = project("the keys C W_UK", &c, &w.w_uk)?; // B·seq_len × h·d_h
-    let v = project("the values C W_UV", &c, &w.w_uv)?; // B·seq_len × h·d_h
+    let q_c = linear("the queries X W_Q", x, &w.w_q, None)?; // B·seq_len × h·d_h
+    let k_c = linear("the keys C W_UK", &c, &w.w_uk, None)?; // B·seq_len × h·d_h
+    let v = linear("the values C W_UV", &c, &w.w_uv, None)?; // B·seq_len × h·d_h
     let q = side_by_side(&q_c, &q_r, heads, heads); // per head [q^C_i | q^R_i]
     let k = side_by_side(&k_c, &k_r, heads, 1); // per head [k^C_i | k^R]
     let sizes = Heads::new(seq_len, seq_len, heads);

@@ -6,28 +6,28 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 
-use crate::linalg::matmul;
+use crate::error::AttnError;
+use crate::linalg::{linear, linear_backward};
 use crate::real::Real;
 
-// ANCHOR: linear_backward
-/// `Y = XW + b`: `X` is `n×d_in`, `W` is `d_in×d_out`, `b` is `d_out`.
-pub(crate) fn linear_forward<F: Real>(
-    x: &ArrayRef2<F>,
-    w: &ArrayRef2<F>,
-    b: &ArrayRef1<F>,
-) -> Array2<F> {
-    matmul(x, w) + b
+/// A LayerNorm's weights: the scale `γ` and the shift `β`, `d` each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormWeights<F> {
+    /// `γ`, multiplying each normalised feature.
+    pub gamma: Array1<F>,
+    /// `β`, added to it.
+    pub beta: Array1<F>,
 }
 
-/// Gradients of `Y = XW + b`: `(dX, dW, db)`.
-pub(crate) fn linear_backward<F: Real>(
-    x: &ArrayRef2<F>,
-    w: &ArrayRef2<F>,
-    dy: &ArrayRef2<F>,
-) -> (Array2<F>, Array2<F>, Array1<F>) {
-    (matmul(dy, &w.t()), matmul(&x.t(), dy), dy.sum_axis(Axis(0)))
+impl<F: Real> NormWeights<F> {
+    /// The identity: `γ = 1`, `β = 0`.
+    pub fn identity(d: usize) -> Self {
+        NormWeights {
+            gamma: Array1::ones(d),
+            beta: Array1::zeros(d),
+        }
+    }
 }
-// ANCHOR_END: linear_backward
 
 // ANCHOR: layer_norm_forward
 /// What LayerNorm keeps for its backward pass.
@@ -90,7 +90,7 @@ pub(crate) fn layer_norm_backward<F: Real>(
 
 // ANCHOR: activation
 /// The non-linearity of the feed-forward network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Activation {
     /// `max(0, x)`, as in the original Transformer.
     Relu,
@@ -155,7 +155,7 @@ pub fn gelu_erf<F: Real>(x: F) -> F {
 // ANCHOR: ffn_forward
 /// The parameters of a feed-forward network `act(XW₁ + b₁)W₂ + b₂`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FfnParams<F> {
+pub(crate) struct FfnWeights<F> {
     /// `d×d_ff`.
     pub(crate) w1: Array2<F>,
     /// `d_ff`.
@@ -177,14 +177,14 @@ pub(crate) struct FfnCache<F> {
 /// The FFN's forward pass, row by row: `d → d_ff → d`.
 pub(crate) fn ffn_forward<F: Real>(
     x: &ArrayRef2<F>,
-    p: &FfnParams<F>,
+    p: &FfnWeights<F>,
     activation: Activation,
-) -> (Array2<F>, FfnCache<F>) {
-    let pre = linear_forward(x, &p.w1, &p.b1); // n×d_ff
+) -> Result<(Array2<F>, FfnCache<F>), AttnError> {
+    let pre = linear("the FFN's hidden layer X W₁ + b₁", x, &p.w1, Some(&p.b1))?; // n×d_ff
     let hidden = pre.mapv(|h| activation.apply(h));
-    let y = linear_forward(&hidden, &p.w2, &p.b2); // n×d
+    let y = linear("the FFN's output", &hidden, &p.w2, Some(&p.b2))?; // n×d
     let x = x.to_owned();
-    (y, FfnCache { x, pre, hidden })
+    Ok((y, FfnCache { x, pre, hidden }))
 }
 // ANCHOR_END: ffn_forward
 
@@ -192,14 +192,14 @@ pub(crate) fn ffn_forward<F: Real>(
 /// The FFN's backward pass: `dX` and the parameters' gradients.
 pub(crate) fn ffn_backward<F: Real>(
     cache: &FfnCache<F>,
-    p: &FfnParams<F>,
+    p: &FfnWeights<F>,
     activation: Activation,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, FfnParams<F>) {
+) -> (Array2<F>, FfnWeights<F>) {
     let (d_hidden, w2, b2) = linear_backward(&cache.hidden, &p.w2, dy);
     let d_pre = d_hidden * &cache.pre.mapv(|h| activation.derivative(h)); // chain rule
     let (dx, w1, b1) = linear_backward(&cache.x, &p.w1, &d_pre);
-    (dx, FfnParams { w1, b1, w2, b2 })
+    (dx, FfnWeights { w1, b1, w2, b2 })
 }
 // ANCHOR_END: ffn_backward
 

@@ -26,19 +26,25 @@ pub(crate) mod gru;
 pub(crate) mod latent;
 pub(crate) mod layers;
 pub(crate) mod loss;
+pub(crate) mod multihead;
 mod optim;
 mod params;
 pub(crate) mod sublayer;
 
-pub(crate) use attention::{attention_backward, attention_forward, softmax_backward, Heads};
-pub(crate) use block::{remove_heads, BlockAttention, BlockCache, PreNormBlock};
+pub(crate) use attention::{attention_backward, attention_forward, softmax_backward};
+pub(crate) use block::{
+    flat, flat_mut, remove_heads, BlockAttention, BlockCache, CrossAttention, Memory, PreNormBlock,
+};
+pub use layers::NormWeights;
 pub(crate) use layers::{
     embedding_backward, embedding_forward, ffn_backward, ffn_forward, layer_norm_backward,
-    layer_norm_forward, linear_backward, linear_forward, FfnParams, LayerNormCache,
+    layer_norm_forward, FfnWeights, LayerNormCache,
 };
 pub use layers::{gelu, gelu_erf, Activation};
 pub use loss::smoothed_cross_entropy;
 pub(crate) use loss::{cross_entropy, log_softmax};
+pub(crate) use multihead::{mha_forward, mha_from_projections, Heads, MhaCache};
+pub use multihead::{AttentionBiases, AttentionWeights};
 pub(crate) use optim::check_learning_rate;
 pub use optim::{clip_gradient_norm, warmup_cosine, warmup_cosine_to, Adam};
 pub use params::Parameters;
@@ -46,7 +52,4 @@ pub(crate) use params::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, fingerprint, invalid,
     read_checkpoint, read_header, write_checkpoint, zeroed,
 };
-pub(crate) use sublayer::{
-    attention_sublayer, attention_sublayer_backward, ffn_sublayer, ffn_sublayer_backward,
-    AttentionSublayerCache, FfnSublayerCache,
-};
+pub(crate) use sublayer::ffn_sublayer;

@@ -5,19 +5,16 @@
 //! backward pass returns the gradient reaching `x` through `F` (the caller
 //! adds the residual's own).
 
-use ndarray::{Array1, Array2, ArrayRef2};
+use ndarray::{Array2, ArrayRef2};
 
-use super::attention::{mha_backward, mha_forward, Heads, MhaCache, Projections};
 use super::latent::{latent_backward, latent_forward, LatentWeights};
 use super::layers::{
     ffn_backward, ffn_forward, layer_norm_backward, layer_norm_forward, Activation, FfnCache,
-    FfnParams, LayerNormCache,
+    FfnWeights, LayerNormCache, NormWeights,
 };
+use super::multihead::{mha_backward, mha_forward, AttentionWeights, Heads, MhaCache};
 use crate::error::AttnError;
 use crate::real::Real;
-
-/// LayerNorm `[γ, β]`.
-pub(crate) type Norm<F> = [Array1<F>; 2];
 
 /// What an attention sub-layer keeps: its LayerNorm, the normalised input
 /// `a` and the attention's own cache.
@@ -33,14 +30,14 @@ pub(crate) struct AttentionSublayerCache<F> {
 pub(crate) fn attention_sublayer<F: Real>(
     x: &ArrayRef2<F>,
     memory: Option<&ArrayRef2<F>>,
-    (ln, w): (&Norm<F>, &Projections<F>),
+    (ln, w): (&NormWeights<F>, &AttentionWeights<F>),
     heads: Heads,
     keep: impl Fn(usize) -> Array2<bool> + Sync,
     eps: F,
 ) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
-    let (a, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
+    let (a, ln) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps);
     let kv: &ArrayRef2<F> = memory.unwrap_or(&a);
-    let (out, attention) = mha_forward(&a, kv, (w, None), heads, |b| Some(keep(b)))?;
+    let (out, attention) = mha_forward(&a, kv, w, heads, |b| Some(keep(b)))?;
     Ok((out, AttentionSublayerCache { ln, a, attention }))
 }
 
@@ -50,18 +47,31 @@ pub(crate) fn attention_sublayer<F: Real>(
 pub(crate) fn attention_sublayer_backward<F: Real>(
     cache: &AttentionSublayerCache<F>,
     memory: Option<&ArrayRef2<F>>,
-    (ln, w): (&Norm<F>, &Projections<F>),
+    (ln, w): (&NormWeights<F>, &AttentionWeights<F>),
     heads: Heads,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, Option<Array2<F>>, Norm<F>, Projections<F>) {
+) -> (
+    Array2<F>,
+    Option<Array2<F>>,
+    NormWeights<F>,
+    AttentionWeights<F>,
+) {
     let kv: &ArrayRef2<F> = memory.unwrap_or(&cache.a);
     let g = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy);
     let (da, d_memory) = match memory {
         None => (g.dx_q + g.dx_kv, None),
         Some(_) => (g.dx_q, Some(g.dx_kv)),
     };
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln[0], &da);
-    (dx, d_memory, [d_gamma, d_beta], g.dw)
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da);
+    (
+        dx,
+        d_memory,
+        NormWeights {
+            gamma: d_gamma,
+            beta: d_beta,
+        },
+        g.dw,
+    )
 }
 // ANCHOR_END: attention_sublayer
 
@@ -69,12 +79,12 @@ pub(crate) fn attention_sublayer_backward<F: Real>(
 /// `t` tokens ([`latent_forward`]).
 pub(crate) fn latent_sublayer<F: Real>(
     x: &ArrayRef2<F>,
-    (ln, w): (&Norm<F>, &LatentWeights<F>),
+    (ln, w): (&NormWeights<F>, &LatentWeights<F>),
     t: usize,
     keep: impl Fn(usize) -> Array2<bool> + Sync,
     eps: F,
 ) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
-    let (a, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
+    let (a, ln) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps);
     let (out, attention) = latent_forward(&a, w, t, |b| Some(keep(b)))?;
     Ok((out, AttentionSublayerCache { ln, a, attention }))
 }
@@ -82,13 +92,20 @@ pub(crate) fn latent_sublayer<F: Real>(
 /// The backward pass of [`latent_sublayer`]: `(dX, [dγ, dβ], dW)`.
 pub(crate) fn latent_sublayer_backward<F: Real>(
     cache: &AttentionSublayerCache<F>,
-    (ln, w): (&Norm<F>, &LatentWeights<F>),
+    (ln, w): (&NormWeights<F>, &LatentWeights<F>),
     t: usize,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, Norm<F>, LatentWeights<F>) {
+) -> (Array2<F>, NormWeights<F>, LatentWeights<F>) {
     let (da, dw) = latent_backward(&cache.attention, &cache.a, w, t, dy);
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln[0], &da);
-    (dx, [d_gamma, d_beta], dw)
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da);
+    (
+        dx,
+        NormWeights {
+            gamma: d_gamma,
+            beta: d_beta,
+        },
+        dw,
+    )
 }
 
 /// What an FFN sub-layer keeps.
@@ -100,24 +117,31 @@ pub(crate) struct FfnSublayerCache<F> {
 /// `FFN(LayerNorm(x))`.
 pub(crate) fn ffn_sublayer<F: Real>(
     x: &ArrayRef2<F>,
-    (ln, p): (&Norm<F>, &FfnParams<F>),
+    (ln, p): (&NormWeights<F>, &FfnWeights<F>),
     activation: Activation,
     eps: F,
-) -> (Array2<F>, FfnSublayerCache<F>) {
-    let (c, ln) = layer_norm_forward(x, &ln[0], &ln[1], eps);
-    let (f, ffn) = ffn_forward(&c, p, activation);
-    (f, FfnSublayerCache { ln, ffn })
+) -> Result<(Array2<F>, FfnSublayerCache<F>), AttnError> {
+    let (c, ln) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps);
+    let (f, ffn) = ffn_forward(&c, p, activation)?;
+    Ok((f, FfnSublayerCache { ln, ffn }))
 }
 
 /// The backward pass of [`ffn_sublayer`]: `(dX, [dγ, dβ], the FFN's
 /// gradients)`.
 pub(crate) fn ffn_sublayer_backward<F: Real>(
     cache: &FfnSublayerCache<F>,
-    (ln, p): (&Norm<F>, &FfnParams<F>),
+    (ln, p): (&NormWeights<F>, &FfnWeights<F>),
     activation: Activation,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, Norm<F>, FfnParams<F>) {
+) -> (Array2<F>, NormWeights<F>, FfnWeights<F>) {
     let (dc, d_ffn) = ffn_backward(&cache.ffn, p, activation, dy);
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln[0], &dc);
-    (dx, [d_gamma, d_beta], d_ffn)
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &dc);
+    (
+        dx,
+        NormWeights {
+            gamma: d_gamma,
+            beta: d_beta,
+        },
+        d_ffn,
+    )
 }

@@ -10,6 +10,7 @@ use super::Bert;
 use crate::block::{Activation, EncoderLayer, FeedForward, LayerNorm, Norm};
 use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
+use crate::nn::{AttentionBiases, AttentionWeights};
 
 /// One tensor of a safetensors file: its name, shape and element type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,8 +224,9 @@ impl Bert {
             let (w_k, b_k) = t.linear(&format!("{p}.attention.self.key"), d, d)?;
             let (w_v, b_v) = t.linear(&format!("{p}.attention.self.value"), d, d)?;
             let (w_o, b_o) = t.linear(&format!("{p}.attention.output.dense"), d, d)?;
-            let attention = MultiHeadAttention::from_weights([w_q, w_k, w_v, w_o], c.h)?
-                .with_biases([b_q, b_k, b_v, b_o])?;
+            let weights = AttentionWeights::new(w_q, w_k, w_v, w_o);
+            let biases = AttentionBiases { b_q, b_k, b_v, b_o };
+            let attention = MultiHeadAttention::from_weights(weights, c.h)?.with_biases(biases)?;
             let (w1, b1) = t.linear(&format!("{p}.intermediate.dense"), d, c.d_ff)?;
             let (w2, b2) = t.linear(&format!("{p}.output.dense"), c.d_ff, d)?;
             let ffn = FeedForward::from_weights(w1, b1, w2, b2, c.activation)?;

@@ -7,9 +7,10 @@ use super::forward::Seq2SeqForward;
 use super::model::Seq2Seq;
 use crate::error::AttnError;
 use crate::grad::Matrix;
+use crate::linalg::{linear_backward, LinearWeights};
 use crate::nn::{
-    attention_sublayer_backward, check_d_logits, check_same_model, embedding_backward,
-    ffn_sublayer_backward, layer_norm_backward, linear_backward, Activation, Heads,
+    check_d_logits, check_same_model, embedding_backward, layer_norm_backward, Activation, Heads,
+    NormWeights,
 };
 
 impl Seq2Seq {
@@ -26,33 +27,19 @@ impl Seq2Seq {
         let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
         let tk = if bottleneck { 1 } else { s };
         let mut g = self.zeros_like();
-        let (dz, dw, db) = linear_backward(&fwd.z, &self.head.0, d_logits);
-        g.head = (dw, db);
-        let (mut dy, dg, db) = layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln[0], &dz);
-        g.decoder_ln = [dg, db];
+        let (dz, w, b) = linear_backward(&fwd.z, &self.head.w, d_logits);
+        g.head = LinearWeights { w, b };
+        let (mut dy, gamma, beta) =
+            layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln.gamma, &dz);
+        g.decoder_ln = NormWeights { gamma, beta };
         let mut d_memory = Matrix::zeros(fwd.memory.dim());
-        for (l, (p, c)) in self.decoder.iter().zip(&fwd.decoder).enumerate().rev() {
-            let gd = &mut g.decoder[l];
-            let sublayer = (&p.ln, &p.ffn);
-            let (dx, d_ln, d_ffn) = ffn_sublayer_backward(&c.ffn, sublayer, Activation::Gelu, &dy);
-            (gd.ln, gd.ffn) = (d_ln, d_ffn);
-            dy += &dx;
-            let heads = Heads::new(t, tk, h);
-            let sublayer = (&p.cross_attention.ln, &p.cross_attention.w);
-            let memory = Some(&*fwd.memory);
-            let (dx, d_mem, d_ln, dw) =
-                attention_sublayer_backward(&c.cross_attention, memory, sublayer, heads, &dy);
-            if let Some(d_mem) = d_mem {
-                d_memory += &d_mem;
-            }
-            (gd.cross_attention.ln, gd.cross_attention.w) = (d_ln, dw);
-            dy += &dx;
+        let memory = (&*fwd.memory, Heads::new(t, tk, h));
+        for (l, (block, cache)) in self.decoder.iter().zip(&fwd.decoder).enumerate().rev() {
             let heads = Heads::new(t, t, h);
-            let sublayer = (&p.self_attention.ln, &p.self_attention.w);
-            let (dx, _, d_ln, dw) =
-                attention_sublayer_backward(&c.self_attention, None, sublayer, heads, &dy);
-            (gd.self_attention.ln, gd.self_attention.w) = (d_ln, dw);
-            dy += &dx;
+            let (dx, grads, d_mem) =
+                block.backward_with_memory(cache, heads, memory, Activation::Gelu, &dy)?;
+            (dy, g.decoder[l]) = (dx, grads);
+            d_memory += &d_mem;
         }
         embedding_backward(
             &dy,
@@ -64,20 +51,12 @@ impl Seq2Seq {
             true => unpool(&d_memory, &fwd.batch.source_lengths, s),
             false => d_memory,
         };
-        let (mut dx, dg, db) = layer_norm_backward(&fwd.encoder_ln, &self.encoder_ln[0], &d_output);
-        g.encoder_ln = [dg, db];
-        for (l, (p, c)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
-            let ge = &mut g.encoder[l];
-            let sublayer = (&p.ln, &p.ffn);
-            let (dxx, d_ln, d_ffn) = ffn_sublayer_backward(&c.ffn, sublayer, Activation::Gelu, &dx);
-            (ge.ln, ge.ffn) = (d_ln, d_ffn);
-            dx += &dxx;
+        let (mut dx, gamma, beta) =
+            layer_norm_backward(&fwd.encoder_ln, &self.encoder_ln.gamma, &d_output);
+        g.encoder_ln = NormWeights { gamma, beta };
+        for (l, (block, cache)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
             let heads = Heads::new(s, s, h);
-            let sublayer = (&p.attention.ln, &p.attention.w);
-            let (dxx, _, d_ln, dw) =
-                attention_sublayer_backward(&c.attention, None, sublayer, heads, &dx);
-            (ge.attention.ln, ge.attention.w) = (d_ln, dw);
-            dx += &dxx;
+            (dx, g.encoder[l]) = block.backward(cache, heads, Activation::Gelu, &dx);
         }
         embedding_backward(
             &dx,

@@ -7,28 +7,15 @@ use super::batch::{check_batch, Batch};
 use super::model::Seq2Seq;
 use crate::check::check_indices;
 use crate::error::AttnError;
-use crate::linalg::matmul;
 use crate::grad::Matrix;
+use crate::linalg::linear;
+use crate::masking::{causal_mask, key_padding_mask, Padding};
 use crate::nn::{
-    attention_sublayer, check_finite_parameters, check_logits, cross_entropy, embedding_forward,
-    ffn_sublayer, fingerprint, layer_norm_forward, Activation, AttentionSublayerCache,
-    FfnSublayerCache, Heads, LayerNormCache,
+    check_finite_parameters, check_logits, cross_entropy, embedding_forward, fingerprint,
+    layer_norm_forward, Activation, BlockCache, Heads, LayerNormCache, Memory,
 };
 
 const EPS: f64 = 1e-5;
-
-/// What one encoder layer keeps.
-pub(super) struct EncoderCache {
-    pub(super) attention: AttentionSublayerCache<f64>,
-    pub(super) ffn: FfnSublayerCache<f64>,
-}
-
-/// What one decoder layer keeps.
-pub(super) struct DecoderCache {
-    pub(super) self_attention: AttentionSublayerCache<f64>,
-    pub(super) cross_attention: AttentionSublayerCache<f64>,
-    pub(super) ffn: FfnSublayerCache<f64>,
-}
 
 /// The forward pass's result: logits, cross-attention weights, and what the
 /// backward pass needs.
@@ -37,10 +24,10 @@ pub struct Seq2SeqForward {
     pub(super) fingerprint: u64,
     pub(super) batch: Batch,
     pub(super) lengths: (usize, usize), // S, T
-    pub(super) encoder: Vec<EncoderCache>,
+    pub(super) encoder: Vec<BlockCache<f64>>,
     pub(super) encoder_ln: LayerNormCache<f64>,
     pub(super) memory: Matrix, // what the decoder attends to: BS×d, or B×d with the bottleneck
-    pub(super) decoder: Vec<DecoderCache>,
+    pub(super) decoder: Vec<BlockCache<f64>>,
     pub(super) decoder_ln: LayerNormCache<f64>,
     pub(super) z: Matrix,
 }
@@ -57,7 +44,8 @@ impl Seq2SeqForward {
         let heads = self
             .decoder
             .first()
-            .map_or(0, |d| d.cross_attention.attention.heads.len())
+            .and_then(|d| d.cross.as_ref())
+            .map_or(0, |c| c.attention.heads.len())
             / self.batch.sources.len();
         let counts = [
             ("layer", layer, self.decoder.len()),
@@ -68,7 +56,10 @@ impl Seq2SeqForward {
             &counts,
             "must be less than the forward pass's number of them",
         )?;
-        let attention = &self.decoder[layer].cross_attention.attention;
+        let cross = self.decoder[layer].cross.as_ref();
+        let attention = &cross
+            .expect("a decoder block has cross-attention")
+            .attention;
         attention.heads[b * heads + head].weights()
     }
 }
@@ -79,7 +70,15 @@ impl Seq2Seq {
         let (s, t) = self.check_batch(batch)?;
         check_finite_parameters(self)?;
         let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
-        let real = |len: usize, rows: usize| Array2::from_shape_fn((rows, s), |(_, j)| j < len);
+        // Each pair's key-padding masks: its source's real words, for the
+        // encoder's s queries and the decoder's t.
+        let real = |rows: usize| -> Result<Vec<Array2<bool>>, AttnError> {
+            let lengths = batch.source_lengths.iter();
+            lengths
+                .map(|&len| key_padding_mask(rows, len, s, Padding::Right))
+                .collect()
+        };
+        let (source_real, target_real) = (real(s)?, real(t)?);
         let mut x = embedding_forward(
             &batch.sources,
             &self.source_embeddings,
@@ -87,20 +86,17 @@ impl Seq2Seq {
         );
         let mut encoder = Vec::new();
         // ANCHOR: encoder
-        for e in &self.encoder {
-            // x ← x + MultiHead(LayerNorm(x)), each source seeing its real words.
-            let keep = |b: usize| real(batch.source_lengths[b], s);
+        for block in &self.encoder {
+            // x ← x + MultiHead(LayerNorm(x)), each source seeing its real
+            // words; x ← x + FFN(LayerNorm(x)).
+            let keep = |b: usize| source_real[b].clone();
             let heads = Heads::new(s, s, h);
-            let sublayer = (&e.attention.ln, &e.attention.w);
-            let (att, attention) = attention_sublayer(&x, None, sublayer, heads, keep, EPS)?;
-            x += &att;
-            // x ← x + FFN(LayerNorm(x)).
-            let (f, ffn) = ffn_sublayer(&x, (&e.ln, &e.ffn), Activation::Gelu, EPS);
-            x += &f;
-            encoder.push(EncoderCache { attention, ffn });
+            let (out, cache) = block.forward(&x, heads, keep, Activation::Gelu, EPS)?;
+            x = out;
+            encoder.push(cache);
         }
         let (output, encoder_ln) =
-            layer_norm_forward(&x, &self.encoder_ln[0], &self.encoder_ln[1], EPS);
+            layer_norm_forward(&x, &self.encoder_ln.gamma, &self.encoder_ln.beta, EPS);
         let memory = match bottleneck {
             true => pool(&output, &batch.source_lengths, s),
             false => output,
@@ -114,35 +110,30 @@ impl Seq2Seq {
         );
         let mut decoder = Vec::new();
         // ANCHOR: decoder
-        for d in &self.decoder {
-            // y ← y + MultiHead(LayerNorm(y)), causal.
-            let causal = |_: usize| Array2::from_shape_fn((t, t), |(i, j)| j <= i);
-            let heads = Heads::new(t, t, h);
-            let sublayer = (&d.self_attention.ln, &d.self_attention.w);
-            let (out, self_attention) = attention_sublayer(&y, None, sublayer, heads, causal, EPS)?;
-            y += &out;
-            // y ← y + MultiHead(LayerNorm(y), memory): cross-attention.
+        for block in &self.decoder {
+            // y ← y + MultiHead(LayerNorm(y)), causal;
+            // y ← y + MultiHead(LayerNorm(y), memory), each target seeing
+            // its source's real words; y ← y + FFN(LayerNorm(y)).
+            let causal = (Heads::new(t, t, h), |_: usize| causal_mask(t, t));
             let keep = |i: usize| match bottleneck {
                 true => Array2::from_elem((t, 1), true),
-                false => real(batch.source_lengths[i], t),
+                false => target_real[i].clone(),
             };
             let heads = Heads::new(t, tk, h);
-            let sublayer = (&d.cross_attention.ln, &d.cross_attention.w);
-            let (out, cross_attention) =
-                attention_sublayer(&y, Some(&memory), sublayer, heads, keep, EPS)?;
-            y += &out;
-            // y ← y + FFN(LayerNorm(y)).
-            let (f, ffn) = ffn_sublayer(&y, (&d.ln, &d.ffn), Activation::Gelu, EPS);
-            y += &f;
-            decoder.push(DecoderCache {
-                self_attention,
-                cross_attention,
-                ffn,
-            });
+            let memory = Memory {
+                x: &memory,
+                heads,
+                keep,
+            };
+            let (out, cache) =
+                block.forward_with_memory(&y, causal, memory, Activation::Gelu, EPS)?;
+            y = out;
+            decoder.push(cache);
         }
         // ANCHOR_END: decoder
-        let (z, decoder_ln) = layer_norm_forward(&y, &self.decoder_ln[0], &self.decoder_ln[1], EPS);
-        let logits = matmul(&z, &self.head.0) + &self.head.1;
+        let (z, decoder_ln) =
+            layer_norm_forward(&y, &self.decoder_ln.gamma, &self.decoder_ln.beta, EPS);
+        let logits = linear("the logits", &z, &self.head.w, Some(&self.head.b))?;
         check_logits(&logits)?;
         Ok(Seq2SeqForward {
             logits,

@@ -20,7 +20,11 @@ use super::source_vocabulary;
 use crate::check::{check_config_sizes, check_parameters};
 use crate::error::AttnError;
 use crate::grad::Matrix;
-use crate::nn::{zeroed, FfnParams, Parameters};
+use crate::linalg::LinearWeights;
+use crate::nn::{
+    flat, flat_mut, zeroed, AttentionWeights, BlockAttention, CrossAttention, FfnWeights,
+    NormWeights, Parameters, PreNormBlock,
+};
 
 /// The sizes of the encoder–decoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,31 +54,6 @@ pub fn source_vocab_size() -> usize {
     3 + source_vocabulary().len()
 }
 
-/// One attention sub-layer's parameters: LayerNorm `[γ, β]` and
-/// `[W_Q, W_K, W_V, W_O]`.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct AttentionParams {
-    pub(crate) ln: [Array1<f64>; 2],
-    pub(crate) w: [Matrix; 4],
-}
-
-/// An encoder layer: self-attention, then the FFN with its LayerNorm.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct EncoderParams {
-    pub(crate) attention: AttentionParams,
-    pub(crate) ln: [Array1<f64>; 2],
-    pub(crate) ffn: FfnParams<f64>,
-}
-
-/// A decoder layer: causal self-attention, cross-attention, then the FFN.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct DecoderParams {
-    pub(crate) self_attention: AttentionParams,
-    pub(crate) cross_attention: AttentionParams,
-    pub(crate) ln: [Array1<f64>; 2],
-    pub(crate) ffn: FfnParams<f64>,
-}
-
 /// The encoder–decoder's parameters (and, with the same shapes, their
 /// gradients). Private: every shape follows from the configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,11 +63,15 @@ pub struct Seq2Seq {
     pub(crate) source_positions: Matrix,  // S × d
     pub(crate) target_embeddings: Matrix, // target vocabulary × d
     pub(crate) target_positions: Matrix,  // T × d
-    pub(crate) encoder: Vec<EncoderParams>,
-    pub(crate) encoder_ln: [Array1<f64>; 2],
-    pub(crate) decoder: Vec<DecoderParams>,
-    pub(crate) decoder_ln: [Array1<f64>; 2],
-    pub(crate) head: (Matrix, Array1<f64>), // d × target vocabulary, and its bias
+    /// Self-attention and the FFN.
+    pub(crate) encoder: Vec<PreNormBlock<f64>>,
+    pub(crate) encoder_ln: NormWeights<f64>,
+    /// Causal self-attention, cross-attention over the encoder's output,
+    /// and the FFN.
+    pub(crate) decoder: Vec<PreNormBlock<f64>>,
+    pub(crate) decoder_ln: NormWeights<f64>,
+    /// `d ×` target vocabulary, and its bias.
+    pub(crate) head: LinearWeights<f64>,
 }
 
 impl Seq2Seq {
@@ -102,24 +85,32 @@ impl Seq2Seq {
             crate::grad::normal_matrix(rows, cols, rng) * std
         };
         let fan_in = 1.0 / (d as f64).sqrt();
-        let ln = || [Array1::ones(d), Array1::zeros(d)];
-        let attention = |rng: &mut StdRng| AttentionParams {
-            ln: ln(),
-            w: [0, 1, 2, 3].map(|_| normal(d, d, fan_in, rng)),
+        let ln = || NormWeights::identity(d);
+        let attention = |rng: &mut StdRng| {
+            let [w_q, w_k, w_v, w_o] = [0; 4].map(|_| normal(d, d, fan_in, rng));
+            AttentionWeights::new(w_q, w_k, w_v, w_o)
         };
-        let encoder: Vec<EncoderParams> = (0..config.layers)
-            .map(|_| EncoderParams {
-                attention: attention(rng),
-                ln: ln(),
-                ffn: ffn_params(d, f, rng),
+        let block = |attn, cross, rng: &mut StdRng| PreNormBlock {
+            ln1: ln(),
+            attn: BlockAttention::Heads(attn),
+            cross,
+            ln2: ln(),
+            ffn: ffn_params(d, f, rng),
+        };
+        let encoder: Vec<_> = (0..config.layers)
+            .map(|_| {
+                let attn = attention(rng);
+                block(attn, None, rng)
             })
             .collect();
-        let decoder: Vec<DecoderParams> = (0..config.layers)
-            .map(|_| DecoderParams {
-                self_attention: attention(rng),
-                cross_attention: attention(rng),
-                ln: ln(),
-                ffn: ffn_params(d, f, rng),
+        let decoder: Vec<_> = (0..config.layers)
+            .map(|_| {
+                let attn = attention(rng);
+                let cross = Some(CrossAttention {
+                    ln: ln(),
+                    w: attention(rng),
+                });
+                block(attn, cross, rng)
             })
             .collect();
         let (s, t) = config.max_lengths;
@@ -133,10 +124,10 @@ impl Seq2Seq {
             encoder_ln: ln(),
             decoder,
             decoder_ln: ln(),
-            head: (
-                normal(d, config.vocab.1, fan_in, rng),
-                Array1::zeros(config.vocab.1),
-            ),
+            head: LinearWeights {
+                w: normal(d, config.vocab.1, fan_in, rng),
+                b: Array1::zeros(config.vocab.1),
+            },
         })
     }
 
@@ -151,8 +142,8 @@ impl Seq2Seq {
     }
 }
 
-fn ffn_params(d: usize, f: usize, rng: &mut StdRng) -> FfnParams<f64> {
-    FfnParams {
+fn ffn_params(d: usize, f: usize, rng: &mut StdRng) -> FfnWeights<f64> {
+    FfnWeights {
         w1: crate::grad::normal_matrix(d, f, rng) / (d as f64).sqrt(),
         b1: Array1::zeros(f),
         w2: crate::grad::normal_matrix(f, d, rng) / (f as f64).sqrt(),
@@ -194,104 +185,54 @@ impl Parameters for Seq2Seq {
     }
 
     fn slices_mut(&mut self) -> Vec<&mut [f64]> {
-        fn m(x: &mut Matrix) -> &mut [f64] {
-            x.as_slice_mut().expect("parameters are contiguous")
-        }
-        fn v(x: &mut Array1<f64>) -> &mut [f64] {
-            x.as_slice_mut().expect("parameters are contiguous")
-        }
         let mut out = vec![
-            m(&mut self.source_embeddings),
-            m(&mut self.source_positions),
-            m(&mut self.target_embeddings),
-            m(&mut self.target_positions),
+            flat_mut(&mut self.source_embeddings),
+            flat_mut(&mut self.source_positions),
+            flat_mut(&mut self.target_embeddings),
+            flat_mut(&mut self.target_positions),
         ];
-        fn attention<'a>(a: &'a mut AttentionParams, out: &mut Vec<&'a mut [f64]>) {
-            let [g, b] = &mut a.ln;
-            out.extend([v(g), v(b)]);
-            out.extend(a.w.iter_mut().map(m));
-        }
         for e in &mut self.encoder {
-            attention(&mut e.attention, &mut out);
-            let [g, b] = &mut e.ln;
-            out.extend([v(g), v(b), m(&mut e.ffn.w1), v(&mut e.ffn.b1)]);
-            out.extend([m(&mut e.ffn.w2), v(&mut e.ffn.b2)]);
+            out.extend(e.tensors_mut(true));
         }
-        let [g, b] = &mut self.encoder_ln;
-        out.extend([v(g), v(b)]);
+        out.extend([
+            flat_mut(&mut self.encoder_ln.gamma),
+            flat_mut(&mut self.encoder_ln.beta),
+        ]);
         for d in &mut self.decoder {
-            attention(&mut d.self_attention, &mut out);
-            attention(&mut d.cross_attention, &mut out);
-            let [g, b] = &mut d.ln;
-            out.extend([v(g), v(b), m(&mut d.ffn.w1), v(&mut d.ffn.b1)]);
-            out.extend([m(&mut d.ffn.w2), v(&mut d.ffn.b2)]);
+            out.extend(d.tensors_mut(true));
         }
-        let [g, b] = &mut self.decoder_ln;
-        out.extend([v(g), v(b), m(&mut self.head.0), v(&mut self.head.1)]);
+        out.extend([
+            flat_mut(&mut self.decoder_ln.gamma),
+            flat_mut(&mut self.decoder_ln.beta),
+            flat_mut(&mut self.head.w),
+            flat_mut(&mut self.head.b),
+        ]);
         out
     }
 
     fn named_slices(&self) -> Vec<(String, &[f64])> {
-        fn m(x: &Matrix) -> &[f64] {
-            x.as_slice().expect("parameters are contiguous")
-        }
-        fn v(x: &Array1<f64>) -> &[f64] {
-            x.as_slice().expect("parameters are contiguous")
-        }
         let mut out: Vec<(String, &[f64])> = vec![
-            ("source embeddings".into(), m(&self.source_embeddings)),
-            ("source positions".into(), m(&self.source_positions)),
-            ("target embeddings".into(), m(&self.target_embeddings)),
-            ("target positions".into(), m(&self.target_positions)),
+            ("source_embeddings".into(), flat(&self.source_embeddings)),
+            ("source_positions".into(), flat(&self.source_positions)),
+            ("target_embeddings".into(), flat(&self.target_embeddings)),
+            ("target_positions".into(), flat(&self.target_positions)),
         ];
-        fn attention(name: String, a: &AttentionParams) -> Vec<(String, &[f64])> {
-            let mut named = vec![
-                (format!("{name} LayerNorm γ"), v(&a.ln[0])),
-                (format!("{name} LayerNorm β"), v(&a.ln[1])),
-            ];
-            for (w, x) in ["W_Q", "W_K", "W_V", "W_O"].iter().zip(&a.w) {
-                named.push((format!("{name} {w}"), m(x)));
+        fn blocks<'a>(name: &str, blocks: &'a [PreNormBlock<f64>]) -> Vec<(String, &'a [f64])> {
+            let mut out = Vec::new();
+            for (l, b) in blocks.iter().enumerate() {
+                let named = b.tensors(true).into_iter();
+                out.extend(named.map(|(n, x)| (format!("{name}.{l}.{n}"), x)));
             }
-            named
+            out
         }
-        fn ffn<'a>(
-            name: String,
-            ln: &'a [Array1<f64>; 2],
-            f: &'a FfnParams<f64>,
-        ) -> Vec<(String, &'a [f64])> {
-            vec![
-                (format!("{name} FFN LayerNorm γ"), v(&ln[0])),
-                (format!("{name} FFN LayerNorm β"), v(&ln[1])),
-                (format!("{name} FFN W₁"), m(&f.w1)),
-                (format!("{name} FFN b₁"), v(&f.b1)),
-                (format!("{name} FFN W₂"), m(&f.w2)),
-                (format!("{name} FFN b₂"), v(&f.b2)),
-            ]
-        }
-        for (l, e) in self.encoder.iter().enumerate() {
-            out.extend(attention(
-                format!("encoder {} self-attention", l + 1),
-                &e.attention,
-            ));
-            out.extend(ffn(format!("encoder {}", l + 1), &e.ln, &e.ffn));
-        }
-        out.push(("encoder LayerNorm γ".into(), v(&self.encoder_ln[0])));
-        out.push(("encoder LayerNorm β".into(), v(&self.encoder_ln[1])));
-        for (l, d) in self.decoder.iter().enumerate() {
-            out.extend(attention(
-                format!("decoder {} self-attention", l + 1),
-                &d.self_attention,
-            ));
-            out.extend(attention(
-                format!("decoder {} cross-attention", l + 1),
-                &d.cross_attention,
-            ));
-            out.extend(ffn(format!("decoder {}", l + 1), &d.ln, &d.ffn));
-        }
-        out.push(("decoder LayerNorm γ".into(), v(&self.decoder_ln[0])));
-        out.push(("decoder LayerNorm β".into(), v(&self.decoder_ln[1])));
-        out.push(("output head".into(), m(&self.head.0)));
-        out.push(("output head bias".into(), v(&self.head.1)));
+        out.extend(blocks("encoder", &self.encoder));
+        out.push(("encoder_ln.gamma".into(), flat(&self.encoder_ln.gamma)));
+        out.push(("encoder_ln.beta".into(), flat(&self.encoder_ln.beta)));
+        out.extend(blocks("decoder", &self.decoder));
+        out.push(("decoder_ln.gamma".into(), flat(&self.decoder_ln.gamma)));
+        out.push(("decoder_ln.beta".into(), flat(&self.decoder_ln.beta)));
+        out.push(("head.w".into(), flat(&self.head.w)));
+        out.push(("head.b".into(), flat(&self.head.b)));
         out
     }
 }

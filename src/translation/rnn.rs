@@ -25,6 +25,7 @@ use super::{source_vocab_size, TARGET_VOCAB};
 use crate::check::{check_config_sizes, check_parameters};
 use crate::error::AttnError;
 use crate::grad::{normal_matrix, Matrix};
+use crate::linalg::LinearWeights;
 use crate::nn::additive::AdditiveWeights;
 use crate::nn::gru::GruWeights;
 use crate::nn::{read_checkpoint, read_header, write_checkpoint, zeroed, Parameters};
@@ -91,7 +92,8 @@ pub struct RnnSeq2Seq {
     pub(crate) encoder: GruWeights<f64>,
     pub(crate) decoder: GruWeights<f64>,
     pub(crate) attention: Option<AdditiveWeights<f64>>,
-    pub(crate) output: (Matrix, Array1<f64>), // 2d_state × TARGET_VOCAB, and its bias
+    /// The output layer: `2d_state × TARGET_VOCAB`, and its bias.
+    pub(crate) output: LinearWeights<f64>,
 }
 
 impl RnnSeq2Seq {
@@ -121,10 +123,10 @@ impl RnnSeq2Seq {
             encoder,
             decoder,
             attention,
-            output: (
-                normal(2 * h, TARGET_VOCAB, rng),
-                Array1::zeros(TARGET_VOCAB),
-            ),
+            output: LinearWeights {
+                w: normal(2 * h, TARGET_VOCAB, rng),
+                b: Array1::zeros(TARGET_VOCAB),
+            },
         })
     }
 
@@ -223,8 +225,8 @@ impl Parameters for RnnSeq2Seq {
         if let Some(a) = attention {
             out.extend(a.matrices_mut().map(flat));
         }
-        out.push(flat(&mut output.0));
-        out.push(output.1.as_slice_mut().expect("parameters are contiguous"));
+        out.push(flat(&mut output.w));
+        out.push(output.b.as_slice_mut().expect("parameters are contiguous"));
         out
     }
 
@@ -246,8 +248,8 @@ impl Parameters for RnnSeq2Seq {
                 out.push((format!("attention {w}"), flat(m)));
             }
         }
-        out.push(("output layer".into(), flat(&self.output.0)));
-        let bias = self.output.1.as_slice().expect("parameters are contiguous");
+        out.push(("output layer".into(), flat(&self.output.w)));
+        let bias = self.output.b.as_slice().expect("parameters are contiguous");
         out.push(("output layer bias".into(), bias));
         out
     }

@@ -150,8 +150,8 @@ fn small_helpers_handle_degenerate_input() {
     use attn::approximate::{error_experiment, relative_error};
     use attn::block::row_statistics;
     use attn::complexity::fitted_exponent;
-    use attn::multihead::head_entropies;
     use attn::position::largest_norm_change;
+    use report::ch05::head_entropies;
     use report::show::{matrix, table};
     assert!(row_statistics(&Array2::<f32>::zeros((3, 0))).is_err());
     assert!(error_experiment(0, 1).is_err());
@@ -190,7 +190,7 @@ fn messages_name_the_argument_the_caller_passed() {
         net.loss(&[vec![1, 2]], &[None, Some(11)])
             .unwrap_err()
             .to_string(),
-        "target must be a digit 0–9 or the separator 10, got 11"
+        "target must be less than the vocabulary's size (11), got 11"
     );
     // A layer's input that is not finite is named as the layer's input.
     let mha = MultiHeadAttention::new(8, 2, &mut rng()).unwrap();

@@ -1,6 +1,6 @@
 use attn::block::Transformer;
 use attn::block::{Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm};
-use attn::model::TinyTransformer;
+use attn::model::{ModelConfig, TinyTransformer};
 use attn::multihead::MultiHeadAttention;
 use attn::nn::Parameters;
 use attn::projection::{init_weight, Projections};
@@ -67,7 +67,7 @@ fn layer_norm_is_exact_on_huge_rows_and_rejects_non_finite_ones() {
 #[test]
 fn invariants_are_kept_behind_constructors() {
     let net = TinyTransformer::new(small(), 0).unwrap();
-    assert_eq!(net.config(), small());
+    assert_eq!(ModelConfig::of(&net).unwrap(), small());
     assert_eq!(
         small().parameter_count(),
         Some(net.parameter_count()),
@@ -75,7 +75,7 @@ fn invariants_are_kept_behind_constructors() {
     );
     let named = net.named_slices();
     assert_eq!(named.len(), net.slices().len());
-    assert_eq!(named[2].0, "block 1 LayerNorm 1 γ");
+    assert_eq!(named[2].0, "blocks.0.ln1.gamma");
 }
 
 /// Class 10 for the layers: fields are private, and the constructors from
@@ -83,23 +83,27 @@ fn invariants_are_kept_behind_constructors() {
 #[test]
 fn layers_from_given_weights_check_their_shapes() {
     let w = Array2::<f32>::zeros((8, 8));
-    let ok = MultiHeadAttention::from_weights([w.clone(), w.clone(), w.clone(), w.clone()], 2);
+    let ok =
+        MultiHeadAttention::from_weights([w.clone(), w.clone(), w.clone(), w.clone()].into(), 2);
     assert_eq!(ok.unwrap().h(), 2);
-    let err = MultiHeadAttention::from_weights([w.clone(), w.clone(), w.clone(), w.clone()], 3);
+    let err =
+        MultiHeadAttention::from_weights([w.clone(), w.clone(), w.clone(), w.clone()].into(), 3);
     assert!(matches!(
         err,
         Err(AttnError::HeadsDoNotDivide { d_model: 8, h: 3 })
     ));
     let narrow = Array2::<f32>::zeros((8, 4));
-    let err = MultiHeadAttention::from_weights([w.clone(), narrow, w.clone(), w.clone()], 2);
+    let err = MultiHeadAttention::from_weights([w.clone(), narrow, w.clone(), w.clone()].into(), 2);
     assert_eq!(
         err.unwrap_err().to_string(),
-        "W_Q and every other weight of the layer (d_model×d_model) must have the same shape, \
-         but they are 8×8 and 8×4"
+        "a layer's weight and its shape (W_Q, W_O: d_model×d_model; W_K, W_V: d_model × \
+         h_kv·d_k) must have the same shape, but they are 8×4 and 8×8"
     );
     let mut nan = w.clone();
     nan[[1, 1]] = f32::NAN;
-    assert!(MultiHeadAttention::from_weights([w.clone(), w.clone(), nan, w.clone()], 2).is_err());
+    assert!(
+        MultiHeadAttention::from_weights([w.clone(), w.clone(), nan, w.clone()].into(), 2).is_err()
+    );
     let gamma = ndarray::Array1::ones(4);
     assert!(LayerNorm::from_parameters(gamma.clone(), ndarray::Array1::zeros(3), 1e-5).is_err());
     assert!(LayerNorm::from_parameters(gamma.clone(), ndarray::Array1::zeros(4), 0.0).is_err());
@@ -128,13 +132,16 @@ fn pretrained_model_pieces_reject_bad_arguments() {
     let mha = MultiHeadAttention::new(8, 2, &mut rng()).unwrap();
     let short = [8, 8, 8, 7].map(Array1::<f32>::zeros);
     assert_eq!(
-        mha.clone().with_biases(short).unwrap_err().to_string(),
+        mha.clone()
+            .with_biases(short.into())
+            .unwrap_err()
+            .to_string(),
         "W_O's columns and b_O must have the same shape, but they are 1×8 and 1×7"
     );
     let mut nan = [8, 8, 8, 8].map(Array1::<f32>::zeros);
     nan[1][3] = f32::NAN;
     assert_eq!(
-        mha.clone().with_biases(nan).unwrap_err().to_string(),
+        mha.clone().with_biases(nan.into()).unwrap_err().to_string(),
         "b_K must hold only finite numbers, got NaN"
     );
     assert_eq!(

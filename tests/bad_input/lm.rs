@@ -3,7 +3,7 @@
 
 use attn::lm::{
     mean_loss, train_lm, Corpus, Decoding, LanguageModel, LmConfig, LmTraining, Positions, Sampler,
-    SHAKESPEARE_TRAINING,
+    SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
 };
 
 const SMALL: LmConfig = LmConfig {
@@ -16,6 +16,7 @@ const SMALL: LmConfig = LmConfig {
     d_ff: 16,
     positions: Positions::Learned,
     latent: None,
+    ..SHAKESPEARE_MODEL
 };
 
 fn recipe() -> LmTraining {

@@ -10,7 +10,7 @@ use crate::{small, training};
 /// are tested in `src/model/weights.rs`).
 #[test]
 fn the_weights_loader_refuses_huge_sizes_non_finite_values_and_trailing_content() {
-    let text = TinyTransformer::new(small(), 1).unwrap().to_text();
+    let text = TinyTransformer::new(small(), 1).unwrap().to_text().unwrap();
     let first = text.lines().nth(1).unwrap().split(' ').next().unwrap();
     assert!(TinyTransformer::from_text(&text.replacen(first, "NaN", 1)).is_err());
     assert!(TinyTransformer::from_text(&(text.clone() + "0 0 0\n")).is_err());

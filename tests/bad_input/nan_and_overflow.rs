@@ -5,7 +5,7 @@
 
 use attn::block::row_statistics;
 use attn::model::TinyTransformer;
-use attn::nn::Adam;
+use attn::nn::{Adam, Parameters};
 use attn::pretrained::{cosine, l2_normalize, mean_pool};
 use attn::translation::{batch, number_pair, Seq2Seq, Seq2SeqConfig, BOOK_SEQ2SEQ};
 use attn::AttnError;
@@ -126,8 +126,8 @@ fn a_non_finite_parameter_is_named_as_the_cause() {
 /// It once returned −2.3·10⁻³⁴ for `e^100` and 1.2·10⁻³⁸ for NaN.
 #[test]
 fn the_fast_exponential_is_right_outside_its_fast_domain() {
-    use attn::real::Real;
     use attn::real::exp_nonpositive;
+    use attn::real::Real;
     for x in [0.5_f32, 1.0, 3.0, 10.0, 42.0, 80.0, 88.0, 88.72] {
         let exact = f64::from(x).exp();
         let got = f64::from(exp_nonpositive(x));

@@ -46,7 +46,13 @@ fn each_layer_is_implemented_once() {
         "fn attention_backward",
         "fn mha_forward",
         "fn mha_backward",
-        "fn linear_forward",
+        "fn linear",
+        "fn linear_backward",
+        "struct PreNormBlock",
+        "struct Decoder",
+        "fn causal_mask",
+        "fn key_padding_mask",
+        "fn window_mask",
         "fn layer_norm_forward",
         "fn layer_norm_backward",
         "fn ffn_forward",
@@ -84,4 +90,30 @@ fn each_layer_is_implemented_once() {
             .collect();
         assert_eq!(defined.len(), 1, "`{layer}` is defined in {defined:?}");
     }
+}
+
+/// A mask is built by one constructor of `masking` (causal, key padding,
+/// window and sinks): no other code of the library writes one out. The
+/// tests' independent references may, and ALiBi's bias, which is not a
+/// mask but a distance, is built where chapter 7 teaches it.
+#[test]
+fn masks_are_built_in_one_place() {
+    let patterns = ["j <= i", "i - j <", "j < len"];
+    let offenders: Vec<String> = library()
+        .into_iter()
+        .filter(|(name, _)| name != "masking.rs" && !name.ends_with("tests.rs"))
+        .flat_map(|(name, text)| {
+            let code = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+            code.lines()
+                .enumerate()
+                .filter(|(_, l)| patterns.iter().any(|p| l.contains(p)))
+                .filter(|(_, l)| !l.contains("if j <= i {")) // ALiBi's distance
+                .map(|(i, l)| format!("{name}:{}: {}", i + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "masks written out beside masking's constructors: {offenders:#?}"
+    );
 }

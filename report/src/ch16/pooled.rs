@@ -11,6 +11,7 @@ use ndarray::Array2;
 use attn::exercises::ch16::mean_pool_key_value_heads;
 use attn::lm::{LanguageModel, LmConfig, LmTraining, SHAKESPEARE_TRAINING};
 use attn::multihead::MultiHeadAttention;
+use attn::nn::AttentionWeights;
 use attn::nn::Parameters;
 use attn::AttnError;
 
@@ -55,12 +56,12 @@ pub fn mean_pooled(
                 }
             })?);
         }
-        let weights: [Array2<f32>; 4] = weights.try_into().expect("four projections");
+        let [w_q, w_k, w_v, w_o]: [Array2<f32>; 4] = weights.try_into().expect("four projections");
+        let weights = AttentionWeights::new(w_q, w_k, w_v, w_o);
         let layer = MultiHeadAttention::from_weights(weights, c.heads)?;
         let grouped = mean_pool_key_value_heads(&layer, kv_heads)?;
-        let [_, w_k, w_v, _] = grouped.weights();
-        converted.insert(name("w_k"), w_k.clone());
-        converted.insert(name("w_v"), w_v.clone());
+        converted.insert(name("w_k"), grouped.weights().w_k.clone());
+        converted.insert(name("w_v"), grouped.weights().w_v.clone());
     }
     let names: Vec<String> = pooled.named_slices().into_iter().map(|(n, _)| n).collect();
     for (name, to) in names.iter().zip(pooled.slices_mut()) {
@@ -142,6 +143,7 @@ mod tests {
         d_ff: 12,
         positions: Positions::Rotary,
         latent: None,
+        ..SHAKESPEARE_MODEL
     };
 
     /// Pooling to as many key/value heads as heads changes nothing; pooling

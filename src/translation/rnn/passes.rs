@@ -6,9 +6,10 @@ use ndarray::{s, Array2, Axis};
 use super::RnnSeq2Seq;
 use crate::error::AttnError;
 use crate::grad::Matrix;
+use crate::linalg::{linear, linear_backward, LinearWeights};
 use crate::nn::additive::{additive_backward, additive_forward, AdditiveCache};
 use crate::nn::gru::{gru_backward, gru_forward, GruCache};
-use crate::nn::{check_finite_parameters, check_same_model, fingerprint, linear_backward};
+use crate::nn::{check_finite_parameters, check_same_model, fingerprint};
 use crate::translation::batch::{check_batch, Batch};
 use crate::translation::{source_vocab_size, TARGET_VOCAB};
 
@@ -99,7 +100,12 @@ impl RnnSeq2Seq {
                 None => context.assign(&last.row(pair)),
             }
         }
-        let logits = features.dot(&self.output.0) + &self.output.1;
+        let logits = linear(
+            "the logits",
+            &features,
+            &self.output.w,
+            Some(&self.output.b),
+        )?;
         Ok(RnnForward {
             logits,
             fingerprint: fingerprint(self, self.config),
@@ -123,8 +129,8 @@ impl RnnSeq2Seq {
             });
         }
         let mut grads = self.zeros_like();
-        let (d_features, d_w, d_bias) = linear_backward(&fwd.features, &self.output.0, d_logits);
-        grads.output = (d_w, d_bias);
+        let (d_features, w, b) = linear_backward(&fwd.features, &self.output.w, d_logits);
+        grads.output = LinearWeights { w, b };
         let batch = &fwd.batch;
         let (xs, hs, encoder) = &fwd.encoder;
         let (ys, states, decoder) = &fwd.decoder;

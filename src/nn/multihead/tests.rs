@@ -15,16 +15,23 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
     let sizes = Heads::new(3, 4, 2);
     let x_q = normal_matrix(6, 6, &mut rng);
     let x_kv = normal_matrix(8, 6, &mut rng);
-    let w: Projections<f64> = [(); 4].map(|_| normal_matrix(6, 6, &mut rng) * 0.5);
-    let b: Biases<f64> = [(); 4].map(|_| normal_matrix(1, 6, &mut rng).row(0).to_owned());
+    let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(6, 6, &mut rng) * 0.5).into();
+    let b: AttentionBiases<f64> = [(); 4]
+        .map(|_| normal_matrix(1, 6, &mut rng).row(0).to_owned())
+        .into();
     let r = normal_matrix(6, 6, &mut rng);
     let keep = |seq: usize| Some(Array2::from_shape_fn((3, 4), |(_, j)| seq == 0 || j < 3));
-    let loss = |x_q: &Matrix, x_kv: &Matrix, w: &Projections<f64>, b: &Biases<f64>| {
-        let (out, _) = mha_forward(x_q, x_kv, (w, Some(b)), sizes, keep).unwrap();
-        (out * &r).sum()
+    let with_biases = |w: &AttentionWeights<f64>, b: &AttentionBiases<f64>| AttentionWeights {
+        biases: Some(b.clone()),
+        ..w.clone()
     };
-    let (_, cache) = mha_forward(&x_q, &x_kv, (&w, Some(&b)), sizes, keep).unwrap();
-    let g = mha_backward(&cache, &x_q, &x_kv, &w, sizes, &r);
+    let loss =
+        |x_q: &Matrix, x_kv: &Matrix, w: &AttentionWeights<f64>, b: &AttentionBiases<f64>| {
+            let (out, _) = mha_forward(x_q, x_kv, &with_biases(w, b), sizes, keep).unwrap();
+            (out * &r).sum()
+        };
+    let (_, cache) = mha_forward(&x_q, &x_kv, &with_biases(&w, &b), sizes, keep).unwrap();
+    let g = mha_backward(&cache, &x_q, &x_kv, &with_biases(&w, &b), sizes, &r);
     let mut errors = vec![
         gradient_error(&g.dx_q, |x| loss(x, &x_kv, &w, &b), &x_q),
         gradient_error(&g.dx_kv, |x| loss(&x_q, x, &w, &b), &x_kv),
@@ -32,28 +39,33 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
     for i in 0..4 {
         let with = |x: &Matrix| {
             let mut w = w.clone();
-            w[i] = x.clone();
+            *w.matrices_mut()[i] = x.clone();
             loss(&x_q, &x_kv, &w, &b)
         };
-        errors.push(gradient_error(&g.dw[i], with, &w[i]));
-        let db = g.db.as_ref().expect("the layer has biases")[i].clone();
+        errors.push(gradient_error(g.dw.matrices()[i], with, w.matrices()[i]));
+        let db_all = g.dw.biases.as_ref().expect("the layer has biases");
+        let db = db_all.vectors()[i].clone();
         let as_row = |v: Array1<f64>| v.insert_axis(Axis(0));
         let with = |x: &Matrix| {
-            let mut b = b.clone();
-            b[i] = x.row(0).to_owned();
-            loss(&x_q, &x_kv, &w, &b)
+            let mut vectors = b.vectors().map(|v| v.clone());
+            vectors[i] = x.row(0).to_owned();
+            loss(&x_q, &x_kv, &w, &vectors.into())
         };
         if i == 1 {
             // b_K adds q·b_K to every score of a row, which the softmax
             // ignores: its gradient is 0, analytically and numerically.
-            let numeric = crate::grad::numerical_gradient(with, &as_row(b[1].clone()), 1e-5);
+            let numeric = crate::grad::numerical_gradient(with, &as_row(b.b_k.clone()), 1e-5);
             let largest = db
                 .iter()
                 .chain(&numeric)
                 .fold(0.0_f64, |m, v| m.max(v.abs()));
             assert!(largest < 1e-9, "dL/db_K = {db}, numerically {numeric}");
         } else {
-            errors.push(gradient_error(&as_row(db), with, &as_row(b[i].clone())));
+            errors.push(gradient_error(
+                &as_row(db),
+                with,
+                &as_row(b.vectors()[i].clone()),
+            ));
         }
     }
     for (i, error) in errors.into_iter().enumerate() {
@@ -70,7 +82,7 @@ fn rotary_gradients_match_finite_differences() {
         ..Heads::new(4, 4, 2)
     };
     let x = normal_matrix(8, 8, &mut rng);
-    let w: Projections<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5);
+    let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5).into();
     let r = normal_matrix(8, 8, &mut rng);
     for (i, error) in causal_gradient_errors(&x, &w, sizes, &r)
         .into_iter()
@@ -84,8 +96,8 @@ fn rotary_gradients_match_finite_differences() {
         rotary: false,
         ..sizes
     };
-    let (a, _) = mha_forward(&x, &x, (&w, None), sizes, causal).unwrap();
-    let (b, _) = mha_forward(&x, &x, (&w, None), plain, causal).unwrap();
+    let (a, _) = mha_forward(&x, &x, &w, sizes, causal).unwrap();
+    let (b, _) = mha_forward(&x, &x, &w, plain, causal).unwrap();
     assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
 }
 
@@ -94,9 +106,12 @@ fn a_layer_without_biases_has_no_bias_gradients() {
     let mut rng = StdRng::seed_from_u64(6);
     let sizes = Heads::new(2, 2, 1);
     let x = normal_matrix(2, 4, &mut rng);
-    let w: Projections<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng));
-    let (out, cache) = mha_forward(&x, &x, (&w, None), sizes, |_| None).unwrap();
-    assert!(mha_backward(&cache, &x, &x, &w, sizes, &out).db.is_none());
+    let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng)).into();
+    let (out, cache) = mha_forward(&x, &x, &w, sizes, |_| None).unwrap();
+    assert!(mha_backward(&cache, &x, &x, &w, sizes, &out)
+        .dw
+        .biases
+        .is_none());
 }
 
 /// `W_K` and `W_V` of `g` key/value heads (`d × g·d_k`) for a layer of
@@ -108,7 +123,7 @@ fn grouped_and_repeated(
     heads: usize,
     g: usize,
     rng: &mut StdRng,
-) -> (Projections<f64>, Projections<f64>) {
+) -> (AttentionWeights<f64>, AttentionWeights<f64>) {
     let d_k = d / heads;
     let [w_q, w_o] = [(); 2].map(|_| normal_matrix(d, d, rng) * 0.5);
     let [w_k, w_v] = [(); 2].map(|_| normal_matrix(d, g * d_k, rng) * 0.5);
@@ -122,7 +137,7 @@ fn grouped_and_repeated(
         out
     };
     let repeated = [w_q.clone(), repeat(&w_k), repeat(&w_v), w_o.clone()];
-    ([w_q, w_k, w_v, w_o], repeated)
+    ([w_q, w_k, w_v, w_o].into(), repeated.into())
 }
 
 /// Grouped-query attention with `g` groups equals multi-head attention
@@ -144,9 +159,9 @@ fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values()
                 rotary,
                 ..Heads::new(t, t, heads)
             };
-            let sizes = Heads { groups: g, ..plain };
-            let (a, cache_a) = mha_forward(&x, &x, (&grouped, None), sizes, keep).unwrap();
-            let (b, cache_b) = mha_forward(&x, &x, (&repeated, None), plain, keep).unwrap();
+            let sizes = Heads { h_kv: g, ..plain };
+            let (a, cache_a) = mha_forward(&x, &x, &grouped, sizes, keep).unwrap();
+            let (b, cache_b) = mha_forward(&x, &x, &repeated, plain, keep).unwrap();
             approx::assert_abs_diff_eq!(a, b, epsilon = 1e-12);
             let ga = mha_backward(&cache_a, &x, &x, &grouped, sizes, &r);
             let gb = mha_backward(&cache_b, &x, &x, &repeated, plain, &r);
@@ -161,14 +176,18 @@ fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values()
                 for group in 0..g {
                     let mut sum = Matrix::zeros((d, d_k));
                     for h in group * (heads / g)..(group + 1) * (heads / g) {
-                        sum += &gb.dw[i].slice(s![.., h * d_k..(h + 1) * d_k]);
+                        sum += &gb.dw.matrices()[i].slice(s![.., h * d_k..(h + 1) * d_k]);
                     }
-                    let got = ga.dw[i].slice(s![.., group * d_k..(group + 1) * d_k]);
+                    let got = ga.dw.matrices()[i].slice(s![.., group * d_k..(group + 1) * d_k]);
                     approx::assert_abs_diff_eq!(got, sum, epsilon = 1e-12);
                 }
             }
             for i in [0, 3] {
-                approx::assert_abs_diff_eq!(ga.dw[i], gb.dw[i], epsilon = 1e-12);
+                approx::assert_abs_diff_eq!(
+                    ga.dw.matrices()[i],
+                    gb.dw.matrices()[i],
+                    epsilon = 1e-12
+                );
             }
         }
     }
@@ -177,19 +196,19 @@ fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values()
 // ANCHOR: grouped_test
 /// Head by head, from the definition: head `h` attends with its own
 /// columns of `X W_Q` over its group's columns of `X W_K` and `X W_V`.
-fn heads_one_by_one(x: &Matrix, w: &Projections<f64>, heads: usize, g: usize) -> Matrix {
-    let d_k = w[0].ncols() / heads;
+fn heads_one_by_one(x: &Matrix, w: &AttentionWeights<f64>, heads: usize, g: usize) -> Matrix {
+    let d_k = w.w_q.ncols() / heads;
     let cols = |i: usize| s![.., i * d_k..(i + 1) * d_k];
-    let mut concat = Matrix::zeros((x.nrows(), w[0].ncols()));
+    let mut concat = Matrix::zeros((x.nrows(), w.w_q.ncols()));
     for h in 0..heads {
         let group = h / (heads / g);
-        let q = x.dot(&w[0].slice(cols(h)));
-        let k = x.dot(&w[1].slice(cols(group)));
-        let v = x.dot(&w[2].slice(cols(group)));
+        let q = x.dot(&w.w_q.slice(cols(h)));
+        let k = x.dot(&w.w_k.slice(cols(group)));
+        let v = x.dot(&w.w_v.slice(cols(group)));
         let (o, _) = attention_forward(&q, &k, &v, None, (d_k as f64).sqrt()).unwrap();
         concat.slice_mut(cols(h)).assign(&o);
     }
-    concat.dot(&w[3])
+    concat.dot(&w.w_o)
 }
 
 /// Each head reads its own group's keys and values: the layer equals the
@@ -203,10 +222,10 @@ fn every_head_reads_its_own_group() {
     for g in [4, 2, 1] {
         let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
         let sizes = Heads {
-            groups: g,
+            h_kv: g,
             ..Heads::new(t, t, heads)
         };
-        let (out, _) = mha_forward(&x, &x, (&w, None), sizes, |_| None).unwrap();
+        let (out, _) = mha_forward(&x, &x, &w, sizes, |_| None).unwrap();
         approx::assert_abs_diff_eq!(out, heads_one_by_one(&x, &w, heads, g), epsilon = 1e-12);
     }
 }
@@ -223,7 +242,7 @@ fn grouped_gradients_match_finite_differences() {
     for g in [2, 1] {
         let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
         let sizes = Heads {
-            groups: g,
+            h_kv: g,
             rotary: true,
             ..Heads::new(t, t, heads)
         };
@@ -239,22 +258,27 @@ fn grouped_gradients_match_finite_differences() {
 
 /// Relative errors of causal self-attention's gradients against finite
 /// differences, for the loss `Σ out ⊙ R`: the input's, then `W_Q` to `W_O`'s.
-fn causal_gradient_errors(x: &Matrix, w: &Projections<f64>, sizes: Heads, r: &Matrix) -> Vec<f64> {
-    let causal = |_: usize| Some(crate::masking::causal_mask(sizes.tq, sizes.tk));
-    let loss = |x: &Matrix, w: &Projections<f64>| {
-        let (out, _) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
+fn causal_gradient_errors(
+    x: &Matrix,
+    w: &AttentionWeights<f64>,
+    sizes: Heads,
+    r: &Matrix,
+) -> Vec<f64> {
+    let causal = |_: usize| Some(crate::masking::causal_mask(sizes.n, sizes.m));
+    let loss = |x: &Matrix, w: &AttentionWeights<f64>| {
+        let (out, _) = mha_forward(x, x, w, sizes, causal).unwrap();
         (out * r).sum()
     };
-    let (_, cache) = mha_forward(x, x, (w, None), sizes, causal).unwrap();
+    let (_, cache) = mha_forward(x, x, w, sizes, causal).unwrap();
     let g = mha_backward(&cache, x, x, w, sizes, r);
     let mut errors = vec![gradient_error(&(&g.dx_q + &g.dx_kv), |x| loss(x, w), x)];
     for i in 0..4 {
         let with = |m: &Matrix| {
             let mut w = w.clone();
-            w[i] = m.clone();
+            *w.matrices_mut()[i] = m.clone();
             loss(x, &w)
         };
-        errors.push(gradient_error(&g.dw[i], with, &w[i]));
+        errors.push(gradient_error(g.dw.matrices()[i], with, w.matrices()[i]));
     }
     errors
 }
@@ -268,7 +292,9 @@ fn fused_heads_attend_as_heads_that_keep_their_weights() {
     let (t, d, heads) = (9, 8, 2);
     let f32s = |x: Matrix| x.mapv(|v| v as f32);
     let x = f32s(normal_matrix(2 * t, d, &mut rng));
-    let w: Projections<f32> = [(); 4].map(|_| f32s(normal_matrix(d, d, &mut rng) * 0.5));
+    let w: AttentionWeights<f32> = [(); 4]
+        .map(|_| f32s(normal_matrix(d, d, &mut rng) * 0.5))
+        .into();
     let r = f32s(normal_matrix(2 * t, d, &mut rng));
     // The first sequence causal, the second a window of 3.
     let keep = |b: usize| {
@@ -281,8 +307,8 @@ fn fused_heads_attend_as_heads_that_keep_their_weights() {
         fused: true,
         ..weights
     };
-    let (out_w, cache_w) = mha_forward(&x, &x, (&w, None), weights, keep).unwrap();
-    let (out_f, cache_f) = mha_forward(&x, &x, (&w, None), fused, keep).unwrap();
+    let (out_w, cache_w) = mha_forward(&x, &x, &w, weights, keep).unwrap();
+    let (out_f, cache_f) = mha_forward(&x, &x, &w, fused, keep).unwrap();
     approx::assert_abs_diff_eq!(out_w, out_f, epsilon = 1e-5);
     let kinds: Vec<bool> = cache_f
         .heads
@@ -295,7 +321,7 @@ fn fused_heads_attend_as_heads_that_keep_their_weights() {
     let g_f = mha_backward(&cache_f, &x, &x, &w, fused, &r);
     approx::assert_abs_diff_eq!(g_w.dx_q, g_f.dx_q, epsilon = 1e-4);
     approx::assert_abs_diff_eq!(g_w.dx_kv, g_f.dx_kv, epsilon = 1e-4);
-    for (a, b) in g_w.dw.iter().zip(&g_f.dw) {
+    for (a, b) in g_w.dw.matrices().into_iter().zip(g_f.dw.matrices()) {
         approx::assert_abs_diff_eq!(a, b, epsilon = 1e-4);
     }
 }

@@ -1,0 +1,129 @@
+//! A freshly initialised decoder, by either recipe. The draws are `f64`,
+//! rounded to the model's float type, so that an `f32` and an `f64` model
+//! of one seed hold the same numbers.
+
+use ndarray::{Array1, Array2};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use super::{Decoder, DecoderConfig, LatentSizes, Recipe};
+use crate::error::AttnError;
+use crate::linalg::LinearWeights;
+use crate::nn::latent::LatentWeights;
+use crate::nn::{AttentionWeights, BlockAttention, FfnWeights, NormWeights, PreNormBlock};
+use crate::real::Real;
+
+/// `rows×cols` entries drawn from `N(0, std²)`.
+fn normal<F: Real>(rng: &mut StdRng, rows: usize, cols: usize, std: f64) -> Array2<F> {
+    (crate::grad::normal_matrix(rows, cols, rng) * std).mapv(F::of)
+}
+
+impl<F: Real> Decoder<F> {
+    /// A freshly initialised model of `config` (checked), by its recipe:
+    /// chapter 12's draws every matrix `N(0, 1/fan-in)` and the embeddings
+    /// `N(0, 0.02²)`; chapter 15's, GPT-2's, draws every matrix
+    /// `N(0, 0.02²)`, except the two that write into the residual stream
+    /// (`W_O` and the FFN's `W₂`), `N(0, 0.02²/(2·layers))`. Every `γ` is 1,
+    /// every `β` and bias 0.
+    pub fn new(config: impl Into<DecoderConfig>, seed: u64) -> Result<Self, AttnError> {
+        let config = config.into();
+        config.check()?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        Ok(match config.recipe {
+            Recipe::WithBiases => fan_in(config, &mut rng),
+            Recipe::Tied => gpt2(config, &mut rng),
+        })
+    }
+}
+
+/// Chapter 12's initialisation, in its order of draws: the blocks, then
+/// the embeddings and the head.
+fn fan_in<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
+    let (d, f, v) = (config.d_model, config.d_ff, config.vocab);
+    let by_fan_in = |rows: usize| 1.0 / (rows as f64).sqrt();
+    let blocks = (0..config.layers)
+        .map(|_| {
+            let [w_q, w_k, w_v, w_o] = [0; 4].map(|_| normal(rng, d, d, by_fan_in(d)));
+            let w1 = normal(rng, d, f, by_fan_in(d));
+            let w2 = normal(rng, f, d, by_fan_in(f));
+            let attention = AttentionWeights::new(w_q, w_k, w_v, w_o);
+            block(d, BlockAttention::Heads(attention), (w1, w2))
+        })
+        .collect();
+    let tokens = normal(rng, v, d, 0.02);
+    let positions = normal(rng, config.learned_positions(), d, 0.02);
+    let head = LinearWeights {
+        w: normal(rng, d, v, by_fan_in(d)),
+        b: Array1::zeros(v),
+    };
+    Decoder {
+        config,
+        tokens,
+        positions,
+        blocks,
+        ln_f: NormWeights::identity(d),
+        head: Some(head),
+    }
+}
+
+/// GPT-2's initialisation, in chapter 15's order of draws: the embeddings,
+/// then the blocks.
+fn gpt2<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
+    let (d, f, d_kv) = (config.d_model, config.d_ff, config.d_kv());
+    let residual = 0.02 / (2.0 * config.layers as f64).sqrt();
+    let tokens = normal(rng, config.vocab, d, 0.02);
+    let positions = normal(rng, config.learned_positions(), d, 0.02);
+    let blocks = (0..config.layers)
+        .map(|_| {
+            let attention = match config.latent {
+                None => {
+                    let [w_q, w_k, w_v, w_o] =
+                        [(d, 0.02), (d_kv, 0.02), (d_kv, 0.02), (d, residual)]
+                            .map(|(cols, std)| normal(rng, d, cols, std));
+                    BlockAttention::Heads(AttentionWeights::new(w_q, w_k, w_v, w_o))
+                }
+                Some(LatentSizes { d_c, d_r }) => BlockAttention::Latent(LatentWeights {
+                    w_q: normal(rng, d, d, 0.02),
+                    w_qr: normal(rng, d, config.heads * d_r, 0.02),
+                    w_dkv: normal(rng, d, d_c, 0.02),
+                    w_kr: normal(rng, d, d_r, 0.02),
+                    w_uk: normal(rng, d_c, d, 0.02),
+                    w_uv: normal(rng, d_c, d, 0.02),
+                    w_o: normal(rng, d, d, residual),
+                }),
+            };
+            let w1 = normal(rng, d, f, 0.02);
+            let w2 = normal(rng, f, d, residual);
+            block(d, attention, (w1, w2))
+        })
+        .collect();
+    Decoder {
+        config,
+        tokens,
+        positions,
+        blocks,
+        ln_f: NormWeights::identity(d),
+        head: None,
+    }
+}
+
+/// A block of width `d` with the attention `attn` and the FFN's matrices,
+/// its LayerNorms the identity and its biases 0.
+fn block<F: Real>(
+    d: usize,
+    attn: BlockAttention<F>,
+    (w1, w2): (Array2<F>, Array2<F>),
+) -> PreNormBlock<F> {
+    let d_ff = w1.ncols();
+    PreNormBlock {
+        ln1: NormWeights::identity(d),
+        attn,
+        cross: None,
+        ln2: NormWeights::identity(d),
+        ffn: FfnWeights {
+            w1,
+            b1: Array1::zeros(d_ff),
+            w2,
+            b2: Array1::zeros(d),
+        },
+    }
+}

@@ -1,0 +1,458 @@
+//! Multi-head attention in the training stack: its weights, its forward
+//! pass over a batch of sequences (keeping what the backward pass needs),
+//! and its backward pass. Chapter 5's layer runs it in `f32`; the models
+//! of chapters 12 to 16 train with it.
+//!
+//! The steps, applied in turn: the projections `Q = X_q W_Q`, `K = X_kv
+//! W_K`, `V = X_kv W_V` (with rotary positions, chapter 7, `Q` and `K`
+//! turned by their positions); every sequence's every head attending on
+//! its own rows and columns ([`attend_heads`]); the heads' outputs side by
+//! side, `Concat(head₁ … head_h)`, times `W_O`.
+
+use ndarray::{s, Array1, Array2, ArrayRef2, Axis, Ix2, SliceInfo, SliceInfoElem};
+use rayon::prelude::*;
+use std::ops::AddAssign;
+
+use super::attention::{attention_backward, attention_forward, AttentionCache};
+use crate::error::AttnError;
+use crate::fast::{fused_backward, fused_causal, FastForward};
+use crate::linalg::{linear, matmul};
+use crate::masking::causal_mask;
+use crate::position::{rotate, Rotation};
+use crate::real::Real;
+
+/// The weights of a multi-head attention layer, the heads' projections side
+/// by side: head `i`'s queries are columns `i·d_k .. (i + 1)·d_k` of
+/// `X_q W_Q`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionWeights<F> {
+    /// `d × h·d_k`: the queries.
+    pub w_q: Array2<F>,
+    /// `d × h_kv·d_k`: the keys (`h_kv = h` unless key/value heads are
+    /// shared, chapter 16).
+    pub w_k: Array2<F>,
+    /// `d × h_kv·d_v`: the values.
+    pub w_v: Array2<F>,
+    /// `h·d_v × d`: the heads' outputs, side by side, back to `d`.
+    pub w_o: Array2<F>,
+    /// `b_Q, b_K, b_V, b_O`, for a layer that has them (chapter 14's).
+    pub biases: Option<AttentionBiases<F>>,
+}
+
+/// The biases a multi-head layer may add after each projection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionBiases<F> {
+    /// Added to the queries, `h·d_k` long.
+    pub b_q: Array1<F>,
+    /// Added to the keys, `h_kv·d_k` long.
+    pub b_k: Array1<F>,
+    /// Added to the values, `h_kv·d_v` long.
+    pub b_v: Array1<F>,
+    /// Added to the output, `d` long.
+    pub b_o: Array1<F>,
+}
+
+impl<F> AttentionWeights<F> {
+    /// The four matrices, without biases.
+    pub fn new(w_q: Array2<F>, w_k: Array2<F>, w_v: Array2<F>, w_o: Array2<F>) -> Self {
+        AttentionWeights {
+            w_q,
+            w_k,
+            w_v,
+            w_o,
+            biases: None,
+        }
+    }
+
+    /// `[W_Q, W_K, W_V, W_O]`, the order a weights file lists them in.
+    pub fn matrices(&self) -> [&Array2<F>; 4] {
+        [&self.w_q, &self.w_k, &self.w_v, &self.w_o]
+    }
+
+    /// [`Self::matrices`], mutable.
+    pub fn matrices_mut(&mut self) -> [&mut Array2<F>; 4] {
+        let AttentionWeights {
+            w_q, w_k, w_v, w_o, ..
+        } = self;
+        [w_q, w_k, w_v, w_o]
+    }
+}
+
+impl<F> From<[Array2<F>; 4]> for AttentionWeights<F> {
+    /// `[W_Q, W_K, W_V, W_O]`, without biases.
+    fn from([w_q, w_k, w_v, w_o]: [Array2<F>; 4]) -> Self {
+        AttentionWeights::new(w_q, w_k, w_v, w_o)
+    }
+}
+
+impl<F> From<[Array1<F>; 4]> for AttentionBiases<F> {
+    /// `[b_Q, b_K, b_V, b_O]`.
+    fn from([b_q, b_k, b_v, b_o]: [Array1<F>; 4]) -> Self {
+        AttentionBiases { b_q, b_k, b_v, b_o }
+    }
+}
+
+impl<F: Real> AttentionWeights<F> {
+    /// The queries `Q = X_q W_Q` (`+ b_Q`), every head's side by side.
+    pub fn queries(&self, x_q: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
+        let b = self.biases.as_ref().map(|b| &b.b_q);
+        linear("the queries X_q W_Q", x_q, &self.w_q, b)
+    }
+
+    /// The keys `K = X_kv W_K` (`+ b_K`).
+    pub fn keys(&self, x_kv: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
+        let b = self.biases.as_ref().map(|b| &b.b_k);
+        linear("the keys X_kv W_K", x_kv, &self.w_k, b)
+    }
+
+    /// The values `V = X_kv W_V` (`+ b_V`).
+    pub fn values(&self, x_kv: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
+        let b = self.biases.as_ref().map(|b| &b.b_v);
+        linear("the values X_kv W_V", x_kv, &self.w_v, b)
+    }
+
+    /// The output `Concat(heads) W_O` (`+ b_O`).
+    pub fn output(&self, concat: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
+        let b = self.biases.as_ref().map(|b| &b.b_o);
+        linear("the output Concat(heads) W_O", concat, &self.w_o, b)
+    }
+}
+
+impl<F> AttentionBiases<F> {
+    /// `[b_Q, b_K, b_V, b_O]`.
+    pub fn vectors(&self) -> [&Array1<F>; 4] {
+        [&self.b_q, &self.b_k, &self.b_v, &self.b_o]
+    }
+}
+
+/// How multi-head attention runs over a batch of sequences stacked row on
+/// row: `n` query rows and `m` key rows per sequence, `h` query heads
+/// sharing `h_kv` key/value heads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Heads {
+    /// Query rows per sequence.
+    pub(crate) n: usize,
+    /// Key (and value) rows per sequence.
+    pub(crate) m: usize,
+    /// Query heads.
+    pub(crate) h: usize,
+    /// Key/value heads, a divisor of `h`: query head `i` reads the keys and
+    /// values of head `i / (h / h_kv)`. `h_kv = h` is multi-head attention,
+    /// `h_kv = 1` multi-query attention, anything between grouped-query
+    /// attention (chapter 16).
+    pub(crate) h_kv: usize,
+    /// Whether queries and keys are turned by their positions (RoPE,
+    /// chapter 7) after their projections: row `i` of each sequence is at
+    /// position `i`.
+    pub(crate) rotary: bool,
+    /// Whether a head whose mask is the causal mask may attend through the
+    /// appendix's fused kernel (in `f32`, which has it), keeping its output
+    /// and log-sum-exps instead of its weights.
+    pub(crate) fused: bool,
+}
+
+impl Heads {
+    /// Multi-head attention's sizes: every head with its own keys and
+    /// values, no rotation, no fused kernel.
+    pub(crate) fn new(n: usize, m: usize, h: usize) -> Self {
+        Heads {
+            n,
+            m,
+            h,
+            h_kv: h,
+            rotary: false,
+            fused: false,
+        }
+    }
+}
+
+/// Multi-head attention of `x_q` (`B·n × d`) over `x_kv` (`B·m × d`), each
+/// sequence `b` on its own rows with the mask `keep(b)` (`n×m`, or `None`):
+/// `Q = X_q W_Q + b_Q`, `K = X_kv W_K + b_K`, `V = X_kv W_V + b_V`, every
+/// head attends with its own `d_k` columns, and `Concat(heads) W_O + b_O`
+/// mixes them. Self-attention passes the same rows as `x_q` and `x_kv`.
+pub(crate) fn mha_forward<F: Real>(
+    x_q: &ArrayRef2<F>,
+    x_kv: &ArrayRef2<F>,
+    w: &AttentionWeights<F>,
+    heads: Heads,
+    keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
+) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
+    let q = w.queries(x_q)?; // B·n × h·d_k
+    let k = w.keys(x_kv)?; // B·m × h_kv·d_k
+    let v = w.values(x_kv)?; // B·m × h_kv·d_v
+    let b_o = w.biases.as_ref().map(|b| &b.b_o);
+    mha_from_projections([q, k, v], (&w.w_o, b_o), heads, keep)
+}
+
+/// [`mha_forward`] from the projections `[Q, K, V]`: the rotations, if
+/// any, then [`attend_heads`], then the output projection.
+pub(crate) fn mha_from_projections<F: Real>(
+    [mut q, mut k, v]: [Array2<F>; 3],
+    (w_o, b_o): (&Array2<F>, Option<&Array1<F>>),
+    heads: Heads,
+    keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
+) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
+    if heads.rotary {
+        // RoPE (chapter 7): each head's queries and keys turned by their positions.
+        rotate_heads(&mut q, heads.n, heads.h, Rotation::Forward);
+        rotate_heads(&mut k, heads.m, heads.h_kv, Rotation::Forward);
+    }
+    let (o, per_head) = attend_heads([&q, &k, &v], heads, keep)?;
+    let out = linear("the output Concat(heads) W_O", &o, w_o, b_o)?;
+    let cache = MhaCache {
+        q,
+        k,
+        v,
+        heads: per_head,
+        o,
+        biased: b_o.is_some(),
+    };
+    Ok((out, cache))
+}
+
+/// Every (sequence, head) attends on its own: the query rows of sequence
+/// `b` and the columns of head `i` (a view, the split of chapter 5 without
+/// a copy) over its group's keys and values, under the mask `keep(b)`.
+/// Returns the heads' outputs side by side (the merge, `B·n × h·d_v`) and
+/// what each head keeps, sequence-major (`b·h + i`).
+pub(crate) fn attend_heads<F: Real>(
+    [q, k, v]: [&Array2<F>; 3],
+    heads: Heads,
+    keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
+) -> Result<(Array2<F>, Vec<HeadCache<F>>), AttnError> {
+    let (d_k, d_v) = (q.ncols() / heads.h, v.ncols() / heads.h_kv);
+    let sqrt_d_k = F::of(d_k as f64).sqrt();
+    let rows = |b, i| head_slices(b, i, [d_k, d_v], heads);
+    let masks: Vec<_> = (0..q.nrows() / heads.n).map(keep).collect();
+    // A sequence's heads take the fused kernel if asked and its mask is
+    // the causal mask.
+    let causal = (heads.fused && heads.n == heads.m).then(|| causal_mask(heads.n, heads.m));
+    let fused: Vec<bool> = masks
+        .iter()
+        .map(|m| causal.is_some() && m.as_ref() == causal.as_ref())
+        .collect();
+    // Every (sequence, head) attends on its own, so the pool's threads
+    // share them out; `collect` keeps their order.
+    let pairs: Vec<_> = (0..masks.len())
+        .flat_map(|b| (0..heads.h).map(move |i| (b, i)))
+        .collect();
+    let outputs = pairs
+        .par_iter()
+        .map(|&(b, i)| {
+            let [rq, rk, rv, _] = rows(b, i);
+            let (q, k, v) = (q.slice(rq), k.slice(rk), v.slice(rv));
+            if let Some(fused) = fused[b].then(|| fused_causal(&q, &k, &v)).flatten() {
+                return fused.map(|(out, kept)| (out, HeadCache::Fused(kept)));
+            }
+            let (out, cache) = attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)?;
+            Ok((out, HeadCache::Weights(cache)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut o = Array2::zeros((q.nrows(), heads.h * d_v));
+    let mut caches = Vec::with_capacity(pairs.len());
+    for (&(b, i), (out, cache)) in pairs.iter().zip(outputs) {
+        o.slice_mut(rows(b, i)[3]).assign(&out);
+        caches.push(cache);
+    }
+    Ok((o, caches))
+}
+
+/// What multi-head attention over a batch keeps for its backward pass: the
+/// projections, each (sequence, head)'s weights, the heads' concatenated
+/// output.
+#[derive(Debug, Clone)]
+pub(crate) struct MhaCache<F> {
+    pub(crate) q: Array2<F>,
+    pub(crate) k: Array2<F>,
+    pub(crate) v: Array2<F>,
+    /// One per (sequence, head), sequence-major: `b·h + i`.
+    pub(crate) heads: Vec<HeadCache<F>>,
+    pub(crate) o: Array2<F>,
+    /// Whether the projections added biases (so the backward pass returns
+    /// their gradients).
+    biased: bool,
+}
+
+/// What one head keeps for its backward pass.
+#[derive(Debug, Clone)]
+pub(crate) enum HeadCache<F> {
+    /// Its weights, from chapter 2's attention.
+    Weights(AttentionCache<F>),
+    /// Its output and each query's log-sum-exp, from the fused kernel.
+    Fused(FastForward),
+}
+
+impl<F: Real> HeadCache<F> {
+    /// The head's weights, if it kept them (a fused head did not).
+    pub(crate) fn weights(&self) -> Result<&Array2<F>, AttnError> {
+        match self {
+            HeadCache::Weights(cache) => Ok(&cache.p),
+            HeadCache::Fused(_) => Err(AttnError::Mismatched {
+                name: "attention weights",
+                requirement: "are kept by a forward pass that computes them; \
+                              one through the fused kernel keeps none",
+            }),
+        }
+    }
+
+    /// The gradients `[dQ, dK, dV]` of the head's attention, given `dO`.
+    fn backward(&self, [q, k, v]: [&ArrayRef2<F>; 3], d_o: &ArrayRef2<F>) -> [Array2<F>; 3] {
+        let computed_again;
+        let weights = match self {
+            HeadCache::Weights(cache) => cache,
+            HeadCache::Fused(kept) => match fused_backward([q, k, v], kept, d_o) {
+                Some(Ok(gradients)) => return gradients,
+                // The kernel refuses gradients that overflow: chapter 11's
+                // backward pass computes them, not finite, from the
+                // weights computed again, for the training's checks to
+                // report as they would without the kernel.
+                _ => {
+                    computed_again = causal_weights([q, k, v]);
+                    &computed_again
+                }
+            },
+        };
+        let (dq, dk, dv) = attention_backward(q, k, v, weights, d_o);
+        [dq, dk, dv]
+    }
+}
+
+/// The weights of causal attention of `q` over `k`, `v`, computed again
+/// (not a number where the scores overflow).
+fn causal_weights<F: Real>([q, k, v]: [&ArrayRef2<F>; 3]) -> AttentionCache<F> {
+    let (keep, sqrt_d_k) = (
+        causal_mask(q.nrows(), k.nrows()),
+        F::of(q.ncols() as f64).sqrt(),
+    );
+    match attention_forward(q, k, v, Some(&keep), sqrt_d_k) {
+        Ok((_, cache)) => cache,
+        Err(_) => AttentionCache {
+            p: Array2::from_elem(keep.dim(), F::nan()),
+            sqrt_d_k,
+        },
+    }
+}
+
+// ANCHOR: mha_backward
+/// The gradients of [`mha_forward`]'s inputs and weights.
+pub(crate) struct MhaGradients<F> {
+    /// `dX_q`; for self-attention the input's gradient is `dX_q + dX_kv`.
+    pub(crate) dx_q: Array2<F>,
+    /// `dX_kv`.
+    pub(crate) dx_kv: Array2<F>,
+    /// The weights' gradients, with the biases' if the layer has biases.
+    pub(crate) dw: AttentionWeights<F>,
+}
+
+/// The backward pass of [`mha_forward`], given `dOut`.
+pub(crate) fn mha_backward<F: Real>(
+    cache: &MhaCache<F>,
+    x_q: &ArrayRef2<F>,
+    x_kv: &ArrayRef2<F>,
+    w: &AttentionWeights<F>,
+    heads: Heads,
+    d_out: &ArrayRef2<F>,
+) -> MhaGradients<F> {
+    let ([dq, dk, dv], dw_o) = mha_backward_to_projections(cache, &w.w_o, heads, d_out);
+    let sum = |g: &ArrayRef2<F>| g.sum_axis(Axis(0)); // a bias's gradient: Σ over rows
+    let biases = cache.biased.then(|| AttentionBiases {
+        b_q: sum(&dq),
+        b_k: sum(&dk),
+        b_v: sum(&dv),
+        b_o: sum(d_out),
+    });
+    MhaGradients {
+        dx_q: matmul(&dq, &w.w_q.t()),
+        dx_kv: matmul(&dk, &w.w_k.t()) + matmul(&dv, &w.w_v.t()),
+        dw: AttentionWeights {
+            w_q: matmul(&x_q.t(), &dq),
+            w_k: matmul(&x_kv.t(), &dk),
+            w_v: matmul(&x_kv.t(), &dv),
+            w_o: dw_o,
+            biases,
+        },
+    }
+}
+
+/// The backward pass of [`mha_from_projections`]: the gradients of the
+/// projections `[dQ, dK, dV]` (before the rotations, if any) and `dW_O`.
+pub(crate) fn mha_backward_to_projections<F: Real>(
+    cache: &MhaCache<F>,
+    w_o: &ArrayRef2<F>,
+    heads: Heads,
+    d_out: &ArrayRef2<F>,
+) -> ([Array2<F>; 3], Array2<F>) {
+    let d_o = matmul(d_out, &w_o.t());
+    let dw_o = matmul(&cache.o.t(), d_out);
+    let (d_k, d_v) = (cache.q.ncols() / heads.h, cache.v.ncols() / heads.h_kv);
+    let rows = |b, i| head_slices(b, i, [d_k, d_v], heads);
+    // Each (sequence, head), `b·h + i`, on its own, shared out as forward.
+    let grads: Vec<_> = (0..cache.heads.len())
+        .into_par_iter()
+        .map(|j| {
+            let [rq, rk, rv, ro] = rows(j / heads.h, j % heads.h);
+            let (q, k, v) = (cache.q.slice(rq), cache.k.slice(rk), cache.v.slice(rv));
+            cache.heads[j].backward([&q, &k, &v], &d_o.slice(ro))
+        })
+        .collect();
+    let mut dq = Array2::zeros(cache.q.dim());
+    let mut dk = Array2::zeros(cache.k.dim());
+    let mut dv = Array2::zeros(cache.v.dim());
+    // ANCHOR: group_gradients
+    // The heads of a group share its keys and values: their gradients add.
+    for (j, [g_q, g_k, g_v]) in grads.into_iter().enumerate() {
+        let [rq, rk, rv, _] = rows(j / heads.h, j % heads.h);
+        dq.slice_mut(rq).assign(&g_q);
+        dk.slice_mut(rk).add_assign(&g_k);
+        dv.slice_mut(rv).add_assign(&g_v);
+    }
+    // ANCHOR_END: group_gradients
+    if heads.rotary {
+        // Back through the rotations: a rotation's transpose is its inverse.
+        rotate_heads(&mut dq, heads.n, heads.h, Rotation::Back);
+        rotate_heads(&mut dk, heads.m, heads.h_kv, Rotation::Back);
+    }
+    ([dq, dk, dv], dw_o)
+}
+// ANCHOR_END: mha_backward
+
+// ANCHOR: group_slices
+/// Sequence `b`'s rows and head `i`'s columns: of the queries (`n` rows a
+/// sequence, `d_k` columns a head), of its group's keys and values (`m`
+/// rows; `d_k` and `d_v` columns), and of the heads' outputs (`d_v`).
+fn head_slices(b: usize, i: usize, [d_k, d_v]: [usize; 2], heads: Heads) -> [Slice2; 4] {
+    let g = i / (heads.h / heads.h_kv); // the group head i reads
+    let (q_rows, kv_rows) = (
+        b * heads.n..(b + 1) * heads.n,
+        b * heads.m..(b + 1) * heads.m,
+    );
+    [
+        s![q_rows.clone(), i * d_k..(i + 1) * d_k],
+        s![kv_rows.clone(), g * d_k..(g + 1) * d_k],
+        s![kv_rows, g * d_v..(g + 1) * d_v],
+        s![q_rows, i * d_v..(i + 1) * d_v],
+    ]
+}
+// ANCHOR_END: group_slices
+
+/// A slice of a matrix's rows and columns.
+type Slice2 = SliceInfo<[SliceInfoElem; 2], Ix2, Ix2>;
+
+/// Rotates the rows of every sequence (`t` rows each) of `x`, head by head
+/// (`d/h` columns each), by their positions `0..t` within the sequence.
+pub(crate) fn rotate_heads<F: Real>(x: &mut Array2<F>, t: usize, h: usize, way: Rotation) {
+    let d_k = x.ncols() / h;
+    for b in 0..x.nrows() / t {
+        for i in 0..h {
+            rotate(
+                &mut x.slice_mut(s![b * t..(b + 1) * t, i * d_k..(i + 1) * d_k]),
+                0,
+                way,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
