@@ -8,9 +8,11 @@
 
 use report::plot;
 
+use attn::cache::{
+    cumulative_flops, decode_with_cache, flops_per_token_with_cache, flops_per_token_without_cache,
+};
 use attn::masking::{
-    additive_mask, causal_mask, cumulative_flops, decode_with_cache, flops_per_token_with_cache,
-    flops_per_token_without_cache, fully_masked_row, key_padding_mask, masked_attention, Padding,
+    additive_mask, causal_mask, fully_masked_row, key_padding_mask, masked_attention, Padding,
 };
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;

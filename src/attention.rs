@@ -99,6 +99,9 @@ pub fn batched_attention(
     })
 }
 
+// ANCHOR_END: batched
+
+// ANCHOR: for_each_item
 /// Runs `attend(i, Q_i, K_i, V_i)` on each batch item `i` and stacks the
 /// results; the batch sizes of `Q`, `K` and `V` must agree.
 pub fn for_each_item(
@@ -112,29 +115,7 @@ pub fn for_each_item(
         ArrayView2<f32>,
     ) -> Result<Attention, AttnError>,
 ) -> Result<BatchedAttention, AttnError> {
-    let b = q.len_of(Axis(0));
-    if k.len_of(Axis(0)) != b || v.len_of(Axis(0)) != b {
-        return Err(AttnError::BatchSizeMismatch {
-            queries: b,
-            keys: k.len_of(Axis(0)),
-            values: v.len_of(Axis(0)),
-        });
-    }
-    let (n, m, d_v) = (q.len_of(Axis(1)), k.len_of(Axis(1)), v.len_of(Axis(2)));
-    // The items' shapes must fit even when there are none.
-    let item = |x: &ArrayRef3<f32>| (x.len_of(Axis(1)), x.len_of(Axis(2)));
-    if k.len_of(Axis(2)) != q.len_of(Axis(2)) {
-        return Err(AttnError::KeyWidthMismatch {
-            queries: item(q),
-            keys: item(k),
-        });
-    }
-    if v.len_of(Axis(1)) != m {
-        return Err(AttnError::KeyValueCountMismatch {
-            keys: item(k),
-            values: item(v),
-        });
-    }
+    let (b, n, m, d_v) = check_batch(q, k, v)?; // even with no item to check
     let mut output = Array3::zeros((b, n, d_v));
     let mut weights = Array3::zeros((b, n, m));
     for i in 0..b {
@@ -149,7 +130,40 @@ pub fn for_each_item(
     }
     Ok(BatchedAttention { output, weights })
 }
-// ANCHOR_END: batched
+// ANCHOR_END: for_each_item
+
+/// Checks that `Q`, `K` and `V` hold the same number `b` of items and that
+/// the items' shapes fit as chapter 2's attention needs (checked even when
+/// there are no items); returns `(b, n, m, d_v)`.
+fn check_batch(
+    q: &ArrayRef3<f32>,
+    k: &ArrayRef3<f32>,
+    v: &ArrayRef3<f32>,
+) -> Result<(usize, usize, usize, usize), AttnError> {
+    let b = q.len_of(Axis(0));
+    if k.len_of(Axis(0)) != b || v.len_of(Axis(0)) != b {
+        return Err(AttnError::BatchSizeMismatch {
+            queries: b,
+            keys: k.len_of(Axis(0)),
+            values: v.len_of(Axis(0)),
+        });
+    }
+    let (n, m, d_v) = (q.len_of(Axis(1)), k.len_of(Axis(1)), v.len_of(Axis(2)));
+    let item = |x: &ArrayRef3<f32>| (x.len_of(Axis(1)), x.len_of(Axis(2)));
+    if k.len_of(Axis(2)) != q.len_of(Axis(2)) {
+        return Err(AttnError::KeyWidthMismatch {
+            queries: item(q),
+            keys: item(k),
+        });
+    }
+    if v.len_of(Axis(1)) != m {
+        return Err(AttnError::KeyValueCountMismatch {
+            keys: item(k),
+            values: item(v),
+        });
+    }
+    Ok((b, n, m, d_v))
+}
 
 // ANCHOR: worked_example
 /// The chapter's worked example: 3 queries and 4 keys of width `d_k = 4`

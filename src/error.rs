@@ -67,7 +67,7 @@ pub enum AttnError {
         /// Batch size of `V`.
         values: usize,
     },
-    /// A token appended to a [`crate::masking::KvCache`] whose key or value
+    /// A token appended to a [`crate::cache::KvCache`] whose key or value
     /// width differs from the cached ones.
     CacheWidthMismatch {
         /// `"key"` or `"value"` (a query of the wrong width is a [`AttnError::KeyWidthMismatch`]).

@@ -8,6 +8,7 @@
 use ndarray::{concatenate, s, Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
+use crate::cache::KeyValueCache;
 use crate::check::{check_finite, check_model_width};
 use crate::error::AttnError;
 use crate::linalg::matmul;

@@ -44,6 +44,7 @@ extern crate blas_src;
 pub mod approximate;
 pub mod attention;
 pub mod block;
+pub mod cache;
 pub(crate) mod check;
 pub mod complexity;
 pub mod decoder;

@@ -182,6 +182,9 @@ pub fn linear<F: Real>(
     Ok(y)
 }
 
+// ANCHOR_END: linear
+
+// ANCHOR: linear_backward
 /// The gradients of `Y = X W + b` given `dY`: `(dX, dW, db)` with
 /// `dX = dY Wᵀ`, `dW = Xᵀ dY` and `db = Σ_rows dY` (chapter 11).
 pub(crate) fn linear_backward<F: Real>(
@@ -191,7 +194,7 @@ pub(crate) fn linear_backward<F: Real>(
 ) -> (Array2<F>, Array2<F>, Array1<F>) {
     (matmul(dy, &w.t()), matmul(&x.t(), dy), dy.sum_axis(Axis(0)))
 }
-// ANCHOR_END: linear
+// ANCHOR_END: linear_backward
 
 #[cfg(test)]
 mod tests {

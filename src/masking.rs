@@ -9,20 +9,19 @@
 //! and `−∞` (drop) added to the scores; [`biased_attention`] takes any such
 //! bias, which chapter 7 reuses for ALiBi's distance penalty.
 //!
-//! For autoregressive decoding, [`KvCache`] keeps the keys and values of the
-//! tokens generated so far, so each new token costs one query's attention
-//! instead of a rerun over the whole prefix.
+//! For autoregressive decoding, [`crate::cache::KvCache`] keeps the keys
+//! and values of the tokens generated so far, so each new token costs one
+//! query's attention instead of a rerun over the whole prefix.
 
 use std::ops::Range;
 
-use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
+use ndarray::{Array2, ArrayRef1, ArrayRef2, ArrayRef3, Axis};
 
 use crate::attention::{check_qkv, for_each_item, Attention, BatchedAttention};
-use crate::check::{check_finite, check_overflow, check_size};
+use crate::check::{check_overflow, check_size};
 use crate::error::AttnError;
 use crate::linalg::matmul;
 use crate::real::Real;
-use crate::scaled_dot_product_attention;
 use crate::softmax::softmax_rows_in_place;
 
 // ANCHOR: causal
@@ -289,6 +288,9 @@ pub fn real_positions(
     })
 }
 
+// ANCHOR_END: padding
+
+// ANCHOR: key_padding
 /// The key-padding mask for `n` queries over a padded sequence: every query
 /// may attend to the real keys and to none of the padding keys.
 pub fn key_padding_mask(
@@ -303,7 +305,7 @@ pub fn key_padding_mask(
         real.contains(&j)
     }))
 }
-// ANCHOR_END: padding
+// ANCHOR_END: key_padding
 
 // ANCHOR: padded_batch
 /// Self-attention over a padded batch: `Q`, `K`, `V` are `b×T×d`, item `i`
@@ -344,174 +346,6 @@ pub fn padded_batch_attention(
     })
 }
 // ANCHOR_END: padded_batch
-
-// ANCHOR: kv_cache
-/// The keys and values of every token generated so far: `t×d_k` and `t×d_v`.
-#[derive(Debug, Clone)]
-pub struct KvCache {
-    k: Array2<f32>,
-    v: Array2<f32>,
-}
-
-impl KvCache {
-    /// An empty cache for keys of width `d_k` and values of width `d_v`.
-    pub fn new(d_k: usize, d_v: usize) -> Self {
-        KvCache {
-            k: Array2::zeros((0, d_k)),
-            v: Array2::zeros((0, d_v)),
-        }
-    }
-
-    /// How many tokens the cache holds.
-    pub fn len(&self) -> usize {
-        self.k.nrows()
-    }
-
-    /// Whether the cache holds no token yet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The width of its keys, `d_k`.
-    pub fn width(&self) -> usize {
-        self.k.ncols()
-    }
-
-    /// One decoding step: append the new token's key `k_t` and value `v_t`,
-    /// then attend with its query `q_t` over all cached tokens. No mask is
-    /// needed: the cache holds only the past and the present.
-    pub fn step(
-        &mut self,
-        q_t: &ArrayRef1<f32>,
-        k_t: &ArrayRef1<f32>,
-        v_t: &ArrayRef1<f32>,
-    ) -> Result<Array1<f32>, AttnError> {
-        self.check_new(k_t, v_t)?;
-        let row = |x: &ArrayRef1<f32>| x.to_owned().insert_axis(Axis(0)); // 1×d
-        check_qkv(&row(q_t), &row(k_t), &row(v_t))?; // the query's width, finite numbers
-        self.push(k_t, v_t);
-        self.attend(q_t)
-    }
-
-    /// Appends a token's key `k_t` and value `v_t`.
-    pub fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
-        self.check_new(k_t, v_t)?;
-        self.push(k_t, v_t);
-        Ok(())
-    }
-
-    /// Appends a key and a value whose widths were checked.
-    fn push(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) {
-        self.k
-            .push_row(k_t.view())
-            .expect("width checked by the caller");
-        self.v
-            .push_row(v_t.view())
-            .expect("width checked by the caller");
-    }
-
-    /// Checks a new key and value against the cache's widths.
-    fn check_new(&self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
-        check_new_token(k_t, v_t, (self.k.ncols(), self.v.ncols()))
-    }
-
-    /// Attends with the query `q_t` over every cached token: `1×d_v`, as a
-    /// vector. Several queries may read one cache (the heads of a group
-    /// share their keys and values in grouped-query attention).
-    pub fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
-        let q_t = q_t.to_owned().insert_axis(Axis(0)); // 1×d_k
-        let a = scaled_dot_product_attention(&q_t, &self.k, &self.v)?; // checks q_t
-
-        Ok(a.output.row(0).to_owned())
-    }
-}
-// ANCHOR_END: kv_cache
-
-/// Checks a token's key and value before a cache keeps them: widths
-/// `(d_k, d_v)`, finite numbers.
-pub(crate) fn check_new_token(
-    k_t: &ArrayRef1<f32>,
-    v_t: &ArrayRef1<f32>,
-    (d_k, d_v): (usize, usize),
-) -> Result<(), AttnError> {
-    for (name, x, cached) in [("key", k_t, d_k), ("value", v_t, d_v)] {
-        if x.len() != cached {
-            return Err(AttnError::CacheWidthMismatch {
-                name,
-                cached,
-                new: x.len(),
-            });
-        }
-        check_finite(name, &x.view().insert_axis(Axis(0)))?;
-    }
-    Ok(())
-}
-
-// ANCHOR: decode
-/// Runs `n` decoding steps through a [`KvCache`], one row of `Q`, `K`, `V`
-/// per step, and stacks the outputs: `n×d_v`. Equal to causal attention over
-/// the whole sequence, computed one token at a time.
-pub fn decode_with_cache(
-    q: &ArrayRef2<f32>,
-    k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-) -> Result<Array2<f32>, AttnError> {
-    check_qkv(q, k, v)?;
-    if q.nrows() != k.nrows() {
-        return Err(AttnError::NotSelfAttention {
-            queries: q.nrows(),
-            keys: k.nrows(),
-        });
-    }
-    let mut cache = KvCache::new(k.ncols(), v.ncols());
-    let mut output = Array2::zeros((q.nrows(), v.ncols()));
-    for t in 0..q.nrows() {
-        let out_t = cache.step(&q.row(t), &k.row(t), &v.row(t))?;
-        output.row_mut(t).assign(&out_t);
-    }
-    Ok(output)
-}
-// ANCHOR_END: decode
-
-// ANCHOR: decode_flops
-/// FLOPs to generate the `t`-th token (`t ≥ 1`) of one attention layer of
-/// width `d` (one head, `d_k = d_v = d`) **without** a cache: rerun the whole
-/// layer on the `t`-token prefix. A multiply-add counts as 2 FLOPs; the
-/// softmax is left out.
-///
-/// `4 · 2td²` (project Q, K, V and the output for all `t` tokens)
-/// `+ 2t²d` (scores `QKᵀ`) `+ 2t²d` (weights times `V`).
-pub fn flops_per_token_without_cache(t: u64, d: u64) -> f64 {
-    let (t, d) = (t as f64, d as f64); // counted in f64: no overflow for any t, d
-    4.0 * 2.0 * t * d * d + 2.0 * t * t * d + 2.0 * t * t * d
-}
-
-/// FLOPs to generate the `t`-th token **with** a cache: project only the new
-/// token, and attend with one query over `t` cached keys.
-///
-/// `4 · 2d²` (project Q, K, V and the output for one token)
-/// `+ 2td` (one row of scores) `+ 2td` (one row of weights times `V`).
-pub fn flops_per_token_with_cache(t: u64, d: u64) -> f64 {
-    let (t, d) = (t as f64, d as f64);
-    4.0 * 2.0 * d * d + 2.0 * t * d + 2.0 * t * d
-}
-
-/// Total FLOPs to generate `n` tokens, `Σ_{t=1}^{n} per_token(t, d)`, summed
-/// token by token (so `n` is at most [`MAX_DECODED_TOKENS`]).
-pub fn cumulative_flops(n: u64, d: u64, per_token: fn(u64, u64) -> f64) -> Result<f64, AttnError> {
-    if n > MAX_DECODED_TOKENS {
-        return Err(AttnError::InvalidArgument {
-            name: "n",
-            value: n as f64,
-            requirement: "must be at most 2^24 tokens, since the sum is taken token by token",
-        });
-    }
-    Ok((1..=n).map(|t| per_token(t, d)).sum())
-}
-
-/// The most tokens [`cumulative_flops`] sums over.
-pub const MAX_DECODED_TOKENS: u64 = 1 << 24;
-// ANCHOR_END: decode_flops
 
 #[cfg(test)]
 mod tests;

@@ -278,7 +278,9 @@ impl MultiHeadAttention {
     ) -> Result<MultiHeadOutput, AttnError> {
         self.attend(x_q, x_kv, None)
     }
+    // ANCHOR_END: forward
 
+    // ANCHOR: forward_masked
     /// [`Self::forward`] with a mask: `keep` is `n×m`, shared by every head
     /// (chapter 6), e.g. the causal mask in a decoder's self-attention.
     pub fn forward_masked(
@@ -289,7 +291,7 @@ impl MultiHeadAttention {
     ) -> Result<MultiHeadOutput, AttnError> {
         self.attend(x_q, x_kv, Some(keep))
     }
-    // ANCHOR_END: forward
+    // ANCHOR_END: forward_masked
 
     /// Runs the training stack's multi-head attention with this layer's
     /// weights, and `keep` (`n×m`, shared by every head) if there is a mask.

@@ -17,18 +17,46 @@ use ndarray_rand::rand::rngs::StdRng;
 use crate::attention::{check_qkv, Attention};
 use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
+use crate::linalg::{linear, matmul};
 use crate::nn::additive::{hidden, score};
 use crate::projection::init_weight;
 use crate::softmax::softmax_rows_in_place;
 
-// ANCHOR: kernel_regression
+// ANCHOR: kernel_scores
+/// The scores of Nadaraya–Watson kernel regression with a Gaussian kernel of
+/// bandwidth `ρ`: query `x` against key `x_j` scores `−(x − x_j)² / 2ρ²`,
+/// the higher the nearer. `n×m` for `n` queries and `m` keys.
+pub fn kernel_scores(
+    queries: &ArrayRef1<f32>,
+    keys: &ArrayRef1<f32>,
+    bandwidth: f32,
+) -> Result<Array2<f32>, AttnError> {
+    if !(bandwidth.is_finite() && bandwidth > 0.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "bandwidth",
+            value: f64::from(bandwidth),
+            requirement: "must be finite and > 0",
+        });
+    }
+    check_finite("queries", &queries.view().insert_axis(Axis(0)))?;
+    check_finite("keys", &keys.view().insert_axis(Axis(0)))?;
+    check_size("kernel weights", queries.len(), keys.len())?;
+    let two_rho_squared = 2.0 * bandwidth * bandwidth;
+    let scores = Array2::from_shape_fn((queries.len(), keys.len()), |(i, j)| {
+        -(queries[i] - keys[j]).powi(2) / two_rho_squared
+    });
+    check_overflow("the kernel scores −(x − x_j)²/2ρ²", &scores)?;
+    Ok(scores)
+}
+// ANCHOR_END: kernel_scores
+
 /// Nadaraya–Watson kernel regression as attention: each query `x` (one of
 /// `queries`, `n` of them) gets `ŷ(x) = Σ_j α(x, x_j) y_j`, a weighted
 /// average of the `m` training targets `y_j`, with weights
-/// `α(x, x_j) = softmax_j(−(x − x_j)² / 2ρ²)` from a Gaussian kernel of
-/// bandwidth `ρ`. The queries are `x`, the keys the `x_j`, the values the
-/// `y_j`; nothing is learned. Returns the `n` estimates (`output`, `n×1`)
-/// and the `n×m` weights.
+/// `α(x, x_j) = softmax_j(−(x − x_j)² / 2ρ²)` ([`kernel_scores`]). The
+/// queries are `x`, the keys the `x_j`, the values the `y_j`; nothing is
+/// learned. Returns the `n` estimates (`output`, `n×1`) and the `n×m`
+/// weights.
 pub fn kernel_regression(
     queries: &ArrayRef1<f32>,
     keys: &ArrayRef1<f32>,
@@ -38,24 +66,12 @@ pub fn kernel_regression(
     let column = |x: &ArrayRef1<f32>| x.to_owned().insert_axis(Axis(1)); // n×1
     let (q, k, v) = (column(queries), column(keys), column(values));
     check_qkv(&q, &k, &v)?;
-    check_size("kernel weights", q.nrows(), k.nrows())?;
-    if !(bandwidth.is_finite() && bandwidth > 0.0) {
-        return Err(AttnError::InvalidArgument {
-            name: "bandwidth",
-            value: f64::from(bandwidth),
-            requirement: "must be finite and > 0",
-        });
-    }
-    let mut scores = Array2::from_shape_fn((q.nrows(), k.nrows()), |(i, j)| {
-        -(q[[i, 0]] - k[[j, 0]]).powi(2) / (2.0 * bandwidth * bandwidth)
-    });
-    check_overflow("the kernel scores −(x − x_j)²/2ρ²", &scores)?;
+    let mut scores = kernel_scores(queries, keys, bandwidth)?;
     softmax_rows_in_place(&mut scores)?;
     let weights = scores; // n×m: each row sums to 1
-    let output = weights.dot(&v); // n×1
+    let output = matmul(&weights, &v); // n×1
     Ok(Attention { output, weights })
 }
-// ANCHOR_END: kernel_regression
 
 // ANCHOR: additive
 /// Additive attention's score (Bahdanau, Cho and Bengio, 2015):
@@ -71,24 +87,28 @@ pub struct AdditiveScore {
 }
 
 impl AdditiveScore {
+    /// The `n×m` scores of queries `q` (`n×d_q`) and keys `k` (`m×d_k`):
+    /// project each once, then one `tanh` per query, key and hidden unit.
+    pub fn scores(&self, q: &ArrayRef2<f32>, k: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+        self.check_inputs(q, k)?;
+        let q_a = linear("the queries' hidden units q A_q", q, &self.a_q, None)?; // n×d_a
+        let k_a = linear("the keys' hidden units k A_k", k, &self.a_k, None)?; // m×d_a
+        let scores = Array2::from_shape_fn((q.nrows(), k.nrows()), |(i, j)| {
+            score(&hidden(q_a.row(i), k_a.row(j)), &self.u) // uᵀ tanh(q_a,i + k_a,j)
+        });
+        check_overflow("the additive scores", &scores)?;
+        Ok(scores)
+    }
+}
+// ANCHOR_END: additive
+
+impl AdditiveScore {
     /// A score with weights drawn as in chapter 4 (`N(0, 1/fan-in)`).
     pub fn new(d_q: usize, d_k: usize, d_a: usize, rng: &mut StdRng) -> Result<Self, AttnError> {
         let a_q = init_weight(d_q, d_a, rng)?;
         let a_k = init_weight(d_k, d_a, rng)?;
         let u = init_weight(d_a, 1, rng)?.column(0).to_owned();
         Ok(AdditiveScore { a_q, a_k, u })
-    }
-
-    /// The `n×m` scores of queries `q` (`n×d_q`) and keys `k` (`m×d_k`):
-    /// project each once, then one `tanh` per query, key and hidden unit.
-    pub fn scores(&self, q: &ArrayRef2<f32>, k: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        self.check_inputs(q, k)?;
-        let (q_a, k_a) = (q.dot(&self.a_q), k.dot(&self.a_k)); // n×d_a, m×d_a
-        let scores = Array2::from_shape_fn((q.nrows(), k.nrows()), |(i, j)| {
-            score(&hidden(q_a.row(i), k_a.row(j)), &self.u) // uᵀ tanh(q_a,i + k_a,j)
-        });
-        check_overflow("the additive scores", &scores)?;
-        Ok(scores)
     }
 
     /// `softmax(a(Q, K)) V`: the context vectors `c_i = Σ_j α_ij v_j`.
@@ -107,12 +127,11 @@ impl AdditiveScore {
         check_finite("values", v)?;
         let mut weights = self.scores(q, k)?;
         softmax_rows_in_place(&mut weights)?;
-        let output = weights.dot(v);
+        let output = matmul(&weights, v);
         check_overflow("the output", &output)?;
         Ok(Attention { output, weights })
     }
 }
-// ANCHOR_END: additive
 
 impl AdditiveScore {
     /// The largest score it can give any query and key: `Σ_l |u_l|`,

@@ -19,8 +19,9 @@ use ndarray_rand::rand_distr::Normal;
 use ndarray_rand::RandomExt;
 
 use crate::attention::{scaled_dot_product_attention, Attention};
-use crate::check::{check_finite, check_model_width, check_not_empty, check_overflow, check_size};
+use crate::check::{check_finite, check_model_width, check_not_empty, check_size};
 use crate::error::AttnError;
+use crate::linalg::linear;
 
 // ANCHOR: projections
 /// The three learned matrices of one attention layer (one head). Private,
@@ -53,18 +54,6 @@ pub fn init_weight(rows: usize, cols: usize, rng: &mut StdRng) -> Result<Array2<
     Ok(Array2::random_using((rows, cols), normal, rng))
 }
 // ANCHOR_END: init
-
-/// `x w`, or an error naming `what` if the float type overflowed (finite inputs with
-/// huge entries can give an infinite product).
-pub(crate) fn project<F: crate::real::Real>(
-    what: &'static str,
-    x: &ArrayRef2<F>,
-    w: &ArrayRef2<F>,
-) -> Result<Array2<F>, AttnError> {
-    let y = crate::linalg::matmul(x, w);
-    check_overflow(what, &y)?;
-    Ok(y)
-}
 
 impl Projections {
     /// Fresh projections for `d_model`-wide tokens, seeded by `rng`.
@@ -131,9 +120,9 @@ impl Projections {
     ) -> Result<Attention, AttnError> {
         self.check_width("query input", x_q)?;
         self.check_width("key/value input", x_kv)?;
-        let q = project("the queries X_q W_Q", x_q, &self.w_q)?; // n×d_k
-        let k = project("the keys X_kv W_K", x_kv, &self.w_k)?; // m×d_k
-        let v = project("the values X_kv W_V", x_kv, &self.w_v)?; // m×d_v
+        let q = linear("the queries X_q W_Q", x_q, &self.w_q, None)?; // n×d_k
+        let k = linear("the keys X_kv W_K", x_kv, &self.w_k, None)?; // m×d_k
+        let v = linear("the values X_kv W_V", x_kv, &self.w_v, None)?; // m×d_v
         scaled_dot_product_attention(&q, &k, &v)
     }
 

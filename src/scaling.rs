@@ -102,7 +102,7 @@ pub fn frobenius_norm(a: &Array2<f32>) -> f64 {
     a.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt()
 }
 
-// ANCHOR: saturation
+// ANCHOR: saturation_stats
 /// Softmax statistics of one row of scores, averaged over many rows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SoftmaxStats {
@@ -112,17 +112,6 @@ pub struct SoftmaxStats {
     pub entropy: f64,
     /// Mean Frobenius norm of the Jacobian `∂p/∂s`.
     pub jacobian_norm: f64,
-}
-
-/// One row of experiments 2 and 3, for one `d_k`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SaturationRow {
-    /// The width of queries and keys.
-    pub d_k: usize,
-    /// Scores `q·k_j`.
-    pub unscaled: SoftmaxStats,
-    /// Scores `q·k_j / √d_k`.
-    pub scaled: SoftmaxStats,
 }
 
 /// Averages [`SoftmaxStats`] over rows of scores.
@@ -140,6 +129,20 @@ fn softmax_stats(scores: &Array2<f32>) -> Result<SoftmaxStats, AttnError> {
         entropy: h / rows,
         jacobian_norm: norm / rows,
     })
+}
+
+// ANCHOR_END: saturation_stats
+
+// ANCHOR: saturation
+/// One row of experiments 2 and 3, for one `d_k`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaturationRow {
+    /// The width of queries and keys.
+    pub d_k: usize,
+    /// Scores `q·k_j`.
+    pub unscaled: SoftmaxStats,
+    /// Scores `q·k_j / √d_k`.
+    pub scaled: SoftmaxStats,
 }
 
 /// Experiments 2 and 3: for each `d_k` in [`D_KS`], `trials` queries each

@@ -2,15 +2,15 @@
 //! sliding window, as Longformer and Mistral attend) and, besides them, the
 //! first `sinks` tokens (attention sinks, StreamingLLM), in a ring buffer
 //! of `sinks + window` rows allocated once. Chapter 6's [`KvCache`] grows
-//! with the text; this one never does.
+//! with the text; this one never does. Both are a [`KeyValueCache`].
 //!
-//! [`KvCache`]: crate::masking::KvCache
+//! [`KvCache`]: crate::cache::KvCache
 
-use ndarray::{Array1, Array2, ArrayRef1, Axis};
+use ndarray::{s, Array1, Array2, ArrayRef1, Axis};
 
+use crate::cache::{check_new_token, KeyValueCache};
 use crate::check::check_size;
 use crate::error::AttnError;
-use crate::masking::check_new_token;
 use crate::position::{rotate, Rotation};
 use crate::scaled_dot_product_attention;
 
@@ -26,6 +26,9 @@ pub struct SlidingCache {
     sinks: usize,
     window: usize,
     seen: usize, // tokens appended so far
+    /// Whether keys are turned by their places in the cache when read
+    /// (StreamingLLM), instead of carrying their places in the text.
+    in_cache_positions: bool,
 }
 
 impl SlidingCache {
@@ -43,12 +46,15 @@ impl SlidingCache {
         let rows = sinks.saturating_add(window);
         check_size("the cached keys", rows, d_k)?;
         check_size("the cached values", rows, d_v)?;
+        let (k, v) = (Array2::zeros((rows, d_k)), Array2::zeros((rows, d_v)));
+        let in_cache_positions = false;
         Ok(SlidingCache {
-            k: Array2::zeros((rows, d_k)),
-            v: Array2::zeros((rows, d_v)),
+            k,
+            v,
             sinks,
             window,
             seen: 0,
+            in_cache_positions,
         })
     }
 
@@ -61,11 +67,15 @@ impl SlidingCache {
             self.sinks + (t - self.sinks) % self.window
         }
     }
+}
+// ANCHOR_END: sliding_cache
 
+// ANCHOR: sliding_attend
+impl KeyValueCache for SlidingCache {
     /// Appends the next token's key `k_t` and value `v_t`, over the oldest
     /// token of the window once the cache is full.
-    pub fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
-        self.check_new(k_t, v_t)?;
+    fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
+        check_new_token(k_t, v_t, (self.k.ncols(), self.v.ncols()))?;
         let row = self.slot(self.seen);
         self.k.row_mut(row).assign(k_t);
         self.v.row_mut(row).assign(v_t);
@@ -73,38 +83,43 @@ impl SlidingCache {
         Ok(())
     }
 
-    /// The tokens it holds, counted from 0 in the text, oldest first: the
-    /// sinks, then the window.
-    pub fn held(&self) -> Vec<usize> {
-        let sinks = 0..self.seen.min(self.sinks);
-        let window = self.seen.saturating_sub(self.window).max(self.sinks)..self.seen;
-        sinks.chain(window).collect()
-    }
-
     /// Attends with `q_t` over every token held. The rows are in the ring's
     /// order, not the text's: attention does not depend on the keys' order,
     /// so this holds for keys that carry their own positions (RoPE applied
     /// before they were cached) or none.
-    pub fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+    fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+        if self.in_cache_positions {
+            return self.attend_in_cache_positions(q_t);
+        }
         let n = self.len();
-        let (k, v) = (
-            self.k.slice(ndarray::s![..n, ..]),
-            self.v.slice(ndarray::s![..n, ..]),
-        );
+        let (k, v) = (self.k.slice(s![..n, ..]), self.v.slice(s![..n, ..]));
         let q_t = q_t.to_owned().insert_axis(Axis(0)); // 1×d_k
         let a = scaled_dot_product_attention(&q_t, &k, &v)?;
         Ok(a.output.row(0).to_owned())
     }
 
-    /// Attends with `q_t` at positions within the cache, as StreamingLLM
-    /// does: the keys are cached before RoPE, and the `j`-th token held
-    /// (oldest first) is turned by position `j`, the query by the newest's,
+    /// How many tokens it holds: at most `sinks + window`.
+    fn len(&self) -> usize {
+        self.seen.min(self.k.nrows())
+    }
+}
+// ANCHOR_END: sliding_attend
+
+// ANCHOR: in_cache_positions
+impl SlidingCache {
+    /// The same cache, its keys cached before RoPE and turned when read by
+    /// their places in the cache, as StreamingLLM does: the `j`-th token
+    /// held (oldest first) at position `j`, the query at the newest's,
     /// `len − 1`. The distances between tokens then stay within what the
     /// model saw in training, however far the text has run.
-    pub fn attend_in_cache_positions(
-        &self,
-        q_t: &ArrayRef1<f32>,
-    ) -> Result<Array1<f32>, AttnError> {
+    pub fn at_cache_positions(self) -> Self {
+        SlidingCache {
+            in_cache_positions: true,
+            ..self
+        }
+    }
+
+    fn attend_in_cache_positions(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
         crate::position::check_even("d_k with rotary positions", self.k.ncols())?;
         let held = self.held();
         let rows: Vec<usize> = held.iter().map(|&t| self.slot(t)).collect();
@@ -117,9 +132,17 @@ impl SlidingCache {
         Ok(a.output.row(0).to_owned())
     }
 }
-// ANCHOR_END: sliding_cache
+// ANCHOR_END: in_cache_positions
 
 impl SlidingCache {
+    /// The tokens it holds, counted from 0 in the text, oldest first: the
+    /// sinks, then the window.
+    pub fn held(&self) -> Vec<usize> {
+        let sinks = 0..self.seen.min(self.sinks);
+        let window = self.seen.saturating_sub(self.window).max(self.sinks)..self.seen;
+        sinks.chain(window).collect()
+    }
+
     /// Attends with `q_t` over every token held, each key's first `d_v`
     /// columns being its value too, the scores divided by `scale`: latent
     /// attention caches one row a token, `[c | k^R]`, whose latent `c` is
@@ -131,18 +154,16 @@ impl SlidingCache {
         scale: f32,
     ) -> Result<Array1<f32>, AttnError> {
         let n = self.len();
-        let k = self.k.slice(ndarray::s![..n, ..]);
-        let v = self.k.slice(ndarray::s![..n, ..d_v.min(self.k.ncols())]);
+        let k = self.k.slice(s![..n, ..]);
+        let v = self.k.slice(s![..n, ..d_v.min(self.k.ncols())]);
         let q_t = q_t.to_owned().insert_axis(Axis(0));
         let (_, o) = crate::masking::attend(&q_t, &k, &v, scale, crate::masking::Scores::Plain)?;
         Ok(o.row(0).to_owned())
     }
-}
 
-impl SlidingCache {
     /// How many tokens it holds: at most `sinks + window`.
     pub fn len(&self) -> usize {
-        self.seen.min(self.k.nrows())
+        KeyValueCache::len(self)
     }
 
     /// Whether it holds none yet.
@@ -164,11 +185,6 @@ impl SlidingCache {
     /// numbers of 4 bytes, from the first token on.
     pub fn bytes(&self) -> usize {
         (self.k.len() + self.v.len()) * std::mem::size_of::<f32>()
-    }
-
-    /// Checks a new key and value against the cache's widths.
-    fn check_new(&self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
-        check_new_token(k_t, v_t, (self.k.ncols(), self.v.ncols()))
     }
 }
 

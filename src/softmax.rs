@@ -77,7 +77,6 @@ fn invalid_score<F: Real>(i: usize, row: &ArrayRef1<F>) -> AttnError {
     }
 }
 
-// ANCHOR: lanes
 /// The largest entry of a row (`−∞` for an empty row, NaN if any entry is).
 fn row_max<F: Real>(x: &ArrayRef1<F>) -> F {
     match x.as_slice() {
@@ -86,6 +85,7 @@ fn row_max<F: Real>(x: &ArrayRef1<F>) -> F {
     }
 }
 
+// ANCHOR: lanes
 /// The largest entry of a slice, eight lanes at a time so that the compiler
 /// can use vector instructions (a one-by-one maximum cannot be reordered).
 /// A NaN entry makes the result NaN: it is not skipped, as `f32::max` would.

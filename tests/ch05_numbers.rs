@@ -1,8 +1,10 @@
 //! Chapter 5 quotes the output of `cargo run --example ch05_multihead`;
 //! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::multihead::{merge_heads, multihead_flops, split_heads, MultiHeadAttention};
-use ndarray::Axis;
+use attn::multihead::{
+    merge_heads, multi_head_attention, multihead_flops, split_heads, MultiHeadAttention,
+};
+use ndarray::{Array1, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use report::ch05::{embed_words, head_entropies};
 use report::show::shape;
@@ -110,6 +112,21 @@ fn bind_prose(b: &mut Bindings) {
     );
     let worst = (&separate - &fused).fold(0.0_f32, |a, &d| a.max(d.abs()));
     b.at_most("1e-5", worst as f64);
+    // Chapter 5's form, head after head, against the layer's engine, for
+    // h = 1, 4, 3, 8, with and without biases.
+    let mut worst = 0.0_f32;
+    for (d_model, h) in [(16, 1), (16, 4), (24, 3), (64, 8)] {
+        let mut rng = StdRng::seed_from_u64(h as u64);
+        let mha = MultiHeadAttention::new(d_model, h, &mut rng).unwrap();
+        let biases = [d_model; 4].map(|n| Array1::from_shape_fn(n, |i| 0.01 * i as f32));
+        let x = report::ch05::embed_words(&WORDS, d_model, 7);
+        for layer in [mha.clone(), mha.with_biases(biases.into()).unwrap()] {
+            let small = multi_head_attention(&layer, &x, &x).unwrap().output;
+            let engine = layer.forward(&x, &x).unwrap().output;
+            worst = (&small - &engine).fold(worst, |a, &d| a.max(d.abs()));
+        }
+    }
+    b.at_most("1e-6", worst as f64);
     // The scores (one n×m matrix a head) grow with h: h · n·m numbers.
     let scores = |h: usize| {
         let mha = MultiHeadAttention::new(32, h, &mut StdRng::seed_from_u64(4)).unwrap();

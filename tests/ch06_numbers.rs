@@ -2,9 +2,11 @@
 //! tests recompute it, require the chapter to quote it verbatim, and check
 //! the claims the prose and the figures' descriptions make.
 
+use attn::cache::{
+    cumulative_flops, decode_with_cache, flops_per_token_with_cache, flops_per_token_without_cache,
+};
 use attn::masking::{
-    additive_mask, causal_mask, cumulative_flops, decode_with_cache, flops_per_token_with_cache,
-    flops_per_token_without_cache, fully_masked_row, key_padding_mask, masked_attention, Padding,
+    additive_mask, causal_mask, fully_masked_row, key_padding_mask, masked_attention, Padding,
 };
 use attn::scaled_dot_product_attention;
 use attn::scaling::standard_normal;

@@ -96,7 +96,7 @@ fn a_latent_model_s_cache_holds_a_latent_and_a_rotary_key() {
     let before = counting::current();
     let mut cache = model.new_cache();
     let allocated = counting::current() - before;
-    assert_eq!(cache.bytes(), expected);
+    assert_eq!(cache.latent_bytes(), Some(expected));
     assert!(
         (expected + absorbed..expected + absorbed + 4 * 1024).contains(&allocated),
         "the latent cache allocated {allocated} bytes; its formula says {expected} and {absorbed} of weights"

@@ -12,12 +12,11 @@ use attn::attention::batched_attention;
 use attn::block::{
     Activation, Config, DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Norm, Transformer,
 };
+use attn::cache::{decode_with_cache, KvCache};
 use attn::exercises::ch09::chunked_softmax;
 use attn::fast::{fast_attention, fast_attention_with, Tiles};
 use attn::linalg::matrix_product;
-use attn::masking::{
-    biased_attention, decode_with_cache, masked_attention, padded_batch_attention, KvCache, Padding,
-};
+use attn::masking::{biased_attention, masked_attention, padded_batch_attention, Padding};
 use attn::model::TinyTransformer;
 use attn::multihead::fast_multihead;
 use attn::multihead::{merge_heads, multi_head_attention, split_heads, MultiHeadAttention};

@@ -1,7 +1,7 @@
 //! Chapter 6's printed tables.
 
 use crate::error::ReportError;
-use attn::masking::{cumulative_flops, flops_per_token_with_cache, flops_per_token_without_cache};
+use attn::cache::{cumulative_flops, flops_per_token_with_cache, flops_per_token_without_cache};
 
 use crate::show::table;
 

@@ -7,6 +7,7 @@
 use ndarray::Array2;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+use attn::cache::KeyValueCache;
 use attn::kv_bytes::{kv_bytes_per_token, KvLayout, PUBLISHED};
 use attn::latent::LatentAttention;
 use attn::lm::{LanguageModel, LatentSizes, LmCache, LmConfig, Positions, SHAKESPEARE_MODEL};

@@ -10,6 +10,7 @@
 mod corpus;
 mod generate;
 mod induction;
+mod kv;
 mod model;
 mod sample;
 mod streaming;
@@ -21,8 +22,9 @@ pub use corpus::{
     Corpus, Vocabulary, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_FILES,
     SHAKESPEARE_VOCAB,
 };
-pub use generate::{Decoding, LmCache};
+pub use generate::Decoding;
 pub use induction::{induction_scores, repeated_sequences, InductionScores};
+pub use kv::LmCache;
 pub use model::{LanguageModel, LmConfig, LmForward, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
 pub use streaming::Forgetting;

@@ -4,7 +4,7 @@
 //! (StreamingLLM's attention sinks); and the loss at every position of a
 //! long text, read through such a cache.
 
-use super::generate::LmCache;
+use super::kv::LmCache;
 use super::model::LanguageModel;
 use crate::decoder::Positions;
 use crate::error::AttnError;

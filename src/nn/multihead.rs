@@ -21,6 +21,7 @@ use crate::masking::causal_mask;
 use crate::position::{rotate, Rotation};
 use crate::real::Real;
 
+// ANCHOR: attention_weights
 /// The weights of a multi-head attention layer, the heads' projections side
 /// by side: head `i`'s queries are columns `i·d_k .. (i + 1)·d_k` of
 /// `X_q W_Q`.
@@ -38,6 +39,7 @@ pub struct AttentionWeights<F> {
     /// `b_Q, b_K, b_V, b_O`, for a layer that has them (chapter 14's).
     pub biases: Option<AttentionBiases<F>>,
 }
+// ANCHOR_END: attention_weights
 
 /// The biases a multi-head layer may add after each projection.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,6 +94,7 @@ impl<F> From<[Array1<F>; 4]> for AttentionBiases<F> {
     }
 }
 
+// ANCHOR: projections
 impl<F: Real> AttentionWeights<F> {
     /// The queries `Q = X_q W_Q` (`+ b_Q`), every head's side by side.
     pub fn queries(&self, x_q: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
@@ -117,6 +120,7 @@ impl<F: Real> AttentionWeights<F> {
         linear("the output Concat(heads) W_O", concat, &self.w_o, b)
     }
 }
+// ANCHOR_END: projections
 
 impl<F> AttentionBiases<F> {
     /// `[b_Q, b_K, b_V, b_O]`.
@@ -421,7 +425,7 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
 /// Sequence `b`'s rows and head `i`'s columns: of the queries (`n` rows a
 /// sequence, `d_k` columns a head), of its group's keys and values (`m`
 /// rows; `d_k` and `d_v` columns), and of the heads' outputs (`d_v`).
-fn head_slices(b: usize, i: usize, [d_k, d_v]: [usize; 2], heads: Heads) -> [Slice2; 4] {
+pub(crate) fn head_slices(b: usize, i: usize, [d_k, d_v]: [usize; 2], heads: Heads) -> [Slice2; 4] {
     let g = i / (heads.h / heads.h_kv); // the group head i reads
     let (q_rows, kv_rows) = (
         b * heads.n..(b + 1) * heads.n,
@@ -437,7 +441,7 @@ fn head_slices(b: usize, i: usize, [d_k, d_v]: [usize; 2], heads: Heads) -> [Sli
 // ANCHOR_END: group_slices
 
 /// A slice of a matrix's rows and columns.
-type Slice2 = SliceInfo<[SliceInfoElem; 2], Ix2, Ix2>;
+pub(crate) type Slice2 = SliceInfo<[SliceInfoElem; 2], Ix2, Ix2>;
 
 /// Rotates the rows of every sequence (`t` rows each) of `x`, head by head
 /// (`d/h` columns each), by their positions `0..t` within the sequence.

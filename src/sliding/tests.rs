@@ -3,6 +3,7 @@
 //! StreamingLLM gives them.
 
 use super::*;
+use crate::cache::KeyValueCache;
 use crate::masking::masked_attention;
 use crate::position::rope;
 use ndarray::{s, Array2};
@@ -76,11 +77,13 @@ fn the_oldest_token_of_the_window_is_evicted() {
 fn sinks_and_window_take_positions_within_the_cache() {
     let (n, d, sinks, window) = (40, 4, 2, 6);
     let (q, k, v) = (normal(n, d, 4), normal(n, d, 5), normal(n, d, 6));
-    let mut cache = SlidingCache::new(d, d, sinks, window).unwrap();
+    let mut cache = SlidingCache::new(d, d, sinks, window)
+        .unwrap()
+        .at_cache_positions();
     for t in 0..n {
         cache.append(&k.row(t), &v.row(t)).unwrap();
         let held = cache.held();
-        let got = cache.attend_in_cache_positions(&q.row(t)).unwrap();
+        let got = cache.attend(&q.row(t)).unwrap();
         // Reference: the tokens held, renumbered 0, 1, 2, …
         let k_held = rope(&k.select(Axis(0), &held), 0).unwrap();
         let q_t = rope(&q.slice(s![t..=t, ..]), held.len() - 1).unwrap();

@@ -1,11 +1,11 @@
 use attn::approximate::{causal_linear_attention, linear_attention, local_attention};
 use attn::block::residual;
 use attn::block::{LayerNorm, Norm};
+use attn::cache::{cumulative_flops, flops_per_token_with_cache};
 use attn::complexity::projection_flops;
 use attn::exercises::ch02::softmax_with_temperature;
 use attn::exercises::ch09::chunked_softmax;
 use attn::masking::{biased_attention, masked_attention, masked_fill};
-use attn::masking::{cumulative_flops, flops_per_token_with_cache};
 use attn::model::{schedule, ModelConfig, TinyTransformer};
 use attn::multihead::MultiHeadAttention;
 use attn::position::alibi_bias;
@@ -182,9 +182,8 @@ fn messages_name_the_argument_the_caller_passed() {
         "d_model must be at least 1, got 0"
     );
     // A count above 2^24 is printed exactly, not rounded through f32.
-    let err =
-        attn::masking::cumulative_flops(16_777_217 + (1 << 24), 1, flops_per_token_with_cache)
-            .unwrap_err();
+    let err = attn::cache::cumulative_flops(16_777_217 + (1 << 24), 1, flops_per_token_with_cache)
+        .unwrap_err();
     assert!(err.to_string().ends_with("got 33554433"), "{err}");
     assert_eq!(
         net.loss(&[vec![1, 2]], &[None, Some(11)])
