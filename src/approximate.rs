@@ -90,6 +90,9 @@ pub fn linear_attention(
     Ok(output)
 }
 
+// ANCHOR_END: linear
+
+// ANCHOR: causal_linear
 /// Causal linear attention: the same with prefix sums, `U_i = Σ_{j≤i}
 /// φ(k_j) v_jᵀ` and `z_i = Σ_{j≤i} φ(k_j)`, updated once per token like a
 /// recurrent network's state. Cost `O(n·d_k·d_v)`; requires `n = m`.
@@ -117,7 +120,7 @@ pub fn causal_linear_attention(
     check_overflow("linear attention's output", &output)?;
     Ok(output)
 }
-// ANCHOR_END: linear
+// ANCHOR_END: causal_linear
 
 /// φ is positive, so the normaliser `φ(q_i)·z` is too, unless `f32`
 /// underflows (entries far below 0, where `eˣ` rounds to 0) or overflows.
@@ -173,7 +176,6 @@ pub fn relative_error(approx: &ArrayRef2<f32>, exact: &ArrayRef2<f32>) -> Result
     Ok(difference / reference)
 }
 
-// ANCHOR: error_experiment
 /// An approximate attention with `V` fixed: `(Q, K) ↦ output`.
 type Approximation<'a> = dyn Fn(&Array2<f32>, &Array2<f32>) -> Result<Array2<f32>, AttnError> + 'a;
 
@@ -192,22 +194,33 @@ pub struct ErrorRow {
     pub local: f64,
 }
 
+impl ErrorRow {
+    /// A method's row from its errors `[random, local]`.
+    fn of(method: String, [random, local]: [f64; 2]) -> Self {
+        ErrorRow {
+            method,
+            random,
+            local,
+        }
+    }
+}
+
+// ANCHOR: error_experiment
 /// Relative errors of local attention (each window in [`WINDOWS`]) and of
 /// causal linear attention against exact causal attention, for `n` tokens
-/// of width 64 and random values `V`, on two kinds of queries and keys
-/// (seeded): random ones, and `Q = K = 2·PE` (chapter 7's sinusoidal
-/// encoding), whose scores fall with distance, so that exact attention is
-/// itself mostly local.
+/// of width 64, on random queries and keys and on `Q = K = 2·PE` (chapter
+/// 7's encoding), whose scores fall with distance.
 pub fn error_experiment(n: usize, seed: u64) -> Result<Vec<ErrorRow>, AttnError> {
     let d = 64;
     check_not_empty("the experiment's tokens (n×64)", (n, d))?;
     check_size("the experiment's causal mask", n, n)?;
     let mut rng = StdRng::seed_from_u64(seed);
     let v = standard_normal(n, d, &mut rng);
-    let random = (
+    let (q, k) = (
         standard_normal(n, d, &mut rng),
         standard_normal(n, d, &mut rng),
     );
+    let random = (q, k);
     let pe = sinusoidal(n, d)? * 2.0;
     let positional = (pe.clone(), pe);
     let errors = |approximate: &Approximation| -> Result<[f64; 2], AttnError> {
@@ -220,19 +233,11 @@ pub fn error_experiment(n: usize, seed: u64) -> Result<Vec<ErrorRow>, AttnError>
     };
     let mut rows = Vec::new();
     for w in WINDOWS {
-        let [random, local] = errors(&|q, k| local_attention(q, k, &v, w))?;
-        rows.push(ErrorRow {
-            method: format!("local, w = {w}"),
-            random,
-            local,
-        });
+        let local = errors(&|q, k| local_attention(q, k, &v, w))?;
+        rows.push(ErrorRow::of(format!("local, w = {w}"), local));
     }
-    let [random, local] = errors(&|q, k| causal_linear_attention(q, k, &v))?;
-    rows.push(ErrorRow {
-        method: "linear (elu + 1)".into(),
-        random,
-        local,
-    });
+    let linear = errors(&|q, k| causal_linear_attention(q, k, &v))?;
+    rows.push(ErrorRow::of("linear (elu + 1)".into(), linear));
     Ok(rows)
 }
 // ANCHOR_END: error_experiment

@@ -108,6 +108,10 @@ pub trait KeyValueCache: std::fmt::Debug + Send + Sync {
     fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError>;
     /// How many tokens it holds.
     fn len(&self) -> usize;
+    /// Whether it holds none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 // ANCHOR_END: store
 

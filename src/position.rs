@@ -199,6 +199,9 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
     Ok(slopes)
 }
 
+// ANCHOR_END: alibi
+
+// ANCHOR: alibi_bias
 /// The `n×n` ALiBi bias of one head with slope `m`, causal:
 /// `−m·(i − j)` for keys `j ≤ i`, and `−∞` for future keys `j > i`.
 /// It is added to the scores (see [`crate::masking::biased_attention`]).
@@ -220,7 +223,7 @@ pub fn alibi_bias(n: usize, slope: f32) -> Result<Array2<f32>, AttnError> {
         }
     }))
 }
-// ANCHOR_END: alibi
+// ANCHOR_END: alibi_bias
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@ use ndarray::{s, Array1, Array2, ArrayRef2, ArrayViewMut2};
 use crate::attention::check_qkv;
 use crate::check::{check_overflow, check_overflow_at};
 use crate::error::AttnError;
-use crate::real::exp_nonpositive;
+use crate::real::Real;
 use crate::softmax::{max_of, sum_of};
 
 /// Queries per tile.
@@ -56,9 +56,9 @@ pub fn online_softmax_step(
         scores.fill(0.0);
         return Ok(1.0);
     }
-    let correction = exp_nonpositive(*max_so_far - max_new); // 0 on the first tile (M = −∞)
+    let correction = (*max_so_far - max_new).exp_nonpositive(); // 0 on the first tile (M = −∞)
     for s in scores.iter_mut() {
-        *s = exp_nonpositive(*s - max_new);
+        *s = (*s - max_new).exp_nonpositive();
     }
     *l = *l * correction + sum_of(scores);
     *max_so_far = max_new;
@@ -99,44 +99,61 @@ pub fn tiled_attention(
     causal: bool,
 ) -> Result<Array2<f32>, AttnError> {
     check_qkv(q, k, v)?;
-    let (n, m, d_v) = (q.nrows(), k.nrows(), v.ncols());
+    let (n, d_v) = (q.nrows(), v.ncols());
     let scale = 1.0 / (q.ncols() as f32).sqrt();
     let mut output = Array2::zeros((n, d_v));
     let mut tile = Array2::zeros((QUERY_BLOCK, KEY_BLOCK)); // the only n-free scratch
     for i0 in (0..n).step_by(QUERY_BLOCK) {
         let i1 = (i0 + QUERY_BLOCK).min(n);
         let q_block = &q.slice(s![i0..i1, ..]) * scale; // scaled queries of the block
-        let mut out_block = output.slice_mut(s![i0..i1, ..]);
-        let mut running_max = Array1::from_elem(i1 - i0, f32::NEG_INFINITY);
-        let mut running_sum = Array1::<f32>::zeros(i1 - i0);
-        // With the causal mask, the last query of the block sees keys 0..i1.
-        let keys_seen = if causal { m.min(i1) } else { m };
-        for j0 in (0..keys_seen).step_by(KEY_BLOCK) {
-            let j1 = (j0 + KEY_BLOCK).min(keys_seen);
-            let mut s_tile = tile.slice_mut(s![..i1 - i0, ..j1 - j0]);
-            let k_block = k.slice(s![j0..j1, ..]);
-            general_mat_mul(1.0, &q_block, &k_block.t(), 0.0, &mut s_tile);
-            check_overflow_at("the scores QKᵀ/√d_k", &s_tile, (i0, j0))?;
-            if causal && j1 > i0 + 1 {
-                mask_future(&mut s_tile, i0, j0);
-            }
-            for (r, mut row) in s_tile.rows_mut().into_iter().enumerate() {
-                let row = row.as_slice_mut().expect("tile rows are contiguous");
-                let correction =
-                    online_softmax_step(row, &mut running_max[r], &mut running_sum[r])?;
-                out_block.row_mut(r).mapv_inplace(|o| o * correction);
-            }
-            general_mat_mul(1.0, &s_tile, &v.slice(s![j0..j1, ..]), 1.0, &mut out_block);
-        }
-        for (mut out_row, &l) in out_block.rows_mut().into_iter().zip(&running_sum) {
-            if l > 0.0 {
-                out_row.mapv_inplace(|o| o / l); // a fully masked query stays 0
-            }
-        }
+        let out_block = output.slice_mut(s![i0..i1, ..]);
+        attend_block(&q_block, [k, v], (i0, causal), &mut tile, out_block)?;
     }
     check_overflow("the output", &output)?;
     Ok(output)
 }
+// ANCHOR_END: tiled
+
+// ANCHOR: tiled_block
+/// One block of scaled queries, the first at row `i0`, over every tile of
+/// keys it sees: each tile's scores, then the online softmax of each row,
+/// which rescales the block's output so far before the tile's weighted
+/// values are added to it; at the end, each row divided by its sum `ℓ`.
+fn attend_block(
+    q_block: &ArrayRef2<f32>,
+    [k, v]: [&ArrayRef2<f32>; 2],
+    (i0, causal): (usize, bool),
+    tile: &mut Array2<f32>,
+    mut out_block: ArrayViewMut2<f32>,
+) -> Result<(), AttnError> {
+    let (rows, m) = (q_block.nrows(), k.nrows());
+    let mut running_max = Array1::from_elem(rows, f32::NEG_INFINITY);
+    let mut running_sum = Array1::<f32>::zeros(rows);
+    // With the causal mask, the block's last query sees keys 0..i0 + rows.
+    let keys_seen = if causal { m.min(i0 + rows) } else { m };
+    for j0 in (0..keys_seen).step_by(KEY_BLOCK) {
+        let j1 = (j0 + KEY_BLOCK).min(keys_seen);
+        let mut s_tile = tile.slice_mut(s![..rows, ..j1 - j0]);
+        general_mat_mul(1.0, q_block, &k.slice(s![j0..j1, ..]).t(), 0.0, &mut s_tile);
+        check_overflow_at("the scores QKᵀ/√d_k", &s_tile, (i0, j0))?;
+        if causal && j1 > i0 + 1 {
+            mask_future(&mut s_tile, i0, j0);
+        }
+        for (r, mut row) in s_tile.rows_mut().into_iter().enumerate() {
+            let row = row.as_slice_mut().expect("tile rows are contiguous");
+            let correction = online_softmax_step(row, &mut running_max[r], &mut running_sum[r])?;
+            out_block.row_mut(r).mapv_inplace(|o| o * correction);
+        }
+        general_mat_mul(1.0, &s_tile, &v.slice(s![j0..j1, ..]), 1.0, &mut out_block);
+    }
+    for (mut out_row, &l) in out_block.rows_mut().into_iter().zip(&running_sum) {
+        if l > 0.0 {
+            out_row.mapv_inplace(|o| o / l); // a fully masked query stays 0
+        }
+    }
+    Ok(())
+}
+// ANCHOR_END: tiled_block
 
 /// Sets to `−∞` the scores of a tile whose query `i0 + r` would see key
 /// `j0 + c > i0 + r`, its future.
@@ -147,7 +164,6 @@ fn mask_future(tile: &mut ArrayViewMut2<f32>, i0: usize, j0: usize) {
         }
     }
 }
-// ANCHOR_END: tiled
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -234,15 +234,49 @@ impl DecoderLayer {
 }
 
 // ANCHOR: stack
-/// An encoder-decoder stack of `N` layers each, as in the original
-/// Transformer. With pre-norm, a final LayerNorm closes each stack.
+/// An encoder-decoder stack of `N` layers each, as in the original Transformer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transformer {
     d_model: usize,
     encoder: Vec<EncoderLayer>,
     decoder: Vec<DecoderLayer>,
-    final_ln: Option<[LayerNorm; 2]>, // pre-norm only: encoder, decoder
+    encoder_ln: Option<LayerNorm>, // pre-norm closes each stack with a LayerNorm
+    decoder_ln: Option<LayerNorm>,
 }
+
+impl Transformer {
+    /// The encoder: source tokens `x` (`m×d_model`) → memory (`m×d_model`).
+    pub fn encode(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+        check_model_width("source tokens", x, self.d_model)?; // also with no layers
+        let mut x = x.to_owned(); // each layer returns a new one
+        for layer in &self.encoder {
+            x = layer.forward(&x)?;
+        }
+        match &self.encoder_ln {
+            Some(ln) => ln.forward(&x),
+            None => Ok(x),
+        }
+    }
+
+    /// The decoder: target tokens `y` (`n×d_model`) attending to `memory`.
+    pub fn decode(
+        &self,
+        y: &ArrayRef2<f32>,
+        memory: &ArrayRef2<f32>,
+    ) -> Result<Array2<f32>, AttnError> {
+        check_model_width("target tokens", y, self.d_model)?; // also with no layers
+        check_model_width("memory", memory, self.d_model)?;
+        let mut y = y.to_owned(); // each layer returns a new one
+        for layer in &self.decoder {
+            y = layer.forward(&y, memory)?;
+        }
+        match &self.decoder_ln {
+            Some(ln) => ln.forward(&y),
+            None => Ok(y),
+        }
+    }
+}
+// ANCHOR_END: stack
 
 impl Transformer {
     /// `layers` encoder and `layers` decoder layers of configuration `c`.
@@ -257,6 +291,7 @@ impl Transformer {
             pair.checked_mul(layers)
         })();
         check_parameters(matrices, [layers, d, d_ff])?;
+        let final_ln = || (c.norm == Norm::Pre).then(|| LayerNorm::new(c.d_model));
         Ok(Transformer {
             d_model: c.d_model,
             encoder: (0..layers)
@@ -265,44 +300,11 @@ impl Transformer {
             decoder: (0..layers)
                 .map(|_| DecoderLayer::new(c, rng))
                 .collect::<Result<_, _>>()?,
-            final_ln: (c.norm == Norm::Pre).then(|| [0, 1].map(|_| LayerNorm::new(c.d_model))),
+            encoder_ln: final_ln(),
+            decoder_ln: final_ln(),
         })
     }
-
-    /// The encoder: source tokens `x` (`m×d_model`) → memory (`m×d_model`).
-    pub fn encode(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        check_model_width("source tokens", x, self.d_model)?; // also with no layers
-        let mut x = x.to_owned();
-        for layer in &self.encoder {
-            x = layer.forward(&x)?;
-        }
-        match &self.final_ln {
-            Some([ln, _]) => ln.forward(&x),
-            None => Ok(x),
-        }
-    }
-
-    /// The decoder: target tokens `y` (`n×d_model`) attending to `memory` →
-    /// `n×d_model` (a linear layer and a softmax would turn each row into
-    /// next-token probabilities).
-    pub fn decode(
-        &self,
-        y: &ArrayRef2<f32>,
-        memory: &ArrayRef2<f32>,
-    ) -> Result<Array2<f32>, AttnError> {
-        check_model_width("target tokens", y, self.d_model)?; // also with no layers
-        check_model_width("memory", memory, self.d_model)?;
-        let mut y = y.to_owned();
-        for layer in &self.decoder {
-            y = layer.forward(&y, memory)?;
-        }
-        match &self.final_ln {
-            Some([_, ln]) => ln.forward(&y),
-            None => Ok(y),
-        }
-    }
 }
-// ANCHOR_END: stack
 
 impl Transformer {
     /// The encoder's layers.

@@ -3,7 +3,7 @@
 use ndarray::{Array1, ArrayRef1};
 
 use crate::error::AttnError;
-use crate::real::exp_nonpositive;
+use crate::real::Real;
 use crate::tiled::online_softmax_step;
 
 // ANCHOR: online_softmax
@@ -32,7 +32,7 @@ pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, 
     if l == 0.0 {
         return Ok(Array1::zeros(x.len())); // every entry −∞
     }
-    Ok(x.mapv(|x_j| exp_nonpositive(x_j - max_so_far) / l))
+    Ok(x.mapv(|x_j| (x_j - max_so_far).exp_nonpositive() / l))
 }
 // ANCHOR_END: online_softmax
 

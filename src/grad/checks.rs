@@ -7,9 +7,9 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::*;
 use crate::check::check_size;
+use crate::linalg::matmul;
 use crate::softmax::softmax_rows;
 
-// ANCHOR: gradient_norms
 /// One row of the scaling experiment: mean Frobenius norms of `dS` (the
 /// gradient reaching the scores) and of `dQ`, for attention with and
 /// without the `1/√d_k` scale.
@@ -23,6 +23,16 @@ pub struct GradientNorms {
     pub scaled: (f64, f64),
 }
 
+// ANCHOR: gradient_norms
+/// `‖dS‖` and `‖dQ‖` for one problem, its scores divided by `sqrt_d_k`.
+fn norms([q, k, v, d_out]: [&Matrix; 4], sqrt_d_k: f64) -> Result<[f64; 2], AttnError> {
+    let norm = |x: &Matrix| x.mapv(|a| a * a).sum().sqrt();
+    let (_, cache) = attention_forward(q, k, v, None, sqrt_d_k)?;
+    let ds = softmax_backward(&cache.p, &matmul(d_out, &v.t()));
+    let (dq, _, _) = attention_backward(q, k, v, &cache, d_out);
+    Ok([norm(&ds), norm(&dq)])
+}
+
 /// For each `d_k`, `trials` random problems (`Q`, `K`, `V`, `dO` all
 /// `N(0, 1)`, 16 queries and 16 keys): the mean norms of the gradient with
 /// respect to the scores and to `Q`, with and without scaling.
@@ -31,6 +41,33 @@ pub fn gradient_norms(
     trials: usize,
     seed: u64,
 ) -> Result<Vec<GradientNorms>, AttnError> {
+    check_experiment(d_ks, trials)?; // sizes of at least 1, and not too large
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut row = |d_k: usize| -> Result<GradientNorms, AttnError> {
+        let [mut unscaled, mut scaled] = [[0.0; 2]; 2];
+        for _ in 0..trials {
+            let [q, k] = [0; 2].map(|_| normal_matrix(16, d_k, &mut rng));
+            let [v, d_out] = [0; 2].map(|_| normal_matrix(16, 16, &mut rng));
+            for (sum, sqrt_d_k) in [(&mut unscaled, 1.0), (&mut scaled, (d_k as f64).sqrt())] {
+                let [ds, dq] = norms([&q, &k, &v, &d_out], sqrt_d_k)?;
+                *sum = [sum[0] + ds, sum[1] + dq];
+            }
+        }
+        let mean = |s: [f64; 2]| (s[0] / trials as f64, s[1] / trials as f64);
+        let (unscaled, scaled) = (mean(unscaled), mean(scaled));
+        Ok(GradientNorms {
+            d_k,
+            unscaled,
+            scaled,
+        })
+    };
+    d_ks.iter().map(|&d_k| row(d_k)).collect()
+}
+// ANCHOR_END: gradient_norms
+
+/// Checks the experiment's sizes: `trials` and every `d_k` at least 1,
+/// and the queries `16×d_k` small enough to allocate.
+fn check_experiment(d_ks: &[usize], trials: usize) -> Result<(), AttnError> {
     if trials == 0 || d_ks.contains(&0) {
         return Err(AttnError::InvalidArgument {
             name: "trials and every d_k",
@@ -41,39 +78,8 @@ pub fn gradient_norms(
     for &d_k in d_ks {
         check_size("the experiment's queries (16×d_k)", 16, d_k)?;
     }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let norm = |x: &Matrix| x.mapv(|a| a * a).sum().sqrt();
-    d_ks.iter()
-        .map(|&d_k| {
-            let mut sums = [0.0; 4];
-            for _ in 0..trials {
-                let (q, k) = (
-                    normal_matrix(16, d_k, &mut rng),
-                    normal_matrix(16, d_k, &mut rng),
-                );
-                let (v, d_out) = (
-                    normal_matrix(16, 16, &mut rng),
-                    normal_matrix(16, 16, &mut rng),
-                );
-                for (slot, sqrt_d_k) in [(0, 1.0), (2, (d_k as f64).sqrt())] {
-                    let (_, cache) = attention_forward(&q, &k, &v, None, sqrt_d_k)?;
-                    let dp = d_out.dot(&v.t());
-                    let ds = softmax_backward(&cache.p, &dp);
-                    let (dq, _, _) = attention_backward(&q, &k, &v, &cache, &d_out);
-                    sums[slot] += norm(&ds);
-                    sums[slot + 1] += norm(&dq);
-                }
-            }
-            let mean = |i: usize| sums[i] / trials as f64;
-            Ok(GradientNorms {
-                d_k,
-                unscaled: (mean(0), mean(1)),
-                scaled: (mean(2), mean(3)),
-            })
-        })
-        .collect()
+    Ok(())
 }
-// ANCHOR_END: gradient_norms
 
 // ANCHOR: checks
 /// A random linear functional `L(Y) = Σ Y ⊙ R` turns any output `Y` into a

@@ -53,6 +53,9 @@ pub(crate) fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 
     difference / largest(a).max(largest(b)).max(1e-300)
 }
 
+// ANCHOR_END: numerical_gradient
+
+// ANCHOR: check_gradient
 /// The step `δ` of the central differences every gradient check uses.
 pub const STEP: f64 = 1e-5;
 
@@ -66,12 +69,9 @@ pub(crate) fn gradient_error(
     max_relative_error(analytic, &numerical_gradient(f, x, STEP))
 }
 
-/// Chapter 11's gradient check, for callers outside the crate (its
-/// exercises check their backward passes with it): the largest relative
-/// error, `max |a − b| / max(max |a|, max |b|)`, between `analytic` and
-/// the central differences of `f` at `x` (step [`STEP`]); or an error if
-/// their shapes differ, or if `x`, `analytic` or `f` near `x` is not
-/// finite.
+/// [`gradient_error`] for callers outside the crate (chapter 11's
+/// exercises check their backward passes with it); an error if the shapes
+/// differ, or if `x`, `analytic` or `f` near `x` is not finite.
 pub fn check_gradient(
     analytic: &ArrayRef2<f64>,
     f: impl Fn(&Matrix) -> f64,
@@ -98,11 +98,12 @@ pub fn check_gradient(
     }
 }
 
+// ANCHOR_END: check_gradient
+
 /// The largest of several errors.
 fn worst(errors: impl IntoIterator<Item = f64>) -> f64 {
     errors.into_iter().fold(0.0, f64::max)
 }
-// ANCHOR_END: numerical_gradient
 
 /// Seeded `N(0, 1)` entries in `f64`.
 pub(crate) fn normal_matrix(rows: usize, cols: usize, rng: &mut StdRng) -> Matrix {

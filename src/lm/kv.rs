@@ -60,8 +60,8 @@ fn heads_step(
     for (i, cache) in caches.iter_mut().enumerate() {
         let [rq, rk, rv, ro] = head_slices(0, i, [d_k, d_k], heads); // head i's columns
         if let Some(p) = position {
-            rotate(&mut q.slice_mut(rq.clone()), p, Rotation::Forward);
-            rotate(&mut k.slice_mut(rk.clone()), p, Rotation::Forward);
+            rotate(&mut q.slice_mut(rq), p, Rotation::Forward);
+            rotate(&mut k.slice_mut(rk), p, Rotation::Forward);
         }
         cache.append(&k.slice(rk).row(0), &v.slice(rv).row(0))?;
         let out = cache.attend(&q.slice(rq).row(0))?;
@@ -94,12 +94,12 @@ fn grouped_step(
         if i % per_group == 0 {
             // The group's first head brings its key and value.
             if let Some(p) = position {
-                rotate(&mut k.slice_mut(rk.clone()), p, Rotation::Forward);
+                rotate(&mut k.slice_mut(rk), p, Rotation::Forward);
             }
             cache.append(&k.slice(rk).row(0), &v.slice(rv).row(0))?;
         }
         if let Some(p) = position {
-            rotate(&mut q.slice_mut(rq.clone()), p, Rotation::Forward);
+            rotate(&mut q.slice_mut(rq), p, Rotation::Forward);
         }
         o.slice_mut(ro)
             .row_mut(0)

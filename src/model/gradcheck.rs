@@ -1,11 +1,11 @@
 //! The gradient check of the whole model (chapter 11).
 
-use ndarray::{Array1, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::{inputs_and_targets, reversal_example, ModelConfig, TinyTransformer};
 use crate::error::AttnError;
-use crate::grad::Matrix;
+use crate::grad::{gradient_error, Matrix};
+use crate::nn::{flat_mut, AttentionWeights, BlockAttention};
 
 /// The small model of the gradient check and of the model's unit tests:
 /// 2-digit tasks, 2 blocks of width 8 with 2 heads.
@@ -34,6 +34,14 @@ pub fn small_problem(seed: u64) -> Result<Problem, AttnError> {
 /// A model with its inputs and their next-token targets.
 pub type Problem = (TinyTransformer, Vec<Vec<usize>>, Vec<Option<usize>>);
 
+/// The attention weights of block `l` of chapter 12's model.
+fn attention(net: &mut TinyTransformer, l: usize) -> &mut AttentionWeights<f64> {
+    match &mut net.blocks[l].attn {
+        BlockAttention::Heads(w) => w,
+        BlockAttention::Latent(_) => unreachable!("chapter 12's model has multi-head attention"),
+    }
+}
+
 /// The output head of chapter 12's model, which has one of its own.
 fn head(net: &mut TinyTransformer) -> &mut crate::linalg::LinearWeights<f64> {
     net.head
@@ -41,77 +49,52 @@ fn head(net: &mut TinyTransformer) -> &mut crate::linalg::LinearWeights<f64> {
         .expect("chapter 12's recipe gives the model a head")
 }
 
-// ANCHOR: check_gradients
-/// A parameter matrix of the model, picked out for a gradient check.
-type Pick = fn(&mut TinyTransformer) -> &mut Matrix;
-/// A parameter vector of the model (a bias, LayerNorm's γ or β).
-type PickVector = fn(&mut TinyTransformer) -> &mut Array1<f64>;
+/// A parameter tensor of the model, picked out for a gradient check.
+type Pick = fn(&mut TinyTransformer) -> &mut [f64];
 
+// ANCHOR: check_gradients
 /// Checks the whole model's backward pass against central differences on
-/// [`small_problem`], every kind of parameter: the four attention
-/// projections, both FFN matrices and their biases, both embeddings, the
-/// output head and its bias, and LayerNorm's scale and shift. Returns
-/// `(parameter, largest relative error)`.
+/// [`small_problem`], for every kind of parameter: `(parameter, largest
+/// relative error)`.
 pub fn check_gradients(seed: u64) -> Result<Vec<(&'static str, f64)>, AttnError> {
     let (net, inputs, targets) = small_problem(seed)?;
     // A perturbed model whose loss overflows has no finite difference: NaN.
     let loss_of = |net: &TinyTransformer| net.loss(&inputs, &targets).unwrap_or(f64::NAN);
     let (_, mut grads) = net.loss_and_gradients(&inputs, &targets)?;
-    let picks: [(&'static str, Pick); 9] = [
-        ("W_Q, block 1", |n| {
-            n.blocks[0].attn.matrices_mut().swap_remove(0)
+    let picks: [(&'static str, Pick); 16] = [
+        ("W_Q, block 1", |n| flat_mut(&mut attention(n, 0).w_q)),
+        ("W_K, block 1", |n| flat_mut(&mut attention(n, 0).w_k)),
+        ("W_V, block 2", |n| flat_mut(&mut attention(n, 1).w_v)),
+        ("W_O, block 2", |n| flat_mut(&mut attention(n, 1).w_o)),
+        ("FFN W₁, block 1", |n| flat_mut(&mut n.blocks[0].ffn.w1)),
+        ("FFN W₂, block 2", |n| flat_mut(&mut n.blocks[1].ffn.w2)),
+        ("token embeddings", |n| flat_mut(&mut n.tokens)),
+        ("position embeddings", |n| flat_mut(&mut n.positions)),
+        ("output head", |n| flat_mut(&mut head(n).w)),
+        ("FFN b₁, block 1", |n| flat_mut(&mut n.blocks[0].ffn.b1)),
+        ("FFN b₂, block 2", |n| flat_mut(&mut n.blocks[1].ffn.b2)),
+        ("LayerNorm γ, block 1", |n| {
+            flat_mut(&mut n.blocks[0].ln1.gamma)
         }),
-        ("W_K, block 1", |n| {
-            n.blocks[0].attn.matrices_mut().swap_remove(1)
+        ("LayerNorm β, block 2", |n| {
+            flat_mut(&mut n.blocks[1].ln2.beta)
         }),
-        ("W_V, block 2", |n| {
-            n.blocks[1].attn.matrices_mut().swap_remove(2)
-        }),
-        ("W_O, block 2", |n| {
-            n.blocks[1].attn.matrices_mut().swap_remove(3)
-        }),
-        ("FFN W₁, block 1", |n| &mut n.blocks[0].ffn.w1),
-        ("FFN W₂, block 2", |n| &mut n.blocks[1].ffn.w2),
-        ("token embeddings", |n| &mut n.tokens),
-        ("position embeddings", |n| &mut n.positions),
-        ("output head", |n| &mut head(n).w),
+        ("final LayerNorm γ", |n| flat_mut(&mut n.ln_f.gamma)),
+        ("final LayerNorm β", |n| flat_mut(&mut n.ln_f.beta)),
+        ("output head bias", |n| flat_mut(&mut head(n).b)),
     ];
-    let vector_picks: [(&'static str, PickVector); 7] = [
-        ("FFN b₁, block 1", |n| &mut n.blocks[0].ffn.b1),
-        ("FFN b₂, block 2", |n| &mut n.blocks[1].ffn.b2),
-        ("LayerNorm γ, block 1", |n| &mut n.blocks[0].ln1.gamma),
-        ("LayerNorm β, block 2", |n| &mut n.blocks[1].ln2.beta),
-        ("final LayerNorm γ", |n| &mut n.ln_f.gamma),
-        ("final LayerNorm β", |n| &mut n.ln_f.beta),
-        ("output head bias", |n| &mut head(n).b),
-    ];
-    // The error of one parameter: `at` is its value, `analytic` its gradient
-    // from the backward pass, `set` writes a perturbed value into a model.
-    let error_of = |at: Matrix, analytic: Matrix, set: &dyn Fn(&mut TinyTransformer, &Matrix)| {
-        let loss_with = |m: &Matrix| {
+    // Each tensor is checked as one row of its entries.
+    let row = |x: &[f64]| Matrix::from_shape_vec((1, x.len()), x.to_vec()).expect("a row");
+    let error = |&(name, pick): &(&'static str, Pick), grads: &mut TinyTransformer| {
+        let (at, analytic) = (row(pick(&mut net.clone())), row(pick(grads)));
+        let loss_with = |x: &Matrix| {
             let mut perturbed = net.clone();
-            set(&mut perturbed, m);
+            pick(&mut perturbed).copy_from_slice(x.as_slice().expect("a row"));
             loss_of(&perturbed)
         };
-        crate::grad::gradient_error(&analytic, loss_with, &at)
+        (name, gradient_error(&analytic, loss_with, &at))
     };
-    let mut checks: Vec<(&'static str, f64)> = picks
-        .iter()
-        .map(|&(name, pick)| {
-            let (at, analytic) = (pick(&mut net.clone()).clone(), pick(&mut grads).clone());
-            (name, error_of(at, analytic, &|n, m| *pick(n) = m.clone()))
-        })
-        .collect();
-    // A vector is checked as a 1×len matrix.
-    let as_row = |v: &Array1<f64>| v.clone().insert_axis(Axis(0));
-    checks.extend(vector_picks.iter().map(|&(name, pick)| {
-        let (at, analytic) = (as_row(pick(&mut net.clone())), as_row(pick(&mut grads)));
-        (
-            name,
-            error_of(at, analytic, &|n, m| *pick(n) = m.row(0).to_owned()),
-        )
-    }));
-    Ok(checks)
+    Ok(picks.iter().map(|p| error(p, &mut grads)).collect())
 }
 // ANCHOR_END: check_gradients
 

@@ -110,25 +110,6 @@ impl Activation {
             Activation::GeluErf => gelu_erf(x),
         }
     }
-
-    /// Its derivative at `x` (for ReLU, 0 at `x = 0`).
-    pub fn derivative<F: Real>(self, x: F) -> F {
-        let half = F::of(0.5);
-        match self {
-            Activation::Relu if x > F::zero() => F::one(),
-            Activation::Relu => F::zero(),
-            Activation::Gelu => {
-                let (c, a) = gelu_constants::<F>();
-                let t = (c * (x + a * (x * x * x))).tanh();
-                let slope = F::one() + F::of(3.0) * a * x * x; // of tanh's argument, over c
-                half * (F::one() + t) + half * x * (F::one() - t * t) * c * slope
-            }
-            Activation::GeluErf => {
-                let density = (-half * x * x).exp() / F::of((2.0 * std::f64::consts::PI).sqrt());
-                half * (F::one() + (x * F::of(std::f64::consts::FRAC_1_SQRT_2)).erf()) + x * density
-            }
-        }
-    }
 }
 
 /// `√(2/π)` and `0.044715`, the tanh approximation's constants.
@@ -151,6 +132,29 @@ pub fn gelu_erf<F: Real>(x: F) -> F {
     F::of(0.5) * x * (F::one() + (x * F::of(std::f64::consts::FRAC_1_SQRT_2)).erf())
 }
 // ANCHOR_END: activation
+
+// ANCHOR: activation_derivative
+impl Activation {
+    /// Its derivative at `x` (for ReLU, 0 at `x = 0`).
+    pub fn derivative<F: Real>(self, x: F) -> F {
+        let half = F::of(0.5);
+        match self {
+            Activation::Relu if x > F::zero() => F::one(),
+            Activation::Relu => F::zero(),
+            Activation::Gelu => {
+                let (c, a) = gelu_constants::<F>();
+                let t = (c * (x + a * (x * x * x))).tanh();
+                let slope = F::one() + F::of(3.0) * a * x * x; // of tanh's argument, over c
+                half * (F::one() + t) + half * x * (F::one() - t * t) * c * slope
+            }
+            Activation::GeluErf => {
+                let density = (-half * x * x).exp() / F::of((2.0 * std::f64::consts::PI).sqrt());
+                half * (F::one() + (x * F::of(std::f64::consts::FRAC_1_SQRT_2)).erf()) + x * density
+            }
+        }
+    }
+}
+// ANCHOR_END: activation_derivative
 
 // ANCHOR: ffn_forward
 /// The parameters of a feed-forward network `act(XW₁ + b₁)W₂ + b₂`.
