@@ -37,12 +37,7 @@ fn bench_fast(c: &mut Criterion) {
     group.sample_size(10);
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));
-    let pools = [1, 2].map(|t| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(t)
-            .build()
-            .unwrap()
-    });
+    let pools = [1, 2].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
     for n in [1024, 2048, 4096] {
         let mut rng = StdRng::seed_from_u64(n as u64);
         let [q, k, v] = [(); 3].map(|_| standard_normal(n, D, &mut rng));
@@ -61,11 +56,7 @@ fn bench_fast(c: &mut Criterion) {
             b.iter(|| tiled_attention(black_box(&q), &k, &v, true).unwrap())
         });
         for causal in [false, true] {
-            let name = if causal {
-                "portable_causal_1t"
-            } else {
-                "portable_1t"
-            };
+            let name = if causal { "portable_causal_1t" } else { "portable_1t" };
             group.bench_function(id(name), |b| {
                 b.iter(|| {
                     let q = black_box(&q);

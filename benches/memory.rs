@@ -69,15 +69,9 @@ fn main() {
             csv += &line;
         };
         if n <= 16_384 {
-            row(
-                "naive",
-                peak_and_seconds(|| scaled_dot_product_attention(&q, &k, &v).unwrap()),
-            );
+            row("naive", peak_and_seconds(|| scaled_dot_product_attention(&q, &k, &v).unwrap()));
         }
-        row(
-            "tiled",
-            peak_and_seconds(|| tiled_attention(&q, &k, &v, false).unwrap()),
-        );
+        row("tiled", peak_and_seconds(|| tiled_attention(&q, &k, &v, false).unwrap()));
     }
     std::fs::write(path, csv).expect("write book/data/ch08-memory.csv");
     println!("wrote {path}");

@@ -49,12 +49,8 @@ fn draw_fit(
     y: &Array1<f32>,
     grid: &Array1<f32>,
 ) -> Result<(), report::error::ReportError> {
-    let points = |values: Vec<f32>| {
-        grid.iter()
-            .zip(values)
-            .map(|(&g, v)| (g as f64, v as f64))
-            .collect()
-    };
+    let points =
+        |values: Vec<f32>| grid.iter().zip(values).map(|(&g, v)| (g as f64, v as f64)).collect();
     let mut lines = vec![plot::Series {
         label: "true function sin(2x) + x/2".into(),
         points: points(grid.iter().map(|&g| truth(g)).collect()),
@@ -62,10 +58,7 @@ fn draw_fit(
         dashed: true,
         spread: Vec::new(),
     }];
-    for (rho, colour) in BANDWIDTHS
-        .into_iter()
-        .zip([plot::GREEN_, plot::BLUE_, plot::ORANGE_])
-    {
+    for (rho, colour) in BANDWIDTHS.into_iter().zip([plot::GREEN_, plot::BLUE_, plot::ORANGE_]) {
         let estimate = kernel_regression(grid, x, y, rho)?;
         lines.push(plot::Series {
             label: format!("estimate, ρ = {rho}"),
@@ -99,11 +92,7 @@ fn draw_weights(x: &Array1<f32>, y: &Array1<f32>) -> Result<(), report::error::R
         .zip(colours)
         .map(|((&q, w), colour)| plot::Series {
             label: format!("query x = {q}"),
-            points: x
-                .iter()
-                .zip(w)
-                .map(|(&k, &w)| (k as f64, w as f64))
-                .collect(),
+            points: x.iter().zip(w).map(|(&k, &w)| (k as f64, w as f64)).collect(),
             colour,
             dashed: false,
             spread: Vec::new(),

@@ -17,10 +17,7 @@ fn main() -> Result<(), report::error::ReportError> {
     let logits = array![1000.0_f32, -1000.0, 0.0];
     println!("naive:  {}", naive_softmax(&logits));
     println!("stable: {}", softmax(&logits)?);
-    println!(
-        "exp overflows f32 above ln(f32::MAX) = {:.2}",
-        f32::MAX.ln()
-    );
+    println!("exp overflows f32 above ln(f32::MAX) = {:.2}", f32::MAX.ln());
 
     println!("\n== Worked example: 3 queries, 4 keys, d_k = 4, d_v = 2 ==");
     let (q, k, v) = attention::worked_example();
@@ -30,11 +27,7 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("weights:\n{}", matrix(&a.weights, 4));
     println!("output:\n{}", matrix(&a.output, 4));
     let e2 = std::f32::consts::E.powi(2);
-    println!(
-        "query 0: e²/(e²+3) = {e2:.3}/{:.3} = {:.4}",
-        e2 + 3.0,
-        e2 / (e2 + 3.0)
-    );
+    println!("query 0: e²/(e²+3) = {e2:.3}/{:.3} = {:.4}", e2 + 3.0, e2 / (e2 + 3.0));
 
     println!("\n== Shape errors ==");
     let wide = Array2::<f32>::zeros((3, 64));

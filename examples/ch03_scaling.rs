@@ -58,10 +58,7 @@ fn main() -> Result<(), report::error::ReportError> {
                 series("theory: 1", d(&|_| 1.0), GREY_, true),
                 series(
                     "measured Var(q·k)",
-                    variance
-                        .iter()
-                        .map(|r| (r.d_k as f64, r.unscaled))
-                        .collect(),
+                    variance.iter().map(|r| (r.d_k as f64, r.unscaled)).collect(),
                     BLUE_,
                     false,
                 ),
@@ -94,12 +91,7 @@ fn main() -> Result<(), report::error::ReportError> {
                 vec![
                     series("uniform: 1/16", d(&|_| 1.0 / m as f64), GREY_, true),
                     series("unscaled q·k", at(&|r| r.unscaled.max_weight), BLUE_, false),
-                    series(
-                        "scaled q·k/√d_k",
-                        at(&|r| r.scaled.max_weight),
-                        ORANGE_,
-                        false,
-                    ),
+                    series("scaled q·k/√d_k", at(&|r| r.scaled.max_weight), ORANGE_, false),
                 ],
             ),
             (
@@ -133,18 +125,8 @@ fn main() -> Result<(), report::error::ReportError> {
                 y_range: (0.01, 1.0),
             },
             vec![
-                series(
-                    "unscaled q·k",
-                    at(&|r| r.unscaled.jacobian_norm),
-                    BLUE_,
-                    false,
-                ),
-                series(
-                    "scaled q·k/√d_k",
-                    at(&|r| r.scaled.jacobian_norm),
-                    ORANGE_,
-                    false,
-                ),
+                series("unscaled q·k", at(&|r| r.unscaled.jacobian_norm), BLUE_, false),
+                series("scaled q·k/√d_k", at(&|r| r.scaled.jacobian_norm), ORANGE_, false),
             ],
         )],
     );

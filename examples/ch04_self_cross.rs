@@ -30,36 +30,14 @@ fn main() -> Result<(), report::error::ReportError> {
 
     for (title, x_q, x_kv) in [
         ("Self-attention on the encoder sequence", &encoder, &encoder),
-        (
-            "Cross-attention: decoder queries, encoder keys and values",
-            &decoder,
-            &encoder,
-        ),
+        ("Cross-attention: decoder queries, encoder keys and values", &decoder, &encoder),
     ] {
         println!("== {title} ==");
-        let (q, k, v) = (
-            x_q.dot(p.weights()[0]),
-            x_kv.dot(p.weights()[1]),
-            x_kv.dot(p.weights()[2]),
-        );
-        println!(
-            "Q = X_q W_Q:  {} · {} = {}",
-            shape(x_q),
-            shape(p.weights()[0]),
-            shape(&q)
-        );
-        println!(
-            "K = X_kv W_K: {} · {} = {}",
-            shape(x_kv),
-            shape(p.weights()[1]),
-            shape(&k)
-        );
-        println!(
-            "V = X_kv W_V: {} · {} = {}",
-            shape(x_kv),
-            shape(p.weights()[2]),
-            shape(&v)
-        );
+        let (q, k, v) =
+            (x_q.dot(p.weights()[0]), x_kv.dot(p.weights()[1]), x_kv.dot(p.weights()[2]));
+        println!("Q = X_q W_Q:  {} · {} = {}", shape(x_q), shape(p.weights()[0]), shape(&q));
+        println!("K = X_kv W_K: {} · {} = {}", shape(x_kv), shape(p.weights()[1]), shape(&k));
+        println!("V = X_kv W_V: {} · {} = {}", shape(x_kv), shape(p.weights()[2]), shape(&v));
         let a = p.attend(x_q, x_kv)?;
         println!("weights = softmax(QKᵀ/√d_k): {}", shape(&a.weights));
         println!("output = weights · V: {}\n", shape(&a.output));

@@ -22,10 +22,7 @@ fn main() -> Result<(), report::error::ReportError> {
     let x = embed_words(&WORDS, D_MODEL, 2024);
     let mha = MultiHeadAttention::new(D_MODEL, H, &mut StdRng::seed_from_u64(4))?;
 
-    println!(
-        "== Shapes, d_model = {D_MODEL}, h = {H}, d_k = {} ==",
-        mha.d_k()
-    );
+    println!("== Shapes, d_model = {D_MODEL}, h = {H}, d_k = {} ==", mha.d_k());
     let q = x.dot(&mha.weights().w_q);
     let heads = split_heads(&q, H)?;
     let out = mha.forward(&x, &x)?;

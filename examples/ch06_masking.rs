@@ -40,10 +40,7 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("fill -1e9:                    {}", matrix(&fill_1e9, 4));
     println!("add -1e9:                     {}", matrix(&add_1e9, 4));
     let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
-    println!(
-        "f32 numbers near 1e9 are {spacing} apart: 3 + (-1e9) = {}",
-        3.0_f32 + -1e9
-    );
+    println!("f32 numbers near 1e9 are {spacing} apart: 3 + (-1e9) = {}", 3.0_f32 + -1e9);
 
     println!("\n== Large scores [3e9, 2.5e9, 5e9], key 2 masked ==");
     let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
@@ -51,22 +48,13 @@ fn main() -> Result<(), report::error::ReportError> {
     let bias = additive_mask(&keep_two);
     println!("add -inf:  {}", matrix(&softmax_rows(&(&big + &bias))?, 4));
     let bias_1e9 = bias.mapv(|b| b.max(-1e9));
-    println!(
-        "add -1e9:  {}",
-        matrix(&softmax_rows(&(&big + &bias_1e9))?, 4)
-    );
+    println!("add -1e9:  {}", matrix(&softmax_rows(&(&big + &bias_1e9))?, 4));
 
     println!("\n== Padding: 3 real tokens in a row of 5 ==");
     let right = key_padding_mask(5, 3, 5, Padding::Right)?;
     let left_causal = key_padding_mask(5, 3, 5, Padding::Left)? & causal_mask(5, 5);
-    println!(
-        "right padding, key-padding mask:\n{}",
-        matrix(&ones_and_zeros(&right), 0)
-    );
-    println!(
-        "left padding and causal:\n{}",
-        matrix(&ones_and_zeros(&left_causal), 0)
-    );
+    println!("right padding, key-padding mask:\n{}", matrix(&ones_and_zeros(&right), 0));
+    println!("left padding and causal:\n{}", matrix(&ones_and_zeros(&left_causal), 0));
     let mut rng = StdRng::seed_from_u64(5);
     let x = standard_normal(5, 4, &mut rng);
     let out = masked_attention(&x, &x, &x, &left_causal)?.output;
@@ -88,10 +76,7 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("largest difference from full causal attention: {diff:.1e}");
 
     println!("\n== Cost of generating tokens, d = 512 (GFLOP) ==");
-    println!(
-        "{}",
-        report::ch06::decode_cost_table(&[1, 128, 1024, 4096], 512)?
-    );
+    println!("{}", report::ch06::decode_cost_table(&[1, 128, 1024, 4096], 512)?);
 
     draw_masks()?;
     draw_weights()?;
@@ -105,10 +90,7 @@ fn draw_masks() -> Result<(), report::error::ReportError> {
     let positions = ["0", "1", "2", "3", "4"];
     let masks = [
         ("causal", causal_mask(5, 5)),
-        (
-            "key padding (3 tokens, right-padded)",
-            key_padding_mask(5, 3, 5, Padding::Right)?,
-        ),
+        ("key padding (3 tokens, right-padded)", key_padding_mask(5, 3, 5, Padding::Right)?),
         (
             "causal and key padding (left-padded)",
             key_padding_mask(5, 3, 5, Padding::Left)? & causal_mask(5, 5),
@@ -139,10 +121,7 @@ fn draw_masks() -> Result<(), report::error::ReportError> {
 fn draw_weights() -> Result<(), report::error::ReportError> {
     let words = ["The", "cat", "sat", "on", "the", "mat"];
     let mut rng = StdRng::seed_from_u64(55);
-    let (q, k) = (
-        standard_normal(6, 8, &mut rng),
-        standard_normal(6, 8, &mut rng),
-    );
+    let (q, k) = (standard_normal(6, 8, &mut rng), standard_normal(6, 8, &mut rng));
     let v = Array2::<f32>::eye(6);
     let unmasked = scaled_dot_product_attention(&q, &k, &v)?.weights;
     let causal = masked_attention(&q, &k, &v, &causal_mask(6, 6))?.weights;
@@ -192,11 +171,7 @@ fn draw_cost() -> Result<(), report::error::ReportError> {
         y_range: (1e6, 1e14),
     };
     let lines = vec![
-        series(
-            "without a cache (rerun the prefix)",
-            flops_per_token_without_cache,
-            plot::ORANGE_,
-        )?,
+        series("without a cache (rerun the prefix)", flops_per_token_without_cache, plot::ORANGE_)?,
         series("with a KV cache", flops_per_token_with_cache, plot::BLUE_)?,
     ];
     let path = plot::line_charts("ch06-kv-cache.svg", &[(chart, lines)]);

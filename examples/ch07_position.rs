@@ -67,14 +67,9 @@ fn main() -> Result<(), report::error::ReportError> {
     let pe = sinusoidal(200, 64)?;
     for k in [1, 5, 17, 99] {
         let m_k = offset_map(k, 64)?;
-        let shifted = m_k
-            .dot(&pe.slice(ndarray::s![..200 - k, ..]).t())
-            .reversed_axes();
+        let shifted = m_k.dot(&pe.slice(ndarray::s![..200 - k, ..]).t()).reversed_axes();
         let target = pe.slice(ndarray::s![k.., ..]);
-        println!(
-            "Δ = {k:>2}: largest error {:.1e}",
-            max_diff(&shifted, &target)
-        );
+        println!("Δ = {k:>2}: largest error {:.1e}", max_diff(&shifted, &target));
     }
 
     println!("\n== Cosine similarity of PE(pos) and PE(pos + Δ), d_model = 128 ==");
@@ -82,26 +77,18 @@ fn main() -> Result<(), report::error::ReportError> {
     let rows: Vec<Vec<String>> = OFFSETS
         .iter()
         .map(|&delta| {
-            let sims: Vec<f32> = [0, 100, 250]
-                .iter()
-                .map(|&p| cosine(&pe.row(p), &pe.row(p + delta)))
-                .collect();
+            let sims: Vec<f32> =
+                [0, 100, 250].iter().map(|&p| cosine(&pe.row(p), &pe.row(p + delta))).collect();
             let mut row = vec![delta.to_string()];
             row.extend(sims.iter().map(|s| format!("{s:.4}")));
             row
         })
         .collect();
-    println!(
-        "{}",
-        table(&["Δ", "pos = 0", "pos = 100", "pos = 250"], &rows)
-    );
+    println!("{}", table(&["Δ", "pos = 0", "pos = 100", "pos = 250"], &rows));
 
     println!("\n== RoPE: the score q_m · k_n for one q and one k, d_k = 64 ==");
     let mut rng = StdRng::seed_from_u64(7);
-    let (q, k) = (
-        standard_normal(1, 64, &mut rng),
-        standard_normal(1, 64, &mut rng),
-    );
+    let (q, k) = (standard_normal(1, 64, &mut rng), standard_normal(1, 64, &mut rng));
     // The query at position t, the key at position t2 (the book's t′).
     let score = |t: usize, t2: usize| -> Result<f32, attn::AttnError> {
         Ok(rope(&q, t)?.row(0).dot(&rope(&k, t2)?.row(0)))
@@ -147,15 +134,7 @@ fn main() -> Result<(), report::error::ReportError> {
 fn draw_sinusoidal() -> Result<(), report::error::ReportError> {
     let pe = sinusoidal(64, 128)?;
     let every = |n: usize, step: usize| -> Vec<String> {
-        (0..n)
-            .map(|i| {
-                if i % step == 0 {
-                    i.to_string()
-                } else {
-                    String::new()
-                }
-            })
-            .collect()
+        (0..n).map(|i| if i % step == 0 { i.to_string() } else { String::new() }).collect()
     };
     let (rows, cols) = (every(64, 8), every(128, 16));
     let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
@@ -184,14 +163,8 @@ fn draw_curves() -> Result<(), report::error::ReportError> {
     let dims = [
         (10, format!("dim 10: sin(pos·ω_5), period {:.1}", period(5))),
         (11, format!("dim 11: cos(pos·ω_5), period {:.1}", period(5))),
-        (
-            20,
-            format!("dim 20: sin(pos·ω_10), period {:.1}", period(10)),
-        ),
-        (
-            40,
-            format!("dim 40: sin(pos·ω_20), period {:.1}", period(20)),
-        ),
+        (20, format!("dim 20: sin(pos·ω_10), period {:.1}", period(10))),
+        (40, format!("dim 40: sin(pos·ω_20), period {:.1}", period(20))),
     ];
     let series = dims
         .iter()

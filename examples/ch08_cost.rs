@@ -44,10 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("\n== Peak memory of naive attention, d = 64 ==");
     let memory = data_file("ch08-memory.csv")?;
-    println!(
-        "{}",
-        naive_memory_table(&read_measurements(&memory, "method", "peak_bytes")?)
-    );
+    println!("{}", naive_memory_table(&read_measurements(&memory, "method", "peak_bytes")?));
 
     draw_cost_model();
     draw_time(&timings);

@@ -82,21 +82,14 @@ fn draw_errors(errors: &[ErrorRow]) {
     let (local, linear) = errors.split_at(WINDOWS.len());
     let line = |label: &str, value: fn(&ErrorRow) -> f64, colour, dashed| plot::Series {
         label: label.into(),
-        points: WINDOWS
-            .iter()
-            .zip(local)
-            .map(|(&w, r)| (w as f64, value(r)))
-            .collect(),
+        points: WINDOWS.iter().zip(local).map(|(&w, r)| (w as f64, value(r))).collect(),
         colour,
         dashed,
         spread: Vec::new(),
     };
     let flat = |label: &str, value: f64, colour| plot::Series {
         label: label.into(),
-        points: vec![
-            (WINDOWS[0] as f64, value),
-            (WINDOWS[WINDOWS.len() - 1] as f64, value),
-        ],
+        points: vec![(WINDOWS[0] as f64, value), (WINDOWS[WINDOWS.len() - 1] as f64, value)],
         colour,
         dashed: true,
         spread: Vec::new(),

@@ -30,10 +30,7 @@ fn main() -> Result<(), report::error::ReportError> {
     let hidden = a.dot(layer.ffn().weights().0);
     let out = layer.forward(&x)?;
     println!("input X:                          {}", shape(&x));
-    println!(
-        "self-attention weights, per head: {:?}",
-        attended.weights.dim()
-    );
+    println!("self-attention weights, per head: {:?}", attended.weights.dim());
     println!("LayerNorm(X + attention):         {}", shape(&a));
     println!("FFN hidden layer:                 {}", shape(&hidden));
     println!("LayerNorm(· + FFN(·)) = output:   {}", shape(&out));
@@ -49,35 +46,15 @@ fn main() -> Result<(), report::error::ReportError> {
     let y = standard_normal(5, 64, &mut rng);
     let memory = model.encode(&x)?;
     let decoded = model.decode(&y, &memory)?;
-    let cross = model.decoder_layers()[0]
-        .cross_attention()
-        .forward(&y, &memory)?;
+    let cross = model.decoder_layers()[0].cross_attention().forward(&y, &memory)?;
     println!("encoder output (memory):          {}", shape(&memory));
-    println!(
-        "decoder self-attention mask:      {}×{} (causal)",
-        causal_mask(5, 5).nrows(),
-        5
-    );
-    println!(
-        "cross-attention weights, per head: {:?} (h, n, m)",
-        cross.weights.dim()
-    );
+    println!("decoder self-attention mask:      {}×{} (causal)", causal_mask(5, 5).nrows(), 5);
+    println!("cross-attention weights, per head: {:?} (h, n, m)", cross.weights.dim());
     println!("decoder output:                   {}", shape(&decoded));
 
     println!("\n== LayerNorm of [1, 2, 3, 4] (γ = 1, β = 0, ε = 1e-5) ==");
-    println!(
-        "{}",
-        matrix(
-            &LayerNorm::new(4).forward(&array![[1.0_f32, 2.0, 3.0, 4.0]])?,
-            4
-        )
-    );
-    println!(
-        "GELU(−1, 0, 1) = {:.4}, {:.4}, {:.4}",
-        gelu(-1.0),
-        gelu(0.0),
-        gelu(1.0)
-    );
+    println!("{}", matrix(&LayerNorm::new(4).forward(&array![[1.0_f32, 2.0, 3.0, 4.0]])?, 4));
+    println!("GELU(−1, 0, 1) = {:.4}, {:.4}, {:.4}", gelu(-1.0), gelu(0.0), gelu(1.0));
 
     println!("\n== Residual stream through 12 encoder layers at initialisation ==");
     let depth = residual_stream(12)?;
@@ -87,13 +64,7 @@ fn main() -> Result<(), report::error::ReportError> {
         .filter(|(l, _)| [0, 1, 2, 4, 8, 12].contains(l))
         .map(|(l, (post, pre))| vec![l.to_string(), format!("{post:.3}"), format!("{pre:.3}")])
         .collect();
-    println!(
-        "{}",
-        table(
-            &["layer", "post-norm: std of x", "pre-norm: std of x"],
-            &rows
-        )
-    );
+    println!("{}", table(&["layer", "post-norm: std of x", "pre-norm: std of x"], &rows));
 
     draw_residual(&depth);
     draw_diagram();
@@ -106,13 +77,8 @@ fn main() -> Result<(), report::error::ReportError> {
 fn residual_stream(layers: usize) -> Result<Vec<(f32, f32)>, report::error::ReportError> {
     let stacks = [Norm::Post, Norm::Pre].map(|norm| {
         let mut rng = StdRng::seed_from_u64(12);
-        let c = Config {
-            norm,
-            ..CHAPTER_CONFIG
-        };
-        (0..layers)
-            .map(|_| EncoderLayer::new(c, &mut rng))
-            .collect::<Result<Vec<_>, _>>()
+        let c = Config { norm, ..CHAPTER_CONFIG };
+        (0..layers).map(|_| EncoderLayer::new(c, &mut rng)).collect::<Result<Vec<_>, _>>()
     });
     let x = standard_normal(16, 64, &mut StdRng::seed_from_u64(13));
     let mut stds = vec![(row_statistics(&x)?.1, row_statistics(&x)?.1)];
@@ -133,11 +99,7 @@ fn residual_stream(layers: usize) -> Result<Vec<(f32, f32)>, report::error::Repo
 fn draw_residual(depth: &[(f32, f32)]) {
     let series = |label: &str, pick: fn(&(f32, f32)) -> f32, colour| plot::Series {
         label: label.into(),
-        points: depth
-            .iter()
-            .enumerate()
-            .map(|(l, s)| (l as f64, pick(s) as f64))
-            .collect(),
+        points: depth.iter().enumerate().map(|(l, s)| (l as f64, pick(s) as f64)).collect(),
         colour,
         dashed: false,
         spread: Vec::new(),
@@ -163,10 +125,8 @@ fn draw_residual(depth: &[(f32, f32)]) {
 /// Shown at 750 of its 900 pixels, so its text is drawn large.
 fn draw_diagram() {
     let path = plot::drawing("ch10-architecture.svg", (900, 640), |root| {
-        let title = plot::font(22).pos(text_anchor::Pos::new(
-            text_anchor::HPos::Center,
-            text_anchor::VPos::Top,
-        ));
+        let title = plot::font(22)
+            .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top));
         root.draw(&Text::new(
             "The encoder-decoder Transformer (post-norm, as in the paper)",
             (450, 12),
@@ -183,17 +143,9 @@ fn draw_diagram() {
             ("Add & LayerNorm", "n×d_model", 0xE8F0FA),
             ("Feed-forward network", "n×d_ff → n×d_model", 0xD6E6F7),
             ("Add & LayerNorm", "n×d_model", 0xE8F0FA),
-            (
-                "Cross-attention: Q from decoder, K, V from encoder",
-                "h × (n×m weights)",
-                0xF9DDB8,
-            ),
+            ("Cross-attention: Q from decoder, K, V from encoder", "h × (n×m weights)", 0xF9DDB8),
             ("Add & LayerNorm", "n×d_model", 0xE8F0FA),
-            (
-                "Masked (causal) multi-head self-attention",
-                "h × (n×n weights)",
-                0xF9DDB8,
-            ),
+            ("Masked (causal) multi-head self-attention", "h × (n×n weights)", 0xF9DDB8),
         ];
         let column = |x0: i32, top: i32, boxes: &[(&str, &str, u32)], label: &str| {
             let (w, h, gap) = (360, 52, 14);
@@ -203,28 +155,16 @@ fn draw_diagram() {
                 BLACK.mix(0.5).stroke_width(1),
             ))
             .expect("frame");
-            root.draw(&Text::new(
-                label.to_string(),
-                (x0 - 10, bottom + 4),
-                plot::font(19),
-            ))
-            .expect("label");
+            root.draw(&Text::new(label.to_string(), (x0 - 10, bottom + 4), plot::font(19)))
+                .expect("label");
             for (i, (name, shape, colour)) in boxes.iter().enumerate() {
                 let y = top + i as i32 * (h + gap);
                 let fill = RGBColor((colour >> 16) as u8, (colour >> 8) as u8, *colour as u8);
-                root.draw(&Rectangle::new([(x0, y), (x0 + w, y + h)], fill.filled()))
-                    .expect("box");
-                root.draw(&Rectangle::new(
-                    [(x0, y), (x0 + w, y + h)],
-                    BLACK.stroke_width(1),
-                ))
-                .expect("box edge");
-                root.draw(&Text::new(
-                    name.to_string(),
-                    (x0 + 10, y + 5),
-                    plot::font(17),
-                ))
-                .expect("name");
+                root.draw(&Rectangle::new([(x0, y), (x0 + w, y + h)], fill.filled())).expect("box");
+                root.draw(&Rectangle::new([(x0, y), (x0 + w, y + h)], BLACK.stroke_width(1)))
+                    .expect("box edge");
+                root.draw(&Text::new(name.to_string(), (x0 + 10, y + 5), plot::font(17)))
+                    .expect("name");
                 root.draw(&Text::new(
                     shape.to_string(),
                     (x0 + 10, y + 27),
@@ -260,23 +200,11 @@ fn draw_diagram() {
                 RGBColor(235, 235, 235).filled(),
             ))
             .expect("io box");
-            root.draw(&Text::new(
-                text.to_string(),
-                (x + 10, y + 12),
-                plot::font(19),
-            ))
-            .expect("io text");
+            root.draw(&Text::new(text.to_string(), (x + 10, y + 12), plot::font(19)))
+                .expect("io text");
         };
-        io(
-            30,
-            enc_bottom + 40,
-            "source embeddings + positions, m×d_model",
-        );
-        io(
-            480,
-            dec_bottom + 40,
-            "target embeddings (shifted) + positions",
-        );
+        io(30, enc_bottom + 40, "source embeddings + positions, m×d_model");
+        io(480, dec_bottom + 40, "target embeddings (shifted) + positions");
         arrow(root, (210, enc_bottom + 40), (210, enc_bottom - 14));
         arrow(root, (660, dec_bottom + 40), (660, dec_bottom - 14));
         io(480, 60, "Linear (d_model → vocabulary), softmax");
@@ -284,13 +212,7 @@ fn draw_diagram() {
         // The memory: encoder output into the decoder's cross-attention.
         let cross_y = 150 + 3 * 66 + 26;
         root.draw(&PathElement::new(
-            vec![
-                (210, 136),
-                (210, 116),
-                (430, 116),
-                (430, cross_y),
-                (480, cross_y),
-            ],
+            vec![(210, 136), (210, 116), (430, 116), (430, cross_y), (480, cross_y)],
             BLUE.stroke_width(2),
         ))
         .expect("memory path");
@@ -307,8 +229,7 @@ fn draw_diagram() {
 
 /// A black arrow from `from` to `to` (vertical or horizontal).
 fn arrow(root: &DrawingArea<SVGBackend, plotters::coord::Shift>, from: (i32, i32), to: (i32, i32)) {
-    root.draw(&PathElement::new(vec![from, to], BLACK.stroke_width(2)))
-        .expect("arrow");
+    root.draw(&PathElement::new(vec![from, to], BLACK.stroke_width(2))).expect("arrow");
     let direction = ((to.0 - from.0).signum(), (to.1 - from.1).signum());
     arrow_head(root, to, direction);
 }
@@ -322,11 +243,6 @@ fn arrow_head(
     let (dx, dy) = direction;
     let back = (tip.0 - 8 * dx, tip.1 - 8 * dy);
     let side = (5 * dy, 5 * dx);
-    let points = vec![
-        tip,
-        (back.0 + side.0, back.1 + side.1),
-        (back.0 - side.0, back.1 - side.1),
-    ];
-    root.draw(&Polygon::new(points, BLACK.filled()))
-        .expect("arrow head");
+    let points = vec![tip, (back.0 + side.0, back.1 + side.1), (back.0 - side.0, back.1 - side.1)];
+    root.draw(&Polygon::new(points, BLACK.filled())).expect("arrow head");
 }

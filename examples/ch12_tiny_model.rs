@@ -53,19 +53,10 @@ fn main() -> Result<(), report::error::ReportError> {
             vec![s.to_string(), format!("{:.4}", at(s)), acc]
         })
         .collect();
-    println!(
-        "{}",
-        table(&["step", "loss", "held-out exact (200)"], &rows)
-    );
-    println!(
-        "uniform guess over 11 tokens: loss ln 11 = {:.4}",
-        11f64.ln()
-    );
+    println!("{}", table(&["step", "loss", "held-out exact (200)"], &rows));
+    println!("uniform guess over 11 tokens: loss ln 11 = {:.4}", 11f64.ln());
 
-    println!(
-        "\n== Held-out: {} sequences never drawn in training ==",
-        HELD_OUT.0
-    );
+    println!("\n== Held-out: {} sequences never drawn in training ==", HELD_OUT.0);
     let test = held_out(Task::REVERSE, c.k, HELD_OUT.0, HELD_OUT.1)?;
     println!("{}", accuracy_report(&net, &test, accuracy(&net, &test)?)?);
 
@@ -82,24 +73,13 @@ fn main() -> Result<(), report::error::ReportError> {
 
     println!("\n== Exercise 1: the same model trained to sort ==");
     let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt")?)?;
-    assert_eq!(
-        ModelConfig::of(&sorter)?,
-        BOOK_MODEL,
-        "the sorting weights are the book's model"
-    );
+    assert_eq!(ModelConfig::of(&sorter)?, BOOK_MODEL, "the sorting weights are the book's model");
     let sort_test = held_out(attn::exercises::ch12::SORT, c.k, HELD_OUT.0, HELD_OUT.1)?;
-    println!(
-        "{}",
-        accuracy_report(&sorter, &sort_test, accuracy(&sorter, &sort_test)?)?
-    );
+    println!("{}", accuracy_report(&sorter, &sort_test, accuracy(&sorter, &sort_test)?)?);
     println!(
         "{}\n",
         digit_attention_report(&[
-            (
-                "reverse",
-                &digit_attention(&net, &test)?,
-                uniform_target_share(&test, c.k)?
-            ),
+            ("reverse", &digit_attention(&net, &test)?, uniform_target_share(&test, c.k)?),
             (
                 "sort",
                 &digit_attention(&sorter, &sort_test)?,
@@ -110,10 +90,7 @@ fn main() -> Result<(), report::error::ReportError> {
 
     println!("\n== Removing heads: held-out accuracy, greedy ==");
     let (reverse, sort) = (ablations(&net, &test)?, ablations(&sorter, &sort_test)?);
-    println!(
-        "{}",
-        ablation_report(&[("reverse", &reverse), ("sort", &sort)])
-    );
+    println!("{}", ablation_report(&[("reverse", &reverse), ("sort", &sort)]));
     println!("\n== The sorting model's residual stream after each block ==");
     let sort_after = (0..=c.layers)
         .map(|depth| accuracy_after(&sorter, &sort_test, depth))
@@ -146,10 +123,7 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
     };
     let acc = plot::Series {
         label: "held-out exact-sequence accuracy (200 sequences)".into(),
-        points: log
-            .iter()
-            .filter_map(|&(s, _, a)| a.map(|a| (s as f64, a)))
-            .collect(),
+        points: log.iter().filter_map(|&(s, _, a)| a.map(|a| (s as f64, a))).collect(),
         colour: plot::ORANGE_,
         dashed: false,
         spread: Vec::new(),
@@ -170,10 +144,8 @@ fn draw_training(log: &[(usize, f64, Option<f64>)]) {
         log10_y: false,
         y_range: (0.0, 1.2),
     };
-    let path = plot::line_charts(
-        "ch12-training.svg",
-        &[(loss_chart, vec![loss]), (acc_chart, vec![acc])],
-    );
+    let path =
+        plot::line_charts("ch12-training.svg", &[(loss_chart, vec![loss]), (acc_chart, vec![acc])]);
     println!("wrote {}", path.display());
 }
 
@@ -188,13 +160,10 @@ fn draw_attention(
     let labels: Vec<String> = inputs[0].iter().map(|&t| token(t)).collect();
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     let (layers, heads) = (net.config().layers, net.config().heads);
-    let panel_ids: Vec<(usize, usize)> = (0..layers)
-        .flat_map(|l| (0..heads).map(move |h| (l, h)))
-        .collect();
-    let titles: Vec<String> = panel_ids
-        .iter()
-        .map(|(l, h)| format!("block {}, head {}", l + 1, h + 1))
-        .collect();
+    let panel_ids: Vec<(usize, usize)> =
+        (0..layers).flat_map(|l| (0..heads).map(move |h| (l, h))).collect();
+    let titles: Vec<String> =
+        panel_ids.iter().map(|(l, h)| format!("block {}, head {}", l + 1, h + 1)).collect();
     let panels: Vec<(plot::Heatmap, Array2<f32>)> = panel_ids
         .iter()
         .map(|&(l, h)| fwd.weights(l, 0, h))

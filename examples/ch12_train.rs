@@ -41,9 +41,7 @@ fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), report::erro
     let start = Instant::now();
     let (net, losses) = train_with(BOOK_MODEL, training, &test, |step, net| {
         if measured(step + 1) {
-            let exact = accuracy(net, &test[..200])
-                .expect("held-out examples are valid")
-                .0;
+            let exact = accuracy(net, &test[..200]).expect("held-out examples are valid").0;
             checkpoints.push((step + 1, exact));
         }
     })?;
@@ -62,11 +60,8 @@ fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), report::erro
 
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
     let weights = header("exact", "the trained weights, rounded to f32");
-    std::fs::write(
-        format!("{dir}/{name}-weights.txt"),
-        format!("{weights}\n{}", net.to_text()?),
-    )
-    .expect("write weights");
+    std::fs::write(format!("{dir}/{name}-weights.txt"), format!("{weights}\n{}", net.to_text()?))
+        .expect("write weights");
     let mut csv = format!(
         "{}\nstep,loss,held_out_exact\n",
         header(
@@ -76,10 +71,8 @@ fn train_and_save(training: &TrainConfig, name: &str) -> Result<(), report::erro
     );
     for (i, loss) in losses.iter().enumerate() {
         let step = i + 1;
-        let acc = checkpoints
-            .iter()
-            .find(|c| c.0 == step)
-            .map_or(String::new(), |c| format!("{}", c.1));
+        let acc =
+            checkpoints.iter().find(|c| c.0 == step).map_or(String::new(), |c| format!("{}", c.1));
         csv += &format!("{step},{loss},{acc}\n");
     }
     std::fs::write(format!("{dir}/{name}-training.csv"), csv).expect("write loss curve");

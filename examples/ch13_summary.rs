@@ -102,10 +102,7 @@ fn draw_spread(rows: &[SpreadRow]) {
             points: lengths.iter().map(|&l| (l as f64, mean(l))).collect(),
             colour,
             dashed: false,
-            spread: lengths
-                .iter()
-                .map(|&l| seed_range(rows, (kind, l), value))
-                .collect(),
+            spread: lengths.iter().map(|&l| seed_range(rows, (kind, l), value)).collect(),
         }
     };
     let with_even = |value: fn(&SpreadRow) -> f64| {
@@ -116,11 +113,7 @@ fn draw_spread(rows: &[SpreadRow]) {
             dashed: true,
             spread: Vec::new(),
         };
-        vec![
-            series(0, value, plot::ORANGE_),
-            series(1, value, plot::BLUE_),
-            even,
-        ]
+        vec![series(0, value, plot::ORANGE_), series(1, value, plot::BLUE_), even]
     };
     let chart = |title, y_desc, top| plot::Chart {
         title,
@@ -130,25 +123,16 @@ fn draw_spread(rows: &[SpreadRow]) {
         log10_y: false,
         y_range: (0.0, top),
     };
-    let in_run = vec![
-        series(0, |r| r.in_span, plot::ORANGE_),
-        series(1, |r| r.in_span, plot::BLUE_),
-    ];
+    let in_run =
+        vec![series(0, |r| r.in_span, plot::ORANGE_), series(1, |r| r.in_span, plot::BLUE_)];
     let path = plot::line_charts(
         "ch13-summary-spread.svg",
         &[
             (
-                chart(
-                    "Entropy of a token's weights over the source",
-                    "entropy (nats)",
-                    3.5,
-                ),
+                chart("Entropy of a token's weights over the source", "entropy (nats)", 3.5),
                 with_even(|r| r.entropy),
             ),
-            (
-                chart("Weight on the token's own run", "share of the weight", 1.4),
-                in_run,
-            ),
+            (chart("Weight on the token's own run", "share of the weight", 1.4), in_run),
             (
                 chart(
                     "Entropy of the weights inside the run, rescaled to sum to 1",

@@ -45,10 +45,7 @@ fn main() -> Result<(), report::error::ReportError> {
         )
     );
     for seed in SUMMARY_SEEDS {
-        let training = Seq2SeqTraining {
-            seed,
-            ..BOOK_SEQ2SEQ_TRAINING
-        };
+        let training = Seq2SeqTraining { seed, ..BOOK_SEQ2SEQ_TRAINING };
         let start = Instant::now();
         let (net, losses) = train_seq2seq(summary_config(), &training, &pairs)?;
         let seconds = start.elapsed().as_secs_f64();
@@ -65,12 +62,8 @@ fn main() -> Result<(), report::error::ReportError> {
             rouge.two.f1,
             rouge.l.f1
         );
-        let row = SummaryRow {
-            seed,
-            final_loss,
-            exact,
-            rouge: [rouge.one.f1, rouge.two.f1, rouge.l.f1],
-        };
+        let row =
+            SummaryRow { seed, final_loss, exact, rouge: [rouge.one.f1, rouge.two.f1, rouge.l.f1] };
         scores += &(summary_line(&row) + "\n");
         for r in attention_spread(&net, seed, &held_out)? {
             spread += &(spread_line(&r) + "\n");

@@ -32,9 +32,7 @@ fn data(name: &str) -> Result<String, report::error::ReportError> {
 }
 
 fn model(name: &str) -> Result<Seq2Seq, report::error::ReportError> {
-    Ok(Seq2Seq::from_text(&data(&format!(
-        "ch13-{name}-weights.txt"
-    ))?)?)
+    Ok(Seq2Seq::from_text(&data(&format!("ch13-{name}-weights.txt"))?)?)
 }
 
 fn main() -> Result<(), report::error::ReportError> {
@@ -54,10 +52,7 @@ fn main() -> Result<(), report::error::ReportError> {
     let mean_pooled = model("mean-pooled")?;
     let smoothed = model("smoothed")?;
     assert_eq!(attention.config(), BOOK_SEQ2SEQ, "the book's model");
-    println!(
-        "\n== The models: {} parameters each ==",
-        attention.parameter_count()
-    );
+    println!("\n== The models: {} parameters each ==", attention.parameter_count());
     assert_eq!(attention.parameter_count(), mean_pooled.parameter_count());
 
     println!("\n== Held-out scores ==");
@@ -84,15 +79,10 @@ fn main() -> Result<(), report::error::ReportError> {
 
     println!("\n== How alignment-like is each cross-attention head? ==");
     let scores = alignment_scores(&attention, &held_out)?;
-    println!(
-        "{}",
-        alignment_report(&scores, alignment_baselines(&held_out)?)
-    );
+    println!("{}", alignment_report(&scores, alignment_baselines(&held_out)?));
 
-    let shown = held_out
-        .iter()
-        .find(|p| p.source.len() >= 10)
-        .expect("a held-out sentence of 10 words");
+    let shown =
+        held_out.iter().find(|p| p.source.len() >= 10).expect("a held-out sentence of 10 words");
     println!(
         "\n== Figure: {} → {} ==",
         number_words(shown.number)?.join(" "),
@@ -114,10 +104,7 @@ fn main() -> Result<(), report::error::ReportError> {
 fn labels(
     pair: &TranslationPair,
 ) -> Result<(Vec<String>, Vec<String>), report::error::ReportError> {
-    let words = number_words(pair.number)?
-        .iter()
-        .map(|w| w.to_string())
-        .collect();
+    let words = number_words(pair.number)?.iter().map(|w| w.to_string()).collect();
     let mut rows: Vec<String> = digits(&pair.target).split(' ').map(String::from).collect();
     rows.push("EOS".into());
     Ok((words, rows))
@@ -134,15 +121,17 @@ fn draw_alignment(
     let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
     let as_f32 = |m: &Array2<f64>| m.mapv(|x| x as f32);
     // The most alignment-like head, large, with its weights written in.
-    let (layer, head) = (0..scores.len())
-        .flat_map(|l| (0..scores[l].len()).map(move |h| (l, h)))
-        .fold((0, 0), |best, (l, h)| {
-            if scores[l][h] > scores[best.0][best.1] {
-                (l, h)
-            } else {
-                best
-            }
-        });
+    let (layer, head) =
+        (0..scores.len()).flat_map(|l| (0..scores[l].len()).map(move |h| (l, h))).fold(
+            (0, 0),
+            |best, (l, h)| {
+                if scores[l][h] > scores[best.0][best.1] {
+                    (l, h)
+                } else {
+                    best
+                }
+            },
+        );
     let title = format!(
         "Decoder layer {}, head {}: cross-attention on a held-out number",
         layer + 1,
@@ -158,17 +147,8 @@ fn draw_alignment(
         range: (0.0, 1.0),
         annotate: Some(2),
     };
-    let path = plot::heatmap(
-        "ch13-alignment.svg",
-        &heatmap,
-        &as_f32(&weights[layer][head]),
-    );
-    println!(
-        "wrote {} (layer {}, head {})",
-        path.display(),
-        layer + 1,
-        head + 1
-    );
+    let path = plot::heatmap("ch13-alignment.svg", &heatmap, &as_f32(&weights[layer][head]));
+    println!("wrote {} (layer {}, head {})", path.display(), layer + 1, head + 1);
     // Every layer and head.
     let titles: Vec<String> = (0..weights.len())
         .flat_map(|l| {
@@ -218,14 +198,8 @@ fn draw_side_by_side(
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
     let panels = [
-        (
-            panel("GRU, additive attention", &rows, &words),
-            additive.mapv(|x| x as f32),
-        ),
-        (
-            panel("Transformer, layer 2, head 1", &rows, &words),
-            cross.mapv(|x| x as f32),
-        ),
+        (panel("GRU, additive attention", &rows, &words), additive.mapv(|x| x as f32)),
+        (panel("Transformer, layer 2, head 1", &rows, &words), cross.mapv(|x| x as f32)),
     ];
     let path = plot::heatmap_grid(
         "ch13-gru-alignment.svg",
@@ -246,10 +220,8 @@ fn draw_length(rows: &[LengthRow]) {
             .iter()
             .zip(colours)
             .map(|(&m, colour)| {
-                let spreads: Vec<(f64, Spread)> = LENGTHS
-                    .iter()
-                    .map(|&l| (l as f64, spread(rows, m, l, score)))
-                    .collect();
+                let spreads: Vec<(f64, Spread)> =
+                    LENGTHS.iter().map(|&l| (l as f64, spread(rows, m, l, score))).collect();
                 plot::Series {
                     label: m.name().into(),
                     points: spreads.iter().map(|(l, s)| (*l, s.mean)).collect(),
@@ -278,10 +250,7 @@ fn draw_length(rows: &[LengthRow]) {
                 ),
                 series(exact_share),
             ),
-            (
-                chart("Held-out BLEU by source length", "corpus BLEU (greedy)"),
-                series(|r| r.bleu),
-            ),
+            (chart("Held-out BLEU by source length", "corpus BLEU (greedy)"), series(|r| r.bleu)),
         ],
     );
     println!("wrote {}", path.display());

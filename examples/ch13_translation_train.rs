@@ -36,22 +36,8 @@ const SEEDS: u64 = 5;
 /// The three runs: file name, model, training.
 const RUNS: [(&str, Seq2SeqConfig, Seq2SeqTraining); 3] = [
     ("attention", BOOK_SEQ2SEQ, BOOK_SEQ2SEQ_TRAINING),
-    (
-        "mean-pooled",
-        Seq2SeqConfig {
-            bottleneck: true,
-            ..BOOK_SEQ2SEQ
-        },
-        BOOK_SEQ2SEQ_TRAINING,
-    ),
-    (
-        "smoothed",
-        BOOK_SEQ2SEQ,
-        Seq2SeqTraining {
-            label_smoothing: 0.1,
-            ..BOOK_SEQ2SEQ_TRAINING
-        },
-    ),
+    ("mean-pooled", Seq2SeqConfig { bottleneck: true, ..BOOK_SEQ2SEQ }, BOOK_SEQ2SEQ_TRAINING),
+    ("smoothed", BOOK_SEQ2SEQ, Seq2SeqTraining { label_smoothing: 0.1, ..BOOK_SEQ2SEQ_TRAINING }),
 ];
 
 fn main() -> Result<(), report::error::ReportError> {
@@ -82,10 +68,7 @@ fn main() -> Result<(), report::error::ReportError> {
     }
     let mut csv = format!(
         "{}\nstep,attention,mean-pooled,smoothed\n",
-        header(
-            "per step",
-            "each step's loss on its batch, for each of the three models"
-        )
+        header("per step", "each step's loss on its batch, for each of the three models")
     );
     for step in 0..curves[0].len() {
         let row: Vec<String> = curves.iter().map(|c| c[step].to_string()).collect();
@@ -103,16 +86,10 @@ fn main() -> Result<(), report::error::ReportError> {
         )
     );
     for seed in 1..=SEEDS {
-        let training = Seq2SeqTraining {
-            seed,
-            ..BOOK_SEQ2SEQ_TRAINING
-        };
+        let training = Seq2SeqTraining { seed, ..BOOK_SEQ2SEQ_TRAINING };
         let (net, _) = train_seq2seq(BOOK_SEQ2SEQ, &training, &pairs)?;
         let (exact, _) = evaluate(&net, &held_out, 1)?;
-        let best = alignment_scores(&net, &held_out)?
-            .into_iter()
-            .flatten()
-            .fold(0.0, f64::max);
+        let best = alignment_scores(&net, &held_out)?.into_iter().flatten().fold(0.0, f64::max);
         println!("seed {seed}: held-out exact {exact:.3}, best head's alignment score {best:.3}");
         seeds += &format!("{seed},{exact},{best}\n");
     }
@@ -170,14 +147,7 @@ fn length_experiment(dir: &str) -> Result<(), report::error::ReportError> {
             for r in &rows {
                 lengths += &(csv_line(r) + "\n");
             }
-            let row = ModelRow {
-                model,
-                seed,
-                parameters,
-                final_loss,
-                exact,
-                alignment,
-            };
+            let row = ModelRow { model, seed, parameters, final_loss, exact, alignment };
             models += &(model_line(&row) + "\n");
             if model == LengthModel::GruAttention && seed == LENGTH_SEEDS[0] {
                 let weights = header("exact", "the trained weights, rounded to f32");

@@ -19,23 +19,12 @@ use report::ch14_report::{
 fn main() -> Result<(), report::error::ReportError> {
     let d = Derived::read()?;
     let corpus = Corpus::read()?;
-    let corpus_tokens: Vec<_> = d.tokens[TOKENIZER_EXAMPLES.len() + 1..]
-        .iter()
-        .map(|(_, t)| t.clone())
-        .collect();
-    println!(
-        "== The architecture, read off the weights ==\n{}\n",
-        architecture_report(&d)
-    );
-    println!(
-        "== Tokens ==\n{}\n",
-        tokens_report(&d.tokens[..TOKENIZER_EXAMPLES.len()])
-    );
+    let corpus_tokens: Vec<_> =
+        d.tokens[TOKENIZER_EXAMPLES.len() + 1..].iter().map(|(_, t)| t.clone()).collect();
+    println!("== The architecture, read off the weights ==\n{}\n", architecture_report(&d));
+    println!("== Tokens ==\n{}\n", tokens_report(&d.tokens[..TOKENIZER_EXAMPLES.len()]));
     println!("== Per layer ==\n{}\n", layers_report(&d, &corpus_tokens));
-    println!(
-        "== Heads found by position ==\n{}\n",
-        positional_heads_report(&d)
-    );
+    println!("== Heads found by position ==\n{}\n", positional_heads_report(&d));
     println!("== Removing one head ==\n{}\n", ablation_report(&d));
     println!("== Similarity ==\n{}\n", similarity_report(&d, &corpus)?);
     let speeds = read_speeds()?;
@@ -55,9 +44,7 @@ fn main() -> Result<(), report::error::ReportError> {
 
 /// A `layers × heads` matrix of one statistic, as `f32` for a heatmap.
 fn per_head(d: &Derived, value: impl Fn(usize, usize) -> f64) -> Array2<f32> {
-    Array2::from_shape_fn((d.heads.len(), d.heads[0].len()), |(l, h)| {
-        value(l, h) as f32
-    })
+    Array2::from_shape_fn((d.heads.len(), d.heads[0].len()), |(l, h)| value(l, h) as f32)
 }
 
 /// Figure 14.1: all 72 heads on one sentence, a small heatmap each: a
@@ -69,55 +56,42 @@ fn draw_all_heads(d: &Derived, n: usize) {
     let side = px * n as i32;
     let width = left + layers as i32 * (side + gap) + 10;
     let height = top + h as i32 * (side + gap) + 10;
-    let path = plot::drawing(
-        "ch14-all-heads.svg",
-        (width as u32, height as u32),
-        |root| {
-            let title = "All 72 heads on one sentence";
-            root.draw(&Text::new(title, (10, 10), plot::font(24)))
-                .expect("title");
-            let note = "rows of a square: queries; columns: keys";
-            root.draw(&Text::new(note, (10, 42), plot::font(16)))
-                .expect("note");
-            for layer in 0..layers {
-                let x = left + layer as i32 * (side + gap);
-                let label = format!("layer {}", layer + 1);
-                root.draw(&Text::new(label, (x + 10, top - 26), plot::font(18)))
-                    .expect("layer label");
-            }
-            for head in 0..h {
+    let path = plot::drawing("ch14-all-heads.svg", (width as u32, height as u32), |root| {
+        let title = "All 72 heads on one sentence";
+        root.draw(&Text::new(title, (10, 10), plot::font(24))).expect("title");
+        let note = "rows of a square: queries; columns: keys";
+        root.draw(&Text::new(note, (10, 42), plot::font(16))).expect("note");
+        for layer in 0..layers {
+            let x = left + layer as i32 * (side + gap);
+            let label = format!("layer {}", layer + 1);
+            root.draw(&Text::new(label, (x + 10, top - 26), plot::font(18))).expect("layer label");
+        }
+        for head in 0..h {
+            let y = top + head as i32 * (side + gap);
+            let label = format!("head {}", head + 1);
+            root.draw(&Text::new(label, (10, y + side / 2 - 10), plot::font(18)))
+                .expect("head label");
+        }
+        for (layer, weights) in d.attention.iter().enumerate() {
+            let x = left + layer as i32 * (side + gap);
+            for (head, w) in weights.outer_iter().enumerate() {
                 let y = top + head as i32 * (side + gap);
-                let label = format!("head {}", head + 1);
-                root.draw(&Text::new(label, (10, y + side / 2 - 10), plot::font(18)))
-                    .expect("head label");
-            }
-            for (layer, weights) in d.attention.iter().enumerate() {
-                let x = left + layer as i32 * (side + gap);
-                for (head, w) in weights.outer_iter().enumerate() {
-                    let y = top + head as i32 * (side + gap);
-                    for ((i, j), &v) in w.indexed_iter() {
-                        let colour = ViridisRGB::get_color_normalized(v, 0.0, 1.0);
-                        let (cx, cy) = (x + j as i32 * px, y + i as i32 * px);
-                        root.draw(&Rectangle::new(
-                            [(cx, cy), (cx + px, cy + px)],
-                            colour.filled(),
-                        ))
+                for ((i, j), &v) in w.indexed_iter() {
+                    let colour = ViridisRGB::get_color_normalized(v, 0.0, 1.0);
+                    let (cx, cy) = (x + j as i32 * px, y + i as i32 * px);
+                    root.draw(&Rectangle::new([(cx, cy), (cx + px, cy + px)], colour.filled()))
                         .expect("cell");
-                    }
                 }
             }
-        },
-    );
+        }
+    });
     println!("wrote {}", path.display());
 }
 
 /// The head with the largest value of a statistic, `(layer, head)`.
 fn strongest(d: &Derived, value: impl Fn(usize, usize) -> f64) -> (usize, usize) {
     let values = per_head(d, value);
-    let (at, _) = values
-        .indexed_iter()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .expect("72 heads");
+    let (at, _) = values.indexed_iter().max_by(|a, b| a.1.total_cmp(b.1)).expect("72 heads");
     at
 }
 
@@ -128,11 +102,7 @@ fn draw_two_heads(d: &Derived, tokens: &[String]) {
     let previous = strongest(d, |l, h| d.heads[l][h].0.previous);
     let cls = strongest(d, |l, h| d.heads[l][h].0.cls);
     let titles = [
-        format!(
-            "Layer {} head {}: the previous token",
-            previous.0 + 1,
-            previous.1 + 1
-        ),
+        format!("Layer {} head {}: the previous token", previous.0 + 1, previous.1 + 1),
         format!("Layer {} head {}: [CLS]", cls.0 + 1, cls.1 + 1),
     ];
     let panels: Vec<(plot::Heatmap, Array2<f32>)> = [previous, cls]
@@ -149,18 +119,11 @@ fn draw_two_heads(d: &Derived, tokens: &[String]) {
                 range: (0.0, 1.0),
                 annotate: None,
             };
-            (
-                heatmap,
-                d.attention[l].index_axis(ndarray::Axis(0), h).to_owned(),
-            )
+            (heatmap, d.attention[l].index_axis(ndarray::Axis(0), h).to_owned())
         })
         .collect();
-    let path = plot::heatmap_grid(
-        "ch14-two-heads.svg",
-        "Two heads of the trained model",
-        1,
-        &panels,
-    );
+    let path =
+        plot::heatmap_grid("ch14-two-heads.svg", "Two heads of the trained model", 1, &panels);
     println!("wrote {}", path.display());
 }
 
@@ -170,10 +133,7 @@ fn draw_sinks(d: &Derived) {
         (0..d.heads.len())
             .map(|l| {
                 let h = d.heads[l].len();
-                (
-                    (l + 1) as f64,
-                    (0..h).map(|i| f(l, i)).sum::<f64>() / h as f64,
-                )
+                ((l + 1) as f64, (0..h).map(|i| f(l, i)).sum::<f64>() / h as f64)
             })
             .collect()
     };
@@ -197,18 +157,8 @@ fn draw_sinks(d: &Derived) {
         &[(
             chart,
             vec![
-                series(
-                    "on [CLS]",
-                    layer_mean(&|l, h| d.heads[l][h].0.cls),
-                    plot::BLUE_,
-                    false,
-                ),
-                series(
-                    "on [SEP]",
-                    layer_mean(&|l, h| d.heads[l][h].0.sep),
-                    plot::ORANGE_,
-                    false,
-                ),
+                series("on [CLS]", layer_mean(&|l, h| d.heads[l][h].0.cls), plot::BLUE_, false),
+                series("on [SEP]", layer_mean(&|l, h| d.heads[l][h].0.sep), plot::ORANGE_, false),
             ],
         )],
     );
@@ -220,10 +170,8 @@ fn draw_sinks(d: &Derived) {
 fn draw_head_maps(d: &Derived) {
     let layers: Vec<String> = (1..=d.heads.len()).map(|l| format!("layer {l}")).collect();
     let heads: Vec<String> = (1..=d.heads[0].len()).map(|h| h.to_string()).collect();
-    let (rows, cols): (Vec<&str>, Vec<&str>) = (
-        layers.iter().map(String::as_str).collect(),
-        heads.iter().map(String::as_str).collect(),
-    );
+    let (rows, cols): (Vec<&str>, Vec<&str>) =
+        (layers.iter().map(String::as_str).collect(), heads.iter().map(String::as_str).collect());
     let map = |title, value_desc, range, annotate| plot::Heatmap {
         title,
         row_labels: &rows,

@@ -87,10 +87,9 @@ fn main() -> Result<(), ReportError> {
     println!("{}", top_heads(&heads, INDUCTION_VERSE.len()));
 
     println!("\n== Exercise 1: greedy decoding with a repetition penalty ==");
-    for (label, penalty) in [
-        ("no penalty", (1.0, 20)),
-        ("penalty 1.3 on the last 20 characters", (1.3, 20)),
-    ] {
+    for (label, penalty) in
+        [("no penalty", (1.0, 20)), ("penalty 1.3 on the last 20 characters", (1.3, 20))]
+    {
         println!(
             "-- {label} --\n{}\n",
             penalised_greedy(&model, report::ch15::PROMPT, 100, penalty)?
@@ -127,10 +126,7 @@ fn draw_training(log: &[report::ch15::LogLine], bigram: f64, vocab: usize) {
     let mut series = Vec::new();
     for (i, seed) in [1, 2, 3].into_iter().enumerate() {
         let points = |f: fn(&report::ch15::LogLine) -> f64| {
-            log.iter()
-                .filter(|l| l.seed == seed)
-                .map(|l| (l.step as f64, f(l)))
-                .collect::<Vec<_>>()
+            log.iter().filter(|l| l.seed == seed).map(|l| (l.step as f64, f(l))).collect::<Vec<_>>()
         };
         series.push(Series {
             label: format!("seed {seed}, validation"),
@@ -174,30 +170,20 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
         let runs: Vec<_> = log.iter().filter(|l| l.seed == seed).collect();
         losses.push(Series {
             label: format!("seed {seed}, repeat"),
-            points: runs
-                .iter()
-                .map(|l| (l.step as f64, l.repeat_loss))
-                .collect(),
+            points: runs.iter().map(|l| (l.step as f64, l.repeat_loss)).collect(),
             colour: colours[i],
             dashed: false,
             spread: Vec::new(),
         });
         losses.push(Series {
             label: format!("seed {seed}, first half"),
-            points: runs
-                .iter()
-                .map(|l| (l.step as f64, l.first_half_loss))
-                .collect(),
+            points: runs.iter().map(|l| (l.step as f64, l.first_half_loss)).collect(),
             colour: colours[i],
             dashed: true,
             spread: Vec::new(),
         });
         let best = |step: usize, score: fn(&report::ch15::HeadLine) -> f64| {
-            heads
-                .iter()
-                .filter(|h| h.seed == seed && h.step == step)
-                .map(score)
-                .fold(0.0, f64::max)
+            heads.iter().filter(|h| h.seed == seed && h.step == step).map(score).fold(0.0, f64::max)
         };
         // Prefix matching in blocks 2 to 4 only: block 1's keys cannot match prefixes.
         let prefix = |h: &report::ch15::HeadLine| if h.block > 0 { h.prefix_matching } else { 0.0 };
@@ -213,10 +199,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
         });
         scores.push(Series {
             label: format!("seed {seed}, prefix matching"),
-            points: runs
-                .iter()
-                .map(|l| (l.step as f64, best(l.step, prefix)))
-                .collect(),
+            points: runs.iter().map(|l| (l.step as f64, best(l.step, prefix))).collect(),
             colour: colours[i],
             dashed: true,
             spread: Vec::new(),
@@ -238,10 +221,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
         log10_y: false,
         y_range: (0.0, 1.0),
     };
-    line_charts(
-        "ch15-induction.svg",
-        &[(loss_chart, losses), (score_chart, scores)],
-    );
+    line_charts("ch15-induction.svg", &[(loss_chart, losses), (score_chart, scores)]);
 }
 
 /// Figure 15.3: the book model's strongest previous-token head, and its
@@ -267,16 +247,12 @@ fn draw_head(
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
     let heads = figure_heads(heads);
-    let titles: Vec<String> = heads
-        .iter()
-        .map(|h| format!("block {}, head {}", h.block + 1, h.head + 1))
-        .collect();
+    let titles: Vec<String> =
+        heads.iter().map(|h| format!("block {}, head {}", h.block + 1, h.head + 1)).collect();
     let mut grid = Vec::new();
     for (h, title) in heads.iter().zip(&titles) {
-        let weights: Array2<f32> = fwd
-            .weights(h.block, 0, h.head)?
-            .slice(ndarray::s![half.., ..])
-            .to_owned();
+        let weights: Array2<f32> =
+            fwd.weights(h.block, 0, h.head)?.slice(ndarray::s![half.., ..]).to_owned();
         let heatmap = plot::Heatmap {
             title,
             row_labels: &queries,

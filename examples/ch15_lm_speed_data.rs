@@ -31,32 +31,15 @@ fn train(fused: bool) -> Result<(), Box<dyn std::error::Error>> {
         true => (AttentionPath::Fused, "crate_fused"),
         false => (AttentionPath::Weights, "crate"),
     };
-    let recipe = LmTraining {
-        steps: 300,
-        attention,
-        ..SHAKESPEARE_TRAINING
-    };
+    let recipe = LmTraining { steps: 300, attention, ..SHAKESPEARE_TRAINING };
     let mut model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, recipe.seed)?;
-    let log = train_lm(
-        &mut model,
-        corpus.train(),
-        corpus.validation(),
-        &recipe,
-        |_, _| {},
-    )?;
+    let log = train_lm(&mut model, corpus.train(), corpus.validation(), &recipe, |_, _| {})?;
     // Each entry's rate covers its own 100 steps; the first entry is not timed.
     let tokens_per_step = (recipe.batch * SHAKESPEARE_MODEL.context) as f64;
     let timed = &log[1..];
     let tokens = timed.len() as f64 * 100.0 * tokens_per_step;
-    let seconds: f64 = timed
-        .iter()
-        .map(|e| 100.0 * tokens_per_step / e.tokens_per_second)
-        .sum();
-    println!(
-        "{name}\t{}\t{:.1}",
-        rayon::current_num_threads(),
-        tokens / seconds
-    );
+    let seconds: f64 = timed.iter().map(|e| 100.0 * tokens_per_step / e.tokens_per_second).sum();
+    println!("{name}\t{}\t{:.1}", rayon::current_num_threads(), tokens / seconds);
     Ok(())
 }
 
@@ -66,10 +49,7 @@ fn cache() -> Result<(), Box<dyn std::error::Error>> {
     for length in [8, 16, 32, 64] {
         let mut best = [f64::INFINITY; 2];
         for _ in 0..5 {
-            for (i, decoding) in [Decoding::Cached, Decoding::Recompute]
-                .into_iter()
-                .enumerate()
-            {
+            for (i, decoding) in [Decoding::Cached, Decoding::Recompute].into_iter().enumerate() {
                 let start = Instant::now();
                 model.generate(&[0], length - 1, &greedy, 0, decoding)?;
                 best[i] = best[i].min(start.elapsed().as_secs_f64());

@@ -64,21 +64,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         training: format!("{}\n{LOG_COLUMNS}\n", header("one run", details)),
         heads: String::new(),
     };
-    let config = LmConfig {
-        positions: Positions::Rotary,
-        ..SHAKESPEARE_MODEL
-    };
+    let config = LmConfig { positions: Positions::Rotary, ..SHAKESPEARE_MODEL };
     let model = train(&corpus, config, SEEDS[0], "rotary ", &mut rotary)?;
-    let provenance = header(
-        "exact",
-        "the trained weights of seed 1, rotary positions, f32",
-    );
+    let provenance = header("exact", "the trained weights of seed 1, rotary positions, f32");
     let bytes = model.to_safetensors(&provenance)?;
     std::fs::write(format!("{dir}/ch15-rotary-weights.safetensors"), bytes)?;
-    println!(
-        "bigram baseline on the validation split: {:.4}",
-        corpus.bigram_loss()
-    );
+    println!("bigram baseline on the validation split: {:.4}", corpus.bigram_loss());
     std::fs::write(format!("{dir}/ch15-training.tsv"), learned.training)?;
     std::fs::write(format!("{dir}/ch15-heads.tsv"), learned.heads)?;
     std::fs::write(format!("{dir}/ch15-rotary-training.tsv"), rotary.training)?;
@@ -96,19 +87,12 @@ fn train(
     logs: &mut Logs,
 ) -> Result<LanguageModel<f32>, Box<dyn std::error::Error>> {
     let repeats = repeats(config.vocab);
-    let recipe = LmTraining {
-        seed,
-        ..SHAKESPEARE_TRAINING
-    };
+    let recipe = LmTraining { seed, ..SHAKESPEARE_TRAINING };
     let mut model = LanguageModel::<f32>::new(config, seed)?;
     let start = Instant::now();
     let mut failure = None;
-    let log = train_lm(
-        &mut model,
-        corpus.train(),
-        corpus.validation(),
-        &recipe,
-        |e, m| match induction_scores(m, &repeats) {
+    let log = train_lm(&mut model, corpus.train(), corpus.validation(), &recipe, |e, m| {
+        match induction_scores(m, &repeats) {
             Ok(s) => {
                 println!(
                     "{label}seed {seed} step {:4}: train {:.4}, validation {:.4}, repeat {:.3} \
@@ -133,16 +117,13 @@ fn train(
                 );
                 for ((block, head), p) in s.prefix_matching.indexed_iter() {
                     let q = s.previous_token[[block, head]];
-                    let _ = writeln!(
-                        logs.heads,
-                        "{seed}\t{}\t{block}\t{head}\t{p:.5}\t{q:.5}",
-                        e.step
-                    );
+                    let _ =
+                        writeln!(logs.heads, "{seed}\t{}\t{block}\t{head}\t{p:.5}\t{q:.5}", e.step);
                 }
             }
             Err(err) => failure = Some(err),
-        },
-    )?;
+        }
+    })?;
     if let Some(err) = failure {
         return Err(err.into());
     }

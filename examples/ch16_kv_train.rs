@@ -41,13 +41,7 @@ const BUCKET: usize = 16;
 const CACHES: [(&str, Forgetting); 3] = [
     ("all", Forgetting::Window(LONG)),
     ("window", Forgetting::Window(64)),
-    (
-        "sinks",
-        Forgetting::Sinks {
-            sinks: 4,
-            window: 60,
-        },
-    ),
+    ("sinks", Forgetting::Sinks { sinks: 4, window: 60 }),
 ];
 
 /// What one run writes.
@@ -62,10 +56,8 @@ struct Run {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let corpus = Corpus::shakespeare(corpus_dir())?;
-    let jobs: Vec<(Attention, u64)> = ATTENTIONS
-        .iter()
-        .flat_map(|&g| SEEDS.map(|s| (g, s)))
-        .collect();
+    let jobs: Vec<(Attention, u64)> =
+        ATTENTIONS.iter().flat_map(|&g| SEEDS.map(|s| (g, s))).collect();
     // Two runs at a time, each on a pool of one thread.
     let mut runs: Vec<Option<Result<Run, String>>> = (0..jobs.len()).map(|_| None).collect();
     for (pair, slots) in jobs.chunks(2).zip(runs.chunks_mut(2)) {
@@ -84,11 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })
                 .collect();
             for (slot, handle) in slots.iter_mut().zip(handles) {
-                *slot = Some(
-                    handle
-                        .join()
-                        .unwrap_or_else(|_| Err("a run panicked".into())),
-                );
+                *slot = Some(handle.join().unwrap_or_else(|_| Err("a run panicked".into())));
             }
         });
     }
@@ -160,10 +148,7 @@ fn run(
 ) -> Result<Run, Box<dyn std::error::Error>> {
     let config = report::ch16::variant(attention);
     let kv_heads = attention; // the data files' first column
-    let recipe = LmTraining {
-        seed,
-        ..SHAKESPEARE_TRAINING
-    };
+    let recipe = LmTraining { seed, ..SHAKESPEARE_TRAINING };
     let mut model = LanguageModel::<f32>::new(config, seed)?;
     let mut out = Run {
         printed: String::new(),
@@ -174,13 +159,7 @@ fn run(
         pooled: String::new(),
     };
     let start = Instant::now();
-    let entries = train_lm(
-        &mut model,
-        corpus.train(),
-        corpus.validation(),
-        &recipe,
-        |_, _| {},
-    )?;
+    let entries = train_lm(&mut model, corpus.train(), corpus.validation(), &recipe, |_, _| {})?;
     for e in &entries {
         writeln!(
             out.log,
@@ -193,11 +172,7 @@ fn run(
     let whole = even_offsets(validation.len() / 64, validation.len(), 64);
     let loss = mean_loss(&model, validation, &whole, recipe.batch)?;
     let bytes = LmCache::bytes_per_token(&model);
-    writeln!(
-        out.summary,
-        "{kv_heads}\t{seed}\t{}\t{bytes}\t{loss:.5}",
-        model.parameter_count()
-    )?;
+    writeln!(out.summary, "{kv_heads}\t{seed}\t{}\t{bytes}\t{loss:.5}", model.parameter_count())?;
     writeln!(
         out.printed,
         "attention {kv_heads}, seed {seed}: {} parameters, {bytes} cache bytes per token, trained \
@@ -210,18 +185,14 @@ fn run(
     let fwd = model.forward(&inputs)?;
     let from = 32;
     let queries = config.context - from;
-    let uniform = (from..config.context)
-        .map(|t| 1.0 / (t + 1) as f64)
-        .sum::<f64>()
-        / queries as f64;
+    let uniform =
+        (from..config.context).map(|t| 1.0 / (t + 1) as f64).sum::<f64>() / queries as f64;
     for block in 0..config.layers {
         for head in 0..config.heads {
             let mut sum = 0.0;
             for sequence in 0..inputs.len() {
                 let p = fwd.weights(block, sequence, head)?;
-                sum += (from..config.context)
-                    .map(|t| f64::from(p[[t, 0]]))
-                    .sum::<f64>();
+                sum += (from..config.context).map(|t| f64::from(p[[t, 0]])).sum::<f64>();
             }
             let mean = sum / (inputs.len() * queries) as f64;
             writeln!(
@@ -281,10 +252,7 @@ fn convert(
     for kv_heads in [2, 1] {
         let mut pooled = mean_pooled(model, kv_heads)?;
         let before = loss(&pooled)?;
-        let tuning = LmTraining {
-            seed,
-            ..FINE_TUNING
-        };
+        let tuning = LmTraining { seed, ..FINE_TUNING };
         train_lm(&mut pooled, corpus.train(), validation, &tuning, |_, _| {})?;
         let after = loss(&pooled)?;
         writeln!(
@@ -293,10 +261,7 @@ fn convert(
              after {} steps {after:.4}",
             tuning.steps
         )?;
-        writeln!(
-            out.pooled,
-            "{kv_heads}\t{seed}\t{multi_head:.5}\t{before:.5}\t{after:.5}"
-        )?;
+        writeln!(out.pooled, "{kv_heads}\t{seed}\t{multi_head:.5}\t{before:.5}\t{after:.5}")?;
     }
     Ok(())
 }

@@ -78,10 +78,7 @@ fn draw_variants(variants: &[Variant]) {
         points: [1, 2, 4]
             .iter()
             .filter_map(|&g| {
-                let bytes = variants
-                    .iter()
-                    .find(|v| v.attention == Attention::KvHeads(g))?
-                    .bytes;
+                let bytes = variants.iter().find(|v| v.attention == Attention::KvHeads(g))?.bytes;
                 Some((bytes as f64, mean(g)))
             })
             .collect(),
@@ -135,10 +132,7 @@ fn draw_long_texts(rows: &[LongText]) {
             spread: Vec::new(),
         })
         .collect();
-    let values: Vec<f64> = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .collect();
+    let values: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
     let (lo, hi) = range(&values);
     let chart = Chart {
         title: "Loss along texts 8 times the context",

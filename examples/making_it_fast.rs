@@ -63,9 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
     let xs: Vec<f64> = (0..=40).map(|i| 2f64.powf(i as f64 / 3.0)).collect(); // 1 to 2¹³ FLOP per byte
     let roof = |peak: f64| -> Vec<(f64, f64)> {
-        xs.iter()
-            .map(|&x| (x, roofline(x, peak, fast.bandwidth)))
-            .collect()
+        xs.iter().map(|&x| (x, roofline(x, peak, fast.bandwidth))).collect()
     };
     let colours = [
         plotters::style::RGBColor(20, 20, 20),
@@ -93,9 +91,8 @@ fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
             spread: Vec::new(),
         });
     }
-    for ((name, intensity, achieved), colour) in roofline_points(fast, 4096)?
-        .into_iter()
-        .zip(colours.into_iter().cycle())
+    for ((name, intensity, achieved), colour) in
+        roofline_points(fast, 4096)?.into_iter().zip(colours.into_iter().cycle())
     {
         series.push(plot::Series {
             label: name,

@@ -76,12 +76,7 @@ fn main() -> std::io::Result<()> {
     let (three, fused) = phases(N, D, FAST_TILES, REPEATS);
     for phase in three {
         let avx512 = phase.avx512.map_or(String::new(), |s| ns(s).to_string());
-        profile += &format!(
-            "{},{},{},{avx512}\n",
-            phase.name,
-            ns(phase.chapter_9),
-            ns(phase.fast)
-        );
+        profile += &format!("{},{},{},{avx512}\n", phase.name, ns(phase.chapter_9), ns(phase.fast));
     }
     if let Some(fused) = fused {
         profile += &format!("fused,,,{}\n", ns(fused));
@@ -94,10 +89,7 @@ fn main() -> std::io::Result<()> {
     let (chapter_9, portable, fast) = whole_calls(N, D, &tiles, REPEATS);
     let mut calls = format!(
         "{}\nkernel,query_tile,key_tile,mean_ns\n",
-        header(
-            "mean",
-            &format!("one thread: n = {N}, d = {D}, {REPEATS} runs")
-        )
+        header("mean", &format!("one thread: n = {N}, d = {D}, {REPEATS} runs"))
     );
     calls += &format!("tiled,{QUERY_BLOCK},{KEY_BLOCK},{:.0}\n", chapter_9 * 1e9);
     let (query, key) = (FAST_TILES.query, FAST_TILES.key);

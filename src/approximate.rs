@@ -46,12 +46,7 @@ pub fn local_attention(
         let j0 = (i0 + 1).saturating_sub(w); // the first key query i0 may see
         let keep = window_mask(i0..i1, j0..i1, 0, w)?; // keys i − w + 1 ..= i
         let keys = s![j0..i1, ..];
-        let a = masked_attention(
-            &q.slice(s![i0..i1, ..]),
-            &k.slice(keys),
-            &v.slice(keys),
-            &keep,
-        )?;
+        let a = masked_attention(&q.slice(s![i0..i1, ..]), &k.slice(keys), &v.slice(keys), &keep)?;
         output.slice_mut(s![i0..i1, ..]).assign(&a.output);
     }
     Ok(output)
@@ -145,10 +140,7 @@ fn check_self_attention(
 ) -> Result<(), AttnError> {
     check_qkv(q, k, v)?;
     if q.nrows() != k.nrows() {
-        return Err(AttnError::NotSelfAttention {
-            queries: q.nrows(),
-            keys: k.nrows(),
-        });
+        return Err(AttnError::NotSelfAttention { queries: q.nrows(), keys: k.nrows() });
     }
     Ok(())
 }
@@ -197,11 +189,7 @@ pub struct ErrorRow {
 impl ErrorRow {
     /// A method's row from its errors `[random, local]`.
     fn of(method: String, [random, local]: [f64; 2]) -> Self {
-        ErrorRow {
-            method,
-            random,
-            local,
-        }
+        ErrorRow { method, random, local }
     }
 }
 
@@ -216,10 +204,7 @@ pub fn error_experiment(n: usize, seed: u64) -> Result<Vec<ErrorRow>, AttnError>
     check_size("the experiment's causal mask", n, n)?;
     let mut rng = StdRng::seed_from_u64(seed);
     let v = standard_normal(n, d, &mut rng);
-    let (q, k) = (
-        standard_normal(n, d, &mut rng),
-        standard_normal(n, d, &mut rng),
-    );
+    let (q, k) = (standard_normal(n, d, &mut rng), standard_normal(n, d, &mut rng));
     let random = (q, k);
     let pe = sinusoidal(n, d)? * 2.0;
     let positional = (pe.clone(), pe);
@@ -267,16 +252,12 @@ mod tests {
         }
         // A window as long as the sequence is full causal attention.
         let (q, k, v) = qkv(50, 1);
-        let causal = masked_attention(&q, &k, &v, &causal_mask(50, 50))
-            .unwrap()
-            .output;
+        let causal = masked_attention(&q, &k, &v, &causal_mask(50, 50)).unwrap().output;
         let local = local_attention(&q, &k, &v, 50).unwrap();
         assert_abs_diff_eq!(local, causal, epsilon = 1e-6);
         assert!(relative_error(&local, &causal).unwrap() < 1e-6);
         let err = relative_error(&local, &causal.t()).unwrap_err();
-        assert!(err
-            .to_string()
-            .ends_with("must have the same shape, but they are 50×8 and 8×50"));
+        assert!(err.to_string().ends_with("must have the same shape, but they are 50×8 and 8×50"));
     }
 
     /// Linear attention written the quadratic way: weights `φ(q_i)·φ(k_j)`,

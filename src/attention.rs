@@ -34,16 +34,10 @@ pub fn check_qkv(
     check_not_empty("keys", k.dim())?;
     check_not_empty("values", v.dim())?;
     if k.ncols() != q.ncols() {
-        return Err(AttnError::KeyWidthMismatch {
-            queries: q.dim(),
-            keys: k.dim(),
-        });
+        return Err(AttnError::KeyWidthMismatch { queries: q.dim(), keys: k.dim() });
     }
     if v.nrows() != k.nrows() {
-        return Err(AttnError::KeyValueCountMismatch {
-            keys: k.dim(),
-            values: v.dim(),
-        });
+        return Err(AttnError::KeyValueCountMismatch { keys: k.dim(), values: v.dim() });
     }
     check_finite("queries", q)?;
     check_finite("keys", k)?;
@@ -94,9 +88,7 @@ pub fn batched_attention(
     k: &ArrayRef3<f32>,
     v: &ArrayRef3<f32>,
 ) -> Result<BatchedAttention, AttnError> {
-    for_each_item(q, k, v, |_, q_i, k_i, v_i| {
-        scaled_dot_product_attention(&q_i, &k_i, &v_i)
-    })
+    for_each_item(q, k, v, |_, q_i, k_i, v_i| scaled_dot_product_attention(&q_i, &k_i, &v_i))
 }
 
 // ANCHOR_END: batched
@@ -119,11 +111,8 @@ pub fn for_each_item(
     let mut output = Array3::zeros((b, n, d_v));
     let mut weights = Array3::zeros((b, n, m));
     for i in 0..b {
-        let (q_i, k_i, v_i) = (
-            q.index_axis(Axis(0), i),
-            k.index_axis(Axis(0), i),
-            v.index_axis(Axis(0), i),
-        );
+        let (q_i, k_i, v_i) =
+            (q.index_axis(Axis(0), i), k.index_axis(Axis(0), i), v.index_axis(Axis(0), i));
         let a = attend(i, q_i, k_i, v_i)?;
         output.index_axis_mut(Axis(0), i).assign(&a.output);
         weights.index_axis_mut(Axis(0), i).assign(&a.weights);
@@ -151,16 +140,10 @@ fn check_batch(
     let (n, m, d_v) = (q.len_of(Axis(1)), k.len_of(Axis(1)), v.len_of(Axis(2)));
     let item = |x: &ArrayRef3<f32>| (x.len_of(Axis(1)), x.len_of(Axis(2)));
     if k.len_of(Axis(2)) != q.len_of(Axis(2)) {
-        return Err(AttnError::KeyWidthMismatch {
-            queries: item(q),
-            keys: item(k),
-        });
+        return Err(AttnError::KeyWidthMismatch { queries: item(q), keys: item(k) });
     }
     if v.len_of(Axis(1)) != m {
-        return Err(AttnError::KeyValueCountMismatch {
-            keys: item(k),
-            values: item(v),
-        });
+        return Err(AttnError::KeyValueCountMismatch { keys: item(k), values: item(v) });
     }
     Ok((b, n, m, d_v))
 }
@@ -223,11 +206,7 @@ mod tests {
         let e = std::f64::consts::E;
         let (w00, w01) = (e * e / (e * e + 3.0), 1.0 / (e * e + 3.0));
         let (w10, w11) = (1.0 / (2.0 + 2.0 * e), e / (2.0 + 2.0 * e));
-        let weights = array![
-            [w00, w01, w01, w01],
-            [w10, w11, w11, w10],
-            [0.25, 0.25, 0.25, 0.25],
-        ];
+        let weights = array![[w00, w01, w01, w01], [w10, w11, w11, w10], [0.25, 0.25, 0.25, 0.25],];
         // Output row i = Σ_j w_ij v_j with v = [1,0], [0,1], [1,1], [0,0].
         let output = array![[w00 + w01, 2.0 * w01], [w10 + w11, 2.0 * w11], [0.5, 0.5],];
         assert_abs_diff_eq!(a.weights, weights.mapv(|w| w as f32), epsilon = 1e-6);
@@ -278,13 +257,7 @@ mod tests {
 
         let empty = Array2::<f32>::zeros((0, 64));
         let err = scaled_dot_product_attention(&empty, &k, &v).unwrap_err();
-        assert_eq!(
-            err,
-            AttnError::Empty {
-                name: "queries",
-                shape: (0, 64)
-            }
-        );
+        assert_eq!(err, AttnError::Empty { name: "queries", shape: (0, 64) });
         assert_eq!(
             err.to_string(),
             "queries has shape 0×64, which is empty: at least one row and one column are needed"
@@ -306,10 +279,7 @@ mod tests {
         let mut bad = Array2::<f32>::zeros((2, 4));
         bad[[1, 2]] = f32::NAN;
         let err = scaled_dot_product_attention(&q, &bad, &k).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "keys must hold only finite numbers, got NaN"
-        );
+        assert_eq!(err.to_string(), "keys must hold only finite numbers, got NaN");
     }
 
     #[test]
@@ -343,9 +313,6 @@ mod tests {
         assert_eq!(out.weights.index_axis(Axis(0), 1), second.weights);
 
         let err = batched_attention(&qb, &kb, &vb.slice(ndarray::s![..1, .., ..])).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "batch sizes differ: queries 2, keys 2, values 1"
-        );
+        assert_eq!(err.to_string(), "batch sizes differ: queries 2, keys 2, values 1");
     }
 }

@@ -99,8 +99,8 @@ impl KvCache {
 
 // ANCHOR: store
 /// What the attention that reads a cache needs of it: chapter 6's
-/// [`KvCache`], which grows with the text, and the ring buffer of chapter
-/// 15's sliding window ([`crate::sliding::SlidingCache`]) are each one.
+/// [`KvCache`], which grows with the text, is one, and so is the ring
+/// buffer of a sliding window, which keeps the last tokens only.
 pub trait KeyValueCache: std::fmt::Debug + Send + Sync {
     /// Appends the newest token's key `k_t` and value `v_t`.
     fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError>;
@@ -136,11 +136,7 @@ pub(crate) fn check_new_token(
 ) -> Result<(), AttnError> {
     for (name, x, cached) in [("key", k_t, d_k), ("value", v_t, d_v)] {
         if x.len() != cached {
-            return Err(AttnError::CacheWidthMismatch {
-                name,
-                cached,
-                new: x.len(),
-            });
+            return Err(AttnError::CacheWidthMismatch { name, cached, new: x.len() });
         }
         check_finite(name, &x.view().insert_axis(Axis(0)))?;
     }
@@ -158,10 +154,7 @@ pub fn decode_with_cache(
 ) -> Result<Array2<f32>, AttnError> {
     check_qkv(q, k, v)?;
     if q.nrows() != k.nrows() {
-        return Err(AttnError::NotSelfAttention {
-            queries: q.nrows(),
-            keys: k.nrows(),
-        });
+        return Err(AttnError::NotSelfAttention { queries: q.nrows(), keys: k.nrows() });
     }
     let mut cache = KvCache::new(k.ncols(), v.ncols());
     let mut output = Array2::zeros((q.nrows(), v.ncols()));

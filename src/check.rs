@@ -66,11 +66,7 @@ pub(crate) fn check_total(
     let product = sizes.iter().try_fold(1_usize, |p, &s| p.checked_mul(s));
     match product {
         Some(total) if total <= limit => Ok(total),
-        _ => Err(AttnError::TooLarge {
-            what,
-            sizes: sizes.to_vec(),
-            limit,
-        }),
+        _ => Err(AttnError::TooLarge { what, sizes: sizes.to_vec(), limit }),
     }
 }
 
@@ -81,11 +77,7 @@ pub(crate) fn check_parameters(count: Option<usize>, sizes: [usize; 3]) -> Resul
     let what = "the model's parameters";
     match count {
         Some(count) => check_total(what, &[count], MAX_PARAMETERS).map(|_| ()),
-        None => Err(AttnError::TooLarge {
-            what,
-            sizes: sizes.to_vec(),
-            limit: MAX_PARAMETERS,
-        }),
+        None => Err(AttnError::TooLarge { what, sizes: sizes.to_vec(), limit: MAX_PARAMETERS }),
     }
 }
 
@@ -111,11 +103,7 @@ pub(crate) fn check_model_width(
     let s = x.dim();
     check_not_empty(name, s)?;
     if s.1 != d_model {
-        return Err(AttnError::ModelWidthMismatch {
-            name,
-            d_model,
-            shape: s,
-        });
+        return Err(AttnError::ModelWidthMismatch { name, d_model, shape: s });
     }
     check_finite(name, x)
 }
@@ -178,11 +166,9 @@ pub(crate) fn check_indices(
     requirement: &'static str,
 ) -> Result<(), AttnError> {
     match indices.iter().find(|(_, index, count)| index >= count) {
-        Some(&(name, index, _)) => Err(AttnError::InvalidArgument {
-            name,
-            value: index as f64,
-            requirement,
-        }),
+        Some(&(name, index, _)) => {
+            Err(AttnError::InvalidArgument { name, value: index as f64, requirement })
+        }
         None => Ok(()),
     }
 }

@@ -113,20 +113,12 @@ mod tests {
     #[test]
     fn the_fit_recovers_known_exponents() {
         for b in [1.0, 2.0, 2.5] {
-            let points: Vec<(f64, f64)> = [128.0, 256.0, 1024.0, 4096.0_f64]
-                .iter()
-                .map(|&n| (n, 3e-9 * n.powf(b)))
-                .collect();
+            let points: Vec<(f64, f64)> =
+                [128.0, 256.0, 1024.0, 4096.0_f64].iter().map(|&n| (n, 3e-9 * n.powf(b))).collect();
             assert!((fitted_exponent(&points).unwrap() - b).abs() < 1e-9);
         }
-        assert!(
-            fitted_exponent(&[(1.0, 2.0)]).is_err(),
-            "one point has no slope"
-        );
-        assert!(
-            fitted_exponent(&[(4.0, 2.0), (4.0, 3.0)]).is_err(),
-            "nor does one n"
-        );
+        assert!(fitted_exponent(&[(1.0, 2.0)]).is_err(), "one point has no slope");
+        assert!(fitted_exponent(&[(4.0, 2.0), (4.0, 3.0)]).is_err(), "nor does one n");
     }
 
     #[test]

@@ -414,18 +414,12 @@ mod tests {
 
     #[test]
     fn messages_name_both_shapes() {
-        let e = AttnError::KeyWidthMismatch {
-            queries: (3, 64),
-            keys: (4, 32),
-        };
+        let e = AttnError::KeyWidthMismatch { queries: (3, 64), keys: (4, 32) };
         assert_eq!(
             e.to_string(),
             "keys have d_k = 32 but queries have d_k = 64 (queries: 3×64, keys: 4×32)"
         );
-        let e = AttnError::KeyValueCountMismatch {
-            keys: (4, 8),
-            values: (5, 2),
-        };
+        let e = AttnError::KeyValueCountMismatch { keys: (4, 8), values: (5, 2) };
         assert_eq!(
             e.to_string(),
             "values have m = 5 rows but keys have m = 4 (keys: 4×8, values: 5×2)"

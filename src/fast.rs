@@ -41,10 +41,7 @@ pub struct Tiles {
 /// an AMD EPYC with 1 MiB of L2 cache a core: the largest whose working set
 /// (896 KiB at `d = 64`) fits it. The appendix's sweep shows how they fare
 /// on the machine of its run.
-pub const FAST_TILES: Tiles = Tiles {
-    query: 256,
-    key: 512,
-};
+pub const FAST_TILES: Tiles = Tiles { query: 256, key: 512 };
 
 // ANCHOR: fast
 /// `softmax(QKᵀ/√d_k) V`, exact to rounding, as [`crate::tiled::tiled_attention`]
@@ -132,16 +129,8 @@ pub(crate) fn forward_with(
     tiles: Tiles,
 ) -> Result<FastForward, AttnError> {
     let mut lse = Array1::zeros(q.nrows());
-    let output = attention_with(
-        [q, k, v],
-        (causal, tiles, Kernel::best()),
-        Some(lse.view_mut()),
-    )?;
-    Ok(FastForward {
-        output,
-        lse,
-        causal,
-    })
+    let output = attention_with([q, k, v], (causal, tiles, Kernel::best()), Some(lse.view_mut()))?;
+    Ok(FastForward { output, lse, causal })
 }
 
 /// The checked attention of `q` over `k`, `v`, and each query's
@@ -155,18 +144,9 @@ fn attention_with(
     let tiles = checked_tiles(tiles, q.nrows(), k.nrows())?;
     // Rows contiguous (a copy only if they are not), so that the products
     // and the result are the same, bit for bit, whatever the layout.
-    let (q, k, v) = (
-        q.as_standard_layout(),
-        k.as_standard_layout(),
-        v.as_standard_layout(),
-    );
+    let (q, k, v) = (q.as_standard_layout(), k.as_standard_layout(), v.as_standard_layout());
     let mut output = Array2::zeros((q.nrows(), v.ncols()));
-    attend_into(
-        [&q, &k, &v],
-        (causal, tiles, kernel),
-        output.view_mut(),
-        lse,
-    )?;
+    attend_into([&q, &k, &v], (causal, tiles, kernel), output.view_mut(), lse)?;
     check_overflow("the output", &output)?;
     Ok(output)
 }
@@ -226,10 +206,7 @@ fn each_query_tile<S: RunningSoftmax>(
     scratch: impl Fn() -> S + Send + Sync,
     tile: impl Fn(&mut S, usize, ArrayViewMut2<f32>) -> Result<(), AttnError> + Send + Sync,
 ) -> Result<(), AttnError> {
-    let chunks = output
-        .axis_chunks_iter_mut(Axis(0), query_tile)
-        .into_par_iter()
-        .enumerate();
+    let chunks = output.axis_chunks_iter_mut(Axis(0), query_tile).into_par_iter().enumerate();
     match lse {
         None => chunks.try_for_each_init(scratch, |s, (t, out)| tile(s, t * query_tile, out)),
         Some(mut lse) => chunks
@@ -256,10 +233,7 @@ pub(crate) fn checked_tiles(tiles: Tiles, n: usize, m: usize) -> Result<Tiles, A
             requirement: "must be at least 1",
         });
     }
-    Ok(Tiles {
-        query: tiles.query.min(n),
-        key: tiles.key.min(m),
-    })
+    Ok(Tiles { query: tiles.query.min(n), key: tiles.key.min(m) })
 }
 
 // ANCHOR_END: fast

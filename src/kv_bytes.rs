@@ -77,28 +77,19 @@ pub const PUBLISHED: [PublishedModel; 4] = [
         name: "Llama-2-7B",
         layers: 32,
         heads: 32,
-        layout: KvLayout::Heads {
-            kv_heads: 32,
-            d_head: 128,
-        },
+        layout: KvLayout::Heads { kv_heads: 32, d_head: 128 },
     },
     PublishedModel {
         name: "Llama-3-8B",
         layers: 32,
         heads: 32,
-        layout: KvLayout::Heads {
-            kv_heads: 8,
-            d_head: 128,
-        },
+        layout: KvLayout::Heads { kv_heads: 8, d_head: 128 },
     },
     PublishedModel {
         name: "Mistral-7B",
         layers: 32,
         heads: 32,
-        layout: KvLayout::Heads {
-            kv_heads: 8,
-            d_head: 128,
-        },
+        layout: KvLayout::Heads { kv_heads: 8, d_head: 128 },
     },
     PublishedModel {
         name: "DeepSeek-V2",
@@ -121,10 +112,7 @@ mod tests {
         assert_eq!(llama3, llama2 / 4); // 8 key/value heads for 32
         assert_eq!(mistral, llama3);
         assert_eq!(deepseek, 60 * (512 + 64) * 2);
-        let huge = KvLayout::Heads {
-            kv_heads: usize::MAX,
-            d_head: 2,
-        };
+        let huge = KvLayout::Heads { kv_heads: usize::MAX, d_head: 2 };
         assert!(kv_bytes_per_token(1, huge, 2).is_err());
     }
 }

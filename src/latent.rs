@@ -74,13 +74,8 @@ impl LatentAttention {
         [d_h, d_c, d_r]: [usize; 3],
         rng: &mut StdRng,
     ) -> Result<Self, AttnError> {
-        let sizes = [
-            ("d_model", d_model),
-            ("heads", heads),
-            ("d_h", d_h),
-            ("d_c", d_c),
-            ("d_r", d_r),
-        ];
+        let sizes =
+            [("d_model", d_model), ("heads", heads), ("d_h", d_h), ("d_c", d_c), ("d_r", d_r)];
         crate::check::check_model_sizes(&sizes, (d_model, 1))?;
         check_even("d_r", d_r)?;
         let mut w = |rows, cols| init_weight(rows, cols, rng);
@@ -184,6 +179,8 @@ pub struct AbsorbedLatent {
     scale: f32, // √(d_h + d_r): the scores are the explicit form's, so is their scale
 }
 
+// ANCHOR_END: absorbed
+
 impl AbsorbedLatent {
     /// An empty cache for this layer that keeps the last `window` tokens
     /// (at least 1), allocated at once.
@@ -194,6 +191,7 @@ impl AbsorbedLatent {
         Ok(LatentCache { keys, d_c })
     }
 
+    // ANCHOR: absorbed_step
     /// One decoding step: caches the token's latent and rotary key, then
     /// each head attends over the cache with keys `[c | k^R]` and values
     /// `c`, the latents themselves (multi-query attention in the latent
@@ -217,14 +215,12 @@ impl AbsorbedLatent {
             let mut q_r = matmul(&x, &self.w_qr.slice(s![.., i * d_r..(i + 1) * d_r]));
             rotate(&mut q_r, t, Rotation::Forward);
             let q = concatenate![Axis(1), matmul(&x, query), q_r]; // 1×(d_c + d_r)
-            let latent_mean = cache
-                .keys
-                .attend_keys_as_values(&q.row(0), cache.d_c, self.scale)?; // d_c
+            let latent_mean = cache.keys.attend_keys_as_values(&q.row(0), cache.d_c, self.scale)?; // d_c
             out += &matmul(&latent_mean.insert_axis(Axis(0)), output);
         }
         Ok(out.remove_axis(Axis(0)))
     }
-    // ANCHOR_END: absorbed
+    // ANCHOR_END: absorbed_step
 
     /// Checks that `cache` was made for a layer of these widths.
     fn check_cache(&self, cache: &LatentCache) -> Result<(), AttnError> {

@@ -41,10 +41,7 @@ pub(crate) fn product<F: Real>(
     threads: Parallelism,
 ) {
     let ((m, k), (k_b, n)) = (a.dim(), b.dim());
-    assert!(
-        k == k_b && c.dim() == (m, n),
-        "tile shapes are fixed by the loops"
-    );
+    assert!(k == k_b && c.dim() == (m, n), "tile shapes are fixed by the loops");
     let (cs, as_, bs) = (c.strides(), a.strides(), b.strides());
     let (c_rs, c_cs) = (cs[0], cs[1]);
     // SAFETY: the three views are valid for their shapes and strides, the
@@ -82,11 +79,7 @@ pub(crate) fn product<F: Real>(
 /// hands to the system's OpenBLAS (the appendix compares the two).
 pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     let ((m, k), n) = (a.dim(), b.ncols());
-    assert_eq!(
-        k,
-        b.nrows(),
-        "the layers' shapes are checked by their callers"
-    );
+    assert_eq!(k, b.nrows(), "the layers' shapes are checked by their callers");
     if cfg!(feature = "blas") {
         return a.dot(b);
     }
@@ -95,30 +88,16 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     // Asked only for a product worth splitting: the first call starts the pool.
     let threads = || rayon::current_num_threads();
     if work >= PARALLEL_FROM {
-        product(
-            &mut c.view_mut(),
-            a.view(),
-            b.view(),
-            false,
-            Parallelism::Rayon(0),
-        );
+        product(&mut c.view_mut(), a.view(), b.view(), false, Parallelism::Rayon(0));
     } else if work >= BANDS_FROM && threads() > 1 && m >= 2 * threads() {
         let rows = m.div_ceil(threads());
-        let bands: Vec<_> = c
-            .axis_chunks_iter_mut(Axis(0), rows)
-            .zip(a.axis_chunks_iter(Axis(0), rows))
-            .collect();
+        let bands: Vec<_> =
+            c.axis_chunks_iter_mut(Axis(0), rows).zip(a.axis_chunks_iter(Axis(0), rows)).collect();
         bands.into_par_iter().for_each(|(mut c, a)| {
             product(&mut c, a, b.view(), false, Parallelism::None);
         });
     } else {
-        product(
-            &mut c.view_mut(),
-            a.view(),
-            b.view(),
-            false,
-            Parallelism::None,
-        );
+        product(&mut c.view_mut(), a.view(), b.view(), false, Parallelism::None);
     }
     c
 }
@@ -129,10 +108,7 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
 /// product too large to allocate, non-finite entries, or an overflow.
 pub fn matrix_product<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
     if a.ncols() != b.nrows() {
-        return Err(AttnError::ProductShapes {
-            a: a.dim(),
-            b: b.dim(),
-        });
+        return Err(AttnError::ProductShapes { a: a.dim(), b: b.dim() });
     }
     check_size("the product a·b", a.nrows(), b.ncols())?;
     check_finite("a", a)?;
@@ -207,14 +183,7 @@ mod tests {
 
     #[test]
     fn products_equal_ndarray_s_for_every_layout_and_empty_shapes() {
-        for (m, k, n) in [
-            (1, 1, 1),
-            (5, 3, 7),
-            (64, 33, 17),
-            (0, 4, 3),
-            (3, 0, 4),
-            (3, 4, 0),
-        ] {
+        for (m, k, n) in [(1, 1, 1), (5, 3, 7), (64, 33, 17), (0, 4, 3), (3, 0, 4), (3, 4, 0)] {
             let (a, b) = (normal(m, k, 1), normal(k, n, 2));
             let (a_t, b_t) = (a.t().to_owned(), b.t().to_owned());
             let want = a.dot(&b);
@@ -230,13 +199,7 @@ mod tests {
     #[test]
     fn the_public_product_names_what_is_wrong() {
         let (a, b) = (normal(2, 3, 5), normal(4, 2, 6));
-        assert_eq!(
-            matrix_product(&a, &b),
-            Err(AttnError::ProductShapes {
-                a: (2, 3),
-                b: (4, 2)
-            })
-        );
+        assert_eq!(matrix_product(&a, &b), Err(AttnError::ProductShapes { a: (2, 3), b: (4, 2) }));
         let b = normal(3, 2, 7);
         assert_eq!(matrix_product(&a, &b).unwrap(), matmul(&a, &b));
         let mut bad = a.clone();
@@ -246,33 +209,19 @@ mod tests {
             Err(AttnError::InvalidArgument { name: "a", .. })
         ));
         let huge = Array2::from_elem((1, 1), f32::MAX);
-        assert!(matches!(
-            matrix_product(&huge, &huge),
-            Err(AttnError::Overflow { .. })
-        ));
+        assert!(matches!(matrix_product(&huge, &huge), Err(AttnError::Overflow { .. })));
     }
 
     #[test]
     fn a_product_split_over_threads_has_the_bits_of_one_thread() {
         // 2^27 multiply-adds: above the threshold, so split.
         let (a, b) = (normal(512, 512, 3), normal(512, 512, 4));
-        let pool = |threads| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-        };
+        let pool = |threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         let one = pool(1).install(|| matmul(&a, &b));
         let two = pool(2).install(|| matmul(&a, &b));
         assert_eq!(one, two);
         let mut none = Array2::zeros((512, 512));
-        product(
-            &mut none.view_mut(),
-            a.view(),
-            b.view(),
-            false,
-            Parallelism::None,
-        );
+        product(&mut none.view_mut(), a.view(), b.view(), false, Parallelism::None);
         assert_eq!(one, none);
     }
 }

@@ -68,13 +68,10 @@ pub fn window_mask(
     }
     check_size("the window's mask", queries.len(), keys.len())?;
     let (i0, j0) = (queries.start, keys.start);
-    Ok(Array2::from_shape_fn(
-        (queries.len(), keys.len()),
-        |(r, c)| {
-            let (i, j) = (i0 + r, j0 + c);
-            j <= i && (j < sinks || i - j < window)
-        },
-    ))
+    Ok(Array2::from_shape_fn((queries.len(), keys.len()), |(r, c)| {
+        let (i, j) = (i0 + r, j0 + c);
+        j <= i && (j < sinks || i - j < window)
+    }))
 }
 
 /// The causal mask aligned at the bottom right, for `n` new queries that
@@ -112,10 +109,7 @@ pub fn masked_fill<F: Real>(
     fill: F,
 ) -> Result<(), AttnError> {
     if keep.dim() != scores.dim() {
-        return Err(AttnError::MaskShapeMismatch {
-            scores: scores.dim(),
-            mask: keep.dim(),
-        });
+        return Err(AttnError::MaskShapeMismatch { scores: scores.dim(), mask: keep.dim() });
     }
     scores.zip_mut_with(keep, |s, &keep_ij| {
         if !keep_ij {
@@ -181,10 +175,7 @@ fn check_masked(
     check_qkv(q, k, v)?;
     let scores_shape = (q.nrows(), k.nrows());
     if mask != scores_shape {
-        return Err(AttnError::MaskShapeMismatch {
-            scores: scores_shape,
-            mask,
-        });
+        return Err(AttnError::MaskShapeMismatch { scores: scores_shape, mask });
     }
     Ok((q.ncols() as f32).sqrt())
 }
@@ -301,9 +292,7 @@ pub fn key_padding_mask(
 ) -> Result<Array2<bool>, AttnError> {
     check_size("key-padding mask", n, padded_len)?;
     let real = real_positions(len, padded_len, side)?;
-    Ok(Array2::from_shape_fn((n, padded_len), |(_, j)| {
-        real.contains(&j)
-    }))
+    Ok(Array2::from_shape_fn((n, padded_len), |(_, j)| real.contains(&j)))
 }
 // ANCHOR_END: key_padding
 

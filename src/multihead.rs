@@ -73,10 +73,7 @@ pub fn merge_heads(heads: &ArrayRef3<f32>) -> Array2<f32> {
     let (h, n, d_k) = heads.dim();
     let by_token = heads.view().permuted_axes([1, 0, 2]); // n×h×d_k
     let contiguous = by_token.as_standard_layout();
-    contiguous
-        .to_shape((n, h * d_k))
-        .expect("n·h·d_k elements")
-        .to_owned()
+    contiguous.to_shape((n, h * d_k)).expect("n·h·d_k elements").to_owned()
 }
 // ANCHOR_END: split_merge
 
@@ -97,11 +94,7 @@ pub fn multi_head_attention(
     let mut heads = Vec::with_capacity(h);
     for i in 0..h {
         let head = |x: &Array3<f32>| x.index_axis(Axis(0), i).to_owned();
-        heads.push(scaled_dot_product_attention(
-            &head(&q),
-            &head(&k),
-            &head(&v),
-        )?);
+        heads.push(scaled_dot_product_attention(&head(&q), &head(&k), &head(&v))?);
     }
     let outputs: Vec<_> = heads.iter().map(|a| a.output.view()).collect();
     let concat = merge_heads(&stack(Axis(0), &outputs).expect("h heads of n×d_k")); // n×d_model
@@ -151,12 +144,7 @@ impl MultiHeadAttention {
         let kv_heads = w.w_k.ncols() / (d_model / h);
         grouped::check_groups(h, kv_heads)?;
         let d_kv = kv_heads * (d_model / h);
-        let shapes = [
-            (d_model, d_model),
-            (d_model, d_kv),
-            (d_model, d_kv),
-            (d_model, d_model),
-        ];
+        let shapes = [(d_model, d_model), (d_model, d_kv), (d_model, d_kv), (d_model, d_model)];
         let names = ["W_Q", "W_K", "W_V", "W_O"];
         for ((name, m), shape) in names.into_iter().zip(w.matrices()).zip(shapes) {
             if m.dim() != shape {
@@ -170,10 +158,7 @@ impl MultiHeadAttention {
             check_finite(name, m)?;
         }
         let biases = w.biases.clone();
-        let layer = MultiHeadAttention {
-            h,
-            w: AttentionWeights { biases: None, ..w },
-        };
+        let layer = MultiHeadAttention { h, w: AttentionWeights { biases: None, ..w } };
         match biases {
             Some(b) => layer.with_biases(b),
             None => Ok(layer),
@@ -201,10 +186,7 @@ impl MultiHeadAttention {
             }
             check_finite(name, &b.view().insert_axis(Axis(0)))?;
         }
-        let w = AttentionWeights {
-            biases: Some(biases),
-            ..self.w
-        };
+        let w = AttentionWeights { biases: Some(biases), ..self.w };
         Ok(MultiHeadAttention { w, ..self })
     }
 
@@ -253,11 +235,7 @@ impl MultiHeadAttention {
         }
         let d_k = self.d_k();
         let mut ablated = self.clone();
-        ablated
-            .w
-            .w_o
-            .slice_mut(s![i * d_k..(i + 1) * d_k, ..])
-            .fill(0.0);
+        ablated.w.w_o.slice_mut(s![i * d_k..(i + 1) * d_k, ..]).fill(0.0);
         Ok(ablated)
     }
     // ANCHOR_END: without_head
@@ -309,10 +287,7 @@ impl MultiHeadAttention {
 
     /// One sequence of `n` queries over `m` keys, `h` heads.
     fn heads(&self, x_q: &ArrayRef2<f32>, x_kv: &ArrayRef2<f32>) -> Heads {
-        Heads {
-            h_kv: self.kv_heads(),
-            ..Heads::new(x_q.nrows(), x_kv.nrows(), self.h)
-        }
+        Heads { h_kv: self.kv_heads(), ..Heads::new(x_q.nrows(), x_kv.nrows(), self.h) }
     }
 
     /// The layer's output with each head's weights stacked, `h×n×m`.
@@ -338,12 +313,7 @@ impl MultiHeadAttention {
         let w_qkv = concatenate![Axis(1), w.w_q, w.w_k, w.w_v]; // d×3d
         let b = w.biases.as_ref();
         let b_qkv = b.map(|b| concatenate![Axis(0), b.b_q, b.b_k, b.b_v]); // [b_Q | b_K | b_V]
-        let qkv = linear(
-            "the projections X [W_Q | W_K | W_V]",
-            x,
-            &w_qkv,
-            b_qkv.as_ref(),
-        )?;
+        let qkv = linear("the projections X [W_Q | W_K | W_V]", x, &w_qkv, b_qkv.as_ref())?;
         let (d, d_kv) = (self.d_model(), w.w_k.ncols()); // d_kv: d, or h_kv·d_k if grouped
         let starts = [0, d, d + d_kv, d + 2 * d_kv];
         let [q, k, v] = [0, 1, 2].map(|i| qkv.slice(s![.., starts[i]..starts[i + 1]]).to_owned());

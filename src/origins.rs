@@ -119,10 +119,7 @@ impl AdditiveScore {
         v: &ArrayRef2<f32>,
     ) -> Result<Attention, AttnError> {
         if v.nrows() != k.nrows() {
-            return Err(AttnError::KeyValueCountMismatch {
-                keys: k.dim(),
-                values: v.dim(),
-            });
+            return Err(AttnError::KeyValueCountMismatch { keys: k.dim(), values: v.dim() });
         }
         check_finite("values", v)?;
         let mut weights = self.scores(q, k)?;
@@ -207,10 +204,7 @@ mod tests {
     fn additive_scores_are_the_formula_and_stay_within_their_bound() {
         let mut rng = StdRng::seed_from_u64(3);
         let score = AdditiveScore::new(3, 2, 4, &mut rng).unwrap();
-        let (q, k) = (
-            standard_normal(2, 3, &mut rng),
-            standard_normal(5, 2, &mut rng),
-        );
+        let (q, k) = (standard_normal(2, 3, &mut rng), standard_normal(5, 2, &mut rng));
         let s = score.scores(&q, &k).unwrap();
         let by_hand = |i: usize, j: usize| {
             let hidden = (q.row(i).dot(&score.a_q) + k.row(j).dot(&score.a_k)).mapv(f32::tanh);
@@ -221,11 +215,7 @@ mod tests {
         }
         let huge = q.mapv(|x| x * 1e6);
         let bound = score.bound();
-        assert!(score
-            .scores(&huge, &k)
-            .unwrap()
-            .iter()
-            .all(|s| s.abs() <= bound));
+        assert!(score.scores(&huge, &k).unwrap().iter().all(|s| s.abs() <= bound));
         let v = standard_normal(5, 4, &mut rng);
         let a = score.attend(&q, &k, &v).unwrap();
         assert_eq!((a.weights.dim(), a.output.dim()), ((2, 5), (2, 4)));

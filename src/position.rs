@@ -48,11 +48,7 @@ pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnE
     let omega = frequencies(d_model);
     Ok(Array2::from_shape_fn((positions, d_model), |(pos, col)| {
         let angle = pos as f64 * omega[col / 2]; // columns 2i and 2i+1 share ω_i
-        let value = if col % 2 == 0 {
-            angle.sin()
-        } else {
-            angle.cos()
-        };
+        let value = if col % 2 == 0 { angle.sin() } else { angle.cos() };
         value as f32
     }))
 }
@@ -154,11 +150,8 @@ pub fn largest_norm_change(
         });
     }
     let norm = |x: ndarray::ArrayView1<f32>| x.dot(&x).sqrt();
-    let changes = before
-        .rows()
-        .into_iter()
-        .zip(after.rows())
-        .map(|(a, b)| (norm(a) - norm(b)).abs());
+    let changes =
+        before.rows().into_iter().zip(after.rows()).map(|(a, b)| (norm(a) - norm(b)).abs());
     let largest = changes.fold(0.0, |m: f32, c| if c > m || c.is_nan() { c } else { m });
     if !largest.is_finite() {
         return Err(AttnError::InvalidArgument {
@@ -186,9 +179,7 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
     check_size("ALiBi slopes (one per head)", 1, h)?;
     let geometric = |heads: usize| -> Vec<f32> {
         let step = -8.0 / heads as f64;
-        (1..=heads)
-            .map(|i| 2f64.powf(step * i as f64) as f32)
-            .collect()
+        (1..=heads).map(|i| 2f64.powf(step * i as f64) as f32).collect()
     };
     if h.is_power_of_two() {
         return Ok(geometric(h));
@@ -307,10 +298,7 @@ mod tests {
     #[test]
     fn rope_scores_depend_only_on_the_offset_and_rope_keeps_norms() {
         let mut rng = StdRng::seed_from_u64(7);
-        let (q, k) = (
-            standard_normal(1, 64, &mut rng),
-            standard_normal(1, 64, &mut rng),
-        );
+        let (q, k) = (standard_normal(1, 64, &mut rng), standard_normal(1, 64, &mut rng));
         // The query at position t, the key at position t2 (the book's t′).
         let score = |t: usize, t2: usize| {
             let (q_t, k_t2) = (rope(&q, t).unwrap(), rope(&k, t2).unwrap());
@@ -319,27 +307,17 @@ mod tests {
         for (t, t2) in [(0, 0), (5, 2), (2, 5), (40, 3), (100, 100)] {
             for shift in [1, 7, 250, 1000] {
                 let (a, b) = (score(t, t2), score(t + shift, t2 + shift));
-                assert!(
-                    (a - b).abs() < 1e-4,
-                    "({t},{t2}) → {a}, shifted by {shift} → {b}"
-                );
+                assert!((a - b).abs() < 1e-4, "({t},{t2}) → {a}, shifted by {shift} → {b}");
             }
         }
-        assert!(
-            (score(5, 2) - score(2, 5)).abs() > 1e-3,
-            "the sign of t − t′ matters"
-        );
+        assert!((score(5, 2) - score(2, 5)).abs() > 1e-3, "the sign of t − t′ matters");
 
         let x = standard_normal(50, 64, &mut rng);
         let rotated = rope(&x, 3).unwrap();
         for (a, b) in x.rows().into_iter().zip(rotated.rows()) {
             assert_abs_diff_eq!(a.dot(&a).sqrt(), b.dot(&b).sqrt(), epsilon = 1e-4);
         }
-        assert_eq!(
-            rope(&x, 0).unwrap().row(0),
-            x.row(0),
-            "position 0: no rotation"
-        );
+        assert_eq!(rope(&x, 0).unwrap().row(0), x.row(0), "position 0: no rotation");
     }
     // ANCHOR_END: rope_test
 

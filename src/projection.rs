@@ -190,10 +190,6 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(6);
         let w = init_weight(256, 256, &mut rng).unwrap();
         let var = w.iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / w.len() as f64;
-        assert!(
-            (var * 256.0 - 1.0).abs() < 0.02,
-            "variance × d_model = {}",
-            var * 256.0
-        );
+        assert!((var * 256.0 - 1.0).abs() < 0.02, "variance × d_model = {}", var * 256.0);
     }
 }

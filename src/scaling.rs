@@ -68,11 +68,7 @@ pub fn variance_experiment(samples: usize, seed: u64) -> Vec<VarianceRow> {
             let k = standard_normal(samples, d_k, &mut rng);
             let dots: Array1<f32> = (&q * &k).sum_axis(Axis(1)); // row i: q_i·k_i
             let scaled = &dots / (d_k as f32).sqrt();
-            VarianceRow {
-                d_k,
-                unscaled: sample_variance(&dots),
-                scaled: sample_variance(&scaled),
-            }
+            VarianceRow { d_k, unscaled: sample_variance(&dots), scaled: sample_variance(&scaled) }
         })
         .collect()
 }
@@ -90,11 +86,7 @@ pub fn softmax_jacobian(p: &ArrayRef1<f32>) -> Array2<f32> {
 
 /// The entropy `−Σ p_j ln p_j` of a distribution, in nats (`0 ln 0 = 0`).
 pub fn entropy<F: Real>(p: &ArrayRef1<F>) -> f64 {
-    p.iter()
-        .map(|p_j| p_j.wide())
-        .filter(|&p_j| p_j > 0.0)
-        .map(|p_j| -p_j * p_j.ln())
-        .sum()
+    p.iter().map(|p_j| p_j.wide()).filter(|&p_j| p_j > 0.0).map(|p_j| -p_j * p_j.ln()).sum()
 }
 
 /// Frobenius norm `√(Σ_ij a_ij²)` of a matrix.

@@ -48,14 +48,7 @@ impl SlidingCache {
         check_size("the cached values", rows, d_v)?;
         let (k, v) = (Array2::zeros((rows, d_k)), Array2::zeros((rows, d_v)));
         let in_cache_positions = false;
-        Ok(SlidingCache {
-            k,
-            v,
-            sinks,
-            window,
-            seen: 0,
-            in_cache_positions,
-        })
+        Ok(SlidingCache { k, v, sinks, window, seen: 0, in_cache_positions })
     }
 
     /// The row of the ring that token `t` (counted from 0) is written to:
@@ -113,10 +106,7 @@ impl SlidingCache {
     /// `len − 1`. The distances between tokens then stay within what the
     /// model saw in training, however far the text has run.
     pub fn at_cache_positions(self) -> Self {
-        SlidingCache {
-            in_cache_positions: true,
-            ..self
-        }
+        SlidingCache { in_cache_positions: true, ..self }
     }
 
     fn attend_in_cache_positions(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {

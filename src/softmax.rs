@@ -71,10 +71,7 @@ fn invalid_score<F: Real>(i: usize, row: &ArrayRef1<F>) -> AttnError {
         .enumerate()
         .find(|(_, s)| s.is_nan() || **s == F::infinity())
         .unwrap_or((0, &F::nan()));
-    AttnError::InvalidScore {
-        position: (i, j),
-        value: value.wide() as f32,
-    }
+    AttnError::InvalidScore { position: (i, j), value: value.wide() as f32 }
 }
 
 /// The largest entry of a row (`−∞` for an empty row, NaN if any entry is).
@@ -100,15 +97,16 @@ pub(crate) fn max_of<F: Real>(x: &[F]) -> F {
             *m = if m.is_nan() { *m } else { larger(*m, x_j) };
         }
     }
-    rest.iter()
-        .chain(&lanes)
-        .fold(F::neg_infinity(), |m, &x_j| {
+    rest.iter().chain(&lanes).fold(
+        F::neg_infinity(),
+        |m, &x_j| {
             if m.is_nan() {
                 m
             } else {
                 larger(m, x_j)
             }
-        })
+        },
+    )
 }
 
 /// The sum of a slice, eight lanes at a time (see [`max_of`]).

@@ -44,9 +44,7 @@ pub fn online_softmax_step(
     check_running_state(*max_so_far, *l)?; // M not NaN or +∞; ℓ finite and ≥ 0
     let block_max = max_of(scores); // NaN if any score is NaN
     if block_max.is_nan() || block_max == f32::INFINITY {
-        let j = scores
-            .iter()
-            .position(|s| s.is_nan() || *s == f32::INFINITY);
+        let j = scores.iter().position(|s| s.is_nan() || *s == f32::INFINITY);
         let position = (0, j.unwrap_or(0));
         let value = j.map_or(block_max, |j| scores[j]);
         return Err(AttnError::InvalidScore { position, value });
@@ -197,9 +195,7 @@ pub(crate) mod tests {
             let naive = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
             let tiled = tiled_attention(&q, &k, &v, false).unwrap();
             assert_abs_diff_eq!(tiled, naive, epsilon = 1e-5);
-            let naive = masked_attention(&q, &k, &v, &causal_mask(n, m))
-                .unwrap()
-                .output;
+            let naive = masked_attention(&q, &k, &v, &causal_mask(n, m)).unwrap().output;
             let tiled = tiled_attention(&q, &k, &v, true).unwrap();
             assert_abs_diff_eq!(tiled, naive, epsilon = 1e-5);
         }
@@ -229,12 +225,6 @@ pub(crate) mod tests {
         let q = Array2::<f32>::zeros((4, 8));
         let k = Array2::<f32>::zeros((5, 6));
         let err = tiled_attention(&q, &k, &k, false).unwrap_err();
-        assert_eq!(
-            err,
-            AttnError::KeyWidthMismatch {
-                queries: (4, 8),
-                keys: (5, 6)
-            }
-        );
+        assert_eq!(err, AttnError::KeyWidthMismatch { queries: (4, 8), keys: (5, 6) });
     }
 }

@@ -33,11 +33,7 @@ fn markdown_files(dir: &Path, out: &mut BTreeSet<String>) {
         if path.is_dir() {
             markdown_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "md") {
-            let rel = path
-                .strip_prefix(book())
-                .unwrap()
-                .to_string_lossy()
-                .to_string();
+            let rel = path.strip_prefix(book()).unwrap().to_string_lossy().to_string();
             if rel != "SUMMARY.md" {
                 out.insert(rel);
             }
@@ -76,11 +72,7 @@ fn fences(text: &str) -> Vec<Fence> {
                 }
                 body.push(l);
             }
-            out.push(Fence {
-                info: info.trim().to_string(),
-                body: body.join("\n"),
-                line: i + 1,
-            });
+            out.push(Fence { info: info.trim().to_string(), body: body.join("\n"), line: i + 1 });
         }
     }
     out
@@ -93,14 +85,8 @@ fn summary_and_chapter_files_agree() {
     markdown_files(&book(), &mut on_disk);
     let missing: Vec<_> = listed.difference(&on_disk).collect();
     let unlisted: Vec<_> = on_disk.difference(&listed).collect();
-    assert!(
-        missing.is_empty(),
-        "SUMMARY.md lists missing files: {missing:?}"
-    );
-    assert!(
-        unlisted.is_empty(),
-        "chapters not in SUMMARY.md: {unlisted:?}"
-    );
+    assert!(missing.is_empty(), "SUMMARY.md lists missing files: {missing:?}");
+    assert!(unlisted.is_empty(), "chapters not in SUMMARY.md: {unlisted:?}");
     assert!(!listed.is_empty(), "SUMMARY.md lists no chapter");
 }
 
@@ -121,16 +107,12 @@ fn every_include_names_an_existing_file_and_anchor() {
                 continue;
             };
             let has = |marker: &str| {
-                source.lines().any(|l| {
-                    l.split(marker)
-                        .nth(1)
-                        .is_some_and(|rest| rest.trim() == anchor)
-                })
+                source
+                    .lines()
+                    .any(|l| l.split(marker).nth(1).is_some_and(|rest| rest.trim() == anchor))
             };
             if !has("ANCHOR:") || !has("ANCHOR_END:") {
-                problems.push(format!(
-                    "{chapter}: include of missing anchor {path}:{anchor}"
-                ));
+                problems.push(format!("{chapter}: include of missing anchor {path}:{anchor}"));
             }
         }
     }
@@ -167,9 +149,7 @@ fn ignored_rust_fences_are_only_includes_of_crate_code() {
 #[test]
 fn some_snippet_uses_the_crate() {
     let uses_crate = chapters().iter().any(|(_, text)| {
-        fences(text)
-            .iter()
-            .any(|f| f.info == "rust" && f.body.contains("# extern crate attn;"))
+        fences(text).iter().any(|f| f.info == "rust" && f.body.contains("# extern crate attn;"))
     });
     assert!(uses_crate, "no tested `rust` snippet uses the crate");
 }
@@ -203,18 +183,12 @@ fn figures_exist_come_from_examples_and_are_all_shown() {
     let mut shown = BTreeSet::new();
     for (chapter, text) in chapters() {
         for image in images(&text) {
-            let name = Path::new(&image)
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .to_string();
+            let name = Path::new(&image).file_name().unwrap().to_string_lossy().to_string();
             if !book().join(&image).exists() {
                 problems.push(format!("{chapter}: shows missing figure {image}"));
             }
             if !examples.contains(&format!("\"{name}\"")) {
-                problems.push(format!(
-                    "{chapter}: figure {image} is written by no example"
-                ));
+                problems.push(format!("{chapter}: figure {image} is written by no example"));
             }
             shown.insert(name);
         }

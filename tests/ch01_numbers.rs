@@ -18,10 +18,7 @@ const CHAPTER: &str = "ch01-where-attention-came-from.md";
 fn kernel_regression_block_and_figures(b: &mut Bindings) {
     let (x, y) = training_set(40, 2).unwrap();
     let grid = queries(101);
-    b.quoted(&format!(
-        "```text\n{}\n```",
-        bandwidth_table(&x, &y, &grid).unwrap()
-    ));
+    b.quoted(&format!("```text\n{}\n```", bandwidth_table(&x, &y, &grid).unwrap()));
     b.exact("40", x.len() as f64)
         .exact("101", grid.len() as f64)
         .exact("5", grid[grid.len() - 1] as f64)
@@ -45,11 +42,7 @@ fn kernel_regression_block_and_figures(b: &mut Bindings) {
     );
     let largest = |rho: f32| {
         let a = kernel_regression(&grid, &x, &y, rho).unwrap();
-        a.weights
-            .rows()
-            .into_iter()
-            .map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64)
-            .sum::<f64>()
+        a.weights.rows().into_iter().map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64).sum::<f64>()
             / grid.len() as f64
     };
     b.rounded("0.74", largest(0.05));
@@ -57,28 +50,18 @@ fn kernel_regression_block_and_figures(b: &mut Bindings) {
     // bump at 4 reaches about 0.27, the highest.
     let probes = ndarray::array![1.0_f32, 2.5, 4.0];
     let a = kernel_regression(&probes, &x, &y, 0.3).unwrap();
-    let peaks: Vec<f64> = a
-        .weights
-        .rows()
-        .into_iter()
-        .map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64)
-        .collect();
+    let peaks: Vec<f64> =
+        a.weights.rows().into_iter().map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64).collect();
     b.rounded("0.27", peaks[2]);
-    assert!(
-        peaks[2] > peaks[0] && peaks[2] > peaks[1],
-        "the bump at 4 is highest: {peaks:?}"
-    );
+    assert!(peaks[2] > peaks[0] && peaks[2] > peaks[1], "the bump at 4 is highest: {peaks:?}");
     for shown in ["1", "2.5", "4"] {
         b.exact(shown, shown.parse::<f64>().unwrap());
     }
     // "the score falls with the squared distance": each query's weights
     // fall with |x − x_j|.
     let falls = a.weights.rows().into_iter().zip(&probes).all(|(w, &q)| {
-        let mut by_distance: Vec<(f32, f32)> = x
-            .iter()
-            .zip(w)
-            .map(|(&x_j, &w_j)| ((x_j - q).abs(), w_j))
-            .collect();
+        let mut by_distance: Vec<(f32, f32)> =
+            x.iter().zip(w).map(|(&x_j, &w_j)| ((x_j - q).abs(), w_j)).collect();
         by_distance.sort_by(|a, b| a.0.total_cmp(&b.0));
         by_distance.windows(2).all(|p| p[1].1 <= p[0].1)
     });
@@ -90,18 +73,10 @@ fn kernel_regression_block_and_figures(b: &mut Bindings) {
 }
 
 fn cost_block(b: &mut Bindings) {
-    b.quoted(&format!(
-        "```text\n{}\n```",
-        score_cost_table(&[128, 1024], 64)
-    ));
+    b.quoted(&format!("```text\n{}\n```", score_cost_table(&[128, 1024], 64)));
     let ratio = |n| additive_score_flops(n, n, 64, 64) / dot_score_flops(n, n, 64);
-    b.rounded("1.6", ratio(1024))
-        .rounded("2.5", ratio(128))
-        .exact("64", 64);
-    b.claim(
-        "cost 1.6 to 2.5 times",
-        ratio(128) > 1.0 && ratio(1024) > 1.0,
-    );
+    b.rounded("1.6", ratio(1024)).rounded("2.5", ratio(128)).exact("64", 64);
+    b.claim("cost 1.6 to 2.5 times", ratio(128) > 1.0 && ratio(1024) > 1.0);
 }
 
 fn sharpness_block(b: &mut Bindings) {

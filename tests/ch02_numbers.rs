@@ -40,11 +40,7 @@ fn worked_example_block(b: &mut Bindings) {
     ));
     // The hand check, printed by the example and repeated in the prose.
     let e2 = std::f32::consts::E.powi(2);
-    b.quoted(&format!(
-        "query 0: e²/(e²+3) = {e2:.3}/{:.3} = {:.4}",
-        e2 + 3.0,
-        e2 / (e2 + 3.0)
-    ));
+    b.quoted(&format!("query 0: e²/(e²+3) = {e2:.3}/{:.3} = {:.4}", e2 + 3.0, e2 / (e2 + 3.0)));
     b.quoted("$e^2/(e^2+3) = 7.389/10.389 \\approx 0.7112$");
 }
 
@@ -63,23 +59,9 @@ fn sentence_block_and_caption_numbers(b: &mut Bindings) {
     // Alt text: "cat" and "mat" put 0.41 on each other; the "the"s 0.37;
     // "sat" and "on" about 0.55 on themselves; the rest within 0.04..0.10.
     let w = |i: usize, j: usize| format!("{:.2}", a.weights[[i, j]]);
-    assert_eq!(
-        (w(1, 5), w(5, 1), w(0, 4)),
-        ("0.41".into(), "0.41".into(), "0.37".into())
-    );
+    assert_eq!((w(1, 5), w(5, 1), w(0, 4)), ("0.41".into(), "0.41".into(), "0.37".into()));
     assert!((a.weights[[2, 2]] - 0.55).abs() < 0.01 && (a.weights[[3, 3]] - 0.55).abs() < 0.015);
-    let big = [
-        (0, 0),
-        (0, 4),
-        (1, 1),
-        (1, 5),
-        (2, 2),
-        (3, 3),
-        (4, 0),
-        (4, 4),
-        (5, 1),
-        (5, 5),
-    ];
+    let big = [(0, 0), (0, 4), (1, 1), (1, 5), (2, 2), (3, 3), (4, 0), (4, 4), (5, 1), (5, 5)];
     for ((i, j), &wij) in a.weights.indexed_iter() {
         if !big.contains(&(i, j)) {
             assert!((0.035..0.105).contains(&wij), "weight ({i}, {j}) = {wij}");
@@ -126,18 +108,9 @@ fn bind_prose(b: &mut Bindings) {
     let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
     b.rounded("0.5", a.output[[2, 0]] as f64);
     let e = std::f64::consts::E;
-    let closed = [
-        e * e / (e * e + 3.0),
-        1.0 / (e * e + 3.0),
-        e / (2.0 + 2.0 * e),
-        0.25,
-    ];
-    let (w00, w01, w11, w20) = (
-        a.weights[[0, 0]],
-        a.weights[[0, 1]],
-        a.weights[[1, 1]],
-        a.weights[[2, 0]],
-    );
+    let closed = [e * e / (e * e + 3.0), 1.0 / (e * e + 3.0), e / (2.0 + 2.0 * e), 0.25];
+    let (w00, w01, w11, w20) =
+        (a.weights[[0, 0]], a.weights[[0, 1]], a.weights[[1, 1]], a.weights[[2, 0]]);
     let worst = [w00, w01, w11, w20]
         .iter()
         .zip(closed)
@@ -150,15 +123,9 @@ fn bind_prose(b: &mut Bindings) {
     assert_eq!(x.nrows(), 6);
     // Exercise 3: at c = 100 the naive softmax gives NaN.
     b.exact("100", 100.0);
-    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + 100.0))
-        .iter()
-        .all(|p| p.is_nan()));
+    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + 100.0)).iter().all(|p| p.is_nan()));
     // Quiz 1: Q is 5×16, K 7×16, V 7×3; weights 5×7, output 5×3.
-    let (q, k, v) = (
-        Array2::zeros((5, 16)),
-        Array2::zeros((7, 16)),
-        Array2::zeros((7, 3)),
-    );
+    let (q, k, v) = (Array2::zeros((5, 16)), Array2::zeros((7, 16)), Array2::zeros((7, 3)));
     let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
     assert_eq!((a.weights.dim(), a.output.dim()), ((5, 7), (5, 3)));
     b.exact("5", a.weights.nrows() as f64)

@@ -22,24 +22,12 @@ fn saturation() -> Vec<SaturationRow> {
 
 fn variance_is_d_k_unscaled_and_1_scaled(b: &mut Bindings) {
     let rows = variance();
-    b.quoted(&format!(
-        "```text\n{}\n```",
-        report::ch03::variance_table(&rows)
-    ));
+    b.quoted(&format!("```text\n{}\n```", report::ch03::variance_table(&rows)));
     for r in &rows {
         let ratio = r.unscaled / r.d_k as f64;
         // The chapter: "within 5% of 1 ... all of them are within 2%".
-        assert!(
-            (ratio - 1.0).abs() < 0.02,
-            "d_k = {}: Var/d_k = {ratio}",
-            r.d_k
-        );
-        assert!(
-            (r.scaled - 1.0).abs() < 0.02,
-            "d_k = {}: scaled {}",
-            r.d_k,
-            r.scaled
-        );
+        assert!((ratio - 1.0).abs() < 0.02, "d_k = {}: Var/d_k = {ratio}", r.d_k);
+        assert!((r.scaled - 1.0).abs() < 0.02, "d_k = {}: scaled {}", r.d_k, r.scaled);
     }
     // "relative standard error of about √(2/10,000) ≈ 1.4%"
     let se = (2.0 / scaling::VARIANCE_SAMPLES as f64).sqrt();
@@ -93,22 +81,13 @@ fn bind_prose(b: &mut Bindings) {
         .exact("2,000", scaling::SATURATION_TRIALS as f64)
         .exact("1024", scaling::D_KS[scaling::D_KS.len() - 1] as f64);
     // "relative standard error of about √(2/10,000) ≈ 1.4%"
-    b.rounded(
-        "1.4",
-        100.0 * (2.0 / scaling::VARIANCE_SAMPLES as f64).sqrt(),
-    );
+    b.rounded("1.4", 100.0 * (2.0 / scaling::VARIANCE_SAMPLES as f64).sqrt());
     // "grows like √d_k": the variance is d_k within 2% at every width.
     let variance = variance();
-    let variance_is_d_k = variance
-        .iter()
-        .all(|r| (r.unscaled / r.d_k as f64 - 1.0).abs() < 0.02);
+    let variance_is_d_k = variance.iter().all(|r| (r.unscaled / r.d_k as f64 - 1.0).abs() < 0.02);
     let worst = variance
         .iter()
-        .map(|r| {
-            (r.unscaled / r.d_k as f64 - 1.0)
-                .abs()
-                .max((r.scaled - 1.0).abs())
-        })
+        .map(|r| (r.unscaled / r.d_k as f64 - 1.0).abs().max((r.scaled - 1.0).abs()))
         .fold(0.0, f64::max);
     b.at_most("2%", 100.0 * worst);
     b.claim("grows like $\\sqrt{d_k}$", variance_is_d_k)
@@ -132,15 +111,9 @@ fn bind_prose(b: &mut Bindings) {
         .claim("towards one-hot rows as $d_k$ grows", saturates)
         .claim("rises from 0.43 to 0.96 without scaling", saturates)
         .claim("falls from 1.76 to 0.10 nats without scaling", saturates)
-        .claim(
-            "the Jacobian's norm falling as $d_k$ grows",
-            falling(&unscaled_j),
-        )
+        .claim("the Jacobian's norm falling as $d_k$ grows", falling(&unscaled_j))
         .claim("scaling it falls from 0.3235", falling(&unscaled_j))
-        .claim(
-            "Without scaling it falls from about 0.32",
-            falling(&unscaled_j),
-        )
+        .claim("Without scaling it falls from about 0.32", falling(&unscaled_j))
         .claim("it\nshrinks as $d_k$ grows", falling(&unscaled_j))
         .claim(
             "shrinks as its rows approach one-hot",
@@ -170,10 +143,7 @@ fn bind_prose(b: &mut Bindings) {
         .claim("with scaling it stays near 0.30", stays)
         .claim("with scaling it stays at about 0.30", stays)
         .claim("it stays near 0.30. This", stays)
-        .claim(
-            "stays between 0.235 and 0.249 and the Jacobian's norm near 0.30",
-            stays,
-        );
+        .claim("stays between 0.235 and 0.249 and the Jacobian's norm near 0.30", stays);
     // What reaches Q (chapter 11's experiment): unscaled, it grows with d_k.
     let norms = attn::grad::gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017).unwrap();
     b.claim(

@@ -20,11 +20,8 @@ fn shape_walkthroughs(b: &mut Bindings) {
     let encoder = standard_normal(7, 16, &mut rng);
     let decoder = standard_normal(5, 16, &mut rng);
     for (x_q, x_kv) in [(&encoder, &encoder), (&decoder, &encoder)] {
-        let (q, k, v) = (
-            x_q.dot(p.weights()[0]),
-            x_kv.dot(p.weights()[1]),
-            x_kv.dot(p.weights()[2]),
-        );
+        let (q, k, v) =
+            (x_q.dot(p.weights()[0]), x_kv.dot(p.weights()[1]), x_kv.dot(p.weights()[2]));
         let a = p.attend(x_q, x_kv).unwrap();
         assert_eq!(a.weights.dim(), (x_q.nrows(), x_kv.nrows()));
         b.quoted(&format!(
@@ -52,9 +49,7 @@ fn shape_walkthroughs(b: &mut Bindings) {
         .exact("6", cross.ncols() as f64 - 1.0)
         .rounded("0.01", cross.fold(1.0_f32, |a, &w| a.min(w)) as f64)
         .rounded("0.57", cross.fold(0.0_f32, |a, &w| a.max(w)) as f64);
-    let err = p
-        .cross_attention(&decoder, &standard_normal(7, 12, &mut rng))
-        .unwrap_err();
+    let err = p.cross_attention(&decoder, &standard_normal(7, 12, &mut rng)).unwrap_err();
     b.quoted(&format!("```text\n{err}\n```"));
 }
 
@@ -67,10 +62,7 @@ fn initialisation_keeps_unit_variance(b: &mut Bindings) {
         s.x, s.q, s.k, s.scores
     ));
     // "Every stage stays at variance 1 (to within 2%)"
-    let worst = [s.x, s.q, s.k, s.scores]
-        .iter()
-        .map(|v| (v - 1.0).abs())
-        .fold(0.0, f64::max);
+    let worst = [s.x, s.q, s.k, s.scores].iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
     let unit = worst < 0.02;
     b.at_most("2%", 100.0 * worst);
     b.claim("Every stage stays at variance 1", unit);

@@ -99,17 +99,12 @@ fn bind_prose(b: &mut Bindings) {
     // d_model at h = 8.
     let base = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
     let factor = (base.d_model() as f64 / base.d_k() as f64).sqrt();
-    b.claim(
-        "shrinks every score by a further factor",
-        (factor - 8f64.sqrt()).abs() < 1e-12,
-    );
+    b.claim("shrinks every score by a further factor", (factor - 8f64.sqrt()).abs() < 1e-12);
     // The tolerance of the comparisons: fused and separate projections agree
     // to 10⁻⁵ (the per-head loop and the PyTorch files use the same bound).
     let x = embed_words(&WORDS, 32, 2024);
-    let (separate, fused) = (
-        layer().forward(&x, &x).unwrap().output,
-        layer().forward_fused(&x).unwrap().output,
-    );
+    let (separate, fused) =
+        (layer().forward(&x, &x).unwrap().output, layer().forward_fused(&x).unwrap().output);
     let worst = (&separate - &fused).fold(0.0_f32, |a, &d| a.max(d.abs()));
     b.at_most("1e-5", worst as f64);
     // Chapter 5's form, head after head, against the layer's engine, for
@@ -140,15 +135,9 @@ fn bind_prose(b: &mut Bindings) {
     // Quiz 1: 8 → 16 heads of a 512-wide layer: head width 32, same
     // parameters, twice the score matrices.
     let sixteen = MultiHeadAttention::new(512, 16, &mut StdRng::seed_from_u64(0)).unwrap();
-    b.exact("16", sixteen.h() as f64)
-        .exact("32", sixteen.d_k() as f64);
-    let count = |m: &MultiHeadAttention| {
-        m.weights()
-            .matrices()
-            .iter()
-            .map(|w| w.len())
-            .sum::<usize>()
-    };
+    b.exact("16", sixteen.h() as f64).exact("32", sixteen.d_k() as f64);
+    let count =
+        |m: &MultiHeadAttention| m.weights().matrices().iter().map(|w| w.len()).sum::<usize>();
     assert_eq!(count(&sixteen), count(&base));
     assert_eq!(
         attn::multihead::multihead_flops(512, 512, 512, 16).unwrap(),

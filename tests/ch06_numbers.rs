@@ -38,9 +38,7 @@ fn the_two_forms_of_the_causal_mask(b: &mut Bindings) {
 fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
     let scores = array![3.0_f32, 40.0, -25.0, 100.0];
     let [stable, textbook, fill_1e9, add_1e9] = fully_masked_row(&scores).unwrap();
-    b.exact("40", scores[1])
-        .exact("-25", scores[2])
-        .exact("100", scores[3]);
+    b.exact("40", scores[1]).exact("-25", scores[2]).exact("100", scores[3]);
     let spacing = f32::from_bits(1e9_f32.to_bits() + 1) - 1e9;
     b.quoted(&format!(
         "fill -inf, stable softmax:    {}\nfill -inf, textbook softmax:  {}\n\
@@ -65,16 +63,10 @@ fn minus_1e9_with_large_scores(b: &mut Bindings) {
     let bias = additive_mask(&array![[true, true, false]]);
     let inf = softmax_rows(&(&big + &bias)).unwrap();
     let minus_1e9 = softmax_rows(&(&big + &bias.mapv(|b| b.max(-1e9)))).unwrap();
-    b.quoted(&format!(
-        "add -inf:  {}\nadd -1e9:  {}\n",
-        matrix(&inf, 4),
-        matrix(&minus_1e9, 4)
-    ));
+    b.quoted(&format!("add -inf:  {}\nadd -1e9:  {}\n", matrix(&inf, 4), matrix(&minus_1e9, 4)));
     assert_eq!(minus_1e9[[0, 2]], 1.0, "the masked key gets all the weight");
     assert_eq!(inf[[0, 2]], 0.0);
-    b.exact("3e9", big[[0, 0]])
-        .exact("2.5e9", big[[0, 1]])
-        .exact("5e9", big[[0, 2]]);
+    b.exact("3e9", big[[0, 0]]).exact("2.5e9", big[[0, 1]]).exact("5e9", big[[0, 2]]);
     // "In f16, whose largest finite value is 65,504": (2 − 2⁻¹⁰)·2¹⁵, from
     // its 10 fraction bits and largest exponent 15.
     b.exact("65,504", (2.0 - 2f64.powi(-10)) * 2f64.powi(15));
@@ -95,10 +87,7 @@ fn padding_masks_and_the_zero_rows_of_padding_queries(b: &mut Bindings) {
     let out = masked_attention(&x, &x, &x, &left_causal).unwrap().output;
     let padding_rows = out.slice(s![..2, ..]);
     assert!(padding_rows.iter().all(|&o| o == 0.0));
-    b.quoted(&format!(
-        "output rows of the two padding queries:\n{}\n",
-        matrix(&padding_rows, 4)
-    ));
+    b.quoted(&format!("output rows of the two padding queries:\n{}\n", matrix(&padding_rows, 4)));
 }
 
 fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
@@ -108,17 +97,12 @@ fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
         standard_normal(100, 16, &mut rng),
         standard_normal(100, 16, &mut rng),
     );
-    b.exact("100", q.nrows() as f64)
-        .exact("16", q.ncols() as f64);
-    let full = masked_attention(&q, &k, &v, &causal_mask(100, 100))
-        .unwrap()
-        .output;
+    b.exact("100", q.nrows() as f64).exact("16", q.ncols() as f64);
+    let full = masked_attention(&q, &k, &v, &causal_mask(100, 100)).unwrap().output;
     let incremental = decode_with_cache(&q, &k, &v).unwrap();
     let diff = (&full - &incremental).fold(0.0_f32, |m, &d| m.max(d.abs()));
     b.at_most("1e-6", diff as f64);
-    b.quoted(&format!(
-        "largest difference from full causal attention: {diff:.1e}\n"
-    ));
+    b.quoted(&format!("largest difference from full causal attention: {diff:.1e}\n"));
 }
 
 fn decode_cost_table_and_figure_description(b: &mut Bindings) {
@@ -134,10 +118,8 @@ fn decode_cost_table_and_figure_description(b: &mut Bindings) {
     b.exact("512", 512.0);
     let totals =
         |per_token| [1, 128, 1024, 4096].map(|n| cumulative_flops(n, 512, per_token).unwrap());
-    let (no_cache, cache) = (
-        totals(flops_per_token_without_cache),
-        totals(flops_per_token_with_cache),
-    );
+    let (no_cache, cache) =
+        (totals(flops_per_token_without_cache), totals(flops_per_token_with_cache));
     let rising = |xs: [f64; 4]| xs.windows(2).all(|w| w[1] > w[0]);
     b.claim(
         "The line without a cache rises steeply",
@@ -150,15 +132,10 @@ fn decode_cost_table_and_figure_description(b: &mut Bindings) {
 /// the causal mask, on the same random scores.
 fn figure_6_1_weights() -> (Array2<f32>, Array2<f32>) {
     let mut rng = StdRng::seed_from_u64(55);
-    let (q, k) = (
-        standard_normal(6, 8, &mut rng),
-        standard_normal(6, 8, &mut rng),
-    );
+    let (q, k) = (standard_normal(6, 8, &mut rng), standard_normal(6, 8, &mut rng));
     let v = Array2::<f32>::eye(6);
     let unmasked = scaled_dot_product_attention(&q, &k, &v).unwrap().weights;
-    let causal = masked_attention(&q, &k, &v, &causal_mask(6, 6))
-        .unwrap()
-        .weights;
+    let causal = masked_attention(&q, &k, &v, &causal_mask(6, 6)).unwrap().weights;
     (unmasked, causal)
 }
 
@@ -195,32 +172,19 @@ fn bind_prose(b: &mut Bindings) {
     // The property test's tolerance for row sums (10⁻⁵), measured on one
     // causal case.
     let mut rng = StdRng::seed_from_u64(7);
-    let (q, k) = (
-        standard_normal(6, 4, &mut rng),
-        standard_normal(6, 4, &mut rng),
-    );
-    let w = masked_attention(&q, &k, &k, &causal_mask(6, 6))
-        .unwrap()
-        .weights;
-    let worst_sum = w
-        .rows()
-        .into_iter()
-        .map(|r| (r.sum() - 1.0).abs())
-        .fold(0.0_f32, f32::max);
+    let (q, k) = (standard_normal(6, 4, &mut rng), standard_normal(6, 4, &mut rng));
+    let w = masked_attention(&q, &k, &k, &causal_mask(6, 6)).unwrap().weights;
+    let worst_sum = w.rows().into_iter().map(|r| (r.sum() - 1.0).abs()).fold(0.0_f32, f32::max);
     b.at_most("1e-5", worst_sum as f64);
     // Figure 6.1: 6 by 6, the first row 1.00 on "The".
     let (_, causal) = figure_6_1_weights();
-    b.exact("6", causal.nrows() as f64)
-        .rounded("1.00", causal[[0, 0]] as f64);
+    b.exact("6", causal.nrows() as f64).rounded("1.00", causal[[0, 0]] as f64);
     // Σ t² = n(n+1)(2n+1)/6 and the projections 4·2d²: constants of the
     // closed forms that the crate's functions are tested against.
     let (n, d) = (10u64, 3u64);
     let sum_sq: u64 = (1..=n).map(|t| t * t).sum();
     b.exact("6", (n * (n + 1) * (2 * n + 1) / sum_sq) as f64);
-    b.exact(
-        "4",
-        (flops_per_token_with_cache(1, d) - 4.0 * d as f64) / (2 * d * d) as f64,
-    );
+    b.exact("4", (flops_per_token_with_cache(1, d) - 4.0 * d as f64) / (2 * d * d) as f64);
     // Quiz 1: the causal mask for n = 4 keeps 10 entries.
     let kept = causal_mask(4, 4).iter().filter(|&&k| k).count();
     b.exact("10", kept as f64);

@@ -35,20 +35,12 @@ fn permutation_block(b: &mut Bindings) {
     let x_perm = x.select(Axis(0), &PERM);
     let plain = max_diff(
         &layer.self_attention(&x_perm).unwrap().output,
-        &layer
-            .self_attention(&x)
-            .unwrap()
-            .output
-            .select(Axis(0), &PERM),
+        &layer.self_attention(&x).unwrap().output.select(Axis(0), &PERM),
     );
     let pe = sinusoidal(7, 16).unwrap();
     let with_pe = max_diff(
         &layer.self_attention(&(&x_perm + &pe)).unwrap().output,
-        &layer
-            .self_attention(&(&x + &pe))
-            .unwrap()
-            .output
-            .select(Axis(0), &PERM),
+        &layer.self_attention(&(&x + &pe)).unwrap().output.select(Axis(0), &PERM),
     );
     assert!(plain < 1e-6 && with_pe > 0.1);
     b.quoted(&format!(
@@ -58,10 +50,7 @@ fn permutation_block(b: &mut Bindings) {
 }
 
 fn sinusoidal_blocks_and_figures_6_1_and_6_2(b: &mut Bindings) {
-    b.quoted(&format!(
-        "```text\n{}\n```",
-        matrix(&sinusoidal(4, 4).unwrap(), 4)
-    ));
+    b.quoted(&format!("```text\n{}\n```", matrix(&sinusoidal(4, 4).unwrap(), 4)));
     let omega = frequencies(512);
     let tau = std::f64::consts::TAU;
     b.quoted(&format!(
@@ -93,15 +82,12 @@ fn sinusoidal_blocks_and_figures_6_1_and_6_2(b: &mut Bindings) {
     assert!(cosine_min > 0.99);
     // d_model = 4: ω_1 = 1/10000^(2/4) = 0.01.
     let omega4 = frequencies(4);
-    b.exact("4", omega4.len() as f64 * 2.0)
-        .rounded("0.01", omega4[1]);
+    b.exact("4", omega4.len() as f64 * 2.0).rounded("0.01", omega4[1]);
     b.rounded("10000", 1.0 / frequencies(20)[1].powf(10.0));
     // Figure 7.2's periods, 2π/ω_i for pairs 5, 10 and 20 of d_model = 128.
     let omega = frequencies(128);
-    let periods: Vec<String> = [5, 10, 20]
-        .iter()
-        .map(|&i| format!("{:.1}", tau / omega[i]))
-        .collect();
+    let periods: Vec<String> =
+        [5, 10, 20].iter().map(|&i| format!("{:.1}", tau / omega[i])).collect();
     assert_eq!(periods, ["12.9", "26.5", "111.7"]);
     for p in &periods {
         b.quoted(p);
@@ -151,8 +137,7 @@ fn similarity_table_and_figure_6_3(b: &mut Bindings) {
         let sims: Vec<f32> = (0..=400).map(|k| cosine(&pe.row(0), &pe.row(k))).collect();
         b.exact("400", sims.len() as f64 - 1.0);
         // "to around 0.2 to 0.3 at distance 400"
-        b.value("0.2", sims[400] as f64, 0.15)
-            .value("0.3", sims[400] as f64, 0.15);
+        b.value("0.2", sims[400] as f64, 0.15).value("0.3", sims[400] as f64, 0.15);
         assert!((0.15..0.35).contains(&sims[400]), "d = {d}: {}", sims[400]);
         smooth_start &= sims[..5].windows(2).all(|w| w[1] < w[0]);
         wobble.push(sims.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f32>());
@@ -163,16 +148,8 @@ fn similarity_table_and_figure_6_3(b: &mut Bindings) {
 
 fn rope_block(b: &mut Bindings) {
     let mut rng = StdRng::seed_from_u64(7);
-    let (q, k) = (
-        standard_normal(1, 64, &mut rng),
-        standard_normal(1, 64, &mut rng),
-    );
-    let score = |m, n| {
-        rope(&q, m)
-            .unwrap()
-            .row(0)
-            .dot(&rope(&k, n).unwrap().row(0))
-    };
+    let (q, k) = (standard_normal(1, 64, &mut rng), standard_normal(1, 64, &mut rng));
+    let score = |m, n| rope(&q, m).unwrap().row(0).dot(&rope(&k, n).unwrap().row(0));
     let rows: Vec<Vec<String>> = [(5, 2), (105, 102), (1005, 1002), (2, 5)]
         .iter()
         .map(|&(m, n)| {
@@ -201,11 +178,8 @@ fn rope_block(b: &mut Bindings) {
 
 fn alibi_block_figure_6_4_and_exercise_3(b: &mut Bindings) {
     let exponents = |h| {
-        let e: Vec<String> = alibi_slopes(h)
-            .unwrap()
-            .iter()
-            .map(|s| format!("{}", s.log2()))
-            .collect();
+        let e: Vec<String> =
+            alibi_slopes(h).unwrap().iter().map(|s| format!("{}", s.log2())).collect();
         e.join(" ")
     };
     b.quoted(&format!(
@@ -228,10 +202,7 @@ fn alibi_block_figure_6_4_and_exercise_3(b: &mut Bindings) {
     // Slopes 1/2 … 1/256; exercise 3: distances 2 and 256; heads 1, 2, 4, 8.
     b.exact("256", 1.0 / slopes[7] as f64).exact("4", 4.0);
     let bias = alibi_bias(8, slopes[0]).unwrap();
-    b.claim(
-        "growing linearly with distance",
-        (1..8).all(|i| bias[[i, 0]] == -0.5 * i as f32),
-    );
+    b.claim("growing linearly with distance", (1..8).all(|i| bias[[i, 0]] == -0.5 * i as f32));
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value

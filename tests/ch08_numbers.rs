@@ -61,10 +61,7 @@ fn timing_block_and_figure_7_2(b: &mut Bindings) {
     let t = read_measurements(&csv, "function", "mean_ns").unwrap();
     let header = csv.lines().next().unwrap();
     let p = Provenance::parse("ch08-timings.csv", &csv).unwrap();
-    assert_eq!(
-        p.cpu, "Intel(R) Xeon(R) Processor",
-        "the chapter names the processor"
-    );
+    assert_eq!(p.cpu, "Intel(R) Xeon(R) Processor", "the chapter names the processor");
     b.fact("2026-11-24", &p.date);
     let lengths = [128, 256, 512, 1024, 2048, 4096];
     b.quoted(&format!(
@@ -82,30 +79,21 @@ fn timing_block_and_figure_7_2(b: &mut Bindings) {
     block += &format!("at n = 4096: naive_causal / naive = {causal:.2}\n```");
     b.quoted(&block);
     // "each doubling of n costs about four times the time".
-    let doublings: Vec<f64> = [512, 1024, 2048]
-        .iter()
-        .map(|&n| ms("naive", 2 * n) / ms("naive", n))
-        .collect();
-    b.claim(
-        "about four times the time",
-        doublings.iter().all(|r| (3.5..4.5).contains(r)),
-    );
+    let doublings: Vec<f64> =
+        [512, 1024, 2048].iter().map(|&n| ms("naive", 2 * n) / ms("naive", n)).collect();
+    b.claim("about four times the time", doublings.iter().all(|r| (3.5..4.5).contains(r)));
     // "The causal mask saves nothing", "does not halve the time".
     b.claim("The causal mask saves nothing", causal > 0.95);
     b.claim("does not\nhalve the time", causal > 0.95);
     // Alt text: they reach about 72 and 78 ms at 4096.
-    b.rounded("72", ms("naive", 4096))
-        .rounded("78", ms("naive_causal", 4096));
+    b.rounded("72", ms("naive", 4096)).rounded("78", ms("naive_causal", 4096));
     b.exact("64", 64).exact("8", 512 / 64);
     // "its cost grows with the square of the sequence length".
     let quadratic = ["naive", "naive_causal"]
         .iter()
         .all(|m| (exponent_of(&t, m, &[512, 1024, 2048, 4096]).unwrap() - 2.0).abs() < 0.15);
     b.claim("so its cost grows with the", quadratic);
-    b.rounded(
-        "2.05",
-        exponent_of(&t, "naive", &[512, 1024, 2048, 4096]).unwrap(),
-    );
+    b.rounded("2.05", exponent_of(&t, "naive", &[512, 1024, 2048, 4096]).unwrap());
     // The next chapter "halves the causal time": tiled causal against
     // chapter 6's masked attention at the longest length.
     b.claim(
@@ -124,10 +112,7 @@ fn memory_block(b: &mut Bindings) {
         .iter()
         .map(|&n| lookup(&peaks, "naive", n).unwrap() - (4 * n * n + 2 * 4 * 64 * n) as f64)
         .collect();
-    b.claim(
-        "to within about a kilobyte at every",
-        misses.iter().all(|&m| m > 0.0 && m < 1100.0),
-    );
+    b.claim("to within about a kilobyte at every", misses.iter().all(|&m| m > 0.0 && m < 1100.0));
     for miss in &misses {
         b.rounded("0.00", miss / MIB);
     }
@@ -138,10 +123,7 @@ fn memory_block(b: &mut Bindings) {
     assert_eq!(scores_bytes(16_384), (1u64 << 30) as f64, "a GiB of scores");
     let growth: Vec<f64> = (10..14).map(|p| mib(1 << (p + 1)) / mib(1 << p)).collect();
     b.rounded("3.8", growth[0]).rounded("4.0", growth[3]);
-    b.claim(
-        "multiplies the peak by 3.8",
-        growth.windows(2).all(|w| w[1] > w[0]),
-    );
+    b.claim("multiplies the peak by 3.8", growth.windows(2).all(|w| w[1] > w[0]));
     // Quiz 3: about 4.
     b.value("4", growth[3], 0.1);
     b.exact("8192", 8192).exact("1024", 1024);
@@ -164,21 +146,15 @@ fn every_number_is_bound() {
 /// Chapter 8, exercise 2: the measured peak exceeds the prediction at every
 /// n, by about a kilobyte at most (the product routine's buffers).
 fn the_prediction_misses_the_measured_peak_by_about_a_kilobyte_at_most() {
-    let memory = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/book/data/ch08-memory.csv"
-    ))
-    .unwrap();
+    let memory =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch08-memory.csv"))
+            .unwrap();
     let peaks = report::measurements::read_measurements(&memory, "method", "peak_bytes").unwrap();
     let naive: Vec<_> = peaks.iter().filter(|r| r.method == "naive").collect();
     assert!(naive.len() >= 5, "the memory benchmark's naive rows");
     for r in naive {
         let predicted = attn::exercises::ch08::naive_peak_bytes(r.n, r.n, 64, 64).unwrap();
         let miss = r.value - predicted as f64;
-        assert!(
-            miss > 0.0 && miss < 1100.0,
-            "n = {}: measured minus predicted {miss}",
-            r.n
-        );
+        assert!(miss > 0.0 && miss < 1100.0, "n = {}: measured minus predicted {miss}", r.n);
     }
 }

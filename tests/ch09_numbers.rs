@@ -23,12 +23,7 @@ const CHAPTER: &str = "ch09-efficient-attention.md";
 const MIB: f64 = 1024.0 * 1024.0;
 
 fn timings() -> Vec<Measurement> {
-    read_measurements(
-        &data_file("ch08-timings.csv").unwrap(),
-        "function",
-        "mean_ns",
-    )
-    .unwrap()
+    read_measurements(&data_file("ch08-timings.csv").unwrap(), "function", "mean_ns").unwrap()
 }
 
 fn tiled_section(b: &mut Bindings) {
@@ -71,10 +66,8 @@ fn memory_block_and_figure_8_1(b: &mut Bindings) {
         .exact("16,384", 16_384);
     let growth = |m: &str, lo: u64| mib(m, 2 * lo).unwrap() / mib(m, lo).unwrap();
     let naive_growth: Vec<f64> = (10..14).map(|p| growth("naive", 1 << p)).collect();
-    b.rounded("3.8", naive_growth[0])
-        .rounded("4.0", naive_growth[3]);
-    b.rounded("1.47", growth("tiled", 1024))
-        .rounded("1.97", growth("tiled", 32_768));
+    b.rounded("3.8", naive_growth[0]).rounded("4.0", naive_growth[3]);
+    b.rounded("1.47", growth("tiled", 1024)).rounded("1.97", growth("tiled", 32_768));
     b.claim(
         "Naive attention's peak grows 3.8 to 4.0 times",
         naive_growth.windows(2).all(|w| w[1] > w[0]),
@@ -89,10 +82,7 @@ fn memory_block_and_figure_8_1(b: &mut Bindings) {
         (10..16).all(|p| (1.4..2.0).contains(&growth("tiled", 1 << p))),
     );
     b.rounded("19", lookup(&seconds, "tiled", 65_536).unwrap());
-    b.rounded(
-        "1.9%",
-        100.0 * mib("tiled", 4096).unwrap() / mib("naive", 4096).unwrap(),
-    );
+    b.rounded("1.9%", 100.0 * mib("tiled", 4096).unwrap() / mib("naive", 4096).unwrap());
     let output = 1.0; // MiB at n = 4096
     b.rounded(
         "0.43%",
@@ -105,12 +95,9 @@ fn error_table_and_figure_8_2(b: &mut Bindings) {
     b.quoted(&format!("```text\n{}\n```", error_table(&rows)));
     let (local, linear) = rows.split_at(rows.len() - 1);
     // Local: error falls as the window grows; near-exact on local inputs.
-    assert!(local
-        .windows(2)
-        .all(|w| w[1].random < w[0].random && w[1].local < w[0].local));
+    assert!(local.windows(2).all(|w| w[1].random < w[0].random && w[1].local < w[0].local));
     let below = local.iter().all(|r| r.local < 0.04);
-    b.claim("it stays below 0.04 everywhere", below)
-        .exact("0.04", 0.04);
+    b.claim("it stays below 0.04 everywhere", below).exact("0.04", 0.04);
     b.claim(
         "the error falls from 2.9 to 0.23",
         local.windows(2).all(|w| w[1].random < w[0].random),
@@ -134,18 +121,12 @@ fn error_table_and_figure_8_2(b: &mut Bindings) {
 fn timing_block_and_figure_8_3(b: &mut Bindings) {
     let t = timings();
     let lengths = [128, 256, 512, 1024, 2048, 4096];
-    b.quoted(&format!(
-        "```text\n{}\n```",
-        timing_table(&t, &TIMED_METHODS, &lengths).unwrap()
-    ));
+    b.quoted(&format!("```text\n{}\n```", timing_table(&t, &TIMED_METHODS, &lengths).unwrap()));
     let ms = |m: &str, n: u64| millis(&t, m, n).unwrap();
     let exponent = |m: &str| exponent_of(&t, m, &[512, 1024, 2048, 4096]).unwrap();
     let mut block = String::new();
     for method in ["tiled", "tiled_causal", "local_causal", "linear_causal"] {
-        block += &format!(
-            "{method}: time ∝ n^{:.2} over n = 512 … 4096\n",
-            exponent(method)
-        );
+        block += &format!("{method}: time ∝ n^{:.2} over n = 512 … 4096\n", exponent(method));
     }
     block += &format!(
         "at n = 4096: tiled / naive = {:.2}, tiled causal / naive causal = {:.2}",
@@ -159,17 +140,11 @@ fn timing_block_and_figure_8_3(b: &mut Bindings) {
         "Exact attention stays quadratic",
         exponent("tiled") > 1.9 && exponent("tiled_causal") > 1.7,
     );
-    b.rounded("2.00", exponent("tiled"))
-        .rounded("1.84", exponent("tiled_causal"));
+    b.rounded("2.00", exponent("tiled")).rounded("1.84", exponent("tiled_causal"));
     // The causal saving at short and long lengths.
     let causal = |n| ms("tiled_causal", n) / ms("tiled", n);
-    b.rounded("0.73", causal(512))
-        .rounded("0.52", causal(4096))
-        .exact("512", 512);
-    b.claim(
-        "saving is smaller at short lengths",
-        causal(512) > causal(4096),
-    );
+    b.rounded("0.73", causal(512)).rounded("0.52", causal(4096)).exact("512", 512);
+    b.claim("saving is smaller at short lengths", causal(512) > causal(4096));
     b.rounded("1.00", ms("tiled", 4096) / ms("naive", 4096))
         .rounded("0.49", ms("tiled_causal", 4096) / ms("naive_causal", 4096));
     b.claim(
@@ -187,9 +162,7 @@ fn timing_block_and_figure_8_3(b: &mut Bindings) {
         .rounded("3.6", 1.0 / ratio("local_causal", 4096))
         .rounded("4.2", 1.0 / ratio("linear_causal", 4096));
     let both = |n: u64, faster: bool| {
-        ["local_causal", "linear_causal"]
-            .iter()
-            .all(|m| (ratio(m, n) < 1.0) == faster)
+        ["local_causal", "linear_causal"].iter().all(|m| (ratio(m, n) < 1.0) == faster)
     };
     let slower_then_faster = both(512, false) && [1024, 2048, 4096].iter().all(|&n| both(n, true));
     b.claim("3.6 and 4.2 times\nfaster", both(4096, true));
@@ -202,10 +175,7 @@ fn timing_block_and_figure_8_3(b: &mut Bindings) {
         .rounded("72", ms("tiled", 4096))
         .rounded("11", ms("local_causal", 4096))
         .rounded("9", ms("linear_causal", 4096));
-    b.claim(
-        "drop below tiled causal attention between n = 512 and 1024",
-        slower_then_faster,
-    );
+    b.claim("drop below tiled causal attention between n = 512 and 1024", slower_then_faster);
     let half = |n| ms("tiled_causal", n) / ms("tiled", n);
     b.claim(
         "Tiled causal attention starts level with them and falls to about half their time from n = 2048",

@@ -21,9 +21,7 @@ fn encoder_and_decoder_shapes(b: &mut Bindings) {
     let layer = EncoderLayer::new(CHAPTER_CONFIG, &mut rng).unwrap();
     let x = standard_normal(7, 64, &mut rng);
     let attended = layer.attention().forward(&x, &x).unwrap();
-    let a = layer.layer_norms()[0]
-        .forward(&(&x + &attended.output))
-        .unwrap();
+    let a = layer.layer_norms()[0].forward(&(&x + &attended.output)).unwrap();
     let out = layer.forward(&x).unwrap();
     let ffn_parameters = layer.ffn().parameters();
     b.quoted(&format!(
@@ -42,10 +40,7 @@ fn encoder_and_decoder_shapes(b: &mut Bindings) {
     let model = Transformer::new(CHAPTER_CONFIG, 2, &mut rng).unwrap();
     let y = standard_normal(5, 64, &mut rng);
     let memory = model.encode(&x).unwrap();
-    let cross = model.decoder_layers()[0]
-        .cross_attention()
-        .forward(&y, &memory)
-        .unwrap();
+    let cross = model.decoder_layers()[0].cross_attention().forward(&y, &memory).unwrap();
     b.quoted(&format!(
         "encoder output (memory):          {}\ndecoder self-attention mask:      5×5 (causal)\n\
          cross-attention weights, per head: {:?} (h, n, m)\ndecoder output:                   {}",
@@ -56,28 +51,16 @@ fn encoder_and_decoder_shapes(b: &mut Bindings) {
 }
 
 fn layer_norm_and_gelu_lines(b: &mut Bindings) {
-    let y = LayerNorm::new(4)
-        .forward(&array![[1.0_f32, 2.0, 3.0, 4.0]])
-        .unwrap();
+    let y = LayerNorm::new(4).forward(&array![[1.0_f32, 2.0, 3.0, 4.0]]).unwrap();
     b.quoted(&format!("```text\n{}\n```", matrix(&y, 4)));
-    b.quoted(&format!(
-        "GELU(−1, 0, 1) = {:.4}, {:.4}, {:.4}",
-        gelu(-1.0),
-        gelu(0.0),
-        gelu(1.0)
-    ));
+    b.quoted(&format!("GELU(−1, 0, 1) = {:.4}, {:.4}, {:.4}", gelu(-1.0), gelu(0.0), gelu(1.0)));
 }
 
 fn residual_stream_table_and_figure_8_1(b: &mut Bindings) {
     let stacks = [Norm::Post, Norm::Pre].map(|norm| {
         let mut rng = StdRng::seed_from_u64(12);
-        let c = Config {
-            norm,
-            ..CHAPTER_CONFIG
-        };
-        (0..12)
-            .map(|_| EncoderLayer::new(c, &mut rng).unwrap())
-            .collect::<Vec<_>>()
+        let c = Config { norm, ..CHAPTER_CONFIG };
+        (0..12).map(|_| EncoderLayer::new(c, &mut rng).unwrap()).collect::<Vec<_>>()
     });
     let x = standard_normal(16, 64, &mut StdRng::seed_from_u64(13));
     assert_eq!(x.nrows(), 16);
@@ -86,25 +69,13 @@ fn residual_stream_table_and_figure_8_1(b: &mut Bindings) {
     for (a, b) in stacks[0].iter().zip(&stacks[1]) {
         post = a.forward(&post).unwrap();
         pre = b.forward(&pre).unwrap();
-        stds.push((
-            row_statistics(&post).unwrap().1,
-            row_statistics(&pre).unwrap().1,
-        ));
+        stds.push((row_statistics(&post).unwrap().1, row_statistics(&pre).unwrap().1));
     }
     let rows: Vec<Vec<String>> = [0, 1, 2, 4, 8, 12]
         .iter()
-        .map(|&l| {
-            vec![
-                l.to_string(),
-                format!("{:.3}", stds[l].0),
-                format!("{:.3}", stds[l].1),
-            ]
-        })
+        .map(|&l| vec![l.to_string(), format!("{:.3}", stds[l].0), format!("{:.3}", stds[l].1)])
         .collect();
-    b.quoted(&table(
-        &["layer", "post-norm: std of x", "pre-norm: std of x"],
-        &rows,
-    ));
+    b.quoted(&table(&["layer", "post-norm: std of x", "pre-norm: std of x"], &rows));
     // Alt text: post-norm flat at 1.00 after layer 1; pre-norm 0.97 → 3.12.
     let flat = stds[1..].iter().all(|s| format!("{:.2}", s.0) == "1.00");
     b.rounded("1.00", stds[1].0 as f64)
@@ -121,13 +92,8 @@ fn residual_stream_table_and_figure_8_1(b: &mut Bindings) {
 }
 
 fn exercise_1_parameter_count(b: &mut Bindings) {
-    let c = Config {
-        d_model: 512,
-        h: 8,
-        d_ff: 2048,
-        activation: Activation::Relu,
-        norm: Norm::Post,
-    };
+    let c =
+        Config { d_model: 512, h: 8, d_ff: 2048, activation: Activation::Relu, norm: Norm::Post };
     let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
     let ffn = layer.ffn().parameters();
     let norms = 2 * (layer.layer_norms()[0].d_model() * 2);
@@ -168,9 +134,7 @@ fn bind_prose(b: &mut Bindings) {
     assert!((y[[0, 1]] - outside).abs() > 0.5);
     // The row [1, 2, 3, 4]: μ = 2.5, σ² = 1.25.
     let (mean, std) = row_statistics(&array![[1.0_f32, 2.0, 3.0, 4.0]]).unwrap();
-    b.rounded("2.5", mean as f64)
-        .rounded("1.25", (std * std) as f64)
-        .exact("3", 3.0);
+    b.rounded("2.5", mean as f64).rounded("1.25", (std * std) as f64).exact("3", 3.0);
     // Dropout 0.1 is the paper's rate (stated, not used by the crate).
     b.exact("0.1", 0.1);
 }

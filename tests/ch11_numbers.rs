@@ -29,18 +29,10 @@ fn gradient_check_tables(b: &mut Bindings) {
     let model = check_gradients(3).unwrap();
     b.quoted(&check_table("parameter", &model));
     // "The embeddings' errors are larger, 4e-8 ... more than 20 times below".
-    let embeddings: Vec<f64> = model
-        .iter()
-        .filter(|(n, _)| n.contains("embeddings"))
-        .map(|(_, e)| *e)
-        .collect();
-    let others = model
-        .iter()
-        .filter(|(n, _)| !n.contains("embeddings"))
-        .map(|(_, e)| *e);
-    assert!(embeddings
-        .iter()
-        .all(|&e| e > others.clone().fold(0.0, f64::max) && e * 20.0 < 1e-6));
+    let embeddings: Vec<f64> =
+        model.iter().filter(|(n, _)| n.contains("embeddings")).map(|(_, e)| *e).collect();
+    let others = model.iter().filter(|(n, _)| !n.contains("embeddings")).map(|(_, e)| *e);
+    assert!(embeddings.iter().all(|&e| e > others.clone().fold(0.0, f64::max) && e * 20.0 < 1e-6));
     b.value("4e-8", embeddings[0], 0.5e-8)
         .value("4e-8", embeddings[1], 0.5e-8)
         .at_least("20", 1e-6 / embeddings[0]);
@@ -51,9 +43,7 @@ fn gradient_check_tables(b: &mut Bindings) {
     b.value("0.02", std, 0.005);
     b.claim(
         "The embeddings' errors are larger",
-        embeddings
-            .iter()
-            .all(|&e| e > others.clone().fold(0.0, f64::max)),
+        embeddings.iter().all(|&e| e > others.clone().fold(0.0, f64::max)),
     );
 }
 
@@ -74,16 +64,9 @@ fn embedding_gradients_are_the_largest() {
         .chain(named.iter().filter(|(n, _)| n == "head.w"))
         .map(|(_, values)| largest(values))
         .collect();
-    assert_eq!(
-        matrices.len(),
-        2 * 6 + 1,
-        "six matrices a block, and the head"
-    );
+    assert_eq!(matrices.len(), 2 * 6 + 1, "six matrices a block, and the head");
     let biggest = matrices.iter().cloned().fold(0.0, f64::max);
-    assert!(
-        embeddings > 5.0 * biggest,
-        "\"more than five times\": {embeddings} vs {matrices:?}"
-    );
+    assert!(embeddings > 5.0 * biggest, "\"more than five times\": {embeddings} vs {matrices:?}");
 }
 
 fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
@@ -95,14 +78,12 @@ fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
         .rounded("9.8", first.unscaled.1)
         .rounded("67", last.unscaled.1);
     for r in &norms {
-        b.value("4.8", r.scaled.0, 0.15)
-            .value("4.8", r.scaled.1, 0.15);
+        b.value("4.8", r.scaled.0, 0.15).value("4.8", r.scaled.1, 0.15);
     }
     let falls = norms.windows(2).all(|w| w[1].unscaled.0 < w[0].unscaled.0);
     let rises = norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1);
-    let level = norms
-        .iter()
-        .all(|r| (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15);
+    let level =
+        norms.iter().all(|r| (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15);
     b.claim("shrinks as $d_k$ grows", falls)
         .claim("so $dQ$ grows instead", rises)
         .claim("both norms stay near 4.8", level)
@@ -126,10 +107,7 @@ fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
     // "both norms stay near 4.8 for every d_k" (within 0.15), and the
     // unscaled ones fall (dS) and rise (dQ) monotonically.
     for r in &norms {
-        assert!(
-            (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15,
-            "{r:?}"
-        );
+        assert!((r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15, "{r:?}");
     }
     assert!(norms
         .windows(2)

@@ -37,47 +37,24 @@ fn book_model() -> TinyTransformer {
 /// the model break, it stops learning and this fails.
 #[test]
 fn a_short_training_run_learns_to_reverse() {
-    let model = ModelConfig {
-        k: 8,
-        d_model: 16,
-        heads: 2,
-        d_ff: 64,
-        layers: 1,
-    };
-    let training = TrainConfig {
-        steps: 200,
-        batch: 32,
-        lr: 3e-3,
-        warmup: 10,
-        seed: 5,
-        task: Task::REVERSE,
-    };
+    let model = ModelConfig { k: 8, d_model: 16, heads: 2, d_ff: 64, layers: 1 };
+    let training =
+        TrainConfig { steps: 200, batch: 32, lr: 3e-3, warmup: 10, seed: 5, task: Task::REVERSE };
     let test = held_out(Task::REVERSE, model.k, 200, 7).unwrap();
     let start = Instant::now();
     let (net, losses) = train(model, &training, &test).unwrap();
     let (exact, _) = accuracy(&net, &test).unwrap();
-    eprintln!(
-        "200 steps in {:.1} s, exact {exact}",
-        start.elapsed().as_secs_f64()
-    );
+    eprintln!("200 steps in {:.1} s, exact {exact}", start.elapsed().as_secs_f64());
     assert!(losses[199] < 0.1 * losses[0], "the loss falls");
-    assert!(
-        exact >= CI_BAR,
-        "held-out exact-sequence accuracy {exact} below {CI_BAR}"
-    );
+    assert!(exact >= CI_BAR, "held-out exact-sequence accuracy {exact} below {CI_BAR}");
 }
 
 fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let net = book_model();
     assert_eq!(ModelConfig::of(&net).unwrap(), BOOK_MODEL);
     assert_eq!(net.parameter_count(), 26_443);
-    let test = held_out(
-        Task::REVERSE,
-        ModelConfig::of(&net).unwrap().k,
-        HELD_OUT.0,
-        HELD_OUT.1,
-    )
-    .unwrap();
+    let test =
+        held_out(Task::REVERSE, ModelConfig::of(&net).unwrap().k, HELD_OUT.0, HELD_OUT.1).unwrap();
     let reversal = accuracy(&net, &test).unwrap();
     b.exact("1000", test.len() as f64);
     b.quoted(&accuracy_report(&net, &test, reversal).unwrap());
@@ -86,10 +63,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
         .map(|depth| accuracy_after(&net, &test, depth).unwrap())
         .collect();
     b.quoted(&residual_report(&after));
-    b.claim(
-        "Block 2 changes no prediction",
-        after[1] == 1.0 && after[2] == 1.0,
-    );
+    b.claim("Block 2 changes no prediction", after[1] == 1.0 && after[2] == 1.0);
     // Exercise 1: the sorting model, and where both models' heads look.
     let sorter = TinyTransformer::from_text(&data("ch12-sort-weights.txt")).unwrap();
     let sort_test = held_out(
@@ -119,10 +93,7 @@ fn the_saved_model_reverses_the_held_out_set(b: &mut Bindings) {
     let mirror = mirror_attention(&net, &test).unwrap();
     b.quoted(&mirror_report(&mirror));
     // "96 to 97%" and "14%".
-    let (low, high) = (
-        mirror[0][0].min(mirror[0][1]),
-        mirror[0][0].max(mirror[0][1]),
-    );
+    let (low, high) = (mirror[0][0].min(mirror[0][1]), mirror[0][0].max(mirror[0][1]));
     b.rounded("96", 100.0 * low).rounded("97%", 100.0 * high);
     for &w in &mirror[1] {
         b.rounded("14%", 100.0 * w);
@@ -139,28 +110,18 @@ fn removing_heads(
     (net, test): (&TinyTransformer, &[Vec<usize>]),
     (sorter, sort_test): (&TinyTransformer, &[Vec<usize>]),
 ) {
-    let (reverse, sort): (Ablated, Ablated) = (
-        ablations(net, test).unwrap(),
-        ablations(sorter, sort_test).unwrap(),
-    );
+    let (reverse, sort): (Ablated, Ablated) =
+        (ablations(net, test).unwrap(), ablations(sorter, sort_test).unwrap());
     b.quoted(&ablation_report(&[("reverse", &reverse), ("sort", &sort)]));
     let row = |rows: &Ablated, name: &str| rows.iter().find(|r| r.0 == name).unwrap().clone();
-    let (block_1, block_2) = (
-        row(&reverse, "block 1, all heads"),
-        row(&reverse, "block 2, all heads"),
-    );
+    let (block_1, block_2) =
+        (row(&reverse, "block 1, all heads"), row(&reverse, "block 2, all heads"));
     b.claim(
         "Without the first block's two heads, no held-out sequence is reversed",
         block_1.1 == 0.0,
     )
-    .claim(
-        "about the tenth a guess would get",
-        (0.09..0.11).contains(&block_1.2),
-    )
-    .claim(
-        "Without\nthe second block's heads, every sequence still is",
-        block_2.1 == 1.0,
-    )
+    .claim("about the tenth a guess would get", (0.09..0.11).contains(&block_1.2))
+    .claim("Without\nthe second block's heads, every sequence still is", block_2.1 == 1.0)
     .claim(
         "removing its heads costs the reversal nothing",
         block_2.1 == row(&reverse, "none").1 && block_2.2 == row(&reverse, "none").2,
@@ -176,9 +137,7 @@ fn removing_heads(
     )
     .claim(
         "each head removed\nalone costs more than half of them",
-        sort.iter()
-            .filter(|r| r.0.contains(", head "))
-            .all(|r| r.1 < 0.5 * none),
+        sort.iter().filter(|r| r.0.contains(", head ")).all(|r| r.1 < 0.5 * none),
     );
     let after: Vec<f64> = (0..=sorter.config().layers)
         .map(|depth| accuracy_after(sorter, sort_test, depth).unwrap())
@@ -206,10 +165,7 @@ fn training_log_and_figure_10_1(b: &mut Bindings) {
         let acc = log[s - 1].2.map_or("–".to_string(), |a| format!("{a:.3}"));
         block += &format!("{s:>4}  {:.4}  {acc:>20}\n", log[s - 1].1);
     }
-    block += &format!(
-        "uniform guess over 11 tokens: loss ln 11 = {:.4}",
-        11f64.ln()
-    );
+    block += &format!("uniform guess over 11 tokens: loss ln 11 = {:.4}", 11f64.ln());
     b.quoted(&block);
     // Figure 12.1: accuracy 0 through step 25, 0.085 at 30, 1 from 40 on.
     let acc = |s: usize| log[s - 1].2.unwrap();
@@ -260,15 +216,9 @@ fn bind_prose(b: &mut Bindings) {
     // The task's illustration: 8 digits reversed.
     let digits = [3, 1, 4, 1, 5, 9, 2, 6];
     let reversed: Vec<usize> = digits.iter().rev().cloned().collect();
-    b.quoted(&format!(
-        "{} |  →  {}",
-        show_tokens(&digits),
-        show_tokens(&reversed)
-    ));
+    b.quoted(&format!("{} |  →  {}", show_tokens(&digits), show_tokens(&reversed)));
     // The permutation matrix over the one-hot prompt: 10k × 10k.
-    b.exact("80", (10 * c.k) as f64)
-        .exact("8", c.k as f64)
-        .exact("7", (c.k - 1) as f64);
+    b.exact("80", (10 * c.k) as f64).exact("8", c.k as f64).exact("7", (c.k - 1) as f64);
     // "output 3 comes from input 4": output j reads input k − 1 − j.
     b.exact("4", (c.k - 1 - 3) as f64);
     // The model's sizes.

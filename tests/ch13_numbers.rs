@@ -47,9 +47,8 @@ fn every_number_is_bound() {
     assert_eq!(BOOK_PAIRS.map(|p| p.0), [held_out.len(), train.len()]);
     let longest = held_out.iter().chain(&train).map(|p| p.source.len()).max();
     assert_eq!(longest, Some(11), "sources of one word to eleven");
-    let lengths: std::collections::BTreeSet<usize> = (1..=999_999)
-        .map(|x| number_words(x).unwrap().len())
-        .collect();
+    let lengths: std::collections::BTreeSet<usize> =
+        (1..=999_999).map(|x| number_words(x).unwrap().len()).collect();
     b.claim(
         "with\nno number of exactly ten words",
         !lengths.contains(&10) && lengths.first() == Some(&1) && lengths.last() == Some(&11),
@@ -66,10 +65,7 @@ fn every_number_is_bound() {
         .exact("13", TARGET_VOCAB as f64)
         .exact("32", c.d_model as f64)
         .exact("64", c.d_ff as f64);
-    b.claim(
-        "two layers of each kind, width 32, 4 heads",
-        c.layers == 2 && c.heads == 4,
-    );
+    b.claim("two layers of each kind, width 32, 4 heads", c.layers == 2 && c.heads == 4);
 
     // The training log, as `cargo xtask train ch13` wrote it: its held-out
     // scores must be the saved models'.
@@ -77,21 +73,14 @@ fn every_number_is_bound() {
     let p = report::provenance::Provenance::parse("ch13-train-log.txt", &log).unwrap();
     assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
     let length_lines = |l: &&str| {
-        [
-            "GRU,",
-            "Transformer,",
-            "length experiment:",
-            "wrote book/data/ch13-lengths",
-        ]
-        .iter()
-        .any(|p| l.starts_with(p))
+        ["GRU,", "Transformer,", "length experiment:", "wrote book/data/ch13-lengths"]
+            .iter()
+            .any(|p| l.starts_with(p))
     };
     let first: Vec<&str> = log.lines().filter(|l| !length_lines(l)).collect();
     b.quoted(&first.join("\n"));
-    let lengths_log: Vec<&str> = log
-        .lines()
-        .filter(|l| length_lines(l) && !l.starts_with("wrote"))
-        .collect();
+    let lengths_log: Vec<&str> =
+        log.lines().filter(|l| length_lines(l) && !l.starts_with("wrote")).collect();
     b.quoted(&lengths_log.join("\n"));
     b.exact("0.1", 0.1);
 
@@ -115,29 +104,22 @@ fn every_number_is_bound() {
         let (_, _, exact, bleu) = results[i];
         let scores = format!("held-out exact {exact:.3}, BLEU {bleu:.3} (greedy)");
         assert!(
-            log.lines()
-                .any(|l| l.starts_with(&format!("{name}: ")) && l.ends_with(&scores)),
+            log.lines().any(|l| l.starts_with(&format!("{name}: ")) && l.ends_with(&scores)),
             "the training log's {name} line does not match the saved model"
         );
     }
     b.exact("1500", BOOK_SEQ2SEQ_TRAINING.steps as f64);
 
     // The first held-out set's errors, all on the rare short sources.
-    let errors_only_below_3 = held_out
-        .iter()
-        .zip(&translations[0])
-        .all(|(p, t)| *t == p.target || p.source.len() <= 2);
-    b.claim(
-        "makes all of its errors on those short sentences",
-        errors_only_below_3,
-    );
+    let errors_only_below_3 =
+        held_out.iter().zip(&translations[0]).all(|(p, t)| *t == p.target || p.source.len() <= 2);
+    b.claim("makes all of its errors on those short sentences", errors_only_below_3);
     let of_length = |n: usize| train.iter().filter(|p| p.source.len() == n).count();
     b.claim(
         "of its 5000\npairs, 10 have one word and 10 have two",
         train.len() == 5000 && of_length(1) == 10 && of_length(2) == 10,
     );
-    b.exact("5000", train.len() as f64)
-        .exact("10", of_length(1) as f64);
+    b.exact("5000", train.len() as f64).exact("10", of_length(1) as f64);
     length_experiment(&mut b);
     summarisation(&mut b);
 
@@ -147,10 +129,7 @@ fn every_number_is_bound() {
     b.quoted(&alignment_report(&scores, baselines));
     let all: Vec<f64> = scores.iter().flatten().cloned().collect();
     let best = all.iter().cloned().fold(0.0, f64::max);
-    b.claim(
-        "In this run every head beats a random word",
-        all.iter().all(|&s| s > baselines.0),
-    );
+    b.claim("In this run every head beats a random word", all.iter().all(|&s| s > baselines.0));
     b.value("0.2", best - baselines.1, 0.05);
     assert_eq!(scores[1][0], best, "Figure 13.2 is layer 2, head 1");
 
@@ -161,8 +140,7 @@ fn every_number_is_bound() {
         "nine hundred four and thirty thousand three hundred two and ninety"
     );
     assert_eq!(shown.number, 934_392);
-    b.exact("7", (shown.target.len() + 1) as f64)
-        .exact("11", shown.source.len() as f64);
+    b.exact("7", (shown.target.len() + 1) as f64).exact("11", shown.source.len() as f64);
     let w = &cross_attention(&attention, shown).unwrap()[1][0];
     b.rounded("0.99", w[[0, 0]]).rounded("0.91", w[[5, 8]]);
     let gold = alignment(shown.number).unwrap();
@@ -197,42 +175,26 @@ fn every_number_is_bound() {
     let sweep = report::ch13::seeds().unwrap();
     assert_eq!(sweep.len(), 5);
     assert_eq!(sweep[0].0, BOOK_SEQ2SEQ_TRAINING.seed);
-    assert_eq!(
-        sweep[0].1, results[0].2,
-        "seed 1's accuracy is the saved model's"
-    );
+    assert_eq!(sweep[0].1, results[0].2, "seed 1's accuracy is the saved model's");
     assert_eq!(sweep[0].2, best, "seed 1's best head is the saved model's");
     let seed_lines: Vec<&str> = log.lines().filter(|l| l.starts_with("seed ")).collect();
     b.quoted(&seed_lines.join("\n"));
     let exact: Vec<f64> = sweep.iter().map(|s| s.1).collect();
     let heads: Vec<f64> = sweep.iter().map(|s| s.2).collect();
-    let (lo, hi) = (
-        exact.iter().cloned().fold(1.0, f64::min),
-        exact.iter().cloned().fold(0.0, f64::max),
-    );
+    let (lo, hi) =
+        (exact.iter().cloned().fold(1.0, f64::min), exact.iter().cloned().fold(0.0, f64::max));
     b.rounded("0.978", lo).rounded("0.988", hi);
     let worst_head = heads.iter().cloned().fold(1.0, f64::min);
     b.learned(
         "most alignment-like heads score from 0.206",
-        Evidence::Runs {
-            values: &heads,
-            lowest: "0.206",
-            highest: "0.737",
-        },
+        Evidence::Runs { values: &heads, lowest: "0.206", highest: "0.737" },
     );
-    b.learned(
-        "In this\ninitialisation its heads learned to align",
-        Evidence::OneRun,
-    );
+    b.learned("In this\ninitialisation its heads learned to align", Evidence::OneRun);
     assert!(
         (0.0..0.02).contains(&(worst_head - baselines.0)),
         "the worst seed's best head is hardly better than a random word"
     );
-    assert_eq!(
-        heads.iter().cloned().fold(0.0, f64::max),
-        best,
-        "seed 1 is the best"
-    );
+    assert_eq!(heads.iter().cloned().fold(0.0, f64::max), best, "seed 1 is the best");
 
     // Exercises and quiz.
     let floor = smoothing_floor(0.1, TARGET_VOCAB);
@@ -243,10 +205,7 @@ fn every_number_is_bound() {
     let curves = report::ch13::training_curves().unwrap();
     let last: &[f64] = &curves.last().unwrap()[1..]; // each model's final loss
     let smoothed_final = last[2];
-    b.claim(
-        "and it reaches that floor",
-        (smoothed_final - floor).abs() < 1e-3,
-    );
+    b.claim("and it reaches that floor", (smoothed_final - floor).abs() < 1e-3);
     // Figure 13.1's alt text: the final losses of the three runs.
     b.at_most("0.001", last[0]).value("0.04", last[1], 0.005);
     b.claim("falls fastest", last[0] < last[1] && last[1] < last[2]);
@@ -260,63 +219,39 @@ fn length_experiment(b: &mut Bindings) {
     use report::ch13_lengths::*;
     let (held_out, train) = length_pairs().unwrap();
     b.quoted(&data_report(&held_out, &train));
-    let by_words = |n: usize| {
-        (1..=999_999)
-            .filter(|&x| number_words(x).unwrap().len() == n)
-            .count()
-    };
-    b.claim(
-        "Only 27 numbers have one word and 36 two",
-        by_words(1) == 27 && by_words(2) == 36,
-    );
-    b.exact("27", by_words(1) as f64)
-        .exact("36", by_words(2) as f64);
+    let by_words =
+        |n: usize| (1..=999_999).filter(|&x| number_words(x).unwrap().len() == n).count();
+    b.claim("Only 27 numbers have one word and 36 two", by_words(1) == 27 && by_words(2) == 36);
+    b.exact("27", by_words(1) as f64).exact("36", by_words(2) as f64);
     b.value("0.069", widest_interval(HELD_OUT_PER_LENGTH), 5e-4);
     let rows = read_lengths().unwrap();
     let models = read_models().unwrap();
     // The rows are the runs the text describes: every model and seed, 200
     // pairs a length, agreeing with the model rows.
-    assert_eq!(
-        rows.len(),
-        LengthModel::ALL.len() * SEEDS.len() * LENGTHS.len()
-    );
+    assert_eq!(rows.len(), LengthModel::ALL.len() * SEEDS.len() * LENGTHS.len());
     assert!(rows.iter().all(|r| r.pairs == HELD_OUT_PER_LENGTH));
     for m in &models {
-        let of: Vec<&LengthRow> = rows
-            .iter()
-            .filter(|r| r.model == m.model && r.seed == m.seed)
-            .collect();
+        let of: Vec<&LengthRow> =
+            rows.iter().filter(|r| r.model == m.model && r.seed == m.seed).collect();
         let exact = of.iter().map(|r| r.exact).sum::<usize>() as f64 / held_out.len() as f64;
         assert_eq!(exact, m.exact, "{:?} seed {}", m.model, m.seed);
     }
     b.quoted(&length_table(&rows));
-    b.quoted(&models_report(
-        &models,
-        report::ch13::alignment_baselines(&held_out).unwrap(),
-    ));
+    b.quoted(&models_report(&models, report::ch13::alignment_baselines(&held_out).unwrap()));
     // The committed GRU is the first initialisation of the GRU with
     // attention: its weights (rounded to f32) give its row's scores.
     let gru = RnnSeq2Seq::from_text(&data("ch13-gru-attention-weights.txt")).unwrap();
-    let first = models
-        .iter()
-        .find(|m| m.model == LengthModel::GruAttention && m.seed == SEEDS[0])
-        .unwrap();
+    let first =
+        models.iter().find(|m| m.model == LengthModel::GruAttention && m.seed == SEEDS[0]).unwrap();
     let score = rnn_alignment_score(&gru, &held_out).unwrap().unwrap();
-    assert!(
-        (score - first.alignment).abs() < 2e-3,
-        "{score} vs {}",
-        first.alignment
-    );
+    assert!((score - first.alignment).abs() < 2e-3, "{score} vs {}", first.alignment);
     assert_eq!(gru.config(), rnn_config(true));
 
     // What the text says of the table.
     let spread_of = |m, l| spread(&rows, m, l, exact_share);
     let attending = [LengthModel::GruAttention, LengthModel::Transformer];
-    let lowest = rows
-        .iter()
-        .filter(|r| attending.contains(&r.model))
-        .map(exact_share)
-        .fold(1.0, f64::min);
+    let lowest =
+        rows.iter().filter(|r| attending.contains(&r.model)).map(exact_share).fold(1.0, f64::min);
     b.rounded("0.985", lowest);
     b.claim(
         "no seed\nof the GRU with attention or of the Transformer with cross-attention\n\
@@ -333,14 +268,12 @@ fn length_experiment(b: &mut Bindings) {
             < widest_interval(HELD_OUT_PER_LENGTH)
     });
     let gaps_from_5 = LENGTHS.iter().filter(|&&l| l >= 5).all(|&l| {
-        [LengthModel::GruAttention, LengthModel::Transformer]
-            .iter()
-            .all(|&with| {
-                [last, mean].iter().all(|&without| {
-                    spread_of(with, l).mean - spread_of(without, l).mean
-                        > widest_interval(HELD_OUT_PER_LENGTH)
-                })
+        [LengthModel::GruAttention, LengthModel::Transformer].iter().all(|&with| {
+            [last, mean].iter().all(|&without| {
+                spread_of(with, l).mean - spread_of(without, l).mean
+                    > widest_interval(HELD_OUT_PER_LENGTH)
             })
+        })
     });
     b.claim(
         "narrower than every gap between a model with attention and one without\nfrom 5 words on, though not than every gap between the two models\nwithout it",
@@ -356,18 +289,10 @@ fn length_experiment(b: &mut Bindings) {
         .rounded("0.790", spread_of(last, 5).mean)
         .rounded("0.637", spread_of(last, 7).mean);
     let exact_of = |m: LengthModel| -> Vec<f64> {
-        models
-            .iter()
-            .filter(|r| r.model == m)
-            .map(|r| r.exact)
-            .collect()
+        models.iter().filter(|r| r.model == m).map(|r| r.exact).collect()
     };
-    let range = |v: &[f64]| {
-        (
-            v.iter().cloned().fold(1.0, f64::min),
-            v.iter().cloned().fold(0.0, f64::max),
-        )
-    };
+    let range =
+        |v: &[f64]| (v.iter().cloned().fold(1.0, f64::min), v.iter().cloned().fold(0.0, f64::max));
     let (lo, hi) = range(&exact_of(last));
     b.rounded("0.745", lo).rounded("0.799", hi);
     let (lo, hi) = range(&exact_of(mean));
@@ -375,11 +300,7 @@ fn length_experiment(b: &mut Bindings) {
     // The final losses: the GRU that hands on its last state, and the two
     // models with attention.
     let losses_of = |m: LengthModel| -> Vec<f64> {
-        models
-            .iter()
-            .filter(|r| r.model == m)
-            .map(|r| r.final_loss)
-            .collect()
+        models.iter().filter(|r| r.model == m).map(|r| r.final_loss).collect()
     };
     let (lo, hi) = range(&losses_of(last));
     b.rounded("0.064", lo).rounded("0.076", hi);
@@ -392,20 +313,12 @@ fn length_experiment(b: &mut Bindings) {
         for &seed in &SEEDS {
             let at = |l: usize| {
                 exact_share(
-                    rows.iter()
-                        .find(|r| r.model == m && r.seed == seed && r.length == l)
-                        .unwrap(),
+                    rows.iter().find(|r| r.model == m && r.seed == seed && r.length == l).unwrap(),
                 )
             };
-            assert!(
-                at(11).max(at(9)) < at(3).min(at(4)),
-                "{m:?} seed {seed} falls with length"
-            );
+            assert!(at(11).max(at(9)) < at(3).min(at(4)), "{m:?} seed {seed} falls with length");
             // The zigzag, in every seed: 6 and 8 above 5, 7 and 9.
-            assert!(
-                at(6).min(at(8)) > at(5).max(at(7)).max(at(9)),
-                "{m:?} seed {seed}: zigzag"
-            );
+            assert!(at(6).min(at(8)) > at(5).max(at(7)).max(at(9)), "{m:?} seed {seed}: zigzag");
         }
     }
     b.claim(
@@ -421,27 +334,16 @@ fn length_experiment(b: &mut Bindings) {
     // The alignment scores: the GRU's attention over its three seeds, the
     // Transformer's best head over its three.
     let alignment_of = |m: LengthModel| -> Vec<f64> {
-        models
-            .iter()
-            .filter(|r| r.model == m)
-            .map(|r| r.alignment)
-            .collect()
+        models.iter().filter(|r| r.model == m).map(|r| r.alignment).collect()
     };
     let (chance, diagonal) = report::ch13::alignment_baselines(&held_out).unwrap();
     b.rounded("0.166", chance).rounded("0.461", diagonal);
     let gru_scores = alignment_of(LengthModel::GruAttention);
     b.learned(
         "its attention is alignment-like, from 0.654 to 0.726",
-        Evidence::Runs {
-            values: &gru_scores,
-            lowest: "0.654",
-            highest: "0.726",
-        },
+        Evidence::Runs { values: &gru_scores, lowest: "0.654", highest: "0.726" },
     );
-    assert!(
-        gru_scores.iter().all(|&s| s > diagonal),
-        "alignment-like: above the diagonal"
-    );
+    assert!(gru_scores.iter().all(|&s| s > diagonal), "alignment-like: above the diagonal");
     let within = |v: &[f64], w: &[f64]| {
         let lo = |x: &[f64]| x.iter().cloned().fold(1.0, f64::min);
         let hi = |x: &[f64]| x.iter().cloned().fold(0.0, f64::max);
@@ -450,11 +352,7 @@ fn length_experiment(b: &mut Bindings) {
     let head_scores = alignment_of(LengthModel::Transformer);
     b.learned(
         "ranges from 0.544 to 0.830 over its three",
-        Evidence::Runs {
-            values: &head_scores,
-            lowest: "0.544",
-            highest: "0.830",
-        },
+        Evidence::Runs { values: &head_scores, lowest: "0.544", highest: "0.830" },
     );
     b.claim(
         "so on these data the two kinds of attention align about as well",
@@ -465,19 +363,14 @@ fn length_experiment(b: &mut Bindings) {
     // names them, the 4 and the 2 on the "and" after their word.
     let (book_held_out, _) = book_pairs().unwrap();
     let shown = book_held_out.iter().find(|p| p.source.len() >= 10).unwrap();
-    assert!(
-        !train.iter().any(|p| p.number == shown.number),
-        "the shown number is held out"
-    );
+    assert!(!train.iter().any(|p| p.number == shown.number), "the shown number is held out");
     let w = gru_attention(&gru, shown).unwrap().unwrap();
     let gold = alignment(shown.number).unwrap();
     let most = |i: usize| {
         let row = w.row(i);
         (0..row.len()).fold(0, |m, j| if row[j] > row[m] { j } else { m })
     };
-    let named = (0..gold.len())
-        .filter(|&i| gold[i] == Some(most(i)))
-        .count();
+    let named = (0..gold.len()).filter(|&i| gold[i] == Some(most(i))).count();
     let words = number_words(shown.number).unwrap();
     b.learned(
         "In this run, four of its six digits look hardest at the word that",
@@ -535,33 +428,19 @@ fn summarisation(b: &mut Bindings) {
     assert_eq!(p.statistic, "one run", "the log names its run: {}", p.line);
     b.quoted(log.trim_end());
     let rows = read_summary().unwrap();
-    assert_eq!(
-        rows.iter().map(|r| r.seed).collect::<Vec<_>>(),
-        SUMMARY_SEEDS
-    );
+    assert_eq!(rows.iter().map(|r| r.seed).collect::<Vec<_>>(), SUMMARY_SEEDS);
     b.quoted(&summary_report(&rows));
     let (exact, rouge) = summary_scores(&net, &held_out).unwrap();
-    assert!(
-        (exact - rows[0].exact).abs() < 0.01,
-        "{exact} vs {}",
-        rows[0].exact
-    );
+    assert!((exact - rows[0].exact).abs() < 0.01, "{exact} vs {}", rows[0].exact);
     assert!((rouge.one.f1 - rows[0].rouge[0]).abs() < 0.01);
     let exacts: Vec<f64> = rows.iter().map(|r| r.exact).collect();
     b.learned(
         "the initialisations differ on it, from 0.828\nto 0.922",
-        Evidence::Runs {
-            values: &exacts,
-            lowest: "0.828",
-            highest: "0.922",
-        },
+        Evidence::Runs { values: &exacts, lowest: "0.828", highest: "0.922" },
     );
     let rouge_1 = rows.iter().map(|r| r.rouge[0]).fold(1.0, f64::min);
     b.rounded("0.970", rouge_1);
-    b.claim(
-        "ROUGE-1 is at least 0.970 for every seed",
-        rows.iter().all(|r| r.rouge[0] >= 0.9695),
-    );
+    b.claim("ROUGE-1 is at least 0.970 for every seed", rows.iter().all(|r| r.rouge[0] >= 0.9695));
     b.claim(
         "a summary with one token wrong still shares most of its words",
         rows.iter().all(|r| r.rouge[0] > r.exact),
@@ -581,11 +460,8 @@ fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
     let grows = |value: fn(&report::ch13_summary::SpreadRow) -> f64| {
         SUMMARY_SEEDS.iter().all(|&seed| {
             (0..KINDS.len()).all(|kind| {
-                let values: Vec<f64> = spread
-                    .iter()
-                    .filter(|r| r.seed == seed && r.kind == kind)
-                    .map(value)
-                    .collect();
+                let values: Vec<f64> =
+                    spread.iter().filter(|r| r.seed == seed && r.kind == kind).map(value).collect();
                 values.len() == 5 && values.windows(2).all(|w| w[1] > w[0])
             })
         })
@@ -594,22 +470,11 @@ fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
         "In every seed, the entropy of both kinds of token grows with the length\nof the run",
         grows(|r| r.entropy),
     );
-    b.claim(
-        "and it too grows with the run's length in every seed",
-        grows(|r| r.in_run_entropy),
-    );
-    let below = spread
-        .iter()
-        .all(|r| r.in_run_entropy < (r.span as f64).ln());
+    b.claim("and it too grows with the run's length in every seed", grows(|r| r.in_run_entropy));
+    let below = spread.iter().all(|r| r.in_run_entropy < (r.span as f64).ln());
     b.claim("their entropy is below $\\ln L$ at every\nlength", below);
-    b.claim(
-        "below ln L at every length but growing with it",
-        below && grows(|r| r.in_run_entropy),
-    );
-    b.claim(
-        "grows with the run's length, as the dashed curve of ln L does",
-        grows(|r| r.entropy),
-    );
+    b.claim("below ln L at every length but growing with it", below && grows(|r| r.in_run_entropy));
+    b.claim("grows with the run's length, as the dashed curve of ln L does", grows(|r| r.entropy));
     let range_at = |span: usize, value: fn(&report::ch13_summary::SpreadRow) -> f64| {
         spread
             .iter()
@@ -618,22 +483,14 @@ fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
             .fold((9.0_f64, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)))
     };
     let ((lo3, hi3), (lo7, hi7)) = (range_at(3, |r| r.entropy), range_at(7, |r| r.entropy));
-    b.rounded("1.19", lo3)
-        .rounded("1.60", hi3)
-        .rounded("1.80", lo7)
-        .rounded("2.11", hi7);
-    let ((lo3, hi3), (lo7, hi7)) = (
-        range_at(3, |r| r.in_run_entropy),
-        range_at(7, |r| r.in_run_entropy),
-    );
-    b.rounded("0.51", lo3)
-        .rounded("0.94", hi3)
-        .rounded("1.40", lo7)
-        .rounded("1.80", hi7);
+    b.rounded("1.19", lo3).rounded("1.60", hi3).rounded("1.80", lo7).rounded("2.11", hi7);
+    let ((lo3, hi3), (lo7, hi7)) =
+        (range_at(3, |r| r.in_run_entropy), range_at(7, |r| r.in_run_entropy));
+    b.rounded("0.51", lo3).rounded("0.94", hi3).rounded("1.40", lo7).rounded("1.80", hi7);
     b.rounded("1.10", 3f64.ln()).rounded("1.95", 7f64.ln());
-    let (lo, hi) = spread.iter().fold((1.0_f64, 0.0_f64), |(lo, hi), r| {
-        (lo.min(r.in_span), hi.max(r.in_span))
-    });
+    let (lo, hi) = spread
+        .iter()
+        .fold((1.0_f64, 0.0_f64), |(lo, hi), r| (lo.min(r.in_span), hi.max(r.in_span)));
     b.rounded("0.25", lo).rounded("0.96", hi);
     // Counts and colours: the largest difference on any measure.
     let differ = spread
@@ -655,17 +512,11 @@ fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
         .fold(0.0, f64::max);
     b.at_most("0.16", differ);
     let seed_in_span = |seed: u64| -> f64 {
-        let of: Vec<f64> = spread
-            .iter()
-            .filter(|r| r.seed == seed)
-            .map(|r| r.in_span)
-            .collect();
+        let of: Vec<f64> = spread.iter().filter(|r| r.seed == seed).map(|r| r.in_span).collect();
         of.iter().sum::<f64>() / of.len() as f64
     };
     let means: Vec<f64> = SUMMARY_SEEDS.iter().map(|&s| seed_in_span(s)).collect();
-    let (lo, hi) = means
-        .iter()
-        .fold((1.0_f64, 0.0_f64), |(l, h), &m| (l.min(m), h.max(m)));
+    let (lo, hi) = means.iter().fold((1.0_f64, 0.0_f64), |(l, h), &m| (l.min(m), h.max(m)));
     b.claim(
         "the three initialisations agree on\nthat and differ on how much of the weight stays in the run",
         grows(|r| r.in_run_entropy) && hi - lo > 0.2,
@@ -678,11 +529,7 @@ fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
     let fwd = net.forward(&one).unwrap();
     let layer = report::ch13_summary::MEASURED_LAYER;
     let largest = (0..net.config().heads)
-        .map(|h| {
-            fwd.cross_weights(layer, 0, h)
-                .unwrap()
-                .fold(0.0_f64, |m, &x| m.max(x))
-        })
+        .map(|h| fwd.cross_weights(layer, 0, h).unwrap().fold(0.0_f64, |m, &x| m.max(x)))
         .fold(0.0, f64::max);
     b.claim(
         "In every head each token's weight is spread over several neighbouring words rather than put on one cell",

@@ -31,19 +31,14 @@ fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
     let d = Derived::read().unwrap();
     let corpus = Corpus::read().unwrap();
-    let corpus_tokens: Vec<_> = d.tokens[TOKENIZER_EXAMPLES.len() + 1..]
-        .iter()
-        .map(|(_, t)| t.clone())
-        .collect();
+    let corpus_tokens: Vec<_> =
+        d.tokens[TOKENIZER_EXAMPLES.len() + 1..].iter().map(|(_, t)| t.clone()).collect();
 
     // The model and its architecture.
     b.quoted(&architecture_report(&d));
     b.exact("1e-5", 1e-5);
     b.exact("32", 384 / 12);
-    b.claim(
-        "12 heads of $d_k = 32$",
-        d.tensors.iter().any(|t| t.2 == [384, 384]),
-    );
+    b.claim("12 heads of $d_k = 32$", d.tensors.iter().any(|t| t.2 == [384, 384]));
     b.exact("6", d.heads.len() as f64);
     b.exact("72", (d.heads.len() * d.heads[0].len()) as f64);
     b.exact("30,522", 30_522);
@@ -58,16 +53,10 @@ fn every_number_is_bound() {
     // The golden tests' sizes (tests/pretrained.rs and tools/minilm_golden.py).
     let golden = common::golden::load("minilm.txt");
     let ids = golden.keys().filter(|k| k.starts_with("ids_")).count();
-    let attended = golden
-        .keys()
-        .filter(|k| k.ends_with("_layer0_head0"))
-        .count();
+    let attended = golden.keys().filter(|k| k.ends_with("_layer0_head0")).count();
     assert_eq!(attended, 2, "all 72 heads' weights for two of them");
     b.claim("ids of three sentences", ids == 3);
-    b.claim(
-        "embeddings of ten corpus sentences",
-        golden["embeddings"].nrows() == 10,
-    );
+    b.claim("embeddings of ten corpus sentences", golden["embeddings"].nrows() == 10);
 
     // Statistics.
     b.quoted(&layers_report(&d, &corpus_tokens));
@@ -79,16 +68,10 @@ fn every_number_is_bound() {
         "in layers 2\nto 5 more than half of all attention goes to `[CLS]` and `[SEP]`",
         either[1..5].iter().all(|&x| x > 0.5),
     );
-    b.claim(
-        "In this model the sink is mostly `[CLS]`",
-        cls.iter().zip(&sep).all(|(c, s)| c > s),
-    );
+    b.claim("In this model the sink is mostly `[CLS]`", cls.iter().zip(&sep).all(|(c, s)| c > s));
     b.rounded("0.25", cls[0]).rounded("0.38", cls[5]);
     b.value("0.6", cls[1..5].iter().sum::<f64>() / 4.0, 0.05);
-    b.claim(
-        "about 0.6 in layers 2 to 5",
-        cls[1..5].iter().all(|&c| (c - 0.6).abs() < 0.07),
-    );
+    b.claim("about 0.6 in layers 2 to 5", cls[1..5].iter().all(|&c| (c - 0.6).abs() < 0.07));
     b.at_most("0.1", sep.iter().cloned().fold(0.0, f64::max));
     b.quoted(&positional_heads_report(&d));
     let prev = d.heads[0][2].0.previous;
@@ -97,9 +80,7 @@ fn every_number_is_bound() {
     let uniform = report::ch14::uniform_entropy(&corpus_tokens);
     b.claim(
         "Every layer is far more focused than uniform attention",
-        layer_means(&d, |s| s.entropy)
-            .iter()
-            .all(|&e| e < 0.75 * uniform),
+        layer_means(&d, |s| s.entropy).iter().all(|&e| e < 0.75 * uniform),
     );
 
     // Ablation.
@@ -119,13 +100,9 @@ fn every_number_is_bound() {
         "moves the\nembeddings more than removing any head of layers 1 to 5",
         last_min > before_max,
     );
-    b.rounded("0.01", before_max.max(0.0))
-        .rounded("0.011", last_min);
+    b.rounded("0.01", before_max.max(0.0)).rounded("0.011", last_min);
     b.rounded("0.041", (0..12).map(|h| shift(5, h)).fold(0.0, f64::max));
-    b.claim(
-        "*raises* the paraphrases' similarity",
-        d.heads[5][9].1.similarity_change > 0.0,
-    );
+    b.claim("*raises* the paraphrases' similarity", d.heads[5][9].1.similarity_change > 0.0);
     // Quiz 2: the head with the most weight on [CLS] is the one whose removal
     // moves the embeddings least.
     let heads: Vec<(usize, usize)> = (0..6).flat_map(|l| (0..12).map(move |h| (l, h))).collect();
@@ -133,10 +110,8 @@ fn every_number_is_bound() {
         .iter()
         .max_by(|a, b| d.heads[a.0][a.1].0.cls.total_cmp(&d.heads[b.0][b.1].0.cls))
         .unwrap();
-    let least_shift = heads
-        .iter()
-        .min_by(|a, b| shift(a.0, a.1).total_cmp(&shift(b.0, b.1)))
-        .unwrap();
+    let least_shift =
+        heads.iter().min_by(|a, b| shift(a.0, a.1).total_cmp(&shift(b.0, b.1))).unwrap();
     b.claim(
         "layer 3 head 10, is the head whose removal",
         *most_cls == (2, 9) && most_cls == least_shift,
@@ -150,10 +125,7 @@ fn every_number_is_bound() {
     b.claim("the relation is weak", rho.abs() < 0.5);
     let mut ranked: Vec<f64> = d.heads.iter().flatten().map(|(_, a)| a.shift).collect();
     ranked.sort_by(|a, b| b.total_cmp(a));
-    b.claim(
-        "is not among those that matter most",
-        shift(0, 2) < ranked[5],
-    );
+    b.claim("is not among those that matter most", shift(0, 2) < ranked[5]);
 
     // Similarity.
     b.quoted(&similarity_report(&d, &corpus).unwrap());
@@ -163,15 +135,9 @@ fn every_number_is_bound() {
         "Every paraphrase pair scores higher than every unrelated pair",
         lowest_same > highest_other,
     );
-    b.claim(
-        "The corpus holds twelve\nparaphrase pairs",
-        corpus.pairs.len() == 12,
-    );
+    b.claim("The corpus holds twelve\nparaphrase pairs", corpus.pairs.len() == 12);
     let best = (0..12).max_by(|&i, &j| d.similarity[i].0.total_cmp(&d.similarity[j].0));
-    b.claim(
-        "Pair 7, which shares nearly all its\nwords, scores highest",
-        best == Some(6),
-    );
+    b.claim("Pair 7, which shares nearly all its\nwords, scores highest", best == Some(6));
     b.exact("5", 5).exact("7", 7);
 
     // Speed.
@@ -180,21 +146,14 @@ fn every_number_is_bound() {
     b.from(&[crate_file, pytorch_file])
         .quoted(&speed_report(speeds.ours, speeds.pytorch))
         .quoted(&measured_report(&crate_file.line, &pytorch_file.line))
-        .claim(
-            "The crate embeds more sentences per second here",
-            speeds.ours > speeds.pytorch,
-        );
+        .claim("The crate embeds more sentences per second here", speeds.ours > speeds.pytorch);
     // The appendix's lengths, "one sequence of 1024 to 4096 tokens".
     let appendix = report::fast_data::FastData::read().unwrap();
     let lengths: Vec<u64> = [512, 1024, 2048, 4096, 8192]
         .into_iter()
         .filter(|&n| appendix.theirs("sdpa_1t", n).is_ok())
         .collect();
-    assert_eq!(
-        lengths,
-        [1024, 2048, 4096],
-        "the appendix's PyTorch lengths"
-    );
+    assert_eq!(lengths, [1024, 2048, 4096], "the appendix's PyTorch lengths");
     b.exact("1024", 1024.0).exact("4096", 4096.0);
 
     // Exercises.
@@ -202,10 +161,7 @@ fn every_number_is_bound() {
     assert_eq!(count, d.parameters);
     b.exact("22565376", count as f64);
     b.exact("11,720,448", (30_522 * 384) as f64);
-    b.claim(
-        "more than half of the model is the\nvocabulary",
-        2 * 30_522 * 384 > count,
-    );
+    b.claim("more than half of the model is the\nvocabulary", 2 * 30_522 * 384 > count);
     b.exact("512", 512).exact("384", 384).exact("1536", 1536);
     let mut best = (0.0, 0, 0);
     for (l, w) in d.attention.iter().enumerate() {

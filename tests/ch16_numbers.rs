@@ -23,34 +23,23 @@ fn every_number_is_bound() {
     let mut b = Bindings::new(CHAPTER);
     let book = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, 1).unwrap();
     let c: LmConfig = book.config();
-    b.exact("4,096", LmCache::bytes_per_token(&book) as f64)
-        .exact("64", c.context as f64);
+    b.exact("4,096", LmCache::bytes_per_token(&book) as f64).exact("64", c.context as f64);
 
     // What a cache holds: the published configurations.
     b.quoted(&published_table().unwrap());
     let [llama2, llama3, mistral, deepseek] = PUBLISHED;
     let bytes =
         |m: &attn::kv_bytes::PublishedModel| kv_bytes_per_token(m.layers, m.layout, 2).unwrap();
-    b.claim(
-        "Llama-2-7B keeps half a mebibyte for every token",
-        bytes(&llama2) == 1 << 19,
-    );
-    b.exact(
-        "2",
-        (bytes(&llama2) * TABLE_CONTEXT) as f64 / (1u64 << 30) as f64,
-    )
-    .exact("4,096", TABLE_CONTEXT as f64);
+    b.claim("Llama-2-7B keeps half a mebibyte for every token", bytes(&llama2) == 1 << 19);
+    b.exact("2", (bytes(&llama2) * TABLE_CONTEXT) as f64 / (1u64 << 30) as f64)
+        .exact("4,096", TABLE_CONTEXT as f64);
     b.claim(
         "Llama-3-8B and Mistral-7B have the same\ndepth and width and keep a quarter of it",
         bytes(&llama3) * 4 == bytes(&llama2) && bytes(&mistral) == bytes(&llama3),
     );
     b.exact("60", deepseek.layers as f64);
-    let KvLayout::Latent { d_c, d_r } = deepseek.layout else {
-        panic!("DeepSeek-V2 is latent")
-    };
-    b.exact("512", d_c as f64)
-        .exact("64", d_r as f64)
-        .exact("128", deepseek.heads as f64);
+    let KvLayout::Latent { d_c, d_r } = deepseek.layout else { panic!("DeepSeek-V2 is latent") };
+    b.exact("512", d_c as f64).exact("64", d_r as f64).exact("128", deepseek.heads as f64);
     b.claim("keeps\nless than either", bytes(&deepseek) < bytes(&llama3));
 
     // The book's variants and the checks.
@@ -59,10 +48,8 @@ fn every_number_is_bound() {
     b.quoted(&equal);
     let (n, window, _) = RING;
     b.exact("37", (n / window) as f64);
-    let gaps: Vec<f64> = equal
-        .lines()
-        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
-        .collect();
+    let gaps: Vec<f64> =
+        equal.lines().map(|l| l.rsplit(' ').next().unwrap().parse().unwrap()).collect();
     b.claim("and agrees\nexactly", gaps[0] == 0.0);
     b.claim(
         "the other two agree to the rounding of 32-bit floats",
@@ -73,41 +60,23 @@ fn every_number_is_bound() {
         .lines()
         .map(|l| l.split(' ').rev().nth(3).unwrap().parse().unwrap())
         .collect();
-    b.claim(
-        "The cache shrinks by $h / h_{\\text{kv}}$",
-        per_token[..3] == [4096, 2048, 1024],
-    );
-    let as_multi_head = KvLayout::Heads {
-        kv_heads: deepseek.heads,
-        d_head: 128,
-    };
+    b.claim("The cache shrinks by $h / h_{\\text{kv}}$", per_token[..3] == [4096, 2048, 1024]);
+    let as_multi_head = KvLayout::Heads { kv_heads: deepseek.heads, d_head: 128 };
     b.claim(
         "shrinks the cache another way",
         bytes(&deepseek) < kv_bytes_per_token(deepseek.layers, as_multi_head, 2).unwrap(),
     );
 
     // Exercise 2.
-    let new = KvLayout::Heads {
-        kv_heads: 8,
-        d_head: 128,
-    };
-    let full = KvLayout::Heads {
-        kv_heads: 64,
-        d_head: 128,
-    };
+    let new = KvLayout::Heads { kv_heads: 8, d_head: 128 };
+    let full = KvLayout::Heads { kv_heads: 64, d_head: 128 };
     let small = kv_bytes_per_token(48, new, 2).unwrap();
     b.exact("48", 48)
         .exact("8", 8)
         .exact("196,608", small as f64)
         .exact("192", (small / 1024) as f64);
-    b.exact(
-        "1.5",
-        kv_bytes_per_token(48, full, 2).unwrap() as f64 / (1 << 20) as f64,
-    );
-    b.claim(
-        "eight times as much",
-        kv_bytes_per_token(48, full, 2).unwrap() == 8 * small,
-    );
+    b.exact("1.5", kv_bytes_per_token(48, full, 2).unwrap() as f64 / (1 << 20) as f64);
+    b.claim("eight times as much", kv_bytes_per_token(48, full, 2).unwrap() == 8 * small);
 
     measured(&mut b);
     b.assert_all_bound();
@@ -120,8 +89,7 @@ fn measured(b: &mut Bindings) {
     let variants = variants().unwrap();
     let long = long_texts().unwrap();
     b.from(&[&source]).quoted(&variant_table(&variants));
-    b.from(&[&long_source])
-        .quoted(&long_text_table(&long, KvHeads(4)));
+    b.from(&[&long_source]).quoted(&long_text_table(&long, KvHeads(4)));
     b.from(&[&long_source]).quoted(&long_text_summaries(&long));
 
     // The variants' losses.
@@ -136,18 +104,11 @@ fn measured(b: &mut Bindings) {
     let (mean_lo, mean_hi) = range(&means);
     let (spread_lo, spread_hi) = range(&spreads);
     b.from(&[&source]).rounded("0.006", mean_hi - mean_lo);
-    b.from(&[&source])
-        .rounded("0.012", spread_lo)
-        .rounded("0.018", spread_hi);
-    b.claim(
-        "A quarter of the cache costs nothing measurable here",
-        mean_hi - mean_lo < spread_lo,
-    );
+    b.from(&[&source]).rounded("0.012", spread_lo).rounded("0.018", spread_hi);
+    b.claim("A quarter of the cache costs nothing measurable here", mean_hi - mean_lo < spread_lo);
     let order = |seed: u64| {
-        let mut v: Vec<&Variant> = variants
-            .iter()
-            .filter(|v| v.seed == seed && v.attention != Latent)
-            .collect();
+        let mut v: Vec<&Variant> =
+            variants.iter().filter(|v| v.seed == seed && v.attention != Latent).collect();
         v.sort_by(|a, b| a.validation_loss.total_cmp(&b.validation_loss));
         v.iter().map(|v| v.attention).collect::<Vec<_>>()
     };
@@ -155,15 +116,11 @@ fn measured(b: &mut Bindings) {
         "the order of\nthose variants changes from seed to seed",
         order(1) != order(2) || order(2) != order(3),
     );
-    let mha_seed_1 = variants
-        .iter()
-        .find(|v| v.attention == KvHeads(4) && v.seed == 1)
-        .unwrap();
+    let mha_seed_1 = variants.iter().find(|v| v.attention == KvHeads(4) && v.seed == 1).unwrap();
     let ch15 = report::ch15::rotary_final_losses().unwrap();
     b.claim(
         "its loss,\n1.7982, is the 1.798 chapter 15 reports",
-        ch15.iter()
-            .any(|&(seed, l)| seed == 1 && (l - mha_seed_1.validation_loss).abs() < 5e-5),
+        ch15.iter().any(|&(seed, l)| seed == 1 && (l - mha_seed_1.validation_loss).abs() < 5e-5),
     );
     let ch15_seed_1 = ch15.iter().find(|&&(seed, _)| seed == 1).unwrap().1;
     b.rounded("1.798", ch15_seed_1);
@@ -193,17 +150,11 @@ fn measured(b: &mut Bindings) {
         "Multi-query attention keeps a\nsmaller cache and does better",
         bytes(KvHeads(1)) < bytes(Latent) && mean_of(KvHeads(1)) < mean_of(Latent),
     );
-    b.claim(
-        "Here, with this recipe, it\ndoes not",
-        mean_of(Latent) > mean_of(KvHeads(4)),
-    );
+    b.claim("Here, with this recipe, it\ndoes not", mean_of(Latent) > mean_of(KvHeads(4)));
     let d_h = SHAKESPEARE_MODEL.d_model / SHAKESPEARE_MODEL.heads;
     let four_heads_wide = kv_bytes_per_token(
         SHAKESPEARE_MODEL.layers,
-        KvLayout::Latent {
-            d_c: 4 * d_h,
-            d_r: LATENT.d_r,
-        },
+        KvLayout::Latent { d_c: 4 * d_h, d_r: LATENT.d_r },
         4,
     )
     .unwrap();
@@ -222,30 +173,18 @@ fn measured(b: &mut Bindings) {
         )
         .claim(
             "a few more parameters\nthan multi-head attention",
-            variants
-                .iter()
-                .find(|v| v.attention == Latent)
-                .unwrap()
-                .parameters
-                > variants
-                    .iter()
-                    .find(|v| v.attention == KvHeads(4))
-                    .unwrap()
-                    .parameters,
+            variants.iter().find(|v| v.attention == Latent).unwrap().parameters
+                > variants.iter().find(|v| v.attention == KvHeads(4)).unwrap().parameters,
         );
 
     // Converting instead of training.
     let (pool_source, _) = Provenance::read("ch16-pooled.tsv").unwrap();
     let pooled = pooled_runs().unwrap();
-    b.from(&[&pool_source, &source])
-        .quoted(&pooled_table(&pooled, &variants));
-    b.exact(
-        "5%",
-        100.0 * FINE_TUNING.steps as f64 / SHAKESPEARE_TRAINING.steps as f64,
-    )
-    .exact("100", FINE_TUNING.steps as f64)
-    .exact("2,000", SHAKESPEARE_TRAINING.steps as f64)
-    .exact("10", FINE_TUNING.warmup as f64);
+    b.from(&[&pool_source, &source]).quoted(&pooled_table(&pooled, &variants));
+    b.exact("5%", 100.0 * FINE_TUNING.steps as f64 / SHAKESPEARE_TRAINING.steps as f64)
+        .exact("100", FINE_TUNING.steps as f64)
+        .exact("2,000", SHAKESPEARE_TRAINING.steps as f64)
+        .exact("10", FINE_TUNING.warmup as f64);
     let mean = |g: usize, f: fn(&Pooled) -> f64| {
         let v: Vec<f64> = pooled.iter().filter(|r| r.kv_heads == g).map(f).collect();
         v.iter().sum::<f64>() / v.len() as f64
@@ -290,39 +229,28 @@ fn measured(b: &mut Bindings) {
     );
 
     // Long texts.
-    b.exact("511", 511)
-        .exact("63", SHAKESPEARE_MODEL.context as f64 - 1.0);
+    b.exact("511", 511).exact("63", SHAKESPEARE_MODEL.context as f64 - 1.0);
     let all = long_text_curve(&long, KvHeads(4), CACHES[0].1);
     let window = long_text_curve(&long, KvHeads(4), CACHES[1].1);
     let past: Vec<f64> = window.iter().filter(|r| r.0 > 64).map(|r| r.1).collect();
     let (w_lo, w_hi) = range(&past);
-    b.rounded("1.8", all[0].1)
-        .rounded("2.9", all[all.len() - 1].1);
+    b.rounded("1.8", all[0].1).rounded("2.9", all[all.len() - 1].1);
     b.rounded("1.3", w_lo).rounded("2.0", w_hi);
     b.claim(
         "through the window and through sinks plus window it stays",
         w_lo > 1.25 && w_hi < 2.05,
     );
     let [inside, all_past, window_past, _, _] = long_text_summary(&long, KvHeads(4));
-    b.rounded("2.37", all_past)
-        .rounded("1.81", inside)
-        .rounded("1.75", window_past);
-    let gaps: Vec<[f64; 5]> = SHARING
-        .iter()
-        .map(|&g| long_text_summary(&long, g))
-        .collect();
+    b.rounded("2.37", all_past).rounded("1.81", inside).rounded("1.75", window_past);
+    let gaps: Vec<[f64; 5]> = SHARING.iter().map(|&g| long_text_summary(&long, g)).collect();
     b.rounded("0.013", gaps.iter().map(|g| g[3]).fold(0.0, f64::max))
         .rounded("0.027", gaps.iter().map(|g| g[4]).fold(0.0, f64::max));
     b.claim(
         "Every variant that shares heads, every seed, tells the same story",
-        gaps.iter()
-            .all(|g| g[1] > g[0] + 0.3 && g[2] < g[0] && g[4] < 0.03),
+        gaps.iter().all(|g| g[1] > g[0] + 0.3 && g[2] < g[0] && g[4] < 0.03),
     );
     b.claim("its loss climbs", gaps.iter().all(|g| g[1] > g[0] + 0.3));
-    b.claim(
-        "below the 1.81 within the context",
-        gaps.iter().all(|g| g[2] < g[0]),
-    );
+    b.claim("below the 1.81 within the context", gaps.iter().all(|g| g[2] < g[0]));
     b.claim("here it\ndoes no harm", gaps.iter().all(|g| g[2] < g[0]));
 
     // Writing speed, and the weight on the first position.
@@ -341,8 +269,7 @@ fn measured(b: &mut Bindings) {
         time(Latent) < time(KvHeads(4)) && time(Latent) > time(KvHeads(2)),
     );
     let (first, first_source) = first_position().unwrap();
-    b.from(&[&first_source])
-        .quoted(&first_position_report(&first));
+    b.from(&[&first_source]).quoted(&first_position_report(&first));
     b.exact("32", 32).exact("240", 240);
     b.claim(
         "Nor does any head lean on the first position",

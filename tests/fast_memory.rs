@@ -17,10 +17,7 @@ static ALLOCATOR: Counting = Counting;
 
 #[test]
 fn scratch_does_not_grow_with_n() {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let d = 64;
     let mut beyond_output = Vec::new();
     for n in [512, 2048, 8192] {
@@ -36,10 +33,7 @@ fn scratch_does_not_grow_with_n() {
     // matrix product's packing buffers), well below one n×n matrix.
     assert_eq!(beyond_output[0], beyond_output[2], "{beyond_output:?}");
     backward_scratch_does_not_grow_with_n(&pool);
-    assert!(
-        beyond_output[2] < 4 * 8192 * 8192 / 100,
-        "{beyond_output:?}"
-    );
+    assert!(beyond_output[2] < 4 * 8192 * 8192 / 100, "{beyond_output:?}");
 }
 
 /// The backward pass too. The portable kernel: beyond its three gradients

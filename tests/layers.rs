@@ -20,10 +20,7 @@ fn src() -> PathBuf {
 fn top_level_modules() -> BTreeSet<String> {
     let declaration = Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;").unwrap();
     let lib = fs::read_to_string(src().join("lib.rs")).unwrap();
-    declaration
-        .captures_iter(&lib)
-        .map(|c| c[1].to_string())
-        .collect()
+    declaration.captures_iter(&lib).map(|c| c[1].to_string()).collect()
 }
 
 /// The top-level module a file of `src/` belongs to.
@@ -66,9 +63,7 @@ fn code_without_tests(text: &str) -> String {
 /// directory of `src/`.
 fn is_test_file(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == "tests.rs")
-        || path
-            .strip_prefix(src())
-            .is_ok_and(|p| p.components().any(|c| c.as_os_str() == "tests"))
+        || path.strip_prefix(src()).is_ok_and(|p| p.components().any(|c| c.as_os_str() == "tests"))
 }
 
 /// `module → the top-level modules its code names`, with the files that name them.
@@ -89,10 +84,8 @@ fn dependencies() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
             continue;
         }
         let code = code_without_tests(&fs::read_to_string(&file).unwrap());
-        let mut named: BTreeSet<String> = path
-            .captures_iter(&code)
-            .map(|c| c[1].to_string())
-            .collect();
+        let mut named: BTreeSet<String> =
+            path.captures_iter(&code).map(|c| c[1].to_string()).collect();
         for g in group.captures_iter(&code) {
             let inner = g[1].replace('\n', " ");
             named.extend(first_word.captures_iter(&inner).map(|c| c[1].to_string()));
@@ -100,11 +93,7 @@ fn dependencies() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
         let rel = file.strip_prefix(src()).unwrap().display().to_string();
         for to in named {
             if modules.contains(&to) && to != from {
-                out.entry(from.clone())
-                    .or_default()
-                    .entry(to)
-                    .or_default()
-                    .insert(rel.clone());
+                out.entry(from.clone()).or_default().entry(to).or_default().insert(rel.clone());
             }
         }
     }
@@ -174,8 +163,6 @@ fn the_float_type_depends_on_nothing_of_the_crate() {
     assert!(
         !code.contains("crate::") && !code.contains("super::"),
         "src/real.rs names the crate's items: {:?}",
-        code.lines()
-            .filter(|l| l.contains("crate::"))
-            .collect::<Vec<_>>()
+        code.lines().filter(|l| l.contains("crate::")).collect::<Vec<_>>()
     );
 }

@@ -73,9 +73,7 @@ fn file_lines(cache: &mut HashMap<PathBuf, Vec<String>>, path: &Path) -> Vec<Str
 
 /// Whether `line` is the marker `ANCHOR: name` or `ANCHOR_END: name`.
 fn marks(line: &str, marker: &str, name: &str) -> bool {
-    line.split(marker)
-        .nth(1)
-        .is_some_and(|rest| rest.trim() == name)
+    line.split(marker).nth(1).is_some_and(|rest| rest.trim() == name)
 }
 
 fn regions() -> (Vec<Region>, HashMap<PathBuf, Vec<String>>) {
@@ -113,11 +111,7 @@ fn regions() -> (Vec<Region>, HashMap<PathBuf, Vec<String>>) {
 #[test]
 fn every_included_region_fits_its_chapters_budget() {
     let (regions, _) = regions();
-    assert!(
-        regions.len() > 100,
-        "the book includes {} regions",
-        regions.len()
-    );
+    assert!(regions.len() > 100, "the book includes {} regions", regions.len());
     let over: Vec<String> = regions
         .iter()
         .filter_map(|r| {
@@ -276,11 +270,7 @@ fn uses(code: &[String], comments: &[String]) -> Vec<Use> {
 /// The names a region binds itself: `let` bindings, parameters, closure
 /// arguments. A call of one of them is not a call of a crate item.
 fn locals(code: &str) -> BTreeSet<String> {
-    let patterns = [
-        r"\blet\s+(?:mut\s+)?(\w+)",
-        r"\|\s*(\w+)[^|]*\|",
-        r"(\w+)\s*:\s*[&\w(\[]",
-    ];
+    let patterns = [r"\blet\s+(?:mut\s+)?(\w+)", r"\|\s*(\w+)[^|]*\|", r"(\w+)\s*:\s*[&\w(\[]"];
     let mut out = BTreeSet::new();
     for p in patterns {
         for c in Regex::new(p).unwrap().captures_iter(code) {
@@ -321,11 +311,7 @@ fn order_findings() -> (Vec<String>, Vec<String>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let describe = |d: &Definition, at: Option<Chapter>| {
         let file = d.file.strip_prefix(&root).unwrap_or(&d.file).display();
-        let owner = d
-            .owner
-            .as_deref()
-            .map(|o| format!("{o}::"))
-            .unwrap_or_default();
+        let owner = d.owner.as_deref().map(|o| format!("{o}::")).unwrap_or_default();
         match at {
             Some(Chapter::Numbered(k)) => format!("{owner}{} ({file}, chapter {k})", d.name),
             Some(Chapter::Free) => format!("{owner}{} ({file}, an appendix)", d.name),
@@ -365,10 +351,9 @@ fn order_findings() -> (Vec<String>, Vec<String>) {
                 continue; // not the crate's
             };
             let candidates: Vec<&&Definition> = match u.qualifier.as_deref() {
-                Some(q) if q.starts_with(char::is_uppercase) && q != "Self" => all
-                    .iter()
-                    .filter(|d| d.owner.as_deref() == Some(q))
-                    .collect(),
+                Some(q) if q.starts_with(char::is_uppercase) && q != "Self" => {
+                    all.iter().filter(|d| d.owner.as_deref() == Some(q)).collect()
+                }
                 // A method call `.name(…)`: a method of a type the reader
                 // has met by this chapter, or that the region names.
                 _ if u.method => all
@@ -380,25 +365,19 @@ fn order_findings() -> (Vec<String>, Vec<String>) {
                         })
                     })
                     .collect(),
-                _ if name.starts_with(char::is_uppercase) => all
-                    .iter()
-                    .filter(|d| d.kind != "fn" && d.kind != "mod")
-                    .collect(),
+                _ if name.starts_with(char::is_uppercase) => {
+                    all.iter().filter(|d| d.kind != "fn" && d.kind != "mod").collect()
+                }
                 _ => all.iter().filter(|d| d.owner.is_none()).collect(),
             };
-            let at: Vec<Option<Chapter>> = candidates
-                .iter()
-                .map(|d| shown_in.get(**d).copied())
-                .collect();
+            let at: Vec<Option<Chapter>> =
+                candidates.iter().map(|d| shown_in.get(**d).copied()).collect();
             let is_later = |c: &Option<Chapter>| c.is_some_and(|c| c > r.chapter);
             if !at.iter().any(is_later) {
                 continue;
             }
-            let list: Vec<String> = candidates
-                .iter()
-                .zip(&at)
-                .map(|(d, c)| describe(d, *c))
-                .collect();
+            let list: Vec<String> =
+                candidates.iter().zip(&at).map(|(d, c)| describe(d, *c)).collect();
             let case = format!("{} {} {name}", r.page, r.anchor);
             if at.iter().all(is_later) {
                 later.insert(format!("{case}: {}", list.join("; ")));
@@ -429,17 +408,12 @@ fn no_listing_names_an_item_a_later_chapter_shows() {
     let (later, undecided) = order_findings();
     let read = read_cases();
     let case_of = |line: &String| line.split_once(':').unwrap().0.to_string();
-    let unread: Vec<&String> = undecided
-        .iter()
-        .filter(|l| !read.contains_key(&case_of(l)))
-        .collect();
+    let unread: Vec<&String> =
+        undecided.iter().filter(|l| !read.contains_key(&case_of(l))).collect();
     let decided: BTreeSet<String> = undecided.iter().map(case_of).collect();
     let stale: Vec<&String> = read.keys().filter(|k| !decided.contains(*k)).collect();
-    let unexplained: Vec<&String> = read
-        .iter()
-        .filter(|(_, why)| why.len() < 20)
-        .map(|(k, _)| k)
-        .collect();
+    let unexplained: Vec<&String> =
+        read.iter().filter(|(_, why)| why.len() < 20).map(|(k, _)| k).collect();
     assert!(
         later.is_empty() && unread.is_empty() && stale.is_empty() && unexplained.is_empty(),
         "{} names in listings whose own listing first appears in a later chapter (or only in \
@@ -450,10 +424,6 @@ fn no_listing_names_an_item_a_later_chapter_shows() {
         later.len(),
         later.join("\n"),
         unread.len(),
-        unread
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        unread.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
     );
 }

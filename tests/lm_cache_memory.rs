@@ -29,9 +29,7 @@ fn the_cache_allocates_its_formula_once() {
     let mut token = 0;
     for _ in 0..context {
         let logits = model.step(token, &mut cache).unwrap();
-        token = greedy
-            .sample(logits.as_slice().unwrap(), &mut rng())
-            .unwrap();
+        token = greedy.sample(logits.as_slice().unwrap(), &mut rng()).unwrap();
     }
     assert_eq!(cache.len(), context);
     assert_eq!(
@@ -55,10 +53,7 @@ fn a_grouped_model_s_cache_is_smaller_by_its_groups() {
     use attn::lm::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
     let full = 262_144;
     for kv_heads in [4, 2, 1] {
-        let config = LmConfig {
-            kv_heads,
-            ..SHAKESPEARE_MODEL
-        };
+        let config = LmConfig { kv_heads, ..SHAKESPEARE_MODEL };
         let model = LanguageModel::<f32>::new(config, 1).unwrap();
         let expected = config.context * LmCache::bytes_per_token(&model);
         assert_eq!(expected, full / (4 / kv_heads));

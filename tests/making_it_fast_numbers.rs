@@ -117,8 +117,7 @@ fn numpy_and_the_three_changes(b: &mut Bindings, sources: &[&Provenance], d: &Fa
         .iter()
         .map(|&n| d.numpy("numpy_tutorial", n).unwrap() / d.numpy("numpy_f32", n).unwrap())
         .collect();
-    s.rounded("1.9", lowest(&tutorial))
-        .rounded("2.3", highest(&tutorial));
+    s.rounded("1.9", lowest(&tutorial)).rounded("2.3", highest(&tutorial));
     // The three changes: the exponentials (an n×n copy at 4096 is 64 MiB,
     // bound with the constants).
     s.quoted(&exponential_report(d).unwrap());
@@ -165,29 +164,22 @@ fn layer_and_blas(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
             (layer_blas / layer - 1.0).abs() < 0.05 && (product_blas / product - 1.0).abs() < 0.05,
         );
     let gain = |m: &str| -> Vec<f64> {
-        NS.iter()
-            .map(|&n| d.ours(m, n).unwrap() / d.ours_blas(m, n).unwrap())
-            .collect()
+        NS.iter().map(|&n| d.ours(m, n).unwrap() / d.ours_blas(m, n).unwrap()).collect()
     };
     let (naive, tiled) = (gain("naive_1t"), gain("tiled_1t"));
     let slower: Vec<f64> = naive.iter().map(|g| 1.0 / g).collect();
-    s.claim(
-        "Tiled attention takes less\ntime with OpenBLAS",
-        tiled.iter().all(|&g| g > 1.0),
-    )
-    .rounded("1.15", lowest(&tiled))
-    .rounded("1.19", highest(&tiled))
-    .rounded("1.01", lowest(&slower))
-    .rounded("1.21", highest(&slower))
-    // More beyond the page's 10% (SPREAD), the same within it.
-    .claim(
-        "more at $n = 2048$ and $4096$ and the\nsame at $1024$",
-        slower[0] < SPREAD && slower[1..].iter().all(|&r| r > SPREAD),
-    );
+    s.claim("Tiled attention takes less\ntime with OpenBLAS", tiled.iter().all(|&g| g > 1.0))
+        .rounded("1.15", lowest(&tiled))
+        .rounded("1.19", highest(&tiled))
+        .rounded("1.01", lowest(&slower))
+        .rounded("1.21", highest(&slower))
+        // More beyond the page's 10% (SPREAD), the same within it.
+        .claim(
+            "more at $n = 2048$ and $4096$ and the\nsame at $1024$",
+            slower[0] < SPREAD && slower[1..].iter().all(|&r| r > SPREAD),
+        );
     let of_numpy = |m: &str| -> Vec<f64> {
-        NS.iter()
-            .map(|&n| d.ours_blas(m, n).unwrap() / d.numpy("numpy_f32", n).unwrap())
-            .collect()
+        NS.iter().map(|&n| d.ours_blas(m, n).unwrap() / d.numpy("numpy_f32", n).unwrap()).collect()
     };
     let (tiled, naive) = (of_numpy("tiled_1t"), of_numpy("naive_1t"));
     s.rounded("0.73", lowest(&tiled))
@@ -236,10 +228,7 @@ fn the_machine_and_the_profile(
         .rounded("272.9", rates[1])
         .rounded("98%", 100.0 * rates[0] / peak)
         .rounded("104%", 100.0 * rates[1] / peak)
-        .claim(
-            "at the limit of the multiply-add units",
-            rates.iter().all(|&r| r > 0.95 * peak),
-        );
+        .claim("at the limit of the multiply-add units", rates.iter().all(|&r| r > 0.95 * peak));
     let portable = [&scores, &output].map(|x| product_flops / x.2);
     s.rounded("123.6", portable[0])
         .rounded("137.6", portable[1])
@@ -250,10 +239,7 @@ fn the_machine_and_the_profile(
     let together = fused + avx(&output);
     s.rounded("1.95", weights / 1e6)
         .rounded("2.63", avx(&softmax) / 1e6)
-        .claim(
-            "less than the 2.63 ms of the two passes it\nreplaces",
-            weights < avx(&softmax),
-        )
+        .claim("less than the 2.63 ms of the two passes it\nreplaces", weights < avx(&softmax))
         .rounded("18.19", together / 1e6)
         .rounded("4%", 100.0 * (1.0 - together / whole))
         .rounded("226.2", attention_flops(4096, 64) / whole)
@@ -265,12 +251,7 @@ fn the_machine_and_the_profile(
     // The tiles.
     s.quoted(&tiles_table(p).unwrap());
     let l2 = p.caches[1] * 1024.0;
-    let (fastest, fastest_ns) = p
-        .calls
-        .iter()
-        .cloned()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap();
+    let (fastest, fastest_ns) = p.calls.iter().cloned().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
     let gap = |ns: f64| 100.0 * (ns / fastest_ns - 1.0);
     let fitting: Vec<f64> = p
         .calls
@@ -281,33 +262,20 @@ fn the_machine_and_the_profile(
     let all: Vec<f64> = p.calls.iter().map(|&(_, ns)| gap(ns)).collect();
     let close: Vec<f64> = all.iter().cloned().filter(|&g| g <= 4.0).collect();
     s.at_most("11%", highest(&all))
-        .claim(
-            "the fastest, 64×128",
-            fastest
-                == Tiles {
-                    query: 64,
-                    key: 128,
-                },
-        )
+        .claim("the fastest, 64×128", fastest == Tiles { query: 64, key: 128 })
         .value("12", fitting.len() as f64, 0.0)
         .at_most("7%", highest(&fitting))
         .value("6", close.len() as f64, 0.0)
         .value("16", p.calls.len() as f64, 0.0)
         .at_most("4%", highest(&close))
         .rounded("6%", gap(p.call(FAST_TILES).unwrap()));
-    let largest = Tiles {
-        query: 512,
-        key: 1024,
-    };
+    let largest = Tiles { query: 512, key: 1024 };
     s.claim(
         "whose working set does not fit, takes the longest",
         working_set(largest, 64) as f64 > l2
-            && p.calls
-                .iter()
-                .all(|&(_, ns)| ns <= p.call(largest).unwrap()),
+            && p.calls.iter().all(|&(_, ns)| ns <= p.call(largest).unwrap()),
     );
-    b.exact("256", FAST_TILES.query as f64)
-        .exact("128", QUERY_BLOCK as f64);
+    b.exact("256", FAST_TILES.query as f64).exact("128", QUERY_BLOCK as f64);
 }
 
 fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &ProfileData) {
@@ -321,15 +289,11 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
     let peak = d.roof();
     let comparisons = vs_pytorch(d, &NS).unwrap();
     let of = |label: &str| comparisons.iter().find(|c| c.0 == label).unwrap().1.clone();
-    let forward: Vec<f64> = [
-        "plain, 1 thread",
-        "plain, 2 threads",
-        "causal, 1 thread",
-        "causal, 2 threads",
-    ]
-    .iter()
-    .flat_map(|l| of(l))
-    .collect();
+    let forward: Vec<f64> =
+        ["plain, 1 thread", "plain, 2 threads", "causal, 1 thread", "causal, 2 threads"]
+            .iter()
+            .flat_map(|l| of(l))
+            .collect();
     let backward: Vec<f64> = [
         "backward, plain, 1 thread",
         "backward, plain, 2 threads",
@@ -363,16 +327,10 @@ fn against_pytorch(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &
         .rounded("19.36", d.ours("fast_1t", 4096).unwrap())
         .rounded("84%", 100.0 * fast / peak)
         .rounded("45.50", d.theirs("sdpa_1t", 4096).unwrap());
-    let (sweep, criterion) = (
-        p.call(FAST_TILES).unwrap() / 1e6,
-        d.ours("fast_1t", 4096).unwrap(),
-    );
-    s.rounded("2%", 100.0 * (1.0 - sweep / criterion))
-        .rounded("10%", 100.0 * (SPREAD - 1.0));
-    let speed_up: Vec<f64> = NS
-        .iter()
-        .map(|&n| d.ours("fast_1t", n).unwrap() / d.ours("fast_2t", n).unwrap())
-        .collect();
+    let (sweep, criterion) = (p.call(FAST_TILES).unwrap() / 1e6, d.ours("fast_1t", 4096).unwrap());
+    s.rounded("2%", 100.0 * (1.0 - sweep / criterion)).rounded("10%", 100.0 * (SPREAD - 1.0));
+    let speed_up: Vec<f64> =
+        NS.iter().map(|&n| d.ours("fast_1t", n).unwrap() / d.ours("fast_2t", n).unwrap()).collect();
     s.rounded("1.82", lowest(&speed_up))
         .rounded("1.91", highest(&speed_up))
         .claim("less than 2, the number of cores", highest(&speed_up) < 2.0);
@@ -390,16 +348,10 @@ fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
     s.quoted(&backward_table(d, &NS).unwrap());
     let comparisons = vs_pytorch(d, &NS).unwrap();
     let of = |label: &str| comparisons.iter().find(|c| c.0 == label).unwrap().1.clone();
-    let one: Vec<f64> = [
-        of("backward, plain, 1 thread"),
-        of("backward, causal, 1 thread"),
-    ]
-    .concat();
-    let two: Vec<f64> = [
-        of("backward, plain, 2 threads"),
-        of("backward, causal, 2 threads"),
-    ]
-    .concat();
+    let one: Vec<f64> =
+        [of("backward, plain, 1 thread"), of("backward, causal, 1 thread")].concat();
+    let two: Vec<f64> =
+        [of("backward, plain, 2 threads"), of("backward, causal, 2 threads")].concat();
     s.rounded("2.30", lowest(&one))
         .rounded("2.43", highest(&one))
         .rounded("1.87", lowest(&two))
@@ -412,8 +364,7 @@ fn the_backward_pass(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
             })
         })
         .collect();
-    s.rounded("1.45", lowest(&torch_speed_up))
-        .rounded("1.85", highest(&torch_speed_up));
+    s.rounded("1.45", lowest(&torch_speed_up)).rounded("1.85", highest(&torch_speed_up));
     let points = roofline_points(d, 4096).unwrap();
     let point = |name: &str| points.iter().find(|p| p.0 == name).unwrap().2;
     s.rounded("221.7", point("fast backward"))
@@ -441,10 +392,7 @@ fn training_with_it(b: &mut Bindings, d: &FastData) {
     };
     s.rounded("0.985", ratio(1))
         .rounded("1.020", ratio(2))
-        .claim(
-            "It is no faster",
-            lm.threads() == [1, 2] && overlap(1) && overlap(2),
-        );
+        .claim("It is no faster", lm.threads() == [1, 2] && overlap(1) && overlap(2));
     // Chapter 8's count for the book's model: attention's products
     // (4·T²·d a block) against all the forward pass's products.
     let c = attn::lm::SHAKESPEARE_MODEL;
@@ -475,22 +423,14 @@ fn the_roofline(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &Pro
         .rounded("86%", 100.0 * sweep / peak);
     assert!(d.sources[3].line.contains("cpu capability AVX512"));
     // The text and the alt text: who is below half the peak, who near it.
-    let below = [
-        "naive",
-        "tiled",
-        "portable",
-        "PyTorch SDPA",
-        "PyTorch backward",
-    ];
+    let below = ["naive", "tiled", "portable", "PyTorch SDPA", "PyTorch backward"];
     s.claim(
         "Every other kernel, the crate's and PyTorch's,\nstays below half the peak",
         below.iter().all(|k| point(k).2 < peak / 2.0),
     )
     .claim(
         "the fast kernel, forward and backward, is near the roof",
-        ["fast", "fast backward"]
-            .iter()
-            .all(|k| point(k).2 > 0.8 * peak),
+        ["fast", "fast backward"].iter().all(|k| point(k).2 > 0.8 * peak),
     )
     .claim(
         "the roof of the loop as compiled would lie on it and is left out",
@@ -513,10 +453,7 @@ fn the_roofline(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &Pro
     assert_eq!(attention_intensity(4096, 64, false), 4096.0 / 4.0);
     let naive = attention_intensity(4096, 64, true);
     s.rounded("15.8", naive)
-        .claim(
-            "above the ridge point of this processor",
-            naive > peak / d.bandwidth,
-        )
+        .claim("above the ridge point of this processor", naive > peak / d.bandwidth)
         .rounded("32%", 100.0 * point("naive").2 / peak)
         .rounded("31", naive_product_intensity(4096, 64));
 }

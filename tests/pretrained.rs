@@ -72,15 +72,10 @@ fn every_head_of_every_layer_matches_pytorch() {
 fn sentence_embeddings_of_a_padded_batch_match_pytorch() {
     let (bert, wordpiece) = model();
     let corpus = Corpus::read().unwrap();
-    let batch: Vec<Vec<u32>> = corpus.sentences()[..10]
-        .iter()
-        .map(|s| wordpiece.tokenize(s).unwrap().ids)
-        .collect();
+    let batch: Vec<Vec<u32>> =
+        corpus.sentences()[..10].iter().map(|s| wordpiece.tokenize(s).unwrap().ids).collect();
     let lengths: Vec<usize> = batch.iter().map(Vec::len).collect();
-    assert!(
-        lengths.iter().min() < lengths.iter().max(),
-        "the batch needs padding"
-    );
+    assert!(lengths.iter().min() < lengths.iter().max(), "the batch needs padding");
     let e = bert.sentence_embeddings(&batch).unwrap();
     assert_abs_diff_eq!(e, load("minilm.txt")["embeddings"], epsilon = TOLERANCE);
     // One at a time, with no padding at all, gives the same embeddings.
@@ -109,10 +104,7 @@ fn padding_changes_nothing_the_real_tokens_see() {
     let moved = (&unmasked.hidden.slice(s![..n, ..]) - &plain.hidden)
         .iter()
         .fold(0.0_f32, |m, x| m.max(x.abs()));
-    assert!(
-        moved > 0.01,
-        "padding attended to moved the outputs by only {moved}"
-    );
+    assert!(moved > 0.01, "padding attended to moved the outputs by only {moved}");
 }
 
 #[test]
@@ -124,10 +116,7 @@ fn the_parameter_count_matches_the_file() {
         sizes.map(|t| t.shape.iter().product::<usize>()).sum()
     };
     // Every f32 tensor but BERT's pooler, which sentence embeddings do not use.
-    assert_eq!(
-        bert.parameter_count(),
-        count(&|n| !n.starts_with("pooler."))
-    );
+    assert_eq!(bert.parameter_count(), count(&|n| !n.starts_with("pooler.")));
     assert_eq!(count(&|n| n.starts_with("pooler.")), 384 * 384 + 384);
 }
 
@@ -140,10 +129,7 @@ fn bad_input_gets_a_clear_error() {
     assert!(bert.encode(&[]).is_err());
     let message = bert.encode(&vec![1000; 513]).unwrap_err().to_string();
     let positions = bert.max_positions().to_string();
-    assert!(
-        message.contains(&format!("only {positions} positions")),
-        "{message}"
-    );
+    assert!(message.contains(&format!("only {positions} positions")), "{message}");
     assert!(bert.without_head(6, 0).is_err() && bert.without_head(0, 12).is_err());
 }
 
@@ -152,10 +138,8 @@ fn bad_input_gets_a_clear_error() {
 /// (the last printed decimal may round the other way on another machine's
 /// floating-point kernels).
 fn same_but_rounding(file: &str, got: &str, committed: &str, tolerance: f64) {
-    let (got, committed): (Vec<&str>, Vec<&str>) = (
-        got.lines().skip(1).collect(),
-        committed.lines().skip(1).collect(),
-    );
+    let (got, committed): (Vec<&str>, Vec<&str>) =
+        (got.lines().skip(1).collect(), committed.lines().skip(1).collect());
     assert_eq!(got.len(), committed.len(), "{file}: line count");
     for (a, b) in got.iter().zip(&committed) {
         let (fa, fb): (Vec<&str>, Vec<&str>) = (a.split('\t').collect(), b.split('\t').collect());

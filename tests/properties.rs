@@ -112,12 +112,8 @@ fn holds<T>(result: Result<T, AttnError>, numbers: impl Fn(&T) -> bool) -> bool 
 /// 512 cases a test, from a fixed seed so that CI runs the same cases every
 /// time; `PROPTEST_RNG_SEED=N PROPTEST_CASES=M` searches elsewhere.
 fn config() -> ProptestConfig {
-    let seed = std::env::var("PROPTEST_RNG_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok());
+    let seed = std::env::var("PROPTEST_RNG_SEED").ok().and_then(|s| s.parse().ok());
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok());
     ProptestConfig {
         cases: cases.unwrap_or(512),
         rng_seed: RngSeed::Fixed(seed.unwrap_or(2026)),

@@ -16,12 +16,8 @@ fn chapters() -> Vec<(String, String)> {
         .unwrap()
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;
-            (name.starts_with("ch") && name.ends_with(".md")).then(|| {
-                (
-                    name.clone(),
-                    std::fs::read_to_string(format!("{dir}/{name}")).unwrap(),
-                )
-            })
+            (name.starts_with("ch") && name.ends_with(".md"))
+                .then(|| (name.clone(), std::fs::read_to_string(format!("{dir}/{name}")).unwrap()))
         })
         .collect();
     files.sort();
@@ -38,14 +34,8 @@ fn every_chapter_has_a_quiz_with_an_answer_per_question() {
     let chapters = chapters();
     assert_eq!(chapters.len(), 16);
     for (name, text) in chapters {
-        let quiz = text
-            .split("## Quiz")
-            .nth(1)
-            .unwrap_or_else(|| panic!("{name} has no quiz"));
-        let questions = quiz
-            .lines()
-            .filter(|l| l.starts_with("**") && l.contains(". "))
-            .count();
+        let quiz = text.split("## Quiz").nth(1).unwrap_or_else(|| panic!("{name} has no quiz"));
+        let questions = quiz.lines().filter(|l| l.starts_with("**") && l.contains(". ")).count();
         let answers = quiz.matches("<summary>Answer</summary>").count();
         assert!(questions >= 3, "{name}: {questions} questions");
         assert_eq!(questions, answers, "{name}: every question needs an answer");
@@ -137,18 +127,12 @@ fn numeric_answers() {
     // Chapter 5: d_k = 512 / 8 = 64, and h does not change the FLOPs.
     let layer = MultiHeadAttention::new(512, 8, &mut StdRng::seed_from_u64(0)).unwrap();
     assert_eq!(layer.d_k(), 64);
-    assert_eq!(
-        multihead_flops(100, 100, 512, 1),
-        multihead_flops(100, 100, 512, 8)
-    );
+    assert_eq!(multihead_flops(100, 100, 512, 1), multihead_flops(100, 100, 512, 8));
     // Chapter 6: the causal mask for n = 4 keeps 10 entries.
     assert_eq!(causal_mask(4, 4).iter().filter(|&&k| k).count(), 10);
     // Chapter 7: position 0 is [0, 1, 0, 1, …]; ALiBi's slopes for 8 heads.
     let pe = sinusoidal(1, 8).unwrap();
-    assert_eq!(
-        pe.row(0).to_vec(),
-        vec![0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
-    );
+    assert_eq!(pe.row(0).to_vec(), vec![0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
     let slopes = alibi_slopes(8).unwrap();
     assert_eq!((slopes[0], slopes[7]), (0.5, 1.0 / 256.0));
     // Chapter 8: equal FLOPs at n = 1024 for d_model = 512.

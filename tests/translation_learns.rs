@@ -32,22 +32,12 @@ fn a_small_encoder_decoder_learns_to_translate_and_attention_beats_the_bottlenec
         };
         let (net, losses) = train_seq2seq(config, &training, &pairs).unwrap();
         assert!(losses[losses.len() - 1] < losses[0], "the loss falls");
-        eprintln!(
-            "bottleneck {bottleneck}: final loss {:.3}",
-            losses[losses.len() - 1]
-        );
+        eprintln!("bottleneck {bottleneck}: final loss {:.3}", losses[losses.len() - 1]);
         evaluate(&net, &held_out, 1).unwrap()
     };
     let (attention, bleu) = score(false);
     let (bottleneck, _) = score(true);
-    assert!(
-        attention >= BAR,
-        "held-out exact accuracy {attention}, BLEU {}",
-        bleu.score
-    );
+    assert!(attention >= BAR, "held-out exact accuracy {attention}, BLEU {}", bleu.score);
     eprintln!("held-out exact: attention {attention}, bottleneck {bottleneck}");
-    assert!(
-        attention > bottleneck,
-        "attention {attention} vs bottleneck {bottleneck}"
-    );
+    assert!(attention > bottleneck, "attention {attention} vs bottleneck {bottleneck}");
 }

@@ -35,10 +35,7 @@ pub fn training_set(count: usize, seed: u64) -> Result<(Array1<f32>, Array1<f32>
     })?;
     let mut x: Vec<f32> = (0..count).map(|_| rng.random_range(0.0..5.0)).collect();
     x.sort_by(f32::total_cmp);
-    let y = x
-        .iter()
-        .map(|&x| truth(x) + noise.sample(&mut rng))
-        .collect();
+    let y = x.iter().map(|&x| truth(x) + noise.sample(&mut rng)).collect();
     Ok((Array1::from(x), y))
 }
 
@@ -71,11 +68,7 @@ pub fn bandwidth_table(
             .map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64)
             .sum::<f64>()
             / queries.len() as f64;
-        rows.push(vec![
-            format!("{rho}"),
-            format!("{error:.3}"),
-            format!("{top:.2}"),
-        ]);
+        rows.push(vec![format!("{rho}"), format!("{error:.3}"), format!("{top:.2}")]);
     }
     let header = ["bandwidth ρ", "squared error", "largest weight"];
     Ok(table(&header, &rows))
@@ -96,10 +89,7 @@ pub fn score_cost_table(ns: &[u64], d: u64) -> String {
             ]
         })
         .collect();
-    table(
-        &["n = m", "additive (MFLOP)", "dot (MFLOP)", "ratio"],
-        &rows,
-    )
+    table(&["n = m", "additive (MFLOP)", "dot (MFLOP)", "ratio"], &rows)
 }
 
 /// The sharpness experiment as the chapter prints it.
@@ -107,11 +97,7 @@ pub fn sharpness_table(rows: &[SharpnessRow]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
-                format!("{}", r.scale),
-                format!("{:.3}", r.dot),
-                format!("{:.3}", r.additive),
-            ]
+            vec![format!("{}", r.scale), format!("{:.3}", r.dot), format!("{:.3}", r.additive)]
         })
         .collect();
     table(&["query scale", "dot product", "additive"], &cells)
@@ -145,10 +131,7 @@ pub fn sharpness_experiment(
         let (name, shape) = ("keys (m×d)", (m, d));
         return Err(AttnError::Empty { name, shape }.into());
     }
-    let (q, k) = (
-        standard_normal(1, d, &mut rng),
-        standard_normal(m, d, &mut rng),
-    );
+    let (q, k) = (standard_normal(1, d, &mut rng), standard_normal(m, d, &mut rng));
     let additive = AdditiveScore::new(d, d, d, &mut rng)?;
     let largest = |mut s: Array2<f32>| -> Result<f32, AttnError> {
         softmax_rows_in_place(&mut s)?;

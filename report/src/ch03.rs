@@ -17,10 +17,7 @@ pub fn variance_table(rows: &[VarianceRow]) -> String {
             ]
         })
         .collect();
-    table(
-        &["d_k", "Var(q·k)", "Var(q·k)/d_k", "Var(q·k/√d_k)"],
-        &cells,
-    )
+    table(&["d_k", "Var(q·k)", "Var(q·k)/d_k", "Var(q·k/√d_k)"], &cells)
 }
 
 /// Experiments 2 and 3 as the chapter prints them.
@@ -39,14 +36,6 @@ pub fn saturation_table(rows: &[SaturationRow]) -> String {
             ]
         })
         .collect();
-    let header = [
-        "d_k",
-        "max p",
-        "max p (scaled)",
-        "H",
-        "H (scaled)",
-        "‖J‖",
-        "‖J‖ (scaled)",
-    ];
+    let header = ["d_k", "max p", "max p (scaled)", "H", "H (scaled)", "‖J‖", "‖J‖ (scaled)"];
     table(&header, &cells)
 }

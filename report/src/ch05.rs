@@ -11,10 +11,7 @@ use ndarray_rand::rand::rngs::StdRng;
 pub fn head_entropies(weights: &ArrayRef3<f32>) -> Result<Vec<f64>, AttnError> {
     let (_, n, m) = weights.dim();
     if n == 0 || m == 0 {
-        return Err(AttnError::Empty {
-            name: "weights of each head (n×m)",
-            shape: (n, m),
-        });
+        return Err(AttnError::Empty { name: "weights of each head (n×m)", shape: (n, m) });
     }
     if let Some(&bad) = weights.iter().find(|w| !(0.0..=1.0).contains(*w)) {
         return Err(AttnError::InvalidArgument {
@@ -41,9 +38,7 @@ pub fn embed_words(words: &[&str], d_model: usize, seed: u64) -> Array2<f32> {
     let table = standard_normal(vocabulary.len(), d_model, &mut rng);
     let mut x = Array2::<f32>::zeros((words.len(), d_model));
     for (i, w) in words.iter().enumerate() {
-        let id = vocabulary
-            .binary_search(&w.to_lowercase())
-            .expect("in the vocabulary");
+        let id = vocabulary.binary_search(&w.to_lowercase()).expect("in the vocabulary");
         x.row_mut(i).assign(&table.row(id));
     }
     x
@@ -60,10 +55,7 @@ mod tests {
     fn entropies_lie_between_zero_and_ln_m() {
         let mut rng = StdRng::seed_from_u64(11);
         let mha = MultiHeadAttention::new(32, 4, &mut rng).unwrap();
-        let (x_q, x_kv) = (
-            standard_normal(5, 32, &mut rng),
-            standard_normal(7, 32, &mut rng),
-        );
+        let (x_q, x_kv) = (standard_normal(5, 32, &mut rng), standard_normal(7, 32, &mut rng));
         let w = mha.forward(&x_q, &x_kv).unwrap().weights;
         for e in head_entropies(&w).unwrap() {
             assert!(e > 0.0 && e < 7f64.ln(), "{e}");

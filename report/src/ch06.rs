@@ -12,10 +12,8 @@ pub fn decode_cost_table(ns: &[u64], d: u64) -> Result<String, ReportError> {
     let rows: Vec<Vec<String>> = ns
         .iter()
         .map(|&n| {
-            let (one_without, one_with) = (
-                flops_per_token_without_cache(n, d),
-                flops_per_token_with_cache(n, d),
-            );
+            let (one_without, one_with) =
+                (flops_per_token_without_cache(n, d), flops_per_token_with_cache(n, d));
             let all_without = cumulative_flops(n, d, flops_per_token_without_cache)?;
             let all_with = cumulative_flops(n, d, flops_per_token_with_cache)?;
             Ok(vec![
@@ -29,14 +27,7 @@ pub fn decode_cost_table(ns: &[u64], d: u64) -> Result<String, ReportError> {
         })
         .collect::<Result<_, ReportError>>()?;
     Ok(table(
-        &[
-            "n",
-            "token n, no cache",
-            "token n, cache",
-            "all n, no cache",
-            "all n, cache",
-            "saved",
-        ],
+        &["n", "token n, no cache", "token n, cache", "all n, no cache", "all n, cache", "saved"],
         &rows,
     ))
 }

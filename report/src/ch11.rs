@@ -18,21 +18,13 @@ pub fn gradient_norm_table(norms: &[GradientNorms]) -> String {
             ]
         })
         .collect();
-    let header = [
-        "d_k",
-        "‖dS‖ unscaled",
-        "‖dS‖ scaled",
-        "‖dQ‖ unscaled",
-        "‖dQ‖ scaled",
-    ];
+    let header = ["d_k", "‖dS‖ unscaled", "‖dS‖ scaled", "‖dQ‖ unscaled", "‖dQ‖ scaled"];
     table(&header, &rows)
 }
 
 /// A table of gradient checks, `(what, relative error)`, under `header`.
 pub fn check_table(header: &str, checks: &[(&str, f64)]) -> String {
-    let rows: Vec<Vec<String>> = checks
-        .iter()
-        .map(|(name, e)| vec![name.to_string(), format!("{e:.1e}")])
-        .collect();
+    let rows: Vec<Vec<String>> =
+        checks.iter().map(|(name, e)| vec![name.to_string(), format!("{e:.1e}")]).collect();
     table(&[header, "relative error"], &rows)
 }

@@ -36,11 +36,7 @@ pub fn token(t: usize) -> String {
 
 /// Space-separated tokens, the separator shown as `|`.
 pub fn show_tokens(tokens: &[usize]) -> String {
-    tokens
-        .iter()
-        .map(|&t| token(t))
-        .collect::<Vec<_>>()
-        .join(" ")
+    tokens.iter().map(|&t| token(t)).collect::<Vec<_>>().join(" ")
 }
 
 /// Held-out exact and per-digit accuracy (from [`attn::model::accuracy`]),
@@ -97,24 +93,15 @@ pub fn digit_attention_report(models: &[(&str, &[Vec<DigitAttention>], f64)]) ->
         for (l, heads) in split.iter().enumerate() {
             let cells: Vec<String> = heads
                 .iter()
-                .map(|a| {
-                    format!(
-                        "{:.3} / {:.3} / {:.3}",
-                        a.on_target, a.on_smaller, a.on_larger
-                    )
-                })
+                .map(|a| format!("{:.3} / {:.3} / {:.3}", a.on_target, a.on_smaller, a.on_larger))
                 .collect();
             out += &format!("\n{name:>7}, block {}: heads {}", l + 1, cells.join(", "));
         }
     }
-    let baselines: Vec<String> = models
-        .iter()
-        .map(|(name, _, share)| format!("{share:.3} ({name})"))
-        .collect();
-    out += &format!(
-        "\nuniform attention would put {} on the equal digits",
-        baselines.join(" and ")
-    );
+    let baselines: Vec<String> =
+        models.iter().map(|(name, _, share)| format!("{share:.3} ({name})")).collect();
+    out +=
+        &format!("\nuniform attention would put {} on the equal digits", baselines.join(" and "));
     out
 }
 
@@ -147,9 +134,7 @@ fn per_block_and_head<T>(
     f: impl Fn(usize, usize) -> Result<T, ReportError>,
 ) -> Result<Vec<Vec<T>>, ReportError> {
     let (layers, heads) = (net.config().layers, net.config().heads);
-    (0..layers)
-        .map(|l| (0..heads).map(|h| f(l, h)).collect())
-        .collect()
+    (0..layers).map(|l| (0..heads).map(|h| f(l, h)).collect()).collect()
 }
 
 /// Where an answer step's attention goes among the prompt digits, by value.

@@ -20,10 +20,9 @@ pub fn seeds() -> Result<Vec<(u64, f64, f64)>, ReportError> {
     rows.into_iter()
         .map(|r| match r.as_slice() {
             [Some(seed), Some(exact), Some(head)] => Ok((*seed as u64, *exact, *head)),
-            _ => Err(crate::measurements::bad(
-                file,
-                format!("a row {r:?} of other than 3 numbers"),
-            )),
+            _ => {
+                Err(crate::measurements::bad(file, format!("a row {r:?} of other than 3 numbers")))
+            }
         })
         .collect()
 }
@@ -54,15 +53,8 @@ pub fn examples_report(numbers: &[u32]) -> Result<String, ReportError> {
     let mut rows = Vec::new();
     for &x in numbers {
         let words = number_words(x)?;
-        let from: Vec<&str> = alignment(x)?
-            .iter()
-            .map(|a| a.map_or("–", |j| words[j]))
-            .collect();
-        rows.push(vec![
-            words.join(" "),
-            digits(&number_pair(x)?.target),
-            from.join(", "),
-        ]);
+        let from: Vec<&str> = alignment(x)?.iter().map(|a| a.map_or("–", |j| words[j])).collect();
+        rows.push(vec![words.join(" "), digits(&number_pair(x)?.target), from.join(", ")]);
     }
     Ok(table(&["source", "target", "each digit from"], &rows))
 }
@@ -78,11 +70,8 @@ pub fn bleu_report() -> Result<String, ReportError> {
         let show = |x: &[usize]| x.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
         out += &format!("candidate {:<10} reference {}\n", show(c), show(r));
     }
-    let fractions: Vec<String> = bleu
-        .counts
-        .iter()
-        .map(|(matched, total)| format!("{matched}/{total}"))
-        .collect();
+    let fractions: Vec<String> =
+        bleu.counts.iter().map(|(matched, total)| format!("{matched}/{total}")).collect();
     let (candidate, reference) = bleu.lengths;
     out += &format!(
         "precisions of 1- to 4-grams: {}\nlengths: candidates {candidate}, references {reference}; \
@@ -104,11 +93,7 @@ pub fn cross_attention(
     let fwd = net.forward(&batch(&[(&pair.source[..], &pair.target[..])])?)?;
     let c = net.config();
     (0..c.layers)
-        .map(|l| {
-            (0..c.heads)
-                .map(|h| Ok(fwd.cross_weights(l, 0, h)?.clone()))
-                .collect()
-        })
+        .map(|l| (0..c.heads).map(|h| Ok(fwd.cross_weights(l, 0, h)?.clone())).collect())
         .collect()
 }
 
@@ -152,10 +137,7 @@ pub fn alignment_report(scores: &[Vec<f64>], (chance, diagonal): (f64, f64)) -> 
                 .collect()
         })
         .collect();
-    format!(
-        "{}\nrandom word {chance:.3}, diagonal {diagonal:.3}",
-        table(&header, &rows)
-    )
+    format!("{}\nrandom word {chance:.3}, diagonal {diagonal:.3}", table(&header, &rows))
 }
 
 /// The beam width chapter 13 compares with greedy decoding.
@@ -196,12 +178,7 @@ pub fn scores_report(results: &[Score]) -> String {
                 1 => "greedy".to_string(),
                 _ => format!("beam {width}"),
             };
-            vec![
-                model.to_string(),
-                decoding,
-                format!("{exact:.3}"),
-                format!("{bleu:.3}"),
-            ]
+            vec![model.to_string(), decoding, format!("{exact:.3}"), format!("{bleu:.3}")]
         })
         .collect();
     table(&["model", "decoding", "exact", "BLEU"], &rows)

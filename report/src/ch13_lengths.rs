@@ -67,9 +67,7 @@ impl LengthModel {
     /// `book/data/FILE`.
     fn at(file: &str, m: f64) -> Result<LengthModel, ReportError> {
         let model = Self::ALL.get(whole(file, m)?);
-        model
-            .copied()
-            .ok_or_else(|| bad(file, format!("no model {m}")))
+        model.copied().ok_or_else(|| bad(file, format!("no model {m}")))
     }
 
     /// Its index in [`Self::ALL`].
@@ -82,10 +80,7 @@ impl LengthModel {
 fn whole(file: &str, x: f64) -> Result<usize, ReportError> {
     match x >= 0.0 && x.fract() == 0.0 && x < 1e15 {
         true => Ok(x as usize),
-        false => Err(bad(
-            file,
-            format!("{x} is not a whole number of at least 0"),
-        )),
+        false => Err(bad(file, format!("{x} is not a whole number of at least 0"))),
     }
 }
 
@@ -123,18 +118,12 @@ impl Trained {
 
 /// The recurrent model's configuration, with or without attention.
 pub fn rnn_config(attention: bool) -> RnnConfig {
-    RnnConfig {
-        attention,
-        ..BOOK_RNN
-    }
+    RnnConfig { attention, ..BOOK_RNN }
 }
 
 /// The Transformer's configuration, mean-pooled or not.
 pub fn transformer_config(bottleneck: bool) -> Seq2SeqConfig {
-    Seq2SeqConfig {
-        bottleneck,
-        ..BOOK_SEQ2SEQ
-    }
+    Seq2SeqConfig { bottleneck, ..BOOK_SEQ2SEQ }
 }
 
 /// The held-out and training pairs, balanced by length (no number in both).
@@ -153,10 +142,7 @@ pub fn train(
     seed: u64,
     pairs: &[TranslationPair],
 ) -> Result<(Trained, Vec<f64>), ReportError> {
-    let training = Seq2SeqTraining {
-        seed,
-        ..BOOK_SEQ2SEQ_TRAINING
-    };
+    let training = Seq2SeqTraining { seed, ..BOOK_SEQ2SEQ_TRAINING };
     Ok(match model {
         LengthModel::Gru | LengthModel::GruAttention => {
             let config = rnn_config(model == LengthModel::GruAttention);
@@ -225,10 +211,7 @@ pub const LENGTH_COLUMNS: &str = "model,seed,length,pairs,exact,bleu";
 /// A row as a CSV line (the model as its index in [`LengthModel::ALL`]).
 pub fn csv_line(r: &LengthRow) -> String {
     let model = r.model.index();
-    format!(
-        "{model},{},{},{},{},{}",
-        r.seed, r.length, r.pairs, r.exact, r.bleu
-    )
+    format!("{model},{},{},{},{},{}", r.seed, r.length, r.pairs, r.exact, r.bleu)
 }
 
 /// The committed rows, `book/data/ch13-lengths.csv`.
@@ -273,17 +256,10 @@ pub fn spread(
     length: usize,
     score: fn(&LengthRow) -> f64,
 ) -> Spread {
-    let values: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.model == model && r.length == length)
-        .map(score)
-        .collect();
+    let values: Vec<f64> =
+        rows.iter().filter(|r| r.model == model && r.length == length).map(score).collect();
     if values.is_empty() {
-        return Spread {
-            mean: f64::NAN,
-            low: f64::NAN,
-            high: f64::NAN,
-        };
+        return Spread { mean: f64::NAN, low: f64::NAN, high: f64::NAN };
     }
     Spread {
         mean: values.iter().sum::<f64>() / values.len() as f64,
@@ -306,9 +282,8 @@ pub fn widest_interval(n: usize) -> f64 {
 /// Exact accuracy by source length, one column a model: the mean over the
 /// seeds, and the lowest and highest seed's.
 pub fn length_table(rows: &[LengthRow]) -> String {
-    let header: Vec<&str> = std::iter::once("source words")
-        .chain(LengthModel::ALL.iter().map(|m| m.name()))
-        .collect();
+    let header: Vec<&str> =
+        std::iter::once("source words").chain(LengthModel::ALL.iter().map(|m| m.name())).collect();
     let cells: Vec<Vec<String>> = LENGTHS
         .iter()
         .map(|&length| {
@@ -410,12 +385,7 @@ pub fn data_report(held_out: &[TranslationPair], train: &[TranslationPair]) -> S
 /// random word and of the diagonal on the same pairs
 /// ([`crate::ch13::alignment_baselines`]).
 pub fn models_report(models: &[ModelRow], (chance, diagonal): (f64, f64)) -> String {
-    let header = [
-        "model",
-        "parameters",
-        "exact, each seed",
-        "alignment score, each seed",
-    ];
+    let header = ["model", "parameters", "exact, each seed", "alignment score, each seed"];
     let rows: Vec<Vec<String>> = LengthModel::ALL
         .iter()
         .map(|&m| {

@@ -176,12 +176,7 @@ pub fn read_summary() -> Result<Vec<SummaryRow>, ReportError> {
         .into_iter()
         .map(|r| match r[..] {
             [Some(seed), Some(final_loss), Some(exact), Some(one), Some(two), Some(l)] => {
-                Ok(SummaryRow {
-                    seed: seed as u64,
-                    final_loss,
-                    exact,
-                    rouge: [one, two, l],
-                })
+                Ok(SummaryRow { seed: seed as u64, final_loss, exact, rouge: [one, two, l] })
             }
             _ => Err(bad(file, format!("a row {r:?} of other than 6 numbers"))),
         })
@@ -231,27 +226,16 @@ pub fn seed_range(
     (kind, span): (usize, usize),
     value: fn(&SpreadRow) -> f64,
 ) -> (f64, f64) {
-    let values = rows
-        .iter()
-        .filter(|r| r.kind == kind && r.span == span)
-        .map(value);
-    values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-        (lo.min(v), hi.max(v))
-    })
+    let values = rows.iter().filter(|r| r.kind == kind && r.span == span).map(value);
+    values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)))
 }
 
 /// The spread by kind of token and run length: the entropy of attention
 /// spread evenly over the run (`ln L`), and over the seeds the lowest and
 /// highest measured entropy, weight inside the run and entropy inside it.
 pub fn spread_table(rows: &[SpreadRow]) -> String {
-    let header = [
-        "token",
-        "run length L",
-        "ln L",
-        "entropy",
-        "weight in the run",
-        "entropy in the run",
-    ];
+    let header =
+        ["token", "run length L", "ln L", "entropy", "weight in the run", "entropy in the run"];
     let range = |key, value| {
         let (lo, hi) = seed_range(rows, key, value);
         format!("{lo:.2}–{hi:.2}")
@@ -280,11 +264,8 @@ pub fn spread_table(rows: &[SpreadRow]) -> String {
 /// "police killed the gunman", two candidates with the same ROUGE-1 and
 /// ROUGE-2 that ROUGE-L tells apart (F1 of each).
 pub fn rouge_example() -> Result<String, ReportError> {
-    let sentences = [
-        "police killed the gunman",
-        "police kill the gunman",
-        "the gunman kill police",
-    ];
+    let sentences =
+        ["police killed the gunman", "police kill the gunman", "the gunman kill police"];
     let mut vocabulary: Vec<&str> = Vec::new();
     let mut id = |w| match vocabulary.iter().position(|&v| v == w) {
         Some(i) => i,
@@ -293,10 +274,8 @@ pub fn rouge_example() -> Result<String, ReportError> {
             vocabulary.len() - 1
         }
     };
-    let ids: Vec<Vec<usize>> = sentences
-        .iter()
-        .map(|s| s.split(' ').map(&mut id).collect())
-        .collect();
+    let ids: Vec<Vec<usize>> =
+        sentences.iter().map(|s| s.split(' ').map(&mut id).collect()).collect();
     let mut rows = Vec::new();
     for (sentence, candidate) in sentences.iter().zip(&ids).skip(1) {
         let one = attn::translation::rouge_n(candidate, &ids[0], 1)?.f1;
@@ -310,11 +289,7 @@ pub fn rouge_example() -> Result<String, ReportError> {
         ]);
     }
     let header = ["candidate", "ROUGE-1", "ROUGE-2", "ROUGE-L"];
-    Ok(format!(
-        "reference: {}\n{}",
-        sentences[0],
-        table(&header, &rows)
-    ))
+    Ok(format!("reference: {}\n{}", sentences[0], table(&header, &rows)))
 }
 
 /// A pair and a model's summary of it, as words.

@@ -58,32 +58,21 @@ impl Corpus {
             }));
         };
         Ok(Corpus {
-            pairs: paired
-                .chunks_exact(2)
-                .map(|p| [p[0].to_string(), p[1].to_string()])
-                .collect(),
+            pairs: paired.chunks_exact(2).map(|p| [p[0].to_string(), p[1].to_string()]).collect(),
             singles: singles.iter().map(|s| s.to_string()).collect(),
         })
     }
 
     /// Every sentence: the pairs' (first, second, first, …), then the singles.
     pub fn sentences(&self) -> Vec<&str> {
-        let paired = self
-            .pairs
-            .iter()
-            .flat_map(|[a, b]| [a.as_str(), b.as_str()]);
-        paired
-            .chain(self.singles.iter().map(String::as_str))
-            .collect()
+        let paired = self.pairs.iter().flat_map(|[a, b]| [a.as_str(), b.as_str()]);
+        paired.chain(self.singles.iter().map(String::as_str)).collect()
     }
 }
 
 /// Tokenises every sentence.
 pub fn tokenize_all(wordpiece: &WordPiece, sentences: &[&str]) -> Result<Vec<Tokens>, ReportError> {
-    Ok(sentences
-        .iter()
-        .map(|s| wordpiece.tokenize(s))
-        .collect::<Result<_, _>>()?)
+    Ok(sentences.iter().map(|s| wordpiece.tokenize(s)).collect::<Result<_, _>>()?)
 }
 
 /// Sentence embeddings per second, one sentence at a time: the best of
@@ -125,10 +114,7 @@ pub fn heads_at_least(values: &[Vec<f64>], threshold: f64) -> Vec<(usize, usize)
 
 /// The mean of each row of `values`.
 pub fn row_means(values: &[Vec<f64>]) -> Array1<f64> {
-    values
-        .iter()
-        .map(|row| row.iter().sum::<f64>() / row.len() as f64)
-        .collect()
+    values.iter().map(|row| row.iter().sum::<f64>() / row.len() as f64).collect()
 }
 
 #[cfg(test)]

@@ -106,10 +106,7 @@ pub fn derive(model: &Path) -> Result<Vec<String>, ReportError> {
         tensors += &format!("{}\t{}\t{}\n", t.name, t.dtype, shape.join("x"));
     }
     tensors += &format!("# Bert::parameter_count\t{}\n", bert.parameter_count());
-    let eps = bert
-        .layers()
-        .first()
-        .map_or(0.0, |l| l.layer_norms()[0].parameters().2);
+    let eps = bert.layers().first().map_or(0.0, |l| l.layer_norms()[0].parameters().2);
     tensors += &format!("# LayerNorm ε\t{eps:e}\n");
 
     let mut token_rows = String::new();
@@ -143,9 +140,7 @@ pub fn derive(model: &Path) -> Result<Vec<String>, ReportError> {
 
     let e = embeddings(&bert, paraphrases)?;
     let mut similarity = String::new();
-    let pairs = pair_similarities(&e)?
-        .into_iter()
-        .zip(unrelated_similarities(&e)?);
+    let pairs = pair_similarities(&e)?.into_iter().zip(unrelated_similarities(&e)?);
     for (i, (same, unrelated)) in pairs.enumerate() {
         similarity += &format!("{i}\t{same:.4}\t{unrelated:.4}\n");
     }
@@ -159,10 +154,7 @@ pub fn derive(model: &Path) -> Result<Vec<String>, ReportError> {
         head("name\tdtype\tshape", tensors),
         head("sentence\ttokens\tids", token_rows),
         head("layer\thead\tquery\tweights…", attention),
-        head(
-            "layer\thead\tentropy\tcls\tsep\tprevious\tnext\tshift\tsimilarity_change",
-            heads,
-        ),
+        head("layer\thead\tentropy\tcls\tsep\tprevious\tnext\tshift\tsimilarity_change", heads),
         head("pair\tparaphrase\tunrelated", similarity),
     ])
 }
@@ -184,18 +176,12 @@ pub struct Speeds {
 pub fn read_speeds() -> Result<Speeds, ReportError> {
     let speed = |file: &str| -> Result<(f64, Provenance), ReportError> {
         let (source, text) = Provenance::read(file)?;
-        let row = rows(&text)
-            .next()
-            .ok_or_else(|| bad(file, "no measurement"))?;
+        let row = rows(&text).next().ok_or_else(|| bad(file, "no measurement"))?;
         Ok((number(file, row.get(1).copied().unwrap_or(""))?, source))
     };
     let ((ours, a), (pytorch, b)) = (speed("ch14-speed.tsv")?, speed("ch14-speed-pytorch.tsv")?);
     one_run(&[&a, &b])?;
-    Ok(Speeds {
-        ours,
-        pytorch,
-        sources: [a, b],
-    })
+    Ok(Speeds { ours, pytorch, sources: [a, b] })
 }
 
 /// The data rows of a tab-separated file's text.
@@ -237,10 +223,7 @@ impl Derived {
         let mut tokens = Vec::new();
         for r in rows(tokens_text) {
             let ids: Result<Vec<u32>, _> = r[2].split(' ').map(|i| number(f[1], i)).collect();
-            let t = Tokens {
-                tokens: r[1].split(' ').map(String::from).collect(),
-                ids: ids?,
-            };
+            let t = Tokens { tokens: r[1].split(' ').map(String::from).collect(), ids: ids? };
             tokens.push((r[0].to_string(), t));
         }
 
@@ -253,11 +236,8 @@ impl Derived {
             .try_fold(0, |max, head| head.map(|head| max.max(head)))?;
         let mut attention: Vec<Array3<f32>> = Vec::new();
         for r in rows(attention_text) {
-            let [layer, head, query]: [usize; 3] = [
-                number(f[2], r[0])?,
-                number(f[2], r[1])?,
-                number(f[2], r[2])?,
-            ];
+            let [layer, head, query]: [usize; 3] =
+                [number(f[2], r[0])?, number(f[2], r[1])?, number(f[2], r[2])?];
             if attention.len() <= layer {
                 attention.push(Array3::zeros((h, n, n)));
             }
@@ -274,17 +254,9 @@ impl Derived {
             if heads.len() <= layer {
                 heads.push(Vec::new());
             }
-            let s = HeadStatistics {
-                entropy: v[2],
-                cls: v[3],
-                sep: v[4],
-                previous: v[5],
-                next: v[6],
-            };
-            let a = Ablation {
-                shift: v[7],
-                similarity_change: v[8],
-            };
+            let s =
+                HeadStatistics { entropy: v[2], cls: v[3], sep: v[4], previous: v[5], next: v[6] };
+            let a = Ablation { shift: v[7], similarity_change: v[8] };
             heads[layer].push((s, a));
         }
 
@@ -292,14 +264,6 @@ impl Derived {
         for r in rows(similarity_text) {
             similarity.push((number(f[4], r[1])?, number(f[4], r[2])?));
         }
-        Ok(Derived {
-            tensors,
-            parameters,
-            layer_norm_eps,
-            tokens,
-            attention,
-            heads,
-            similarity,
-        })
+        Ok(Derived { tensors, parameters, layer_norm_eps, tokens, attention, heads, similarity })
     }
 }

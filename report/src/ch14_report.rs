@@ -60,9 +60,7 @@ pub fn tokens_report(examples: &[(String, Tokens)]) -> String {
 
 /// A `layer × head` table of one statistic.
 fn per_head(d: &Derived, value: impl Fn(usize, usize) -> f64) -> Vec<Vec<f64>> {
-    (0..d.heads.len())
-        .map(|l| (0..d.heads[l].len()).map(|h| value(l, h)).collect())
-        .collect()
+    (0..d.heads.len()).map(|l| (0..d.heads[l].len()).map(|h| value(l, h)).collect()).collect()
 }
 
 /// Per layer, means over its heads and the corpus: entropy against a
@@ -84,16 +82,7 @@ pub fn layers_report(d: &Derived, corpus: &[Tokens]) -> String {
         .collect();
     format!(
         "{}\n\nentropy of uniform attention over the same sentences: {:.2} nats",
-        table(
-            &[
-                "layer",
-                "entropy (nats)",
-                "on [CLS]",
-                "on [SEP]",
-                "on either"
-            ],
-            &rows
-        ),
+        table(&["layer", "entropy (nats)", "on [CLS]", "on [SEP]", "on either"], &rows),
         uniform_entropy(corpus)
     )
 }
@@ -115,10 +104,8 @@ pub fn positional_heads_report(d: &Derived) -> String {
             .flat_map(|(l, row)| row.iter().enumerate().map(move |(h, &v)| (v, (l, h))))
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let top: Vec<String> = ranked[..3]
-            .iter()
-            .map(|&(v, at)| format!("{} ({v:.2})", name(at)))
-            .collect();
+        let top: Vec<String> =
+            ranked[..3].iter().map(|&(v, at)| format!("{} ({v:.2})", name(at))).collect();
         out.push(format!(
             "at least half the weight on the {what} token: {}\n  most {what}-token weight: {}",
             found.join(", "),
@@ -131,9 +118,8 @@ pub fn positional_heads_report(d: &Derived) -> String {
 /// The heads whose removal moves the paraphrases' embeddings most and
 /// least.
 pub fn ablation_report(d: &Derived) -> String {
-    let mut ranked: Vec<(usize, usize)> = (0..d.heads.len())
-        .flat_map(|l| (0..d.heads[l].len()).map(move |h| (l, h)))
-        .collect();
+    let mut ranked: Vec<(usize, usize)> =
+        (0..d.heads.len()).flat_map(|l| (0..d.heads[l].len()).map(move |h| (l, h))).collect();
     ranked.sort_by(|&(a, b), &(c, e)| d.heads[c][e].1.shift.total_cmp(&d.heads[a][b].1.shift));
     let row = |&(l, h): &(usize, usize)| {
         let a = d.heads[l][h].1;
@@ -148,10 +134,7 @@ pub fn ablation_report(d: &Derived) -> String {
     rows.extend(ranked[ranked.len() - 3..].iter().map(row));
     let shifts: Vec<f64> = ranked.iter().map(|&(l, h)| d.heads[l][h].1.shift).collect();
     let last_layer = d.heads.len();
-    let in_last = ranked[..6]
-        .iter()
-        .filter(|&&(l, _)| l + 1 == last_layer)
-        .count();
+    let in_last = ranked[..6].iter().filter(|&&(l, _)| l + 1 == last_layer).count();
     format!(
         "{}\n\nmean shift over all 72 heads: {:.4}\nof the 6 heads that matter most, in layer {last_layer}: {in_last}",
         table(&["head removed", "shift 1 − cos", "change in paraphrase cos"], &rows),
@@ -192,10 +175,7 @@ pub fn similarity_report(d: &Derived, corpus: &Corpus) -> Result<String, ReportE
     let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
     Ok(format!(
         "{}\n\nparaphrases: mean {:.2}, lowest {:.2}\nunrelated:   mean {:.2}, highest {:.2}",
-        table(
-            &["pair", "sentence", "paraphrase", "cos", "unrelated"],
-            &rows
-        ),
+        table(&["pair", "sentence", "paraphrase", "cos", "unrelated"], &rows),
         mean(&same),
         lo(&same),
         mean(&other),
@@ -221,12 +201,10 @@ pub fn measured_report(crate_measured: &str, pytorch_measured: &str) -> String {
 
 /// The figure's sentence and its tokens.
 pub fn figure_tokens(d: &Derived) -> Result<&Tokens, ReportError> {
-    d.tokens
-        .iter()
-        .find(|(s, _)| s == FIGURE_SENTENCE)
-        .map(|(_, t)| t)
-        .ok_or_else(|| ReportError::MissingDataFile {
+    d.tokens.iter().find(|(s, _)| s == FIGURE_SENTENCE).map(|(_, t)| t).ok_or_else(|| {
+        ReportError::MissingDataFile {
             path: "book/data/ch14-tokens.tsv".into(),
             reason: "no row for the figure's sentence".into(),
-        })
+        }
+    })
 }

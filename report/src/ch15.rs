@@ -159,9 +159,7 @@ fn final_losses_of(label: &str) -> Result<(Vec<(u64, f64)>, f64), ReportError> {
     let mut seeds = Vec::new();
     let mut bigram = None;
     for line in text.lines() {
-        let run = line
-            .strip_prefix(label)
-            .and_then(|l| l.strip_prefix("seed "));
+        let run = line.strip_prefix(label).and_then(|l| l.strip_prefix("seed "));
         if let Some(rest) = run.filter(|l| l.contains("spanning")) {
             let seed = number(file, rest.split(':').next().unwrap_or(""))?;
             let loss = line.rsplit(' ').next().unwrap_or("");
@@ -199,10 +197,7 @@ pub fn samplers() -> Vec<(&'static str, Sampler)> {
         ("greedy (temperature 0)", t(0.0)),
         ("temperature 0.8", t(0.8)),
         ("temperature 1.0", t(1.0)),
-        (
-            "temperature 1.0, top-p 0.9",
-            t(1.0).top_p(0.9).expect("a valid p"),
-        ),
+        ("temperature 1.0, top-p 0.9", t(1.0).top_p(0.9).expect("a valid p")),
     ]
 }
 
@@ -214,13 +209,8 @@ pub fn samples(model: &LanguageModel<f32>) -> Result<Vec<(&'static str, String)>
     samplers()
         .into_iter()
         .map(|(label, sampler)| {
-            let tokens = model.generate(
-                &prompt,
-                SAMPLE_LENGTH,
-                &sampler,
-                SAMPLE_SEED,
-                Decoding::Cached,
-            )?;
+            let tokens =
+                model.generate(&prompt, SAMPLE_LENGTH, &sampler, SAMPLE_SEED, Decoding::Cached)?;
             Ok((label, vocab.decode(&tokens)?))
         })
         .collect()

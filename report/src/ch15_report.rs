@@ -57,22 +57,10 @@ pub fn cache_check(model: &LanguageModel<f32>) -> Result<String, ReportError> {
     for t in 0..context {
         let a = model.step(cached[t], &mut cache)?;
         let b = model.next_logits(&cached[..=t])?;
-        worst = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(worst, f32::max);
+        worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(worst, f32::max);
     }
-    let within = if worst <= CACHE_TOLERANCE {
-        "within"
-    } else {
-        "NOT within"
-    };
-    let same = if cached == recomputed {
-        "the same"
-    } else {
-        "DIFFERENT"
-    };
+    let within = if worst <= CACHE_TOLERANCE { "within" } else { "NOT within" };
+    let same = if cached == recomputed { "the same" } else { "DIFFERENT" };
     Ok(format!(
         "{context} steps: cached and recomputed logits agree {within} {CACHE_TOLERANCE:e} \
          at every step; the greedy texts are {same}"
@@ -101,13 +89,10 @@ pub fn top_heads(heads: &[HeadLine], half: usize) -> String {
     let rows: Vec<Vec<String>> = [1, 2, 3]
         .iter()
         .filter_map(|&seed| {
-            let at_end: Vec<&HeadLine> = heads
-                .iter()
-                .filter(|h| h.seed == seed && h.step == last)
-                .collect();
-            let previous = at_end
-                .iter()
-                .max_by(|a, b| a.previous_token.total_cmp(&b.previous_token))?;
+            let at_end: Vec<&HeadLine> =
+                heads.iter().filter(|h| h.seed == seed && h.step == last).collect();
+            let previous =
+                at_end.iter().max_by(|a, b| a.previous_token.total_cmp(&b.previous_token))?;
             let prefix = at_end
                 .iter()
                 .filter(|h| h.block > 0)
@@ -233,11 +218,7 @@ pub fn pytorch_log() -> Result<Vec<(usize, f64, f64)>, ReportError> {
     let text = crate::measurements::data_file(file)?;
     crate::measurements::data_rows(&text, '\t')
         .map(|row| {
-            Ok((
-                parse(file, row.first())?,
-                parse(file, row.get(1))?,
-                parse(file, row.get(2))?,
-            ))
+            Ok((parse(file, row.first())?, parse(file, row.get(1))?, parse(file, row.get(2))?))
         })
         .collect()
 }
@@ -252,11 +233,7 @@ pub fn cache_speeds() -> Result<(CacheSpeeds, crate::provenance::Provenance), Re
     let (source, text) = crate::provenance::Provenance::read(file)?;
     let rows = crate::measurements::data_rows(&text, '\t')
         .map(|row| {
-            Ok((
-                parse(file, row.first())?,
-                parse(file, row.get(1))?,
-                parse(file, row.get(2))?,
-            ))
+            Ok((parse(file, row.first())?, parse(file, row.get(1))?, parse(file, row.get(2))?))
         })
         .collect::<Result<_, ReportError>>()?;
     Ok((rows, source))
@@ -275,26 +252,15 @@ pub fn cache_report(rows: &[(usize, f64, f64)]) -> String {
             ]
         })
         .collect();
-    table(
-        &["characters", "cached, ms", "recomputed, ms", "speed-up"],
-        &rows,
-    )
+    table(&["characters", "cached, ms", "recomputed, ms", "speed-up"], &rows)
 }
 
 /// The heads of Figure 15.3, from seed 1's last step: its strongest
 /// previous-token head and its strongest prefix-matching head of blocks 2
 /// to 4.
 pub fn figure_heads(heads: &[HeadLine]) -> [&HeadLine; 2] {
-    let last = heads
-        .iter()
-        .filter(|h| h.seed == 1)
-        .map(|h| h.step)
-        .max()
-        .unwrap_or(0);
-    let at_end: Vec<&HeadLine> = heads
-        .iter()
-        .filter(|h| h.seed == 1 && h.step == last)
-        .collect();
+    let last = heads.iter().filter(|h| h.seed == 1).map(|h| h.step).max().unwrap_or(0);
+    let at_end: Vec<&HeadLine> = heads.iter().filter(|h| h.seed == 1 && h.step == last).collect();
     let strongest = |score: fn(&HeadLine) -> f64| {
         *at_end
             .iter()
@@ -344,21 +310,13 @@ pub fn ablation_report(
     let sequences = crate::ch15::repeats(model.config().vocab);
     let mut rng = attn::lm::SplitMix64::new(1);
     let mut removed: Vec<(String, Vec<(usize, usize)>)> = vec![("none".into(), vec![])];
-    for (what, h) in ["previous-token", "prefix-matching"]
-        .iter()
-        .zip(figure_heads(heads))
-    {
+    for (what, h) in ["previous-token", "prefix-matching"].iter().zip(figure_heads(heads)) {
         let (block, head) = (h.block + 1, h.head + 1);
-        removed.push((
-            format!("block {block} head {head} (strongest {what})"),
-            vec![(block, head)],
-        ));
+        removed
+            .push((format!("block {block} head {head} (strongest {what})"), vec![(block, head)]));
         let others: Vec<usize> = (1..=model.config().heads).filter(|&o| o != head).collect();
         let other = others[(rng.next_u64() % others.len() as u64) as usize];
-        removed.push((
-            format!("block {block} head {other} (at random)"),
-            vec![(block, other)],
-        ));
+        removed.push((format!("block {block} head {other} (at random)"), vec![(block, other)]));
     }
     let rows = removed
         .into_iter()
@@ -372,10 +330,7 @@ pub fn ablation_report(
             ])
         })
         .collect::<Result<Vec<_>, ReportError>>()?;
-    Ok(table(
-        &["removed", "first half", "repeat", "repeat − first half"],
-        &rows,
-    ))
+    Ok(table(&["removed", "first half", "repeat", "repeat − first half"], &rows))
 }
 
 /// Characters the rotary model writes past its prompt through its sliding
@@ -406,11 +361,7 @@ pub fn sliding_report(model: &LanguageModel<f32>) -> Result<(String, String), Re
             worst_afresh = worst_afresh.max((a - f).abs());
         }
     }
-    let within = if worst_window <= CACHE_TOLERANCE {
-        "within"
-    } else {
-        "NOT within"
-    };
+    let within = if worst_window <= CACHE_TOLERANCE { "within" } else { "NOT within" };
     let line = format!(
         "{} steps, {} past the context: the sliding cache's logits agree with sliding-window \
          attention {within} {CACHE_TOLERANCE:e} at every step; reading the last {context} \

@@ -34,19 +34,12 @@ pub enum Attention {
 }
 
 /// The variants, in the order of every table.
-pub const ATTENTIONS: [Attention; 4] = [
-    Attention::KvHeads(4),
-    Attention::KvHeads(2),
-    Attention::KvHeads(1),
-    Attention::Latent,
-];
+pub const ATTENTIONS: [Attention; 4] =
+    [Attention::KvHeads(4), Attention::KvHeads(2), Attention::KvHeads(1), Attention::Latent];
 
 /// The variants that share key/value heads.
-pub const SHARING: [Attention; 3] = [
-    Attention::KvHeads(4),
-    Attention::KvHeads(2),
-    Attention::KvHeads(1),
-];
+pub const SHARING: [Attention; 3] =
+    [Attention::KvHeads(4), Attention::KvHeads(2), Attention::KvHeads(1)];
 
 /// The latent variant's widths: `d_h = 32`, so `d_c = 2·d_h`, `d_r = d_h/2`.
 pub const LATENT: LatentSizes = LatentSizes { d_c: 64, d_r: 16 };
@@ -212,22 +205,14 @@ pub fn variant_table(variants: &[Variant]) -> String {
 
 /// The validation losses of the runs of `attention`, in the file's order.
 pub fn losses_of(variants: &[Variant], attention: Attention) -> Vec<f64> {
-    variants
-        .iter()
-        .filter(|v| v.attention == attention)
-        .map(|v| v.validation_loss)
-        .collect()
+    variants.iter().filter(|v| v.attention == attention).map(|v| v.validation_loss).collect()
 }
 
 pub use crate::measurements::mean;
 
 /// The lowest and highest of `values`.
 pub fn range(values: &[f64]) -> (f64, f64) {
-    values
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        })
+    values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)))
 }
 
 /// The mean over seeds of one cache's loss in each bucket of the variant
@@ -258,11 +243,8 @@ pub fn long_text_curve(
 pub type Cache = fn(&LongText) -> f64;
 
 /// The caches of the long-text table, named as the table names them.
-pub const CACHES: [(&str, Cache); 3] = [
-    ("all tokens", |r| r.all),
-    ("window of 64", |r| r.window),
-    ("4 sinks + 60", |r| r.sinks),
-];
+pub const CACHES: [(&str, Cache); 3] =
+    [("all tokens", |r| r.all), ("window of 64", |r| r.window), ("4 sinks + 60", |r| r.sinks)];
 
 /// Positions per bucket of the long-text data.
 const BUCKET: usize = 16;
@@ -276,10 +258,7 @@ pub const TABLE_POSITIONS: [usize; 6] = [1, 49, 113, 193, 305, 497];
 /// The long-text table for the variant `attention`: per position bucket,
 /// each cache's loss, mean over the seeds.
 pub fn long_text_table(rows: &[LongText], attention: Attention) -> String {
-    let curves: Vec<_> = CACHES
-        .iter()
-        .map(|(_, f)| long_text_curve(rows, attention, *f))
-        .collect();
+    let curves: Vec<_> = CACHES.iter().map(|(_, f)| long_text_curve(rows, attention, *f)).collect();
     let mut out = format!(
         "{:>10}  {:>10}  {:>12}  {:>12}\n",
         "positions", CACHES[0].0, CACHES[1].0, CACHES[2].0
@@ -301,16 +280,10 @@ pub fn long_text_table(rows: &[LongText], attention: Attention) -> String {
 /// Chapter 15's model with rotary positions and `attention`: the chapter's
 /// variants, of one depth and width.
 pub fn variant(attention: Attention) -> LmConfig {
-    let rotary = LmConfig {
-        positions: Positions::Rotary,
-        ..SHAKESPEARE_MODEL
-    };
+    let rotary = LmConfig { positions: Positions::Rotary, ..SHAKESPEARE_MODEL };
     match attention {
         Attention::KvHeads(kv_heads) => LmConfig { kv_heads, ..rotary },
-        Attention::Latent => LmConfig {
-            latent: Some(LATENT),
-            ..rotary
-        },
+        Attention::Latent => LmConfig { latent: Some(LATENT), ..rotary },
     }
 }
 
@@ -325,10 +298,7 @@ pub fn book_caches() -> Result<String, ReportError> {
             Attention::KvHeads(g) => format!("{g} key/value heads"),
             Attention::Latent => format!("latent {} + rotary key {}", LATENT.d_c, LATENT.d_r),
         };
-        out += &format!(
-            "{name}: {} bytes per token\n",
-            LmCache::bytes_per_token(&model)
-        );
+        out += &format!("{name}: {} bytes per token\n", LmCache::bytes_per_token(&model));
     }
     Ok(out.trim_end().to_string())
 }
@@ -361,10 +331,7 @@ fn grouped_gap() -> Result<f32, ReportError> {
     let layer = MultiHeadAttention::grouped(d, h, g, &mut rng)?;
     let mha = layer.to_multi_head();
     let x = standard_normal(10, d, &mut rng);
-    Ok(largest(
-        &layer.forward(&x, &x)?.output,
-        &mha.forward(&x, &x)?.output,
-    ))
+    Ok(largest(&layer.forward(&x, &x)?.output, &mha.forward(&x, &x)?.output))
 }
 
 /// Absorbed decoding against the explicit layer, step by step.
@@ -378,11 +345,7 @@ fn latent_gap() -> Result<f32, ReportError> {
     let mut gap = 0.0_f32;
     for t in 0..x.nrows() {
         let out = absorbed.step(&x.row(t), &mut cache)?;
-        gap = gap.max(
-            (&out - &explicit.row(t))
-                .iter()
-                .fold(0.0, |m, d| m.max(d.abs())),
-        );
+        gap = gap.max((&out - &explicit.row(t)).iter().fold(0.0, |m, d| m.max(d.abs())));
     }
     Ok(gap)
 }
@@ -401,11 +364,7 @@ fn ring_gap() -> Result<f32, ReportError> {
     for t in 0..n {
         cache.append(&k.row(t), &v.row(t))?;
         let out = cache.attend(&q.row(t))?;
-        gap = gap.max(
-            (&out - &full.output.row(t))
-                .iter()
-                .fold(0.0, |m, d| m.max(d.abs())),
-        );
+        gap = gap.max((&out - &full.output.row(t)).iter().fold(0.0, |m, d| m.max(d.abs())));
     }
     Ok(gap)
 }
@@ -418,31 +377,17 @@ fn ring_gap() -> Result<f32, ReportError> {
 pub fn long_text_summary(rows: &[LongText], attention: Attention) -> [f64; 5] {
     let curve = |f: Cache| long_text_curve(rows, attention, f);
     let mean = |c: &[(usize, f64, f64, f64)], inside: bool| {
-        let v: Vec<f64> = c
-            .iter()
-            .filter(|r| (r.0 < 64) == inside)
-            .map(|r| r.1)
-            .collect();
+        let v: Vec<f64> = c.iter().filter(|r| (r.0 < 64) == inside).map(|r| r.1).collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
     };
     let (all, window, sinks) = (curve(|r| r.all), curve(|r| r.window), curve(|r| r.sinks));
-    let gap = window
-        .iter()
-        .zip(&sinks)
-        .map(|(w, s)| (w.1 - s.1).abs())
-        .fold(0.0, f64::max);
+    let gap = window.iter().zip(&sinks).map(|(w, s)| (w.1 - s.1).abs()).fold(0.0, f64::max);
     let seed_gap = rows
         .iter()
         .filter(|r| r.attention == attention)
         .map(|r| (r.window - r.sinks).abs())
         .fold(0.0, f64::max);
-    [
-        mean(&all, true),
-        mean(&all, false),
-        mean(&window, false),
-        gap,
-        seed_gap,
-    ]
+    [mean(&all, true), mean(&all, false), mean(&window, false), gap, seed_gap]
 }
 
 /// [`long_text_summary`] for every variant, one line each.

@@ -61,20 +61,15 @@ impl FastData {
     /// Reads the files of [`FAST_FILES`] from `book/data/`, and checks
     /// that they are one measurement run with one statistic.
     pub fn read() -> Result<FastData, ReportError> {
-        let files = FAST_FILES
-            .iter()
-            .map(|f| Provenance::read(f))
-            .collect::<Result<Vec<_>, _>>()?;
+        let files =
+            FAST_FILES.iter().map(|f| Provenance::read(f)).collect::<Result<Vec<_>, _>>()?;
         FastData::parse(&files)
     }
 
     /// Parses the files' headers and texts, in the order of [`FAST_FILES`].
     pub fn parse(files: &[(Provenance, String)]) -> Result<FastData, ReportError> {
         let [(_, timings), (_, blas), (_, numpy), (_, pytorch), (_, machine)] = files else {
-            return Err(bad(
-                "appendix-timings.csv",
-                "expected the five files of one run",
-            ));
+            return Err(bad("appendix-timings.csv", "expected the five files of one run"));
         };
         let sources: Vec<Provenance> = files.iter().map(|(p, _)| p.clone()).collect();
         one_run(&sources.iter().collect::<Vec<_>>())?;
@@ -117,10 +112,7 @@ impl FastData {
     /// in milliseconds.
     pub fn ours_interval(&self, method: &str, n: u64) -> Result<(f64, f64), ReportError> {
         let (low, high) = &self.crate_interval_ns;
-        Ok((
-            measured(low, method, n)? / 1e6,
-            measured(high, method, n)? / 1e6,
-        ))
+        Ok((measured(low, method, n)? / 1e6, measured(high, method, n)? / 1e6))
     }
 
     /// The roof of the roofline: the higher of the two FMA peaks measured,
@@ -158,11 +150,7 @@ impl FastData {
             "matmul_512" => PRODUCT_FLOPS,
             _ => multihead_flops(512, 512, 512, 8)?,
         };
-        let ms = if blas {
-            self.ours_blas(method, 512)?
-        } else {
-            self.ours(method, 512)?
-        };
+        let ms = if blas { self.ours_blas(method, 512)? } else { self.ours(method, 512)? };
         Ok(flops / (ms * 1e6))
     }
 }
@@ -182,14 +170,7 @@ pub fn numpy_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
         }
         rows.push(row);
     }
-    let header = [
-        "n",
-        "NumPy (f64 by accident)",
-        "NumPy f32",
-        "naive",
-        "tiled",
-        "tiled causal",
-    ];
+    let header = ["n", "NumPy (f64 by accident)", "NumPy f32", "naive", "tiled", "tiled causal"];
     Ok(table(&header, &rows))
 }
 
@@ -208,14 +189,7 @@ pub fn blas_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
             format!("{:.2}", d.numpy("numpy_f32", n)?),
         ]);
     }
-    let header = [
-        "n",
-        "naive",
-        "naive, blas",
-        "tiled",
-        "tiled, blas",
-        "NumPy f32",
-    ];
+    let header = ["n", "naive", "naive, blas", "tiled", "tiled, blas", "NumPy f32"];
     Ok(format!(
         "{}\nwith blas: layer {:.0} GFLOP/s, 512×512 by 512×512 product {:.0} GFLOP/s",
         table(&header, &rows),
@@ -229,10 +203,7 @@ pub fn blas_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
 /// take at those rates (an estimate: in a call they run inside the softmax's
 /// passes over memory, not in a loop of their own).
 pub fn exponential_report(d: &FastData) -> Result<String, ReportError> {
-    let (std_exp, fast) = (
-        d.per_exponential("std_exp")?,
-        d.per_exponential("exp_nonpositive")?,
-    );
+    let (std_exp, fast) = (d.per_exponential("std_exp")?, d.per_exponential("exp_nonpositive")?);
     let count = 4096.0 * 4096.0;
     Ok(format!(
         "exp per element: f32::exp {std_exp:.2} ns, exp_nonpositive {fast:.2} ns\n\

@@ -48,10 +48,7 @@ impl LmTraining {
 
     /// The tokens per second of every run of one path on `threads`.
     pub fn speeds(&self, fused: bool, threads: usize) -> Vec<f64> {
-        (self.runs.iter())
-            .filter(|r| r.0 == fused && r.1 == threads)
-            .map(|r| r.2)
-            .collect()
+        (self.runs.iter()).filter(|r| r.0 == fused && r.1 == threads).map(|r| r.2).collect()
     }
 
     /// The thread counts measured, in order.
@@ -84,9 +81,6 @@ pub fn lm_training_table(lm: &LmTraining) -> String {
         .collect();
     format!(
         "chapter 15's model, training tokens per second (steps 101 to 300 of each run)\n{}",
-        table(
-            &["threads", "weights kept", "fused kernel", "fused / weights"],
-            &rows
-        )
+        table(&["threads", "weights kept", "fused kernel", "fused / weights"], &rows)
     )
 }

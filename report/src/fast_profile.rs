@@ -33,11 +33,8 @@ pub struct ProfileData {
 }
 
 /// The files [`ProfileData::read`] reads.
-pub const PROFILE_FILES: [&str; 3] = [
-    "appendix-profile.csv",
-    "appendix-tiles.csv",
-    "appendix-machine.csv",
-];
+pub const PROFILE_FILES: [&str; 3] =
+    ["appendix-profile.csv", "appendix-tiles.csv", "appendix-machine.csv"];
 
 impl ProfileData {
     /// Reads the files of [`PROFILE_FILES`] from `book/data/`, and checks
@@ -68,12 +65,7 @@ impl ProfileData {
                 "" => None,
                 ns => Some(number(f, ns)?),
             };
-            phases.push((
-                name.to_string(),
-                number(f, ours_9)?,
-                number(f, portable)?,
-                avx512,
-            ));
+            phases.push((name.to_string(), number(f, ours_9)?, number(f, portable)?, avx512));
         }
         let (mut tiled, mut portable, mut calls) = (None, None, Vec::new());
         for r in data_rows(tiles, ',') {
@@ -85,13 +77,7 @@ impl ProfileData {
             match *kernel {
                 "tiled" => tiled = Some(ns),
                 "portable" => portable = Some(ns),
-                _ => calls.push((
-                    Tiles {
-                        query: number(f, query)?,
-                        key: number(f, key)?,
-                    },
-                    ns,
-                )),
+                _ => calls.push((Tiles { query: number(f, query)?, key: number(f, key)? }, ns)),
             }
         }
         let cache = |key: &str| machine_value(machine, key);
@@ -159,13 +145,7 @@ pub fn profile_table(p: &ProfileData) -> Result<String, ReportError> {
                 ]);
             }
         }
-        rows.push(vec![
-            label(name).to_string(),
-            ms(*ours_9),
-            ms(*portable),
-            wide(*avx512),
-            gflops,
-        ]);
+        rows.push(vec![label(name).to_string(), ms(*ours_9), ms(*portable), wide(*avx512), gflops]);
     }
     let output = p.phases.iter().find(|x| x.0 == "output").and_then(|x| x.3);
     let together = p.fused.zip(output).map(|(f, o)| f + o);
@@ -184,13 +164,7 @@ pub fn profile_table(p: &ProfileData) -> Result<String, ReportError> {
         format!("{:.1}", 2.0 * product_flops / whole),
     ]);
     Ok(table(
-        &[
-            "n = 4096, one thread",
-            "chapter 9 (ms)",
-            "portable (ms)",
-            "AVX-512 (ms)",
-            "GFLOP/s",
-        ],
+        &["n = 4096, one thread", "chapter 9 (ms)", "portable (ms)", "AVX-512 (ms)", "GFLOP/s"],
         &rows,
     ))
 }
@@ -211,10 +185,7 @@ pub fn tiles_table(p: &ProfileData) -> Result<String, ReportError> {
         .collect();
     Ok(format!(
         "{}\ncaches per core: L1d {:.0} KiB, L2 {:.0} KiB; L3 {:.0} KiB shared",
-        table(
-            &["tiles (queries×keys)", "working set (KiB)", "ms, n = 4096"],
-            &rows
-        ),
+        table(&["tiles (queries×keys)", "working set (KiB)", "ms, n = 4096"], &rows),
         p.caches[0],
         p.caches[1],
         p.caches[2]

@@ -17,11 +17,7 @@ pub fn machine_report(d: &FastData) -> String {
         format!("\nf32 FMA peak, 512-bit AVX-512:       {p:.1} GFLOP/s")
     });
     let ridges = match d.peak_512 {
-        Some(p) => format!(
-            "{:.1} and {:.1} FLOP per byte",
-            d.peak / d.bandwidth,
-            p / d.bandwidth
-        ),
+        Some(p) => format!("{:.1} and {:.1} FLOP per byte", d.peak / d.bandwidth, p / d.bandwidth),
         None => format!("{:.1} FLOP per byte", d.peak / d.bandwidth),
     };
     format!(
@@ -40,14 +36,10 @@ pub fn fast_table(d: &FastData, ns: &[u64], causal: bool) -> Result<String, Repo
     let c = if causal { "_causal" } else { "" };
     let mut rows = Vec::new();
     for &n in ns {
-        let [fast_1, fast_2] = [
-            d.ours(&format!("fast{c}_1t"), n)?,
-            d.ours(&format!("fast{c}_2t"), n)?,
-        ];
-        let [torch_1, torch_2] = [
-            d.theirs(&format!("sdpa{c}_1t"), n)?,
-            d.theirs(&format!("sdpa{c}_2t"), n)?,
-        ];
+        let [fast_1, fast_2] =
+            [d.ours(&format!("fast{c}_1t"), n)?, d.ours(&format!("fast{c}_2t"), n)?];
+        let [torch_1, torch_2] =
+            [d.theirs(&format!("sdpa{c}_1t"), n)?, d.theirs(&format!("sdpa{c}_2t"), n)?];
         rows.push(vec![
             n.to_string(),
             format!("{:.2}", d.ours(&format!("naive{c}_1t"), n)?),
@@ -95,10 +87,8 @@ pub fn backward_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
     let mut rows = Vec::new();
     for (c, mask) in [("", "plain"), ("_causal", "causal")] {
         for &n in ns {
-            let (o1, o2) = (
-                d.ours(&format!("backward{c}_1t"), n)?,
-                d.ours(&format!("backward{c}_2t"), n)?,
-            );
+            let (o1, o2) =
+                (d.ours(&format!("backward{c}_1t"), n)?, d.ours(&format!("backward{c}_2t"), n)?);
             let (t1, t2) = (
                 d.theirs(&format!("sdpa{c}_backward_1t"), n)?,
                 d.theirs(&format!("sdpa{c}_backward_2t"), n)?,
@@ -137,10 +127,7 @@ pub fn backward_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
 /// the fast one on 1 and 2 threads, and `nn.MultiheadAttention`.
 pub fn layer_report(d: &FastData) -> Result<String, ReportError> {
     let n = 512;
-    let (fast_1, fast_2) = (
-        d.ours("fast_multihead_1t", n)?,
-        d.ours("fast_multihead_2t", n)?,
-    );
+    let (fast_1, fast_2) = (d.ours("fast_multihead_1t", n)?, d.ours("fast_multihead_2t", n)?);
     let (torch_1, torch_2) = (d.theirs("multihead_1t", n)?, d.theirs("multihead_2t", n)?);
     Ok(format!(
         "chapter 5's layer, 1 thread:   {:.2} ms\n\
@@ -163,11 +150,7 @@ pub fn roofline_points(d: &FastData, n: u64) -> Result<Vec<(String, f64, f64)>, 
         flops / (ms * 1e6)
     };
     let point = |name: &str, stores: bool, ms: f64, causal: bool| {
-        (
-            name.to_string(),
-            attention_intensity(n, 64, stores),
-            gflops(ms, causal),
-        )
+        (name.to_string(), attention_intensity(n, 64, stores), gflops(ms, causal))
     };
     let backward = |name: &str, ms: f64| {
         let gflops = backward_flops(n, 64) / (ms * 1e6);
@@ -201,16 +184,7 @@ pub fn roofline_report(d: &FastData, n: u64) -> Result<String, ReportError> {
             ]
         })
         .collect();
-    Ok(table(
-        &[
-            "n = 4096, one thread",
-            "FLOP/byte",
-            "GFLOP/s",
-            "roof",
-            "of roof",
-        ],
-        &rows,
-    ))
+    Ok(table(&["n = 4096, one thread", "FLOP/byte", "GFLOP/s", "roof", "of roof"], &rows))
 }
 
 /// PyTorch's time over the fast kernel's for each comparison the appendix
@@ -220,26 +194,14 @@ pub fn vs_pytorch(d: &FastData, ns: &[u64]) -> Result<Vec<(&'static str, Vec<f64
     let ratio =
         |theirs: String, ours: String, n: u64| Ok(d.theirs(&theirs, n)? / d.ours(&ours, n)?);
     let attention = |c: &str, t: &str| -> Result<Vec<f64>, ReportError> {
-        ns.iter()
-            .map(|&n| ratio(format!("sdpa{c}_{t}"), format!("fast{c}_{t}"), n))
-            .collect()
+        ns.iter().map(|&n| ratio(format!("sdpa{c}_{t}"), format!("fast{c}_{t}"), n)).collect()
     };
     let layer = |t: &str| -> Result<Vec<f64>, ReportError> {
-        Ok(vec![ratio(
-            format!("multihead_{t}"),
-            format!("fast_multihead_{t}"),
-            512,
-        )?])
+        Ok(vec![ratio(format!("multihead_{t}"), format!("fast_multihead_{t}"), 512)?])
     };
     let backward = |c: &str, t: &str| -> Result<Vec<f64>, ReportError> {
         ns.iter()
-            .map(|&n| {
-                ratio(
-                    format!("sdpa{c}_backward_{t}"),
-                    format!("backward{c}_{t}"),
-                    n,
-                )
-            })
+            .map(|&n| ratio(format!("sdpa{c}_backward_{t}"), format!("backward{c}_{t}"), n))
             .collect()
     };
     Ok(vec![
@@ -309,15 +271,13 @@ pub fn speed_report(d: &FastData) -> Result<String, ReportError> {
         .map(|&n| Ok(d.ours("fast_1t", n)? / d.ours("fast_2t", n)?))
         .collect::<Result<_, ReportError>>()?;
     let (largest, at) =
-        speed_up.iter().zip(ns).fold(
-            (0.0, 0),
-            |best, (&s, n)| if s > best.0 { (s, n) } else { best },
-        );
+        speed_up
+            .iter()
+            .zip(ns)
+            .fold((0.0, 0), |best, (&s, n)| if s > best.0 { (s, n) } else { best });
     let reading = if largest > 2.0 {
-        let ((low_1, high_1), (low_2, high_2)) = (
-            d.ours_interval("fast_1t", at)?,
-            d.ours_interval("fast_2t", at)?,
-        );
+        let ((low_1, high_1), (low_2, high_2)) =
+            (d.ours_interval("fast_1t", at)?, d.ours_interval("fast_2t", at)?);
         format!(
             "above 2 at n = {at}, within the means' 95% intervals: {:.2}–{:.2}×",
             low_1 / high_2,
@@ -326,15 +286,8 @@ pub fn speed_report(d: &FastData) -> Result<String, ReportError> {
     } else {
         "at most 2, the number of cores".to_string()
     };
-    rows.push(vec![
-        "plain: one thread's time / two threads'".into(),
-        range(&speed_up),
-        reading,
-    ]);
-    Ok(table(
-        &["fast kernel", "PyTorch's time / ours", "reading"],
-        &rows,
-    ))
+    rows.push(vec!["plain: one thread's time / two threads'".into(), range(&speed_up), reading]);
+    Ok(table(&["fast kernel", "PyTorch's time / ours", "reading"], &rows))
 }
 
 /// One 512×512 by 512×512 product on one thread, as the crate (the `gemm`

@@ -17,10 +17,7 @@ pub fn data_file(name: &str) -> Result<String, ReportError> {
 /// The data rows of a committed file's text, split at `separator`:
 /// neither `#` comments nor the line of column names.
 pub(crate) fn data_rows(text: &str, separator: char) -> impl Iterator<Item = Vec<&str>> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .map(move |l| l.split(separator).collect())
+    text.lines().filter(|l| !l.starts_with('#')).skip(1).map(move |l| l.split(separator).collect())
 }
 
 /// The rows of the committed CSV file `book/data/NAME` as numbers, without
@@ -35,25 +32,17 @@ fn numbers_in(name: &str, text: &str) -> Result<Vec<Vec<Option<f64>>>, ReportErr
         "" => Ok(None),
         f => number(name, f).map(Some),
     };
-    data_rows(text, ',')
-        .map(|row| row.iter().map(field).collect())
-        .collect()
+    data_rows(text, ',').map(|row| row.iter().map(field).collect()).collect()
 }
 
 /// The error for `book/data/FILE` that does not hold what it should.
 pub(crate) fn bad(file: &str, what: impl std::fmt::Display) -> ReportError {
-    ReportError::MissingDataFile {
-        path: format!("book/data/{file}"),
-        reason: what.to_string(),
-    }
+    ReportError::MissingDataFile { path: format!("book/data/{file}"), reason: what.to_string() }
 }
 
 /// A number read from a field of `book/data/FILE`.
 pub(crate) fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError> {
-    field
-        .trim()
-        .parse()
-        .map_err(|_| bad(file, format!("{field:?} is not a number")))
+    field.trim().parse().map_err(|_| bad(file, format!("{field:?} is not a number")))
 }
 
 /// One row of a measurement file (`book/data/*.csv`): which method, which
@@ -76,15 +65,10 @@ pub fn read_measurements(
     method_column: &str,
     value_column: &str,
 ) -> Result<Vec<Measurement>, String> {
-    let mut lines = csv
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let mut lines = csv.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
     let header: Vec<&str> = lines.next().ok_or("no header line")?.split(',').collect();
     let column = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .ok_or(format!("no column {name} in {header:?}"))
+        header.iter().position(|h| *h == name).ok_or(format!("no column {name} in {header:?}"))
     };
     let (m, n, v) = (column(method_column)?, column("n")?, column(value_column)?);
     lines
@@ -102,28 +86,18 @@ pub fn read_measurements(
 
 /// The value measured for `method` at `n`, if there is one.
 pub fn lookup(rows: &[Measurement], method: &str, n: u64) -> Option<f64> {
-    rows.iter()
-        .find(|r| r.method == method && r.n == n)
-        .map(|r| r.value)
+    rows.iter().find(|r| r.method == method && r.n == n).map(|r| r.value)
 }
 
 /// The methods of chapter 8's timing table, as the benchmark names them.
-pub const TIMED_METHODS: [&str; 6] = [
-    "naive",
-    "tiled",
-    "naive_causal",
-    "tiled_causal",
-    "local_causal",
-    "linear_causal",
-];
+pub const TIMED_METHODS: [&str; 6] =
+    ["naive", "tiled", "naive_causal", "tiled_causal", "local_causal", "linear_causal"];
 
 /// The value measured for `method` at `n`, or an error if the data holds
 /// no such measurement.
 pub fn measured(rows: &[Measurement], method: &str, n: u64) -> Result<f64, ReportError> {
-    lookup(rows, method, n).ok_or_else(|| ReportError::MissingMeasurement {
-        method: method.to_string(),
-        n,
-    })
+    lookup(rows, method, n)
+        .ok_or_else(|| ReportError::MissingMeasurement { method: method.to_string(), n })
 }
 
 /// Milliseconds measured for `method` at `n`, from rows whose values are
@@ -198,12 +172,7 @@ pub fn naive_memory_table(peaks: &[Measurement]) -> String {
             ]
         })
         .collect();
-    let header = [
-        "n",
-        "measured (MiB)",
-        "scores, output and scaled Q (MiB)",
-        "difference (MiB)",
-    ];
+    let header = ["n", "measured (MiB)", "scores, output and scaled Q (MiB)", "difference (MiB)"];
     crate::show::table(&header, &rows)
 }
 
@@ -228,12 +197,7 @@ pub fn tiled_memory_table(
             format!("{:.2}", (tiled - output(n)) / 1024.0),
         ]);
     }
-    let header = [
-        "n",
-        "naive (MiB)",
-        "tiled (MiB)",
-        "tiled beyond its output (KiB)",
-    ];
+    let header = ["n", "naive (MiB)", "tiled (MiB)", "tiled beyond its output (KiB)"];
     let (naive, tiled) = (peak("naive", 4096)?, peak("tiled", 4096)?);
     let time = measured(seconds, "tiled", 65_536)?;
     Ok(format!(
@@ -261,14 +225,9 @@ mod tests {
         let rows = numbers_in("x.csv", csv).unwrap();
         assert_eq!(
             rows,
-            vec![
-                vec![Some(1.0), Some(2.5), None],
-                vec![Some(2.0), Some(1.25), Some(0.5)]
-            ]
+            vec![vec![Some(1.0), Some(2.5), None], vec![Some(2.0), Some(1.25), Some(0.5)]]
         );
-        let err = numbers_in("x.csv", "a,b\n1,oops\n")
-            .unwrap_err()
-            .to_string();
+        let err = numbers_in("x.csv", "a,b\n1,oops\n").unwrap_err().to_string();
         assert!(
             err.contains("book/data/x.csv") && err.contains("\"oops\" is not a number"),
             "{err}"

@@ -71,14 +71,7 @@ impl Provenance {
         if !is_date {
             return Err(bad(format!("its header's date {date:?} is not YYYY-MM-DD")));
         }
-        Ok(Provenance {
-            file: file.to_string(),
-            date,
-            cpu,
-            run,
-            statistic,
-            line: line.to_string(),
-        })
+        Ok(Provenance { file: file.to_string(), date, cpu, run, statistic, line: line.to_string() })
     }
 
     /// Reads `book/data/FILE`: its provenance and its whole text.
@@ -102,18 +95,14 @@ pub fn one_run(sources: &[&Provenance]) -> Result<(), ReportError> {
     };
     match sources.iter().find(|s| !first.comparable(s)) {
         None => Ok(()),
-        Some(other) => Err(ReportError::MixedMeasurements {
-            first: describe(first),
-            second: describe(other),
-        }),
+        Some(other) => {
+            Err(ReportError::MixedMeasurements { first: describe(first), second: describe(other) })
+        }
     }
 }
 
 fn describe(p: &Provenance) -> String {
-    format!(
-        "book/data/{} (run {}, statistic {})",
-        p.file, p.run, p.statistic
-    )
+    format!("book/data/{} (run {}, statistic {})", p.file, p.run, p.statistic)
 }
 
 /// The header line a measuring command writes, from `ATTN_RUN_HEADER`
@@ -129,22 +118,15 @@ pub fn header(statistic: &str, details: &str) -> String {
         .iter()
         .filter_map(|name| Some(format!("{name}={}", std::env::var(name).ok()?)))
         .collect();
-    let env = if env.is_empty() {
-        String::new()
-    } else {
-        format!("; env: {}", env.join(" "))
-    };
+    let env = if env.is_empty() { String::new() } else { format!("; env: {}", env.join(" ")) };
     format!("# {run}; statistic: {statistic}; {details}{env}")
 }
 
 /// The variables a timing depends on, glibc's allocator's and the size of
 /// `rayon`'s global pool (the appendix "Making it fast" explains them); a
 /// header names those set.
-const MEASURING_SETTINGS: [&str; 3] = [
-    "MALLOC_MMAP_MAX_",
-    "MALLOC_TRIM_THRESHOLD_",
-    "RAYON_NUM_THREADS",
-];
+const MEASURING_SETTINGS: [&str; 3] =
+    ["MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "RAYON_NUM_THREADS"];
 
 #[cfg(test)]
 mod tests {
@@ -181,10 +163,7 @@ mod tests {
         let best = Provenance::parse("d.csv", &LINE.replace("mean", "best of 7")).unwrap();
         assert!(one_run(&[&a, &same]).is_ok());
         let err = one_run(&[&a, &same, &other_run]).unwrap_err().to_string();
-        assert!(
-            err.contains("book/data/a.csv") && err.contains("book/data/c.csv"),
-            "{err}"
-        );
+        assert!(err.contains("book/data/a.csv") && err.contains("book/data/c.csv"), "{err}");
         assert!(one_run(&[&a, &best]).is_err());
         assert!(one_run(&[]).is_ok());
     }

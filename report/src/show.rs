@@ -36,12 +36,7 @@ pub fn shape(a: &ArrayRef2<f32>) -> String {
 /// fewer cells than the header leaves the rest blank; cells beyond the
 /// header get columns of their own, so nothing given is dropped.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let columns = rows
-        .iter()
-        .map(Vec::len)
-        .chain([header.len()])
-        .max()
-        .unwrap_or(0);
+    let columns = rows.iter().map(Vec::len).chain([header.len()]).max().unwrap_or(0);
     let cell = |cells: &[&str], c: usize| cells.get(c).map_or(0, |s| s.chars().count());
     let width = |c: usize| {
         rows.iter()
@@ -60,10 +55,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         padded.join("  ").trim_end().to_string()
     };
     let mut lines = vec![line(header.to_vec())];
-    lines.extend(
-        rows.iter()
-            .map(|r| line(r.iter().map(String::as_str).collect())),
-    );
+    lines.extend(rows.iter().map(|r| line(r.iter().map(String::as_str).collect())));
     lines.join("\n")
 }
 

@@ -27,13 +27,8 @@ pub struct Config {
 
 /// The configuration chapter 10's example follows: small enough to print,
 /// shaped like the paper's base model (`d_ff = 4·d_model`, ReLU, post-norm).
-pub const CHAPTER_CONFIG: Config = Config {
-    d_model: 64,
-    h: 4,
-    d_ff: 256,
-    activation: Activation::Relu,
-    norm: Norm::Post,
-};
+pub const CHAPTER_CONFIG: Config =
+    Config { d_model: 64, h: 4, d_ff: 256, activation: Activation::Relu, norm: Norm::Post };
 
 // ANCHOR: encoder_layer
 /// An encoder layer: self-attention, then the FFN, each a residual
@@ -61,9 +56,7 @@ impl EncoderLayer {
 
     /// `x` (`n×d_model`) → `n×d_model`.
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        let x = residual(x, &self.ln1, self.norm, |x| {
-            Ok(self.attention.forward(x, x)?.output)
-        })?;
+        let x = residual(x, &self.ln1, self.norm, |x| Ok(self.attention.forward(x, x)?.output))?;
         residual(&x, &self.ln2, self.norm, |x| self.ffn.forward(x))
     }
 }
@@ -77,17 +70,8 @@ impl EncoderLayer {
         [ln1, ln2]: [LayerNorm; 2],
         norm: Norm,
     ) -> Result<Self, AttnError> {
-        check_widths(
-            attention.d_model(),
-            &[ffn.d_model(), ln1.d_model(), ln2.d_model()],
-        )?;
-        Ok(EncoderLayer {
-            attention,
-            ffn,
-            ln1,
-            ln2,
-            norm,
-        })
+        check_widths(attention.d_model(), &[ffn.d_model(), ln1.d_model(), ln2.d_model()])?;
+        Ok(EncoderLayer { attention, ffn, ln1, ln2, norm })
     }
 
     // ANCHOR: forward_masked
@@ -203,13 +187,7 @@ impl DecoderLayer {
             ln[2].d_model(),
         ];
         check_widths(self_attention.d_model(), &widths)?;
-        Ok(DecoderLayer {
-            self_attention,
-            cross_attention,
-            ffn,
-            ln,
-            norm,
-        })
+        Ok(DecoderLayer { self_attention, cross_attention, ffn, ln, norm })
     }
 
     /// The causal self-attention sub-layer.
@@ -294,12 +272,8 @@ impl Transformer {
         let final_ln = || (c.norm == Norm::Pre).then(|| LayerNorm::new(c.d_model));
         Ok(Transformer {
             d_model: c.d_model,
-            encoder: (0..layers)
-                .map(|_| EncoderLayer::new(c, rng))
-                .collect::<Result<_, _>>()?,
-            decoder: (0..layers)
-                .map(|_| DecoderLayer::new(c, rng))
-                .collect::<Result<_, _>>()?,
+            encoder: (0..layers).map(|_| EncoderLayer::new(c, rng)).collect::<Result<_, _>>()?,
+            decoder: (0..layers).map(|_| DecoderLayer::new(c, rng)).collect::<Result<_, _>>()?,
             encoder_ln: final_ln(),
             decoder_ln: final_ln(),
         })
@@ -331,18 +305,9 @@ mod tests {
     fn every_layer_keeps_the_shape_and_the_decoder_is_causal() {
         let mut rng = StdRng::seed_from_u64(8);
         for norm in [Norm::Post, Norm::Pre] {
-            let c = Config {
-                d_model: 16,
-                h: 4,
-                d_ff: 64,
-                activation: Activation::Relu,
-                norm,
-            };
+            let c = Config { d_model: 16, h: 4, d_ff: 64, activation: Activation::Relu, norm };
             let model = Transformer::new(c, 2, &mut rng).unwrap();
-            let (x, y) = (
-                standard_normal(7, 16, &mut rng),
-                standard_normal(5, 16, &mut rng),
-            );
+            let (x, y) = (standard_normal(7, 16, &mut rng), standard_normal(5, 16, &mut rng));
             let memory = model.encode(&x).unwrap();
             assert_eq!(memory.dim(), (7, 16));
             let out = model.decode(&y, &memory).unwrap();
@@ -351,11 +316,7 @@ mod tests {
             let mut y2 = y.clone();
             y2.row_mut(3).fill(9.0);
             let out2 = model.decode(&y2, &memory).unwrap();
-            assert_abs_diff_eq!(
-                out.slice(s![..3, ..]),
-                out2.slice(s![..3, ..]),
-                epsilon = 1e-5
-            );
+            assert_abs_diff_eq!(out.slice(s![..3, ..]), out2.slice(s![..3, ..]), epsilon = 1e-5);
             assert!((&out.row(3) - &out2.row(3)).iter().any(|d| d.abs() > 1e-3));
         }
     }
@@ -364,13 +325,8 @@ mod tests {
     #[test]
     fn widths_are_checked() {
         let mut rng = StdRng::seed_from_u64(1);
-        let c = Config {
-            d_model: 8,
-            h: 2,
-            d_ff: 16,
-            activation: Activation::Gelu,
-            norm: Norm::Pre,
-        };
+        let c =
+            Config { d_model: 8, h: 2, d_ff: 16, activation: Activation::Gelu, norm: Norm::Pre };
         let layer = EncoderLayer::new(c, &mut rng).unwrap();
         let err = layer.forward(&Array2::zeros((3, 6))).unwrap_err();
         assert_eq!(

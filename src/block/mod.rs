@@ -43,11 +43,7 @@ pub struct LayerNorm {
 impl LayerNorm {
     /// The identity-initialised normalisation for `d_model` features.
     pub fn new(d_model: usize) -> Self {
-        LayerNorm {
-            gamma: Array1::ones(d_model),
-            beta: Array1::zeros(d_model),
-            eps: 1e-5,
-        }
+        LayerNorm { gamma: Array1::ones(d_model), beta: Array1::zeros(d_model), eps: 1e-5 }
     }
 
     /// Normalises each row of `x` (`n×d_model`).
@@ -154,11 +150,7 @@ impl FeedForward {
         ];
         for (what, want, got) in expected {
             if want != got {
-                return Err(AttnError::ShapesDiffer {
-                    what,
-                    left: got,
-                    right: want,
-                });
+                return Err(AttnError::ShapesDiffer { what, left: got, right: want });
             }
         }
         check_finite("W₁", &w1)?;

@@ -110,21 +110,14 @@ impl DecoderConfig {
         // The cache holds `context` rows of keys and values in a block.
         let width = self.kv_layout().numbers_per_layer().unwrap_or(usize::MAX);
         check_size("a block's KV cache", self.context, width)?;
-        check_parameters(
-            self.parameter_count(),
-            [self.layers, self.d_model, self.d_ff],
-        )
+        check_parameters(self.parameter_count(), [self.layers, self.d_model, self.d_ff])
     }
 
     /// Latent attention's requirements: rotary positions, no key/value
     /// heads of its own, an even `d_r` of at least 2, a `d_c` of at least 1.
     fn check_latent(&self, LatentSizes { d_c, d_r }: LatentSizes) -> Result<(), AttnError> {
         let refuse = |name, value: usize, requirement| {
-            Err(AttnError::InvalidArgument {
-                name,
-                value: value as f64,
-                requirement,
-            })
+            Err(AttnError::InvalidArgument { name, value: value as f64, requirement })
         };
         if self.positions != Positions::Rotary {
             return refuse(
@@ -177,14 +170,10 @@ impl DecoderConfig {
             .try_fold(0, usize::checked_add)?,
         };
         let ffn_biases = if biases { f.checked_add(d)? } else { 0 };
-        let block = [
-            d.checked_mul(2 * norms)?,
-            d.checked_mul(d)?.checked_mul(2)?,
-            attention,
-            ffn_biases,
-        ]
-        .into_iter()
-        .try_fold(d.checked_mul(f)?.checked_mul(2)?, usize::checked_add)?;
+        let block =
+            [d.checked_mul(2 * norms)?, d.checked_mul(d)?.checked_mul(2)?, attention, ffn_biases]
+                .into_iter()
+                .try_fold(d.checked_mul(f)?.checked_mul(2)?, usize::checked_add)?;
         let head = match self.recipe {
             Recipe::WithBiases => d.checked_mul(v)?.checked_add(v)?,
             Recipe::Tied => 0,

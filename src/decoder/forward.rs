@@ -306,11 +306,7 @@ impl<F: Real> Decoder<F> {
             });
         }
         if t > longest {
-            return Err(AttnError::TooLong {
-                what: "the sequences",
-                len: t,
-                max: longest,
-            });
+            return Err(AttnError::TooLong { what: "the sequences", len: t, max: longest });
         }
         self.check_tokens("token", batch)
     }
@@ -344,20 +340,14 @@ impl<F: Real> DecoderForward<F> {
         sequence: usize,
         head: usize,
     ) -> Result<&Array2<F>, AttnError> {
-        let heads = self
-            .blocks
-            .first()
-            .map_or(0, |b| b.attention.attention.heads.len())
+        let heads = self.blocks.first().map_or(0, |b| b.attention.attention.heads.len())
             / self.tokens.len();
         let counts = [
             ("block", block, self.blocks.len()),
             ("sequence", sequence, self.tokens.len()),
             ("head", head, heads),
         ];
-        check_indices(
-            &counts,
-            "must be less than the forward pass's number of them",
-        )?;
+        check_indices(&counts, "must be less than the forward pass's number of them")?;
         self.blocks[block].attention.attention.heads[sequence * heads + head].weights()
     }
 }

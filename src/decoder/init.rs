@@ -51,18 +51,8 @@ fn fan_in<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
         .collect();
     let tokens = normal(rng, v, d, 0.02);
     let positions = normal(rng, config.learned_positions(), d, 0.02);
-    let head = LinearWeights {
-        w: normal(rng, d, v, by_fan_in(d)),
-        b: Array1::zeros(v),
-    };
-    Decoder {
-        config,
-        tokens,
-        positions,
-        blocks,
-        ln_f: NormWeights::identity(d),
-        head: Some(head),
-    }
+    let head = LinearWeights { w: normal(rng, d, v, by_fan_in(d)), b: Array1::zeros(v) };
+    Decoder { config, tokens, positions, blocks, ln_f: NormWeights::identity(d), head: Some(head) }
 }
 
 /// GPT-2's initialisation, in chapter 15's order of draws: the embeddings,
@@ -96,14 +86,7 @@ fn gpt2<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
             block(d, attention, (w1, w2))
         })
         .collect();
-    Decoder {
-        config,
-        tokens,
-        positions,
-        blocks,
-        ln_f: NormWeights::identity(d),
-        head: None,
-    }
+    Decoder { config, tokens, positions, blocks, ln_f: NormWeights::identity(d), head: None }
 }
 
 /// A block of width `d` with the attention `attn` and the FFN's matrices,
@@ -119,11 +102,6 @@ fn block<F: Real>(
         attn,
         cross: None,
         ln2: NormWeights::identity(d),
-        ffn: FfnWeights {
-            w1,
-            b1: Array1::zeros(d_ff),
-            w2,
-            b2: Array1::zeros(d),
-        },
+        ffn: FfnWeights { w1, b1: Array1::zeros(d_ff), w2, b2: Array1::zeros(d) },
     }
 }

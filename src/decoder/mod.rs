@@ -64,14 +64,9 @@ impl<F: Real> Decoder<F> {
     /// rather than a LayerNorm's scale or shift or a bias, which it does not.
     pub fn matrices(&self) -> Vec<bool> {
         let vector = |name: &str| {
-            [".gamma", ".beta", ".b", ".b1", ".b2"]
-                .iter()
-                .any(|end| name.ends_with(end))
+            [".gamma", ".beta", ".b", ".b1", ".b2"].iter().any(|end| name.ends_with(end))
         };
-        self.named_slices()
-            .iter()
-            .map(|(name, _)| !vector(name))
-            .collect()
+        self.named_slices().iter().map(|(name, _)| !vector(name)).collect()
     }
 
     /// The same model without the heads `removed`, each `(block, head)`

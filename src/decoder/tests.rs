@@ -34,9 +34,8 @@ fn a_tied_model_keeps_its_shifts_and_biases_at_zero() {
         ..SHAKESPEARE_MODEL
     };
     let model = Decoder::<f64>::new(config, 3).unwrap();
-    let (_, grads) = model
-        .loss_and_gradients(&[vec![1, 2, 3]], &[Some(2), Some(3), Some(4)])
-        .unwrap();
+    let (_, grads) =
+        model.loss_and_gradients(&[vec![1, 2, 3]], &[Some(2), Some(3), Some(4)]).unwrap();
     let zero = |x: &ndarray::Array1<f64>| x.iter().all(|&v| v == 0.0);
     assert!(zero(&grads.ln_f.beta) && zero(&grads.blocks[0].ffn.b1));
     assert!(grads.head.is_none() && model.head.is_none());

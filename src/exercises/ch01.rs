@@ -42,10 +42,7 @@ mod tests {
     #[test]
     fn the_general_score_is_a_dot_product_of_projected_queries() {
         let mut rng = StdRng::seed_from_u64(11);
-        let (q, k) = (
-            standard_normal(3, 4, &mut rng),
-            standard_normal(5, 2, &mut rng),
-        );
+        let (q, k) = (standard_normal(3, 4, &mut rng), standard_normal(5, 2, &mut rng));
         let w = standard_normal(4, 2, &mut rng);
         let s = multiplicative_scores(&q, &k, &w).unwrap();
         assert_eq!(s.dim(), (3, 5));
@@ -57,9 +54,6 @@ mod tests {
             q.dot(&square_k.t()),
             epsilon = 1e-5
         );
-        assert!(
-            multiplicative_scores(&q, &k, &identity).is_err(),
-            "W must be 4×2"
-        );
+        assert!(multiplicative_scores(&q, &k, &identity).is_err(), "W must be 4×2");
     }
 }

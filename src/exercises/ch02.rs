@@ -21,10 +21,7 @@ pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f
         });
     }
     let scaled = x.mapv(|x_j| x_j / tau);
-    if x.iter()
-        .zip(&scaled)
-        .any(|(a, b)| a.is_finite() && !b.is_finite())
-    {
+    if x.iter().zip(&scaled).any(|(a, b)| a.is_finite() && !b.is_finite()) {
         return Err(AttnError::InvalidArgument {
             name: "temperature",
             value: f64::from(tau),
@@ -43,18 +40,12 @@ mod tests {
     #[test]
     fn temperature_one_is_plain_softmax_and_limits_behave() {
         let x = array![2.0_f32, 0.0, 1.0, -1.0];
-        assert_eq!(
-            softmax_with_temperature(&x, 1.0).unwrap(),
-            softmax(&x).unwrap()
-        );
+        assert_eq!(softmax_with_temperature(&x, 1.0).unwrap(), softmax(&x).unwrap());
 
         let cold = softmax_with_temperature(&x, 0.01).unwrap();
         assert!(cold[0] > 0.999_999, "τ → 0 puts all weight on the max");
         let hot = softmax_with_temperature(&x, 1.0e4).unwrap();
-        assert!(
-            hot.iter().all(|p| (p - 0.25).abs() < 1e-3),
-            "τ → ∞ is uniform"
-        );
+        assert!(hot.iter().all(|p| (p - 0.25).abs() < 1e-3), "τ → ∞ is uniform");
 
         for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
             assert!(softmax_with_temperature(&x, bad).is_err());

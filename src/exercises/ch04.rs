@@ -59,10 +59,7 @@ mod tests {
         assert!((right.unwrap() - 1.0).abs() < 0.1);
         let too_large = scaled_score_variance(d_model, 16, 1.0, 500, 3).unwrap();
         let expected = (d_model * d_model) as f64;
-        assert!(
-            (too_large / expected - 1.0).abs() < 0.1,
-            "{too_large} vs {expected}"
-        );
+        assert!((too_large / expected - 1.0).abs() < 0.1, "{too_large} vs {expected}");
     }
     // ANCHOR_END: score_variance_test
 

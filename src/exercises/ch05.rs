@@ -51,10 +51,7 @@ mod tests {
     fn each_head_matches_the_layer() {
         let mut rng = StdRng::seed_from_u64(4);
         let layer = MultiHeadAttention::new(32, 4, &mut rng).unwrap();
-        let (x_q, x_kv) = (
-            standard_normal(5, 32, &mut rng),
-            standard_normal(7, 32, &mut rng),
-        );
+        let (x_q, x_kv) = (standard_normal(5, 32, &mut rng), standard_normal(7, 32, &mut rng));
         let all = layer.forward(&x_q, &x_kv).unwrap().weights;
         for head in 0..4 {
             let one = head_weights(&layer, &x_q, &x_kv, head).unwrap();

@@ -51,9 +51,7 @@ mod tests {
         assert_abs_diff_eq!(interleaved, half, epsilon = 1e-6);
         // Without reordering, the same weights give different results.
         let mixed = rope_half_split(&x, 4).unwrap();
-        assert!((&mixed - &rope(&x, 4).unwrap())
-            .iter()
-            .any(|d| d.abs() > 1e-2));
+        assert!((&mixed - &rope(&x, 4).unwrap()).iter().any(|d| d.abs() > 1e-2));
         assert!(rope_half_split(&x.select(Axis(1), &[0, 1, 2]), 0).is_err());
     }
 }

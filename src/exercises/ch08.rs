@@ -12,13 +12,11 @@ pub fn naive_peak_bytes(n: u64, m: u64, d_k: u64, d_v: u64) -> Result<u64, AttnE
     let floats = [n.checked_mul(m), n.checked_mul(d_v), n.checked_mul(d_k)]
         .into_iter()
         .try_fold(0_u64, |total, part| total.checked_add(part?));
-    floats
-        .and_then(|f| f.checked_mul(4))
-        .ok_or(AttnError::InvalidArgument {
-            name: "n",
-            value: n as f64,
-            requirement: "with these m, d_k and d_v gives more bytes than a u64 can count",
-        })
+    floats.and_then(|f| f.checked_mul(4)).ok_or(AttnError::InvalidArgument {
+        name: "n",
+        value: n as f64,
+        requirement: "with these m, d_k and d_v gives more bytes than a u64 can count",
+    })
 }
 // ANCHOR_END: naive_peak
 

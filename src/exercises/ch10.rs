@@ -12,14 +12,9 @@ use crate::error::AttnError;
 pub fn encoder_layer_parameters(d_model: usize, d_ff: usize) -> Result<usize, AttnError> {
     let count = || {
         let attention = d_model.checked_mul(d_model)?.checked_mul(4)?;
-        let ffn = d_model
-            .checked_mul(d_ff)?
-            .checked_mul(2)?
-            .checked_add(d_ff)?
-            .checked_add(d_model)?;
-        attention
-            .checked_add(ffn)?
-            .checked_add(d_model.checked_mul(4)?)
+        let ffn =
+            d_model.checked_mul(d_ff)?.checked_mul(2)?.checked_add(d_ff)?.checked_add(d_model)?;
+        attention.checked_add(ffn)?.checked_add(d_model.checked_mul(4)?)
     };
     count().ok_or(AttnError::InvalidArgument {
         name: "d_model",
@@ -39,13 +34,7 @@ mod tests {
     #[test]
     fn the_formula_counts_what_the_layer_holds() {
         for (d_model, h, d_ff) in [(512, 8, 2048), (32, 4, 128), (8, 2, 8)] {
-            let c = Config {
-                d_model,
-                h,
-                d_ff,
-                activation: Activation::Relu,
-                norm: Norm::Post,
-            };
+            let c = Config { d_model, h, d_ff, activation: Activation::Relu, norm: Norm::Post };
             let layer = EncoderLayer::new(c, &mut StdRng::seed_from_u64(0)).unwrap();
             let (w1, b1, w2, b2) = layer.ffn().weights();
             let ffn = w1.len() + b1.len() + w2.len() + b2.len();

@@ -25,10 +25,7 @@ pub const SORT: Task = Task::new("Sort", sorting_example);
 
 /// How the exercise trains chapter 12's model to sort: the same steps, data
 /// sizes and seed as [`BOOK_TRAINING`], only the task differs.
-pub const BOOK_SORT_TRAINING: TrainConfig = TrainConfig {
-    task: SORT,
-    ..BOOK_TRAINING
-};
+pub const BOOK_SORT_TRAINING: TrainConfig = TrainConfig { task: SORT, ..BOOK_TRAINING };
 
 #[cfg(test)]
 mod tests {
@@ -45,10 +42,7 @@ mod tests {
             let (prompt, answer) = (&e[..k], &e[k + 1..]);
             assert!(answer.windows(2).all(|w| w[0] <= w[1]), "{e:?}");
             let count = |xs: &[usize], d| xs.iter().filter(|&&x| x == d).count();
-            assert!(
-                (0..10).all(|d| count(prompt, d) == count(answer, d)),
-                "{e:?}"
-            );
+            assert!((0..10).all(|d| count(prompt, d) == count(answer, d)), "{e:?}");
         }
     }
 }

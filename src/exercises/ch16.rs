@@ -60,10 +60,7 @@ mod tests {
         let layer = MultiHeadAttention::new(d, h, &mut rng).unwrap();
         // h_kv = h changes nothing.
         let same = mean_pool_key_value_heads(&layer, h).unwrap();
-        assert_eq!(
-            same.forward(&x, &x).unwrap(),
-            layer.forward(&x, &x).unwrap()
-        );
+        assert_eq!(same.forward(&x, &x).unwrap(), layer.forward(&x, &x).unwrap());
         // A layer whose heads already share their group's keys and values
         // is the pooled layer, exactly.
         let grouped = MultiHeadAttention::grouped(d, h, 2, &mut rng).unwrap();
@@ -81,9 +78,6 @@ mod tests {
         for g in [0, 3] {
             assert!(mean_pool_key_value_heads(&layer, g).is_err());
         }
-        assert!(
-            mean_pool_key_value_heads(&pooled, 1).is_err(),
-            "already grouped"
-        );
+        assert!(mean_pool_key_value_heads(&pooled, 1).is_err(), "already grouped");
     }
 }

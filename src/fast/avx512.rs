@@ -135,10 +135,7 @@ pub(super) unsafe fn query_tile(
 ) -> Result<(), AttnError> {
     let (rows, m) = (out.nrows(), k.len() / d_k);
     let ld = rows.next_multiple_of(W);
-    let (qt, ot) = (
-        &mut s.qt.get_mut()[..d_k * ld],
-        &mut s.ot.get_mut()[..d_v * ld],
-    );
+    let (qt, ot) = (&mut s.qt.get_mut()[..d_k * ld], &mut s.ot.get_mut()[..d_v * ld]);
     pack_queries(&q[i0 * d_k..(i0 + rows) * d_k], d_k, qt);
     let [max, sum, alpha, tile_sum] =
         [&mut s.max, &mut s.sum, &mut s.alpha, &mut s.tile_sum].map(|x| &mut x[..ld]);
@@ -149,10 +146,7 @@ pub(super) unsafe fn query_tile(
     for j0 in (0..seen).step_by(key_tile) {
         let cols = key_tile.min(seen - j0);
         let st = &mut s.st.get_mut()[..cols * ld];
-        let (k_j, v_j) = (
-            &k[j0 * d_k..(j0 + cols) * d_k],
-            &v[j0 * d_v..(j0 + cols) * d_v],
-        );
+        let (k_j, v_j) = (&k[j0 * d_k..(j0 + cols) * d_k], &v[j0 * d_v..(j0 + cols) * d_v]);
         // Where every query sees every key of this tile and has a finite
         // maximum from the tiles before, try keeping the maxima as they are.
         let seen_by_all = !causal || j0 + cols <= i0 + 1;
@@ -165,19 +159,13 @@ pub(super) unsafe fn query_tile(
         // Key j is hidden from tile row r when j0 + j > i0 + r.
         let shift = causal.then_some(j0 as isize - i0 as isize);
         softmax_columns(st, ld, shift, max, sum, alpha).map_err(|(r, value)| {
-            AttnError::Overflow {
-                what: "the scores QKᵀ/√d_k",
-                position: (i0 + r, j0),
-                value,
-            }
+            AttnError::Overflow { what: "the scores QKᵀ/√d_k", position: (i0 + r, j0), value }
         })?;
         weighted_values((st, ld), Some(alpha), v_j, ot);
     }
     for (r, mut row) in out.rows_mut().into_iter().enumerate() {
         let inv = if sum[r] > 0.0 { 1.0 / sum[r] } else { 1.0 };
-        row.iter_mut()
-            .enumerate()
-            .for_each(|(c, out)| *out = ot[c * ld + r] * inv);
+        row.iter_mut().enumerate().for_each(|(c, out)| *out = ot[c * ld + r] * inv);
     }
     Ok(())
 }
@@ -225,14 +213,7 @@ pub(super) fn scores_then(
         let (a, b) = (&k[j * d_k..], &qt[p * d_k * W..]);
         let c = &mut st[j * ld + p * W..];
         // a[r, t] = K[j + r][t], b[p, t] = Qᵀ panel p, coordinate t.
-        block_of(
-            (a, [d_k, 1]),
-            (b, [d_k * W, W]),
-            d_k,
-            (c, ld),
-            [rows, panels],
-            false,
-        );
+        block_of((a, [d_k, 1]), (b, [d_k * W, W]), d_k, (c, ld), [rows, panels], false);
         then(st, [j, p], [rows, panels]);
     });
 }
@@ -259,14 +240,7 @@ fn weighted_values((pt, ld): (&[f32], usize), alpha: Option<&[f32]>, v: &[f32], 
         let (a, b) = (&v[c..], &pt[p * W..]);
         let o = &mut ot[c * ld + p * W..];
         // a[r, t] = V[t][c + r], b[p, t] = Pᵀ row t, panel p.
-        block_of(
-            (a, [1, d_v]),
-            (b, [W, ld]),
-            cols,
-            (o, ld),
-            [rows, panels],
-            true,
-        );
+        block_of((a, [1, d_v]), (b, [W, ld]), cols, (o, ld), [rows, panels], true);
     });
 }
 

@@ -77,14 +77,8 @@ pub(super) unsafe fn gradients(
     tiles: Tiles,
 ) -> (Array2<f32>, Array2<f32>, Array2<f32>) {
     let [n, m, d_k, d_v] = [q.nrows(), k.nrows(), q.ncols(), v.ncols()];
-    assert!(
-        tiles.query.is_multiple_of(W),
-        "query tiles start on a panel"
-    );
-    let (n_pad, widths) = (
-        n.next_multiple_of(W),
-        [d_k, d_v].map(|w| w.next_multiple_of(W)),
-    );
+    assert!(tiles.query.is_multiple_of(W), "query tiles start on a panel");
+    let (n_pad, widths) = (n.next_multiple_of(W), [d_k, d_v].map(|w| w.next_multiple_of(W)));
     let scale = 1.0 / (d_k as f32).sqrt();
     let mut qt = Aligned::zeros(n_pad * d_k);
     pack_panels(slice(q), d_k, scale, qt.get_mut());
@@ -113,20 +107,14 @@ pub(super) unsafe fn gradients(
     // Key tile t goes to band t % 2, with its rows of dK and dV.
     let mut bands: [Vec<_>; BANDS] = [Vec::new(), Vec::new()];
     let dk_tiles = dk.axis_chunks_iter_mut(Axis(0), tiles.key);
-    for (t, (dk_j, dv_j)) in dk_tiles
-        .zip(dv.axis_chunks_iter_mut(Axis(0), tiles.key))
-        .enumerate()
-    {
+    for (t, (dk_j, dv_j)) in dk_tiles.zip(dv.axis_chunks_iter_mut(Axis(0), tiles.key)).enumerate() {
         bands[t % BANDS].push((t * tiles.key, dk_j, dv_j));
     }
     let [even, odd] = bands;
     let (dqt_even, dqt_odd) = rayon::join(|| band(&x, even), || band(&x, odd));
     // dQ = (dQᵀ of the even band + that of the odd band)ᵀ / √d_k.
     let mut dq = Array2::zeros((n, d_k));
-    let bands = dqt_even
-        .get()
-        .chunks_exact(n_pad)
-        .zip(dqt_odd.get().chunks_exact(n_pad));
+    let bands = dqt_even.get().chunks_exact(n_pad).zip(dqt_odd.get().chunks_exact(n_pad));
     for (c, (even, odd)) in bands.enumerate() {
         for (i, (e, o)) in even[..n].iter().zip(&odd[..n]).enumerate() {
             dq[[i, c]] = (e + o) * scale;
@@ -148,14 +136,8 @@ fn band(x: &Packed, key_tiles: Vec<(usize, ArrayViewMut2<f32>, ArrayViewMut2<f32
     let (mut dk, mut dv) = (Aligned::zeros(bk * wk), Aligned::zeros(bk * wv));
     for (j0, mut dk_j, mut dv_j) in key_tiles {
         let cols = dk_j.nrows();
-        let (k_j, v_j) = (
-            &x.k[j0 * d_k..(j0 + cols) * d_k],
-            &x.v[j0 * d_v..(j0 + cols) * d_v],
-        );
-        let (dk, dv) = (
-            &mut dk.get_mut()[..cols * wk],
-            &mut dv.get_mut()[..cols * wv],
-        );
+        let (k_j, v_j) = (&x.k[j0 * d_k..(j0 + cols) * d_k], &x.v[j0 * d_v..(j0 + cols) * d_v]);
+        let (dk, dv) = (&mut dk.get_mut()[..cols * wk], &mut dv.get_mut()[..cols * wv]);
         dk.fill(0.0);
         dv.fill(0.0);
         // Under the causal mask the queries before j0 see none of these keys.
@@ -163,10 +145,7 @@ fn band(x: &Packed, key_tiles: Vec<(usize, ArrayViewMut2<f32>, ArrayViewMut2<f32
         for i0 in (first..n).step_by(bq) {
             let rows = bq.min(n - i0);
             let ld = rows.next_multiple_of(W);
-            let (st, dst) = (
-                &mut st.get_mut()[..cols * ld],
-                &mut dst.get_mut()[..cols * ld],
-            );
+            let (st, dst) = (&mut st.get_mut()[..cols * ld], &mut dst.get_mut()[..cols * ld]);
             let lanes = i0..i0 + ld;
             scores(k_j, d_k, &x.qt.get()[i0 * d_k..(i0 + ld) * d_k], st);
             let shift = x.causal.then_some(j0 as isize - i0 as isize);
@@ -227,11 +206,7 @@ fn score_gradients(pt: &[f32], dst: &mut [f32], d: &[f32]) {
     let ld = d.len();
     assert!(pt.len() == dst.len() && pt.len().is_multiple_of(ld));
     for (p, ds) in pt.chunks_exact(ld).zip(dst.chunks_exact_mut(ld)) {
-        for ((p, ds), d) in p
-            .chunks_exact(W)
-            .zip(ds.chunks_exact_mut(W))
-            .zip(d.chunks_exact(W))
-        {
+        for ((p, ds), d) in p.chunks_exact(W).zip(ds.chunks_exact_mut(W)).zip(d.chunks_exact(W)) {
             // SAFETY: each chunk holds 16 numbers.
             unsafe {
                 let centred =

@@ -130,18 +130,14 @@ pub fn fast_attention_backward_on(
         d_out.as_standard_layout(),
     );
     // D_i = rowsum(dO_i ⊙ O_i): what every weight's gradient subtracts.
-    let d: Array1<f32> = (d_out.rows().into_iter().zip(forward.output.rows()))
-        .map(|(d_o, o)| d_o.dot(&o))
-        .collect();
+    let d: Array1<f32> =
+        (d_out.rows().into_iter().zip(forward.output.rows())).map(|(d_o, o)| d_o.dot(&o)).collect();
     match kernel {
         #[cfg(target_arch = "x86_64")]
         super::Kernel::Avx512 if super::avx512::available() => {
             let lse = forward.lse.as_slice().expect("owned");
             let d = d.as_slice().expect("owned");
-            let tiles = Tiles {
-                query: tiles.query.next_multiple_of(16),
-                key: tiles.key,
-            };
+            let tiles = Tiles { query: tiles.query.next_multiple_of(16), key: tiles.key };
             // SAFETY: `available` found AVX-512 on this processor.
             let (dq, dk, dv) = unsafe {
                 super::avx512_backward::gradients(
@@ -183,13 +179,10 @@ pub fn fast_attention_backward_on(
         );
     // Pass 2: query tiles in parallel, each owning its dQ_i.
     let mut dq = Array2::zeros(q.dim());
-    dq.axis_chunks_iter_mut(Axis(0), tiles.query)
-        .into_par_iter()
-        .enumerate()
-        .for_each_init(
-            || Scratch::new(d_k, tiles),
-            |scratch, (t, dq_i)| query_tile(&inputs, t * tiles.query, dq_i, scratch),
-        );
+    dq.axis_chunks_iter_mut(Axis(0), tiles.query).into_par_iter().enumerate().for_each_init(
+        || Scratch::new(d_k, tiles),
+        |scratch, (t, dq_i)| query_tile(&inputs, t * tiles.query, dq_i, scratch),
+    );
     for (what, g) in [("dQ", &dq), ("dK", &dk), ("dV", &dv)] {
         check_overflow(what, g)?;
     }
@@ -252,13 +245,7 @@ fn weights_and_gradients(
 ) {
     let mut p = scratch.p.slice_mut(s![..rows, ..cols]);
     let k_j = x.k.slice(s![j0..j0 + cols, ..]);
-    product(
-        &mut p,
-        scratch.q.slice(s![..rows, ..]),
-        k_j.t(),
-        false,
-        Parallelism::None,
-    );
+    product(&mut p, scratch.q.slice(s![..rows, ..]), k_j.t(), false, Parallelism::None);
     let mut dp = scratch.dp.slice_mut(s![..rows, ..cols]);
     let d_o = x.d_out.slice(s![i0..i0 + rows, ..]);
     let v_j = x.v.slice(s![j0..j0 + cols, ..]);
@@ -296,17 +283,10 @@ fn check_backward(
     let expected = (q.nrows(), v.ncols());
     for (what, got) in [
         ("the output's gradient dO and the output", d_out.dim()),
-        (
-            "the saved output and the queries and values",
-            forward.output.dim(),
-        ),
+        ("the saved output and the queries and values", forward.output.dim()),
     ] {
         if got != expected {
-            return Err(AttnError::ShapesDiffer {
-                what,
-                left: got,
-                right: expected,
-            });
+            return Err(AttnError::ShapesDiffer { what, left: got, right: expected });
         }
     }
     if forward.lse.len() != q.nrows() {

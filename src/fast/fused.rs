@@ -25,9 +25,7 @@ fn as_f32<F: Real>(x: &ArrayRef2<F>) -> Option<&ArrayRef2<f32>> {
 
 /// An `f32` matrix as an `F` matrix (`F` is `f32` here).
 fn from_f32<F: Real>(x: Array2<f32>) -> Array2<F> {
-    *(Box::new(x) as Box<dyn Any>)
-        .downcast()
-        .expect("called only where F is f32")
+    *(Box::new(x) as Box<dyn Any>).downcast().expect("called only where F is f32")
 }
 
 /// One head's causal attention through the fused kernel, where `F` is

@@ -32,10 +32,7 @@ impl Scratch {
 
 impl RunningSoftmax for Scratch {
     fn max_and_sum(&self) -> (&[f32], &[f32]) {
-        (
-            self.max.as_slice().expect("owned"),
-            self.sum.as_slice().expect("owned"),
-        )
+        (self.max.as_slice().expect("owned"), self.sum.as_slice().expect("owned"))
     }
 }
 
@@ -59,13 +56,7 @@ pub(super) fn query_tile(
         let cols = key_tile.min(keys_seen - j0);
         let mut s_tile = scratch.s.slice_mut(s![..rows, ..cols]);
         let k_tile = k.slice(s![j0..j0 + cols, ..]);
-        product(
-            &mut s_tile,
-            scratch.q.slice(s![..rows, ..]),
-            k_tile.t(),
-            false,
-            Parallelism::None,
-        );
+        product(&mut s_tile, scratch.q.slice(s![..rows, ..]), k_tile.t(), false, Parallelism::None);
         for r in 0..rows {
             let mut row = s_tile.row_mut(r);
             let scores = row.as_slice_mut().expect("score rows are contiguous");
@@ -84,13 +75,7 @@ pub(super) fn query_tile(
                 out.row_mut(r).map_inplace(|o| *o *= alpha);
             }
         }
-        product(
-            &mut out,
-            s_tile.view(),
-            v.slice(s![j0..j0 + cols, ..]),
-            true,
-            Parallelism::None,
-        );
+        product(&mut out, s_tile.view(), v.slice(s![j0..j0 + cols, ..]), true, Parallelism::None);
     }
     for (mut row, &l) in out.rows_mut().into_iter().zip(&scratch.sum) {
         if l > 0.0 {
@@ -125,17 +110,10 @@ pub(crate) fn exponentials(scores: &mut [f32], max: &mut f32, sum: &mut f32) -> 
             poison[i] += chunk[i] * 0.0;
         }
     }
-    let block_max = rest
-        .iter()
-        .chain(&lane_max)
-        .fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+    let block_max = rest.iter().chain(&lane_max).fold(f32::NEG_INFINITY, |m, &x| m.max(x));
     let poisoned = rest.iter().map(|x| x * 0.0).chain(poison).any(f32::is_nan);
     if poisoned && (block_max == f32::INFINITY || scores.iter().any(|x| x.is_nan())) {
-        return Err(if block_max == f32::INFINITY {
-            block_max
-        } else {
-            f32::NAN
-        });
+        return Err(if block_max == f32::INFINITY { block_max } else { f32::NAN });
     }
     let max_new = max.max(block_max);
     if max_new == f32::NEG_INFINITY {

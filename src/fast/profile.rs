@@ -93,13 +93,7 @@ pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> ([Phase; 3], 
                 match phase {
                     0 => {
                         let q_i = q.slice(s![i0..i0 + rows, ..]);
-                        multiply(
-                            fast,
-                            &mut s_ij,
-                            q_i,
-                            k.slice(s![j0..j0 + cols, ..]).t(),
-                            false,
-                        )
+                        multiply(fast, &mut s_ij, q_i, k.slice(s![j0..j0 + cols, ..]).t(), false)
                     }
                     1 => {
                         for r in 0..rows {
@@ -156,10 +150,7 @@ fn avx512_phases([q, k, v]: [&Array2<f32>; 3], tiles: Tiles, repeats: usize) -> 
 pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64, f64, Vec<f64>) {
     let mut rng = StdRng::seed_from_u64(n as u64);
     let [q, k, v] = [(); 3].map(|_| standard_normal(n, d, &mut rng));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a one-thread pool");
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
     let chapter_9 = mean_of(repeats, || {
         tiled_attention(&q, &k, &v, false).expect("finite inputs");
     });

@@ -62,10 +62,7 @@ pub fn fma_peak_512(rounds: usize, repeats: usize) -> Option<f64> {
 #[target_feature(enable = "avx512f")]
 fn fma_512_seconds(rounds: usize, repeats: usize) -> f64 {
     use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_set1_ps};
-    let (x, y) = (
-        _mm512_set1_ps(black_box(0.999_999_f32)),
-        _mm512_set1_ps(black_box(1e-7_f32)),
-    );
+    let (x, y) = (_mm512_set1_ps(black_box(0.999_999_f32)), _mm512_set1_ps(black_box(1e-7_f32)));
     let mut seconds = 0.0;
     for _ in 0..repeats {
         let mut acc = [_mm512_set1_ps(1.0); CHAINS];
@@ -117,11 +114,7 @@ pub fn triad_bandwidth(len: usize, repeats: usize) -> f64 {
 /// `weights·V`: four passes.
 pub fn attention_intensity(n: u64, d: u64, stores_scores: bool) -> f64 {
     let compulsory = activation_bytes(n, d);
-    let scores = if stores_scores {
-        4.0 * scores_bytes(n)
-    } else {
-        0.0
-    };
+    let scores = if stores_scores { 4.0 * scores_bytes(n) } else { 0.0 };
     attention_flops(n, d) / (compulsory + scores)
 }
 // ANCHOR_END: intensity

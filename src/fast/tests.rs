@@ -29,9 +29,7 @@ fn fast_attention_equals_naive_attention_with_and_without_the_mask() {
         let k = standard_normal(m, d_k, &mut rng);
         let v = standard_normal(m, d_v, &mut rng);
         let plain = scaled_dot_product_attention(&q, &k, &v).unwrap().output;
-        let causal = masked_attention(&q, &k, &v, &causal_mask(n, m))
-            .unwrap()
-            .output;
+        let causal = masked_attention(&q, &k, &v, &causal_mask(n, m)).unwrap().output;
         for kernel in kernels() {
             for tiles in [FAST_TILES, ODD_TILES] {
                 let fast = |masked| fast_attention_on(&q, &k, &v, masked, tiles, kernel).unwrap();
@@ -49,10 +47,7 @@ fn this_processor_runs_the_kernel_it_is_offered() {
     assert!(best.is_ok());
     if Kernel::best() == Kernel::Portable {
         let err = fast_attention_on(&q, &q, &q, false, FAST_TILES, Kernel::Avx512);
-        assert!(matches!(
-            err,
-            Err(AttnError::Mismatched { name: "kernel", .. })
-        ));
+        assert!(matches!(err, Err(AttnError::Mismatched { name: "kernel", .. })));
     }
 }
 
@@ -65,11 +60,7 @@ fn the_fast_multihead_layer_equals_the_layer_of_chapter_5() {
         let x_q = standard_normal(n, d_model, &mut rng);
         let x_kv = standard_normal(m, d_model, &mut rng);
         let expected = layer.forward(&x_q, &x_kv).unwrap().output;
-        assert_abs_diff_eq!(
-            fast_multihead(&layer, &x_q, &x_kv).unwrap(),
-            expected,
-            epsilon = 1e-5
-        );
+        assert_abs_diff_eq!(fast_multihead(&layer, &x_q, &x_kv).unwrap(), expected, epsilon = 1e-5);
     }
     let layer = MultiHeadAttention::new(8, 2, &mut rng).unwrap();
     let wrong = Array2::<f32>::zeros((3, 6));
@@ -86,10 +77,7 @@ fn one_thread_and_two_give_the_same_bits() {
     );
     for kernel in kernels() {
         let on = |threads| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| fast_attention_on(&q, &k, &v, true, ODD_TILES, kernel).unwrap())
         };
         assert_eq!(on(1), on(2));
@@ -146,9 +134,7 @@ fn a_key_tile_keeps_the_running_maxima_unless_its_scores_rise_far_above_them() {
     // The same keys under the causal mask, one query a key, in ragged
     // tiles: tiles below the diagonal keep their maxima, the others not.
     let q = Array2::from_elem((m, 1), 1.0_f32);
-    let causal = masked_attention(&q, &k, &v, &causal_mask(m, m))
-        .unwrap()
-        .output;
+    let causal = masked_attention(&q, &k, &v, &causal_mask(m, m)).unwrap().output;
     for kernel in kernels() {
         let fast = fast_attention_on(&q, &k, &v, true, ODD_TILES, kernel).unwrap();
         assert_abs_diff_eq!(fast, causal, epsilon = 1e-5);

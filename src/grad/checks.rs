@@ -55,11 +55,7 @@ pub fn gradient_norms(
         }
         let mean = |s: [f64; 2]| (s[0] / trials as f64, s[1] / trials as f64);
         let (unscaled, scaled) = (mean(unscaled), mean(scaled));
-        Ok(GradientNorms {
-            d_k,
-            unscaled,
-            scaled,
-        })
+        Ok(GradientNorms { d_k, unscaled, scaled })
     };
     d_ks.iter().map(|&d_k| row(d_k)).collect()
 }
@@ -181,14 +177,8 @@ pub fn check_ffn(seed: u64) -> Result<f64, AttnError> {
         let y = ffn_forward(x, p, gelu).map(|(y, _)| y);
         probe_loss(y.as_ref().map(|y| &**y), &r)
     };
-    let with_w1 = |w1: &Matrix| FfnWeights {
-        w1: w1.clone(),
-        ..p.clone()
-    };
-    let with_w2 = |w2: &Matrix| FfnWeights {
-        w2: w2.clone(),
-        ..p.clone()
-    };
+    let with_w1 = |w1: &Matrix| FfnWeights { w1: w1.clone(), ..p.clone() };
+    let with_w2 = |w2: &Matrix| FfnWeights { w2: w2.clone(), ..p.clone() };
     Ok(worst([
         gradient_error(&dx, |x| loss(x, &p), &x),
         gradient_error(&grads.w1, |w| loss(&x, &with_w1(w)), &p.w1),

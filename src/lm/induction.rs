@@ -17,9 +17,8 @@ pub fn repeated_sequences(seed: u64, count: usize, half: usize, vocab: usize) ->
     let mut rng = SplitMix64::new(seed);
     (0..count)
         .map(|_| {
-            let first: Vec<usize> = (0..half)
-                .map(|_| (rng.next_u64() % vocab.max(1) as u64) as usize)
-                .collect();
+            let first: Vec<usize> =
+                (0..half).map(|_| (rng.next_u64() % vocab.max(1) as u64) as usize).collect();
             first.iter().chain(&first).copied().collect()
         })
         .collect()
@@ -48,25 +47,7 @@ pub fn induction_scores<F: Real>(
     model: &LanguageModel<F>,
     sequences: &[Vec<usize>],
 ) -> Result<InductionScores, AttnError> {
-    let t = sequences.first().map_or(0, Vec::len);
-    if t < 4 || !t.is_multiple_of(2) {
-        return Err(AttnError::InvalidArgument {
-            name: "repeated sequence length",
-            value: t as f64,
-            requirement: "must be even and at least 4 (a half, then the half again)",
-        });
-    }
-    let half = t / 2;
-    if let Some(s) = sequences
-        .iter()
-        .find(|s| s.len() != t || s[..half] != s[half..])
-    {
-        return Err(AttnError::InvalidArgument {
-            name: "sequence",
-            value: s.len() as f64,
-            requirement: "must all be of one length, their second half a copy of their first",
-        });
-    }
+    let (t, half) = check_repeated(sequences)?; // length t = 2·half, the halves equal
     let fwd = model.forward(sequences)?;
     let logits = fwd.logits();
     let (mut first, mut repeat) = (0.0, 0.0);
@@ -99,6 +80,28 @@ pub fn induction_scores<F: Real>(
 }
 // ANCHOR_END: scores
 
+/// Checks that `sequences` all have one even length `t ≥ 4` and their
+/// second half equal to their first; returns `(t, t/2)`.
+fn check_repeated(sequences: &[Vec<usize>]) -> Result<(usize, usize), AttnError> {
+    let t = sequences.first().map_or(0, Vec::len);
+    if t < 4 || !t.is_multiple_of(2) {
+        return Err(AttnError::InvalidArgument {
+            name: "repeated sequence length",
+            value: t as f64,
+            requirement: "must be even and at least 4 (a half, then the half again)",
+        });
+    }
+    let half = t / 2;
+    if let Some(s) = sequences.iter().find(|s| s.len() != t || s[..half] != s[half..]) {
+        return Err(AttnError::InvalidArgument {
+            name: "sequence",
+            value: s.len() as f64,
+            requirement: "must all be of one length, their second half a copy of their first",
+        });
+    }
+    Ok((t, half))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,9 +124,7 @@ mod tests {
     fn repeated_sequences_repeat_and_stay_in_the_vocabulary() {
         let s = repeated_sequences(3, 5, 4, 10);
         assert_eq!(s.len(), 5);
-        assert!(s
-            .iter()
-            .all(|s| s.len() == 8 && s[..4] == s[4..] && s.iter().all(|&t| t < 10)));
+        assert!(s.iter().all(|s| s.len() == 8 && s[..4] == s[4..] && s.iter().all(|&t| t < 10)));
         assert_ne!(s[0], s[1]);
         assert_eq!(s, repeated_sequences(3, 5, 4, 10));
     }
@@ -138,10 +139,7 @@ mod tests {
         let uniform_previous = (1..8).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / 7.0;
         for (&p, &q) in s.prefix_matching.iter().zip(&s.previous_token) {
             assert!((p - uniform_prefix).abs() < 0.01, "{p} vs {uniform_prefix}");
-            assert!(
-                (q - uniform_previous).abs() < 0.01,
-                "{q} vs {uniform_previous}"
-            );
+            assert!((q - uniform_previous).abs() < 0.01, "{q} vs {uniform_previous}");
         }
         let ln10 = 10f64.ln();
         assert!((s.first_half_loss - ln10).abs() < 0.05 && (s.repeat_loss - ln10).abs() < 0.05);

@@ -3,7 +3,7 @@
 //! replaced by latents (chapter 16), and what one block's attention does
 //! with it for the newest token.
 
-use ndarray::{Array2, ArrayRef2};
+use ndarray::{s, Array2, ArrayRef2};
 
 use super::model::LanguageModel;
 use crate::cache::{KeyValueCache, KvCache};
@@ -11,7 +11,7 @@ use crate::decoder::Positions;
 use crate::error::AttnError;
 use crate::kv_bytes::kv_bytes_per_token;
 use crate::latent::{AbsorbedLatent, LatentAttention, LatentCache};
-use crate::nn::{head_slices, AttentionWeights, BlockAttention, Heads};
+use crate::nn::{head_columns, head_slices, AttentionWeights, BlockAttention, Heads};
 use crate::position::{rotate, Rotation};
 use crate::sliding::SlidingCache;
 
@@ -23,6 +23,7 @@ pub struct LmCache {
     pub(super) blocks: Vec<BlockKv>,
     pub(super) read: usize,
 }
+// ANCHOR_END: cache
 
 /// One block's cache.
 #[derive(Debug)]
@@ -30,15 +31,11 @@ pub(super) enum BlockKv {
     /// A cache of keys and values for every key/value head; `turn` says
     /// whether the step turns queries and keys at their positions in the
     /// text (rotary positions), or the caches turn them when read.
-    Heads {
-        caches: Vec<Box<dyn KeyValueCache>>,
-        turn: bool,
-    },
+    Heads { caches: Vec<Box<dyn KeyValueCache>>, turn: bool },
     /// The latents, and the block's attention with its up-projections
     /// absorbed, which reads them (chapter 16).
     Latent(Box<AbsorbedLatent>, LatentCache),
 }
-// ANCHOR_END: cache
 
 // ANCHOR: heads_step
 /// One block's multi-head attention for the newest token, whose normalised
@@ -54,18 +51,17 @@ fn heads_step(
     position: Option<usize>,
 ) -> Result<Array2<f32>, AttnError> {
     let (mut q, mut k, v) = (w.queries(a)?, w.keys(a)?, w.values(a)?); // 1×d each
-    let heads = Heads::new(1, 1, caches.len());
-    let d_k = q.ncols() / heads.h;
+    let d_k = q.ncols() / caches.len();
     let mut o = Array2::zeros((1, q.ncols()));
     for (i, cache) in caches.iter_mut().enumerate() {
-        let [rq, rk, rv, ro] = head_slices(0, i, [d_k, d_k], heads); // head i's columns
+        let head = s![.., head_columns(i, d_k)]; // head i's columns
         if let Some(p) = position {
-            rotate(&mut q.slice_mut(rq), p, Rotation::Forward);
-            rotate(&mut k.slice_mut(rk), p, Rotation::Forward);
+            rotate(&mut q.slice_mut(head), p, Rotation::Forward);
+            rotate(&mut k.slice_mut(head), p, Rotation::Forward);
         }
-        cache.append(&k.slice(rk).row(0), &v.slice(rv).row(0))?;
-        let out = cache.attend(&q.slice(rq).row(0))?;
-        o.slice_mut(ro).row_mut(0).assign(&out);
+        cache.append(&k.slice(head).row(0), &v.slice(head).row(0))?;
+        let out = cache.attend(&q.slice(head).row(0))?;
+        o.slice_mut(head).row_mut(0).assign(&out);
     }
     w.output(&o)
 }
@@ -82,10 +78,7 @@ fn grouped_step(
     (h, position): (usize, Option<usize>),
 ) -> Result<Array2<f32>, AttnError> {
     let (mut q, mut k, v) = (w.queries(a)?, w.keys(a)?, w.values(a)?); // 1×d, 1×h_kv·d_k
-    let heads = Heads {
-        h_kv: caches.len(),
-        ..Heads::new(1, 1, h)
-    };
+    let heads = Heads { h_kv: caches.len(), ..Heads::new(1, 1, h) };
     let (d_k, per_group) = (q.ncols() / h, h / heads.h_kv);
     let mut o = Array2::zeros((1, q.ncols()));
     for i in 0..h {
@@ -101,9 +94,7 @@ fn grouped_step(
         if let Some(p) = position {
             rotate(&mut q.slice_mut(rq), p, Rotation::Forward);
         }
-        o.slice_mut(ro)
-            .row_mut(0)
-            .assign(&cache.attend(&q.slice(rq).row(0))?);
+        o.slice_mut(ro).row_mut(0).assign(&cache.attend(&q.slice(rq).row(0))?);
     }
     w.output(&o)
 }
@@ -128,9 +119,9 @@ impl BlockKv {
                 }
             }
             // Latent attention decodes over its latents, absorbed.
-            (BlockAttention::Latent(_), BlockKv::Latent(absorbed, latents)) => Ok(absorbed
-                .step(&a.row(0), latents)?
-                .insert_axis(ndarray::Axis(0))),
+            (BlockAttention::Latent(_), BlockKv::Latent(absorbed, latents)) => {
+                Ok(absorbed.step(&a.row(0), latents)?.insert_axis(ndarray::Axis(0)))
+            }
             _ => Err(mismatched_cache()),
         }
     }
@@ -302,9 +293,7 @@ mod tests {
         let w: AttentionWeights<f32> = [(); 4].map(|_| standard_normal(d, d, &mut rng)).into();
         for position in [None, Some(3)] {
             let new = || -> Vec<Box<dyn KeyValueCache>> {
-                (0..h)
-                    .map(|_| Box::new(KvCache::new(2, 2)) as Box<dyn KeyValueCache>)
-                    .collect()
+                (0..h).map(|_| Box::new(KvCache::new(2, 2)) as Box<dyn KeyValueCache>).collect()
             };
             let (mut a_caches, mut b_caches) = (new(), new());
             for _ in 0..5 {

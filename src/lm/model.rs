@@ -70,38 +70,16 @@ mod tests {
     #[test]
     fn bad_sizes_are_refused_by_name() {
         let e = |c: LmConfig| LanguageModel::<f32>::new(c, 0).unwrap_err().to_string();
-        assert!(e(LmConfig {
-            heads: 3,
-            ..SHAKESPEARE_MODEL
-        })
-        .contains("heads"));
-        assert!(e(LmConfig {
-            vocab: 0,
-            ..SHAKESPEARE_MODEL
-        })
-        .contains("vocab"));
-        let huge = LmConfig {
-            layers: 1 << 40,
-            ..SHAKESPEARE_MODEL
-        };
+        assert!(e(LmConfig { heads: 3, ..SHAKESPEARE_MODEL }).contains("heads"));
+        assert!(e(LmConfig { vocab: 0, ..SHAKESPEARE_MODEL }).contains("vocab"));
+        let huge = LmConfig { layers: 1 << 40, ..SHAKESPEARE_MODEL };
         assert!(e(huge).contains("parameters"));
-        let long = LmConfig {
-            context: 1 << 40,
-            positions: Positions::Rotary,
-            ..SHAKESPEARE_MODEL
-        };
+        let long = LmConfig { context: 1 << 40, positions: Positions::Rotary, ..SHAKESPEARE_MODEL };
         assert!(e(long).contains("KV cache"));
-        let odd = LmConfig {
-            d_model: 12,
-            heads: 4,
-            positions: Positions::Rotary,
-            ..SHAKESPEARE_MODEL
-        };
+        let odd =
+            LmConfig { d_model: 12, heads: 4, positions: Positions::Rotary, ..SHAKESPEARE_MODEL };
         assert!(e(odd).contains("even"));
-        let rotary = LmConfig {
-            positions: Positions::Rotary,
-            ..SHAKESPEARE_MODEL
-        };
+        let rotary = LmConfig { positions: Positions::Rotary, ..SHAKESPEARE_MODEL };
         assert_eq!(rotary.parameter_count(), Some(806_528 - 64 * 128));
     }
 
@@ -114,37 +92,19 @@ mod tests {
         };
         // Per block, attention's 4·128² become 2·128² + 128·4·16 + 128·64
         // + 128·16 + 2·64·128: 2,048 more.
-        assert_eq!(
-            latent.parameter_count(),
-            Some(806_528 - 64 * 128 + 4 * 2_048)
-        );
+        assert_eq!(latent.parameter_count(), Some(806_528 - 64 * 128 + 4 * 2_048));
         let model = LanguageModel::<f32>::new(latent, 1).unwrap();
         assert_eq!(model.parameter_count(), latent.parameter_count().unwrap());
         let e = |c: LmConfig| LanguageModel::<f32>::new(c, 0).unwrap_err().to_string();
-        let learned = LmConfig {
-            positions: Positions::Learned,
-            ..latent
-        };
+        let learned = LmConfig { positions: Positions::Learned, ..latent };
         assert!(e(learned).contains("rotary"));
-        assert!(e(LmConfig {
-            kv_heads: 2,
-            ..latent
-        })
-        .contains("kv_heads"));
-        let odd = LmConfig {
-            latent: Some(LatentSizes { d_c: 64, d_r: 3 }),
-            ..latent
-        };
+        assert!(e(LmConfig { kv_heads: 2, ..latent }).contains("kv_heads"));
+        let odd = LmConfig { latent: Some(LatentSizes { d_c: 64, d_r: 3 }), ..latent };
         assert!(e(odd).contains("d_r"));
-        let empty = LmConfig {
-            latent: Some(LatentSizes { d_c: 0, d_r: 16 }),
-            ..latent
-        };
+        let empty = LmConfig { latent: Some(LatentSizes { d_c: 0, d_r: 16 }), ..latent };
         assert!(e(empty).contains("d_c"));
-        let sinks = model.new_cache_forgetting(crate::lm::Forgetting::Sinks {
-            sinks: 4,
-            window: 60,
-        });
+        let sinks =
+            model.new_cache_forgetting(crate::lm::Forgetting::Sinks { sinks: 4, window: 60 });
         assert!(sinks.unwrap_err().to_string().contains("sinks"));
     }
 }

@@ -38,11 +38,7 @@ impl Sampler {
                 requirement: "must be finite and ≥ 0 (0 is greedy decoding)",
             });
         }
-        Ok(Sampler {
-            temperature,
-            top_k: None,
-            top_p: None,
-        })
+        Ok(Sampler { temperature, top_k: None, top_p: None })
     }
 
     /// Keep only the `k ≥ 1` most likely tokens.
@@ -54,10 +50,7 @@ impl Sampler {
                 requirement: "must be at least 1",
             });
         }
-        Ok(Sampler {
-            top_k: Some(k),
-            ..self
-        })
+        Ok(Sampler { top_k: Some(k), ..self })
     }
 
     /// Keep only the smallest set of most likely tokens whose probability
@@ -70,10 +63,7 @@ impl Sampler {
                 requirement: "must be in (0, 1]",
             });
         }
-        Ok(Sampler {
-            top_p: Some(p),
-            ..self
-        })
+        Ok(Sampler { top_p: Some(p), ..self })
     }
 
     // ANCHOR: distribution
@@ -136,17 +126,12 @@ impl Sampler {
 /// Logits must be at least one, and finite.
 fn check_logits(logits: &[f32]) -> Result<(), AttnError> {
     if logits.is_empty() {
-        return Err(AttnError::Empty {
-            name: "logits",
-            shape: (1, 0),
-        });
+        return Err(AttnError::Empty { name: "logits", shape: (1, 0) });
     }
     match logits.iter().position(|z| !z.is_finite()) {
-        Some(j) => Err(AttnError::Overflow {
-            what: "the logits",
-            position: (0, j),
-            value: logits[j],
-        }),
+        Some(j) => {
+            Err(AttnError::Overflow { what: "the logits", position: (0, j), value: logits[j] })
+        }
         None => Ok(()),
     }
 }
@@ -167,25 +152,15 @@ mod tests {
     #[test]
     fn temperature_zero_top_1_and_a_cold_temperature_are_greedy() {
         let mut rng = StdRng::seed_from_u64(1);
-        let one_hot = |j: usize| {
-            (0..6)
-                .map(|i| f64::from(u8::from(i == j)))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            Sampler::new(0.0).unwrap().distribution(&LOGITS).unwrap(),
-            one_hot(1)
-        );
+        let one_hot = |j: usize| (0..6).map(|i| f64::from(u8::from(i == j))).collect::<Vec<_>>();
+        assert_eq!(Sampler::new(0.0).unwrap().distribution(&LOGITS).unwrap(), one_hot(1));
         let top_1 = Sampler::new(1.0).unwrap().top_k(1).unwrap();
         assert_eq!(top_1.distribution(&LOGITS).unwrap(), one_hot(1));
         let distinct = [1.0, 3.0, -2.0, 2.5, 0.0, 2.9];
         let cold = Sampler::new(1e-3).unwrap();
         let p = cold.distribution(&distinct).unwrap();
         assert_eq!(p[1], 1.0); // 1 − 4·10⁻⁴⁴ rounds to 1
-        assert!(
-            p.iter().enumerate().all(|(j, &p)| j == 1 || p < 1e-43),
-            "{p:?}"
-        );
+        assert!(p.iter().enumerate().all(|(j, &p)| j == 1 || p < 1e-43), "{p:?}");
         for _ in 0..100 {
             assert_eq!(top_1.sample(&LOGITS, &mut rng).unwrap(), 1);
             assert_eq!(cold.sample(&distinct, &mut rng).unwrap(), 1);
@@ -229,12 +204,7 @@ mod tests {
 
     #[test]
     fn top_k_then_top_p_renormalises_what_top_k_kept() {
-        let both = Sampler::new(1.0)
-            .unwrap()
-            .top_k(3)
-            .unwrap()
-            .top_p(0.999)
-            .unwrap();
+        let both = Sampler::new(1.0).unwrap().top_k(3).unwrap().top_p(0.999).unwrap();
         let p = both.distribution(&LOGITS).unwrap();
         let kept: Vec<usize> = (0..6).filter(|&i| p[i] > 0.0).collect();
         assert_eq!(kept, vec![1, 3, 5]);
@@ -260,15 +230,8 @@ mod tests {
                 (counts[j] as f64 - expected).powi(2) / expected
             })
             .sum();
-        assert_eq!(
-            counts[2] + counts[4],
-            0,
-            "truncated tokens were drawn: {counts:?}"
-        );
-        assert!(
-            chi2 < 16.27,
-            "χ² = {chi2} over 3 degrees of freedom: {counts:?} vs {p:?}"
-        );
+        assert_eq!(counts[2] + counts[4], 0, "truncated tokens were drawn: {counts:?}");
+        assert!(chi2 < 16.27, "χ² = {chi2} over 3 degrees of freedom: {counts:?} vs {p:?}");
     }
 
     #[test]

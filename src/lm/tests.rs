@@ -30,15 +30,9 @@ fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Option<usize>>) {
 /// multi-head attention (2 key/value heads) and multi-query attention (1),
 /// and latent attention (a latent of 6, rotary parts of 2).
 fn variants() -> [LmConfig; 5] {
-    let rotary = LmConfig {
-        positions: Positions::Rotary,
-        ..SMALL
-    };
+    let rotary = LmConfig { positions: Positions::Rotary, ..SMALL };
     let mqa = |c: LmConfig| LmConfig { kv_heads: 1, ..c };
-    let latent = LmConfig {
-        latent: Some(LatentSizes { d_c: 6, d_r: 2 }),
-        ..rotary
-    };
+    let latent = LmConfig { latent: Some(LatentSizes { d_c: 6, d_r: 2 }), ..rotary };
     [SMALL, rotary, mqa(SMALL), mqa(rotary), latent]
 }
 
@@ -46,11 +40,7 @@ fn problem_with(config: LmConfig) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<O
     let mut model = LanguageModel::<f64>::new(config, 11).unwrap();
     for (t, tensor) in model.slices_mut().into_iter().enumerate() {
         for (i, x) in tensor.iter_mut().enumerate() {
-            *x = if *x == 1.0 {
-                1.0 + 0.1 * ((t + i) % 5) as f64
-            } else {
-                *x * 25.0
-            };
+            *x = if *x == 1.0 { 1.0 + 0.1 * ((t + i) % 5) as f64 } else { *x * 25.0 };
         }
     }
     let inputs = vec![vec![1, 4, 6, 0, 4], vec![3, 3, 2, 5, 1]];
@@ -160,16 +150,9 @@ fn the_cache_gives_the_logits_of_recomputing_with(config: LmConfig) {
 #[test]
 fn cached_and_recomputed_generation_write_the_same_text() {
     let model = small_f32();
-    for sampler in [
-        Sampler::new(0.0).unwrap(),
-        Sampler::new(1.0).unwrap().top_p(0.9).unwrap(),
-    ] {
-        let cached = model
-            .generate(&[2], 12, &sampler, 5, Decoding::Cached)
-            .unwrap();
-        let recomputed = model
-            .generate(&[2], 12, &sampler, 5, Decoding::Recompute)
-            .unwrap();
+    for sampler in [Sampler::new(0.0).unwrap(), Sampler::new(1.0).unwrap().top_p(0.9).unwrap()] {
+        let cached = model.generate(&[2], 12, &sampler, 5, Decoding::Cached).unwrap();
+        let recomputed = model.generate(&[2], 12, &sampler, 5, Decoding::Recompute).unwrap();
         assert_eq!(cached, recomputed);
         assert_eq!(cached.len(), 13);
     }
@@ -180,21 +163,11 @@ fn a_cache_of_another_model_or_a_bad_token_is_refused() {
     let model = small_f32();
     let other = LanguageModel::<f32>::new(LmConfig { layers: 1, ..SMALL }, 1).unwrap();
     let mut cache = other.new_cache();
-    assert!(model
-        .step(0, &mut cache)
-        .unwrap_err()
-        .to_string()
-        .contains("cache"));
+    assert!(model.step(0, &mut cache).unwrap_err().to_string().contains("cache"));
     let mut cache = model.new_cache();
-    assert!(model
-        .step(7, &mut cache)
-        .unwrap_err()
-        .to_string()
-        .contains("token"));
+    assert!(model.step(7, &mut cache).unwrap_err().to_string().contains("token"));
     let sampler = Sampler::new(0.0).unwrap();
-    assert!(model
-        .generate(&[], 3, &sampler, 0, Decoding::Cached)
-        .is_err());
+    assert!(model.generate(&[], 3, &sampler, 0, Decoding::Cached).is_err());
 }
 
 /// With rotary positions the cache slides: far past the context (5), each
@@ -206,10 +179,7 @@ fn a_cache_of_another_model_or_a_bad_token_is_refused() {
 /// window.
 #[test]
 fn a_sliding_rotary_cache_is_sliding_window_attention() {
-    for config in variants()
-        .into_iter()
-        .filter(|c| c.positions == Positions::Rotary)
-    {
+    for config in variants().into_iter().filter(|c| c.positions == Positions::Rotary) {
         a_sliding_rotary_cache_is_sliding_window_attention_with(config);
     }
 }
@@ -218,12 +188,8 @@ fn a_sliding_rotary_cache_is_sliding_window_attention_with(config: LmConfig) {
     let model = small_f32_with(config);
     let context = SMALL.context;
     let sampler = Sampler::new(1.0).unwrap();
-    let text = model
-        .generate(&[1], 300, &sampler, 3, Decoding::Cached)
-        .unwrap();
-    let windowed = model
-        .forward_window(std::slice::from_ref(&text), context)
-        .unwrap();
+    let text = model.generate(&[1], 300, &sampler, 3, Decoding::Cached).unwrap();
+    let windowed = model.forward_window(std::slice::from_ref(&text), context).unwrap();
     let mut cache = model.new_cache();
     let mut afresh_differs = false;
     for t in 0..text.len() {
@@ -234,19 +200,11 @@ fn a_sliding_rotary_cache_is_sliding_window_attention_with(config: LmConfig) {
             assert!((a - b).abs() <= 1e-4 * scale, "step {t}: {a} vs {b}");
         }
         assert_eq!(cache.len(), (t + 1).min(context));
-        let afresh = model
-            .next_logits(&text[(t + 1).saturating_sub(context)..=t])
-            .unwrap();
-        afresh_differs |= cached
-            .iter()
-            .zip(&afresh)
-            .any(|(a, b)| (a - b).abs() > 1e-2 * scale);
+        let afresh = model.next_logits(&text[(t + 1).saturating_sub(context)..=t]).unwrap();
+        afresh_differs |= cached.iter().zip(&afresh).any(|(a, b)| (a - b).abs() > 1e-2 * scale);
     }
     assert_eq!(cache.read(), 301);
-    assert!(
-        afresh_differs,
-        "reading the window afresh should differ past the context"
-    );
+    assert!(afresh_differs, "reading the window afresh should differ past the context");
     let refused = small_f32().forward_window(&[vec![1; 8]], 5);
     assert!(refused.is_err_and(|e| e.to_string().contains("rotary")));
 }
@@ -261,12 +219,7 @@ fn a_removed_head_no_longer_reaches_the_output() {
     assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
     // Head 2 of block 1 reads W_O's rows 4 to 7 (d_k = 4): all zero now.
     let w_o = without.blocks[0].attn.matrices()[3];
-    assert!(w_o
-        .rows()
-        .into_iter()
-        .skip(4)
-        .take(4)
-        .all(|r| r.iter().all(|&x| x == 0.0)));
+    assert!(w_o.rows().into_iter().skip(4).take(4).all(|r| r.iter().all(|&x| x == 0.0)));
     assert!(model.without_heads(&[(1, 3)]).is_err());
     assert!(model.without_heads(&[(3, 1)]).is_err());
 }
@@ -276,28 +229,15 @@ fn a_removed_head_no_longer_reaches_the_output() {
 /// machine reproduces the committed weights whatever its core count.
 #[test]
 fn training_gives_the_same_bits_on_one_thread_and_on_two() {
-    let text: Vec<u8> = (0..4_000u32)
-        .map(|i| ((i * 7 + i / 13) % 84) as u8)
-        .collect();
-    let recipe = LmTraining {
-        steps: 2,
-        warmup: 1,
-        log_every: 1,
-        log_windows: 2,
-        ..SHAKESPEARE_TRAINING
-    };
+    let text: Vec<u8> = (0..4_000u32).map(|i| ((i * 7 + i / 13) % 84) as u8).collect();
+    let recipe =
+        LmTraining { steps: 2, warmup: 1, log_every: 1, log_windows: 2, ..SHAKESPEARE_TRAINING };
     let train = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
             let mut model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, 1).unwrap();
             let log = train_lm(&mut model, &text, &text, &recipe, |_, _| {}).unwrap();
-            let losses: Vec<_> = log
-                .iter()
-                .map(|e| (e.train_loss, e.validation_loss))
-                .collect();
+            let losses: Vec<_> = log.iter().map(|e| (e.train_loss, e.validation_loss)).collect();
             (model, losses)
         })
     };
@@ -308,10 +248,7 @@ fn training_gives_the_same_bits_on_one_thread_and_on_two() {
 
 /// The rotary small model, and a text eight times its context.
 fn rotary_and_long_text() -> (LanguageModel<f32>, Vec<usize>) {
-    let model = small_f32_with(LmConfig {
-        positions: Positions::Rotary,
-        ..SMALL
-    });
+    let model = small_f32_with(LmConfig { positions: Positions::Rotary, ..SMALL });
     let text = (0..40).map(|i| (i * 5 + i / 3) % SMALL.vocab).collect();
     (model, text)
 }
@@ -321,20 +258,11 @@ fn logits_through(
     text: &[usize],
     mut cache: LmCache,
 ) -> Vec<Array2<f32>> {
-    text.iter()
-        .map(|&t| {
-            model
-                .step(t, &mut cache)
-                .unwrap()
-                .insert_axis(ndarray::Axis(0))
-        })
-        .collect()
+    text.iter().map(|&t| model.step(t, &mut cache).unwrap().insert_axis(ndarray::Axis(0))).collect()
 }
 
 fn largest_gap(a: &[Array2<f32>], b: &[Array2<f32>], steps: std::ops::Range<usize>) -> f32 {
-    steps
-        .flat_map(|t| (&a[t] - &b[t]).into_iter())
-        .fold(0.0, |m, d| m.max(d.abs()))
+    steps.flat_map(|t| (&a[t] - &b[t]).into_iter()).fold(0.0, |m, d| m.max(d.abs()))
 }
 
 /// A window as long as the text forgets nothing: at every step, the row of
@@ -344,9 +272,7 @@ fn a_window_as_long_as_the_text_is_attention_over_all_of_it() {
     let (model, text) = rotary_and_long_text();
     let cache = model.new_cache_forgetting(Forgetting::Window(40)).unwrap();
     let cached = logits_through(&model, &text, cache);
-    let whole = model
-        .forward_window(std::slice::from_ref(&text), 40)
-        .unwrap();
+    let whole = model.forward_window(std::slice::from_ref(&text), 40).unwrap();
     for (t, row) in cached.iter().enumerate() {
         approx::assert_abs_diff_eq!(row.row(0), whole.logits().row(t), epsilon = 1e-4);
     }
@@ -360,31 +286,12 @@ fn sinks_read_at_cache_positions() {
     let (model, text) = rotary_and_long_text();
     let plain = logits_through(&model, &text, model.new_cache());
     let cache = |f| model.new_cache_forgetting(f).unwrap();
-    let renumbered = logits_through(
-        &model,
-        &text,
-        cache(Forgetting::Sinks {
-            sinks: 0,
-            window: 5,
-        }),
-    );
+    let renumbered =
+        logits_through(&model, &text, cache(Forgetting::Sinks { sinks: 0, window: 5 }));
     assert!(largest_gap(&plain, &renumbered, 0..40) < 1e-4);
-    let sinks = logits_through(
-        &model,
-        &text,
-        cache(Forgetting::Sinks {
-            sinks: 2,
-            window: 3,
-        }),
-    );
-    assert!(
-        largest_gap(&plain, &sinks, 0..5) < 1e-4,
-        "nothing evicted yet"
-    );
-    assert!(
-        largest_gap(&plain, &sinks, 5..40) > 1e-2,
-        "tokens 0 and 1 kept instead"
-    );
+    let sinks = logits_through(&model, &text, cache(Forgetting::Sinks { sinks: 2, window: 3 }));
+    assert!(largest_gap(&plain, &sinks, 0..5) < 1e-4, "nothing evicted yet");
+    assert!(largest_gap(&plain, &sinks, 5..40) > 1e-2, "tokens 0 and 1 kept instead");
 }
 
 /// The losses read through the cache are the model's own loss, token by
@@ -395,15 +302,10 @@ fn losses_through_a_cache_are_the_model_s_loss() {
     let losses = model.losses_through(&text[..5], model.new_cache()).unwrap();
     let mean = losses.iter().sum::<f64>() / losses.len() as f64;
     let loss = model
-        .loss(
-            &[text[..4].to_vec()],
-            &text[1..5].iter().map(|&t| Some(t)).collect::<Vec<_>>(),
-        )
+        .loss(&[text[..4].to_vec()], &text[1..5].iter().map(|&t| Some(t)).collect::<Vec<_>>())
         .unwrap();
     assert!((mean - loss).abs() < 1e-5, "{mean} vs {loss}");
-    let e = small_f32()
-        .new_cache_forgetting(Forgetting::Window(9))
-        .unwrap_err();
+    let e = small_f32().new_cache_forgetting(Forgetting::Window(9)).unwrap_err();
     assert!(e.to_string().contains("rotary"), "{e}");
 }
 
@@ -418,33 +320,18 @@ fn the_fused_path_trains_as_the_path_that_keeps_the_weights() {
         let (wide, inputs, targets) = problem_with(config);
         let mut model = LanguageModel::<f32>::new(config, 11).unwrap();
         for (to, from) in model.slices_mut().into_iter().zip(wide.slices()) {
-            to.iter_mut()
-                .zip(from)
-                .for_each(|(t, &f)| *t = f as f32 / 5.0);
+            to.iter_mut().zip(from).for_each(|(t, &f)| *t = f as f32 / 5.0);
         }
-        let on = |path| {
-            model
-                .loss_and_gradients_on(&inputs, &targets, path)
-                .unwrap()
-        };
+        let on = |path| model.loss_and_gradients_on(&inputs, &targets, path).unwrap();
         let ((loss_w, g_w), (loss_f, g_f)) = (on(AttentionPath::Weights), on(AttentionPath::Fused));
-        assert!(
-            (loss_w - loss_f).abs() < 1e-5,
-            "{config:?}: {loss_w} {loss_f}"
-        );
+        assert!((loss_w - loss_f).abs() < 1e-5, "{config:?}: {loss_w} {loss_f}");
         for ((name, a), b) in g_w.named_slices().into_iter().zip(g_f.slices()) {
-            let gap = a
-                .iter()
-                .zip(b)
-                .fold(0.0_f32, |m, (x, y)| m.max((x - y).abs()));
+            let gap = a.iter().zip(b).fold(0.0_f32, |m, (x, y)| m.max((x - y).abs()));
             let size = a.iter().fold(1.0_f32, |m, x| m.max(x.abs()));
             assert!(gap < 1e-4 * size, "{config:?} {name}: {gap} of {size}");
         }
         let on_wide = |path| wide.loss_and_gradients_on(&inputs, &targets, path).unwrap();
-        let (same, other) = (
-            on_wide(AttentionPath::Weights),
-            on_wide(AttentionPath::Fused),
-        );
+        let (same, other) = (on_wide(AttentionPath::Weights), on_wide(AttentionPath::Fused));
         assert_eq!(same.0, other.0);
         assert_eq!(same.1.slices(), other.1.slices());
     }

@@ -98,9 +98,7 @@ pub fn windows(
     context: usize,
 ) -> Result<(Batch, Vec<Option<usize>>), AttnError> {
     let slice = |o: usize, shift: usize| -> Result<Vec<usize>, AttnError> {
-        let window = o
-            .checked_add(shift)
-            .and_then(|s| text.get(s..s.checked_add(context)?));
+        let window = o.checked_add(shift).and_then(|s| text.get(s..s.checked_add(context)?));
         let window = window.ok_or(AttnError::InvalidArgument {
             name: "window offset",
             value: o as f64,
@@ -108,14 +106,8 @@ pub fn windows(
         })?;
         Ok(window.iter().map(|&c| usize::from(c)).collect())
     };
-    let inputs = offsets
-        .iter()
-        .map(|&o| slice(o, 0))
-        .collect::<Result<_, _>>()?;
-    let targets: Batch = offsets
-        .iter()
-        .map(|&o| slice(o, 1))
-        .collect::<Result<_, _>>()?;
+    let inputs = offsets.iter().map(|&o| slice(o, 0)).collect::<Result<_, _>>()?;
+    let targets: Batch = offsets.iter().map(|&o| slice(o, 1)).collect::<Result<_, _>>()?;
     Ok((inputs, targets.into_iter().flatten().map(Some).collect()))
 }
 
@@ -128,9 +120,7 @@ pub fn random_offsets(
     context: usize,
 ) -> Vec<usize> {
     let places = len.saturating_sub(context).max(1) as u64;
-    (0..batch)
-        .map(|_| (rng.next_u64() % places) as usize)
-        .collect()
+    (0..batch).map(|_| (rng.next_u64() % places) as usize).collect()
 }
 // ANCHOR_END: windows
 

@@ -21,14 +21,7 @@ fn invalid(reason: String) -> AttnError {
 
 impl LmConfig {
     fn sizes(&self) -> [usize; 6] {
-        [
-            self.vocab,
-            self.context,
-            self.d_model,
-            self.heads,
-            self.layers,
-            self.d_ff,
-        ]
+        [self.vocab, self.context, self.d_model, self.heads, self.layers, self.d_ff]
     }
 
     /// The shape of the tensor `name` of a model of this configuration.
@@ -69,15 +62,11 @@ impl LanguageModel<f32> {
             .iter()
             .map(|(name, data)| {
                 let view = TensorView::new(Dtype::F32, config.shape(name), data);
-                view.map(|v| (name.clone(), v))
-                    .map_err(|e| invalid(e.to_string()))
+                view.map(|v| (name.clone(), v)).map_err(|e| invalid(e.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut metadata: HashMap<String, String> = SIZES
-            .iter()
-            .zip(config.sizes())
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let mut metadata: HashMap<String, String> =
+            SIZES.iter().zip(config.sizes()).map(|(k, v)| (k.to_string(), v.to_string())).collect();
         metadata.insert("model".into(), "attn::lm::LanguageModel".into());
         let positions = match config.positions {
             Positions::Learned => "learned",
@@ -116,12 +105,9 @@ impl LanguageModel<f32> {
         let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| invalid(e.to_string()))?;
         let metadata = header.metadata().clone().unwrap_or_default();
         let size = |key: &str| -> Result<usize, AttnError> {
-            let value = metadata
-                .get(key)
-                .ok_or_else(|| invalid(format!("the metadata has no {key}")))?;
-            value
-                .parse()
-                .map_err(|e| invalid(format!("the metadata's {key} is {value:?}: {e}")))
+            let value =
+                metadata.get(key).ok_or_else(|| invalid(format!("the metadata has no {key}")))?;
+            value.parse().map_err(|e| invalid(format!("the metadata's {key} is {value:?}: {e}")))
         };
         let [vocab, context, d_model, heads, layers, d_ff] = SIZES.map(size);
         // Files written before rotary positions existed do not say: learned.
@@ -143,10 +129,7 @@ impl LanguageModel<f32> {
         // Only latent attention's files give its widths.
         let latent = match metadata.get("latent_d_c") {
             None => None,
-            Some(_) => Some(LatentSizes {
-                d_c: size("latent_d_c")?,
-                d_r: size("latent_d_r")?,
-            }),
+            Some(_) => Some(LatentSizes { d_c: size("latent_d_c")?, d_r: size("latent_d_r")? }),
         };
         let heads = heads?;
         // Files of chapter 15's recipe do not say.
@@ -185,19 +168,14 @@ impl LanguageModel<f32> {
         let file = SafeTensors::deserialize(bytes).map_err(|e| invalid(e.to_string()))?;
         let mut model = LanguageModel::new(config, 0)?;
         let names: Vec<String> = model.named_slices().into_iter().map(|(n, _)| n).collect();
-        if let Some(extra) = file
-            .names()
-            .into_iter()
-            .find(|n| !names.iter().any(|m| m == *n))
-        {
+        if let Some(extra) = file.names().into_iter().find(|n| !names.iter().any(|m| m == *n)) {
             return Err(invalid(format!(
                 "the file holds a tensor {extra:?} the model does not have"
             )));
         }
         for (name, tensor) in names.iter().zip(model.slices_mut()) {
-            let view = file
-                .tensor(name)
-                .map_err(|_| invalid(format!("the file has no tensor {name}")))?;
+            let view =
+                file.tensor(name).map_err(|_| invalid(format!("the file has no tensor {name}")))?;
             let shape = config.shape(name);
             if view.dtype() != Dtype::F32 || view.shape() != shape {
                 return Err(invalid(format!(
@@ -206,11 +184,7 @@ impl LanguageModel<f32> {
                     view.shape()
                 )));
             }
-            for (i, (x, b)) in tensor
-                .iter_mut()
-                .zip(view.data().chunks_exact(4))
-                .enumerate()
-            {
+            for (i, (x, b)) in tensor.iter_mut().zip(view.data().chunks_exact(4)).enumerate() {
                 *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                 if !x.is_finite() {
                     return Err(invalid(format!("{name} holds {x} at index {i}")));
@@ -274,17 +248,9 @@ mod tests {
         edit(&mut tensors);
         let views: Vec<_> = tensors
             .iter()
-            .map(|(n, s, d)| {
-                (
-                    n.clone(),
-                    TensorView::new(Dtype::F32, s.clone(), d).unwrap(),
-                )
-            })
+            .map(|(n, s, d)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), d).unwrap()))
             .collect();
-        let metadata = SIZES
-            .iter()
-            .zip(sizes)
-            .map(|(k, v)| (k.to_string(), v.to_string()));
+        let metadata = SIZES.iter().zip(sizes).map(|(k, v)| (k.to_string(), v.to_string()));
         safetensors::serialize(views, Some(metadata.collect())).unwrap()
     }
 
@@ -292,25 +258,18 @@ mod tests {
     fn a_bad_file_is_refused_with_what_is_wrong() {
         let model = LanguageModel::<f32>::new(SMALL, 4).unwrap();
         let sizes = ["6", "4", "8", "2", "2", "16"];
-        let e = |bytes: Vec<u8>| {
-            LanguageModel::from_safetensors(&bytes)
-                .unwrap_err()
-                .to_string()
-        };
+        let e = |bytes: Vec<u8>| LanguageModel::from_safetensors(&bytes).unwrap_err().to_string();
         assert!(e(vec![1, 2, 3]).contains("cannot read the weights"));
         let truncated = model.to_safetensors("").unwrap()[..200].to_vec();
         assert!(e(truncated).contains("cannot read the weights"));
-        let nan = file_with(&model, sizes, |t| {
-            t[3].2[0..4].copy_from_slice(&f32::NAN.to_le_bytes())
-        });
+        let nan =
+            file_with(&model, sizes, |t| t[3].2[0..4].copy_from_slice(&f32::NAN.to_le_bytes()));
         assert!(e(nan).contains("blocks.0.w_q holds NaN at index 0"));
         let missing = file_with(&model, sizes, |t| {
             t.remove(1);
         });
         assert!(e(missing).contains("no tensor positions"));
-        let extra = file_with(&model, sizes, |t| {
-            t.push(("bias".into(), vec![1], vec![0; 4]))
-        });
+        let extra = file_with(&model, sizes, |t| t.push(("bias".into(), vec![1], vec![0; 4])));
         assert!(e(extra).contains("\"bias\""));
         let huge = ["6", "4", "8", "2", "100", "16"];
         let h = e(file_with(&model, huge, |_| {}));

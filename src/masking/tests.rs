@@ -92,15 +92,9 @@ fn minus_1e9_leaks_where_minus_infinity_does_not() {
     let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
     let keep = array![[true, true, false]];
     let minus_1e9 = additive_mask(&keep).mapv(|b| b.max(-1e9));
-    assert_eq!(
-        softmax_rows(&(&big + &minus_1e9)).unwrap().row(0),
-        array![0.0, 0.0, 1.0]
-    );
+    assert_eq!(softmax_rows(&(&big + &minus_1e9)).unwrap().row(0), array![0.0, 0.0, 1.0]);
     let minus_inf = additive_mask(&keep);
-    assert_eq!(
-        softmax_rows(&(&big + &minus_inf)).unwrap().row(0),
-        array![1.0, 0.0, 0.0]
-    );
+    assert_eq!(softmax_rows(&(&big + &minus_inf)).unwrap().row(0), array![1.0, 0.0, 0.0]);
 }
 // ANCHOR_END: minus_1e9_test
 
@@ -108,19 +102,13 @@ fn minus_1e9_leaks_where_minus_infinity_does_not() {
 fn random_qkv(t: usize, rng: &mut StdRng) -> (Array2<f32>, Array2<f32>, Array2<f32>) {
     let d = rng.random_range(1..6);
     let d_v = rng.random_range(1..6);
-    (
-        standard_normal(t, d, rng),
-        standard_normal(t, d, rng),
-        standard_normal(t, d_v, rng),
-    )
+    (standard_normal(t, d, rng), standard_normal(t, d, rng), standard_normal(t, d_v, rng))
 }
 
 /// A random `b×t×d` batch.
 fn random_batch(shape: (usize, usize, usize), rng: &mut StdRng) -> Array3<f32> {
     let (b, t, d) = shape;
-    standard_normal(b * t, d, rng)
-        .into_shape_with_order(shape)
-        .expect("b·t rows of width d")
+    standard_normal(b * t, d, rng).into_shape_with_order(shape).expect("b·t rows of width d")
 }
 
 // ANCHOR: causal_property
@@ -223,35 +211,23 @@ fn padding_masks_hide_the_padding_keys() {
     let left = key_padding_mask(2, 3, 5, Padding::Left).unwrap();
     assert_eq!(left.row(0), array![false, false, true, true, true]);
     let err = key_padding_mask(2, 6, 5, Padding::Left).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "len must be at most the padded length (5), got 6"
-    );
+    assert_eq!(err.to_string(), "len must be at most the padded length (5), got 6");
 }
 
 #[test]
 fn a_mask_of_the_wrong_shape_names_both_shapes() {
     let (q, k, v) = worked_example();
     let err = masked_attention(&q, &k, &v, &causal_mask(4, 4)).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "the mask is 4×4 but the scores are 3×4 (n queries × m keys)"
-    );
+    assert_eq!(err.to_string(), "the mask is 4×4 but the scores are 3×4 (n queries × m keys)");
     let err = biased_attention(&q, &k, &v, &Array2::zeros((3, 5))).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "the mask is 3×5 but the scores are 3×4 (n queries × m keys)"
-    );
+    assert_eq!(err.to_string(), "the mask is 3×5 but the scores are 3×4 (n queries × m keys)");
 }
 
 #[test]
 fn batch_and_lengths_must_agree() {
     let x = Array3::<f32>::ones((2, 3, 4));
     let err = padded_batch_attention(&x, &x, &x, &[3], Padding::Right, false).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "lengths must give one length per batch item, got 1"
-    );
+    assert_eq!(err.to_string(), "lengths must give one length per batch item, got 1");
     let unpadded = padded_batch_attention(&x, &x, &x, &[3, 3], Padding::Right, false);
     assert_eq!(unpadded.unwrap(), batched_attention(&x, &x, &x).unwrap());
 }
@@ -261,11 +237,8 @@ fn the_bottom_right_mask_lets_the_last_query_see_every_key() {
     assert_eq!(causal_mask_bottom_right(4, 4).unwrap(), causal_mask(4, 4));
     let keep = causal_mask_bottom_right(2, 5).unwrap();
     assert_eq!(keep, array![[true, true, true, true, false], [true; 5]]);
-    let kept: Vec<usize> = keep
-        .rows()
-        .into_iter()
-        .map(|r| r.iter().filter(|&&k| k).count())
-        .collect();
+    let kept: Vec<usize> =
+        keep.rows().into_iter().map(|r| r.iter().filter(|&&k| k).count()).collect();
     assert_eq!(kept, [4, 5]);
     let err = causal_mask_bottom_right(3, 2).unwrap_err().to_string();
     assert!(err.contains("n") && err.contains('3'), "{err}");

@@ -23,10 +23,7 @@ pub fn greedy_decode(
             sequence.push(most_probable(&last));
         }
     }
-    Ok(sequences
-        .iter()
-        .map(|s| s[prompts[0].len()..].to_vec())
-        .collect())
+    Ok(sequences.iter().map(|s| s[prompts[0].len()..].to_vec()).collect())
 }
 
 /// The token with the largest logit in `logits` (the first, on a tie).
@@ -49,8 +46,5 @@ pub fn accuracy(net: &TinyTransformer, examples: &[Vec<usize>]) -> Result<(f64, 
         digits += right;
         exact += usize::from(right == k);
     }
-    Ok((
-        exact as f64 / examples.len() as f64,
-        digits as f64 / (examples.len() * k) as f64,
-    ))
+    Ok((exact as f64 / examples.len() as f64, digits as f64 / (examples.len() * k) as f64))
 }

@@ -9,13 +9,8 @@ use crate::nn::{flat_mut, AttentionWeights, BlockAttention};
 
 /// The small model of the gradient check and of the model's unit tests:
 /// 2-digit tasks, 2 blocks of width 8 with 2 heads.
-pub(crate) const SMALL: ModelConfig = ModelConfig {
-    k: 2,
-    d_model: 8,
-    heads: 2,
-    d_ff: 12,
-    layers: 2,
-};
+pub(crate) const SMALL: ModelConfig =
+    ModelConfig { k: 2, d_model: 8, heads: 2, d_ff: 12, layers: 2 };
 
 /// The gradient check's problem: a small model (2 blocks of width 8, 2
 /// heads) from `seed`, and three 2-digit reversal examples as inputs and
@@ -23,9 +18,7 @@ pub(crate) const SMALL: ModelConfig = ModelConfig {
 pub fn small_problem(seed: u64) -> Result<Problem, AttnError> {
     let config = SMALL;
     let mut rng = StdRng::seed_from_u64(seed.wrapping_add(1)); // any seed, even u64::MAX
-    let examples: Vec<Vec<usize>> = (0..3)
-        .map(|_| reversal_example(config.k, &mut rng))
-        .collect();
+    let examples: Vec<Vec<usize>> = (0..3).map(|_| reversal_example(config.k, &mut rng)).collect();
     let (inputs, targets) = inputs_and_targets(&examples, config.k)?;
     let net = TinyTransformer::new(config, seed)?;
     Ok((net, inputs, targets))
@@ -44,9 +37,7 @@ fn attention(net: &mut TinyTransformer, l: usize) -> &mut AttentionWeights<f64> 
 
 /// The output head of chapter 12's model, which has one of its own.
 fn head(net: &mut TinyTransformer) -> &mut crate::linalg::LinearWeights<f64> {
-    net.head
-        .as_mut()
-        .expect("chapter 12's recipe gives the model a head")
+    net.head.as_mut().expect("chapter 12's recipe gives the model a head")
 }
 
 /// A parameter tensor of the model, picked out for a gradient check.
@@ -73,12 +64,8 @@ pub fn check_gradients(seed: u64) -> Result<Vec<(&'static str, f64)>, AttnError>
         ("output head", |n| flat_mut(&mut head(n).w)),
         ("FFN b₁, block 1", |n| flat_mut(&mut n.blocks[0].ffn.b1)),
         ("FFN b₂, block 2", |n| flat_mut(&mut n.blocks[1].ffn.b2)),
-        ("LayerNorm γ, block 1", |n| {
-            flat_mut(&mut n.blocks[0].ln1.gamma)
-        }),
-        ("LayerNorm β, block 2", |n| {
-            flat_mut(&mut n.blocks[1].ln2.beta)
-        }),
+        ("LayerNorm γ, block 1", |n| flat_mut(&mut n.blocks[0].ln1.gamma)),
+        ("LayerNorm β, block 2", |n| flat_mut(&mut n.blocks[1].ln2.beta)),
         ("final LayerNorm γ", |n| flat_mut(&mut n.ln_f.gamma)),
         ("final LayerNorm β", |n| flat_mut(&mut n.ln_f.beta)),
         ("output head bias", |n| flat_mut(&mut head(n).b)),

@@ -76,25 +76,17 @@ pub fn inputs_and_targets(
 ) -> Result<InputsAndTargets, AttnError> {
     check_examples(examples, k)?;
     let inputs = examples.iter().map(|e| e[..2 * k].to_vec()).collect();
-    let targets = examples
-        .iter()
-        .flat_map(|e| (0..2 * k).map(move |i| (i >= k).then(|| e[i + 1])))
-        .collect();
+    let targets =
+        examples.iter().flat_map(|e| (0..2 * k).map(move |i| (i >= k).then(|| e[i + 1]))).collect();
     Ok((inputs, targets))
 }
 
 /// Checks that there is at least one example and each has `2k + 1` tokens.
 pub fn check_examples(examples: &[Vec<usize>], k: usize) -> Result<(), AttnError> {
     if examples.is_empty() {
-        return Err(AttnError::Empty {
-            name: "examples",
-            shape: (0, 2 * k + 1),
-        });
+        return Err(AttnError::Empty { name: "examples", shape: (0, 2 * k + 1) });
     }
-    if let Some(e) = examples
-        .iter()
-        .find(|e| Some(e.len()) != k.checked_mul(2).map(|n| n + 1))
-    {
+    if let Some(e) = examples.iter().find(|e| Some(e.len()) != k.checked_mul(2).map(|n| n + 1)) {
         return Err(AttnError::InvalidArgument {
             name: "example length",
             value: e.len() as f64,
@@ -119,10 +111,7 @@ pub fn held_out(
     count: usize,
     seed: u64,
 ) -> Result<Vec<Vec<usize>>, AttnError> {
-    let possible = u32::try_from(k)
-        .ok()
-        .and_then(|k| 10usize.checked_pow(k))
-        .unwrap_or(usize::MAX); // no `as u32`: k = 2³² + 1 must not wrap to 1
+    let possible = u32::try_from(k).ok().and_then(|k| 10usize.checked_pow(k)).unwrap_or(usize::MAX); // no `as u32`: k = 2³² + 1 must not wrap to 1
     if count > possible / 2 {
         return Err(AttnError::InvalidArgument {
             name: "count",
@@ -131,11 +120,7 @@ pub fn held_out(
         });
     }
     let tokens = k.checked_mul(2).map_or(usize::MAX, |t| t.saturating_add(1)); // 2k + 1 each
-    check_total(
-        "the held-out examples' tokens",
-        &[count, tokens],
-        MAX_ENTRIES,
-    )?;
+    check_total("the held-out examples' tokens", &[count, tokens], MAX_ENTRIES)?;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut seen = HashSet::new();
     let mut out = Vec::new();

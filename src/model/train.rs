@@ -12,23 +12,12 @@ use crate::nn::{check_learning_rate, warmup_cosine, Adam};
 
 // ANCHOR: book_config
 /// The model chapter 12 trains: 8 digits, width 32, 2 heads, 2 blocks.
-pub const BOOK_MODEL: ModelConfig = ModelConfig {
-    k: 8,
-    d_model: 32,
-    heads: 2,
-    d_ff: 128,
-    layers: 2,
-};
+pub const BOOK_MODEL: ModelConfig =
+    ModelConfig { k: 8, d_model: 32, heads: 2, d_ff: 128, layers: 2 };
 /// How chapter 12 trains it: 600 steps of 64 sequences, peak learning rate
 /// 3·10⁻³ after 30 warm-up steps.
-pub const BOOK_TRAINING: TrainConfig = TrainConfig {
-    steps: 600,
-    batch: 64,
-    lr: 3e-3,
-    warmup: 30,
-    seed: 1,
-    task: Task::REVERSE,
-};
+pub const BOOK_TRAINING: TrainConfig =
+    TrainConfig { steps: 600, batch: 64, lr: 3e-3, warmup: 30, seed: 1, task: Task::REVERSE };
 /// The held-out set: 1000 distinct examples, seed 99.
 pub const HELD_OUT: (usize, u64) = (1000, 99);
 // ANCHOR_END: book_config
@@ -51,7 +40,6 @@ pub struct TrainConfig {
     pub task: Task,
 }
 
-// ANCHOR: train
 /// The learning-rate factor at `step`: linear warm-up, then cosine decay.
 pub fn schedule(step: usize, c: &TrainConfig) -> Result<f64, AttnError> {
     c.check()?;
@@ -68,6 +56,7 @@ pub fn train(
     train_with(model, c, exclude, |_, _| {})
 }
 
+// ANCHOR: train
 /// [`train`], calling `after_step(step, model)` after every step (to
 /// measure held-out accuracy while training, say).
 pub fn train_with(
@@ -76,15 +65,8 @@ pub fn train_with(
     exclude: &[Vec<usize>],
     mut after_step: impl FnMut(usize, &TinyTransformer),
 ) -> Result<(TinyTransformer, Vec<f64>), AttnError> {
-    c.check()?;
+    check_training(model, c)?; // sizes a batch and the log can hold
     let mut net = TinyTransformer::new(model, c.seed)?; // checks the configuration
-    let widest = model.d_model.max(model.d_ff).max(VOCAB); // the widest activation
-    check_total(
-        "a batch's activations",
-        &[c.batch, model.context(), widest],
-        MAX_ENTRIES,
-    )?;
-    check_total("the losses of every step", &[c.steps], MAX_ENTRIES)?;
     let mut adam = Adam::new(&net, c.lr)?;
     let mut rng = StdRng::seed_from_u64(c.seed.wrapping_add(1)); // any seed, even u64::MAX
     let excluded: HashSet<&Vec<usize>> = exclude.iter().collect();
@@ -106,8 +88,17 @@ pub fn train_with(
     }
     Ok((net, losses))
 }
-
 // ANCHOR_END: train
+
+/// Checks that a batch's activations and the log of every step's loss fit
+/// in memory.
+fn check_training(model: ModelConfig, c: &TrainConfig) -> Result<(), AttnError> {
+    c.check()?;
+    let widest = model.d_model.max(model.d_ff).max(VOCAB); // the widest activation
+    check_total("a batch's activations", &[c.batch, model.context(), widest], MAX_ENTRIES)?;
+    check_total("the losses of every step", &[c.steps], MAX_ENTRIES)?;
+    Ok(())
+}
 
 impl TrainConfig {
     /// Checks that there is at least one step of at least one sequence, a
@@ -138,10 +129,7 @@ impl TrainConfig {
 /// distinct examples may be at most half of the `10^k` possible ones, as
 /// for [`crate::model::held_out`].
 fn check_exclusion(excluded: usize, k: usize) -> Result<(), AttnError> {
-    let possible = u32::try_from(k)
-        .ok()
-        .and_then(|k| 10usize.checked_pow(k))
-        .unwrap_or(usize::MAX);
+    let possible = u32::try_from(k).ok().and_then(|k| 10usize.checked_pow(k)).unwrap_or(usize::MAX);
     if excluded > possible / 2 {
         return Err(AttnError::InvalidArgument {
             name: "excluded examples",
@@ -171,10 +159,7 @@ mod tests {
         let mut adam = Adam::new(&net, 0.01).unwrap();
         adam.update(&mut net, &grads, 1.0).unwrap();
         let moved = &before.tokens - &net.tokens;
-        assert!(
-            moved.iter().all(|&m| (m - 0.01).abs() < 1e-9),
-            "m̂/√v̂ = 1 on step 1"
-        );
+        assert!(moved.iter().all(|&m| (m - 0.01).abs() < 1e-9), "m̂/√v̂ = 1 on step 1");
         assert_eq!(net.positions, before.positions, "zero gradient, no move");
     }
 

@@ -14,10 +14,8 @@ impl TinyTransformer {
     /// any other model).
     pub fn to_text(&self) -> Result<String, AttnError> {
         let c = ModelConfig::of(self)?;
-        let header = format!(
-            "tiny-transformer {} {} {} {} {}",
-            c.k, c.d_model, c.heads, c.d_ff, c.layers
-        );
+        let header =
+            format!("tiny-transformer {} {} {} {} {}", c.k, c.d_model, c.heads, c.d_ff, c.layers);
         Ok(write_checkpoint(&header, self))
     }
 
@@ -28,21 +26,10 @@ impl TinyTransformer {
     pub fn from_text(text: &str) -> Result<Self, AttnError> {
         let header = read_header(text, "tiny-transformer ")?;
         let [k, d_model, heads, d_ff, layers] = header[..] else {
-            return Err(invalid(format!(
-                "the header has {} numbers, expected 5",
-                header.len()
-            )));
+            return Err(invalid(format!("the header has {} numbers, expected 5", header.len())));
         };
-        let config = ModelConfig {
-            k,
-            d_model,
-            heads,
-            d_ff,
-            layers,
-        };
-        config
-            .check()
-            .map_err(|e| invalid(format!("header: {e}")))?;
+        let config = ModelConfig { k, d_model, heads, d_ff, layers };
+        config.check().map_err(|e| invalid(format!("header: {e}")))?;
         read_checkpoint(text, tensor_count(layers), config.parameter_count(), || {
             TinyTransformer::new(config, 0)
         })
@@ -68,30 +55,18 @@ mod tests {
     fn weights_survive_a_round_trip_through_text() {
         let net = TinyTransformer::new(small(), 5).unwrap();
         let back = TinyTransformer::from_text(&net.to_text().unwrap()).unwrap();
-        assert_eq!(
-            back.to_text().unwrap(),
-            net.to_text().unwrap(),
-            "saving is idempotent"
-        );
+        assert_eq!(back.to_text().unwrap(), net.to_text().unwrap(), "saving is idempotent");
         let (a, b) = (net.slices().concat(), back.slices().concat());
         assert!(
-            a.iter()
-                .zip(&b)
-                .all(|(x, y)| (x - y).abs() <= 1e-7 * x.abs()),
+            a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-7 * x.abs()),
             "f32 rounding only"
         );
         assert!(TinyTransformer::from_text("hello").is_err());
-        let truncated: String = net
-            .to_text()
-            .unwrap()
-            .lines()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join("\n");
+        let truncated: String =
+            net.to_text().unwrap().lines().take(3).collect::<Vec<_>>().join("\n");
         let err = TinyTransformer::from_text(&truncated).unwrap_err();
         assert!(
-            err.to_string()
-                .contains("values in 2 tensors, but the header's model has"),
+            err.to_string().contains("values in 2 tensors, but the header's model has"),
             "{err}"
         );
     }

@@ -27,15 +27,13 @@ pub fn fast_multihead(
     let (q, k, v) = (w.queries(x_q)?, w.keys(x_kv)?, w.values(x_kv)?);
     let d_k = layer.d_k();
     let mut merged = Array2::zeros((x_q.nrows(), d_model)); // the heads side by side
-    merged
-        .axis_chunks_iter_mut(Axis(1), d_k)
-        .into_par_iter()
-        .enumerate()
-        .try_for_each(|(i, out)| {
+    merged.axis_chunks_iter_mut(Axis(1), d_k).into_par_iter().enumerate().try_for_each(
+        |(i, out)| {
             let head = s![.., i * d_k..(i + 1) * d_k];
             let (q, k, v) = (q.slice(head), k.slice(head), v.slice(head));
             attend_into([&q, &k, &v], (false, FAST_TILES, Kernel::best()), out, None)
-        })?;
+        },
+    )?;
     w.output(&merged)
 }
 // ANCHOR_END: fast_multihead

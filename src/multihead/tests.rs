@@ -44,11 +44,7 @@ fn forward_equals_the_per_head_loop() {
         let (mha, x_q, x_kv) = layer_and_inputs(d_model, h);
         let fast = mha.forward(&x_q, &x_kv).unwrap();
         assert_eq!(fast.weights.dim(), (h, 5, 7));
-        assert_abs_diff_eq!(
-            fast.output,
-            per_head_loop(&mha, &x_q, &x_kv),
-            epsilon = 1e-5
-        );
+        assert_abs_diff_eq!(fast.output, per_head_loop(&mha, &x_q, &x_kv), epsilon = 1e-5);
     }
 }
 
@@ -82,9 +78,7 @@ fn scaling_by_sqrt_d_model_would_be_caught() {
     let mut buggy = mha.clone();
     buggy.w.w_q.mapv_inplace(|w| w * (8.0_f32 / 64.0).sqrt());
     let wrong = buggy.forward(&x_q, &x_kv).unwrap().output;
-    let gap = (&right - &wrong)
-        .mapv(f32::abs)
-        .fold(0.0_f32, |a, &b| a.max(b));
+    let gap = (&right - &wrong).mapv(f32::abs).fold(0.0_f32, |a, &b| a.max(b));
     assert!(gap > 1e-2, "a √d_model scale changes the output by {gap}");
 }
 
@@ -106,15 +100,9 @@ fn split_then_merge_is_the_identity() {
     assert_eq!(merge_heads(&heads), x);
     for g in 0..4 {
         // The views the layer attends with: head g's columns, no copy.
-        assert_eq!(
-            heads.index_axis(Axis(0), g),
-            x.slice(s![.., 2 * g..2 * (g + 1)])
-        );
+        assert_eq!(heads.index_axis(Axis(0), g), x.slice(s![.., 2 * g..2 * (g + 1)]));
     }
-    assert_eq!(
-        split_heads(&x, 3).unwrap_err(),
-        AttnError::HeadsDoNotDivide { d_model: 8, h: 3 }
-    );
+    assert_eq!(split_heads(&x, 3).unwrap_err(), AttnError::HeadsDoNotDivide { d_model: 8, h: 3 });
 }
 
 #[test]
@@ -161,27 +149,15 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
         for i in 0..h {
             let group = i / (h / g);
             let cols = |j: usize| s![.., j * d_k..(j + 1) * d_k];
-            assert_eq!(
-                mha.weights().w_k.slice(cols(i)),
-                layer.weights().w_k.slice(cols(group))
-            );
-            assert_eq!(
-                mha.weights().w_v.slice(cols(i)),
-                layer.weights().w_v.slice(cols(group))
-            );
+            assert_eq!(mha.weights().w_k.slice(cols(i)), layer.weights().w_k.slice(cols(group)));
+            assert_eq!(mha.weights().w_v.slice(cols(i)), layer.weights().w_v.slice(cols(group)));
         }
         let same = |a: &MultiHeadOutput, b: &MultiHeadOutput| {
             approx::assert_abs_diff_eq!(a.output, b.output, epsilon = 1e-6);
             approx::assert_abs_diff_eq!(a.weights, b.weights, epsilon = 1e-6);
         };
-        same(
-            &layer.forward(&x, &x).unwrap(),
-            &mha.forward(&x, &x).unwrap(),
-        );
-        same(
-            &layer.forward_fused(&x).unwrap(),
-            &mha.forward(&x, &x).unwrap(),
-        );
+        same(&layer.forward(&x, &x).unwrap(), &mha.forward(&x, &x).unwrap());
+        same(&layer.forward_fused(&x).unwrap(), &mha.forward(&x, &x).unwrap());
         same(
             &layer.forward_masked(&x, &x, &causal).unwrap(),
             &mha.forward_masked(&x, &x, &causal).unwrap(),
@@ -190,22 +166,13 @@ fn a_grouped_layer_is_a_multi_head_layer_with_copied_keys_and_values() {
         let biases = widths.map(|n| Array1::from_shape_fn(n, |i| 0.1 * i as f32 - 0.2));
         let biased = layer.clone().with_biases(biases.into()).unwrap();
         let copies = biased.to_multi_head();
-        same(
-            &biased.forward(&x, &x).unwrap(),
-            &copies.forward(&x, &x).unwrap(),
-        );
+        same(&biased.forward(&x, &x).unwrap(), &copies.forward(&x, &x).unwrap());
     }
     for g in [0, 3] {
         let e = MultiHeadAttention::grouped(d, h, g, &mut rng).unwrap_err();
-        assert!(
-            e.to_string().contains("must divide the number of heads"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("must divide the number of heads"), "{e}");
     }
     let wrong = [(8, 8), (8, 8), (8, 4), (8, 8)].map(Array2::<f32>::zeros);
     let e = MultiHeadAttention::from_weights(wrong.into(), 4).unwrap_err();
-    assert!(
-        e.to_string().contains("W_K, W_V: d_model × h_kv·d_k"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("W_K, W_V: d_model × h_kv·d_k"), "{e}");
 }

@@ -92,13 +92,7 @@ pub(crate) fn additive_forward<F: Real>(
     }
     softmax_rows_in_place(&mut scores)?;
     let output = matmul(&scores, v);
-    Ok((
-        output,
-        AdditiveCache {
-            hidden: hiddens,
-            p: scores,
-        },
-    ))
+    Ok((output, AdditiveCache { hidden: hiddens, p: scores }))
 }
 // ANCHOR_END: additive_forward
 
@@ -111,10 +105,7 @@ fn check_sizes<F: Real>(
     w: &AdditiveWeights<F>,
 ) -> Result<(), AttnError> {
     let bad = |requirement| {
-        Err(AttnError::Mismatched {
-            name: "additive attention's inputs",
-            requirement,
-        })
+        Err(AttnError::Mismatched { name: "additive attention's inputs", requirement })
     };
     let d_a = w.u.nrows();
     if w.u.ncols() != 1 || w.a_q.ncols() != d_a || w.a_k.ncols() != d_a {
@@ -164,11 +155,7 @@ pub(crate) fn additive_backward<F: Real>(
     }
     (
         [matmul(&dq_a, &w.a_q.t()), matmul(&dk_a, &w.a_k.t()), dv],
-        [
-            matmul(&q.t(), &dq_a),
-            matmul(&k.t(), &dk_a),
-            du.insert_axis(Axis(1)),
-        ],
+        [matmul(&q.t(), &dq_a), matmul(&k.t(), &dk_a), du.insert_axis(Axis(1))],
     )
 }
 // ANCHOR_END: additive_backward

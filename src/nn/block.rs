@@ -120,14 +120,7 @@ impl<F: Real> PreNormBlock<F> {
         // x₂ = x₁ + FFN(LayerNorm(x₁)).
         let (f, ffn) = ffn_sublayer(&x1, (&self.ln2, &self.ffn), activation, eps)?;
         let cross = None;
-        Ok((
-            x1 + &f,
-            BlockCache {
-                attention,
-                cross,
-                ffn,
-            },
-        ))
+        Ok((x1 + &f, BlockCache { attention, cross, ffn }))
     }
 
     /// The backward pass: given `dL/dx₂`, the gradient reaching `x` and
@@ -145,13 +138,7 @@ impl<F: Real> PreNormBlock<F> {
         let dx1 = dx_ffn + dx2;
         let (dx, ln1, attn) = self.self_attention_backward(cache, heads, &dx1);
         let cross = None;
-        let grads = PreNormBlock {
-            ln1,
-            attn,
-            cross,
-            ln2,
-            ffn,
-        };
+        let grads = PreNormBlock { ln1, attn, cross, ln2, ffn };
         (dx1 + &dx, grads)
     }
 }
@@ -214,25 +201,12 @@ impl<F: Real> PreNormBlock<F> {
         let (att, attention) = self.self_attention(x, heads, keep, eps)?;
         let x1 = att + x;
         let sublayer = (&cross_weights.ln, &cross_weights.w);
-        let (c, cross) = attention_sublayer(
-            &x1,
-            Some(memory.x),
-            sublayer,
-            memory.heads,
-            memory.keep,
-            eps,
-        )?;
+        let (c, cross) =
+            attention_sublayer(&x1, Some(memory.x), sublayer, memory.heads, memory.keep, eps)?;
         let x2 = c + &x1;
         let (f, ffn) = ffn_sublayer(&x2, (&self.ln2, &self.ffn), activation, eps)?;
         let cross = Some(cross);
-        Ok((
-            x2 + &f,
-            BlockCache {
-                attention,
-                cross,
-                ffn,
-            },
-        ))
+        Ok((x2 + &f, BlockCache { attention, cross, ffn }))
     }
 
     /// The backward pass of [`Self::forward_with_memory`]: the gradient
@@ -259,13 +233,7 @@ impl<F: Real> PreNormBlock<F> {
         let dx1 = dx + &dx2;
         let (dx, ln1, attn) = self.self_attention_backward(cache, heads, &dx1);
         let cross = Some(CrossAttention { ln, w });
-        let grads = PreNormBlock {
-            ln1,
-            attn,
-            cross,
-            ln2,
-            ffn,
-        };
+        let grads = PreNormBlock { ln1, attn, cross, ln2, ffn };
         let d_memory = d_memory.expect("cross-attention has a memory");
         Ok((dx1 + &dx, grads, d_memory))
     }
@@ -294,9 +262,8 @@ impl<F: Real> PreNormBlock<F> {
             if biases {
                 push(&mut out, "cross.ln.beta", flat(&c.ln.beta));
             }
-            for (name, w) in ["cross.w_q", "cross.w_k", "cross.w_v", "cross.w_o"]
-                .into_iter()
-                .zip(c.w.matrices())
+            for (name, w) in
+                ["cross.w_q", "cross.w_k", "cross.w_v", "cross.w_o"].into_iter().zip(c.w.matrices())
             {
                 push(&mut out, name, flat(w));
             }

@@ -105,13 +105,7 @@ pub(crate) fn gru_forward<F: Real>(
             .and(&candidate)
             .and_broadcast(&live)
             .for_each(|h, &z, &c, &m| *h = *h + m * (F::one() - z) * (c - *h));
-        steps.push(Step {
-            h_prev: std::mem::replace(&mut h, next),
-            z,
-            r,
-            candidate,
-            live,
-        });
+        steps.push(Step { h_prev: std::mem::replace(&mut h, next), z, r, candidate, live });
         states.push(h.clone());
     }
     let batch = h0.nrows();
@@ -121,13 +115,16 @@ pub(crate) fn gru_forward<F: Real>(
 
 /// A column of 1 for the rows whose sequence is longer than `t`, else 0.
 fn live_rows<F: Real>(lengths: &[usize], t: usize) -> Array2<F> {
-    Array2::from_shape_fn((lengths.len(), 1), |(b, _)| {
-        if t < lengths[b] {
-            F::one()
-        } else {
-            F::zero()
-        }
-    })
+    Array2::from_shape_fn(
+        (lengths.len(), 1),
+        |(b, _)| {
+            if t < lengths[b] {
+                F::one()
+            } else {
+                F::zero()
+            }
+        },
+    )
 }
 
 /// The gradients of [`gru_forward`]'s inputs and weights: `dX` for every
@@ -157,13 +154,7 @@ pub(crate) fn gru_backward<F: Real>(
     );
     let mut dh = Array2::zeros((cache.batch, d_h)); // from step t + 1
     for t in (0..xs.len()).rev() {
-        let Step {
-            h_prev,
-            z,
-            r,
-            candidate,
-            live,
-        } = &cache.steps[t];
+        let Step { h_prev, z, r, candidate, live } = &cache.steps[t];
         let d_state = &dh + &d_states[t];
         let d_new = &d_state * live; // the live rows' new state
                                      // h = z ⊙ h_prev + (1 − z) ⊙ ĥ
@@ -203,12 +194,7 @@ fn check_sizes<F: Real>(
     w: &GruWeights<F>,
 ) -> Result<(), AttnError> {
     let d_h = w.d_h();
-    let bad = |requirement| {
-        Err(AttnError::Mismatched {
-            name: "the GRU's inputs",
-            requirement,
-        })
-    };
+    let bad = |requirement| Err(AttnError::Mismatched { name: "the GRU's inputs", requirement });
     if w.u.dim() != (d_h, 3 * d_h) || w.b.dim() != (1, 3 * d_h) || w.w.ncols() != 3 * d_h {
         return bad("W must be d_in × 3d_h, U d_h × 3d_h and b 1 × 3d_h");
     }

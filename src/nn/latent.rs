@@ -44,28 +44,12 @@ impl<F> LatentWeights<F> {
 
     /// The seven matrices, in the order a weights file lists them.
     pub(crate) fn matrices(&self) -> [&Array2<F>; 7] {
-        [
-            &self.w_q,
-            &self.w_qr,
-            &self.w_dkv,
-            &self.w_kr,
-            &self.w_uk,
-            &self.w_uv,
-            &self.w_o,
-        ]
+        [&self.w_q, &self.w_qr, &self.w_dkv, &self.w_kr, &self.w_uk, &self.w_uv, &self.w_o]
     }
 
     /// [`Self::matrices`], mutable.
     pub(crate) fn matrices_mut(&mut self) -> [&mut Array2<F>; 7] {
-        let LatentWeights {
-            w_q,
-            w_qr,
-            w_dkv,
-            w_kr,
-            w_uk,
-            w_uv,
-            w_o,
-        } = self;
+        let LatentWeights { w_q, w_qr, w_dkv, w_kr, w_uk, w_uv, w_o } = self;
         [w_q, w_qr, w_dkv, w_kr, w_uk, w_uv, w_o]
     }
 
@@ -158,8 +142,7 @@ fn side_by_side<F: Real>(a: &Array2<F>, b: &Array2<F>, heads: usize, b_heads: us
     let mut out = Array2::zeros((a.nrows(), heads * (w_a + w_b)));
     for i in 0..heads {
         let (at, j) = (i * (w_a + w_b), i * b_heads / heads);
-        out.slice_mut(s![.., at..at + w_a])
-            .assign(&a.slice(s![.., i * w_a..(i + 1) * w_a]));
+        out.slice_mut(s![.., at..at + w_a]).assign(&a.slice(s![.., i * w_a..(i + 1) * w_a]));
         out.slice_mut(s![.., at + w_a..at + w_a + w_b])
             .assign(&b.slice(s![.., j * w_b..(j + 1) * w_b]));
     }
@@ -171,9 +154,8 @@ fn side_by_side<F: Real>(a: &Array2<F>, b: &Array2<F>, heads: usize, b_heads: us
 fn apart<F: Real>(x: &Array2<F>, w_a: usize, heads: usize) -> [Array2<F>; 2] {
     let width = x.ncols() / heads;
     let pick = |from: usize, to: usize| {
-        let views: Vec<_> = (0..heads)
-            .map(|i| x.slice(s![.., i * width + from..i * width + to]))
-            .collect();
+        let views: Vec<_> =
+            (0..heads).map(|i| x.slice(s![.., i * width + from..i * width + to])).collect();
         ndarray::concatenate(Axis(1), &views).expect("the same rows")
     };
     [pick(0, w_a), pick(w_a, width)]

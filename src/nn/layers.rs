@@ -22,10 +22,7 @@ pub struct NormWeights<F> {
 impl<F: Real> NormWeights<F> {
     /// The identity: `γ = 1`, `β = 0`.
     pub fn identity(d: usize) -> Self {
-        NormWeights {
-            gamma: Array1::ones(d),
-            beta: Array1::zeros(d),
-        }
+        NormWeights { gamma: Array1::ones(d), beta: Array1::zeros(d) }
     }
 }
 
@@ -114,10 +111,7 @@ impl Activation {
 
 /// `√(2/π)` and `0.044715`, the tanh approximation's constants.
 fn gelu_constants<F: Real>() -> (F, F) {
-    (
-        (F::of(2.0) / F::of(std::f64::consts::PI)).sqrt(),
-        F::of(0.044715),
-    )
+    ((F::of(2.0) / F::of(std::f64::consts::PI)).sqrt(), F::of(0.044715))
 }
 
 /// GELU, tanh approximation: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
@@ -219,8 +213,7 @@ pub(crate) fn embedding_forward<F: Real>(
     let mut x = Array2::zeros((tokens.len() * len, embeddings.ncols()));
     for (b, sequence) in tokens.iter().enumerate() {
         for (i, &token) in sequence.iter().enumerate() {
-            x.row_mut(b * len + i)
-                .assign(&(&embeddings.row(token) + &positions.row(i)));
+            x.row_mut(b * len + i).assign(&(&embeddings.row(token) + &positions.row(i)));
         }
     }
     x

@@ -71,28 +71,18 @@ pub fn smoothed_cross_entropy<F: Real>(
                 .map(|&x| x.max(F::min_positive_value()).ln())
                 .fold(F::zero(), |a, b| a + b);
             uniform_loss -= log_sum / v;
-            uniform_grad
-                .row_mut(i)
-                .assign(&row.mapv(|x| (x - F::one() / v) / count));
+            uniform_grad.row_mut(i).assign(&row.mapv(|x| (x - F::one() / v) / count));
         }
     }
     let loss = (F::one() - epsilon) * hard_loss + epsilon * uniform_loss / count;
-    Ok((
-        loss,
-        hard_grad * (F::one() - epsilon) + uniform_grad * epsilon,
-    ))
+    Ok((loss, hard_grad * (F::one() - epsilon) + uniform_grad * epsilon))
 }
 // ANCHOR_END: label_smoothing
 
 /// `log softmax(z)`, stably: `z − (max + ln Σ exp(z − max))`.
 pub(crate) fn log_softmax<F: Real>(z: &ArrayRef1<F>) -> Array1<F> {
     let max = z.fold(F::neg_infinity(), |m, &x| m.max(x));
-    let log_sum = z
-        .iter()
-        .map(|&x| (x - max).exp())
-        .fold(F::zero(), |a, b| a + b)
-        .ln()
-        + max;
+    let log_sum = z.iter().map(|&x| (x - max).exp()).fold(F::zero(), |a, b| a + b).ln() + max;
     z.mapv(|x| x - log_sum)
 }
 
@@ -112,16 +102,10 @@ mod tests {
         let targets = [Some(1), None, Some(4)];
         let z = logits();
         let (_, dz) = smoothed_cross_entropy(&z, &targets, 0.1).unwrap();
-        let error = gradient_error(
-            &dz,
-            |z| smoothed_cross_entropy(z, &targets, 0.1).unwrap().0,
-            &z,
-        );
+        let error =
+            gradient_error(&dz, |z| smoothed_cross_entropy(z, &targets, 0.1).unwrap().0, &z);
         assert!(error < 1e-6, "relative error {error:e}");
-        assert!(
-            dz.row(1).iter().all(|&g| g == 0.0),
-            "no target, no gradient"
-        );
+        assert!(dz.row(1).iter().all(|&g| g == 0.0), "no target, no gradient");
     }
 
     #[test]

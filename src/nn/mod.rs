@@ -43,7 +43,9 @@ pub(crate) use layers::{
 pub use layers::{gelu, gelu_erf, Activation};
 pub use loss::smoothed_cross_entropy;
 pub(crate) use loss::{cross_entropy, log_softmax};
-pub(crate) use multihead::{head_slices, mha_forward, mha_from_projections, Heads, MhaCache};
+pub(crate) use multihead::{
+    head_columns, head_slices, mha_forward, mha_from_projections, Heads, MhaCache,
+};
 pub use multihead::{AttentionBiases, AttentionWeights};
 pub(crate) use optim::check_learning_rate;
 pub use optim::{clip_gradient_norm, warmup_cosine, warmup_cosine_to, Adam};

@@ -11,7 +11,7 @@
 
 use ndarray::{s, Array1, Array2, ArrayRef2, Axis, Ix2, SliceInfo, SliceInfoElem};
 use rayon::prelude::*;
-use std::ops::AddAssign;
+use std::ops::{AddAssign, Range};
 
 use super::attention::{attention_backward, attention_forward, AttentionCache};
 use crate::error::AttnError;
@@ -57,13 +57,7 @@ pub struct AttentionBiases<F> {
 impl<F> AttentionWeights<F> {
     /// The four matrices, without biases.
     pub fn new(w_q: Array2<F>, w_k: Array2<F>, w_v: Array2<F>, w_o: Array2<F>) -> Self {
-        AttentionWeights {
-            w_q,
-            w_k,
-            w_v,
-            w_o,
-            biases: None,
-        }
+        AttentionWeights { w_q, w_k, w_v, w_o, biases: None }
     }
 
     /// `[W_Q, W_K, W_V, W_O]`, the order a weights file lists them in.
@@ -73,9 +67,7 @@ impl<F> AttentionWeights<F> {
 
     /// [`Self::matrices`], mutable.
     pub fn matrices_mut(&mut self) -> [&mut Array2<F>; 4] {
-        let AttentionWeights {
-            w_q, w_k, w_v, w_o, ..
-        } = self;
+        let AttentionWeights { w_q, w_k, w_v, w_o, .. } = self;
         [w_q, w_k, w_v, w_o]
     }
 }
@@ -159,17 +151,19 @@ impl Heads {
     /// Multi-head attention's sizes: every head with its own keys and
     /// values, no rotation, no fused kernel.
     pub(crate) fn new(n: usize, m: usize, h: usize) -> Self {
-        Heads {
-            n,
-            m,
-            h,
-            h_kv: h,
-            rotary: false,
-            fused: false,
-        }
+        Heads { n, m, h, h_kv: h, rotary: false, fused: false }
     }
 }
 
+// ANCHOR: head_columns
+/// Head `i`'s columns of a matrix whose heads sit side by side, `width`
+/// columns each: `i·width .. (i + 1)·width` (chapter 5's split, as a range).
+pub(crate) fn head_columns(i: usize, width: usize) -> Range<usize> {
+    i * width..(i + 1) * width
+}
+// ANCHOR_END: head_columns
+
+// ANCHOR: mha_forward
 /// Multi-head attention of `x_q` (`B·n × d`) over `x_kv` (`B·m × d`), each
 /// sequence `b` on its own rows with the mask `keep(b)` (`n×m`, or `None`):
 /// `Q = X_q W_Q + b_Q`, `K = X_kv W_K + b_K`, `V = X_kv W_V + b_V`, every
@@ -188,6 +182,7 @@ pub(crate) fn mha_forward<F: Real>(
     let b_o = w.biases.as_ref().map(|b| &b.b_o);
     mha_from_projections([q, k, v], (&w.w_o, b_o), heads, keep)
 }
+// ANCHOR_END: mha_forward
 
 /// [`mha_forward`] from the projections `[Q, K, V]`: the rotations, if
 /// any, then [`attend_heads`], then the output projection.
@@ -204,14 +199,7 @@ pub(crate) fn mha_from_projections<F: Real>(
     }
     let (o, per_head) = attend_heads([&q, &k, &v], heads, keep)?;
     let out = linear("the output Concat(heads) W_O", &o, w_o, b_o)?;
-    let cache = MhaCache {
-        q,
-        k,
-        v,
-        heads: per_head,
-        o,
-        biased: b_o.is_some(),
-    };
+    let cache = MhaCache { q, k, v, heads: per_head, o, biased: b_o.is_some() };
     Ok((out, cache))
 }
 
@@ -232,15 +220,11 @@ pub(crate) fn attend_heads<F: Real>(
     // A sequence's heads take the fused kernel if asked and its mask is
     // the causal mask.
     let causal = (heads.fused && heads.n == heads.m).then(|| causal_mask(heads.n, heads.m));
-    let fused: Vec<bool> = masks
-        .iter()
-        .map(|m| causal.is_some() && m.as_ref() == causal.as_ref())
-        .collect();
+    let fused: Vec<bool> =
+        masks.iter().map(|m| causal.is_some() && m.as_ref() == causal.as_ref()).collect();
     // Every (sequence, head) attends on its own, so the pool's threads
     // share them out; `collect` keeps their order.
-    let pairs: Vec<_> = (0..masks.len())
-        .flat_map(|b| (0..heads.h).map(move |i| (b, i)))
-        .collect();
+    let pairs: Vec<_> = (0..masks.len()).flat_map(|b| (0..heads.h).map(move |i| (b, i))).collect();
     let outputs = pairs
         .par_iter()
         .map(|&(b, i)| {
@@ -325,16 +309,10 @@ impl<F: Real> HeadCache<F> {
 /// The weights of causal attention of `q` over `k`, `v`, computed again
 /// (not a number where the scores overflow).
 fn causal_weights<F: Real>([q, k, v]: [&ArrayRef2<F>; 3]) -> AttentionCache<F> {
-    let (keep, sqrt_d_k) = (
-        causal_mask(q.nrows(), k.nrows()),
-        F::of(q.ncols() as f64).sqrt(),
-    );
+    let (keep, sqrt_d_k) = (causal_mask(q.nrows(), k.nrows()), F::of(q.ncols() as f64).sqrt());
     match attention_forward(q, k, v, Some(&keep), sqrt_d_k) {
         Ok((_, cache)) => cache,
-        Err(_) => AttentionCache {
-            p: Array2::from_elem(keep.dim(), F::nan()),
-            sqrt_d_k,
-        },
+        Err(_) => AttentionCache { p: Array2::from_elem(keep.dim(), F::nan()), sqrt_d_k },
     }
 }
 
@@ -379,6 +357,8 @@ pub(crate) fn mha_backward<F: Real>(
     }
 }
 
+// ANCHOR_END: mha_backward
+
 /// The backward pass of [`mha_from_projections`]: the gradients of the
 /// projections `[dQ, dK, dV]` (before the rotations, if any) and `dW_O`.
 pub(crate) fn mha_backward_to_projections<F: Real>(
@@ -419,7 +399,6 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
     }
     ([dq, dk, dv], dw_o)
 }
-// ANCHOR_END: mha_backward
 
 // ANCHOR: group_slices
 /// Sequence `b`'s rows and head `i`'s columns: of the queries (`n` rows a
@@ -427,15 +406,12 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
 /// rows; `d_k` and `d_v` columns), and of the heads' outputs (`d_v`).
 pub(crate) fn head_slices(b: usize, i: usize, [d_k, d_v]: [usize; 2], heads: Heads) -> [Slice2; 4] {
     let g = i / (heads.h / heads.h_kv); // the group head i reads
-    let (q_rows, kv_rows) = (
-        b * heads.n..(b + 1) * heads.n,
-        b * heads.m..(b + 1) * heads.m,
-    );
+    let (q_rows, kv_rows) = (b * heads.n..(b + 1) * heads.n, b * heads.m..(b + 1) * heads.m);
     [
-        s![q_rows.clone(), i * d_k..(i + 1) * d_k],
-        s![kv_rows.clone(), g * d_k..(g + 1) * d_k],
-        s![kv_rows, g * d_v..(g + 1) * d_v],
-        s![q_rows, i * d_v..(i + 1) * d_v],
+        s![q_rows.clone(), head_columns(i, d_k)],
+        s![kv_rows.clone(), head_columns(g, d_k)],
+        s![kv_rows, head_columns(g, d_v)],
+        s![q_rows, head_columns(i, d_v)],
     ]
 }
 // ANCHOR_END: group_slices
@@ -449,11 +425,7 @@ pub(crate) fn rotate_heads<F: Real>(x: &mut Array2<F>, t: usize, h: usize, way: 
     let d_k = x.ncols() / h;
     for b in 0..x.nrows() / t {
         for i in 0..h {
-            rotate(
-                &mut x.slice_mut(s![b * t..(b + 1) * t, i * d_k..(i + 1) * d_k]),
-                0,
-                way,
-            );
+            rotate(&mut x.slice_mut(s![b * t..(b + 1) * t, i * d_k..(i + 1) * d_k]), 0, way);
         }
     }
 }

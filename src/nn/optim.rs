@@ -18,16 +18,13 @@ pub struct Adam<F: Real = f64> {
     step: i32,
     decay: Vec<f64>, // per tensor: λ for the tensors AdamW decays, else 0
 }
+// ANCHOR_END: adam
 
 impl<F: Real> Adam<F> {
     /// An optimiser for `model`'s parameters (any model of the crate).
     pub fn new(model: &impl Parameters<Real = F>, lr: f64) -> Result<Self, AttnError> {
         check_learning_rate(lr)?;
-        let zeros: Vec<Vec<F>> = model
-            .slices()
-            .iter()
-            .map(|s| vec![F::zero(); s.len()])
-            .collect();
+        let zeros: Vec<Vec<F>> = model.slices().iter().map(|s| vec![F::zero(); s.len()]).collect();
         Ok(Adam {
             lr,
             betas: (0.9, 0.98),
@@ -79,10 +76,7 @@ impl<F: Real> Adam<F> {
                 requirement: "must say, for each of the model's tensors, whether it decays",
             });
         }
-        let decay = decayed
-            .iter()
-            .map(|&d| if d { lambda } else { 0.0 })
-            .collect();
+        let decay = decayed.iter().map(|&d| if d { lambda } else { 0.0 }).collect();
         Ok(Adam { decay, ..self })
     }
 
@@ -100,12 +94,78 @@ impl<F: Real> Adam<F> {
     pub fn eps(&self) -> f64 {
         self.eps
     }
+}
 
-    /// One update: `θ ← θ − lr · m̂ / (√v̂ + ε)`, scaled by `lr_factor`
-    /// (the schedule).
+/// Adam's rule at one step: its constants, and each tensor's shrink
+/// `1 − lr·λ` (1 for a tensor that does not decay).
+struct Rule<F> {
+    b1: F,
+    b2: F,
+    c1: F, // 1 − β₁ᵗ
+    c2: F, // 1 − β₂ᵗ
+    eps: F,
+    lr: F,
+    shrink: Vec<F>,
+}
+
+// ANCHOR: adam_update
+impl<F: Real> Adam<F> {
+    /// One update of every parameter `θ` by its gradient `g`, the
+    /// learning rate scaled by `lr_factor` (the schedule):
+    /// `m ← β₁m + (1 − β₁)g`, `v ← β₂v + (1 − β₂)g²`, and
+    /// `θ ← θ·(1 − lr·λ) − lr · m̂ / (√v̂ + ε)` with `m̂ = m/(1 − β₁ᵗ)`,
+    /// `v̂ = v/(1 − β₂ᵗ)` at step `t`.
     pub fn update<P: Parameters<Real = F>>(
         &mut self,
         model: &mut P,
+        grads: &P,
+        lr_factor: f64,
+    ) -> Result<(), AttnError> {
+        self.check_update(model, grads, lr_factor)?; // nothing changes if this fails
+        let rule = self.rule(self.step + 1, lr_factor);
+        self.step += 1;
+        let moments = self.m.iter_mut().zip(&mut self.v);
+        let tensors = model.slices_mut().into_iter().zip(grads.slices());
+        for (((theta, g), (m, v)), &shrink) in tensors.zip(moments).zip(&rule.shrink) {
+            for (((theta, &g), m), v) in theta.iter_mut().zip(g).zip(m.iter_mut()).zip(v) {
+                (*theta, *m, *v) = rule.next(*theta, g, (*m, *v), shrink);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<F: Real> Rule<F> {
+    /// `(θ, m, v)` after the step, for an entry of a tensor that shrinks by
+    /// `shrink`.
+    fn next(&self, theta: F, g: F, (m, v): (F, F), shrink: F) -> (F, F, F) {
+        let one = F::one();
+        let m = self.b1 * m + (one - self.b1) * g;
+        let v = self.b2 * v + (one - self.b2) * g * g;
+        let step = self.lr * (m / self.c1) / ((v / self.c2).sqrt() + self.eps);
+        (theta * shrink - step, m, v)
+    }
+}
+// ANCHOR_END: adam_update
+
+impl<F: Real> Adam<F> {
+    /// The rule of step `step`, the learning rate scaled by `lr_factor`.
+    fn rule(&self, step: i32, lr_factor: f64) -> Rule<F> {
+        let (b1, b2) = self.betas;
+        let (c1, c2) = (1.0 - b1.powi(step), 1.0 - b2.powi(step));
+        let [b1, b2, c1, c2, eps] = [b1, b2, c1, c2, self.eps].map(F::of);
+        let shrink = self.decay.iter();
+        let shrink = shrink.map(|&l| F::of(1.0 - self.lr * lr_factor * l)).collect();
+        let lr = F::of(self.lr * lr_factor);
+        Rule { b1, b2, c1, c2, eps, lr, shrink }
+    }
+
+    /// Checks an update before it is made: the model and the gradients have
+    /// the optimiser's tensors, the factor is finite and `≥ 0`, every
+    /// gradient is finite, and no parameter would become non-finite.
+    fn check_update<P: Parameters<Real = F>>(
+        &self,
+        model: &P,
         grads: &P,
         lr_factor: f64,
     ) -> Result<(), AttnError> {
@@ -131,38 +191,11 @@ impl<F: Real> Adam<F> {
                 return Err(AttnError::NonFiniteGradient { tensor, value });
             }
         }
-        let step = self.step + 1;
-        let (b1, b2) = self.betas;
-        let (c1, c2) = (1.0 - b1.powi(step), 1.0 - b2.powi(step));
-        let [b1, b2, c1, c2, eps] = [b1, b2, c1, c2, self.eps].map(F::of);
-        let lr = F::of(self.lr * lr_factor);
-        let one = F::one();
-        // θ, m and v after the step for entry i of a tensor that decays by
-        // `shrink = 1 − lr·λ` (1 for a tensor that does not decay).
-        let next = |theta: F, g: F, m: F, v: F, shrink: F| {
-            let m = b1 * m + (one - b1) * g;
-            let v = b2 * v + (one - b2) * g * g;
-            (
-                theta * shrink - lr * (m / c1) / ((v / c2).sqrt() + eps),
-                m,
-                v,
-            )
-        };
-        let shrink: Vec<F> = self
-            .decay
-            .iter()
-            .map(|&l| F::of(1.0 - self.lr * lr_factor * l))
-            .collect();
-        // First, without writing: would any parameter become non-finite?
-        for (t, (((theta, g), m), v)) in model
-            .slices()
-            .into_iter()
-            .zip(grads.slices())
-            .zip(&self.m)
-            .zip(&self.v)
-            .enumerate()
+        let rule = self.rule(self.step + 1, lr_factor);
+        for (t, (((theta, g), m), v)) in
+            model.slices().into_iter().zip(grads.slices()).zip(&self.m).zip(&self.v).enumerate()
         {
-            let after = |(((&theta, &g), &m), &v)| next(theta, g, m, v, shrink[t]).0;
+            let after = |(((&theta, &g), &m), &v)| rule.next(theta, g, (m, v), rule.shrink[t]).0;
             let entries = || theta.iter().zip(g).zip(m).zip(v);
             // A fold without an early exit, so that the compiler vectorises it.
             if !entries().fold(true, |finite, e| finite & after(e).is_finite()) {
@@ -172,23 +205,9 @@ impl<F: Real> Adam<F> {
                 return Err(AttnError::NonFiniteUpdate { tensor, value });
             }
         }
-        self.step = step;
-        for ((((theta, g), m), v), &shrink) in model
-            .slices_mut()
-            .into_iter()
-            .zip(grads.slices())
-            .zip(&mut self.m)
-            .zip(&mut self.v)
-            .zip(&shrink)
-        {
-            for (((theta, &g), m), v) in theta.iter_mut().zip(g).zip(m.iter_mut()).zip(v) {
-                (*theta, *m, *v) = next(*theta, g, *m, *v, shrink);
-            }
-        }
         Ok(())
     }
 }
-// ANCHOR_END: adam
 
 /// Checks that a learning rate is finite and positive.
 pub(crate) fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
@@ -259,12 +278,7 @@ pub fn clip_gradient_norm<P: Parameters>(grads: &mut P, max_norm: f64) -> Result
             requirement: "must be finite and > 0",
         });
     }
-    let squares: f64 = grads
-        .slices()
-        .iter()
-        .flat_map(|t| t.iter())
-        .map(|g| g.wide().powi(2))
-        .sum();
+    let squares: f64 = grads.slices().iter().flat_map(|t| t.iter()).map(|g| g.wide().powi(2)).sum();
     let norm = squares.sqrt();
     if !norm.is_finite() {
         return Err(AttnError::NonFiniteGradient {
@@ -274,11 +288,7 @@ pub fn clip_gradient_norm<P: Parameters>(grads: &mut P, max_norm: f64) -> Result
     }
     if norm > max_norm {
         let scale = P::Real::of(max_norm / norm);
-        grads
-            .slices_mut()
-            .into_iter()
-            .flatten()
-            .for_each(|g| *g *= scale);
+        grads.slices_mut().into_iter().flatten().for_each(|g| *g *= scale);
     }
     Ok(norm)
 }
@@ -301,10 +311,7 @@ mod tests {
             self.0.iter_mut().map(Vec::as_mut_slice).collect()
         }
         fn named_slices(&self) -> Vec<(String, &[f64])> {
-            ["a".to_string(), "b".into()]
-                .into_iter()
-                .zip(self.slices())
-                .collect()
+            ["a".to_string(), "b".into()].into_iter().zip(self.slices()).collect()
         }
     }
 
@@ -312,16 +319,12 @@ mod tests {
     fn adamw_shrinks_only_the_decayed_tensors_apart_from_the_gradient() {
         let mut model = Two([vec![2.0, -4.0], vec![2.0, -4.0]]);
         let zero = Two([vec![0.0; 2], vec![0.0; 2]]);
-        let mut adam = Adam::new(&model, 0.1)
-            .unwrap()
-            .with_weight_decay(0.5, &[true, false])
-            .unwrap();
+        let mut adam =
+            Adam::new(&model, 0.1).unwrap().with_weight_decay(0.5, &[true, false]).unwrap();
         adam.update(&mut model, &zero, 1.0).unwrap();
         assert_eq!(model.0[0], vec![2.0 * 0.95, -4.0 * 0.95]); // θ(1 − lr·λ)
         assert_eq!(model.0[1], vec![2.0, -4.0]);
-        let e = Adam::new(&model, 0.1)
-            .unwrap()
-            .with_weight_decay(0.5, &[true]);
+        let e = Adam::new(&model, 0.1).unwrap().with_weight_decay(0.5, &[true]);
         assert!(e.is_err());
     }
 

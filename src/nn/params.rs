@@ -41,10 +41,7 @@ pub(crate) fn fingerprint<M: Parameters>(model: &M, config: impl std::hash::Hash
     let mix = |h: &mut u64, x: &M::Real| *h = (*h ^ x.wide().to_bits()).wrapping_mul(P);
     for tensor in model.slices() {
         let chunks = tensor.chunks_exact(8);
-        lanes
-            .iter_mut()
-            .zip(chunks.remainder())
-            .for_each(|(h, x)| mix(h, x));
+        lanes.iter_mut().zip(chunks.remainder()).for_each(|(h, x)| mix(h, x));
         for chunk in chunks {
             lanes.iter_mut().zip(chunk).for_each(|(h, x)| mix(h, x));
         }
@@ -135,10 +132,7 @@ pub(crate) fn check_d_logits<F: Real>(
 pub(crate) fn write_checkpoint(header: &str, model: &impl Parameters) -> String {
     let mut text = format!("{header}\n");
     for tensor in model.slices() {
-        let values: Vec<String> = tensor
-            .iter()
-            .map(|&x| format!("{}", x.wide() as f32))
-            .collect();
+        let values: Vec<String> = tensor.iter().map(|&x| format!("{}", x.wide() as f32)).collect();
         text += &values.join(" ");
         text.push('\n');
     }
@@ -191,24 +185,16 @@ pub(crate) fn read_checkpoint<P: Parameters>(
     }
     if let Some(extra) = lines.find(|l| !l.trim().is_empty()) {
         let start: String = extra.chars().take(20).collect();
-        return Err(invalid(format!(
-            "unexpected content after the last tensor: {start}"
-        )));
+        return Err(invalid(format!("unexpected content after the last tensor: {start}")));
     }
     let mut model = model()?;
     for (i, (tensor, values)) in model.slices_mut().into_iter().zip(&tensors).enumerate() {
         if values.len() != tensor.len() {
-            let reason = format!(
-                "tensor {i} has {} values, expected {}",
-                values.len(),
-                tensor.len()
-            );
+            let reason =
+                format!("tensor {i} has {} values, expected {}", values.len(), tensor.len());
             return Err(invalid(reason));
         }
-        tensor
-            .iter_mut()
-            .zip(values)
-            .for_each(|(t, &v)| *t = P::Real::of(f64::from(v)));
+        tensor.iter_mut().zip(values).for_each(|(t, &v)| *t = P::Real::of(f64::from(v)));
     }
     Ok(model)
 }
@@ -223,9 +209,7 @@ fn read_tensor(i: usize, line: &str) -> Result<Vec<f32>, String> {
     line.split_whitespace()
         .map(|w| match w.parse::<f32>() {
             Ok(x) if x.is_finite() => Ok(x),
-            Ok(x) => Err(format!(
-                "tensor {i}: {w} is {x} in f32, not a finite number"
-            )),
+            Ok(x) => Err(format!("tensor {i}: {w} is {x} in f32, not a finite number")),
             Err(e) => Err(format!("tensor {i}: {e}")),
         })
         .collect()

@@ -41,6 +41,8 @@ pub(crate) fn attention_sublayer<F: Real>(
     Ok((out, AttentionSublayerCache { ln, a, attention }))
 }
 
+// ANCHOR_END: attention_sublayer
+
 /// The backward pass of [`attention_sublayer`]: `(dX, dMemory, [dγ, dβ],
 /// dW)`. For self-attention, `a` is both the queries' and the keys' input,
 /// so both gradients reach `x`, and `dMemory` is `None`.
@@ -50,12 +52,7 @@ pub(crate) fn attention_sublayer_backward<F: Real>(
     (ln, w): (&NormWeights<F>, &AttentionWeights<F>),
     heads: Heads,
     dy: &ArrayRef2<F>,
-) -> (
-    Array2<F>,
-    Option<Array2<F>>,
-    NormWeights<F>,
-    AttentionWeights<F>,
-) {
+) -> (Array2<F>, Option<Array2<F>>, NormWeights<F>, AttentionWeights<F>) {
     let kv: &ArrayRef2<F> = memory.unwrap_or(&cache.a);
     let g = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy);
     let (da, d_memory) = match memory {
@@ -63,17 +60,8 @@ pub(crate) fn attention_sublayer_backward<F: Real>(
         Some(_) => (g.dx_q, Some(g.dx_kv)),
     };
     let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da);
-    (
-        dx,
-        d_memory,
-        NormWeights {
-            gamma: d_gamma,
-            beta: d_beta,
-        },
-        g.dw,
-    )
+    (dx, d_memory, NormWeights { gamma: d_gamma, beta: d_beta }, g.dw)
 }
-// ANCHOR_END: attention_sublayer
 
 /// `LatentAttention(LayerNorm(x))`, causal self-attention over sequences of
 /// `t` tokens ([`latent_forward`]).
@@ -98,14 +86,7 @@ pub(crate) fn latent_sublayer_backward<F: Real>(
 ) -> (Array2<F>, NormWeights<F>, LatentWeights<F>) {
     let (da, dw) = latent_backward(&cache.attention, &cache.a, w, t, dy);
     let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da);
-    (
-        dx,
-        NormWeights {
-            gamma: d_gamma,
-            beta: d_beta,
-        },
-        dw,
-    )
+    (dx, NormWeights { gamma: d_gamma, beta: d_beta }, dw)
 }
 
 /// What an FFN sub-layer keeps.
@@ -136,12 +117,5 @@ pub(crate) fn ffn_sublayer_backward<F: Real>(
 ) -> (Array2<F>, NormWeights<F>, FfnWeights<F>) {
     let (dc, d_ffn) = ffn_backward(&cache.ffn, p, activation, dy);
     let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &dc);
-    (
-        dx,
-        NormWeights {
-            gamma: d_gamma,
-            beta: d_beta,
-        },
-        d_ffn,
-    )
+    (dx, NormWeights { gamma: d_gamma, beta: d_beta }, d_ffn)
 }

@@ -61,18 +61,14 @@ pub fn embeddings(bert: &Bert, sentences: &[Tokens]) -> Result<Array2<f32>, Attn
 
 /// The cosine similarity of rows `2i` and `2i + 1` of `e` (the pairs).
 pub fn pair_similarities(e: &Array2<f32>) -> Result<Vec<f32>, AttnError> {
-    (0..e.nrows() / 2)
-        .map(|i| cosine(&e.row(2 * i), &e.row(2 * i + 1)))
-        .collect()
+    (0..e.nrows() / 2).map(|i| cosine(&e.row(2 * i), &e.row(2 * i + 1))).collect()
 }
 
 /// The cosine similarity of each pair's first sentence with the next pair's
 /// second (the last pair's with the first's): sentences that are unrelated.
 pub fn unrelated_similarities(e: &Array2<f32>) -> Result<Vec<f32>, AttnError> {
     let pairs = e.nrows() / 2;
-    (0..pairs)
-        .map(|i| cosine(&e.row(2 * i), &e.row(2 * ((i + 1) % pairs) + 1)))
-        .collect()
+    (0..pairs).map(|i| cosine(&e.row(2 * i), &e.row(2 * ((i + 1) % pairs) + 1))).collect()
 }
 
 // ANCHOR: ablation

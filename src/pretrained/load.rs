@@ -34,10 +34,7 @@ pub fn pytorch_linear(weight: &ArrayRef2<f32>) -> Array2<f32> {
 
 /// The error for `file` in `dir`.
 fn model_error(dir: &Path, file: &str, reason: impl ToString) -> AttnError {
-    AttnError::ModelFile {
-        path: dir.join(file).display().to_string(),
-        reason: reason.to_string(),
-    }
+    AttnError::ModelFile { path: dir.join(file).display().to_string(), reason: reason.to_string() }
 }
 
 /// Every tensor of `dir/model.safetensors`, sorted by name.
@@ -72,10 +69,7 @@ impl Tensors<'_> {
     /// The tensor `name`, which must be `f32` with `shape`.
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, AttnError> {
         let error = |reason: String| model_error(self.dir, "model.safetensors", reason);
-        let view = self
-            .file
-            .tensor(name)
-            .map_err(|_| error(format!("no tensor named {name}")))?;
+        let view = self.file.tensor(name).map_err(|_| error(format!("no tensor named {name}")))?;
         if view.dtype() != safetensors::Dtype::F32 || view.shape() != shape {
             return Err(error(format!(
                 "{name} is {:?} {:?}, expected F32 {shape:?}",
@@ -112,10 +106,7 @@ impl Tensors<'_> {
         out: usize,
     ) -> Result<(Array2<f32>, Array1<f32>), AttnError> {
         let w = self.matrix(&format!("{prefix}.weight"), out, in_)?;
-        Ok((
-            pytorch_linear(&w),
-            self.vector(&format!("{prefix}.bias"), out)?,
-        ))
+        Ok((pytorch_linear(&w), self.vector(&format!("{prefix}.bias"), out)?))
     }
 
     fn layer_norm(&self, prefix: &str, d: usize, eps: f32) -> Result<LayerNorm, AttnError> {
@@ -140,19 +131,8 @@ struct Config {
 /// The number of encoder layers whose tensors a weights file holds
 /// (`encoder.layer.{i}.…` for `i` from 0).
 fn layers_in(file: &SafeTensors) -> usize {
-    let layer = |name: &str| {
-        name.strip_prefix("encoder.layer.")?
-            .split('.')
-            .next()?
-            .parse()
-            .ok()
-    };
-    file.names()
-        .iter()
-        .filter_map(|n| layer(n))
-        .map(|i: usize| i + 1)
-        .max()
-        .unwrap_or(0)
+    let layer = |name: &str| name.strip_prefix("encoder.layer.")?.split('.').next()?.parse().ok();
+    file.names().iter().filter_map(|n| layer(n)).map(|i: usize| i + 1).max().unwrap_or(0)
 }
 
 fn read_config(dir: &Path) -> Result<Config, AttnError> {
@@ -232,12 +212,7 @@ impl Bert {
             let ffn = FeedForward::from_weights(w1, b1, w2, b2, c.activation)?;
             let ln1 = t.layer_norm(&format!("{p}.attention.output.LayerNorm"), d, c.eps)?;
             let ln2 = t.layer_norm(&format!("{p}.output.LayerNorm"), d, c.eps)?;
-            layers.push(EncoderLayer::from_parts(
-                attention,
-                ffn,
-                [ln1, ln2],
-                Norm::Post,
-            )?);
+            layers.push(EncoderLayer::from_parts(attention, ffn, [ln1, ln2], Norm::Post)?);
         }
         Ok(Bert {
             word: t.matrix("embeddings.word_embeddings.weight", c.vocabulary, d)?,
@@ -269,10 +244,7 @@ mod tests {
     fn a_missing_model_names_the_file_and_the_fix() {
         let err = Bert::load(Path::new("/nonexistent/model")).unwrap_err();
         let message = err.to_string();
-        assert!(
-            message.contains("/nonexistent/model/config.json"),
-            "{message}"
-        );
+        assert!(message.contains("/nonexistent/model/config.json"), "{message}");
         assert!(message.contains("cargo xtask model"), "{message}");
     }
 
@@ -283,9 +255,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("config.json"), config).unwrap();
         let bytes = [0u8; 4];
-        let names: Vec<String> = (0..layers)
-            .map(|i| format!("encoder.layer.{i}.x"))
-            .collect();
+        let names: Vec<String> = (0..layers).map(|i| format!("encoder.layer.{i}.x")).collect();
         let views: Vec<_> = names
             .iter()
             .map(|n| {
@@ -309,26 +279,14 @@ mod tests {
     fn the_configuration_is_read_strictly_and_checked_against_the_weights() {
         let config = |layers: &str, eps: &str| CONFIG.replace("LAYERS", layers).replace("EPS", eps);
         let cases = [
-            (
-                "string-eps",
-                config("2", r#""0.5""#),
-                "layer_norm_eps: invalid type: string",
-            ),
+            ("string-eps", config("2", r#""0.5""#), "layer_norm_eps: invalid type: string"),
             (
                 "no-eps",
                 config("2", "1e-12").replace(r#", "layer_norm_eps": 1e-12"#, ""),
                 "no field layer_norm_eps",
             ),
-            (
-                "negative-eps",
-                config("2", "-1"),
-                "layer_norm_eps -1 is not a positive number",
-            ),
-            (
-                "float-layers",
-                config("2.5", "1e-12"),
-                "num_hidden_layers: invalid type",
-            ),
+            ("negative-eps", config("2", "-1"), "layer_norm_eps -1 is not a positive number"),
+            ("float-layers", config("2.5", "1e-12"), "num_hidden_layers: invalid type"),
             (
                 "huge-layers",
                 config("1099511627776", "1e-12"),

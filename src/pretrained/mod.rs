@@ -187,11 +187,7 @@ impl Bert {
         check_not_empty("the token ids", (ids.len(), 1))?;
         if ids.len() > self.max_positions() {
             let (len, max) = (ids.len(), self.max_positions());
-            return Err(AttnError::TooLong {
-                what: "the token ids",
-                len,
-                max,
-            });
+            return Err(AttnError::TooLong { what: "the token ids", len, max });
         }
         match ids.iter().find(|&&id| id as usize >= self.vocabulary()) {
             Some(&id) => Err(AttnError::OutOfRange {
@@ -270,10 +266,7 @@ mod tests {
     fn normalised_vectors_have_length_one_and_cosines_are_scale_free() {
         let v = l2_normalize(&array![3.0_f32, 4.0]).unwrap();
         assert_eq!(v, array![0.6, 0.8]);
-        assert_eq!(
-            l2_normalize(&array![0.0_f32, 0.0]).unwrap(),
-            array![0.0, 0.0]
-        );
+        assert_eq!(l2_normalize(&array![0.0_f32, 0.0]).unwrap(), array![0.0, 0.0]);
         let c = cosine(&array![1.0_f32, 0.0], &array![5.0, 5.0]).unwrap();
         assert!((c - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
         assert!(cosine(&array![1.0_f32], &array![1.0, 2.0]).is_err());

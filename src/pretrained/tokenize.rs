@@ -26,32 +26,22 @@ impl WordPiece {
     /// off: a sentence keeps every token, and the batch pads (chapter 14).
     pub fn load(dir: &Path) -> Result<WordPiece, AttnError> {
         let path = dir.join("tokenizer.json");
-        let error = |reason: String| AttnError::ModelFile {
-            path: path.display().to_string(),
-            reason,
-        };
+        let error =
+            |reason: String| AttnError::ModelFile { path: path.display().to_string(), reason };
         let mut tokenizer =
             tokenizers::Tokenizer::from_file(&path).map_err(|e| error(e.to_string()))?;
         tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| error(e.to_string()))?;
+        tokenizer.with_truncation(None).map_err(|e| error(e.to_string()))?;
         Ok(WordPiece { tokenizer })
     }
 
     /// The tokens of `text`, with `[CLS]` and `[SEP]` around them.
     pub fn tokenize(&self, text: &str) -> Result<Tokens, AttnError> {
-        let encoding = self
-            .tokenizer
-            .encode(text, true)
-            .map_err(|e| AttnError::ModelFile {
-                path: "tokenizer.json".into(),
-                reason: format!("cannot tokenise {text:?}: {e}"),
-            })?;
-        Ok(Tokens {
-            tokens: encoding.get_tokens().to_vec(),
-            ids: encoding.get_ids().to_vec(),
-        })
+        let encoding = self.tokenizer.encode(text, true).map_err(|e| AttnError::ModelFile {
+            path: "tokenizer.json".into(),
+            reason: format!("cannot tokenise {text:?}: {e}"),
+        })?;
+        Ok(Tokens { tokens: encoding.get_tokens().to_vec(), ids: encoding.get_ids().to_vec() })
     }
 }
 

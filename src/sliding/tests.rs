@@ -52,9 +52,7 @@ fn the_oldest_token_of_the_window_is_evicted() {
     let d = 2;
     let mut cache = SlidingCache::new(d, 1, 2, 4).unwrap();
     for t in 0..20 {
-        cache
-            .append(&Array1::zeros(d), &Array1::from_elem(1, t as f32))
-            .unwrap();
+        cache.append(&Array1::zeros(d), &Array1::from_elem(1, t as f32)).unwrap();
         let held = cache.held();
         assert_eq!(held.last(), Some(&t), "the newest token is kept");
         // With equal scores the output is the mean of the values held.
@@ -77,9 +75,7 @@ fn the_oldest_token_of_the_window_is_evicted() {
 fn sinks_and_window_take_positions_within_the_cache() {
     let (n, d, sinks, window) = (40, 4, 2, 6);
     let (q, k, v) = (normal(n, d, 4), normal(n, d, 5), normal(n, d, 6));
-    let mut cache = SlidingCache::new(d, d, sinks, window)
-        .unwrap()
-        .at_cache_positions();
+    let mut cache = SlidingCache::new(d, d, sinks, window).unwrap().at_cache_positions();
     for t in 0..n {
         cache.append(&k.row(t), &v.row(t)).unwrap();
         let held = cache.held();
@@ -96,19 +92,11 @@ fn sinks_and_window_take_positions_within_the_cache() {
         let q_text = rope(&q.slice(s![t..=t, ..]), t).unwrap();
         let text =
             scaled_dot_product_attention(&q_text, &k_text, &v.select(Axis(0), &held)).unwrap();
-        let apart = (&got - &text.output.row(0))
-            .iter()
-            .fold(0.0_f32, |m, x| m.max(x.abs()));
+        let apart = (&got - &text.output.row(0)).iter().fold(0.0_f32, |m, x| m.max(x.abs()));
         if t < sinks + window {
-            assert!(
-                apart < 1e-5,
-                "step {t}: nothing evicted, the same positions"
-            );
+            assert!(apart < 1e-5, "step {t}: nothing evicted, the same positions");
         } else {
-            assert!(
-                apart > 1e-3,
-                "step {t}: positions in the cache must differ from the text's"
-            );
+            assert!(apart > 1e-3, "step {t}: positions in the cache must differ from the text's");
         }
     }
 }
@@ -121,20 +109,12 @@ fn bad_input_is_refused_by_name() {
     assert!(SlidingCache::new(4, 4, usize::MAX, 1).is_err());
     let mut cache = SlidingCache::new(4, 2, 0, 3).unwrap();
     assert!(cache.attend(&Array1::zeros(4)).is_err(), "an empty cache");
-    let e = cache
-        .append(&Array1::zeros(3), &Array1::zeros(2))
-        .unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "the new key has width 3 but the cache expects width 4"
-    );
+    let e = cache.append(&Array1::zeros(3), &Array1::zeros(2)).unwrap_err();
+    assert_eq!(e.to_string(), "the new key has width 3 but the cache expects width 4");
     let nan = Array1::from_elem(2, f32::NAN);
     assert!(cache.append(&Array1::zeros(4), &nan).is_err() && cache.is_empty());
     cache.append(&Array1::zeros(4), &Array1::zeros(2)).unwrap();
-    assert!(
-        cache.attend(&Array1::zeros(3)).is_err(),
-        "a query of another width"
-    );
+    assert!(cache.attend(&Array1::zeros(3)).is_err(), "a query of another width");
     let odd = SlidingCache::new(3, 1, 0, 2).unwrap();
     assert!(odd.attend_in_cache_positions(&Array1::zeros(3)).is_err());
 }

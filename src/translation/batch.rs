@@ -91,12 +91,7 @@ pub(crate) fn check_batch(
     let outside = |x: &[Vec<usize>], v: usize| x.iter().flatten().find(|&&id| id >= v).copied();
     let bad = outside(&batch.sources, source_vocab)
         .or(outside(&batch.inputs, target_vocab))
-        .or(batch
-            .targets
-            .iter()
-            .flatten()
-            .find(|&&id| id >= target_vocab)
-            .copied());
+        .or(batch.targets.iter().flatten().find(|&&id| id >= target_vocab).copied());
     if let Some(token) = bad {
         return Err(AttnError::InvalidArgument {
             name: "token",

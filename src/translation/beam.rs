@@ -49,10 +49,7 @@ pub fn beam_search(
         });
     }
     let finished = |h: &Hypothesis| h.tokens.last() == Some(&eos);
-    let mut beam = vec![Hypothesis {
-        tokens: Vec::new(),
-        log_prob: 0.0,
-    }];
+    let mut beam = vec![Hypothesis { tokens: Vec::new(), log_prob: 0.0 }];
     for _ in 0..max_len {
         if beam.iter().all(finished) {
             break;
@@ -67,10 +64,7 @@ pub fn beam_search(
                 check_log_prob(log_p)?;
                 let mut tokens = h.tokens.clone();
                 tokens.push(token);
-                candidates.push(Hypothesis {
-                    tokens,
-                    log_prob: h.log_prob + log_p,
-                });
+                candidates.push(Hypothesis { tokens, log_prob: h.log_prob + log_p });
             }
         }
         // Best first; ties go to the earlier candidate, so the search is

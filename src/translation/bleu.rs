@@ -70,11 +70,7 @@ pub fn corpus_bleu(
             }
         }
         *count = (matched, total);
-        *p_n = if total == 0 {
-            0.0
-        } else {
-            matched as f64 / total as f64
-        };
+        *p_n = if total == 0 { 0.0 } else { matched as f64 / total as f64 };
     }
     let c: usize = candidates.iter().map(Vec::len).sum();
     let r: usize = references.iter().map(Vec::len).sum();
@@ -90,13 +86,7 @@ pub fn corpus_bleu(
     } else {
         brevity_penalty * (precisions.iter().map(|p| p.ln()).sum::<f64>() / 4.0).exp()
     };
-    Ok(Bleu {
-        score,
-        precisions,
-        counts,
-        lengths: (c, r),
-        brevity_penalty,
-    })
+    Ok(Bleu { score, precisions, counts, lengths: (c, r), brevity_penalty })
 }
 
 #[cfg(test)]

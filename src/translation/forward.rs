@@ -52,14 +52,9 @@ impl Seq2SeqForward {
             ("pair", b, self.batch.sources.len()),
             ("head", head, heads),
         ];
-        check_indices(
-            &counts,
-            "must be less than the forward pass's number of them",
-        )?;
+        check_indices(&counts, "must be less than the forward pass's number of them")?;
         let cross = self.decoder[layer].cross.as_ref();
-        let attention = &cross
-            .expect("a decoder block has cross-attention")
-            .attention;
+        let attention = &cross.expect("a decoder block has cross-attention").attention;
         attention.heads[b * heads + head].weights()
     }
 }
@@ -74,16 +69,11 @@ impl Seq2Seq {
         // encoder's s queries and the decoder's t.
         let real = |rows: usize| -> Result<Vec<Array2<bool>>, AttnError> {
             let lengths = batch.source_lengths.iter();
-            lengths
-                .map(|&len| key_padding_mask(rows, len, s, Padding::Right))
-                .collect()
+            lengths.map(|&len| key_padding_mask(rows, len, s, Padding::Right)).collect()
         };
         let (source_real, target_real) = (real(s)?, real(t)?);
-        let mut x = embedding_forward(
-            &batch.sources,
-            &self.source_embeddings,
-            &self.source_positions,
-        );
+        let mut x =
+            embedding_forward(&batch.sources, &self.source_embeddings, &self.source_positions);
         let mut encoder = Vec::new();
         // ANCHOR: encoder
         for block in &self.encoder {
@@ -103,11 +93,8 @@ impl Seq2Seq {
         };
         // ANCHOR_END: encoder
         let tk = if bottleneck { 1 } else { s };
-        let mut y = embedding_forward(
-            &batch.inputs,
-            &self.target_embeddings,
-            &self.target_positions,
-        );
+        let mut y =
+            embedding_forward(&batch.inputs, &self.target_embeddings, &self.target_positions);
         let mut decoder = Vec::new();
         // ANCHOR: decoder
         for block in &self.decoder {
@@ -120,11 +107,7 @@ impl Seq2Seq {
                 false => target_real[i].clone(),
             };
             let heads = Heads::new(t, tk, h);
-            let memory = Memory {
-                x: &memory,
-                heads,
-                keep,
-            };
+            let memory = Memory { x: &memory, heads, keep };
             let (out, cache) =
                 block.forward_with_memory(&y, causal, memory, Activation::Gelu, EPS)?;
             y = out;
@@ -174,9 +157,7 @@ fn pool(x: &Matrix, lengths: &[usize], s: usize) -> Matrix {
     let mut pooled = Matrix::zeros((lengths.len(), x.ncols()));
     for (b, &len) in lengths.iter().enumerate() {
         let rows = x.slice(ndarray::s![b * s..b * s + len, ..]);
-        pooled
-            .row_mut(b)
-            .assign(&(rows.sum_axis(ndarray::Axis(0)) / len as f64));
+        pooled.row_mut(b).assign(&(rows.sum_axis(ndarray::Axis(0)) / len as f64));
     }
     pooled
 }
@@ -192,10 +173,8 @@ mod tests {
     fn small(bottleneck: bool) -> (Seq2Seq, Batch) {
         let config = Seq2SeqConfig::tiny(1, bottleneck);
         let pairs: Vec<_> = [342_015, 12, 700].map(|x| number_pair(x).unwrap()).to_vec();
-        let refs: Vec<(&[usize], &[usize])> = pairs
-            .iter()
-            .map(|p| (&p.source[..], &p.target[..]))
-            .collect();
+        let refs: Vec<(&[usize], &[usize])> =
+            pairs.iter().map(|p| (&p.source[..], &p.target[..])).collect();
         (Seq2Seq::new(config, 4).unwrap(), batch(&refs).unwrap())
     }
 
@@ -210,10 +189,7 @@ mod tests {
     fn the_backward_pass_matches_finite_differences() {
         for bottleneck in [false, true] {
             let (error, at) = largest_error(bottleneck);
-            assert!(
-                error < 1e-5,
-                "bottleneck {bottleneck}: {at}, relative error {error:e}"
-            );
+            assert!(error < 1e-5, "bottleneck {bottleneck}: {at}, relative error {error:e}");
         }
     }
 

@@ -28,10 +28,8 @@ fn aligned_digits(gold: &[Option<usize>], w: &Matrix, len: usize) -> usize {
 
 /// `pairs` padded into one batch.
 fn padded(pairs: &[TranslationPair]) -> Result<super::Batch, AttnError> {
-    let refs: Vec<(&[usize], &[usize])> = pairs
-        .iter()
-        .map(|p| (&p.source[..], &p.target[..]))
-        .collect();
+    let refs: Vec<(&[usize], &[usize])> =
+        pairs.iter().map(|p| (&p.source[..], &p.target[..])).collect();
     batch(&refs)
 }
 
@@ -62,10 +60,7 @@ pub fn alignment_scores(
         }
     }
     let share = |n: usize| n as f64 / aligned.max(1) as f64;
-    Ok(hits
-        .iter()
-        .map(|l| l.iter().map(|&n| share(n)).collect())
-        .collect())
+    Ok(hits.iter().map(|l| l.iter().map(|&n| share(n)).collect()).collect())
 }
 // ANCHOR_END: alignment_score
 

@@ -106,10 +106,7 @@ impl Seq2Seq {
         let decoder: Vec<_> = (0..config.layers)
             .map(|_| {
                 let attn = attention(rng);
-                let cross = Some(CrossAttention {
-                    ln: ln(),
-                    w: attention(rng),
-                });
+                let cross = Some(CrossAttention { ln: ln(), w: attention(rng) });
                 block(attn, cross, rng)
             })
             .collect();
@@ -170,10 +167,7 @@ pub(crate) fn check_config(c: &Seq2SeqConfig) -> Result<(), AttnError> {
         });
     }
     if !c.d_model.is_multiple_of(c.heads) {
-        return Err(AttnError::HeadsDoNotDivide {
-            d_model: c.d_model,
-            h: c.heads,
-        });
+        return Err(AttnError::HeadsDoNotDivide { d_model: c.d_model, h: c.heads });
     }
     check_parameters(c.parameter_count(), [c.layers, c.d_model, c.d_ff])
 }
@@ -194,10 +188,7 @@ impl Parameters for Seq2Seq {
         for e in &mut self.encoder {
             out.extend(e.tensors_mut(true));
         }
-        out.extend([
-            flat_mut(&mut self.encoder_ln.gamma),
-            flat_mut(&mut self.encoder_ln.beta),
-        ]);
+        out.extend([flat_mut(&mut self.encoder_ln.gamma), flat_mut(&mut self.encoder_ln.beta)]);
         for d in &mut self.decoder {
             out.extend(d.tensors_mut(true));
         }

@@ -28,9 +28,8 @@ const ONES: [&str; 20] = [
     "eighteen",
     "nineteen",
 ];
-const TENS: [&str; 10] = [
-    "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
-];
+const TENS: [&str; 10] =
+    ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
 
 /// The words of `1 ≤ x ≤ 999`, ones before tens ("two and forty").
 fn below_thousand(x: u32, words: &mut Vec<&'static str>) {
@@ -42,11 +41,7 @@ fn below_thousand(x: u32, words: &mut Vec<&'static str>) {
         0 => {}
         1..=19 => words.push(ONES[rest as usize]),
         _ if rest % 10 == 0 => words.push(TENS[(rest / 10) as usize]),
-        _ => words.extend([
-            ONES[(rest % 10) as usize],
-            "and",
-            TENS[(rest / 10) as usize],
-        ]),
+        _ => words.extend([ONES[(rest % 10) as usize], "and", TENS[(rest / 10) as usize]]),
     }
 }
 
@@ -171,23 +166,10 @@ pub fn number_pair(x: u32) -> Result<TranslationPair, AttnError> {
     let vocabulary = source_vocabulary();
     let source = number_words(x)?
         .into_iter()
-        .map(|w| {
-            vocabulary
-                .iter()
-                .position(|v| *v == w)
-                .map_or(PAD, |i| i + 3)
-        })
+        .map(|w| vocabulary.iter().position(|v| *v == w).map_or(PAD, |i| i + 3))
         .collect();
-    let target = x
-        .to_string()
-        .bytes()
-        .map(|b| (b - b'0') as usize + 3)
-        .collect();
-    Ok(TranslationPair {
-        number: x,
-        source,
-        target,
-    })
+    let target = x.to_string().bytes().map(|b| (b - b'0') as usize + 3).collect();
+    Ok(TranslationPair { number: x, source, target })
 }
 
 /// A random number from 1 to 999,999 whose six digits are drawn one by
@@ -198,11 +180,7 @@ pub fn number_pair(x: u32) -> Result<TranslationPair, AttnError> {
 fn random_number(rng: &mut StdRng) -> u32 {
     loop {
         let x = (0..6).fold(0, |x, _| {
-            let digit = if rng.random_bool(0.5) {
-                0
-            } else {
-                rng.random_range(1..=9)
-            };
+            let digit = if rng.random_bool(0.5) { 0 } else { rng.random_range(1..=9) };
             10 * x + digit
         });
         if x > 0 {
@@ -293,10 +271,7 @@ mod tests {
     #[test]
     fn numbers_are_written_ones_before_tens() {
         let words = |x| number_words(x).unwrap().join(" ");
-        assert_eq!(
-            words(342_015),
-            "three hundred two and forty thousand fifteen"
-        );
+        assert_eq!(words(342_015), "three hundred two and forty thousand fifteen");
         assert_eq!(words(12), "twelve");
         assert_eq!(words(40), "forty");
         assert_eq!(words(700), "seven hundred");
@@ -313,18 +288,10 @@ mod tests {
         let p = number_pair(342_015).unwrap();
         assert_eq!(p.target, vec![6, 7, 5, 3, 4, 8], "3 4 2 0 1 5, each + 3");
         assert_eq!(p.source.len(), 7);
-        assert!(p
-            .source
-            .iter()
-            .all(|&id| id >= 3 && id < 3 + source_vocabulary().len()));
+        assert!(p.source.iter().all(|&id| id >= 3 && id < 3 + source_vocabulary().len()));
         // Every word of every number is in the vocabulary.
-        for x in [
-            1, 19, 20, 99, 100, 101, 110, 999, 1000, 1001, 99_999, 100_000,
-        ] {
-            assert!(
-                number_pair(x).unwrap().source.iter().all(|&id| id != PAD),
-                "{x}"
-            );
+        for x in [1, 19, 20, 99, 100, 101, 110, 999, 1000, 1001, 99_999, 100_000] {
+            assert!(number_pair(x).unwrap().source.iter().all(|&id| id != PAD), "{x}");
         }
     }
 
@@ -387,10 +354,7 @@ mod tests {
         assert_eq!(balanced_set(5, &lengths, 1, &[]).unwrap(), held_out);
         // 801 numbers have 4 words: 5 held out leave 796, not 797.
         assert!(balanced_set(797, &[4], 2, &held_out).is_err());
-        assert!(
-            balanced_set(1, &[10], 2, &[]).is_err(),
-            "no number has 10 words"
-        );
+        assert!(balanced_set(1, &[10], 2, &[]).is_err(), "no number has 10 words");
         assert!(balanced_set(1, &[3, 3], 2, &[]).is_err());
     }
 }

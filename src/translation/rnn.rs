@@ -50,35 +50,21 @@ pub struct RnnConfig {
 /// The book's recurrent model: embeddings of 32, states of 64, attention's
 /// hidden layer of 32; with attention it has about as many parameters as
 /// the book's Transformer.
-pub const BOOK_RNN: RnnConfig = RnnConfig {
-    d_embed: 32,
-    d_state: 64,
-    d_attention: 32,
-    attention: true,
-    max_lengths: (12, 8),
-};
+pub const BOOK_RNN: RnnConfig =
+    RnnConfig { d_embed: 32, d_state: 64, d_attention: 32, attention: true, max_lengths: (12, 8) };
 
 impl RnnConfig {
     /// The number of parameters, or `None` if it does not fit in a `usize`.
     pub fn parameter_count(&self) -> Option<usize> {
         let (e, h, a) = (self.d_embed, self.d_state, self.d_attention);
         let embeddings = (source_vocab_size() + TARGET_VOCAB).checked_mul(e)?;
-        let gru = e
-            .checked_add(h)?
-            .checked_add(1)?
-            .checked_mul(3)?
-            .checked_mul(h)?;
+        let gru = e.checked_add(h)?.checked_add(1)?.checked_mul(3)?.checked_mul(h)?;
         let attention = match self.attention {
             true => h.checked_mul(2)?.checked_add(1)?.checked_mul(a)?,
             false => 0,
         };
-        let output = h
-            .checked_mul(2)?
-            .checked_add(1)?
-            .checked_mul(TARGET_VOCAB)?;
-        [embeddings, gru, gru, attention, output]
-            .into_iter()
-            .try_fold(0_usize, usize::checked_add)
+        let output = h.checked_mul(2)?.checked_add(1)?.checked_mul(TARGET_VOCAB)?;
+        [embeddings, gru, gru, attention, output].into_iter().try_fold(0_usize, usize::checked_add)
     }
 }
 
@@ -162,15 +148,10 @@ impl RnnSeq2Seq {
         let invalid = |reason: String| AttnError::InvalidWeights { reason };
         let header = read_header(text, "rnn-seq2seq ")?;
         let [d_embed, d_state, d_attention, attention, s, t] = header[..] else {
-            return Err(invalid(format!(
-                "the header has {} numbers, expected 6",
-                header.len()
-            )));
+            return Err(invalid(format!("the header has {} numbers, expected 6", header.len())));
         };
         if attention > 1 {
-            return Err(invalid(format!(
-                "header: attention is {attention}, not 0 or 1"
-            )));
+            return Err(invalid(format!("header: attention is {attention}, not 0 or 1")));
         }
         let config = RnnConfig {
             d_embed,
@@ -181,9 +162,7 @@ impl RnnSeq2Seq {
         };
         check_config(&config).map_err(|e| invalid(format!("header: {e}")))?;
         let tensors = 10 + 3 * attention;
-        read_checkpoint(text, tensors, config.parameter_count(), || {
-            RnnSeq2Seq::new(config, 0)
-        })
+        read_checkpoint(text, tensors, config.parameter_count(), || RnnSeq2Seq::new(config, 0))
     }
 }
 
@@ -262,18 +241,11 @@ mod tests {
     use super::*;
 
     fn small(attention: bool) -> (RnnSeq2Seq, Batch) {
-        let config = RnnConfig {
-            d_embed: 5,
-            d_state: 6,
-            d_attention: 4,
-            attention,
-            max_lengths: (12, 8),
-        };
+        let config =
+            RnnConfig { d_embed: 5, d_state: 6, d_attention: 4, attention, max_lengths: (12, 8) };
         let pairs: Vec<_> = [342_015, 12, 700].map(|x| number_pair(x).unwrap()).to_vec();
-        let refs: Vec<(&[usize], &[usize])> = pairs
-            .iter()
-            .map(|p| (&p.source[..], &p.target[..]))
-            .collect();
+        let refs: Vec<(&[usize], &[usize])> =
+            pairs.iter().map(|p| (&p.source[..], &p.target[..])).collect();
         (RnnSeq2Seq::new(config, 4).unwrap(), batch(&refs).unwrap())
     }
 
@@ -282,10 +254,7 @@ mod tests {
         for attention in [false, true] {
             let (net, batch) = small(attention);
             let (error, at) = largest_gradient_error(&net, &batch, 1e-5);
-            assert!(
-                error < 1e-6,
-                "attention {attention}: {at}, relative error {error:e}"
-            );
+            assert!(error < 1e-6, "attention {attention}: {at}, relative error {error:e}");
         }
     }
 
@@ -317,9 +286,7 @@ mod tests {
         let (net, good) = small(true);
         let (other, _) = small(false);
         let fwd = other.forward(&good).unwrap();
-        assert!(net
-            .backward(&fwd, &Matrix::zeros(fwd.logits().dim()))
-            .is_err());
+        assert!(net.backward(&fwd, &Matrix::zeros(fwd.logits().dim())).is_err());
         assert!(fwd.weights(0).is_none());
         let fwd = net.forward(&good).unwrap();
         assert_eq!(fwd.weights(0).unwrap().dim(), (7, 7)); // 342,015: 6 digits + EOS, 7 words
@@ -327,10 +294,7 @@ mod tests {
         let mut bad = good.clone();
         bad.sources[0][0] = source_vocab_size();
         assert!(net.forward(&bad).is_err());
-        let too_small = RnnConfig {
-            d_state: 0,
-            ..net.config()
-        };
+        let too_small = RnnConfig { d_state: 0, ..net.config() };
         assert!(RnnSeq2Seq::new(too_small, 1).is_err());
     }
 }

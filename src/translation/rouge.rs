@@ -32,11 +32,7 @@ impl Rouge {
             0.0 => 0.0,
             sum => 2.0 * precision * recall / sum,
         };
-        Rouge {
-            recall,
-            precision,
-            f1,
-        }
+        Rouge { recall, precision, f1 }
     }
 }
 
@@ -80,11 +76,7 @@ pub fn lcs_length(x: &[usize], y: &[usize]) -> usize {
     for &a in x {
         let mut row = vec![0; y.len() + 1];
         for (j, &b) in y.iter().enumerate() {
-            row[j + 1] = if a == b {
-                previous[j] + 1
-            } else {
-                row[j].max(previous[j + 1])
-            };
+            row[j + 1] = if a == b { previous[j] + 1 } else { row[j].max(previous[j + 1]) };
         }
         previous = row;
     }
@@ -122,30 +114,18 @@ pub fn mean_rouge(
     let mut sums = [[0.0; 3]; 3];
     for (c, r) in candidates.iter().zip(references) {
         for (sum, score) in
-            sums.iter_mut()
-                .zip([rouge_n(c, r, 1)?, rouge_n(c, r, 2)?, rouge_l(c, r)?])
+            sums.iter_mut().zip([rouge_n(c, r, 1)?, rouge_n(c, r, 2)?, rouge_l(c, r)?])
         {
-            for (s, x) in sum
-                .iter_mut()
-                .zip([score.recall, score.precision, score.f1])
-            {
+            for (s, x) in sum.iter_mut().zip([score.recall, score.precision, score.f1]) {
                 *s += x;
             }
         }
     }
     let mean = |[recall, precision, f1]: [f64; 3]| {
         let k = candidates.len() as f64;
-        Rouge {
-            recall: recall / k,
-            precision: precision / k,
-            f1: f1 / k,
-        }
+        Rouge { recall: recall / k, precision: precision / k, f1: f1 / k }
     };
-    Ok(RougeScores {
-        one: mean(sums[0]),
-        two: mean(sums[1]),
-        l: mean(sums[2]),
-    })
+    Ok(RougeScores { one: mean(sums[0]), two: mean(sums[1]), l: mean(sums[2]) })
 }
 
 #[cfg(test)]
@@ -163,10 +143,7 @@ mod tests {
                 vocab.len() - 1
             }
         };
-        sentences
-            .iter()
-            .map(|s| s.split_whitespace().map(&mut id).collect())
-            .collect()
+        sentences.iter().map(|s| s.split_whitespace().map(&mut id).collect()).collect()
     }
 
     /// Lin (2004), section 3.1: against the reference "police killed the
@@ -176,15 +153,9 @@ mod tests {
     /// gunman") against 2 ("the gunman"), 0.75 against 0.5.
     #[test]
     fn lins_example_rouge_2_ties_and_rouge_l_does_not() {
-        let s = ids(&[
-            "police killed the gunman",
-            "police kill the gunman",
-            "the gunman kill police",
-        ]);
-        let (s2, s3) = (
-            rouge_n(&s[1], &s[0], 2).unwrap(),
-            rouge_n(&s[2], &s[0], 2).unwrap(),
-        );
+        let s =
+            ids(&["police killed the gunman", "police kill the gunman", "the gunman kill police"]);
+        let (s2, s3) = (rouge_n(&s[1], &s[0], 2).unwrap(), rouge_n(&s[2], &s[0], 2).unwrap());
         assert_eq!(s2.recall, 1.0 / 3.0);
         assert_eq!(s2, s3);
         assert_eq!(rouge_l(&s[1], &s[0]).unwrap().f1, 0.75);
@@ -223,11 +194,8 @@ mod tests {
 
     #[test]
     fn the_means_average_every_pair() {
-        let s = ids(&[
-            "police killed the gunman",
-            "police kill the gunman",
-            "the gunman kill police",
-        ]);
+        let s =
+            ids(&["police killed the gunman", "police kill the gunman", "the gunman kill police"]);
         let scores =
             mean_rouge(&[s[1].clone(), s[0].clone()], &[s[0].clone(), s[0].clone()]).unwrap();
         assert_eq!(scores.l.f1, (0.75 + 1.0) / 2.0);

@@ -48,19 +48,10 @@ pub fn summary_pair(runs: &[(usize, usize)]) -> Result<SummaryPair, AttnError> {
             });
         }
     }
-    let source = runs
-        .iter()
-        .flat_map(|&(colour, length)| std::iter::repeat_n(colour + 3, length))
-        .collect();
-    let target = runs
-        .iter()
-        .flat_map(|&(colour, length)| [length + 2, colour + 12])
-        .collect();
-    Ok(SummaryPair {
-        runs: runs.to_vec(),
-        source,
-        target,
-    })
+    let source =
+        runs.iter().flat_map(|&(colour, length)| std::iter::repeat_n(colour + 3, length)).collect();
+    let target = runs.iter().flat_map(|&(colour, length)| [length + 2, colour + 12]).collect();
+    Ok(SummaryPair { runs: runs.to_vec(), source, target })
 }
 
 /// The source positions each summary token sums up: its run's span, for
@@ -140,30 +131,18 @@ mod tests {
     #[test]
     fn a_sentence_and_its_summary() {
         let pair = summary_pair(&[(0, 3), (1, 4)]).unwrap();
-        assert_eq!(
-            summary_words(&pair.source, true).join(" "),
-            "red red red blue blue blue blue"
-        );
+        assert_eq!(summary_words(&pair.source, true).join(" "), "red red red blue blue blue blue");
         assert_eq!(summary_words(&pair.target, false).join(" "), "3 red 4 blue");
         assert_eq!(spans(&pair).unwrap(), vec![0..3, 0..3, 3..7, 3..7]);
         let mut edited = pair.clone();
         edited.runs[1].1 = 8;
-        assert!(
-            spans(&edited).is_err(),
-            "runs that disagree with the source"
-        );
+        assert!(spans(&edited).is_err(), "runs that disagree with the source");
         edited.runs[1].1 = 4;
         edited.source.pop();
-        assert!(
-            spans(&edited).is_err(),
-            "a source that disagrees with the runs"
-        );
+        assert!(spans(&edited).is_err(), "a source that disagrees with the runs");
         assert!(summary_pair(&[(6, 3)]).is_err());
         assert!(summary_pair(&[(0, 0)]).is_err());
-        assert!(
-            summary_pair(&[(0, 2)]).is_err(),
-            "a summary as long as its source"
-        );
+        assert!(summary_pair(&[(0, 2)]).is_err(), "a summary as long as its source");
     }
 
     #[test]

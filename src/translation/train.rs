@@ -198,9 +198,8 @@ pub fn train_seq2seq<C: ModelConfig, P: Example>(
     let mut rng = StdRng::seed_from_u64(training.seed.wrapping_add(1));
     let mut losses = Vec::with_capacity(training.steps);
     for step in 0..training.steps {
-        let chosen: Vec<&P> = (0..training.batch)
-            .map(|_| &pairs[rng.random_range(0..pairs.len())])
-            .collect();
+        let chosen: Vec<&P> =
+            (0..training.batch).map(|_| &pairs[rng.random_range(0..pairs.len())]).collect();
         let refs: Vec<(&[usize], &[usize])> =
             chosen.iter().map(|p| (p.source(), p.target())).collect();
         let batch = batch(&refs)?;
@@ -245,12 +244,7 @@ pub fn translate<M: EncoderDecoder>(
     width: usize,
 ) -> Result<Vec<usize>, AttnError> {
     let max_len = net.max_lengths().1;
-    let best = beam_search(
-        |prefix| next_log_probs(net, source, prefix),
-        EOS,
-        width,
-        max_len,
-    )?;
+    let best = beam_search(|prefix| next_log_probs(net, source, prefix), EOS, width, max_len)?;
     let mut tokens = best.tokens;
     if tokens.last() == Some(&EOS) {
         tokens.pop();
@@ -264,10 +258,7 @@ pub fn translate_all<M: EncoderDecoder, P: Example>(
     pairs: &[P],
     width: usize,
 ) -> Result<Vec<Vec<usize>>, AttnError> {
-    pairs
-        .iter()
-        .map(|p| translate(net, p.source(), width))
-        .collect()
+    pairs.iter().map(|p| translate(net, p.source(), width)).collect()
 }
 
 /// Exact-sequence accuracy and corpus BLEU of `candidates`, one for each
@@ -275,11 +266,7 @@ pub fn translate_all<M: EncoderDecoder, P: Example>(
 pub fn score<P: Example>(candidates: &[Vec<usize>], pairs: &[P]) -> Result<(f64, Bleu), AttnError> {
     let references: Vec<Vec<usize>> = pairs.iter().map(|p| p.target().to_vec()).collect();
     let bleu = corpus_bleu(candidates, &references)?;
-    let exact = candidates
-        .iter()
-        .zip(&references)
-        .filter(|(c, r)| c == r)
-        .count();
+    let exact = candidates.iter().zip(&references).filter(|(c, r)| c == r).count();
     Ok((exact as f64 / pairs.len() as f64, bleu))
 }
 
@@ -322,10 +309,7 @@ pub(crate) fn largest_gradient_error<M: EncoderDecoder + Clone>(
             let numeric = (at(x + delta) - at(x - delta)) / (2.0 * delta);
             let error = (numeric - values[i]).abs() / numeric.abs().max(values[i].abs()).max(1e-4);
             if error > worst.0 {
-                worst = (
-                    error,
-                    format!("{} [{i}]: {} vs {numeric}", names[t], values[i]),
-                );
+                worst = (error, format!("{} [{i}]: {} vs {numeric}", names[t], values[i]));
             }
         }
     }
@@ -338,17 +322,11 @@ pub(crate) fn largest_gradient_error<M: EncoderDecoder + Clone>(
 #[cfg(test)]
 pub(crate) fn padding_change<M: EncoderDecoder>(net: &M, both: &Batch) -> f64 {
     let p = super::number_pair(12).unwrap();
-    assert_eq!(
-        both.sources[1][..p.source.len()],
-        p.source[..],
-        "the second pair is 12"
-    );
+    assert_eq!(both.sources[1][..p.source.len()], p.source[..], "the second pair is 12");
     let alone = batch(&[(&p.source[..], &p.target[..])]).unwrap();
     let (t_alone, t_both) = (alone.inputs[0].len(), both.inputs[0].len());
     let l_alone = M::logits_of(&net.forward_pass(&alone).unwrap()).clone();
     let l_both = M::logits_of(&net.forward_pass(both).unwrap()).clone();
     let cells = (0..t_alone).flat_map(|i| (0..l_alone.ncols()).map(move |v| (i, v)));
-    cells
-        .map(|(i, v)| (l_alone[[i, v]] - l_both[[t_both + i, v]]).abs())
-        .fold(0.0, f64::max)
+    cells.map(|(i, v)| (l_alone[[i, v]] - l_both[[t_both + i, v]]).abs()).fold(0.0, f64::max)
 }

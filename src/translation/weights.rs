@@ -35,9 +35,7 @@ impl Seq2SeqConfig {
         let encoder = attention.checked_add(ffn)?.checked_mul(l)?;
         let decoder = attention.checked_mul(2)?.checked_add(ffn)?.checked_mul(l)?;
         let rest = d.checked_mul(v_t.checked_add(4)?)?.checked_add(v_t)?;
-        [embeddings, encoder, decoder, rest]
-            .into_iter()
-            .try_fold(0_usize, usize::checked_add)
+        [embeddings, encoder, decoder, rest].into_iter().try_fold(0_usize, usize::checked_add)
     }
 }
 
@@ -67,15 +65,10 @@ impl Seq2Seq {
         let invalid = |reason: String| AttnError::InvalidWeights { reason };
         let header = read_header(text, "seq2seq ")?;
         let [d_model, heads, d_ff, layers, s, t, bottleneck, v_s, v_t] = header[..] else {
-            return Err(invalid(format!(
-                "the header has {} numbers, expected 9",
-                header.len()
-            )));
+            return Err(invalid(format!("the header has {} numbers, expected 9", header.len())));
         };
         if bottleneck > 1 {
-            return Err(invalid(format!(
-                "header: bottleneck is {bottleneck}, not 0 or 1"
-            )));
+            return Err(invalid(format!("header: bottleneck is {bottleneck}, not 0 or 1")));
         }
         let config = Seq2SeqConfig {
             d_model,
@@ -88,9 +81,7 @@ impl Seq2Seq {
         };
         check_config(&config).map_err(|e| invalid(format!("header: {e}")))?;
         let tensors = 10 + 30 * layers; // layers ≤ 64: checked above
-        read_checkpoint(text, tensors, config.parameter_count(), || {
-            Seq2Seq::new(config, 0)
-        })
+        read_checkpoint(text, tensors, config.parameter_count(), || Seq2Seq::new(config, 0))
     }
 }
 

@@ -34,17 +34,9 @@ fn a_padded_batch_has_one_length_for_queries_and_keys() {
 #[test]
 fn the_online_softmax_refuses_a_running_state_no_softmax_produces() {
     let mut scores = [0.5_f32, 1.0];
-    for (m, l) in [
-        (f32::NAN, 0.0),
-        (f32::INFINITY, 0.0),
-        (0.0, -1.0),
-        (0.0, f32::NAN),
-    ] {
+    for (m, l) in [(f32::NAN, 0.0), (f32::INFINITY, 0.0), (0.0, -1.0), (0.0, f32::NAN)] {
         let (mut m, mut l) = (m, l);
-        assert!(
-            online_softmax_step(&mut scores, &mut m, &mut l).is_err(),
-            "M {m}, ℓ {l}"
-        );
+        assert!(online_softmax_step(&mut scores, &mut m, &mut l).is_err(), "M {m}, ℓ {l}");
     }
     let (mut m, mut l) = (f32::NEG_INFINITY, 0.0);
     assert!(online_softmax_step(&mut scores, &mut m, &mut l).is_ok());
@@ -52,13 +44,7 @@ fn the_online_softmax_refuses_a_running_state_no_softmax_produces() {
 
 #[test]
 fn a_stack_without_layers_still_checks_widths() {
-    let c = Config {
-        d_model: 8,
-        h: 2,
-        d_ff: 16,
-        activation: Activation::Relu,
-        norm: Norm::Post,
-    };
+    let c = Config { d_model: 8, h: 2, d_ff: 16, activation: Activation::Relu, norm: Norm::Post };
     let stack = Transformer::new(c, 0, &mut rng()).unwrap();
     let (right, wrong) = (Array2::<f32>::zeros((3, 8)), Array2::<f32>::zeros((3, 5)));
     assert!(stack.encode(&wrong).is_err());
@@ -69,10 +55,7 @@ fn a_stack_without_layers_still_checks_widths() {
 
 #[test]
 fn a_model_needs_a_layer_and_examples_need_tokens_of_the_vocabulary() {
-    let no_layers = ModelConfig {
-        layers: 0,
-        ..small()
-    };
+    let no_layers = ModelConfig { layers: 0, ..small() };
     let err = no_layers.check().unwrap_err();
     assert!(err.to_string().starts_with("layers"), "{err}");
     let err = inputs_and_targets(&[vec![1, 2, 10, 2, 11]], 2).unwrap_err();

@@ -30,27 +30,15 @@ fn the_softmax_family_rejects_nan_and_plus_infinity() {
     assert!(softmax(&array![f32::NAN, f32::NAN]).is_err());
     assert!(softmax(&array![0.0, f32::INFINITY]).is_err());
     let rows = softmax_rows(&array![[0.0, 1.0], [2.0, f32::NAN]]).unwrap_err();
-    assert!(matches!(
-        rows,
-        AttnError::InvalidScore {
-            position: (1, 1),
-            ..
-        }
-    ));
+    assert!(matches!(rows, AttnError::InvalidScore { position: (1, 1), .. }));
     // −∞ is a dropped key, and a row of them is all zeros by design.
-    assert_eq!(
-        softmax(&array![f32::NEG_INFINITY, f32::NEG_INFINITY]).unwrap(),
-        array![0.0, 0.0]
-    );
+    assert_eq!(softmax(&array![f32::NEG_INFINITY, f32::NEG_INFINITY]).unwrap(), array![0.0, 0.0]);
     // The same mechanism elsewhere.
     let x = Array2::<f32>::ones((2, 2));
     let mut bias = Array2::zeros((2, 2));
     bias[[0, 1]] = f32::NAN;
     let err = biased_attention(&x, &x, &x, &bias).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "bias must hold finite numbers, or −∞ for a dropped key, got NaN"
-    );
+    assert_eq!(err.to_string(), "bias must hold finite numbers, or −∞ for a dropped key, got NaN");
     assert!(alibi_bias(3, f32::INFINITY).is_err());
     assert!(alibi_bias(3, f32::NAN).is_err());
     assert!(chunked_softmax(&array![f32::INFINITY, 0.0], 1).is_err());
@@ -75,19 +63,10 @@ fn scores_that_overflow_are_an_error_not_wrong_weights() {
         "the scores QKᵀ/√d_k overflow f32: entry (0, 0) is inf although every input is \
          finite (scale the inputs down)"
     );
-    assert!(matches!(
-        tiled_attention(&q, &k, &v, false),
-        Err(AttnError::Overflow { .. })
-    ));
-    assert!(matches!(
-        tiled_attention(&q, &k, &v, true),
-        Err(AttnError::Overflow { .. })
-    ));
+    assert!(matches!(tiled_attention(&q, &k, &v, false), Err(AttnError::Overflow { .. })));
+    assert!(matches!(tiled_attention(&q, &k, &v, true), Err(AttnError::Overflow { .. })));
     let keep = Array2::from_elem((2, 2), true);
-    assert!(matches!(
-        masked_attention(&q, &k, &v, &keep),
-        Err(AttnError::Overflow { .. })
-    ));
+    assert!(matches!(masked_attention(&q, &k, &v, &keep), Err(AttnError::Overflow { .. })));
     let q2 = array![[1e20_f32], [1e20]];
     assert!(local_attention(&q2, &q2, &v, 2).is_err());
     // Values so large that the weighted sum overflows.
@@ -106,16 +85,9 @@ fn scores_that_overflow_are_an_error_not_wrong_weights() {
 #[test]
 fn shapes_are_checked_before_ndarray_sees_them() {
     let mut scores = Array2::<f32>::zeros((3, 4));
-    let err = masked_fill(
-        &mut scores,
-        &Array2::from_elem((1, 4), false),
-        f32::NEG_INFINITY,
-    )
-    .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "the mask is 1×4 but the scores are 3×4 (n queries × m keys)"
-    );
+    let err =
+        masked_fill(&mut scores, &Array2::from_elem((1, 4), false), f32::NEG_INFINITY).unwrap_err();
+    assert_eq!(err.to_string(), "the mask is 1×4 but the scores are 3×4 (n queries × m keys)");
     let ln = LayerNorm::new(4);
     let x = Array2::<f32>::zeros((3, 4));
     let wrong = residual(&x, &ln, Norm::Pre, |_| Ok(Array2::zeros((1, 4)))).unwrap_err();
@@ -134,10 +106,7 @@ fn sizes_and_positions_do_not_overflow() {
     assert!(cumulative_flops(u64::MAX, 0, flops_per_token_with_cache).is_err());
     let x = Array2::<f32>::zeros((2, 4));
     assert!(rope(&x, usize::MAX).is_err());
-    let huge = ModelConfig {
-        k: usize::MAX,
-        ..small()
-    };
+    let huge = ModelConfig { k: usize::MAX, ..small() };
     assert!(huge.check().is_err());
     assert!(TinyTransformer::new(huge, 0).is_err());
     assert!(schedule(usize::MAX, &training(1e-3)).is_err());
@@ -176,9 +145,7 @@ fn messages_name_the_argument_the_caller_passed() {
         "batch must hold at least one sequence, got 0"
     );
     assert_eq!(
-        MultiHeadAttention::new(0, 1, &mut rng())
-            .unwrap_err()
-            .to_string(),
+        MultiHeadAttention::new(0, 1, &mut rng()).unwrap_err().to_string(),
         "d_model must be at least 1, got 0"
     );
     // A count above 2^24 is printed exactly, not rounded through f32.
@@ -186,9 +153,7 @@ fn messages_name_the_argument_the_caller_passed() {
         .unwrap_err();
     assert!(err.to_string().ends_with("got 33554433"), "{err}");
     assert_eq!(
-        net.loss(&[vec![1, 2]], &[None, Some(11)])
-            .unwrap_err()
-            .to_string(),
+        net.loss(&[vec![1, 2]], &[None, Some(11)]).unwrap_err().to_string(),
         "target must be less than the vocabulary's size (11), got 11"
     );
     // A layer's input that is not finite is named as the layer's input.
@@ -210,10 +175,8 @@ fn sizes_beyond_memory_are_errors() {
     assert!(sinusoidal(1 << 20, 1 << 12).is_err());
     assert!(offset_map(1, 1 << 16).is_err());
     assert!(alibi_bias(1 << 16, 0.5).is_err());
-    assert!(
-        attn::masking::key_padding_mask(1 << 20, 3, 1 << 20, attn::masking::Padding::Right)
-            .is_err()
-    );
+    assert!(attn::masking::key_padding_mask(1 << 20, 3, 1 << 20, attn::masking::Padding::Right)
+        .is_err());
     assert!(init_weight(1 << 20, 1 << 20, &mut rng()).is_err());
     assert!(attn::approximate::error_experiment(1 << 16, 1).is_err());
 }

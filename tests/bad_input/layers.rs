@@ -13,13 +13,7 @@ use crate::{narrow_copy, rng, small};
 /// for sizes of 0.
 #[test]
 fn constructors_reject_sizes_of_zero() {
-    let c = Config {
-        d_model: 8,
-        h: 2,
-        d_ff: 0,
-        activation: Activation::Relu,
-        norm: Norm::Post,
-    };
+    let c = Config { d_model: 8, h: 2, d_ff: 0, activation: Activation::Relu, norm: Norm::Post };
     assert!(EncoderLayer::new(c, &mut rng()).is_err());
     assert!(DecoderLayer::new(c, &mut rng()).is_err());
     assert!(Transformer::new(c, 2, &mut rng()).is_err());
@@ -48,17 +42,10 @@ fn layer_norm_is_exact_on_huge_rows_and_rejects_non_finite_ones() {
     for (got, want) in spread.iter().zip([s, -s, 0.0, 0.0]) {
         assert!((got - want).abs() < 1e-5, "{spread}");
     }
-    let err = ln
-        .forward(&array![[1.0_f32, f32::NAN, 0.0, 0.0]])
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "LayerNorm input must hold only finite numbers, got NaN"
-    );
+    let err = ln.forward(&array![[1.0_f32, f32::NAN, 0.0, 0.0]]).unwrap_err();
+    assert_eq!(err.to_string(), "LayerNorm input must hold only finite numbers, got NaN");
     let ffn = FeedForward::new(4, 8, Activation::Relu, &mut rng()).unwrap();
-    assert!(ffn
-        .forward(&array![[f32::INFINITY, 0.0, 0.0, 0.0]])
-        .is_err());
+    assert!(ffn.forward(&array![[f32::INFINITY, 0.0, 0.0, 0.0]]).is_err());
     assert!(ffn.forward(&array![[3e38_f32, 3e38, 3e38, 3e38]]).is_err());
 }
 
@@ -88,10 +75,7 @@ fn layers_from_given_weights_check_their_shapes() {
     assert_eq!(ok.unwrap().h(), 2);
     let err =
         MultiHeadAttention::from_weights([w.clone(), w.clone(), w.clone(), w.clone()].into(), 3);
-    assert!(matches!(
-        err,
-        Err(AttnError::HeadsDoNotDivide { d_model: 8, h: 3 })
-    ));
+    assert!(matches!(err, Err(AttnError::HeadsDoNotDivide { d_model: 8, h: 3 })));
     let narrow = Array2::<f32>::zeros((8, 4));
     let err = MultiHeadAttention::from_weights([w.clone(), narrow, w.clone(), w.clone()].into(), 2);
     assert_eq!(
@@ -132,10 +116,7 @@ fn pretrained_model_pieces_reject_bad_arguments() {
     let mha = MultiHeadAttention::new(8, 2, &mut rng()).unwrap();
     let short = [8, 8, 8, 7].map(Array1::<f32>::zeros);
     assert_eq!(
-        mha.clone()
-            .with_biases(short.into())
-            .unwrap_err()
-            .to_string(),
+        mha.clone().with_biases(short.into()).unwrap_err().to_string(),
         "W_O's columns and b_O must have the same shape, but they are 1×8 and 1×7"
     );
     let mut nan = [8, 8, 8, 8].map(Array1::<f32>::zeros);
@@ -163,10 +144,7 @@ fn pretrained_model_pieces_reject_bad_arguments() {
     assert!(cosine(&Array1::zeros(3), &Array1::zeros(4)).is_err());
     // A model directory that is not there names the file and the command.
     let missing = attn::pretrained::Bert::load(std::path::Path::new("no/such/model"));
-    assert!(missing
-        .unwrap_err()
-        .to_string()
-        .contains("no/such/model/config.json"));
+    assert!(missing.unwrap_err().to_string().contains("no/such/model/config.json"));
 }
 
 /// Chapter 11's gradient check, as readers call it: shapes that differ, a
@@ -178,16 +156,10 @@ fn the_gradient_check_refuses_what_it_cannot_compare() {
     let sum = |x: &Array2<f64>| x.sum();
     assert!(check_gradient(&x, sum, &x).unwrap() < 1e-9);
     let wide = Array2::<f64>::ones((2, 4));
-    assert!(check_gradient(&wide, sum, &x)
-        .unwrap_err()
-        .to_string()
-        .contains("2×4"));
+    assert!(check_gradient(&wide, sum, &x).unwrap_err().to_string().contains("2×4"));
     let mut nan = x.clone();
     nan[[1, 2]] = f64::NAN;
-    assert!(check_gradient(&x, sum, &nan)
-        .unwrap_err()
-        .to_string()
-        .contains("NaN"));
+    assert!(check_gradient(&x, sum, &nan).unwrap_err().to_string().contains("NaN"));
     let log = |x: &Array2<f64>| x.mapv(f64::ln).sum();
     let at_zero = Array2::<f64>::zeros((2, 3));
     let error = check_gradient(&x, log, &at_zero).unwrap_err().to_string();

@@ -39,46 +39,11 @@ fn training_refuses_a_bad_recipe_or_too_little_text() {
     };
     assert!(train(recipe(), &text).is_ok());
     let e = |r: Result<(), attn::AttnError>| r.unwrap_err().to_string();
-    assert!(e(train(
-        LmTraining {
-            batch: 0,
-            ..recipe()
-        },
-        &text
-    ))
-    .contains("batch"));
-    assert!(e(train(
-        LmTraining {
-            lr: 0.0,
-            ..recipe()
-        },
-        &text
-    ))
-    .contains("learning rate"));
-    assert!(e(train(
-        LmTraining {
-            min_lr: 1.0,
-            ..recipe()
-        },
-        &text
-    ))
-    .contains("floor"));
-    assert!(e(train(
-        LmTraining {
-            warmup: 9,
-            ..recipe()
-        },
-        &text
-    ))
-    .contains("warmup"));
-    assert!(e(train(
-        LmTraining {
-            log_windows: 0,
-            ..recipe()
-        },
-        &text
-    ))
-    .contains("windows"));
+    assert!(e(train(LmTraining { batch: 0, ..recipe() }, &text)).contains("batch"));
+    assert!(e(train(LmTraining { lr: 0.0, ..recipe() }, &text)).contains("learning rate"));
+    assert!(e(train(LmTraining { min_lr: 1.0, ..recipe() }, &text)).contains("floor"));
+    assert!(e(train(LmTraining { warmup: 9, ..recipe() }, &text)).contains("warmup"));
+    assert!(e(train(LmTraining { log_windows: 0, ..recipe() }, &text)).contains("windows"));
     assert!(e(train(recipe(), &text[..5])).contains("window offset"));
     let model = LanguageModel::<f32>::new(SMALL, 1).unwrap();
     assert!(mean_loss(&model, &text, &[], 2).is_err());
@@ -88,15 +53,9 @@ fn training_refuses_a_bad_recipe_or_too_little_text() {
 fn generation_refuses_an_empty_prompt_or_unknown_tokens() {
     let model = LanguageModel::<f32>::new(SMALL, 1).unwrap();
     let greedy = Sampler::new(0.0).unwrap();
-    assert!(model
-        .generate(&[], 3, &greedy, 0, Decoding::Cached)
-        .is_err());
-    assert!(model
-        .generate(&[8], 3, &greedy, 0, Decoding::Cached)
-        .is_err());
-    assert!(model
-        .generate(&[8], 3, &greedy, 0, Decoding::Recompute)
-        .is_err());
+    assert!(model.generate(&[], 3, &greedy, 0, Decoding::Cached).is_err());
+    assert!(model.generate(&[8], 3, &greedy, 0, Decoding::Cached).is_err());
+    assert!(model.generate(&[8], 3, &greedy, 0, Decoding::Recompute).is_err());
     let corpus = Corpus::from_text(b"abcdefghij").unwrap();
     assert!(corpus.vocab().encode("z").is_err());
     assert!(LanguageModel::from_safetensors(b"not a file").is_err());

@@ -21,13 +21,7 @@ fn rng() -> StdRng {
 }
 
 pub(crate) fn small() -> ModelConfig {
-    ModelConfig {
-        k: 2,
-        d_model: 8,
-        heads: 2,
-        d_ff: 12,
-        layers: 1,
-    }
+    ModelConfig { k: 2, d_model: 8, heads: 2, d_ff: 12, layers: 1 }
 }
 
 pub(crate) fn training(lr: f64) -> TrainConfig {

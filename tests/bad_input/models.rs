@@ -15,10 +15,7 @@ fn the_weights_loader_refuses_huge_sizes_non_finite_values_and_trailing_content(
     assert!(TinyTransformer::from_text(&text.replacen(first, "NaN", 1)).is_err());
     assert!(TinyTransformer::from_text(&(text.clone() + "0 0 0\n")).is_err());
     let huge = "tiny-transformer 4 65536 2 262144 4\n";
-    assert!(matches!(
-        TinyTransformer::from_text(huge),
-        Err(AttnError::InvalidWeights { .. })
-    ));
+    assert!(matches!(TinyTransformer::from_text(huge), Err(AttnError::InvalidWeights { .. })));
     assert!(TinyTransformer::from_text(&text).is_ok());
 }
 
@@ -28,31 +25,23 @@ fn training_refuses_what_would_hang_or_poison_it() {
     // k = 2 has 100 possible examples; excluding all of them would leave
     // the loop drawing forever.
     let mut rng = StdRng::seed_from_u64(3);
-    let mut all: Vec<Vec<usize>> = (0..2000)
-        .map(|_| Task::REVERSE.example(2, &mut rng))
-        .collect();
+    let mut all: Vec<Vec<usize>> = (0..2000).map(|_| Task::REVERSE.example(2, &mut rng)).collect();
     all.sort();
     all.dedup();
     assert_eq!(all.len(), 100);
     let err = train(small(), &training(1e-3), &all).unwrap_err();
-    assert!(err
-        .to_string()
-        .starts_with("excluded examples must be at most half"));
+    assert!(err.to_string().starts_with("excluded examples must be at most half"));
     assert!(train(small(), &training(1e-3), &all[..50]).is_ok());
     for lr in [f64::INFINITY, f64::NAN, 0.0, -1.0] {
         let err = train(small(), &training(lr), &[]).unwrap_err();
-        assert!(
-            err.to_string().starts_with("learning rate must be finite"),
-            "{lr}"
-        );
+        assert!(err.to_string().starts_with("learning rate must be finite"), "{lr}");
     }
     // Adam refuses a non-finite learning rate or gradient.
     let mut net = TinyTransformer::new(small(), 0).unwrap();
     assert!(Adam::new(&net, f64::INFINITY).is_err());
     let mut adam = Adam::new(&net, 1e-3).unwrap();
-    let (_, grads) = net
-        .loss_and_gradients(&[vec![1, 2, 10, 2]], &[None, None, Some(2), Some(1)])
-        .unwrap();
+    let (_, grads) =
+        net.loss_and_gradients(&[vec![1, 2, 10, 2]], &[None, None, Some(2), Some(1)]).unwrap();
     assert!(adam.update(&mut net, &grads, f64::NAN).is_err());
     assert!(adam.update(&mut net, &grads, f64::INFINITY).is_err());
     assert!(adam.update(&mut net, &grads, 1.0).is_ok());
@@ -75,23 +64,14 @@ fn model_helpers_check_what_they_are_given() {
     );
     // Gradients of another model's shape: named, with no made-up number.
     let mut adam = Adam::new(&net, 1e-3).unwrap();
-    let small_net = TinyTransformer::new(
-        ModelConfig {
-            d_model: 4,
-            ..small()
-        },
-        0,
-    )
-    .unwrap();
+    let small_net = TinyTransformer::new(ModelConfig { d_model: 4, ..small() }, 0).unwrap();
     let mut net2 = net.clone();
     let err = adam.update(&mut net2, &small_net, 1.0).unwrap_err();
     assert_eq!(
         err.to_string(),
         "model and gradients must have the tensors the optimiser was made for"
     );
-    assert!(net
-        .backward(&net.forward(&inputs).unwrap(), &d_logits)
-        .is_ok());
+    assert!(net.backward(&net.forward(&inputs).unwrap(), &d_logits).is_ok());
     let fwd = net.forward(&inputs).unwrap();
     assert!(fwd.weights(0, 0, 0).is_ok());
     assert!(fwd.weights(1, 0, 0).is_err(), "one block only");

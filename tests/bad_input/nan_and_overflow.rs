@@ -26,18 +26,10 @@ fn backward_passes_refuse_a_non_finite_gradient_of_the_logits() {
     }
 
     let (d_model, heads, d_ff, layers) = (8, 2, 12, 1);
-    let config = Seq2SeqConfig {
-        d_model,
-        heads,
-        d_ff,
-        layers,
-        ..BOOK_SEQ2SEQ
-    };
+    let config = Seq2SeqConfig { d_model, heads, d_ff, layers, ..BOOK_SEQ2SEQ };
     let net = Seq2Seq::new(config, 1).unwrap();
     let pair = number_pair(342_015).unwrap();
-    let fwd = net
-        .forward(&batch(&[(&pair.source, &pair.target)]).unwrap())
-        .unwrap();
+    let fwd = net.forward(&batch(&[(&pair.source, &pair.target)]).unwrap()).unwrap();
     let mut d_logits = Array2::zeros(fwd.logits().dim());
     d_logits[[0, 0]] = f64::NAN;
     let err = net.backward(&fwd, &d_logits).unwrap_err();
@@ -49,18 +41,14 @@ fn backward_passes_refuse_a_non_finite_gradient_of_the_logits() {
 #[test]
 fn adam_refuses_a_step_that_would_make_parameters_infinite() {
     let mut net = TinyTransformer::new(small(), 0).unwrap();
-    let (_, grads) = net
-        .loss_and_gradients(&[vec![1, 2, 10, 2]], &[None, None, Some(2), Some(1)])
-        .unwrap();
+    let (_, grads) =
+        net.loss_and_gradients(&[vec![1, 2, 10, 2]], &[None, None, Some(2), Some(1)]).unwrap();
     let before = net.clone();
     let mut adam = Adam::new(&net, 1e300).unwrap();
     let err = adam.update(&mut net, &grads, 1e10).unwrap_err();
     assert!(matches!(err, AttnError::NonFiniteUpdate { .. }), "{err}");
     assert_eq!(net, before, "a refused update changes nothing");
-    assert!(
-        adam.update(&mut net, &grads, 1e-300).is_ok(),
-        "the optimiser still works"
-    );
+    assert!(adam.update(&mut net, &grads, 1e-300).is_ok(), "the optimiser still works");
 }
 
 /// Norms and means whose answers are representable, of vectors whose
@@ -69,27 +57,15 @@ fn adam_refuses_a_step_that_would_make_parameters_infinite() {
 fn norms_and_means_of_huge_and_tiny_vectors_are_right() {
     let v = l2_normalize(&array![1e20_f32, 1e20]).unwrap();
     let half = std::f32::consts::FRAC_1_SQRT_2;
-    assert!(
-        (v[0] - half).abs() < 1e-6 && (v[1] - half).abs() < 1e-6,
-        "{v}"
-    );
+    assert!((v[0] - half).abs() < 1e-6 && (v[1] - half).abs() < 1e-6, "{v}");
     let tiny = l2_normalize(&array![1e-30_f32, 1e-30]).unwrap();
     assert!((tiny[0] - half).abs() < 1e-6, "{tiny}");
-    assert_eq!(
-        l2_normalize(&array![0.0_f32, 0.0]).unwrap(),
-        array![0.0, 0.0]
-    );
-    for (a, b) in [
-        ([1e20_f32, 0.0], [1e20, 0.0]),
-        ([1e-30, 1e-30], [2e-30, 2e-30]),
-    ] {
+    assert_eq!(l2_normalize(&array![0.0_f32, 0.0]).unwrap(), array![0.0, 0.0]);
+    for (a, b) in [([1e20_f32, 0.0], [1e20, 0.0]), ([1e-30, 1e-30], [2e-30, 2e-30])] {
         let c = cosine(&array![a[0], a[1]], &array![b[0], b[1]]).unwrap();
         assert!((c - 1.0).abs() < 1e-6, "cosine of {a:?} and {b:?} is {c}");
     }
-    assert_eq!(
-        cosine(&array![0.0_f32, 0.0], &array![1.0, 0.0]).unwrap(),
-        0.0
-    );
+    assert_eq!(cosine(&array![0.0_f32, 0.0], &array![1.0, 0.0]).unwrap(), 0.0);
     for bad in [f32::NAN, f32::INFINITY] {
         assert!(cosine(&array![bad, 0.0], &array![1.0, 0.0]).is_err());
         assert!(l2_normalize(&array![bad, 1.0]).is_err());

@@ -27,45 +27,23 @@ fn too_large<T: std::fmt::Debug>(result: Result<T, AttnError>) -> String {
 
 #[test]
 fn models_are_bounded_by_their_parameters_as_a_whole() {
-    let big = Seq2SeqConfig {
-        d_model: 4096,
-        d_ff: 4096,
-        layers: 64,
-        ..BOOK_SEQ2SEQ
-    };
+    let big = Seq2SeqConfig { d_model: 4096, d_ff: 4096, layers: 64, ..BOOK_SEQ2SEQ };
     let message = too_large(Seq2Seq::new(big, 0));
     assert!(message.contains("the model's parameters"), "{message}");
-    let c = Config {
-        d_model: 8,
-        h: 2,
-        d_ff: 16,
-        activation: Activation::Relu,
-        norm: Norm::Pre,
-    };
+    let c = Config { d_model: 8, h: 2, d_ff: 16, activation: Activation::Relu, norm: Norm::Pre };
     let message = too_large(Transformer::new(c, usize::MAX, &mut rng()));
     assert!(message.contains(&usize::MAX.to_string()), "{message}");
 }
 
 #[test]
 fn training_is_bounded_by_a_batch_s_activations_and_its_steps() {
-    let huge_batch = TrainConfig {
-        batch: 1 << 40,
-        ..BOOK_TRAINING
-    };
+    let huge_batch = TrainConfig { batch: 1 << 40, ..BOOK_TRAINING };
     too_large(train(small(), &huge_batch, &[]));
-    let endless = TrainConfig {
-        steps: usize::MAX,
-        warmup: 0,
-        ..BOOK_TRAINING
-    };
+    let endless = TrainConfig { steps: usize::MAX, warmup: 0, ..BOOK_TRAINING };
     too_large(train(small(), &endless, &[]));
     let mut training = BOOK_SEQ2SEQ_TRAINING;
     training.batch = 1 << 40;
-    too_large(train_seq2seq(
-        BOOK_SEQ2SEQ,
-        &training,
-        &[number_pair(12).unwrap()],
-    ));
+    too_large(train_seq2seq(BOOK_SEQ2SEQ, &training, &[number_pair(12).unwrap()]));
 }
 
 #[test]
@@ -83,10 +61,7 @@ fn attention_and_its_experiments_are_bounded_by_what_they_build() {
 #[test]
 fn tiles_larger_than_the_problem_cost_nothing() {
     let q = Array2::from_shape_fn((3, 4), |(i, j)| (i + j) as f32 / 7.0);
-    let huge = Tiles {
-        query: 65_536,
-        key: 65_536,
-    };
+    let huge = Tiles { query: 65_536, key: 65_536 };
     let want = fast_attention(&q, &q, &q, false).unwrap();
     assert_eq!(fast_attention_with(&q, &q, &q, false, huge).unwrap(), want);
 }
@@ -108,13 +83,9 @@ fn the_fast_kernel_does_not_depend_on_the_inputs_memory_layout() {
     };
     for causal in [false, true] {
         let rows = fast_attention(&q, &k, &v, causal).unwrap();
-        let columns = fast_attention(
-            &column_major(&q),
-            &column_major(&k),
-            &column_major(&v),
-            causal,
-        )
-        .unwrap();
+        let columns =
+            fast_attention(&column_major(&q), &column_major(&k), &column_major(&v), causal)
+                .unwrap();
         let transposed = fast_attention(&q, &k.t().to_owned().t(), &v, causal).unwrap();
         let wide = |x: &Array2<f32>| {
             let mut w = Array2::zeros((x.nrows(), x.ncols() + 3));

@@ -45,11 +45,7 @@ pub fn summary() -> Vec<Listed> {
         out.push(Listed {
             title: title.to_string(),
             file: file.to_string(),
-            part: if part == "Summary" {
-                String::new()
-            } else {
-                part.clone()
-            },
+            part: if part == "Summary" { String::new() } else { part.clone() },
         });
     }
     out

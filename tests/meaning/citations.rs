@@ -51,10 +51,7 @@ fn entries() -> Vec<Entry> {
             continue;
         }
         let c = entry.captures(line).unwrap_or_else(|| {
-            panic!(
-                "bibliography.md:{}: not `- Authors (year). Title. *Venue*…`: {line}",
-                i + 1
-            )
+            panic!("bibliography.md:{}: not `- Authors (year). Title. *Venue*…`: {line}", i + 1)
         });
         let mut authors = c[1].to_string();
         let more = authors.ends_with(" et al.");
@@ -86,10 +83,7 @@ fn entries() -> Vec<Entry> {
 fn names_before(flat: &str, end: usize) -> Option<(Vec<String>, bool, usize)> {
     let name = Regex::new(r"(\p{Lu}[\p{L}'’-]*(?: \p{Lu}[\p{L}'’-]*)*)( et al\.)?$").unwrap();
     let mut rest = flat[..end].trim_end();
-    rest = rest
-        .strip_suffix("'s")
-        .or(rest.strip_suffix("’s"))
-        .unwrap_or(rest);
+    rest = rest.strip_suffix("'s").or(rest.strip_suffix("’s")).unwrap_or(rest);
     let mut surnames = Vec::new();
     let mut et_al = false;
     let mut start = rest.len();
@@ -132,9 +126,7 @@ fn citations() -> Vec<Citation> {
             let Some(open) = open.filter(|&o| close.is_none_or(|c| c < o)) else {
                 continue; // not in parentheses: not a citation ("seed 2017")
             };
-            let part_start = flat[open..m.start()]
-                .rfind("; ")
-                .map_or(open + 1, |p| open + p + 2);
+            let part_start = flat[open..m.start()].rfind("; ").map_or(open + 1, |p| open + p + 2);
             let head = flat[part_start..m.start()].trim();
             let found = if head.is_empty() {
                 names_before(&flat, open)
@@ -148,10 +140,7 @@ fn citations() -> Vec<Citation> {
             };
             let line = line_of(&text, m.start());
             let Some((surnames, et_al, _)) = found else {
-                panic!(
-                    "{file}:{line}: the year {} is cited without an author",
-                    m.as_str()
-                );
+                panic!("{file}:{line}: the year {} is cited without an author", m.as_str());
             };
             out.push(Citation {
                 page: file.clone(),
@@ -202,11 +191,7 @@ fn find<'a>(c: &Citation, entries: &'a [Entry]) -> Option<&'a Entry> {
 fn every_citation_has_an_entry_and_every_entry_is_cited() {
     let entries = entries();
     let citations = citations();
-    assert!(
-        citations.len() > 30,
-        "only {} citations found",
-        citations.len()
-    );
+    assert!(citations.len() > 30, "only {} citations found", citations.len());
     let mut cited = BTreeSet::new();
     let mut problems = Vec::new();
     for c in &citations {
@@ -252,10 +237,7 @@ fn every_entry_has_authors_year_title_and_venue_in_order() {
         );
     }
     for e in &entries {
-        assert!(
-            !e.surnames.is_empty() && e.title.len() > 3 && e.venue.len() > 3,
-            "{e:?}"
-        );
+        assert!(!e.surnames.is_empty() && e.title.len() > 3 && e.venue.len() > 3, "{e:?}");
     }
 }
 
@@ -266,14 +248,9 @@ fn every_number_of_the_bibliography_is_bound() {
     let mut b = report::numbers::Bindings::new("bibliography.md");
     let titles: Vec<String> = entries().into_iter().map(|e| e.title).collect();
     let title = |phrase: &str| titles.iter().any(|t| t.contains(phrase));
-    b.exact("22", 22)
-        .claim("vision transformers to 22 billion", title("to 22 billion"));
-    b.exact("3", 3)
-        .claim("The Llama 3 herd", title("The Llama 3 herd"));
-    b.exact("4", 4).claim(
-        "We reverse-engineered Flash Attention 4",
-        title("Flash Attention 4"),
-    );
+    b.exact("22", 22).claim("vision transformers to 22 billion", title("to 22 billion"));
+    b.exact("3", 3).claim("The Llama 3 herd", title("The Llama 3 herd"));
+    b.exact("4", 4).claim("We reverse-engineered Flash Attention 4", title("Flash Attention 4"));
     // A claim word that is part of a title, not the book's claim.
     let phrase = "faster attention with better parallelism";
     b.claim(phrase, title(phrase));
@@ -288,10 +265,7 @@ fn a_citation_is_found_in_its_usual_forms() {
     assert_eq!(names, ["Sutskever", "Vinyals", "Le"]);
     assert!(!et_al);
     let flat = "by Wiegreffe and Pinter's";
-    assert_eq!(
-        names_before(flat, flat.len()).unwrap().0,
-        ["Wiegreffe", "Pinter"]
-    );
+    assert_eq!(names_before(flat, flat.len()).unwrap().0, ["Wiegreffe", "Pinter"]);
     let flat = "(1964) and Watson";
     assert_eq!(names_before(flat, flat.len()).unwrap().0, ["Watson"]);
     let flat = "the question of Clark et al.";

@@ -43,8 +43,7 @@ fn every_data_file_names_its_date_processor_run_and_statistic() {
         }
         // One run is one command on one machine on one day.
         let seen =
-            runs.entry(p.run.clone())
-                .or_insert((p.date.clone(), p.cpu.clone(), file.clone()));
+            runs.entry(p.run.clone()).or_insert((p.date.clone(), p.cpu.clone(), file.clone()));
         if (&seen.0, &seen.1) != (&p.date, &p.cpu) {
             problems.push(format!(
                 "book/data/{file} and book/data/{} name the same run {} but a different date or processor",

@@ -24,9 +24,7 @@ fn exercises_of(file: &str, text: &str) -> Vec<Exercise> {
     let Some(start) = text.find("## Exercises") else {
         return Vec::new();
     };
-    let end = text[start..]
-        .find("## Quiz")
-        .map_or(text.len(), |e| start + e);
+    let end = text[start..].find("## Quiz").map_or(text.len(), |e| start + e);
     let section = &text[start..end];
     let head = Regex::new(r"(?m)^\*\*(\d+)\. ").unwrap();
     let kind = Regex::new(r"^\*\*\d+\. (?s:.+?)\*\*[^\n]*?\*(Code|Discussion)\.\*").unwrap();
@@ -36,13 +34,9 @@ fn exercises_of(file: &str, text: &str) -> Vec<Exercise> {
         let body = &section[s..starts.get(i + 1).copied().unwrap_or(section.len())];
         let number = head.captures(body).unwrap()[1].parse().unwrap();
         let first = body.find("<details>").map_or(body, |d| &body[..d]);
-        let solution = body.find("<summary>Solution</summary>").map(|d| {
-            body[d..]
-                .split("</details>")
-                .next()
-                .unwrap_or("")
-                .to_string()
-        });
+        let solution = body
+            .find("<summary>Solution</summary>")
+            .map(|d| body[d..].split("</details>").next().unwrap_or("").to_string());
         out.push(Exercise {
             page: file.to_string(),
             number,
@@ -82,10 +76,7 @@ fn called_by_tests() -> BTreeSet<String> {
                     _ => {}
                 }
             }
-            names.extend(
-                call.captures_iter(&text[at..close])
-                    .map(|c| c[1].to_string()),
-            );
+            names.extend(call.captures_iter(&text[at..close]).map(|c| c[1].to_string()));
         }
     }
     names
@@ -98,9 +89,8 @@ fn anchored(file: &str, anchor: &str) -> String {
     let start = text
         .find(&format!("ANCHOR: {anchor}\n"))
         .unwrap_or_else(|| panic!("{file}: no anchor {anchor}"));
-    let end = text[start..]
-        .find(&format!("ANCHOR_END: {anchor}"))
-        .map_or(text.len(), |e| start + e);
+    let end =
+        text[start..].find(&format!("ANCHOR_END: {anchor}")).map_or(text.len(), |e| start + e);
     text[start..end].to_string()
 }
 
@@ -168,9 +158,7 @@ fn every_exercise_is_code_with_a_tested_solution_or_discussion_with_an_answer() 
     let intro = page("introduction.md");
     for kind in ["*Code.*", "*Discussion.*"] {
         if !intro.contains(kind) {
-            problems.push(format!(
-                "introduction.md does not explain the exercises marked {kind}"
-            ));
+            problems.push(format!("introduction.md does not explain the exercises marked {kind}"));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

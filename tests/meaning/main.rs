@@ -47,9 +47,7 @@ pub fn prose(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut in_fence, mut in_display) = (false, false);
     let blank = |line: &str| -> String {
-        line.chars()
-            .map(|c| if c == '\n' { '\n' } else { ' ' })
-            .collect()
+        line.chars().map(|c| if c == '\n' { '\n' } else { ' ' }).collect()
     };
     for line in text.split_inclusive('\n') {
         let fence = line.trim_start().starts_with("```");

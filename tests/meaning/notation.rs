@@ -101,12 +101,7 @@ fn symbols(formula: &str) -> BTreeSet<String> {
         }
     }
     let plain = command.replace_all(&without_italic, " ");
-    out.extend(
-        plain
-            .chars()
-            .filter(char::is_ascii_alphabetic)
-            .map(String::from),
-    );
+    out.extend(plain.chars().filter(char::is_ascii_alphabetic).map(String::from));
     out
 }
 
@@ -149,9 +144,7 @@ fn symbols_are_letters_outside_names() {
     let s = symbols(
         r"\operatorname{softmax}_j\big(\operatorname{score}(q_t, k_j)\big) + \mathit{pos} \cdot \omega_i + \text{f32::MAX}",
     );
-    let expected: BTreeSet<String> = ["j", "q", "t", "k", "pos", "\\omega", "i"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let expected: BTreeSet<String> =
+        ["j", "q", "t", "k", "pos", "\\omega", "i"].iter().map(|s| s.to_string()).collect();
     assert_eq!(s, expected);
 }

@@ -23,10 +23,8 @@ fn chapter_numbers(flat: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for c in reference.captures_iter(flat) {
         let list = c.get(1).unwrap();
-        let numbers: Vec<usize> = number
-            .find_iter(list.as_str())
-            .map(|m| m.as_str().parse().unwrap())
-            .collect();
+        let numbers: Vec<usize> =
+            number.find_iter(list.as_str()).map(|m| m.as_str().parse().unwrap()).collect();
         let ranged = list.as_str().contains(" to ") || list.as_str().contains('–');
         if ranged && numbers.len() == 2 {
             out.extend((numbers[0]..=numbers[1]).map(|n| (n, list.start())));
@@ -49,11 +47,8 @@ fn the_introduction_names_every_chapter_and_counts_them_right() {
             _ => parts.push((l.part.clone(), 1)),
         }
     }
-    let appendices: Vec<&str> = listed
-        .iter()
-        .filter(|l| l.part == "Appendices")
-        .map(|l| l.file.as_str())
-        .collect();
+    let appendices: Vec<&str> =
+        listed.iter().filter(|l| l.part == "Appendices").map(|l| l.file.as_str()).collect();
     let text = page("introduction.md");
     let flat = prose(&text).replace('\n', " ");
     let mut problems = Vec::new();
@@ -65,9 +60,7 @@ fn the_introduction_names_every_chapter_and_counts_them_right() {
         }
     }
     for n in mentioned.iter().filter(|&&n| n > last || n == 0) {
-        problems.push(format!(
-            "introduction.md names chapter {n}; the book has {last}"
-        ));
+        problems.push(format!("introduction.md names chapter {n}; the book has {last}"));
     }
     for file in &appendices {
         if !text.contains(&format!("]({file})")) {
@@ -78,11 +71,8 @@ fn the_introduction_names_every_chapter_and_counts_them_right() {
     // such as "the last six", which count chapters.
     let counted = Regex::new(r"(?i)\b(\w+) (chapters|appendices|parts)\b").unwrap();
     let group = Regex::new(r"(?i)\b(?:first|next|last|remaining|other) (\w+)\b").unwrap();
-    let chapter_counts: BTreeSet<usize> = parts
-        .iter()
-        .map(|(_, n)| *n)
-        .chain([numbered.len()])
-        .collect();
+    let chapter_counts: BTreeSet<usize> =
+        parts.iter().map(|(_, n)| *n).chain([numbered.len()]).collect();
     for c in counted.captures_iter(&flat) {
         let Some(n) = number_word(&c[1]) else {
             continue;
@@ -126,10 +116,7 @@ fn own_number(file: &str) -> Option<usize> {
 /// The figures a page captions, `*Figure 4.1.`, as `"4.1"`.
 fn captions(text: &str) -> BTreeSet<String> {
     let caption = Regex::new(r"(?m)^\*Figure ([0-9A-Z]+\.\d+)\.").unwrap();
-    caption
-        .captures_iter(text)
-        .map(|c| c[1].to_string())
-        .collect()
+    caption.captures_iter(text).map(|c| c[1].to_string()).collect()
 }
 
 /// The exercises of a page, by number.
@@ -137,25 +124,17 @@ fn exercises(text: &str) -> BTreeSet<usize> {
     let Some(start) = text.find("## Exercises") else {
         return BTreeSet::new();
     };
-    let end = text[start..]
-        .find("## Quiz")
-        .map_or(text.len(), |e| start + e);
+    let end = text[start..].find("## Quiz").map_or(text.len(), |e| start + e);
     let exercise = Regex::new(r"(?m)^\*\*(\d+)\. ").unwrap();
-    exercise
-        .captures_iter(&text[start..end])
-        .map(|c| c[1].parse().unwrap())
-        .collect()
+    exercise.captures_iter(&text[start..end]).map(|c| c[1].parse().unwrap()).collect()
 }
 
 #[test]
 fn pointers_to_chapters_figures_and_exercises_lead_where_they_say() {
     let all = pages();
     let last = chapters().last().unwrap().0;
-    let by_number = |n: usize| {
-        all.iter()
-            .find(|(f, _)| own_number(f) == Some(n))
-            .map(|(_, t)| t.as_str())
-    };
+    let by_number =
+        |n: usize| all.iter().find(|(f, _)| own_number(f) == Some(n)).map(|(_, t)| t.as_str());
     let relative = Regex::new(
         r"(?i)\b(?:the|a|an) (?:next|previous|last|final|later|earlier|following) chapter\b",
     )

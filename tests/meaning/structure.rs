@@ -77,10 +77,7 @@ fn each_layer_is_implemented_once() {
             .filter(|(_, text)| {
                 // Items at the top of a module (methods, indented, may share a name).
                 text.lines().any(|l| {
-                    let l = l
-                        .strip_prefix("pub(crate) ")
-                        .or(l.strip_prefix("pub "))
-                        .unwrap_or(l);
+                    let l = l.strip_prefix("pub(crate) ").or(l.strip_prefix("pub ")).unwrap_or(l);
                     l.starts_with(&format!("{layer}("))
                         || l.starts_with(&format!("{layer}<"))
                         || l.starts_with(&format!("{layer} "))

@@ -86,23 +86,17 @@ pub extern "C" fn error_len() -> usize {
 /// Chapter 2's keys, `[x₁, y₁, x₂, y₂, …]`.
 #[no_mangle]
 pub extern "C" fn keys() -> u32 {
-    answer(Ok(widgets::KEYS
-        .iter()
-        .flatten()
-        .map(|&c| f64::from(c))
-        .collect()))
+    answer(Ok(widgets::KEYS.iter().flatten().map(|&c| f64::from(c)).collect()))
 }
 
 /// Chapter 2: the four weights, then the output's `x` and `y`.
 #[no_mangle]
 pub extern "C" fn query_among_keys(x: f32, y: f32) -> u32 {
-    answer(widgets::query_among_keys([x, y]).map(|(weights, output)| {
-        weights
-            .iter()
-            .chain(&output)
-            .map(|&w| f64::from(w))
-            .collect()
-    }))
+    answer(
+        widgets::query_among_keys([x, y]).map(|(weights, output)| {
+            weights.iter().chain(&output).map(|&w| f64::from(w)).collect()
+        }),
+    )
 }
 
 /// Chapter 3: the weights, the scores, then the Jacobian's norm and the
@@ -138,10 +132,7 @@ pub extern "C" fn masked_weights(kind: u32, param: u32, n: u32, m: u32) -> u32 {
 pub extern "C" fn rope_score(p_q: u32, p_k: u32) -> u32 {
     answer(widgets::rope_score(p_q as usize, p_k as usize).map(|r| {
         let vectors = r.q.into_iter().chain(r.k).map(f64::from);
-        [f64::from(r.score), r.offset as f64]
-            .into_iter()
-            .chain(vectors)
-            .collect()
+        [f64::from(r.score), r.offset as f64].into_iter().chain(vectors).collect()
     }))
 }
 
@@ -226,10 +217,7 @@ pub extern "C" fn lm_attention() -> u32 {
     let result = text_in().and_then(|text| with_writer(|w| w.attention(&text)));
     answer(result.map(|(t, start, weights)| {
         let weights = weights.into_iter().map(f64::from);
-        [t as f64, start as f64]
-            .into_iter()
-            .chain(weights)
-            .collect()
+        [t as f64, start as f64].into_iter().chain(weights).collect()
     }))
 }
 

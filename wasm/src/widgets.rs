@@ -70,12 +70,7 @@ pub fn saturation(d_k: usize, tau: f32) -> Result<Saturation, AttnError> {
     let weights = softmax_with_temperature(&scores, tau)?;
     let jacobian_norm = frobenius_norm(&softmax_jacobian(&weights));
     let largest = weights.iter().copied().fold(0.0, f32::max);
-    Ok(Saturation {
-        weights: weights.to_vec(),
-        scores: scores.to_vec(),
-        jacobian_norm,
-        largest,
-    })
+    Ok(Saturation { weights: weights.to_vec(), scores: scores.to_vec(), jacobian_norm, largest })
 }
 
 /// The masks of chapter 6's widget.
@@ -163,20 +158,12 @@ pub fn masked_weights(kind: MaskKind, n: usize, m: usize) -> Result<Masked, Attn
     let q = standard_normal(MASK_MAX, 4, &mut rng);
     let k = standard_normal(MASK_MAX, 4, &mut rng);
     let v = standard_normal(MASK_MAX, 4, &mut rng);
-    let (q, k, v) = (
-        q.slice(s![..n, ..]),
-        k.slice(s![..m, ..]),
-        v.slice(s![..m, ..]),
-    );
+    let (q, k, v) = (q.slice(s![..n, ..]), k.slice(s![..m, ..]), v.slice(s![..m, ..]));
     let attention = masked_attention(&q, &k, &v, &keep)?;
     Ok(Masked {
         keep: keep.iter().copied().collect(),
         weights: attention.weights.iter().copied().collect(),
-        blind: keep
-            .rows()
-            .into_iter()
-            .map(|row| !row.iter().any(|&k| k))
-            .collect(),
+        blind: keep.rows().into_iter().map(|row| !row.iter().any(|&k| k)).collect(),
     })
 }
 

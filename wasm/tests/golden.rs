@@ -32,11 +32,7 @@ fn cases() -> Vec<Value> {
     for (e, t) in [(2, 1.0), (10, 0.0), (10, 5.0), (6, -2.0)] {
         let tau = 2f64.powf(t) as f32;
         let status = abi::saturation(1 << e, tau);
-        all.push(case(
-            "saturation",
-            json!({ "log2-dk": e, "log2-tau": t }),
-            status,
-        ));
+        all.push(case("saturation", json!({ "log2-dk": e, "log2-tau": t }), status));
     }
     // kind, param, n, m: none, causal, bottom right, window, padding, and
     // padding longer than the keys (an error the widget shows).
@@ -55,11 +51,7 @@ fn cases() -> Vec<Value> {
     }
     for (p_q, p_k) in [(0, 0), (10, 3), (3, 10), (63, 56)] {
         let status = abi::rope_score(p_q, p_k);
-        all.push(case(
-            "rope_score",
-            json!({ "p-q": p_q, "p-k": p_k }),
-            status,
-        ));
+        all.push(case("rope_score", json!({ "p-q": p_q, "p-k": p_k }), status));
     }
     all.push(case("keys", json!({}), abi::keys()));
     all.push(case("rope_curve", json!({}), abi::rope_curve()));
@@ -69,10 +61,7 @@ fn cases() -> Vec<Value> {
 
 /// Chapter 15's model, as the page loads it.
 fn load_writer() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../book/data/ch15-weights.safetensors"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/data/ch15-weights.safetensors");
     abi::hand_over(&std::fs::read(path).unwrap());
     assert_eq!(abi::lm_load(), 0, "{}", abi::last_error());
 }
@@ -102,10 +91,8 @@ fn writer_cases() -> Vec<Value> {
         assert_eq!(abi::lm_attention(), 0, "{}", abi::last_error());
         let out = abi::last_output();
         let t = out[0] as usize;
-        let last_rows: Vec<f64> = out[2..]
-            .chunks(t * t)
-            .flat_map(|w| w[(t - 1) * t..].to_vec())
-            .collect();
+        let last_rows: Vec<f64> =
+            out[2..].chunks(t * t).flat_map(|w| w[(t - 1) * t..].to_vec()).collect();
         all.push(json!({ "export": "lm_write", "controls": controls, "status": 0, "text": text, "out": last_rows }));
     }
     all
@@ -135,10 +122,7 @@ fn the_widgets_golden_numbers_are_the_crates() {
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
-            let (x, y) = (
-                x.as_f64().unwrap_or(f64::NAN),
-                y.as_f64().unwrap_or(f64::NAN),
-            );
+            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
             (x - y).abs() <= 1e-5 * x.abs().max(1.0)
         }
         (Value::Array(x), Value::Array(y)) => {
@@ -166,14 +150,8 @@ fn the_widgets_numbers_mean_what_the_chapters_say() {
     assert_eq!(abi::saturation(1024, 32.0), 0);
     let scaled = abi::last_output();
     let largest = |o: &[f64]| o[..8].iter().copied().fold(0.0, f64::max);
-    assert!(
-        largest(&unscaled) > 0.99 && largest(&scaled) < 0.9,
-        "{unscaled:?} {scaled:?}"
-    );
-    assert!(
-        unscaled[16] < scaled[16],
-        "the Jacobian's norm falls as the softmax saturates"
-    );
+    assert!(largest(&unscaled) > 0.99 && largest(&scaled) < 0.9, "{unscaled:?} {scaled:?}");
+    assert!(unscaled[16] < scaled[16], "the Jacobian's norm falls as the softmax saturates");
 
     // Chapter 6: padding of length 0 masks every key: zero weights, no NaN.
     assert_eq!(abi::masked_weights(4, 0, 2, 3), 0);
@@ -184,21 +162,14 @@ fn the_widgets_numbers_mean_what_the_chapters_say() {
     let out = abi::last_output();
     assert_eq!(out[20..], [0.0, 0.0, 0.0]);
     let (keep, weights) = out[2..20].split_at(9);
-    assert!(keep
-        .iter()
-        .zip(weights)
-        .all(|(&k, &w)| k == 1.0 || w == 0.0));
+    assert!(keep.iter().zip(weights).all(|(&k, &w)| k == 1.0 || w == 0.0));
     assert_eq!(abi::masked_weights(4, 6, 2, 4), 1);
     assert!(abi::last_error().contains("len"), "{}", abi::last_error());
     assert_eq!(abi::masked_weights(9, 0, 2, 4), 1);
     assert_eq!(abi::masked_weights(3, 2, 3, 5), 1, "a window is square");
     assert!(abi::last_error().starts_with("m "), "{}", abi::last_error());
     assert_eq!(abi::rope_score(64, 0), 1);
-    assert!(
-        abi::last_error().contains("query position"),
-        "{}",
-        abi::last_error()
-    );
+    assert!(abi::last_error().contains("query position"), "{}", abi::last_error());
 
     // Chapter 7: the same offset, the same score.
     assert_eq!(abi::rope_score(10, 3), 0);
@@ -215,10 +186,7 @@ fn the_widgets_numbers_mean_what_the_chapters_say() {
     abi::hand_over(b"ROMEO:");
     assert_eq!(abi::lm_write(30, 0.0, 0, 1.0, 1), 0);
     let first = abi::last_text();
-    assert!(
-        first.starts_with("ROMEO:") && first.len() == 36,
-        "{first:?}"
-    );
+    assert!(first.starts_with("ROMEO:") && first.len() == 36, "{first:?}");
     assert_eq!(abi::lm_write(30, 0.0, 0, 1.0, 2), 0);
     assert_eq!(abi::last_text(), first, "greedy ignores the seed");
     abi::hand_over(first.as_bytes());
@@ -226,10 +194,7 @@ fn the_widgets_numbers_mean_what_the_chapters_say() {
     let out = abi::last_output();
     let t = out[0] as usize;
     assert_eq!(out.len(), 2 + 16 * t * t);
-    assert_eq!(
-        out[1], 0.0,
-        "a text shorter than the context starts the window"
-    );
+    assert_eq!(out[1], 0.0, "a text shorter than the context starts the window");
     for row in out[2..].chunks(t) {
         assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-5);
     }

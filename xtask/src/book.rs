@@ -117,9 +117,8 @@ pub(crate) fn library_dir() -> Result<std::path::PathBuf, String> {
             let file = Path::new(file.as_str().unwrap_or_default());
             // The rlibs (and proc macros): an .rmeta beside them would be a
             // second candidate, one rustc cannot link.
-            let is_library = ["rlib", "so"]
-                .iter()
-                .any(|ext| file.extension().is_some_and(|e| e == *ext));
+            let is_library =
+                ["rlib", "so"].iter().any(|ext| file.extension().is_some_and(|e| e == *ext));
             let Some(name) = file.file_name().filter(|_| is_library) else {
                 continue;
             };
@@ -155,10 +154,7 @@ pub(crate) fn mdbook_build(student: bool) -> Step {
     };
     let errors: Vec<&str> = output.lines().filter(broken).collect();
     if !errors.is_empty() {
-        return Err(format!(
-            "mdbook build reported errors:\n{}",
-            errors.join("\n")
-        ));
+        return Err(format!("mdbook build reported errors:\n{}", errors.join("\n")));
     }
     if student {
         let dir = root().join(crate::student::STUDENT_DIR);
@@ -192,9 +188,7 @@ pub(crate) fn figures() -> Step {
         paths.insert(b.name, b.executable);
     }
     if let Some(missing) = examples.iter().find(|e| !paths.contains_key(*e)) {
-        return Err(format!(
-            "cargo named no executable for the example {missing}"
-        ));
+        return Err(format!("cargo named no executable for the example {missing}"));
     }
     side_by_side(&examples, |example| {
         let mut cmd = Command::new(&paths[example]);
@@ -241,10 +235,7 @@ pub(crate) fn examples() -> Result<Vec<String>, String> {
 pub(crate) fn ensure_book_tools() -> Step {
     let installed = capture(cargo().args(["install", "--list"]))?;
     for (name, version) in BOOK_TOOLS {
-        if installed
-            .lines()
-            .any(|l| l.starts_with(&format!("{name} v{version}:")))
-        {
+        if installed.lines().any(|l| l.starts_with(&format!("{name} v{version}:"))) {
             continue;
         }
         eprintln!("installing {name} {version} (once; a few minutes)");

@@ -36,20 +36,12 @@ pub(crate) fn corpus() -> Step {
     let dir = root().join(CORPUS_DIR);
     let stamp = dir.join("sdist.sha256");
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == SDIST.sha256) {
-        eprintln!(
-            "corpus: {CORPUS_DIR} is in place (sdist sha256 {})",
-            SDIST.sha256
-        );
+        eprintln!("corpus: {CORPUS_DIR} is in place (sdist sha256 {})", SDIST.sha256);
         return Ok(());
     }
     let (sdist, bytes) = SDIST.fetch()?;
-    let fail = |e: std::io::Error| {
-        format!(
-            "{}: {e}: delete it and {}",
-            sdist.display(),
-            SDIST.by_hand()
-        )
-    };
+    let fail =
+        |e: std::io::Error| format!("{}: {e}: delete it and {}", sdist.display(), SDIST.by_hand());
     // A fresh directory, so that no text of an earlier, broken unpacking stays.
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

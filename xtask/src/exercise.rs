@@ -156,20 +156,16 @@ pub(crate) fn exercise(args: &[String]) -> Step {
             let started: Vec<&Exercise> = all.iter().filter(|e| learner_file(e).exists()).collect();
             check(&started)
         }
-        _ => Err(format!(
-            "unknown arguments {args:?}: list, start chNN-K, check [chNN-K] or verify"
-        )),
+        _ => {
+            Err(format!("unknown arguments {args:?}: list, start chNN-K, check [chNN-K] or verify"))
+        }
     }
 }
 
 fn list(all: &[Exercise]) {
     let done = done();
     for ex in all {
-        let state = match (
-            done.contains(&ex.id),
-            learner_file(ex).exists(),
-            &ex.solution,
-        ) {
+        let state = match (done.contains(&ex.id), learner_file(ex).exists(), &ex.solution) {
             (true, _, _) => "done",
             (false, true, _) => "started",
             (false, false, Some(_)) => "",
@@ -257,10 +253,7 @@ pub(crate) fn manifest(attn: &str, name: &str) -> Result<String, String> {
             profiles.push('\n');
         }
     }
-    Ok(MANIFEST
-        .replace("ATTN", attn)
-        .replace("NAME", name)
-        .replace("PROFILES", &profiles))
+    Ok(MANIFEST.replace("ATTN", attn).replace("NAME", name).replace("PROFILES", &profiles))
 }
 
 /// The learner's `Cargo.toml` and `lib.rs`, if missing.
@@ -303,16 +296,10 @@ fn unregister(module: &str) -> Step {
     let gate = format!("#[cfg(feature = \"{module}\")]");
     let drop_lines = |path: &Path, gone: &[String]| -> Step {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let kept: Vec<&str> = text
-            .lines()
-            .filter(|l| !gone.iter().any(|g| g == l))
-            .collect();
+        let kept: Vec<&str> = text.lines().filter(|l| !gone.iter().any(|g| g == l)).collect();
         write(path, &(kept.join("\n") + "\n"))
     };
-    drop_lines(
-        &learner().join("src/lib.rs"),
-        &[gate, format!("pub mod {module};")],
-    )?;
+    drop_lines(&learner().join("src/lib.rs"), &[gate, format!("pub mod {module};")])?;
     drop_lines(&learner().join("Cargo.toml"), &[format!("{module} = []")])
 }
 
@@ -373,11 +360,7 @@ fn check(chosen: &[&Exercise]) -> Step {
             write(&checks_file(&learner(), ex), &tests)?; // the book's tests, as they are
         }
         let ok = run_tests(&ex.module())?;
-        println!(
-            "{}: {}",
-            ex.id,
-            if ok { "passes" } else { "does not pass yet" }
-        );
+        println!("{}: {}", ex.id, if ok { "passes" } else { "does not pass yet" });
         passed.retain(|id| id != &ex.id);
         if ok {
             passed.push(ex.id.clone());
@@ -412,10 +395,7 @@ pub(crate) fn run_tests(module: &str) -> Result<bool, String> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     print!("{stdout}");
     eprint!("{}", String::from_utf8_lossy(&output.stderr));
-    let ran = stdout
-        .lines()
-        .filter(|l| l.starts_with(&format!("test {module}::")))
-        .count();
+    let ran = stdout.lines().filter(|l| l.starts_with(&format!("test {module}::"))).count();
     Ok(output.status.success() && ran > 0)
 }
 
@@ -479,15 +459,9 @@ fn without_import(line: &str, name: &str) -> String {
     let all: Vec<&str> = names.split(',').map(str::trim).collect();
     if !all.contains(&name) {
         // A private module: the whole line goes.
-        return format!(
-            "// (the solution also used {}, private to the crate)",
-            line.trim()
-        );
+        return format!("// (the solution also used {}, private to the crate)", line.trim());
     }
-    let kept: Vec<&str> = all
-        .into_iter()
-        .filter(|n| !n.is_empty() && *n != name)
-        .collect();
+    let kept: Vec<&str> = all.into_iter().filter(|n| !n.is_empty() && *n != name).collect();
     match kept.as_slice() {
         [] => note,
         [one] => format!("{}{one}{}", head, tail),

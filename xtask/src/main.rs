@@ -150,11 +150,7 @@ fn build(student: bool) -> Step {
     figures()?;
     wasm::widgets()?;
     mdbook_build(student)?;
-    let dir = if student {
-        student::STUDENT_DIR
-    } else {
-        "target/book/html"
-    };
+    let dir = if student { student::STUDENT_DIR } else { "target/book/html" };
     eprintln!("the book is in {dir}/index.html");
     Ok(())
 }
@@ -234,22 +230,11 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
 /// single-threaded.
 fn test_binaries() -> Result<BTreeMap<String, (PathBuf, PathBuf)>, String> {
     let mut build = cargo();
-    build.args([
-        "test",
-        "--workspace",
-        "--locked",
-        "--lib",
-        "--bins",
-        "--tests",
-        "--no-run",
-    ]);
+    build.args(["test", "--workspace", "--locked", "--lib", "--bins", "--tests", "--no-run"]);
     let mut binaries = BTreeMap::new();
     for built in executables(&mut build)?.into_iter().filter(|b| b.test) {
         let name = built.source.clone();
-        if binaries
-            .insert(name, (built.executable, built.dir))
-            .is_some()
-        {
+        if binaries.insert(name, (built.executable, built.dir)).is_some() {
             return Err(format!("two test binaries from {}", built.source));
         }
     }
@@ -309,9 +294,7 @@ pub(crate) fn executables(build: &mut Command) -> Result<Vec<Built>, String> {
         ) else {
             continue;
         };
-        let relative = Path::new(source)
-            .strip_prefix(root())
-            .unwrap_or(Path::new(source));
+        let relative = Path::new(source).strip_prefix(root()).unwrap_or(Path::new(source));
         let dir = Path::new(manifest).parent().unwrap_or(Path::new("."));
         built.push(Built {
             source: relative.display().to_string(),
@@ -325,10 +308,7 @@ pub(crate) fn executables(build: &mut Command) -> Result<Vec<Built>, String> {
 }
 
 pub(crate) fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 pub(crate) fn cargo() -> Command {
@@ -346,10 +326,8 @@ pub(crate) fn describe(cmd: &Command) -> String {
 pub(crate) fn run(cmd: &mut Command) -> Step {
     let what = describe(cmd);
     eprintln!("\n==> {what}");
-    let status = cmd
-        .current_dir(root())
-        .status()
-        .map_err(|e| format!("could not start `{what}`: {e}"))?;
+    let status =
+        cmd.current_dir(root()).status().map_err(|e| format!("could not start `{what}`: {e}"))?;
     if !status.success() {
         return Err(format!("`{what}` failed ({status})"));
     }
@@ -359,15 +337,10 @@ pub(crate) fn run(cmd: &mut Command) -> Step {
 /// Runs a command in the repository root, printing and returning its output.
 pub(crate) fn capture(cmd: &mut Command) -> Result<String, String> {
     let what = describe(cmd);
-    let out = cmd
-        .current_dir(root())
-        .output()
-        .map_err(|e| format!("could not start `{what}`: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        cmd.current_dir(root()).output().map_err(|e| format!("could not start `{what}`: {e}"))?;
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
         return Err(format!("`{what}` failed ({}):\n{text}", out.status));
     }

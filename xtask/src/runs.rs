@@ -14,10 +14,7 @@ use crate::{capture, cargo, root, run, Step};
 pub(crate) fn start_run(command: &str) -> Result<String, String> {
     let (date, cpu, rustc) = provenance()?;
     let time = capture(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%MZ"]))?;
-    Ok(format!(
-        "date: {date}; cpu: {cpu}; run: {command} {}; rustc: {rustc}",
-        time.trim()
-    ))
+    Ok(format!("date: {date}; cpu: {cpu}; run: {command} {}; rustc: {rustc}", time.trim()))
 }
 
 /// Builds and runs an example of `run` with the variables `env`; it writes
@@ -142,30 +139,15 @@ pub(crate) fn measure_fast() -> Step {
         .args(["bench", "--locked", "--bench", "fast"])
         .envs(MEASURING)
         .env("CRITERION_HOME", root().join("target/criterion-fast")))?;
-    timings_csv(
-        &header,
-        "target/criterion-fast",
-        "appendix-timings.csv",
-        &MEASURING,
-    )?;
+    timings_csv(&header, "target/criterion-fast", "appendix-timings.csv", &MEASURING)?;
     // OPENBLAS_VERBOSE=2 makes OpenBLAS say which kernels it chose for
     // this processor ("Core: …"), which the files' headers record.
-    let one_thread = [
-        ("OPENBLAS_NUM_THREADS", "1"),
-        ("OMP_NUM_THREADS", "1"),
-        ("OPENBLAS_VERBOSE", "2"),
-    ];
+    let one_thread =
+        [("OPENBLAS_NUM_THREADS", "1"), ("OMP_NUM_THREADS", "1"), ("OPENBLAS_VERBOSE", "2")];
     wipe("target/blas/criterion-fast")?;
     let output = capture(
         cargo()
-            .args([
-                "bench",
-                "--locked",
-                "--features",
-                "blas",
-                "--target-dir",
-                "target/blas",
-            ])
+            .args(["bench", "--locked", "--features", "blas", "--target-dir", "target/blas"])
             .args(["--bench", "fast", "--", BLAS_CHANGES])
             .envs(MEASURING)
             .envs(one_thread)
@@ -248,10 +230,8 @@ fn lm_training(header: &str) -> Step {
 /// The kernels OpenBLAS chose, from what it printed with
 /// `OPENBLAS_VERBOSE=2`: `core: SkylakeX`, or `core: not reported`.
 pub(crate) fn openblas_core(output: &str) -> String {
-    let core = output
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Core: "))
-        .unwrap_or("not reported");
+    let core =
+        output.lines().find_map(|l| l.trim().strip_prefix("Core: ")).unwrap_or("not reported");
     format!("core: {core}")
 }
 
@@ -292,12 +272,8 @@ pub(crate) fn timings_csv(header: &str, criterion: &str, csv: &str, env: &[(&str
                     field(&id["function_id"]),
                     field(&id["value_str"]),
                     mean["point_estimate"].as_f64().unwrap_or(f64::NAN),
-                    mean["confidence_interval"]["lower_bound"]
-                        .as_f64()
-                        .unwrap_or(f64::NAN),
-                    mean["confidence_interval"]["upper_bound"]
-                        .as_f64()
-                        .unwrap_or(f64::NAN),
+                    mean["confidence_interval"]["lower_bound"].as_f64().unwrap_or(f64::NAN),
+                    mean["confidence_interval"]["upper_bound"].as_f64().unwrap_or(f64::NAN),
                 ));
             }
         }
@@ -346,17 +322,10 @@ pub(crate) fn measure_lm() -> Step {
     let mut speed = String::new();
     for threads in ["1", "2"] {
         let crate_line = capture(
-            Command::new(&binary)
-                .arg("train")
-                .envs(MEASURING)
-                .env("RAYON_NUM_THREADS", threads),
+            Command::new(&binary).arg("train").envs(MEASURING).env("RAYON_NUM_THREADS", threads),
         )?;
         let torch_line =
-            capture(
-                Command::new(&python)
-                    .arg(&script)
-                    .args(["speed", "--threads", threads]),
-            )?;
+            capture(Command::new(&python).arg(&script).args(["speed", "--threads", threads]))?;
         speed += &crate_line;
         speed += &torch_line;
     }
@@ -372,11 +341,7 @@ pub(crate) fn measure_lm() -> Step {
          length\tcached_seconds\trecomputed_seconds\n{cache}"
     );
     write_data("ch15-cache-speed.tsv", &cache_file)?;
-    let torch_log = capture(
-        Command::new(&python)
-            .arg(&script)
-            .args(["train", "--threads", "1"]),
-    )?;
+    let torch_log = capture(Command::new(&python).arg(&script).args(["train", "--threads", "1"]))?;
     write_data(
         "ch15-pytorch-training.tsv",
         &format!("# {header}; statistic: one run; seed 1, one thread\n{torch_log}"),

@@ -32,15 +32,12 @@ const ANSWER_SUMMARIES: [&str; 2] = ["<summary>Solution</summary>", "<summary>An
 /// edition: this program as a preprocessor, before the links are expanded.
 pub(crate) fn student_edition(mdbook: &mut Command) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding the xtask binary: {e}"))?;
-    let exe = exe
-        .to_str()
-        .filter(|s| !s.contains(char::is_whitespace))
-        .ok_or_else(|| {
-            format!(
-                "the xtask binary's path {} has spaces or is not UTF-8; mdBook cannot run it",
-                exe.display()
-            )
-        })?;
+    let exe = exe.to_str().filter(|s| !s.contains(char::is_whitespace)).ok_or_else(|| {
+        format!(
+            "the xtask binary's path {} has spaces or is not UTF-8; mdBook cannot run it",
+            exe.display()
+        )
+    })?;
     let config = serde_json::json!({
         "command": format!("{exe} student-preprocessor"),
         "before": ["links", "katex"],
@@ -72,10 +69,7 @@ pub(crate) fn drop_answer_files(built: &Path) -> Result<usize, String> {
         };
         for entry in entries {
             let path = entry.map_err(|e| e.to_string())?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             if path.is_file() && !pages.contains(&format!("{folder}/{name}")) {
                 std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                 dropped += 1;
@@ -113,15 +107,9 @@ fn strip_chapters(value: &mut serde_json::Value) -> Result<(), String> {
     match value {
         serde_json::Value::Object(map) => {
             if map.contains_key("sub_items") {
-                let name = map
-                    .get("name")
-                    .and_then(|n| n.as_str())
-                    .unwrap_or("?")
-                    .to_owned();
+                let name = map.get("name").and_then(|n| n.as_str()).unwrap_or("?").to_owned();
                 if let Some(serde_json::Value::String(content)) = map.get_mut("content") {
-                    *content = strip_answers(content)
-                        .map_err(|e| format!("{name}: {e}"))?
-                        .0;
+                    *content = strip_answers(content).map_err(|e| format!("{name}: {e}"))?.0;
                 }
             }
             map.values_mut().try_for_each(strip_chapters)
@@ -145,9 +133,7 @@ pub(crate) fn strip_answers(markdown: &str) -> Result<(String, usize), String> {
     let mut i = 0;
     while i < lines.len() {
         let opens = lines[i].trim() == "<details>"
-            && lines
-                .get(i + 1)
-                .is_some_and(|next| ANSWER_SUMMARIES.contains(&next.trim()));
+            && lines.get(i + 1).is_some_and(|next| ANSWER_SUMMARIES.contains(&next.trim()));
         if !opens {
             kept.push_str(lines[i]);
             i += 1;
@@ -250,13 +236,9 @@ mod tests {
     #[test]
     fn an_open_or_nested_answer_is_an_error() {
         let open = "<details>\n<summary>Answer</summary>\n\n(b).\n";
-        assert!(strip_answers(open)
-            .unwrap_err()
-            .contains("line 1 has no </details>"));
+        assert!(strip_answers(open).unwrap_err().contains("line 1 has no </details>"));
         let nested = "x\n<details>\n<summary>Answer</summary>\n<details>\n</details>\n</details>\n";
-        assert!(strip_answers(nested)
-            .unwrap_err()
-            .contains("line 2 holds another"));
+        assert!(strip_answers(nested).unwrap_err().contains("line 2 holds another"));
     }
 
     /// Every chapter's answers come out: none of the answer summaries is
@@ -273,22 +255,12 @@ mod tests {
             let text = std::fs::read_to_string(&path).unwrap();
             let (stripped, removed) = strip_answers(&text).unwrap();
             for summary in ANSWER_SUMMARIES {
-                assert!(
-                    !stripped.contains(summary),
-                    "{}: {summary} left",
-                    path.display()
-                );
+                assert!(!stripped.contains(summary), "{}: {summary} left", path.display());
             }
-            let answers: usize = ANSWER_SUMMARIES
-                .iter()
-                .map(|s| text.matches(s).count())
-                .sum();
+            let answers: usize = ANSWER_SUMMARIES.iter().map(|s| text.matches(s).count()).sum();
             assert_eq!(removed, answers, "{}", path.display());
             chapters += usize::from(removed > 0);
         }
-        assert!(
-            chapters >= 16,
-            "only {chapters} chapters had answers to remove"
-        );
+        assert!(chapters >= 16, "only {chapters} chapters had answers to remove");
     }
 }

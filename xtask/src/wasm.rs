@@ -60,16 +60,12 @@ pub(crate) fn widgets() -> Step {
         .collect();
     let mut missing: Vec<String> = missing.into_iter().map(String::from).collect();
     if missing.is_empty() && !recent_enough()? {
-        missing.push(format!(
-            "a rustc of at least 1.{MINOR} at {DEBIAN_RUSTC} (Debian's rustc-web)"
-        ));
+        missing
+            .push(format!("a rustc of at least 1.{MINOR} at {DEBIAN_RUSTC} (Debian's rustc-web)"));
     }
     if !missing.is_empty() {
         if std::env::var_os("CI").is_some() {
-            return Err(format!(
-                "the widgets need {}: {INSTALL}",
-                missing.join(", ")
-            ));
+            return Err(format!("the widgets need {}: {INSTALL}", missing.join(", ")));
         }
         for stale in [WIDGETS_SCRIPT, WEIGHTS_SCRIPT].map(|s| root().join(s)) {
             if stale.exists() {
@@ -84,14 +80,7 @@ pub(crate) fn widgets() -> Step {
         return Ok(());
     }
     let mut cargo = Command::new(DEBIAN_CARGO);
-    for var in [
-        "CARGO",
-        "RUSTC",
-        "RUSTDOC",
-        "RUSTUP_TOOLCHAIN",
-        "RUSTC_WRAPPER",
-        "RUSTFLAGS",
-    ] {
+    for var in ["CARGO", "RUSTC", "RUSTDOC", "RUSTUP_TOOLCHAIN", "RUSTC_WRAPPER", "RUSTFLAGS"] {
         cargo.env_remove(var);
     }
     cargo
@@ -119,12 +108,7 @@ pub(crate) fn widgets() -> Step {
     let wasm = "target/wasm/wasm32-unknown-unknown/release/attn_wasm.wasm";
     let what = "The book's crate compiled to WebAssembly (wasm/)";
     embed(wasm, WIDGETS_SCRIPT, "ATTN_WASM", what)?;
-    embed(
-        WEIGHTS,
-        WEIGHTS_SCRIPT,
-        "ATTN_CH15_WEIGHTS",
-        "Chapter 15's trained model",
-    )
+    embed(WEIGHTS, WEIGHTS_SCRIPT, "ATTN_CH15_WEIGHTS", "Chapter 15's trained model")
 }
 
 /// Writes `script`, which sets `window.NAME` to the base64 of the file

@@ -20,11 +20,7 @@ use crate::measurements::number;
 
 /// The training that follows the conversion: 5% of chapter 15's steps, as
 /// Ainslie et al. train theirs 5% more, warming up for a tenth of them.
-pub const FINE_TUNING: LmTraining = LmTraining {
-    steps: 100,
-    warmup: 10,
-    ..SHAKESPEARE_TRAINING
-};
+pub const FINE_TUNING: LmTraining = LmTraining { steps: 100, warmup: 10, ..SHAKESPEARE_TRAINING };
 
 /// The grouped-query model of `kv_heads` key/value heads made from the
 /// multi-head `model`: in every block, exercise 1's
@@ -153,22 +149,12 @@ mod tests {
     fn pooling_keeps_what_is_already_shared() {
         let model = LanguageModel::<f32>::new(SMALL, 3).unwrap();
         assert_eq!(mean_pooled(&model, 4).unwrap(), model);
-        let grouped = LanguageModel::<f32>::new(
-            LmConfig {
-                kv_heads: 2,
-                ..SMALL
-            },
-            3,
-        )
-        .unwrap();
+        let grouped = LanguageModel::<f32>::new(LmConfig { kv_heads: 2, ..SMALL }, 3).unwrap();
         // The grouped model as a multi-head one: each group's columns copied
         // to both of its heads.
         let mut copied = LanguageModel::<f32>::new(SMALL, 0).unwrap();
-        let from: HashMap<String, Vec<f32>> = grouped
-            .named_slices()
-            .into_iter()
-            .map(|(n, s)| (n, s.to_vec()))
-            .collect();
+        let from: HashMap<String, Vec<f32>> =
+            grouped.named_slices().into_iter().map(|(n, s)| (n, s.to_vec())).collect();
         let names: Vec<String> = copied.named_slices().into_iter().map(|(n, _)| n).collect();
         for (name, to) in names.iter().zip(copied.slices_mut()) {
             let w = &from[name];
@@ -185,22 +171,15 @@ mod tests {
         }
         let tokens = vec![vec![1, 5, 2, 6, 0, 3]];
         let logits = |m: &LanguageModel<f32>| m.forward(&tokens).unwrap().logits().clone();
-        assert_eq!(
-            logits(&copied),
-            logits(&grouped),
-            "the copies are the grouped model"
-        );
+        assert_eq!(logits(&copied), logits(&grouped), "the copies are the grouped model");
         let pooled = mean_pooled(&copied, 2).unwrap();
         assert_eq!(pooled, grouped);
     }
 
     #[test]
     fn a_latent_model_or_a_bad_grouping_is_refused() {
-        let latent = LmConfig {
-            positions: Positions::Rotary,
-            latent: Some(LATENT),
-            ..SHAKESPEARE_MODEL
-        };
+        let latent =
+            LmConfig { positions: Positions::Rotary, latent: Some(LATENT), ..SHAKESPEARE_MODEL };
         let model = LanguageModel::<f32>::new(latent, 1).unwrap();
         assert!(mean_pooled(&model, 2).is_err());
         let model = LanguageModel::<f32>::new(SMALL, 1).unwrap();

@@ -8,17 +8,11 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     let line_start = text[..t.start].rfind('\n').map_or(0, |p| p + 1);
     let before = &text[line_start..t.start];
     // Context may run over the line break before the number.
-    let context_start = text[..line_start.saturating_sub(1)]
-        .rfind('\n')
-        .map_or(0, |p| p + 1);
+    let context_start = text[..line_start.saturating_sub(1)].rfind('\n').map_or(0, |p| p + 1);
     let context = text[context_start..t.start].replace('\n', " ");
     let after = &text[t.end..];
     let lower = context.to_lowercase();
-    let value: f64 = t
-        .text
-        .trim_end_matches(['%', '×'])
-        .parse()
-        .unwrap_or(f64::NAN);
+    let value: f64 = t.text.trim_end_matches(['%', '×']).parse().unwrap_or(f64::NAN);
     // References: chapters, figures, sections, exercises, experiments,
     // questions, and lists of them ("chapters 3, 7 and 11", "Figure 3.1").
     let words = [
@@ -43,10 +37,7 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     ];
     let trimmed = lower
         .trim_end_matches(|c: char| c.is_ascii_digit() || ", .–-".contains(c) || c == '\u{2013}');
-    let trimmed = trimmed
-        .trim_end_matches(" and")
-        .trim_end_matches(" or")
-        .trim_end_matches(" to");
+    let trimmed = trimmed.trim_end_matches(" and").trim_end_matches(" or").trim_end_matches(" to");
     let trimmed = trimmed.trim_end_matches(|c: char| c.is_ascii_digit() || ", .–-".contains(c));
     if words.iter().any(|w| trimmed.ends_with(w)) && !t.text.contains('e') {
         return Some("a reference to a chapter, figure, section, exercise or question");
@@ -65,9 +56,7 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
             || lower.trim_end().ends_with('(')
             || lower.trim_end().ends_with(',')
             || lower.trim_end().ends_with("in")
-            || before
-                .trim_end()
-                .ends_with(|c: char| c.is_uppercase() || c == ')')
+            || before.trim_end().ends_with(|c: char| c.is_uppercase() || c == ')')
             || after.starts_with(')')
             || after.starts_with(";"))
     {
@@ -86,11 +75,9 @@ pub fn exemption(text: &str, t: &Token) -> Option<&'static str> {
     if lower.ends_with("arxiv:") {
         return Some("an arXiv identifier in a citation");
     }
-    if [
-        "pytorch ", "numpy ", "nep ", "version ", "python ", "katex ", "mdbook ",
-    ]
-    .iter()
-    .any(|w| lower.ends_with(w))
+    if ["pytorch ", "numpy ", "nep ", "version ", "python ", "katex ", "mdbook "]
+        .iter()
+        .any(|w| lower.ends_with(w))
     {
         return Some("a version number");
     }
@@ -126,9 +113,7 @@ fn wrong_quiz_option(text: &str, line_start: usize) -> Option<char> {
     if line.get(4..6) != Some(") ") {
         return None;
     }
-    let answer = text[line_start..]
-        .split("<summary>Answer</summary>")
-        .nth(1)?;
+    let answer = text[line_start..].split("<summary>Answer</summary>").nth(1)?;
     let named = answer.trim_start().strip_prefix('(')?.chars().next()?;
     (named != letter).then_some(letter)
 }

@@ -24,13 +24,8 @@ pub enum Evidence<'a> {
 }
 
 /// Phrases by which a section says its results are one training run.
-const ONE_RUN: [&str; 5] = [
-    "one initialisation",
-    "this initialisation",
-    "one training run",
-    "this run",
-    "one run",
-];
+const ONE_RUN: [&str; 5] =
+    ["one initialisation", "this initialisation", "one training run", "this run", "one run"];
 
 /// Words that say what a model learned.
 const LEARNED_WORDS: [&str; 6] = ["learned", "learns", "learnt", "learn", "finds", "found"];
@@ -57,17 +52,12 @@ impl Bindings {
     /// `highest` are their extremes as rounded, and the paragraph shows both.
     pub fn learned(&mut self, phrase: &str, evidence: Evidence) -> &mut Self {
         let Some(at) = self.text.find(phrase) else {
-            panic!(
-                "{}: the claim \"{phrase}\" is not in the text",
-                self.chapter
-            );
+            panic!("{}: the claim \"{phrase}\" is not in the text", self.chapter);
         };
         match evidence {
             Evidence::OneRun => {
                 let start = self.text[..at].rfind("\n#").map_or(0, |p| p + 1);
-                let end = self.text[at..]
-                    .find("\n#")
-                    .map_or(self.text.len(), |p| at + p);
+                let end = self.text[at..].find("\n#").map_or(self.text.len(), |p| at + p);
                 let section = self.text[start..end].replace('\n', " ");
                 assert!(
                     ONE_RUN.iter().any(|m| section.contains(m)),
@@ -78,9 +68,7 @@ impl Bindings {
             }
             Evidence::Conjecture => {
                 let start = self.text[..at].rfind("\n\n").map_or(0, |p| p + 2);
-                let end = self.text[at..]
-                    .find("\n\n")
-                    .map_or(self.text.len(), |p| at + p);
+                let end = self.text[at..].find("\n\n").map_or(self.text.len(), |p| at + p);
                 let paragraph = self.text[start..end].replace('\n', " ");
                 assert!(
                     ["we conjecture", "we expect", "We conjecture", "We expect"]
@@ -90,11 +78,7 @@ impl Bindings {
                     self.chapter
                 );
             }
-            Evidence::Runs {
-                values,
-                lowest,
-                highest,
-            } => {
+            Evidence::Runs { values, lowest, highest } => {
                 assert!(
                     values.len() >= 3,
                     "{}: \"{phrase}\" rests on {} runs; a claim about training needs at least three",
@@ -105,9 +89,7 @@ impl Bindings {
                 let hi = values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 self.rounded(lowest, lo).rounded(highest, hi);
                 let start = self.text[..at].rfind("\n\n").map_or(0, |p| p + 2);
-                let end = self.text[at..]
-                    .find("\n\n")
-                    .map_or(self.text.len(), |p| at + p);
+                let end = self.text[at..].find("\n\n").map_or(self.text.len(), |p| at + p);
                 let paragraph = &self.text[start..end];
                 assert!(
                     paragraph.contains(lowest) && paragraph.contains(highest),
@@ -132,9 +114,7 @@ impl Bindings {
             .iter()
             .flat_map(|p| {
                 let p = p.replace('\n', " ");
-                flat.match_indices(&p)
-                    .map(|(i, m)| i..i + m.len())
-                    .collect::<Vec<_>>()
+                flat.match_indices(&p).map(|(i, m)| i..i + m.len()).collect::<Vec<_>>()
             })
             .collect();
         for line in reader_lines(&self.text) {

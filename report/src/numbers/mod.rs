@@ -102,8 +102,7 @@ impl Bindings {
             self.covered.push(start..start + block.len());
         }
         if block.contains("```text") || block.contains('\n') {
-            self.block_numbers
-                .extend(tokens(block).into_iter().map(|t| t.text));
+            self.block_numbers.extend(tokens(block).into_iter().map(|t| t.text));
         }
         self
     }
@@ -180,11 +179,7 @@ impl Bindings {
     /// Asserts a claim about data (`holds`, computed over the data the claim
     /// describes) and binds the lines that contain `phrase`.
     pub fn claim(&mut self, phrase: &str, holds: bool) -> &mut Self {
-        assert!(
-            holds,
-            "{}: the claim \"{phrase}\" does not hold",
-            self.chapter
-        );
+        assert!(holds, "{}: the claim \"{phrase}\" does not hold", self.chapter);
         assert!(
             self.text.contains(phrase),
             "{}: the claim \"{phrase}\" is not in the text",

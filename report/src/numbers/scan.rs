@@ -97,12 +97,7 @@ pub(super) fn reader_lines(text: &str) -> Vec<ReaderLine<'_>> {
             Some(_) => continue,
             None => false,
         };
-        lines.push(ReaderLine {
-            number: i + 1,
-            start,
-            text: line,
-            in_output,
-        });
+        lines.push(ReaderLine { number: i + 1, start, text: line, in_output });
     }
     lines
 }
@@ -131,14 +126,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
             in_display_math = !in_display_math;
             continue;
         }
-        scan_line(
-            line.text,
-            line.start,
-            line.number,
-            line.in_output,
-            in_display_math,
-            &mut out,
-        );
+        scan_line(line.text, line.start, line.number, line.in_output, in_display_math, &mut out);
     }
     out
 }
@@ -258,13 +246,16 @@ fn power_of_ten(rest: &str) -> Option<(String, usize)> {
 /// A date written as YYYY-MM-DD is one token.
 fn date_end(line: &str, i: usize) -> Option<usize> {
     let b = line.as_bytes().get(i..i + 10)?;
-    let shape = b.iter().enumerate().all(|(k, c)| {
-        if k == 4 || k == 7 {
-            *c == b'-'
-        } else {
-            c.is_ascii_digit()
-        }
-    });
+    let shape =
+        b.iter().enumerate().all(
+            |(k, c)| {
+                if k == 4 || k == 7 {
+                    *c == b'-'
+                } else {
+                    c.is_ascii_digit()
+                }
+            },
+        );
     shape.then_some(i + 10)
 }
 
@@ -302,11 +293,7 @@ fn number_end(line: &str, i: usize) -> usize {
         j = digits(j + 1);
     }
     if b.get(j) == Some(&b'e') {
-        let k = if matches!(b.get(j + 1), Some(b'-') | Some(b'+')) {
-            j + 2
-        } else {
-            j + 1
-        };
+        let k = if matches!(b.get(j + 1), Some(b'-') | Some(b'+')) { j + 2 } else { j + 1 };
         if b.get(k).is_some_and(|c| c.is_ascii_digit()) {
             j = digits(k);
         }
@@ -325,15 +312,7 @@ fn skipped_spans(line: &str) -> Vec<Range<usize>> {
         spans.push(open..close);
         search = close;
     }
-    for marker in [
-        "{{#include",
-        "http://",
-        "https://",
-        "examples/",
-        "tests/",
-        "src/",
-        "book/",
-    ] {
+    for marker in ["{{#include", "http://", "https://", "examples/", "tests/", "src/", "book/"] {
         for (p, _) in line.match_indices(marker) {
             let end = line[p..]
                 .find(|c: char| c.is_whitespace() || c == '`' || c == ')' || c == '}')

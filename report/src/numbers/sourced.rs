@@ -20,9 +20,7 @@ impl Sourced<'_> {
         self.bindings.quoted(block);
         let text = &self.bindings.text;
         for (start, _) in text.match_indices(block) {
-            self.bindings
-                .sourced_spans
-                .push((start..start + block.len(), self.source.clone()));
+            self.bindings.sourced_spans.push((start..start + block.len(), self.source.clone()));
         }
         self
     }
@@ -54,16 +52,12 @@ impl Sourced<'_> {
     /// [`Bindings::claim`], for a claim about these sources' data.
     pub fn claim(&mut self, phrase: &str, holds: bool) -> &mut Self {
         self.bindings.claim(phrase, holds);
-        self.bindings
-            .sourced_claims
-            .push((phrase.to_string(), self.source.clone()));
+        self.bindings.sourced_claims.push((phrase.to_string(), self.source.clone()));
         self
     }
 
     fn record(&mut self, shown: &str) -> &mut Self {
-        self.bindings
-            .sourced_values
-            .push((normalise(shown), self.source.clone()));
+        self.bindings.sourced_values.push((normalise(shown), self.source.clone()));
         self
     }
 }
@@ -76,13 +70,10 @@ impl Bindings {
         if let Err(e) = one_run(sources) {
             panic!("{}: {e}", self.chapter);
         }
-        let source = sources.first().map_or(String::new(), |p| {
-            format!("run {}, statistic {}", p.run, p.statistic)
-        });
-        Sourced {
-            bindings: self,
-            source,
-        }
+        let source = sources
+            .first()
+            .map_or(String::new(), |p| format!("run {}, statistic {}", p.run, p.statistic));
+        Sourced { bindings: self, source }
     }
 
     /// Every sentence, table or output block that holds figures of more
@@ -93,11 +84,8 @@ impl Bindings {
             let mut sources: Vec<&str> = Vec::new();
             for t in self.tokens.iter().filter(|t| unit.range.contains(&t.start)) {
                 let by_value = self.sourced_values.iter().filter(|(v, _)| *v == t.text);
-                let by_span = self
-                    .sourced_spans
-                    .iter()
-                    .filter(|(r, _)| r.contains(&t.start))
-                    .map(|(_, s)| s);
+                let by_span =
+                    self.sourced_spans.iter().filter(|(r, _)| r.contains(&t.start)).map(|(_, s)| s);
                 sources.extend(by_value.map(|(_, s)| s.as_str()));
                 sources.extend(by_span.map(String::as_str));
             }

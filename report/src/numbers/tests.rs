@@ -20,10 +20,7 @@ fn an_unbound_number_fails_and_a_bound_one_passes() {
     let text = "Attention over 4 keys gives the weight 0.731 to the first.\n";
     let b = page(text);
     let unbound = b.unbound();
-    assert!(
-        unbound.iter().any(|u| u.ends_with(": 0.731")),
-        "{unbound:?}"
-    );
+    assert!(unbound.iter().any(|u| u.ends_with(": 0.731")), "{unbound:?}");
     let mut b = page(text);
     b.rounded("0.731", 0.731_05).exact("4", 4.0);
     assert_eq!(b.unbound(), Vec::<String>::new());
@@ -38,10 +35,7 @@ fn a_number_bound_to_another_value_fails() {
 #[test]
 fn a_claim_about_data_must_be_registered() {
     let text = "The error grows with the length.\n";
-    assert!(page(text)
-        .unbound()
-        .iter()
-        .any(|u| u.contains("unchecked claim")));
+    assert!(page(text).unbound().iter().any(|u| u.contains("unchecked claim")));
     let mut b = page(text);
     b.claim("The error grows", true);
     assert!(b.unbound().is_empty());

@@ -65,11 +65,7 @@ pub fn units(text: &str) -> Vec<Unit> {
             continue;
         }
         if let Some((t, l)) = table.take() {
-            out.push(Unit {
-                range: t..start,
-                line: l,
-                kind: "table",
-            });
+            out.push(Unit { range: t..start, line: l, kind: "table" });
         }
         let breaks = trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("- (");
         if breaks {
@@ -82,11 +78,7 @@ pub fn units(text: &str) -> Vec<Unit> {
         paragraph.get_or_insert((start, i + 1));
     }
     if let Some((t, l)) = table.take() {
-        out.push(Unit {
-            range: t..text.len(),
-            line: l,
-            kind: "table",
-        });
+        out.push(Unit { range: t..text.len(), line: l, kind: "table" });
     }
     close_paragraph(&mut paragraph, text.len(), &mut out);
     out
@@ -112,19 +104,11 @@ fn sentences(text: &str, range: Range<usize>, line: usize) -> Vec<Unit> {
         if ABBREVIATIONS.iter().any(|a| before.ends_with(a)) {
             continue;
         }
-        out.push(Unit {
-            range: start..i + 1,
-            line: line_of(start),
-            kind: "sentence",
-        });
+        out.push(Unit { range: start..i + 1, line: line_of(start), kind: "sentence" });
         start = i + 1;
     }
     if start < range.end && !text[start..range.end].trim().is_empty() {
-        out.push(Unit {
-            range: start..range.end,
-            line: line_of(start),
-            kind: "sentence",
-        });
+        out.push(Unit { range: start..range.end, line: line_of(start), kind: "sentence" });
     }
     out
 }

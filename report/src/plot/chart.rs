@@ -65,10 +65,7 @@ fn draw_chart(
     let (x_lo, x_hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
     let (y_lo, y_hi) = (ty(c.y_range.0), ty(c.y_range.1));
     let mut chart = ChartBuilder::on(area)
-        .caption(
-            c.title,
-            (FAMILY, fitted(c.title, 19, area.dim_in_pixel().0 - 20)),
-        )
+        .caption(c.title, (FAMILY, fitted(c.title, 19, area.dim_in_pixel().0 - 20)))
         .margin(12)
         .margin_right(24)
         .x_label_area_size(50)
@@ -98,16 +95,8 @@ fn draw_chart(
     };
     chart
         .configure_mesh()
-        .x_labels(if c.log2_x || counts {
-            (x_hi - x_lo).round() as usize + 1
-        } else {
-            11
-        })
-        .y_labels(if c.log10_y {
-            (y_hi - y_lo).round() as usize + 1
-        } else {
-            6
-        })
+        .x_labels(if c.log2_x || counts { (x_hi - x_lo).round() as usize + 1 } else { 11 })
+        .y_labels(if c.log10_y { (y_hi - y_lo).round() as usize + 1 } else { 6 })
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .x_desc(c.x_desc)
@@ -149,12 +138,7 @@ fn draw_chart(
                 .label(s.label.as_str())
                 .legend(legend);
             // The spread of each point: a bar from low to high, with caps.
-            let spread = || {
-                s.spread
-                    .iter()
-                    .zip(&s.points)
-                    .map(|(&r, &(x, _))| (tx(x), r))
-            };
+            let spread = || s.spread.iter().zip(&s.points).map(|(&r, &(x, _))| (tx(x), r));
             let bar = |(x, (lo, hi)): (f64, (f64, f64))| {
                 PathElement::new(vec![(x, ty(lo)), (x, ty(hi))], colour.stroke_width(1))
             };
@@ -211,16 +195,9 @@ impl Marker {
 
     fn vertices(self) -> Vec<(i32, i32)> {
         match self {
-            Marker::Circle => vec![
-                (4, 0),
-                (3, 3),
-                (0, 4),
-                (-3, 3),
-                (-4, 0),
-                (-3, -3),
-                (0, -4),
-                (3, -3),
-            ],
+            Marker::Circle => {
+                vec![(4, 0), (3, 3), (0, 4), (-3, 3), (-4, 0), (-3, -3), (0, -4), (3, -3)]
+            }
             Marker::Square => vec![(-4, -4), (4, -4), (4, 4), (-4, 4)],
             Marker::Triangle => vec![(0, -5), (5, 4), (-5, 4)],
             Marker::Plus => vec![
@@ -244,11 +221,7 @@ impl Marker {
 
     /// The shape at `(dx, dy)` from its anchor.
     fn at(self, (dx, dy): (i32, i32), colour: RGBColor) -> Polygon<(i32, i32)> {
-        let points = self
-            .vertices()
-            .into_iter()
-            .map(|(x, y)| (x + dx, y + dy))
-            .collect::<Vec<_>>();
+        let points = self.vertices().into_iter().map(|(x, y)| (x + dx, y + dy)).collect::<Vec<_>>();
         Polygon::new(points, colour.filled())
     }
 }

@@ -51,26 +51,11 @@ fn draw_cells(
     let (lo, hi) = h.range;
     // Key labels wider than their column are turned to read upwards.
     let key_px = (plot.dim_in_pixel().0 as f64 - 100.0) / m as f64;
-    let longest = h
-        .col_labels
-        .iter()
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0);
+    let longest = h.col_labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let turn = longest as f64 * LABEL_CHAR_PX > key_px - 4.0;
-    let x_labels_px = if turn {
-        30 + (longest as f64 * LABEL_CHAR_PX) as u32
-    } else {
-        55
-    };
+    let x_labels_px = if turn { 30 + (longest as f64 * LABEL_CHAR_PX) as u32 } else { 55 };
     let mut chart = ChartBuilder::on(plot)
-        .caption(
-            h.title,
-            (
-                FAMILY,
-                fitted(h.title, title_size, plot.dim_in_pixel().0 - 20),
-            ),
-        )
+        .caption(h.title, (FAMILY, fitted(h.title, title_size, plot.dim_in_pixel().0 - 20)))
         .margin(10)
         .x_label_area_size(x_labels_px)
         .y_label_area_size(80)
@@ -140,12 +125,8 @@ fn draw_cells(
         let (x0, y0) = plot.get_base_pixel();
         for (j, text) in h.col_labels.iter().enumerate().take(m) {
             let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(j), SegmentValue::Exact(0)));
-            plot.draw(&Text::new(
-                text.to_string(),
-                (x - x0, y - y0 + 8),
-                style.clone(),
-            ))
-            .expect("draw key label");
+            plot.draw(&Text::new(text.to_string(), (x - x0, y - y0 + 8), style.clone()))
+                .expect("draw key label");
         }
     }
 }
@@ -220,15 +201,10 @@ pub fn heatmap_grid(
     let size = (cell_w * columns as u32 + 110, cell_h * rows as u32 + 50);
     render(name, size, |root| {
         let title_size = fitted(title, 24, size.0 - 20);
-        let root = root
-            .titled(title, (FAMILY, title_size))
-            .expect("draw figure title");
+        let root = root.titled(title, (FAMILY, title_size)).expect("draw figure title");
         let (grid, bar) = root.split_horizontally(size.0 as i32 - 110);
         for (area, (h, values)) in grid.split_evenly((rows, columns)).iter().zip(panels) {
-            let h = Heatmap {
-                annotate: h.annotate.filter(|_| key >= NUMBER_PX),
-                ..*h
-            };
+            let h = Heatmap { annotate: h.annotate.filter(|_| key >= NUMBER_PX), ..*h };
             draw_cells(area, &h, values, 17);
         }
         draw_colour_bar(&bar, &panels[0].0);
@@ -241,10 +217,7 @@ pub fn heatmap(name: &str, h: &Heatmap, values: &ndarray::Array2<f32>) -> PathBu
     let key = key_width(m, 1, 200, 70);
     let width = (200 + key * m as u32).max(520) + 110;
     let height = (150 + key.clamp(18, 50) * n as u32).max(360);
-    let h = Heatmap {
-        annotate: h.annotate.filter(|_| key >= NUMBER_PX),
-        ..*h
-    };
+    let h = Heatmap { annotate: h.annotate.filter(|_| key >= NUMBER_PX), ..*h };
     render(name, (width, height), |root| draw_heatmap(root, &h, values))
 }
 

@@ -34,10 +34,7 @@ pub fn n_squared_through(rows: &[Measurement], method: &str, n0: u64, ns: &[u64]
     let t0 = lookup(rows, method, n0).unwrap_or(f64::NAN) / 1e6;
     Series {
         label: format!("n², through {method} at n = {n0}"),
-        points: ns
-            .iter()
-            .map(|&n| (n as f64, t0 * (n as f64 / n0 as f64).powi(2)))
-            .collect(),
+        points: ns.iter().map(|&n| (n as f64, t0 * (n as f64 / n0 as f64).powi(2))).collect(),
         colour: GREY_,
         dashed: true,
         spread: Vec::new(),

@@ -78,9 +78,7 @@ fn unescape(s: &str) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
+    s.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
 }
 
 /// The pieces of a label: `_x` or `_{xy}` is a subscript, as in the
@@ -89,9 +87,7 @@ fn pieces(text: &str) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = vec![(String::new(), false)];
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        let next_is_word = chars
-            .peek()
-            .is_some_and(|n| n.is_alphanumeric() || *n == '{');
+        let next_is_word = chars.peek().is_some_and(|n| n.is_alphanumeric() || *n == '{');
         if c == '_' && next_is_word {
             let mut sub = String::new();
             if chars.peek() == Some(&'{') {
@@ -125,11 +121,7 @@ fn layout(font: &FontRef, text: &str, size: f32) -> (Vec<(ab_glyph::GlyphId, f32
     let mut glyphs = Vec::new();
     let mut x = 0.0;
     for (piece, sub) in pieces(text) {
-        let (em, drop) = if sub {
-            (size * SUB_SCALE, size * SUB_DROP)
-        } else {
-            (size, 0.0)
-        };
+        let (em, drop) = if sub { (size * SUB_SCALE, size * SUB_DROP) } else { (size, 0.0) };
         let scale = em / units;
         let mut previous = None;
         for c in piece.chars() {
@@ -160,11 +152,8 @@ fn text_path(font: &FontRef, attrs: &[(String, String)], text: &str) -> String {
         Some("end") => -width,
         _ => 0.0,
     };
-    let x_height = font
-        .outline(font.glyph_id('x'))
-        .map(|o| o.bounds.max.y)
-        .unwrap_or(0.5 * units)
-        * scale;
+    let x_height =
+        font.outline(font.glyph_id('x')).map(|o| o.bounds.max.y).unwrap_or(0.5 * units) * scale;
     let dy = match get("dy") {
         Some("0.76em") => 0.76 * size,
         Some("0.5ex") => 0.5 * x_height,

@@ -26,10 +26,7 @@ pub(in crate::fast) unsafe fn phase_times(
         time(&mut || {
             for &(i0, j0, rows, cols) in pairs {
                 let ld = rows.next_multiple_of(W);
-                let (qt, ot) = (
-                    &mut s.qt.get_mut()[..d_k * ld],
-                    &mut s.ot.get_mut()[..d_v * ld],
-                );
+                let (qt, ot) = (&mut s.qt.get_mut()[..d_k * ld], &mut s.ot.get_mut()[..d_v * ld]);
                 let st = &mut s.st.get_mut()[..cols * ld];
                 let [max, sum, alpha, tile_sum] =
                     [&mut s.max, &mut s.sum, &mut s.alpha, &mut s.tile_sum].map(|x| &mut x[..ld]);

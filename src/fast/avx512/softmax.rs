@@ -210,8 +210,6 @@ pub(in crate::fast) fn exp(x: __m512) -> __m512 {
     let e_r = EXP_POLYNOMIAL[1..]
         .iter()
         .chain(&[1.0, 1.0])
-        .fold(set(EXP_POLYNOMIAL[0]), |p, &c| {
-            _mm512_fmadd_ps(p, r, set(c))
-        });
+        .fold(set(EXP_POLYNOMIAL[0]), |p, &c| _mm512_fmadd_ps(p, r, set(c)));
     _mm512_scalef_ps(e_r, nu) // e^r · 2^ν
 }

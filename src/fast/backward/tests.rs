@@ -24,10 +24,7 @@ fn reference([q, k, v, d_out]: [&Array2<f32>; 4], causal: bool) -> [Array2<f64>;
 /// exactly 0, as `dQ` with a single key, comes out as rounding).
 fn relative_gap(fast: &Array2<f32>, exact: &Array2<f64>) -> f64 {
     let scale = exact.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
-    let gap = fast
-        .iter()
-        .zip(exact)
-        .fold(0.0_f64, |m, (a, b)| m.max((f64::from(*a) - b).abs()));
+    let gap = fast.iter().zip(exact).fold(0.0_f64, |m, (a, b)| m.max((f64::from(*a) - b).abs()));
     gap / scale
 }
 
@@ -55,11 +52,9 @@ fn the_fast_backward_pass_equals_chapter_11s() {
                 let (dq, dk, dv) =
                     fast_attention_backward_on([&q, &k, &v], &forward, &d_out, tiles, kernel)
                         .unwrap();
-                for (name, fast, exact) in [
-                    ("dQ", &dq, &exact[0]),
-                    ("dK", &dk, &exact[1]),
-                    ("dV", &dv, &exact[2]),
-                ] {
+                for (name, fast, exact) in
+                    [("dQ", &dq, &exact[0]), ("dK", &dk, &exact[1]), ("dV", &dv, &exact[2])]
+                {
                     let gap = relative_gap(fast, exact);
                     assert!(
                         gap < 1e-5,
@@ -85,10 +80,7 @@ fn one_thread_and_two_give_the_same_bits() {
     let tiles = Tiles { query: 64, key: 32 };
     for kernel in kernels() {
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| {
                 let forward = forward_with(&q, &k, &v, true, tiles).unwrap();
                 fast_attention_backward_on([&q, &k, &v], &forward, &d_out, tiles, kernel).unwrap()
@@ -106,9 +98,7 @@ fn bad_input_is_refused_by_name() {
     let v = standard_normal(6, 3, &mut rng);
     let forward = forward_with(&q, &k, &v, false, Tiles { query: 2, key: 2 }).unwrap();
     let e = |d_out: &Array2<f32>| {
-        fast_attention_backward(&q, &k, &v, &forward, d_out)
-            .unwrap_err()
-            .to_string()
+        fast_attention_backward(&q, &k, &v, &forward, d_out).unwrap_err().to_string()
     };
     assert!(e(&Array2::zeros((5, 4))).contains("dO"));
     let mut nan = Array2::zeros((5, 3));

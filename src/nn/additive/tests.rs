@@ -10,11 +10,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 fn additive_gradients_match_finite_differences() {
     let mut rng = StdRng::seed_from_u64(33);
     let mut m = |rows, cols| normal_matrix(rows, cols, &mut rng);
-    let w = AdditiveWeights {
-        a_q: m(3, 4),
-        a_k: m(2, 4),
-        u: m(4, 1),
-    };
+    let w = AdditiveWeights { a_q: m(3, 4), a_k: m(2, 4), u: m(4, 1) };
     let (q, k, v, r) = (m(3, 3), m(5, 2), m(5, 2), m(3, 2));
     let mut keep = Array2::from_elem((3, 5), true);
     keep[[0, 3]] = false;
@@ -48,9 +44,5 @@ fn additive_gradients_match_finite_differences() {
     let refused = |r: Result<_, AttnError>| matches!(r, Err(AttnError::Mismatched { .. }));
     assert!(refused(additive_forward([&k, &k, &v], None, &w)));
     assert!(refused(additive_forward([&q, &k, &r], None, &w)));
-    assert!(refused(additive_forward(
-        [&q, &k, &v],
-        Some(&keep.t().to_owned()),
-        &w
-    )));
+    assert!(refused(additive_forward([&q, &k, &v], Some(&keep.t().to_owned()), &w)));
 }

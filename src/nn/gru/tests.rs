@@ -26,11 +26,7 @@ fn gru_gradients_match_finite_differences() {
     let rs: Vec<Matrix> = (0..t).map(|_| normal_matrix(b, d_h, &mut rng)).collect();
     let loss = |xs: &[Matrix], h0: &Matrix, w: &GruWeights<f64>| {
         let (states, _) = gru_forward(xs, h0, &lengths, w).unwrap();
-        states
-            .iter()
-            .zip(&rs)
-            .map(|(h, r)| (h * r).sum())
-            .sum::<f64>()
+        states.iter().zip(&rs).map(|(h, r)| (h * r).sum()).sum::<f64>()
     };
     let (_, cache) = gru_forward(&xs, &h0, &lengths, &w).unwrap();
     let (dxs, dh0, dw) = gru_backward(&cache, &xs, &w, &rs);
@@ -66,11 +62,7 @@ fn an_ended_sequence_keeps_its_state() {
     let h0 = Matrix::zeros((2, 3));
     let (states, _) = gru_forward(&xs, &h0, &[4, 2], &w).unwrap();
     assert_eq!(states[1].row(1), states[3].row(1));
-    assert_ne!(
-        states[0].row(1),
-        states[1].row(1),
-        "its second step still counts"
-    );
+    assert_ne!(states[0].row(1), states[1].row(1), "its second step still counts");
     assert_ne!(states[1].row(0), states[3].row(0));
 }
 
@@ -83,17 +75,7 @@ fn shapes_that_do_not_fit_are_refused() {
     let refused = |r: Result<_, AttnError>| matches!(r, Err(AttnError::Mismatched { .. }));
     assert!(refused(gru_forward(&xs, &h0, &[1], &w)));
     assert!(refused(gru_forward(&xs, &h0, &[1, 2], &w)));
-    assert!(refused(gru_forward(
-        &[Matrix::zeros((2, 5))],
-        &h0,
-        &[1, 1],
-        &w
-    )));
-    assert!(refused(gru_forward(
-        &xs,
-        &Matrix::zeros((2, 4)),
-        &[1, 1],
-        &w
-    )));
+    assert!(refused(gru_forward(&[Matrix::zeros((2, 5))], &h0, &[1, 1], &w)));
+    assert!(refused(gru_forward(&xs, &Matrix::zeros((2, 4)), &[1, 1], &w)));
     assert!(gru_forward(&xs, &h0, &[1, 0], &w).is_ok());
 }

@@ -47,10 +47,7 @@ fn latent_gradients_match_finite_differences() {
             loss(&x, &w)
         };
         let name = LatentWeights::<f64>::NAMES[i];
-        errors.push((
-            name,
-            gradient_error(dw.matrices()[i], with, w.matrices()[i]),
-        ));
+        errors.push((name, gradient_error(dw.matrices()[i], with, w.matrices()[i])));
     }
     for (name, error) in errors {
         assert!(error < 1e-6, "d{name}: relative error {error:e}");

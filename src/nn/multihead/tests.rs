@@ -16,9 +16,8 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
     let x_q = normal_matrix(6, 6, &mut rng);
     let x_kv = normal_matrix(8, 6, &mut rng);
     let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(6, 6, &mut rng) * 0.5).into();
-    let b: AttentionBiases<f64> = [(); 4]
-        .map(|_| normal_matrix(1, 6, &mut rng).row(0).to_owned())
-        .into();
+    let b: AttentionBiases<f64> =
+        [(); 4].map(|_| normal_matrix(1, 6, &mut rng).row(0).to_owned()).into();
     let r = normal_matrix(6, 6, &mut rng);
     let keep = |seq: usize| Some(Array2::from_shape_fn((3, 4), |(_, j)| seq == 0 || j < 3));
     let with_biases = |w: &AttentionWeights<f64>, b: &AttentionBiases<f64>| AttentionWeights {
@@ -55,17 +54,10 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
             // b_K adds q·b_K to every score of a row, which the softmax
             // ignores: its gradient is 0, analytically and numerically.
             let numeric = crate::grad::numerical_gradient(with, &as_row(b.b_k.clone()), 1e-5);
-            let largest = db
-                .iter()
-                .chain(&numeric)
-                .fold(0.0_f64, |m, v| m.max(v.abs()));
+            let largest = db.iter().chain(&numeric).fold(0.0_f64, |m, v| m.max(v.abs()));
             assert!(largest < 1e-9, "dL/db_K = {db}, numerically {numeric}");
         } else {
-            errors.push(gradient_error(
-                &as_row(db),
-                with,
-                &as_row(b.vectors()[i].clone()),
-            ));
+            errors.push(gradient_error(&as_row(db), with, &as_row(b.vectors()[i].clone())));
         }
     }
     for (i, error) in errors.into_iter().enumerate() {
@@ -77,25 +69,16 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
 #[test]
 fn rotary_gradients_match_finite_differences() {
     let mut rng = StdRng::seed_from_u64(8);
-    let sizes = Heads {
-        rotary: true,
-        ..Heads::new(4, 4, 2)
-    };
+    let sizes = Heads { rotary: true, ..Heads::new(4, 4, 2) };
     let x = normal_matrix(8, 8, &mut rng);
     let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5).into();
     let r = normal_matrix(8, 8, &mut rng);
-    for (i, error) in causal_gradient_errors(&x, &w, sizes, &r)
-        .into_iter()
-        .enumerate()
-    {
+    for (i, error) in causal_gradient_errors(&x, &w, sizes, &r).into_iter().enumerate() {
         assert!(error < 1e-6, "gradient {i}: relative error {error:e}");
     }
     let causal = |_: usize| Some(crate::masking::causal_mask(4, 4));
     // And the rotation is there: without it the output differs.
-    let plain = Heads {
-        rotary: false,
-        ..sizes
-    };
+    let plain = Heads { rotary: false, ..sizes };
     let (a, _) = mha_forward(&x, &x, &w, sizes, causal).unwrap();
     let (b, _) = mha_forward(&x, &x, &w, plain, causal).unwrap();
     assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
@@ -108,10 +91,7 @@ fn a_layer_without_biases_has_no_bias_gradients() {
     let x = normal_matrix(2, 4, &mut rng);
     let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng)).into();
     let (out, cache) = mha_forward(&x, &x, &w, sizes, |_| None).unwrap();
-    assert!(mha_backward(&cache, &x, &x, &w, sizes, &out)
-        .dw
-        .biases
-        .is_none());
+    assert!(mha_backward(&cache, &x, &x, &w, sizes, &out).dw.biases.is_none());
 }
 
 /// `W_K` and `W_V` of `g` key/value heads (`d × g·d_k`) for a layer of
@@ -155,10 +135,7 @@ fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values()
         for (rotary, masked) in [(false, false), (false, true), (true, true)] {
             let (grouped, repeated) = grouped_and_repeated(d, heads, g, &mut rng);
             let keep = |_: usize| masked.then(|| crate::masking::causal_mask(t, t));
-            let plain = Heads {
-                rotary,
-                ..Heads::new(t, t, heads)
-            };
+            let plain = Heads { rotary, ..Heads::new(t, t, heads) };
             let sizes = Heads { h_kv: g, ..plain };
             let (a, cache_a) = mha_forward(&x, &x, &grouped, sizes, keep).unwrap();
             let (b, cache_b) = mha_forward(&x, &x, &repeated, plain, keep).unwrap();
@@ -221,10 +198,7 @@ fn every_head_reads_its_own_group() {
     let x = normal_matrix(t, d, &mut rng);
     for g in [4, 2, 1] {
         let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
-        let sizes = Heads {
-            h_kv: g,
-            ..Heads::new(t, t, heads)
-        };
+        let sizes = Heads { h_kv: g, ..Heads::new(t, t, heads) };
         let (out, _) = mha_forward(&x, &x, &w, sizes, |_| None).unwrap();
         approx::assert_abs_diff_eq!(out, heads_one_by_one(&x, &w, heads, g), epsilon = 1e-12);
     }
@@ -241,17 +215,10 @@ fn grouped_gradients_match_finite_differences() {
     let r = normal_matrix(2 * t, d, &mut rng);
     for g in [2, 1] {
         let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
-        let sizes = Heads {
-            h_kv: g,
-            rotary: true,
-            ..Heads::new(t, t, heads)
-        };
+        let sizes = Heads { h_kv: g, rotary: true, ..Heads::new(t, t, heads) };
         let errors = causal_gradient_errors(&x, &w, sizes, &r);
         for (i, error) in errors.into_iter().enumerate() {
-            assert!(
-                error < 1e-6,
-                "g = {g}, gradient {i}: relative error {error:e}"
-            );
+            assert!(error < 1e-6, "g = {g}, gradient {i}: relative error {error:e}");
         }
     }
 }
@@ -292,29 +259,18 @@ fn fused_heads_attend_as_heads_that_keep_their_weights() {
     let (t, d, heads) = (9, 8, 2);
     let f32s = |x: Matrix| x.mapv(|v| v as f32);
     let x = f32s(normal_matrix(2 * t, d, &mut rng));
-    let w: AttentionWeights<f32> = [(); 4]
-        .map(|_| f32s(normal_matrix(d, d, &mut rng) * 0.5))
-        .into();
+    let w: AttentionWeights<f32> =
+        [(); 4].map(|_| f32s(normal_matrix(d, d, &mut rng) * 0.5)).into();
     let r = f32s(normal_matrix(2 * t, d, &mut rng));
     // The first sequence causal, the second a window of 3.
-    let keep = |b: usize| {
-        Some(Array2::from_shape_fn((t, t), |(i, j)| {
-            j <= i && (b == 0 || i - j < 3)
-        }))
-    };
+    let keep =
+        |b: usize| Some(Array2::from_shape_fn((t, t), |(i, j)| j <= i && (b == 0 || i - j < 3)));
     let weights = Heads::new(t, t, heads);
-    let fused = Heads {
-        fused: true,
-        ..weights
-    };
+    let fused = Heads { fused: true, ..weights };
     let (out_w, cache_w) = mha_forward(&x, &x, &w, weights, keep).unwrap();
     let (out_f, cache_f) = mha_forward(&x, &x, &w, fused, keep).unwrap();
     approx::assert_abs_diff_eq!(out_w, out_f, epsilon = 1e-5);
-    let kinds: Vec<bool> = cache_f
-        .heads
-        .iter()
-        .map(|h| matches!(h, HeadCache::Fused(_)))
-        .collect();
+    let kinds: Vec<bool> = cache_f.heads.iter().map(|h| matches!(h, HeadCache::Fused(_))).collect();
     assert_eq!(kinds, [true, true, false, false]);
     assert!(cache_f.heads[0].weights().is_err() && cache_f.heads[2].weights().is_ok());
     let g_w = mha_backward(&cache_w, &x, &x, &w, weights, &r);

@@ -43,9 +43,7 @@ impl RnnForward {
 fn steps(tokens: &[Vec<usize>], embeddings: &Matrix) -> Vec<Matrix> {
     let len = tokens.first().map_or(0, Vec::len);
     let shape = (tokens.len(), embeddings.ncols());
-    (0..len)
-        .map(|t| Array2::from_shape_fn(shape, |(b, i)| embeddings[[tokens[b][t], i]]))
-        .collect()
+    (0..len).map(|t| Array2::from_shape_fn(shape, |(b, i)| embeddings[[tokens[b][t], i]])).collect()
 }
 
 /// The backward pass of [`steps`]: each row of each step's gradient is
@@ -100,12 +98,7 @@ impl RnnSeq2Seq {
                 None => context.assign(&last.row(pair)),
             }
         }
-        let logits = linear(
-            "the logits",
-            &features,
-            &self.output.w,
-            Some(&self.output.b),
-        )?;
+        let logits = linear("the logits", &features, &self.output.w, Some(&self.output.b))?;
         Ok(RnnForward {
             logits,
             fingerprint: fingerprint(self, self.config),
@@ -156,9 +149,7 @@ impl RnnSeq2Seq {
                     }
                 }
                 // The context was the last state: every step's gradient goes to it.
-                _ => d_hs[s - 1]
-                    .row_mut(pair)
-                    .assign(&d_context.sum_axis(Axis(0))),
+                _ => d_hs[s - 1].row_mut(pair).assign(&d_context.sum_axis(Axis(0))),
             }
             for (i, row) in d_q.rows().into_iter().enumerate() {
                 d_states[i].row_mut(pair).assign(&row);

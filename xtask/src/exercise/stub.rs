@@ -135,9 +135,7 @@ fn stub(listing: &[&str], id: &str) -> (String, Vec<String>) {
             i += 1;
             continue;
         }
-        let is_fn = ["pub fn ", "fn ", "pub(crate) fn "]
-            .iter()
-            .find_map(|p| line.strip_prefix(p));
+        let is_fn = ["pub fn ", "fn ", "pub(crate) fn "].iter().find_map(|p| line.strip_prefix(p));
         let Some(rest) = is_fn else {
             out.push(public(line));
             i += 1;
@@ -190,14 +188,11 @@ fn tests_calling(lines: &[&str], names: &[String]) -> String {
         }
     }
     let calls = |item: &[&str], name: &str| {
-        item.iter()
-            .any(|l| l.contains(&format!("{name}(")) || l.contains(&format!("{name}::")))
+        item.iter().any(|l| l.contains(&format!("{name}(")) || l.contains(&format!("{name}::")))
     };
     let is_test = |item: &[&str]| item.iter().any(|l| l.trim() == "#[test]");
-    let tests: Vec<&Vec<&str>> = items
-        .iter()
-        .filter(|it| is_test(it) && names.iter().any(|n| calls(it, n)))
-        .collect();
+    let tests: Vec<&Vec<&str>> =
+        items.iter().filter(|it| is_test(it) && names.iter().any(|n| calls(it, n))).collect();
     let helper_name = |it: &[&str]| {
         it.iter()
             .find_map(|l| l.trim_start().strip_prefix("fn "))
@@ -274,16 +269,10 @@ mod tests {
         ];
         let tests = tests_calling(&file, &names);
         assert!(tests.contains("fn doubles()") && tests.contains("fn helper()"));
-        assert!(
-            !tests.contains("fn halves()"),
-            "another exercise's test: {tests}"
-        );
+        assert!(!tests.contains("fn halves()"), "another exercise's test: {tests}");
         assert!(tests.contains("use attn::other::thing;"), "{tests}");
         let uses = |line| used_only(line, &["fn f(x: Array2<f32>) -> Result<(), AttnError>"]);
-        assert_eq!(
-            uses("use ndarray::{Array1, Array2};").as_deref(),
-            Some("use ndarray::Array2;")
-        );
+        assert_eq!(uses("use ndarray::{Array1, Array2};").as_deref(), Some("use ndarray::Array2;"));
         assert_eq!(uses("use attn::tiled::online_softmax_step;"), None);
         assert_eq!(
             used_only("use rand::{rngs::StdRng, Rng};", &["x: StdRng"]).as_deref(),

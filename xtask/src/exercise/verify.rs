@@ -70,10 +70,7 @@ fn run_all(rustc: &Rustc, solved: bool) -> Result<Vec<(String, usize, usize)>, S
             continue;
         };
         let (module, tests) = stub::learner_module(ex, file, anchor, solved)?;
-        write(
-            &dir.join("src").join(format!("{}.rs", ex.module())),
-            &module,
-        )?;
+        write(&dir.join("src").join(format!("{}.rs", ex.module())), &module)?;
         write(&checks_file(&dir, ex), &tests)?;
         lib += &format!("pub mod {};\n", ex.module());
         modules.push(ex.module());
@@ -144,9 +141,8 @@ fn modules_that_do_not_compile(stderr: &str) -> (Vec<String>, Vec<String>) {
     let mut private: Vec<String> = errors.iter().map(|(m, _)| m.clone()).collect();
     private.sort();
     private.dedup();
-    let (private, broken): (Vec<String>, Vec<String>) = private
-        .into_iter()
-        .partition(|m| errors.iter().any(|(e, p)| e == m && *p));
+    let (private, broken): (Vec<String>, Vec<String>) =
+        private.into_iter().partition(|m| errors.iter().any(|(e, p)| e == m && *p));
     // A module with a private-item error may show others that follow from
     // it; a module with errors but none of that kind is broken.
     (private, broken)
@@ -229,12 +225,7 @@ impl Rustc {
         let output = self
             .command(dir)
             // As cargo's test profile: checks on, whatever the level.
-            .args([
-                "-Copt-level=1",
-                "-Cdebug-assertions=on",
-                "-Coverflow-checks=on",
-                "-o",
-            ])
+            .args(["-Copt-level=1", "-Cdebug-assertions=on", "-Coverflow-checks=on", "-o"])
             .arg(&binary)
             .output()
             .map_err(|e| format!("{}: {e}", self.program.display()))?;
