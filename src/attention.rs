@@ -94,13 +94,13 @@ pub fn batched_attention(
 // ANCHOR_END: batched
 
 // ANCHOR: for_each_item
-/// Runs `attend(i, Q_i, K_i, V_i)` on each batch item `i` and stacks the
-/// results; the batch sizes of `Q`, `K` and `V` must agree.
+/// Runs `per_item(i, Q_i, K_i, V_i)` on each batch item `i` and stacks
+/// the results; the batch sizes of `Q`, `K` and `V` must agree.
 pub fn for_each_item(
     q: &ArrayRef3<f32>,
     k: &ArrayRef3<f32>,
     v: &ArrayRef3<f32>,
-    mut attend: impl FnMut(
+    mut per_item: impl FnMut(
         usize,
         ArrayView2<f32>,
         ArrayView2<f32>,
@@ -113,7 +113,7 @@ pub fn for_each_item(
     for i in 0..b {
         let (q_i, k_i, v_i) =
             (q.index_axis(Axis(0), i), k.index_axis(Axis(0), i), v.index_axis(Axis(0), i));
-        let a = attend(i, q_i, k_i, v_i)?;
+        let a = per_item(i, q_i, k_i, v_i)?;
         output.index_axis_mut(Axis(0), i).assign(&a.output);
         weights.index_axis_mut(Axis(0), i).assign(&a.weights);
     }

@@ -202,7 +202,8 @@ pub fn cumulative_flops(n: u64, d: u64, per_token: fn(u64, u64) -> f64) -> Resul
     Ok((1..=n).map(|t| per_token(t, d)).sum())
 }
 
-/// The most tokens [`cumulative_flops`] sums over.
+/// The most tokens [`cumulative_flops`] sums over, one at a time: a bound
+/// on its running time, far above the context of any model in this book.
 pub const MAX_DECODED_TOKENS: u64 = 1 << 24;
 // ANCHOR_END: decode_flops
 

@@ -172,3 +172,11 @@ pub(crate) fn check_indices(
         None => Ok(()),
     }
 }
+
+/// Checks that `got` has the shape `want`; the error names `what` and both.
+pub(crate) fn check_shape(what: &'static str, got: Shape, want: Shape) -> Result<(), AttnError> {
+    if got == want {
+        return Ok(());
+    }
+    Err(AttnError::ShapesDiffer { what, left: got, right: want })
+}

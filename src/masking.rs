@@ -165,19 +165,19 @@ pub(crate) fn attend<F: Real>(
 // ANCHOR_END: attend
 
 /// Checks that `Q`, `K`, `V` fit and that a mask or bias of shape `mask` has
-/// one entry per score; returns `√d_k`.
+/// one entry per score.
 fn check_masked(
     q: &ArrayRef2<f32>,
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
     mask: (usize, usize),
-) -> Result<f32, AttnError> {
+) -> Result<(), AttnError> {
     check_qkv(q, k, v)?;
     let scores_shape = (q.nrows(), k.nrows());
     if mask != scores_shape {
         return Err(AttnError::MaskShapeMismatch { scores: scores_shape, mask });
     }
-    Ok((q.ncols() as f32).sqrt())
+    Ok(())
 }
 
 // ANCHOR: masked_attention
@@ -190,7 +190,8 @@ pub fn masked_attention(
     v: &ArrayRef2<f32>,
     keep: &ArrayRef2<bool>,
 ) -> Result<Attention, AttnError> {
-    let sqrt_d_k = check_masked(q, k, v, keep.dim())?;
+    check_masked(q, k, v, keep.dim())?; // Q, K, V fit, and keep is n×m
+    let sqrt_d_k = (q.ncols() as f32).sqrt();
     // Chapter 2's computation, with the dropped scores set to −∞ (as
     // masked_fill does) before the softmax: their weights are exactly 0.
     let (weights, output) = attend(q, k, v, sqrt_d_k, Scores::Masked(keep))?;
@@ -208,7 +209,8 @@ pub fn biased_attention(
     bias: &ArrayRef2<f32>,
 ) -> Result<Attention, AttnError> {
     check_bias(bias)?; // finite or −∞: a bias of +∞ or NaN is an error
-    let sqrt_d_k = check_masked(q, k, v, bias.dim())?;
+    check_masked(q, k, v, bias.dim())?; // Q, K, V fit, and the bias is n×m
+    let sqrt_d_k = (q.ncols() as f32).sqrt();
     let (weights, output) = attend(q, k, v, sqrt_d_k, Scores::Biased(bias))?;
     Ok(Attention { output, weights })
 }

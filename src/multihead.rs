@@ -287,7 +287,7 @@ impl MultiHeadAttention {
 
     /// One sequence of `n` queries over `m` keys, `h` heads.
     fn heads(&self, x_q: &ArrayRef2<f32>, x_kv: &ArrayRef2<f32>) -> Heads {
-        Heads { h_kv: self.kv_heads(), ..Heads::new(x_q.nrows(), x_kv.nrows(), self.h) }
+        Heads::new(x_q.nrows(), x_kv.nrows(), self.h).with_kv_heads(self.kv_heads())
     }
 
     /// The layer's output with each head's weights stacked, `h×n×m`.
@@ -314,15 +314,26 @@ impl MultiHeadAttention {
         let b = w.biases.as_ref();
         let b_qkv = b.map(|b| concatenate![Axis(0), b.b_q, b.b_k, b.b_v]); // [b_Q | b_K | b_V]
         let qkv = linear("the projections X [W_Q | W_K | W_V]", x, &w_qkv, b_qkv.as_ref())?;
-        let (d, d_kv) = (self.d_model(), w.w_k.ncols()); // d_kv: d, or h_kv·d_k if grouped
-        let starts = [0, d, d + d_kv, d + 2 * d_kv];
+        let (d_q, d_kv) = (w.w_q.ncols(), w.w_k.ncols()); // the widths of Q and of K, V
+        let starts = [0, d_q, d_q + d_kv, d_q + 2 * d_kv];
         let [q, k, v] = [0, 1, 2].map(|i| qkv.slice(s![.., starts[i]..starts[i + 1]]).to_owned());
-        let b_o = b.map(|b| &b.b_o);
-        let heads = self.heads(x, x);
-        let (output, cache) = mha_from_projections([q, k, v], (&w.w_o, b_o), heads, |_| None)?;
-        self.output(output, &cache)
+        self.attend_projections([q, k, v])
     }
     // ANCHOR_END: fused
+
+    /// The rest of [`Self::forward`] (unmasked) from the projections
+    /// `[Q, K, V]` of one sequence: every head attends with its columns,
+    /// then `W_O` mixes the concatenated heads.
+    fn attend_projections(
+        &self,
+        [q, k, v]: [Array2<f32>; 3],
+    ) -> Result<MultiHeadOutput, AttnError> {
+        let heads = Heads::new(q.nrows(), k.nrows(), self.h).with_kv_heads(self.kv_heads());
+        let b_o = self.w.biases.as_ref().map(|b| &b.b_o);
+        let no_mask = |_| None;
+        let (output, cache) = mha_from_projections([q, k, v], (&self.w.w_o, b_o), heads, no_mask)?;
+        self.output(output, &cache)
+    }
 }
 
 // ANCHOR: flops

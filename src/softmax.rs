@@ -133,7 +133,7 @@ pub fn softmax<F: Real>(x: &ArrayRef1<F>) -> Result<Array1<F>, AttnError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::array;
+    use ndarray::{array, Axis};
 
     #[test]
     fn naive_softmax_overflows_where_stable_softmax_is_exact() {
@@ -208,5 +208,25 @@ mod tests {
         assert_eq!(w.row(1), array![0.0, 0.0, 0.0]);
         assert_eq!(w.row(2), array![0.0, 1.0, 0.0]);
         assert!(w.iter().all(|p| p.is_finite()));
+    }
+
+    #[test]
+    fn a_nan_or_infinite_score_let_through_would_make_its_whole_row_nan() {
+        // The stable formula with a maximum that skips NaN (`f32::max`),
+        // as it would run without the check.
+        let unchecked = |x: &Array1<f32>| {
+            let max = x.iter().fold(f32::NEG_INFINITY, |m, &x_j| m.max(x_j));
+            let e = x.mapv(|x_j| (x_j - max).exp());
+            &e / e.sum()
+        };
+        for (bad, column) in [(f32::NAN, 1), (f32::INFINITY, 2)] {
+            let mut x = array![0.5_f32, 1.0, -2.0];
+            x[column] = bad;
+            assert!(unchecked(&x).iter().all(|p| p.is_nan()), "{bad}: {}", unchecked(&x));
+            let mut scores = x.clone().insert_axis(Axis(0));
+            scores.push_row(x.view()).unwrap();
+            let err = softmax_rows_in_place(&mut scores).unwrap_err();
+            assert!(matches!(err, AttnError::InvalidScore { position: (0, c), .. } if c == column));
+        }
     }
 }

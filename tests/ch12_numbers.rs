@@ -226,11 +226,13 @@ fn bind_prose(b: &mut Bindings) {
         .exact("32", c.d_model as f64)
         .exact("128", c.d_ff as f64)
         .exact("16", c.context() as f64)
-        .exact("15", (c.context() - 1) as f64);
+        .exact("15", (c.context() - 1) as f64)
+        .exact("1e-5", attn::decoder::EPS);
     // Adam's settings and the schedule.
     let net = TinyTransformer::new(c, 0).unwrap();
     let adam = Adam::new(&net, BOOK_TRAINING.lr).unwrap();
-    b.exact("0.98", adam.betas().1)
+    b.exact("0.9", adam.betas().0)
+        .exact("0.98", adam.betas().1)
         .exact("1e-9", adam.eps())
         .exact("3e-3", BOOK_TRAINING.lr)
         .exact("30", BOOK_TRAINING.warmup as f64);

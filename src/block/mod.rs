@@ -49,7 +49,7 @@ impl LayerNorm {
     /// Normalises each row of `x` (`n×d_model`).
     pub fn forward(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
         check_model_width("LayerNorm input", x, self.gamma.len())?;
-        let (y, _) = layer_norm_forward(x, &self.gamma, &self.beta, self.eps);
+        let (y, _) = layer_norm_forward(x, &self.gamma, &self.beta, self.eps)?;
         check_overflow("LayerNorm's output", &y)?; // a huge γ or β can overflow
         Ok(y)
     }

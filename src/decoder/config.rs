@@ -54,7 +54,8 @@ pub enum Positions {
 /// Which of the book's two recipes a decoder follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Recipe {
-    /// Chapter 12's: a bias after every product and a shift `β` in every
+    /// Chapter 12's: biases in the FFN and the output head (none in
+    /// attention's projections, as in chapter 5), a shift `β` in every
     /// LayerNorm, an output head of its own (`W`, `b`), weights drawn
     /// `N(0, 1/fan-in)` as chapter 4 draws them.
     WithBiases,

@@ -17,7 +17,7 @@ use crate::nn::{
 use crate::real::Real;
 
 /// LayerNorm's `ε`, as PyTorch's default.
-pub(crate) const EPS: f64 = 1e-5;
+pub const EPS: f64 = 1e-5;
 
 /// How a forward pass computes each head's attention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,39 +51,39 @@ impl<F: Real> Decoder<F> {
     }
 
     /// The forward pass through the first `depth` blocks, with the mask
-    /// `keep` (`T×T`) for every sequence, each head's attention computed
-    /// by `path`.
+    /// `keep` (`T×T`) for every sequence and the blocks' `heads`.
     fn run(
         &self,
         batch: &[Vec<usize>],
         (keep, depth): (&Array2<bool>, usize),
-        path: AttentionPath,
+        heads: Heads,
     ) -> Result<DecoderForward<F>, AttnError> {
         check_finite_parameters(self)?;
-        let heads = self.heads(batch[0].len(), path);
-        let eps = F::of(EPS);
+        let eps = F::of(EPS); // LayerNorm's ε, 10⁻⁵
         let mut x = self.embed(batch); // B·T × d
-        let mut blocks = Vec::with_capacity(depth);
+        let mut caches = Vec::with_capacity(depth);
         for block in &self.blocks[..depth] {
             // x ← x + MultiHead(LayerNorm(x)); x ← x + FFN(LayerNorm(x)).
             let mask = |_: usize| keep.clone();
             let (out, cache) = block.forward(&x, heads, mask, self.config.activation, eps)?;
             x = out;
-            blocks.push(cache);
+            caches.push(cache);
         }
-        let (z, ln_f) = layer_norm_forward(&x, &self.ln_f.gamma, &self.ln_f.beta, eps);
+        let (z, ln_f_cache) = layer_norm_forward(&x, &self.ln_f.gamma, &self.ln_f.beta, eps)?;
         let logits = self.logits(&z)?; // B·T × V
         Ok(DecoderForward {
             logits,
             fingerprint: fingerprint(self, self.config),
             tokens: batch.to_vec(),
-            blocks,
-            ln_f,
+            blocks: caches,
+            ln_f: ln_f_cache,
             z,
         })
     }
-    // ANCHOR_END: forward
+}
+// ANCHOR_END: forward
 
+impl<F: Real> Decoder<F> {
     /// [`Self::forward`], each head's attention computed by `path`.
     pub fn forward_on(
         &self,
@@ -92,7 +92,7 @@ impl<F: Real> Decoder<F> {
     ) -> Result<DecoderForward<F>, AttnError> {
         self.check_batch(batch, self.config.context)?;
         let t = batch[0].len();
-        self.run(batch, (&causal_mask(t, t), self.blocks.len()), path)
+        self.run(batch, (&causal_mask(t, t), self.blocks.len()), self.heads(t, path))
     }
 
     /// The forward pass through the first `depth` blocks only, read out by
@@ -113,7 +113,7 @@ impl<F: Real> Decoder<F> {
             });
         }
         let t = batch[0].len();
-        self.run(batch, (&causal_mask(t, t), depth), AttentionPath::Weights)
+        self.run(batch, (&causal_mask(t, t), depth), self.heads(t, AttentionPath::Weights))
     }
 
     // ANCHOR: forward_window
@@ -136,7 +136,7 @@ impl<F: Real> Decoder<F> {
         self.check_batch(batch, usize::MAX)?;
         let t = batch[0].len();
         let band = band_mask(t, window)?;
-        self.run(batch, (&band, self.blocks.len()), AttentionPath::Weights)
+        self.run(batch, (&band, self.blocks.len()), self.heads(t, AttentionPath::Weights))
     }
     // ANCHOR_END: forward_window
 
@@ -165,12 +165,12 @@ impl<F: Real> Decoder<F> {
 
     /// How every block's heads attend over sequences of `t` tokens.
     fn heads(&self, t: usize, path: AttentionPath) -> Heads {
-        Heads {
-            h_kv: self.config.kv_heads,
-            rotary: self.config.positions == Positions::Rotary,
-            fused: path == AttentionPath::Fused,
-            ..Heads::new(t, t, self.config.heads)
-        }
+        let heads = Heads::new(t, t, self.config.heads).with_kv_heads(self.config.kv_heads);
+        let heads = match self.config.positions {
+            Positions::Rotary => heads.rotary(),
+            Positions::Learned => heads,
+        };
+        Heads { fused: path == AttentionPath::Fused, ..heads }
     }
 
     /// The backward pass: the gradient of the loss with respect to every
@@ -193,7 +193,7 @@ impl<F: Real> Decoder<F> {
         let mut g = self.zeros_like();
         let dz = match &self.head {
             Some(head) => {
-                let (dz, w, b) = linear_backward(&fwd.z, &head.w, d_logits);
+                let (dz, w, b) = linear_backward(&fwd.z, &head.w, d_logits)?;
                 g.head = Some(LinearWeights { w, b });
                 dz
             }
@@ -203,10 +203,10 @@ impl<F: Real> Decoder<F> {
                 matmul(d_logits, &self.tokens)
             }
         };
-        let (mut dx, gamma, beta) = layer_norm_backward(&fwd.ln_f, &self.ln_f.gamma, &dz);
+        let (mut dx, gamma, beta) = layer_norm_backward(&fwd.ln_f, &self.ln_f.gamma, &dz)?;
         g.ln_f = NormWeights { gamma, beta };
         for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
-            (dx, g.blocks[l]) = block.backward(cache, heads, self.config.activation, &dx);
+            (dx, g.blocks[l]) = block.backward(cache, heads, self.config.activation, &dx)?;
         }
         if self.config.recipe == Recipe::Tied {
             g.drop_biases(); // held at 0: their gradients are dropped

@@ -55,33 +55,38 @@ fn fan_in<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
     Decoder { config, tokens, positions, blocks, ln_f: NormWeights::identity(d), head: Some(head) }
 }
 
+/// GPT-2's initialisation's standard deviation, for every weight but those
+/// that write into the residual stream (`W_O`, the FFN's `W₂`), which get
+/// `GPT2_STD / √(2·layers)`.
+pub const GPT2_STD: f64 = 0.02;
+
 /// GPT-2's initialisation, in chapter 15's order of draws: the embeddings,
 /// then the blocks.
 fn gpt2<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
     let (d, f, d_kv) = (config.d_model, config.d_ff, config.d_kv());
-    let residual = 0.02 / (2.0 * config.layers as f64).sqrt();
-    let tokens = normal(rng, config.vocab, d, 0.02);
-    let positions = normal(rng, config.learned_positions(), d, 0.02);
+    let residual = GPT2_STD / (2.0 * config.layers as f64).sqrt();
+    let tokens = normal(rng, config.vocab, d, GPT2_STD);
+    let positions = normal(rng, config.learned_positions(), d, GPT2_STD);
     let blocks = (0..config.layers)
         .map(|_| {
             let attention = match config.latent {
                 None => {
                     let [w_q, w_k, w_v, w_o] =
-                        [(d, 0.02), (d_kv, 0.02), (d_kv, 0.02), (d, residual)]
+                        [(d, GPT2_STD), (d_kv, GPT2_STD), (d_kv, GPT2_STD), (d, residual)]
                             .map(|(cols, std)| normal(rng, d, cols, std));
                     BlockAttention::Heads(AttentionWeights::new(w_q, w_k, w_v, w_o))
                 }
                 Some(LatentSizes { d_c, d_r }) => BlockAttention::Latent(LatentWeights {
-                    w_q: normal(rng, d, d, 0.02),
-                    w_qr: normal(rng, d, config.heads * d_r, 0.02),
-                    w_dkv: normal(rng, d, d_c, 0.02),
-                    w_kr: normal(rng, d, d_r, 0.02),
-                    w_uk: normal(rng, d_c, d, 0.02),
-                    w_uv: normal(rng, d_c, d, 0.02),
+                    w_q: normal(rng, d, d, GPT2_STD),
+                    w_qr: normal(rng, d, config.heads * d_r, GPT2_STD),
+                    w_dkv: normal(rng, d, d_c, GPT2_STD),
+                    w_kr: normal(rng, d, d_r, GPT2_STD),
+                    w_uk: normal(rng, d_c, d, GPT2_STD),
+                    w_uv: normal(rng, d_c, d, GPT2_STD),
                     w_o: normal(rng, d, d, residual),
                 }),
             };
-            let w1 = normal(rng, d, f, 0.02);
+            let w1 = normal(rng, d, f, GPT2_STD);
             let w2 = normal(rng, f, d, residual);
             block(d, attention, (w1, w2))
         })

@@ -22,8 +22,9 @@ use crate::nn::{flat, flat_mut, NormWeights, Parameters, PreNormBlock};
 use crate::real::Real;
 
 pub use config::{DecoderConfig, LatentSizes, Positions, Recipe};
-pub(crate) use forward::EPS;
+pub use forward::EPS;
 pub use forward::{AttentionPath, DecoderForward};
+pub use init::GPT2_STD;
 
 // ANCHOR: model
 /// A decoder-only Transformer that predicts the next token: token

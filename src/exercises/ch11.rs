@@ -29,7 +29,7 @@ pub fn softmax_temperature_backward(
             requirement: "must be finite and > 0",
         });
     }
-    Ok(softmax_backward(p, dp) / tau)
+    Ok(softmax_backward(p, dp)? / tau)
 }
 // ANCHOR_END: temperature_backward
 

@@ -32,7 +32,7 @@ impl LanguageModel<f32> {
         }
         for (block, kv) in self.blocks.iter().zip(&mut cache.blocks) {
             // x ← x + Attention(LayerNorm(x)), over the block's cache.
-            let (a, _) = layer_norm_forward(&x, &block.ln1.gamma, &block.ln1.beta, eps);
+            let (a, _) = layer_norm_forward(&x, &block.ln1.gamma, &block.ln1.beta, eps)?;
             x += &kv.attend(&block.attn, &a, (self.config.heads, position))?;
             // x ← x + FFN(LayerNorm(x)).
             let activation = self.config.activation;
@@ -54,7 +54,7 @@ impl LanguageModel<f32> {
 
     /// The final LayerNorm and the output head.
     fn read_out(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
-        let (z, _) = layer_norm_forward(x, &self.ln_f.gamma, &self.ln_f.beta, EPS as f32);
+        let (z, _) = layer_norm_forward(x, &self.ln_f.gamma, &self.ln_f.beta, EPS as f32)?;
         self.logits(&z)
     }
 }

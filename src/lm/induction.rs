@@ -28,14 +28,14 @@ pub fn repeated_sequences(seed: u64, count: usize, half: usize, vocab: usize) ->
 /// What a model does on repeated sequences.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InductionScores {
-    /// The mean loss of predicting the first half's tokens 1 to `h − 1`
+    /// The mean loss of predicting the first half's tokens 1 to `half − 1`
     /// (random: the best guess is no better than chance).
     pub first_half_loss: f64,
-    /// The mean loss of predicting the repeat's tokens 1 to `h − 1`, each of
-    /// which appeared earlier.
+    /// The mean loss of predicting the repeat's tokens 1 to `half − 1`, each
+    /// of which appeared earlier.
     pub repeat_loss: f64,
     /// Per block and head: the mean attention from a repeated token (at
-    /// `h + j`) to the token after its first occurrence (at `j + 1`).
+    /// `half + j`) to the token after its first occurrence (at `j + 1`).
     pub prefix_matching: Array2<f64>,
     /// Per block and head: the mean attention from each position to the one
     /// before it.

@@ -97,18 +97,22 @@ pub fn windows(
     offsets: &[usize],
     context: usize,
 ) -> Result<(Batch, Vec<Option<usize>>), AttnError> {
-    let slice = |o: usize, shift: usize| -> Result<Vec<usize>, AttnError> {
-        let window = o.checked_add(shift).and_then(|s| text.get(s..s.checked_add(context)?));
-        let window = window.ok_or(AttnError::InvalidArgument {
-            name: "window offset",
-            value: o as f64,
-            requirement: "must leave context + 1 characters of the text from it",
-        })?;
-        Ok(window.iter().map(|&c| usize::from(c)).collect())
-    };
-    let inputs = offsets.iter().map(|&o| slice(o, 0)).collect::<Result<_, _>>()?;
-    let targets: Batch = offsets.iter().map(|&o| slice(o, 1)).collect::<Result<_, _>>()?;
-    Ok((inputs, targets.into_iter().flatten().map(Some).collect()))
+    let (mut inputs, mut targets) = (Vec::new(), Vec::new());
+    for &o in offsets {
+        // The window text[o..o + T + 1], if the text holds it.
+        let end = o.checked_add(context).and_then(|end| end.checked_add(1));
+        let Some(window) = end.and_then(|end| text.get(o..end)) else {
+            return Err(AttnError::InvalidArgument {
+                name: "window offset",
+                value: o as f64,
+                requirement: "must leave context + 1 characters of the text from it",
+            });
+        };
+        let window: Vec<usize> = window.iter().map(|&c| usize::from(c)).collect();
+        inputs.push(window[..context].to_vec());
+        targets.extend(window[1..].iter().map(|&t| Some(t)));
+    }
+    Ok((inputs, targets))
 }
 
 /// The offsets of one training step's `batch` windows: uniform over the

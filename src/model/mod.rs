@@ -67,6 +67,7 @@ pub struct ModelConfig {
     /// Number of blocks.
     pub layers: usize,
 }
+// ANCHOR_END: config
 
 /// The decoder such a model is: learned positions, GELU, and chapter 12's
 /// recipe (biases, a head of its own, weights `N(0, 1/fan-in)`).
@@ -87,7 +88,6 @@ impl From<ModelConfig> for DecoderConfig {
         }
     }
 }
-// ANCHOR_END: config
 
 impl ModelConfig {
     /// Checks that every size is at least 1, that the heads split

@@ -135,10 +135,10 @@ pub(crate) fn additive_backward<F: Real>(
     [q, k, v]: [&ArrayRef2<F>; 3],
     w: &AdditiveWeights<F>,
     d_out: &ArrayRef2<F>,
-) -> AdditiveGradients<F> {
+) -> Result<AdditiveGradients<F>, AttnError> {
     let p = &cache.p;
     let dv = matmul(&p.t(), d_out);
-    let ds = softmax_backward(p, &matmul(d_out, &v.t())); // 0 where masked, as P is
+    let ds = softmax_backward(p, &matmul(d_out, &v.t()))?; // 0 where masked, as P is
     let u = w.u.column(0);
     let (n, m, d_a) = cache.hidden.dim();
     let (mut dq_a, mut dk_a) = (Array2::zeros((n, d_a)), Array2::zeros((m, d_a)));
@@ -153,10 +153,10 @@ pub(crate) fn additive_backward<F: Real>(
             dk_a.row_mut(j).zip_mut_with(&dz, |a, &b| *a += b);
         }
     }
-    (
+    Ok((
         [matmul(&dq_a, &w.a_q.t()), matmul(&dk_a, &w.a_k.t()), dv],
         [matmul(&q.t(), &dq_a), matmul(&k.t(), &dk_a), du.insert_axis(Axis(1))],
-    )
+    ))
 }
 // ANCHOR_END: additive_backward
 

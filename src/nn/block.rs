@@ -132,14 +132,14 @@ impl<F: Real> PreNormBlock<F> {
         heads: Heads,
         activation: Activation,
         dx2: &ArrayRef2<F>,
-    ) -> (Array2<F>, PreNormBlock<F>) {
+    ) -> Result<(Array2<F>, PreNormBlock<F>), AttnError> {
         let sublayer = (&self.ln2, &self.ffn);
-        let (dx_ffn, ln2, ffn) = ffn_sublayer_backward(&cache.ffn, sublayer, activation, dx2);
+        let (dx_ffn, ln2, ffn) = ffn_sublayer_backward(&cache.ffn, sublayer, activation, dx2)?;
         let dx1 = dx_ffn + dx2;
-        let (dx, ln1, attn) = self.self_attention_backward(cache, heads, &dx1);
+        let (dx, ln1, attn) = self.self_attention_backward(cache, heads, &dx1)?;
         let cross = None;
         let grads = PreNormBlock { ln1, attn, cross, ln2, ffn };
-        (dx1 + &dx, grads)
+        Ok((dx1 + &dx, grads))
     }
 }
 // ANCHOR_END: block
@@ -169,19 +169,19 @@ impl<F: Real> PreNormBlock<F> {
         cache: &BlockCache<F>,
         heads: Heads,
         dx1: &ArrayRef2<F>,
-    ) -> (Array2<F>, NormWeights<F>, BlockAttention<F>) {
+    ) -> Result<(Array2<F>, NormWeights<F>, BlockAttention<F>), AttnError> {
         match &self.attn {
             BlockAttention::Heads(w) => {
                 let sublayer = (&self.ln1, w);
                 let (dx, _, ln1, dw) =
-                    attention_sublayer_backward(&cache.attention, None, sublayer, heads, dx1);
-                (dx, ln1, BlockAttention::Heads(dw))
+                    attention_sublayer_backward(&cache.attention, None, sublayer, heads, dx1)?;
+                Ok((dx, ln1, BlockAttention::Heads(dw)))
             }
             BlockAttention::Latent(w) => {
                 let sublayer = (&self.ln1, w);
                 let (dx, ln1, dw) =
-                    latent_sublayer_backward(&cache.attention, sublayer, heads.n, dx1);
-                (dx, ln1, BlockAttention::Latent(dw))
+                    latent_sublayer_backward(&cache.attention, sublayer, heads.n, dx1)?;
+                Ok((dx, ln1, BlockAttention::Latent(dw)))
             }
         }
     }
@@ -225,16 +225,16 @@ impl<F: Real> PreNormBlock<F> {
             _ => return Err(no_cross_attention()),
         };
         let sublayer = (&self.ln2, &self.ffn);
-        let (dx_ffn, ln2, ffn) = ffn_sublayer_backward(&cache.ffn, sublayer, activation, dx3);
+        let (dx_ffn, ln2, ffn) = ffn_sublayer_backward(&cache.ffn, sublayer, activation, dx3)?;
         let dx2 = dx_ffn + dx3;
         let sublayer = (&cross_weights.ln, &cross_weights.w);
         let (dx, d_memory, ln, w) =
-            attention_sublayer_backward(cross_cache, Some(memory.0), sublayer, memory.1, &dx2);
+            attention_sublayer_backward(cross_cache, Some(memory.0), sublayer, memory.1, &dx2)?;
         let dx1 = dx + &dx2;
-        let (dx, ln1, attn) = self.self_attention_backward(cache, heads, &dx1);
+        let (dx, ln1, attn) = self.self_attention_backward(cache, heads, &dx1)?;
         let cross = Some(CrossAttention { ln, w });
         let grads = PreNormBlock { ln1, attn, cross, ln2, ffn };
-        let d_memory = d_memory.expect("cross-attention has a memory");
+        let d_memory = d_memory.ok_or_else(no_cross_attention)?;
         Ok((dx1 + &dx, grads, d_memory))
     }
 

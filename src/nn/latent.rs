@@ -96,10 +96,10 @@ pub(crate) fn latent_backward<F: Real>(
     w: &LatentWeights<F>,
     seq_len: usize,
     d_out: &ArrayRef2<F>,
-) -> (Array2<F>, LatentWeights<F>) {
+) -> Result<(Array2<F>, LatentWeights<F>), AttnError> {
     let heads = w.heads();
     let sizes = Heads::new(seq_len, seq_len, heads);
-    let ([dq, dk, dv], dw_o) = mha_backward_to_projections(cache, &w.w_o, sizes, d_out);
+    let ([dq, dk, dv], dw_o) = mha_backward_to_projections(cache, &w.w_o, sizes, d_out)?;
     let c = matmul(x, &w.w_dkv);
     let d_h = w.w_q.ncols() / heads;
     // ANCHOR: latent_gradients
@@ -132,7 +132,7 @@ pub(crate) fn latent_backward<F: Real>(
         w_uv: matmul(&c.t(), &dv),
         w_o: dw_o,
     };
-    (dx, grads)
+    Ok((dx, grads))
 }
 
 /// Per head `i`, `[a_i | b_j]`: `a` has `heads` heads side by side, `b`

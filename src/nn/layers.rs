@@ -6,6 +6,7 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 
+use crate::check::check_shape;
 use crate::error::AttnError;
 use crate::linalg::{linear, linear_backward};
 use crate::real::Real;
@@ -29,7 +30,7 @@ impl<F: Real> NormWeights<F> {
 // ANCHOR: layer_norm_forward
 /// What LayerNorm keeps for its backward pass.
 #[derive(Debug, Clone)]
-pub(crate) struct LayerNormCache<F> {
+pub struct LayerNormCache<F> {
     /// The normalised input `x̂ = (x − μ)/√(σ² + ε)`, `n×d`.
     pub(crate) x_hat: Array2<F>,
     /// `1/√(σ² + ε)` per row.
@@ -40,12 +41,13 @@ pub(crate) struct LayerNormCache<F> {
 /// with the row's mean `μ` and variance `σ²`. They are computed in `f64`
 /// whatever `F` is: the variance of `f32` entries near `3·10³⁸` is near
 /// `10⁷⁷`, which `f32` cannot hold.
-pub(crate) fn layer_norm_forward<F: Real>(
+pub fn layer_norm_forward<F: Real>(
     x: &ArrayRef2<F>,
     gamma: &ArrayRef1<F>,
     beta: &ArrayRef1<F>,
     eps: F,
-) -> (Array2<F>, LayerNormCache<F>) {
+) -> Result<(Array2<F>, LayerNormCache<F>), AttnError> {
+    check_norm(x.ncols(), gamma, beta, eps)?;
     let mut x_hat = x.to_owned();
     let mut inv_std = Array1::zeros(x.nrows());
     for (mut row, inv) in x_hat.rows_mut().into_iter().zip(&mut inv_std) {
@@ -57,21 +59,43 @@ pub(crate) fn layer_norm_forward<F: Real>(
         *inv = F::of(inv_row);
     }
     let y = &*x_hat * gamma + beta;
-    (y, LayerNormCache { x_hat, inv_std })
+    Ok((y, LayerNormCache { x_hat, inv_std }))
 }
 // ANCHOR_END: layer_norm_forward
+
+/// Checks a LayerNorm's `γ` and `β` against rows of width `d`, and `ε`.
+fn check_norm<F: Real>(
+    d: usize,
+    gamma: &ArrayRef1<F>,
+    beta: &ArrayRef1<F>,
+    eps: F,
+) -> Result<(), AttnError> {
+    check_shape("γ and a row", (1, gamma.len()), (1, d))?;
+    check_shape("β and a row", (1, beta.len()), (1, d))?;
+    if !(eps.is_finite() && eps > F::zero()) {
+        let (name, value) = ("LayerNorm's ε", eps.wide());
+        return Err(AttnError::InvalidArgument {
+            name,
+            value,
+            requirement: "must be finite and > 0",
+        });
+    }
+    Ok(())
+}
 
 // ANCHOR: layer_norm_backward
 /// Gradients of LayerNorm: `(dX, dγ, dβ)`. With `dx̂ = dY ⊙ γ`, each row's
 /// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / σ`: the two means remove
 /// the directions in which the normalisation cannot move its output
 /// (shifting every feature, scaling every feature).
-pub(crate) fn layer_norm_backward<F: Real>(
+pub fn layer_norm_backward<F: Real>(
     cache: &LayerNormCache<F>,
     gamma: &ArrayRef1<F>,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, Array1<F>, Array1<F>) {
+) -> Result<(Array2<F>, Array1<F>, Array1<F>), AttnError> {
     let x_hat: &ArrayRef2<F> = &cache.x_hat;
+    check_shape("dY and the normalised input", dy.dim(), x_hat.dim())?;
+    check_shape("γ and a row", (1, gamma.len()), (1, x_hat.ncols()))?;
     let d_gamma = (dy * x_hat).sum_axis(Axis(0));
     let d_beta = dy.sum_axis(Axis(0));
     let dx_hat = dy * gamma;
@@ -81,7 +105,7 @@ pub(crate) fn layer_norm_backward<F: Real>(
     let mean_dx_hat_x_hat = row_mean(&(&*dx_hat * x_hat));
     let dx = (dx_hat - &mean_dx_hat - x_hat * &*mean_dx_hat_x_hat)
         * cache.inv_std.view().insert_axis(Axis(1));
-    (dx, d_gamma, d_beta)
+    Ok((dx, d_gamma, d_beta))
 }
 // ANCHOR_END: layer_norm_backward
 
@@ -193,11 +217,11 @@ pub(crate) fn ffn_backward<F: Real>(
     p: &FfnWeights<F>,
     activation: Activation,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, FfnWeights<F>) {
-    let (d_hidden, w2, b2) = linear_backward(&cache.hidden, &p.w2, dy);
+) -> Result<(Array2<F>, FfnWeights<F>), AttnError> {
+    let (d_hidden, w2, b2) = linear_backward(&cache.hidden, &p.w2, dy)?;
     let d_pre = d_hidden * &cache.pre.mapv(|h| activation.derivative(h)); // chain rule
-    let (dx, w1, b1) = linear_backward(&cache.x, &p.w1, &d_pre);
-    (dx, FfnWeights { w1, b1, w2, b2 })
+    let (dx, w1, b1) = linear_backward(&cache.x, &p.w1, &d_pre)?;
+    Ok((dx, FfnWeights { w1, b1, w2, b2 }))
 }
 // ANCHOR_END: ffn_backward
 

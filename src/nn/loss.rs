@@ -13,10 +13,11 @@ use crate::softmax::softmax_rows;
 /// Softmax cross-entropy, averaged over the rows whose `target` is `Some`:
 /// `L = −mean log softmax(Z)[target]`. Returns `L` and `dZ`, which is
 /// `(softmax(Z) − onehot(target)) / count` on those rows and 0 elsewhere.
-pub(crate) fn cross_entropy<F: Real>(
+pub fn cross_entropy<F: Real>(
     logits: &ArrayRef2<F>,
     targets: &[Option<usize>],
 ) -> Result<(F, Array2<F>), AttnError> {
+    check_targets(logits, targets)?;
     let p = softmax_rows(logits)?;
     let count = F::of(targets.iter().flatten().count().max(1) as f64);
     let mut loss = F::zero();
@@ -33,6 +34,25 @@ pub(crate) fn cross_entropy<F: Real>(
     Ok((loss / count, d_logits))
 }
 // ANCHOR_END: cross_entropy
+
+/// Checks one target per row of `logits`, each a column of it (or `None`).
+fn check_targets<F>(logits: &ArrayRef2<F>, targets: &[Option<usize>]) -> Result<(), AttnError> {
+    if targets.len() != logits.nrows() {
+        return Err(AttnError::ShapesDiffer {
+            what: "the targets and the logits' rows",
+            left: (targets.len(), 1),
+            right: (logits.nrows(), 1),
+        });
+    }
+    match targets.iter().flatten().find(|&&t| t >= logits.ncols()) {
+        Some(&t) => Err(AttnError::InvalidArgument {
+            name: "target",
+            value: t as f64,
+            requirement: "must be a column of the logits (below their width, the vocabulary)",
+        }),
+        None => Ok(()),
+    }
+}
 
 // ANCHOR: label_smoothing
 /// Cross-entropy against a smoothed target: instead of all probability on

@@ -31,22 +31,22 @@ mod optim;
 mod params;
 pub(crate) mod sublayer;
 
-pub(crate) use attention::{attention_backward, attention_forward, softmax_backward};
+pub use attention::{attention_backward, attention_forward, softmax_backward, AttentionCache};
 pub(crate) use block::{
     flat, flat_mut, remove_heads, BlockAttention, BlockCache, CrossAttention, Memory, PreNormBlock,
 };
-pub use layers::NormWeights;
 pub(crate) use layers::{
-    embedding_backward, embedding_forward, ffn_backward, ffn_forward, layer_norm_backward,
-    layer_norm_forward, FfnWeights, LayerNormCache,
+    embedding_backward, embedding_forward, ffn_backward, ffn_forward, FfnWeights,
 };
 pub use layers::{gelu, gelu_erf, Activation};
-pub use loss::smoothed_cross_entropy;
-pub(crate) use loss::{cross_entropy, log_softmax};
-pub(crate) use multihead::{
-    head_columns, head_slices, mha_forward, mha_from_projections, Heads, MhaCache,
+pub use layers::{layer_norm_backward, layer_norm_forward, LayerNormCache, NormWeights};
+pub(crate) use loss::log_softmax;
+pub use loss::{cross_entropy, smoothed_cross_entropy};
+pub(crate) use multihead::{head_columns, head_slices, mha_from_projections};
+pub use multihead::{
+    mha_backward, mha_forward, AttentionBiases, AttentionWeights, HeadCache, Heads, MhaCache,
+    MhaGradients,
 };
-pub use multihead::{AttentionBiases, AttentionWeights};
 pub(crate) use optim::check_learning_rate;
 pub use optim::{clip_gradient_norm, warmup_cosine, warmup_cosine_to, Adam};
 pub use params::Parameters;

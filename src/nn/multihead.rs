@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use std::ops::{AddAssign, Range};
 
 use super::attention::{attention_backward, attention_forward, AttentionCache};
+use crate::check::check_shape;
 use crate::error::AttnError;
 use crate::fast::{fused_backward, fused_causal, FastForward};
 use crate::linalg::{linear, matmul};
@@ -29,10 +30,9 @@ use crate::real::Real;
 pub struct AttentionWeights<F> {
     /// `d × h·d_k`: the queries.
     pub w_q: Array2<F>,
-    /// `d × h_kv·d_k`: the keys (`h_kv = h` unless key/value heads are
-    /// shared, chapter 16).
+    /// `d × h·d_k`: the keys (narrower where heads share them).
     pub w_k: Array2<F>,
-    /// `d × h_kv·d_v`: the values.
+    /// `d × h·d_v`: the values (likewise).
     pub w_v: Array2<F>,
     /// `h·d_v × d`: the heads' outputs, side by side, back to `d`.
     pub w_o: Array2<F>,
@@ -124,8 +124,8 @@ impl<F> AttentionBiases<F> {
 /// How multi-head attention runs over a batch of sequences stacked row on
 /// row: `n` query rows and `m` key rows per sequence, `h` query heads
 /// sharing `h_kv` key/value heads.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Heads {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heads {
     /// Query rows per sequence.
     pub(crate) n: usize,
     /// Key (and value) rows per sequence.
@@ -150,8 +150,53 @@ pub(crate) struct Heads {
 impl Heads {
     /// Multi-head attention's sizes: every head with its own keys and
     /// values, no rotation, no fused kernel.
-    pub(crate) fn new(n: usize, m: usize, h: usize) -> Self {
+    pub fn new(n: usize, m: usize, h: usize) -> Self {
         Heads { n, m, h, h_kv: h, rotary: false, fused: false }
+    }
+
+    /// The same heads sharing `h_kv` key/value heads (grouped-query
+    /// attention, chapter 16).
+    pub fn with_kv_heads(self, h_kv: usize) -> Self {
+        Heads { h_kv, ..self }
+    }
+
+    /// The same heads, their queries and keys turned by their positions
+    /// (RoPE, chapter 7).
+    pub fn rotary(self) -> Self {
+        Heads { rotary: true, ..self }
+    }
+
+    /// Checks these heads against the inputs and weights of a multi-head
+    /// attention: the sizes at least 1, `h_kv` dividing `h`, the inputs
+    /// whole sequences of one batch, the weights of these heads' widths
+    /// (the products check the inputs' widths), even heads for RoPE.
+    fn check<F>(
+        &self,
+        [x_q, x_kv]: [&ArrayRef2<F>; 2],
+        w: &AttentionWeights<F>,
+    ) -> Result<(), AttnError> {
+        let Heads { n, m, h, h_kv, rotary, .. } = *self;
+        let sizes = n > 0 && m > 0 && h > 0 && h_kv > 0 && h % h_kv == 0;
+        let sequences = |rows: usize, per: usize| (per > 0 && rows % per == 0).then(|| rows / per);
+        let batch =
+            sequences(x_q.nrows(), n).is_some_and(|b| Some(b) == sequences(x_kv.nrows(), m));
+        let (d_k, d_v) = (w.w_q.ncols() / h.max(1), w.w_v.ncols() / h_kv.max(1));
+        let widths = d_k > 0
+            && w.w_q.ncols() == h * d_k
+            && w.w_k.ncols() == h_kv * d_k
+            && w.w_v.ncols() == h_kv * d_v
+            && w.w_o.nrows() == h * d_v
+            && !(rotary && d_k % 2 == 1);
+        if sizes && batch && widths {
+            return Ok(());
+        }
+        Err(AttnError::Mismatched {
+            name: "multi-head attention's heads",
+            requirement:
+                "must divide the inputs into whole sequences (n query rows and m key rows \
+                          each) and the weights into h query heads and h_kv key/value heads (h_kv \
+                          dividing h; an even d_k with RoPE)",
+        })
     }
 }
 
@@ -169,21 +214,23 @@ pub(crate) fn head_columns(i: usize, width: usize) -> Range<usize> {
 /// `Q = X_q W_Q + b_Q`, `K = X_kv W_K + b_K`, `V = X_kv W_V + b_V`, every
 /// head attends with its own `d_k` columns, and `Concat(heads) W_O + b_O`
 /// mixes them. Self-attention passes the same rows as `x_q` and `x_kv`.
-pub(crate) fn mha_forward<F: Real>(
+pub fn mha_forward<F: Real>(
     x_q: &ArrayRef2<F>,
     x_kv: &ArrayRef2<F>,
     w: &AttentionWeights<F>,
     heads: Heads,
     keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
+    heads.check([x_q, x_kv], w)?;
     let q = w.queries(x_q)?; // B·n × h·d_k
-    let k = w.keys(x_kv)?; // B·m × h_kv·d_k
-    let v = w.values(x_kv)?; // B·m × h_kv·d_v
+    let k = w.keys(x_kv)?; // B·m × h·d_k (narrower where heads share keys)
+    let v = w.values(x_kv)?; // B·m × h·d_v (likewise)
     let b_o = w.biases.as_ref().map(|b| &b.b_o);
     mha_from_projections([q, k, v], (&w.w_o, b_o), heads, keep)
 }
 // ANCHOR_END: mha_forward
 
+// ANCHOR: mha_from_projections
 /// [`mha_forward`] from the projections `[Q, K, V]`: the rotations, if
 /// any, then [`attend_heads`], then the output projection.
 pub(crate) fn mha_from_projections<F: Real>(
@@ -202,6 +249,7 @@ pub(crate) fn mha_from_projections<F: Real>(
     let cache = MhaCache { q, k, v, heads: per_head, o, biased: b_o.is_some() };
     Ok((out, cache))
 }
+// ANCHOR_END: mha_from_projections
 
 /// Every (sequence, head) attends on its own: the query rows of sequence
 /// `b` and the columns of head `i` (a view, the split of chapter 5 without
@@ -250,7 +298,7 @@ pub(crate) fn attend_heads<F: Real>(
 /// projections, each (sequence, head)'s weights, the heads' concatenated
 /// output.
 #[derive(Debug, Clone)]
-pub(crate) struct MhaCache<F> {
+pub struct MhaCache<F> {
     pub(crate) q: Array2<F>,
     pub(crate) k: Array2<F>,
     pub(crate) v: Array2<F>,
@@ -264,7 +312,7 @@ pub(crate) struct MhaCache<F> {
 
 /// What one head keeps for its backward pass.
 #[derive(Debug, Clone)]
-pub(crate) enum HeadCache<F> {
+pub enum HeadCache<F> {
     /// Its weights, from chapter 2's attention.
     Weights(AttentionCache<F>),
     /// Its output and each query's log-sum-exp, from the fused kernel.
@@ -285,12 +333,16 @@ impl<F: Real> HeadCache<F> {
     }
 
     /// The gradients `[dQ, dK, dV]` of the head's attention, given `dO`.
-    fn backward(&self, [q, k, v]: [&ArrayRef2<F>; 3], d_o: &ArrayRef2<F>) -> [Array2<F>; 3] {
+    fn backward(
+        &self,
+        [q, k, v]: [&ArrayRef2<F>; 3],
+        d_o: &ArrayRef2<F>,
+    ) -> Result<[Array2<F>; 3], AttnError> {
         let computed_again;
         let weights = match self {
             HeadCache::Weights(cache) => cache,
             HeadCache::Fused(kept) => match fused_backward([q, k, v], kept, d_o) {
-                Some(Ok(gradients)) => return gradients,
+                Some(Ok(gradients)) => return Ok(gradients),
                 // The kernel refuses gradients that overflow: chapter 11's
                 // backward pass computes them, not finite, from the
                 // weights computed again, for the training's checks to
@@ -301,8 +353,7 @@ impl<F: Real> HeadCache<F> {
                 }
             },
         };
-        let (dq, dk, dv) = attention_backward(q, k, v, weights, d_o);
-        [dq, dk, dv]
+        attention_backward(q, k, v, weights, d_o)
     }
 }
 
@@ -318,33 +369,31 @@ fn causal_weights<F: Real>([q, k, v]: [&ArrayRef2<F>; 3]) -> AttentionCache<F> {
 
 // ANCHOR: mha_backward
 /// The gradients of [`mha_forward`]'s inputs and weights.
-pub(crate) struct MhaGradients<F> {
+#[derive(Debug, Clone)]
+pub struct MhaGradients<F> {
     /// `dX_q`; for self-attention the input's gradient is `dX_q + dX_kv`.
-    pub(crate) dx_q: Array2<F>,
+    pub dx_q: Array2<F>,
     /// `dX_kv`.
-    pub(crate) dx_kv: Array2<F>,
+    pub dx_kv: Array2<F>,
     /// The weights' gradients, with the biases' if the layer has biases.
-    pub(crate) dw: AttentionWeights<F>,
+    pub dw: AttentionWeights<F>,
 }
 
-/// The backward pass of [`mha_forward`], given `dOut`.
-pub(crate) fn mha_backward<F: Real>(
+/// The backward pass of [`mha_forward`], given `dOut`: `cache` must be that
+/// forward pass's, with the same inputs, weights and heads.
+pub fn mha_backward<F: Real>(
     cache: &MhaCache<F>,
     x_q: &ArrayRef2<F>,
     x_kv: &ArrayRef2<F>,
     w: &AttentionWeights<F>,
     heads: Heads,
     d_out: &ArrayRef2<F>,
-) -> MhaGradients<F> {
-    let ([dq, dk, dv], dw_o) = mha_backward_to_projections(cache, &w.w_o, heads, d_out);
+) -> Result<MhaGradients<F>, AttnError> {
+    check_backward(cache, [x_q, x_kv], w, heads, d_out)?; // the forward pass's shapes
+    let ([dq, dk, dv], dw_o) = mha_backward_to_projections(cache, &w.w_o, heads, d_out)?;
     let sum = |g: &ArrayRef2<F>| g.sum_axis(Axis(0)); // a bias's gradient: Σ over rows
-    let biases = cache.biased.then(|| AttentionBiases {
-        b_q: sum(&dq),
-        b_k: sum(&dk),
-        b_v: sum(&dv),
-        b_o: sum(d_out),
-    });
-    MhaGradients {
+    let biases = cache.biased.then(|| AttentionBiases::from([&*dq, &*dk, &*dv, d_out].map(sum)));
+    Ok(MhaGradients {
         dx_q: matmul(&dq, &w.w_q.t()),
         dx_kv: matmul(&dk, &w.w_k.t()) + matmul(&dv, &w.w_v.t()),
         dw: AttentionWeights {
@@ -354,10 +403,26 @@ pub(crate) fn mha_backward<F: Real>(
             w_o: dw_o,
             biases,
         },
-    }
+    })
 }
 
 // ANCHOR_END: mha_backward
+
+/// Checks [`mha_backward`]'s inputs against the shapes of the forward pass
+/// `cache` came from: the same heads, inputs and weights, `dOut` the
+/// output's shape.
+fn check_backward<F>(
+    cache: &MhaCache<F>,
+    [x_q, x_kv]: [&ArrayRef2<F>; 2],
+    w: &AttentionWeights<F>,
+    heads: Heads,
+    d_out: &ArrayRef2<F>,
+) -> Result<(), AttnError> {
+    heads.check([x_q, x_kv], w)?;
+    check_shape("the cache's queries and X_q W_Q", cache.q.dim(), (x_q.nrows(), w.w_q.ncols()))?;
+    check_shape("the cache's keys and X_kv W_K", cache.k.dim(), (x_kv.nrows(), w.w_k.ncols()))?;
+    check_shape("dOut and the output", d_out.dim(), (x_q.nrows(), w.w_o.ncols()))
+}
 
 /// The backward pass of [`mha_from_projections`]: the gradients of the
 /// projections `[dQ, dK, dV]` (before the rotations, if any) and `dW_O`.
@@ -366,7 +431,7 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
     w_o: &ArrayRef2<F>,
     heads: Heads,
     d_out: &ArrayRef2<F>,
-) -> ([Array2<F>; 3], Array2<F>) {
+) -> Result<([Array2<F>; 3], Array2<F>), AttnError> {
     let d_o = matmul(d_out, &w_o.t());
     let dw_o = matmul(&cache.o.t(), d_out);
     let (d_k, d_v) = (cache.q.ncols() / heads.h, cache.v.ncols() / heads.h_kv);
@@ -379,7 +444,7 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
             let (q, k, v) = (cache.q.slice(rq), cache.k.slice(rk), cache.v.slice(rv));
             cache.heads[j].backward([&q, &k, &v], &d_o.slice(ro))
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     let mut dq = Array2::zeros(cache.q.dim());
     let mut dk = Array2::zeros(cache.k.dim());
     let mut dv = Array2::zeros(cache.v.dim());
@@ -397,7 +462,7 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
         rotate_heads(&mut dq, heads.n, heads.h, Rotation::Back);
         rotate_heads(&mut dk, heads.m, heads.h_kv, Rotation::Back);
     }
-    ([dq, dk, dv], dw_o)
+    Ok(([dq, dk, dv], dw_o))
 }
 
 // ANCHOR: group_slices

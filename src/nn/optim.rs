@@ -18,6 +18,18 @@ pub struct Adam<F: Real = f64> {
     step: i32,
     decay: Vec<f64>, // per tensor: λ for the tensors AdamW decays, else 0
 }
+
+/// Adam's rule at one step: its constants, and each tensor's shrink
+/// `1 − lr·λ` (1 for a tensor that does not decay).
+struct Rule<F> {
+    b1: F,
+    b2: F,
+    c1: F, // 1 − β₁ᵗ
+    c2: F, // 1 − β₂ᵗ
+    eps: F,
+    lr: F,
+    shrink: Vec<F>,
+}
 // ANCHOR_END: adam
 
 impl<F: Real> Adam<F> {
@@ -96,18 +108,6 @@ impl<F: Real> Adam<F> {
     }
 }
 
-/// Adam's rule at one step: its constants, and each tensor's shrink
-/// `1 − lr·λ` (1 for a tensor that does not decay).
-struct Rule<F> {
-    b1: F,
-    b2: F,
-    c1: F, // 1 − β₁ᵗ
-    c2: F, // 1 − β₂ᵗ
-    eps: F,
-    lr: F,
-    shrink: Vec<F>,
-}
-
 // ANCHOR: adam_update
 impl<F: Real> Adam<F> {
     /// One update of every parameter `θ` by its gradient `g`, the
@@ -124,11 +124,12 @@ impl<F: Real> Adam<F> {
         self.check_update(model, grads, lr_factor)?; // nothing changes if this fails
         let rule = self.rule(self.step + 1, lr_factor);
         self.step += 1;
-        let moments = self.m.iter_mut().zip(&mut self.v);
-        let tensors = model.slices_mut().into_iter().zip(grads.slices());
-        for (((theta, g), (m, v)), &shrink) in tensors.zip(moments).zip(&rule.shrink) {
-            for (((theta, &g), m), v) in theta.iter_mut().zip(g).zip(m.iter_mut()).zip(v) {
-                (*theta, *m, *v) = rule.next(*theta, g, (*m, *v), shrink);
+        let gradients = grads.slices();
+        // Tensor i, entry j: the same order in the model, its gradients and m, v.
+        for (i, theta) in model.slices_mut().into_iter().enumerate() {
+            let (g, m, v) = (gradients[i], &mut self.m[i], &mut self.v[i]);
+            for j in 0..theta.len() {
+                (theta[j], m[j], v[j]) = rule.next(theta[j], g[j], (m[j], v[j]), rule.shrink[i]);
             }
         }
         Ok(())

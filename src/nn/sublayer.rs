@@ -35,10 +35,10 @@ pub(crate) fn attention_sublayer<F: Real>(
     keep: impl Fn(usize) -> Array2<bool> + Sync,
     eps: F,
 ) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
-    let (a, ln) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps);
-    let kv: &ArrayRef2<F> = memory.unwrap_or(&a);
+    let (a, ln_cache) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps)?;
+    let kv: &ArrayRef2<F> = memory.unwrap_or(&a); // the keys' and values' input
     let (out, attention) = mha_forward(&a, kv, w, heads, |b| Some(keep(b)))?;
-    Ok((out, AttentionSublayerCache { ln, a, attention }))
+    Ok((out, AttentionSublayerCache { ln: ln_cache, a, attention }))
 }
 
 // ANCHOR_END: attention_sublayer
@@ -52,15 +52,15 @@ pub(crate) fn attention_sublayer_backward<F: Real>(
     (ln, w): (&NormWeights<F>, &AttentionWeights<F>),
     heads: Heads,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, Option<Array2<F>>, NormWeights<F>, AttentionWeights<F>) {
+) -> Result<(Array2<F>, Option<Array2<F>>, NormWeights<F>, AttentionWeights<F>), AttnError> {
     let kv: &ArrayRef2<F> = memory.unwrap_or(&cache.a);
-    let g = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy);
+    let g = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy)?;
     let (da, d_memory) = match memory {
         None => (g.dx_q + g.dx_kv, None),
         Some(_) => (g.dx_q, Some(g.dx_kv)),
     };
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da);
-    (dx, d_memory, NormWeights { gamma: d_gamma, beta: d_beta }, g.dw)
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da)?;
+    Ok((dx, d_memory, NormWeights { gamma: d_gamma, beta: d_beta }, g.dw))
 }
 
 /// `LatentAttention(LayerNorm(x))`, causal self-attention over sequences of
@@ -72,9 +72,9 @@ pub(crate) fn latent_sublayer<F: Real>(
     keep: impl Fn(usize) -> Array2<bool> + Sync,
     eps: F,
 ) -> Result<(Array2<F>, AttentionSublayerCache<F>), AttnError> {
-    let (a, ln) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps);
+    let (a, ln_cache) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps)?;
     let (out, attention) = latent_forward(&a, w, t, |b| Some(keep(b)))?;
-    Ok((out, AttentionSublayerCache { ln, a, attention }))
+    Ok((out, AttentionSublayerCache { ln: ln_cache, a, attention }))
 }
 
 /// The backward pass of [`latent_sublayer`]: `(dX, [dγ, dβ], dW)`.
@@ -83,10 +83,10 @@ pub(crate) fn latent_sublayer_backward<F: Real>(
     (ln, w): (&NormWeights<F>, &LatentWeights<F>),
     t: usize,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, NormWeights<F>, LatentWeights<F>) {
-    let (da, dw) = latent_backward(&cache.attention, &cache.a, w, t, dy);
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da);
-    (dx, NormWeights { gamma: d_gamma, beta: d_beta }, dw)
+) -> Result<(Array2<F>, NormWeights<F>, LatentWeights<F>), AttnError> {
+    let (da, dw) = latent_backward(&cache.attention, &cache.a, w, t, dy)?;
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da)?;
+    Ok((dx, NormWeights { gamma: d_gamma, beta: d_beta }, dw))
 }
 
 /// What an FFN sub-layer keeps.
@@ -102,9 +102,9 @@ pub(crate) fn ffn_sublayer<F: Real>(
     activation: Activation,
     eps: F,
 ) -> Result<(Array2<F>, FfnSublayerCache<F>), AttnError> {
-    let (c, ln) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps);
+    let (c, ln_cache) = layer_norm_forward(x, &ln.gamma, &ln.beta, eps)?;
     let (f, ffn) = ffn_forward(&c, p, activation)?;
-    Ok((f, FfnSublayerCache { ln, ffn }))
+    Ok((f, FfnSublayerCache { ln: ln_cache, ffn }))
 }
 
 /// The backward pass of [`ffn_sublayer`]: `(dX, [dγ, dβ], the FFN's
@@ -114,8 +114,8 @@ pub(crate) fn ffn_sublayer_backward<F: Real>(
     (ln, p): (&NormWeights<F>, &FfnWeights<F>),
     activation: Activation,
     dy: &ArrayRef2<F>,
-) -> (Array2<F>, NormWeights<F>, FfnWeights<F>) {
-    let (dc, d_ffn) = ffn_backward(&cache.ffn, p, activation, dy);
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &dc);
-    (dx, NormWeights { gamma: d_gamma, beta: d_beta }, d_ffn)
+) -> Result<(Array2<F>, NormWeights<F>, FfnWeights<F>), AttnError> {
+    let (dc, d_ffn) = ffn_backward(&cache.ffn, p, activation, dy)?;
+    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &dc)?;
+    Ok((dx, NormWeights { gamma: d_gamma, beta: d_beta }, d_ffn))
 }

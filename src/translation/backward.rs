@@ -27,10 +27,10 @@ impl Seq2Seq {
         let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
         let tk = if bottleneck { 1 } else { s };
         let mut g = self.zeros_like();
-        let (dz, w, b) = linear_backward(&fwd.z, &self.head.w, d_logits);
+        let (dz, w, b) = linear_backward(&fwd.z, &self.head.w, d_logits)?;
         g.head = LinearWeights { w, b };
         let (mut dy, gamma, beta) =
-            layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln.gamma, &dz);
+            layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln.gamma, &dz)?;
         g.decoder_ln = NormWeights { gamma, beta };
         let mut d_memory = Matrix::zeros(fwd.memory.dim());
         let memory = (&*fwd.memory, Heads::new(t, tk, h));
@@ -52,11 +52,11 @@ impl Seq2Seq {
             false => d_memory,
         };
         let (mut dx, gamma, beta) =
-            layer_norm_backward(&fwd.encoder_ln, &self.encoder_ln.gamma, &d_output);
+            layer_norm_backward(&fwd.encoder_ln, &self.encoder_ln.gamma, &d_output)?;
         g.encoder_ln = NormWeights { gamma, beta };
         for (l, (block, cache)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
             let heads = Heads::new(s, s, h);
-            (dx, g.encoder[l]) = block.backward(cache, heads, Activation::Gelu, &dx);
+            (dx, g.encoder[l]) = block.backward(cache, heads, Activation::Gelu, &dx)?;
         }
         embedding_backward(
             &dx,

@@ -86,7 +86,7 @@ impl Seq2Seq {
             encoder.push(cache);
         }
         let (output, encoder_ln) =
-            layer_norm_forward(&x, &self.encoder_ln.gamma, &self.encoder_ln.beta, EPS);
+            layer_norm_forward(&x, &self.encoder_ln.gamma, &self.encoder_ln.beta, EPS)?;
         let memory = match bottleneck {
             true => pool(&output, &batch.source_lengths, s),
             false => output,
@@ -115,7 +115,7 @@ impl Seq2Seq {
         }
         // ANCHOR_END: decoder
         let (z, decoder_ln) =
-            layer_norm_forward(&y, &self.decoder_ln.gamma, &self.decoder_ln.beta, EPS);
+            layer_norm_forward(&y, &self.decoder_ln.gamma, &self.decoder_ln.beta, EPS)?;
         let logits = linear("the logits", &z, &self.head.w, Some(&self.head.b))?;
         check_logits(&logits)?;
         Ok(Seq2SeqForward {

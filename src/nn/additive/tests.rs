@@ -20,7 +20,7 @@ fn additive_gradients_match_finite_differences() {
         (out * &r).sum()
     };
     let (_, cache) = additive_forward([&q, &k, &v], Some(&keep), &w).unwrap();
-    let ([dq, dk, dv], dw) = additive_backward(&cache, [&q, &k, &v], &w, &r);
+    let ([dq, dk, dv], dw) = additive_backward(&cache, [&q, &k, &v], &w, &r).unwrap();
     let mut errors = vec![
         ("q", gradient_error(&dq, |x| loss([x, &k, &v], &w), &q)),
         ("k", gradient_error(&dk, |x| loss([&q, x, &v], &w), &k)),

@@ -38,7 +38,7 @@ fn latent_gradients_match_finite_differences() {
         (out * &r).sum()
     };
     let (_, cache) = latent_forward(&x, &w, t, causal).unwrap();
-    let (dx, dw) = latent_backward(&cache, &x, &w, t, &r);
+    let (dx, dw) = latent_backward(&cache, &x, &w, t, &r).unwrap();
     let mut errors = vec![("x", gradient_error(&dx, |x| loss(x, &w), &x))];
     for i in 0..7 {
         let with = |m: &Matrix| {

@@ -30,7 +30,7 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
             (out * &r).sum()
         };
     let (_, cache) = mha_forward(&x_q, &x_kv, &with_biases(&w, &b), sizes, keep).unwrap();
-    let g = mha_backward(&cache, &x_q, &x_kv, &with_biases(&w, &b), sizes, &r);
+    let g = mha_backward(&cache, &x_q, &x_kv, &with_biases(&w, &b), sizes, &r).unwrap();
     let mut errors = vec![
         gradient_error(&g.dx_q, |x| loss(x, &x_kv, &w, &b), &x_q),
         gradient_error(&g.dx_kv, |x| loss(&x_q, x, &w, &b), &x_kv),
@@ -91,7 +91,7 @@ fn a_layer_without_biases_has_no_bias_gradients() {
     let x = normal_matrix(2, 4, &mut rng);
     let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(4, 4, &mut rng)).into();
     let (out, cache) = mha_forward(&x, &x, &w, sizes, |_| None).unwrap();
-    assert!(mha_backward(&cache, &x, &x, &w, sizes, &out).dw.biases.is_none());
+    assert!(mha_backward(&cache, &x, &x, &w, sizes, &out).unwrap().dw.biases.is_none());
 }
 
 /// `W_K` and `W_V` of `g` key/value heads (`d × g·d_k`) for a layer of
@@ -140,8 +140,8 @@ fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values()
             let (a, cache_a) = mha_forward(&x, &x, &grouped, sizes, keep).unwrap();
             let (b, cache_b) = mha_forward(&x, &x, &repeated, plain, keep).unwrap();
             approx::assert_abs_diff_eq!(a, b, epsilon = 1e-12);
-            let ga = mha_backward(&cache_a, &x, &x, &grouped, sizes, &r);
-            let gb = mha_backward(&cache_b, &x, &x, &repeated, plain, &r);
+            let ga = mha_backward(&cache_a, &x, &x, &grouped, sizes, &r).unwrap();
+            let gb = mha_backward(&cache_b, &x, &x, &repeated, plain, &r).unwrap();
             approx::assert_abs_diff_eq!(
                 &ga.dx_q + &ga.dx_kv,
                 &gb.dx_q + &gb.dx_kv,
@@ -237,7 +237,7 @@ fn causal_gradient_errors(
         (out * r).sum()
     };
     let (_, cache) = mha_forward(x, x, w, sizes, causal).unwrap();
-    let g = mha_backward(&cache, x, x, w, sizes, r);
+    let g = mha_backward(&cache, x, x, w, sizes, r).unwrap();
     let mut errors = vec![gradient_error(&(&g.dx_q + &g.dx_kv), |x| loss(x, w), x)];
     for i in 0..4 {
         let with = |m: &Matrix| {
@@ -273,8 +273,8 @@ fn fused_heads_attend_as_heads_that_keep_their_weights() {
     let kinds: Vec<bool> = cache_f.heads.iter().map(|h| matches!(h, HeadCache::Fused(_))).collect();
     assert_eq!(kinds, [true, true, false, false]);
     assert!(cache_f.heads[0].weights().is_err() && cache_f.heads[2].weights().is_ok());
-    let g_w = mha_backward(&cache_w, &x, &x, &w, weights, &r);
-    let g_f = mha_backward(&cache_f, &x, &x, &w, fused, &r);
+    let g_w = mha_backward(&cache_w, &x, &x, &w, weights, &r).unwrap();
+    let g_f = mha_backward(&cache_f, &x, &x, &w, fused, &r).unwrap();
     approx::assert_abs_diff_eq!(g_w.dx_q, g_f.dx_q, epsilon = 1e-4);
     approx::assert_abs_diff_eq!(g_w.dx_kv, g_f.dx_kv, epsilon = 1e-4);
     for (a, b) in g_w.dw.matrices().into_iter().zip(g_f.dw.matrices()) {

@@ -122,7 +122,7 @@ impl RnnSeq2Seq {
             });
         }
         let mut grads = self.zeros_like();
-        let (d_features, w, b) = linear_backward(&fwd.features, &self.output.w, d_logits);
+        let (d_features, w, b) = linear_backward(&fwd.features, &self.output.w, d_logits)?;
         grads.output = LinearWeights { w, b };
         let batch = &fwd.batch;
         let (xs, hs, encoder) = &fwd.encoder;
@@ -139,7 +139,7 @@ impl RnnSeq2Seq {
                     let (q, k) = (rows_of(states, pair, t), rows_of(hs, pair, len));
                     let cache = &fwd.attention[pair];
                     let ([dq, dk, dv], d_weights) =
-                        additive_backward(cache, [&q, &k, &k], w, &d_context);
+                        additive_backward(cache, [&q, &k, &k], w, &d_context)?;
                     d_q += &dq;
                     for (j, (dk, dv)) in dk.rows().into_iter().zip(dv.rows()).enumerate() {
                         d_hs[j].row_mut(pair).assign(&(&dk + &dv));
