@@ -8,7 +8,7 @@
 //! cargo run --release --example making_it_fast
 //! ```
 
-use attn::fast::roofline::roofline;
+use attn::experiments::roofline::roofline;
 use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table, FastData};
 use report::fast_lm::{lm_training_table, LmTraining};
 use report::fast_profile::{profile_table, tiles_table, ProfileData};

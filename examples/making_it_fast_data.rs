@@ -13,8 +13,8 @@
 //!   kernel, the portable kernel, and the fast kernel (the best this
 //!   processor runs) with each tile size.
 
-use attn::fast::profile::{phases, whole_calls};
-use attn::fast::roofline::{fma_peak, fma_peak_512, triad_bandwidth};
+use attn::experiments::profile::{phases, whole_calls};
+use attn::experiments::roofline::{fma_peak, fma_peak_512, triad_bandwidth};
 use attn::fast::{Tiles, FAST_TILES};
 use attn::tiled::{KEY_BLOCK, QUERY_BLOCK};
 use report::provenance::header;

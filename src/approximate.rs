@@ -16,6 +16,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use crate::attention::check_qkv;
 use crate::check::{check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
+use crate::linalg::matmul;
 use crate::masking::{causal_mask, masked_attention, window_mask};
 use crate::position::sinusoidal;
 use crate::scaling::standard_normal;
@@ -75,9 +76,9 @@ pub fn linear_attention(
 ) -> Result<Array2<f32>, AttnError> {
     check_qkv(q, k, v)?;
     let (phi_q, phi_k) = (q.mapv(elu_plus_one), k.mapv(elu_plus_one));
-    let u = phi_k.t().dot(v); // d_k×d_v
+    let u = matmul(&phi_k.t(), v); // d_k×d_v
     let z = phi_k.sum_axis(Axis(0)); // d_k
-    let numerator = phi_q.dot(&u); // n×d_v
+    let numerator = matmul(&phi_q, &u); // n×d_v
     let denominator = phi_q.dot(&z); // n
     denominator.iter().try_for_each(|&d| check_normaliser(d))?;
     let output = numerator / denominator.insert_axis(Axis(1));

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use crate::attention::check_qkv;
 use crate::check::check_overflow;
 use crate::error::AttnError;
-use crate::linalg::product;
+pub(crate) use crate::linalg::product;
 
 mod backward;
 pub use backward::{
@@ -269,15 +269,13 @@ fn visible_keys(causal: bool, i: usize, j0: usize, cols: usize) -> usize {
 // ANCHOR_END: fast
 
 #[cfg(target_arch = "x86_64")]
-mod avx512;
+pub(crate) mod avx512;
 mod fused;
 mod portable;
-pub use fused::{fused_backward, fused_causal};
+pub(crate) use fused::{fused_backward, fused_causal};
 pub(crate) use portable::exponentials;
 #[cfg(target_arch = "x86_64")]
 mod avx512_backward;
-pub mod profile;
-pub mod roofline;
 
 #[cfg(test)]
 mod tests;

@@ -6,14 +6,16 @@
 //!
 //! | module | chapter |
 //! | --- | --- |
-//! | [`origins`] | 1. Where attention came from (kernel regression, additive scores) |
 //! | [`real`] | the two float types every layer is generic over (`f32`, `f64`) |
+//! | [`linalg`] | the matrix product and the linear layer every other module uses |
+//! | [`origins`] | 1. Where attention came from (kernel regression, additive scores) |
 //! | [`softmax`] | 2. Scaled dot-product attention (a softmax that cannot overflow) |
 //! | [`attention`] | 2. Scaled dot-product attention |
 //! | [`scaling`] | 3. Why scale by √d_k (measured) |
 //! | [`projection`] | 4. Self- and cross-attention (learned projections) |
 //! | [`multihead`] | 5. Multi-head attention |
-//! | [`masking`] | 6. Masking (causal, padding, KV cache) |
+//! | [`masking`] | 6. Masking (causal, padding, band and sink masks; the one attention function every layer calls) |
+//! | [`cache`] | 6. The KV cache, and what every cache offers the attention that reads it |
 //! | [`position`] | 7. Positional encoding (sinusoidal, RoPE, ALiBi) |
 //! | [`complexity`] | 8. The cost of attention |
 //! | [`tiled`] | 9. Exact attention in linear memory (online softmax) |
@@ -21,12 +23,22 @@
 //! | [`block`] | 10. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
 //! | [`nn`] | 10–12. The training stack: each layer's forward and backward pass once, generic over `f32`/`f64`; the loss, Adam, checkpoints |
 //! | [`grad`] | 11. Gradients: the backward passes checked by finite differences |
+//! | [`decoder`] | 12 and 15. The decoder-only Transformer, one struct for both chapters' models |
 //! | [`model`] | 12. A tiny Transformer trained to reverse digits |
 //! | [`translation`] | 13. A toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
 //! | [`pretrained`] | 14. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
 //! | [`lm`] | 15. A language model that writes (Shakespeare, one character a token) |
+//! | [`kv_bytes`] | 16. What a KV cache costs, for every way of sharing or compressing it |
+//! | [`latent`] | 16. Multi-head latent attention |
+//! | [`sliding`] | 16. Forgetting keys: sliding windows and attention sinks |
 //! | [`fast`] | Appendix: making it fast (exact attention on several threads, FlashAttention-2's loop order) |
+//! | [`experiments`] | the appendix's timers and roofline measures: measurements, not layers |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
+//!
+//! The modules depend one way: `real` on nothing of the crate, `linalg`
+//! only on it, the error type and the checks; the fast kernels sit above
+//! what they speed up, and the experiments above everything they measure.
+//! A test (`tests/layers.rs`) fails on any cycle.
 //!
 //! Shapes follow the book's notation: `n` queries, `m` keys and values,
 //! width `d_k` for queries and keys, `d_v` for values. Arithmetic is `f32`,
@@ -50,6 +62,7 @@ pub mod complexity;
 pub mod decoder;
 pub mod error;
 pub mod exercises;
+pub mod experiments;
 pub mod fast;
 pub mod grad;
 pub mod kv_bytes;

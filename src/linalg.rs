@@ -161,18 +161,19 @@ pub fn linear<F: Real>(
 // ANCHOR_END: linear
 
 // ANCHOR: linear_backward
-/// The gradients of `Y = X W + b` given `dY`: `(dX, dW, db)` with
-/// `dX = dY Wᵀ`, `dW = Xᵀ dY` and `db = Σ_rows dY` (chapter 11).
+/// The gradients of `Y = X W + b` given `dY`: `dX = dY Wᵀ`, and the
+/// weights' gradients `dW = Xᵀ dY` and `db = Σ_rows dY` (chapter 11).
 pub fn linear_backward<F: Real>(
     x: &ArrayRef2<F>,
     w: &ArrayRef2<F>,
     dy: &ArrayRef2<F>,
-) -> Result<(Array2<F>, Array2<F>, Array1<F>), AttnError> {
+) -> Result<(Array2<F>, LinearWeights<F>), AttnError> {
     if x.ncols() != w.nrows() || dy.dim() != (x.nrows(), w.ncols()) {
         let (what, left, right) = ("dY and X W", dy.dim(), (x.nrows(), w.ncols()));
         return Err(AttnError::ShapesDiffer { what, left, right });
     }
-    Ok((matmul(dy, &w.t()), matmul(&x.t(), dy), dy.sum_axis(Axis(0))))
+    let grads = LinearWeights { w: matmul(&x.t(), dy), b: dy.sum_axis(Axis(0)) };
+    Ok((matmul(dy, &w.t()), grads))
 }
 // ANCHOR_END: linear_backward
 

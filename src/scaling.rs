@@ -15,6 +15,7 @@ use ndarray_rand::RandomExt;
 
 use crate::check::{check_not_empty, check_size};
 use crate::error::AttnError;
+use crate::linalg::matmul;
 use crate::real::Real;
 use crate::softmax::softmax;
 
@@ -80,7 +81,7 @@ pub fn variance_experiment(samples: usize, seed: u64) -> Vec<VarianceRow> {
 pub fn softmax_jacobian(p: &ArrayRef1<f32>) -> Array2<f32> {
     let column = p.view().insert_axis(Axis(1)); // m×1
     let row = p.view().insert_axis(Axis(0)); // 1×m
-    Array2::from_diag(&p.view()) - column.dot(&row)
+    Array2::from_diag(&p.view()) - matmul(&column, &row)
 }
 // ANCHOR_END: jacobian
 
@@ -155,7 +156,7 @@ pub fn saturation_experiment(
             for mut row in scores.rows_mut() {
                 let q = standard_normal(1, d_k, &mut rng);
                 let k = standard_normal(m, d_k, &mut rng);
-                row.assign(&q.dot(&k.t()).row(0)); // s_j = q·k_j
+                row.assign(&matmul(&q, &k.t()).row(0)); // s_j = q·k_j
             }
             let scaled = &scores / (d_k as f32).sqrt();
             Ok(SaturationRow {

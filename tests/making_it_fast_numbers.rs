@@ -7,7 +7,7 @@
 //! appendix compares figures of that one run, all means.
 
 use attn::complexity::attention_flops;
-use attn::fast::roofline::{
+use attn::experiments::roofline::{
     attention_intensity, backward_flops, backward_intensity, naive_product_intensity,
     tiled_intensity,
 };

@@ -19,8 +19,11 @@ use attn::sliding::SlidingCache;
 
 use crate::error::ReportError;
 
+mod checks;
 pub mod pooled;
+
 use crate::measurements::{data_file, data_rows, number};
+pub use checks::{book_caches, equalities, RING};
 
 /// The chapter's kinds of attention, as its data files name them: the
 /// number of key/value heads for 4 query heads (4: multi-head; 2:
@@ -285,88 +288,6 @@ pub fn variant(attention: Attention) -> LmConfig {
         Attention::KvHeads(kv_heads) => LmConfig { kv_heads, ..rotary },
         Attention::Latent => LmConfig { latent: Some(LATENT), ..rotary },
     }
-}
-
-/// Chapter 15's model with rotary positions and 4, 2 or 1 key/value heads:
-/// its cache's bytes per token, one line each.
-pub fn book_caches() -> Result<String, ReportError> {
-    let mut out = String::new();
-    for attention in ATTENTIONS {
-        let model = LanguageModel::<f32>::new(variant(attention), 1)?;
-        let name = match attention {
-            Attention::KvHeads(1) => "1 key/value head".to_string(),
-            Attention::KvHeads(g) => format!("{g} key/value heads"),
-            Attention::Latent => format!("latent {} + rotary key {}", LATENT.d_c, LATENT.d_r),
-        };
-        out += &format!("{name}: {} bytes per token\n", LmCache::bytes_per_token(&model));
-    }
-    Ok(out.trim_end().to_string())
-}
-
-/// Tokens, window and sinks of the ring buffer's check.
-pub const RING: (usize, usize, usize) = (300, 8, 2);
-
-/// Each construction against what it must equal: the largest difference.
-pub fn equalities() -> Result<String, ReportError> {
-    let (n, window, sinks) = RING;
-    Ok(format!(
-        "grouped-query, 2 key/value heads for 4, against multi-head with copied heads: {:.1e}\n\
-         absorbed latent attention against the explicit layer, 40 steps: {:.1e}\n\
-         ring buffer ({sinks} sinks, window {window}) against the mask, {n} steps: {:.1e}",
-        grouped_gap()?,
-        latent_gap()?,
-        ring_gap()?
-    ))
-}
-
-fn largest(a: &Array2<f32>, b: &Array2<f32>) -> f32 {
-    (a - b).iter().fold(0.0, |m, d| m.max(d.abs()))
-}
-
-/// A grouped layer against the multi-head layer whose key and value heads
-/// are copies of their group's.
-fn grouped_gap() -> Result<f32, ReportError> {
-    let mut rng = StdRng::seed_from_u64(16);
-    let (d, h, g) = (16, 4, 2);
-    let layer = MultiHeadAttention::grouped(d, h, g, &mut rng)?;
-    let mha = layer.to_multi_head();
-    let x = standard_normal(10, d, &mut rng);
-    Ok(largest(&layer.forward(&x, &x)?.output, &mha.forward(&x, &x)?.output))
-}
-
-/// Absorbed decoding against the explicit layer, step by step.
-fn latent_gap() -> Result<f32, ReportError> {
-    let mut rng = StdRng::seed_from_u64(16);
-    let layer = LatentAttention::new(16, 4, [4, 6, 4], &mut rng)?;
-    let x = standard_normal(40, 16, &mut rng);
-    let explicit = layer.forward(&x)?;
-    let absorbed = layer.absorbed();
-    let mut cache = absorbed.new_cache(x.nrows())?;
-    let mut gap = 0.0_f32;
-    for t in 0..x.nrows() {
-        let out = absorbed.step(&x.row(t), &mut cache)?;
-        gap = gap.max((&out - &explicit.row(t)).iter().fold(0.0, |m, d| m.max(d.abs())));
-    }
-    Ok(gap)
-}
-
-/// The ring buffer against attention under a sink-and-window mask.
-fn ring_gap() -> Result<f32, ReportError> {
-    let mut rng = StdRng::seed_from_u64(16);
-    let (d, (n, window, sinks)) = (4, RING);
-    let q = rope(&standard_normal(n, d, &mut rng), 0)?;
-    let k = rope(&standard_normal(n, d, &mut rng), 0)?;
-    let v = standard_normal(n, d, &mut rng);
-    let keep = sinks_and_window_mask(n, sinks, window)?;
-    let full = masked_attention(&q, &k, &v, &keep)?;
-    let mut cache = SlidingCache::new(d, d, sinks, window)?;
-    let mut gap = 0.0_f32;
-    for t in 0..n {
-        cache.append(&k.row(t), &v.row(t))?;
-        let out = cache.attend(&q.row(t))?;
-        gap = gap.max((&out - &full.output.row(t)).iter().fold(0.0, |m, d| m.max(d.abs())));
-    }
-    Ok(gap)
 }
 
 /// For the variant `attention`, over the seeds' mean curves: the mean

@@ -1,5 +1,5 @@
 //! The appendix "Making it fast": the fast kernel's profile as measured
-//! (`attn::fast::profile` times it), and the tables the appendix quotes.
+//! (`attn::experiments::profile` times it), and the tables the appendix quotes.
 
 use super::fast_data::machine_value;
 use super::measurements::{bad, data_rows, number};

@@ -7,7 +7,9 @@ use super::fast_data::{FastData, PRODUCT_FLOPS};
 use crate::error::ReportError;
 use crate::show::table;
 use attn::complexity::attention_flops;
-use attn::fast::roofline::{attention_intensity, backward_flops, backward_intensity, roofline};
+use attn::experiments::roofline::{
+    attention_intensity, backward_flops, backward_intensity, roofline,
+};
 
 /// The machine's limits and the ridge points between them: the FMA peak of
 /// the portable loop as the compiler builds it, and with 512-bit AVX-512

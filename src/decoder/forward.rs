@@ -7,12 +7,12 @@ use ndarray::{Array2, ArrayRef2, Axis};
 use super::{Decoder, Positions, Recipe};
 use crate::check::check_indices;
 use crate::error::AttnError;
-use crate::linalg::{linear, linear_backward, matmul, LinearWeights};
+use crate::linalg::{linear, linear_backward, matmul};
 use crate::masking::{band_mask, causal_mask};
 use crate::nn::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, cross_entropy,
     embedding_backward, embedding_forward, fingerprint, layer_norm_backward, layer_norm_forward,
-    BlockCache, Heads, LayerNormCache, NormWeights,
+    BlockCache, Heads, LayerNormCache,
 };
 use crate::real::Real;
 
@@ -193,8 +193,8 @@ impl<F: Real> Decoder<F> {
         let mut g = self.zeros_like();
         let dz = match &self.head {
             Some(head) => {
-                let (dz, w, b) = linear_backward(&fwd.z, &head.w, d_logits)?;
-                g.head = Some(LinearWeights { w, b });
+                let (dz, d_head) = linear_backward(&fwd.z, &head.w, d_logits)?;
+                g.head = Some(d_head);
                 dz
             }
             // logits = z Eᵀ: dz = dlogits E, and E's gradient as the head.
@@ -203,8 +203,8 @@ impl<F: Real> Decoder<F> {
                 matmul(d_logits, &self.tokens)
             }
         };
-        let (mut dx, gamma, beta) = layer_norm_backward(&fwd.ln_f, &self.ln_f.gamma, &dz)?;
-        g.ln_f = NormWeights { gamma, beta };
+        let mut dx;
+        (dx, g.ln_f) = layer_norm_backward(&fwd.ln_f, &self.ln_f.gamma, &dz)?;
         for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
             (dx, g.blocks[l]) = block.backward(cache, heads, self.config.activation, &dx)?;
         }

@@ -37,7 +37,7 @@ use super::{keys_seen, Tiles};
 mod phases;
 mod softmax;
 use crate::error::AttnError;
-pub(super) use phases::phase_times;
+pub(crate) use phases::phase_times;
 pub(super) use softmax::{exp, seen_lanes};
 use softmax::{softmax_columns, weights_lagging};
 
@@ -53,7 +53,7 @@ const ROWS: usize = super::AVX512_BLOCK[0];
 const PANELS: usize = super::AVX512_BLOCK[1];
 
 /// Whether this processor runs AVX-512.
-pub(super) fn available() -> bool {
+pub(crate) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
 

@@ -31,7 +31,7 @@ fn from_f32<F: Real>(x: Array2<f32>) -> Array2<F> {
 /// One head's causal attention through the fused kernel, where `F` is
 /// `f32`: the output, and what the backward pass needs instead of the
 /// weights. `None` for any other type.
-pub fn fused_causal<F: Real>(
+pub(crate) fn fused_causal<F: Real>(
     q: &ArrayRef2<F>,
     k: &ArrayRef2<F>,
     v: &ArrayRef2<F>,
@@ -42,7 +42,7 @@ pub fn fused_causal<F: Real>(
 
 /// The gradients `[dQ, dK, dV]` of [`fused_causal`]'s output, given `dO`,
 /// through [`fast_attention_backward`]. `None` where `F` is not `f32`.
-pub fn fused_backward<F: Real>(
+pub(crate) fn fused_backward<F: Real>(
     [q, k, v]: [&ArrayRef2<F>; 3],
     forward: &FastForward,
     d_out: &ArrayRef2<F>,

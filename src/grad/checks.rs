@@ -7,7 +7,8 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::*;
 use crate::check::check_size;
-use crate::linalg::matmul;
+use crate::linalg::{matmul, LinearWeights};
+use crate::nn::NormWeights;
 use crate::softmax::softmax_rows;
 
 /// One row of the scaling experiment: mean Frobenius norms of `dS` (the
@@ -132,7 +133,7 @@ pub fn check_linear(seed: u64) -> Result<f64, AttnError> {
         let y = linear("Y", x, w, Some(&b.row(0).to_owned()));
         probe_loss(y.as_ref().map(|y| &**y), &r)
     };
-    let (dx, dw, db) = linear_backward(&x, &w, &r)?;
+    let (dx, LinearWeights { w: dw, b: db }) = linear_backward(&x, &w, &r)?;
     Ok(worst([
         gradient_error(&dx, |x| loss(x, &w, &b), &x),
         gradient_error(&dw, |w| loss(&x, w, &b), &w),
@@ -151,7 +152,7 @@ pub fn check_layer_norm(seed: u64) -> Result<f64, AttnError> {
         probe_loss(y.as_ref().map(|y| &**y), &r)
     };
     let (_, cache) = layer_norm_forward(&x, &gamma.row(0), &beta.row(0), 1e-5)?;
-    let (dx, dg, db) = layer_norm_backward(&cache, &gamma.row(0), &r)?;
+    let (dx, NormWeights { gamma: dg, beta: db }) = layer_norm_backward(&cache, &gamma.row(0), &r)?;
     Ok(worst([
         gradient_error(&dx, |x| loss(x, &gamma, &beta), &x),
         gradient_error(&dg.insert_axis(Axis(0)), |g| loss(&x, g, &beta), &gamma),

@@ -66,8 +66,9 @@ pub(crate) fn gradient_error(
     max_relative_error(analytic, &numerical_gradient(f, x, STEP))
 }
 
-/// [`gradient_error`] for callers outside the crate (chapter 11's
-/// exercises check their backward passes with it); an error if the shapes
+/// The largest relative error between `analytic` and the central
+/// differences of `f` at `x` (step [`STEP`]), for code outside the crate
+/// (chapter 11's exercises check their backward passes with it); an error if the shapes
 /// differ, or if `x`, `analytic` or `f` near `x` is not finite.
 pub fn check_gradient(
     analytic: &ArrayRef2<f64>,

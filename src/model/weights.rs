@@ -6,7 +6,7 @@ use crate::nn::{invalid, read_checkpoint, read_header, write_checkpoint};
 
 impl TinyTransformer {
     /// The weights as text: a header line `tiny-transformer k d_model heads
-    /// d_ff layers`, then one line per tensor (in [`Self::slices`] order) of
+    /// d_ff layers`, then one line per tensor (in [`Parameters::slices`](crate::nn::Parameters::slices) order) of
     /// its values, each rounded to `f32` and written as the shortest decimal
     /// that reads back to that `f32`. Rounding halves the file; the book
     /// reports accuracy for the weights as saved.

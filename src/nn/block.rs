@@ -13,6 +13,7 @@ use super::multihead::{AttentionWeights, Heads};
 use super::sublayer::{
     attention_sublayer, attention_sublayer_backward, ffn_sublayer, ffn_sublayer_backward,
     latent_sublayer, latent_sublayer_backward, AttentionSublayerCache, FfnSublayerCache,
+    SublayerGradients,
 };
 use crate::error::AttnError;
 use crate::real::Real;
@@ -169,11 +170,11 @@ impl<F: Real> PreNormBlock<F> {
         cache: &BlockCache<F>,
         heads: Heads,
         dx1: &ArrayRef2<F>,
-    ) -> Result<(Array2<F>, NormWeights<F>, BlockAttention<F>), AttnError> {
+    ) -> Result<SublayerGradients<F, BlockAttention<F>>, AttnError> {
         match &self.attn {
             BlockAttention::Heads(w) => {
                 let sublayer = (&self.ln1, w);
-                let (dx, _, ln1, dw) =
+                let ((dx, ln1, dw), _) =
                     attention_sublayer_backward(&cache.attention, None, sublayer, heads, dx1)?;
                 Ok((dx, ln1, BlockAttention::Heads(dw)))
             }
@@ -228,7 +229,7 @@ impl<F: Real> PreNormBlock<F> {
         let (dx_ffn, ln2, ffn) = ffn_sublayer_backward(&cache.ffn, sublayer, activation, dx3)?;
         let dx2 = dx_ffn + dx3;
         let sublayer = (&cross_weights.ln, &cross_weights.w);
-        let (dx, d_memory, ln, w) =
+        let ((dx, ln, w), d_memory) =
             attention_sublayer_backward(cross_cache, Some(memory.0), sublayer, memory.1, &dx2)?;
         let dx1 = dx + &dx2;
         let (dx, ln1, attn) = self.self_attention_backward(cache, heads, &dx1)?;

@@ -84,15 +84,15 @@ fn check_norm<F: Real>(
 }
 
 // ANCHOR: layer_norm_backward
-/// Gradients of LayerNorm: `(dX, dγ, dβ)`. With `dx̂ = dY ⊙ γ`, each row's
-/// `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / σ`: the two means remove
+/// Gradients of LayerNorm: `dX`, and `dγ`, `dβ` as a [`NormWeights`].
+/// With `dx̂ = dY ⊙ γ`, each row's `dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / σ`: the two means remove
 /// the directions in which the normalisation cannot move its output
 /// (shifting every feature, scaling every feature).
 pub fn layer_norm_backward<F: Real>(
     cache: &LayerNormCache<F>,
     gamma: &ArrayRef1<F>,
     dy: &ArrayRef2<F>,
-) -> Result<(Array2<F>, Array1<F>, Array1<F>), AttnError> {
+) -> Result<(Array2<F>, NormWeights<F>), AttnError> {
     let x_hat: &ArrayRef2<F> = &cache.x_hat;
     check_shape("dY and the normalised input", dy.dim(), x_hat.dim())?;
     check_shape("γ and a row", (1, gamma.len()), (1, x_hat.ncols()))?;
@@ -105,7 +105,7 @@ pub fn layer_norm_backward<F: Real>(
     let mean_dx_hat_x_hat = row_mean(&(&*dx_hat * x_hat));
     let dx = (dx_hat - &mean_dx_hat - x_hat * &*mean_dx_hat_x_hat)
         * cache.inv_std.view().insert_axis(Axis(1));
-    Ok((dx, d_gamma, d_beta))
+    Ok((dx, NormWeights { gamma: d_gamma, beta: d_beta }))
 }
 // ANCHOR_END: layer_norm_backward
 
@@ -218,10 +218,10 @@ pub(crate) fn ffn_backward<F: Real>(
     activation: Activation,
     dy: &ArrayRef2<F>,
 ) -> Result<(Array2<F>, FfnWeights<F>), AttnError> {
-    let (d_hidden, w2, b2) = linear_backward(&cache.hidden, &p.w2, dy)?;
+    let (d_hidden, second) = linear_backward(&cache.hidden, &p.w2, dy)?;
     let d_pre = d_hidden * &cache.pre.mapv(|h| activation.derivative(h)); // chain rule
-    let (dx, w1, b1) = linear_backward(&cache.x, &p.w1, &d_pre)?;
-    Ok((dx, FfnWeights { w1, b1, w2, b2 }))
+    let (dx, first) = linear_backward(&cache.x, &p.w1, &d_pre)?;
+    Ok((dx, FfnWeights { w1: first.w, b1: first.b, w2: second.w, b2: second.b }))
 }
 // ANCHOR_END: ffn_backward
 

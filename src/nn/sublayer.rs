@@ -16,6 +16,14 @@ use super::multihead::{mha_backward, mha_forward, AttentionWeights, Heads, MhaCa
 use crate::error::AttnError;
 use crate::real::Real;
 
+/// What a sub-layer's backward pass returns: the gradient reaching its
+/// input `x` (through `F`), and the gradients of its LayerNorm's weights
+/// and of its own weights `W`, each in the weights' own type.
+pub(crate) type SublayerGradients<F, W> = (Array2<F>, NormWeights<F>, W);
+
+/// An attention sub-layer's gradients.
+pub(crate) type AttentionGradients<F> = SublayerGradients<F, AttentionWeights<F>>;
+
 /// What an attention sub-layer keeps: its LayerNorm, the normalised input
 /// `a` and the attention's own cache.
 pub(crate) struct AttentionSublayerCache<F> {
@@ -43,8 +51,8 @@ pub(crate) fn attention_sublayer<F: Real>(
 
 // ANCHOR_END: attention_sublayer
 
-/// The backward pass of [`attention_sublayer`]: `(dX, dMemory, [dγ, dβ],
-/// dW)`. For self-attention, `a` is both the queries' and the keys' input,
+/// The backward pass of [`attention_sublayer`]: its gradients, and
+/// `dMemory`, the gradient reaching the memory. For self-attention, `a` is both the queries' and the keys' input,
 /// so both gradients reach `x`, and `dMemory` is `None`.
 pub(crate) fn attention_sublayer_backward<F: Real>(
     cache: &AttentionSublayerCache<F>,
@@ -52,15 +60,15 @@ pub(crate) fn attention_sublayer_backward<F: Real>(
     (ln, w): (&NormWeights<F>, &AttentionWeights<F>),
     heads: Heads,
     dy: &ArrayRef2<F>,
-) -> Result<(Array2<F>, Option<Array2<F>>, NormWeights<F>, AttentionWeights<F>), AttnError> {
+) -> Result<(AttentionGradients<F>, Option<Array2<F>>), AttnError> {
     let kv: &ArrayRef2<F> = memory.unwrap_or(&cache.a);
     let g = mha_backward(&cache.attention, &cache.a, kv, w, heads, dy)?;
     let (da, d_memory) = match memory {
         None => (g.dx_q + g.dx_kv, None),
         Some(_) => (g.dx_q, Some(g.dx_kv)),
     };
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da)?;
-    Ok((dx, d_memory, NormWeights { gamma: d_gamma, beta: d_beta }, g.dw))
+    let (dx, d_ln) = layer_norm_backward(&cache.ln, &ln.gamma, &da)?;
+    Ok(((dx, d_ln, g.dw), d_memory))
 }
 
 /// `LatentAttention(LayerNorm(x))`, causal self-attention over sequences of
@@ -83,10 +91,10 @@ pub(crate) fn latent_sublayer_backward<F: Real>(
     (ln, w): (&NormWeights<F>, &LatentWeights<F>),
     t: usize,
     dy: &ArrayRef2<F>,
-) -> Result<(Array2<F>, NormWeights<F>, LatentWeights<F>), AttnError> {
+) -> Result<SublayerGradients<F, LatentWeights<F>>, AttnError> {
     let (da, dw) = latent_backward(&cache.attention, &cache.a, w, t, dy)?;
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &da)?;
-    Ok((dx, NormWeights { gamma: d_gamma, beta: d_beta }, dw))
+    let (dx, d_ln) = layer_norm_backward(&cache.ln, &ln.gamma, &da)?;
+    Ok((dx, d_ln, dw))
 }
 
 /// What an FFN sub-layer keeps.
@@ -114,8 +122,8 @@ pub(crate) fn ffn_sublayer_backward<F: Real>(
     (ln, p): (&NormWeights<F>, &FfnWeights<F>),
     activation: Activation,
     dy: &ArrayRef2<F>,
-) -> Result<(Array2<F>, NormWeights<F>, FfnWeights<F>), AttnError> {
+) -> Result<SublayerGradients<F, FfnWeights<F>>, AttnError> {
     let (dc, d_ffn) = ffn_backward(&cache.ffn, p, activation, dy)?;
-    let (dx, d_gamma, d_beta) = layer_norm_backward(&cache.ln, &ln.gamma, &dc)?;
-    Ok((dx, NormWeights { gamma: d_gamma, beta: d_beta }, d_ffn))
+    let (dx, d_ln) = layer_norm_backward(&cache.ln, &ln.gamma, &dc)?;
+    Ok((dx, d_ln, d_ffn))
 }

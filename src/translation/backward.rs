@@ -7,10 +7,9 @@ use super::forward::Seq2SeqForward;
 use super::model::Seq2Seq;
 use crate::error::AttnError;
 use crate::grad::Matrix;
-use crate::linalg::{linear_backward, LinearWeights};
+use crate::linalg::linear_backward;
 use crate::nn::{
     check_d_logits, check_same_model, embedding_backward, layer_norm_backward, Activation, Heads,
-    NormWeights,
 };
 
 impl Seq2Seq {
@@ -27,11 +26,10 @@ impl Seq2Seq {
         let (h, bottleneck) = (self.config.heads, self.config.bottleneck);
         let tk = if bottleneck { 1 } else { s };
         let mut g = self.zeros_like();
-        let (dz, w, b) = linear_backward(&fwd.z, &self.head.w, d_logits)?;
-        g.head = LinearWeights { w, b };
-        let (mut dy, gamma, beta) =
-            layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln.gamma, &dz)?;
-        g.decoder_ln = NormWeights { gamma, beta };
+        let dz;
+        (dz, g.head) = linear_backward(&fwd.z, &self.head.w, d_logits)?;
+        let mut dy;
+        (dy, g.decoder_ln) = layer_norm_backward(&fwd.decoder_ln, &self.decoder_ln.gamma, &dz)?;
         let mut d_memory = Matrix::zeros(fwd.memory.dim());
         let memory = (&*fwd.memory, Heads::new(t, tk, h));
         for (l, (block, cache)) in self.decoder.iter().zip(&fwd.decoder).enumerate().rev() {
@@ -51,9 +49,9 @@ impl Seq2Seq {
             true => unpool(&d_memory, &fwd.batch.source_lengths, s),
             false => d_memory,
         };
-        let (mut dx, gamma, beta) =
+        let mut dx;
+        (dx, g.encoder_ln) =
             layer_norm_backward(&fwd.encoder_ln, &self.encoder_ln.gamma, &d_output)?;
-        g.encoder_ln = NormWeights { gamma, beta };
         for (l, (block, cache)) in self.encoder.iter().zip(&fwd.encoder).enumerate().rev() {
             let heads = Heads::new(s, s, h);
             (dx, g.encoder[l]) = block.backward(cache, heads, Activation::Gelu, &dx)?;

@@ -30,13 +30,14 @@ pub use beam::{beam_search, Hypothesis, MAX_BEAM_WIDTH};
 pub use bleu::{corpus_bleu, Bleu};
 pub use forward::Seq2SeqForward;
 pub use heads::{alignment_scores, rnn_alignment_score};
-pub use model::{source_vocab_size, Seq2Seq, Seq2SeqConfig};
+pub(crate) use model::source_vocab_size;
+pub use model::{Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
     alignment, balanced_set, number_pair, number_words, source_vocabulary, translation_set,
     TranslationPair, BOS, EOS, NUMBER_VOCAB, PAD, SOURCE_VOCAB, TARGET_VOCAB,
 };
 pub use rnn::{RnnConfig, RnnForward, RnnSeq2Seq, BOOK_RNN};
-pub use rouge::{lcs_length, mean_rouge, rouge_l, rouge_n, Rouge, RougeScores};
+pub use rouge::{mean_rouge, rouge_l, rouge_n, Rouge, RougeScores};
 pub use runs::{
     spans, summary_pair, summary_set, summary_words, SummaryPair, COLOURS, RUN_LENGTHS,
     SUMMARY_VOCAB,

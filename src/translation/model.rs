@@ -50,7 +50,7 @@ pub struct Seq2SeqConfig {
 
 /// Source tokens of the number task: [`super::PAD`], [`super::BOS`],
 /// [`super::EOS`], then the words ([`super::SOURCE_VOCAB`]).
-pub fn source_vocab_size() -> usize {
+pub(crate) fn source_vocab_size() -> usize {
     3 + source_vocabulary().len()
 }
 

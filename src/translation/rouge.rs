@@ -71,7 +71,7 @@ pub fn rouge_n(candidate: &[usize], reference: &[usize], n: usize) -> Result<Rou
 
 /// The length of the longest common subsequence of `x` and `y`: the
 /// classic dynamic programme, one row at a time.
-pub fn lcs_length(x: &[usize], y: &[usize]) -> usize {
+pub(crate) fn lcs_length(x: &[usize], y: &[usize]) -> usize {
     let mut previous = vec![0; y.len() + 1];
     for &a in x {
         let mut row = vec![0; y.len() + 1];

@@ -15,7 +15,7 @@ use super::{
 /// # Safety
 /// The processor must run AVX-512 ([`super::available`]).
 #[target_feature(enable = "avx512f")]
-pub(in crate::fast) unsafe fn phase_times(
+pub(crate) unsafe fn phase_times(
     [q, k, v]: [&[f32]; 3],
     [d_k, d_v]: [usize; 2],
     (tiles, pairs): (Tiles, &[(usize, usize, usize, usize)]),

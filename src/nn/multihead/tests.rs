@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::grad::{gradient_error, normal_matrix, Matrix};
-use ndarray::Array1;
+use ndarray::{Array1, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 /// Two sequences, 3 queries over 4 keys each, `d = 6`, 2 heads, with

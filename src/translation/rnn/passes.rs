@@ -6,7 +6,7 @@ use ndarray::{s, Array2, Axis};
 use super::RnnSeq2Seq;
 use crate::error::AttnError;
 use crate::grad::Matrix;
-use crate::linalg::{linear, linear_backward, LinearWeights};
+use crate::linalg::{linear, linear_backward};
 use crate::nn::additive::{additive_backward, additive_forward, AdditiveCache};
 use crate::nn::gru::{gru_backward, gru_forward, GruCache};
 use crate::nn::{check_finite_parameters, check_same_model, fingerprint};
@@ -122,8 +122,8 @@ impl RnnSeq2Seq {
             });
         }
         let mut grads = self.zeros_like();
-        let (d_features, w, b) = linear_backward(&fwd.features, &self.output.w, d_logits)?;
-        grads.output = LinearWeights { w, b };
+        let d_features;
+        (d_features, grads.output) = linear_backward(&fwd.features, &self.output.w, d_logits)?;
         let batch = &fwd.batch;
         let (xs, hs, encoder) = &fwd.encoder;
         let (ys, states, decoder) = &fwd.decoder;

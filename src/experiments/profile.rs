@@ -13,7 +13,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{exponentials, fast_attention_on, fast_attention_with, product, Tiles};
+use crate::fast::{exponentials, fast_attention_on, fast_attention_with, product, Tiles};
 use crate::scaling::standard_normal;
 use crate::tiled::{online_softmax_step, tiled_attention};
 
@@ -26,9 +26,9 @@ pub struct Phase {
     /// With ndarray's product, or chapter 9's online softmax step.
     pub chapter_9: f64,
     /// With the `gemm` crate's product, or the fused exponentials: the
-    /// portable kernel ([`super::Kernel::Portable`]).
+    /// portable kernel ([`crate::fast::Kernel::Portable`]).
     pub fast: f64,
-    /// The same phase of [`super::Kernel::Avx512`], on a processor with it.
+    /// The same phase of [`crate::fast::Kernel::Avx512`], on a processor with it.
     pub avx512: Option<f64>,
 }
 
@@ -132,20 +132,22 @@ pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> ([Phase; 3], 
 /// [`phases`] of the AVX-512 kernel, where the processor has it.
 fn avx512_phases([q, k, v]: [&Array2<f32>; 3], tiles: Tiles, repeats: usize) -> Option<[f64; 4]> {
     #[cfg(target_arch = "x86_64")]
-    if super::avx512::available() {
+    if crate::fast::avx512::available() {
         let slices = [q, k, v].map(|x| x.as_slice().expect("owned, standard layout"));
         let dims = [q.ncols(), v.ncols()];
         let time = |f: &mut dyn FnMut()| mean_of(repeats, f);
         let pairs = tile_pairs(q.nrows(), tiles);
         // SAFETY: `available` found AVX-512 on this processor.
-        return Some(unsafe { super::avx512::phase_times(slices, dims, (tiles, &pairs), time) });
+        return Some(unsafe {
+            crate::fast::avx512::phase_times(slices, dims, (tiles, &pairs), time)
+        });
     }
     let _ = ([q, k, v], tiles, repeats);
     None
 }
 
 /// The whole call at `n×d` on one thread, the mean of `repeats` runs:
-/// chapter 9's kernel, the portable kernel at [`super::FAST_TILES`], then
+/// chapter 9's kernel, the portable kernel at [`crate::fast::FAST_TILES`], then
 /// the fast kernel (the best this processor runs) with each of `tiles`.
 pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64, f64, Vec<f64>) {
     let mut rng = StdRng::seed_from_u64(n as u64);
@@ -156,8 +158,9 @@ pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64,
     });
     let portable = mean_of(repeats, || {
         pool.install(|| {
-            let kernel = super::Kernel::Portable;
-            fast_attention_on(&q, &k, &v, false, super::FAST_TILES, kernel).expect("finite inputs")
+            let kernel = crate::fast::Kernel::Portable;
+            fast_attention_on(&q, &k, &v, false, crate::fast::FAST_TILES, kernel)
+                .expect("finite inputs")
         });
     });
     let fast = tiles
