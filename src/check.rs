@@ -180,3 +180,12 @@ pub(crate) fn check_shape(what: &'static str, got: Shape, want: Shape) -> Result
     }
     Err(AttnError::ShapesDiffer { what, left: got, right: want })
 }
+
+/// Checks that a scale, a rate or a width `value`, named `name`, is finite
+/// and positive.
+pub(crate) fn check_positive(name: &'static str, value: f64) -> Result<(), AttnError> {
+    if value.is_finite() && value > 0.0 {
+        return Ok(());
+    }
+    Err(AttnError::InvalidArgument { name, value, requirement: "must be finite and > 0" })
+}

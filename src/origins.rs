@@ -15,7 +15,7 @@ use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use ndarray_rand::rand::rngs::StdRng;
 
 use crate::attention::{check_qkv, Attention};
-use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
+use crate::check::{check_finite, check_not_empty, check_overflow, check_positive, check_size};
 use crate::error::AttnError;
 use crate::linalg::{linear, matmul};
 use crate::nn::additive::{hidden, score};
@@ -31,13 +31,7 @@ pub fn kernel_scores(
     keys: &ArrayRef1<f32>,
     bandwidth: f32,
 ) -> Result<Array2<f32>, AttnError> {
-    if !(bandwidth.is_finite() && bandwidth > 0.0) {
-        return Err(AttnError::InvalidArgument {
-            name: "bandwidth",
-            value: f64::from(bandwidth),
-            requirement: "must be finite and > 0",
-        });
-    }
+    check_positive("bandwidth", f64::from(bandwidth))?;
     check_finite("queries", &queries.view().insert_axis(Axis(0)))?;
     check_finite("keys", &keys.view().insert_axis(Axis(0)))?;
     check_size("kernel weights", queries.len(), keys.len())?;

@@ -4,7 +4,7 @@
 
 use ndarray::{Array2, ArrayRef2, Axis};
 
-use crate::check::check_shape;
+use crate::check::{check_positive, check_shape};
 use crate::error::AttnError;
 use crate::linalg::matmul;
 use crate::masking::{attend, Scores};
@@ -47,14 +47,7 @@ pub fn attention_forward<F: Real>(
     sqrt_d_k: F,
 ) -> Result<(Array2<F>, AttentionCache<F>), AttnError> {
     check_qkv_shapes(q, k, v)?;
-    if !(sqrt_d_k.is_finite() && sqrt_d_k > F::zero()) {
-        let (name, value) = ("√d_k", sqrt_d_k.wide());
-        return Err(AttnError::InvalidArgument {
-            name,
-            value,
-            requirement: "must be finite and > 0",
-        });
-    }
+    check_positive("√d_k", sqrt_d_k.wide())?;
     let change = keep.map_or(Scores::Plain, Scores::Masked);
     let (p, o) = attend(q, k, v, sqrt_d_k, change)?;
     Ok((o, AttentionCache { p, sqrt_d_k }))

@@ -6,7 +6,7 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 
-use crate::check::check_shape;
+use crate::check::{check_positive, check_shape};
 use crate::error::AttnError;
 use crate::linalg::{linear, linear_backward};
 use crate::real::Real;
@@ -72,15 +72,7 @@ fn check_norm<F: Real>(
 ) -> Result<(), AttnError> {
     check_shape("γ and a row", (1, gamma.len()), (1, d))?;
     check_shape("β and a row", (1, beta.len()), (1, d))?;
-    if !(eps.is_finite() && eps > F::zero()) {
-        let (name, value) = ("LayerNorm's ε", eps.wide());
-        return Err(AttnError::InvalidArgument {
-            name,
-            value,
-            requirement: "must be finite and > 0",
-        });
-    }
-    Ok(())
+    check_positive("LayerNorm's ε", eps.wide())
 }
 
 // ANCHOR: layer_norm_backward

@@ -2,6 +2,7 @@
 //! trains with (chapter 12).
 
 use super::params::Parameters;
+use crate::check::check_positive;
 use crate::error::AttnError;
 use crate::real::Real;
 
@@ -60,13 +61,7 @@ impl<F: Real> Adam<F> {
                 });
             }
         }
-        if !(eps.is_finite() && eps > 0.0) {
-            return Err(AttnError::InvalidArgument {
-                name: "ε",
-                value: eps,
-                requirement: "must be finite and > 0",
-            });
-        }
+        check_positive("ε", eps)?;
         Ok(Adam { betas, eps, ..self })
     }
 
@@ -212,14 +207,7 @@ impl<F: Real> Adam<F> {
 
 /// Checks that a learning rate is finite and positive.
 pub(crate) fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
-    if lr.is_finite() && lr > 0.0 {
-        return Ok(());
-    }
-    Err(AttnError::InvalidArgument {
-        name: "learning rate",
-        value: lr,
-        requirement: "must be finite and > 0",
-    })
+    check_positive("learning rate", lr)
 }
 
 /// Linear warm-up over `warmup` steps, then cosine decay to 0 at `steps`:
@@ -272,13 +260,7 @@ pub fn warmup_cosine_to(
 /// so that one bad batch cannot throw the weights far. Returns `‖g‖`
 /// before clipping.
 pub fn clip_gradient_norm<P: Parameters>(grads: &mut P, max_norm: f64) -> Result<f64, AttnError> {
-    if !(max_norm.is_finite() && max_norm > 0.0) {
-        return Err(AttnError::InvalidArgument {
-            name: "largest gradient norm",
-            value: max_norm,
-            requirement: "must be finite and > 0",
-        });
-    }
+    check_positive("largest gradient norm", max_norm)?;
     let squares: f64 = grads.slices().iter().flat_map(|t| t.iter()).map(|g| g.wide().powi(2)).sum();
     let norm = squares.sqrt();
     if !norm.is_finite() {
