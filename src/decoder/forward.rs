@@ -152,6 +152,7 @@ impl<F: Real> Decoder<F> {
         }
     }
 
+    // ANCHOR: logits
     /// The output head: `z W + b`, or `z Eᵀ` where the head is the token
     /// embedding (tied).
     pub(crate) fn logits(&self, z: &ArrayRef2<F>) -> Result<Array2<F>, AttnError> {
@@ -162,6 +163,7 @@ impl<F: Real> Decoder<F> {
         check_logits(&logits)?;
         Ok(logits)
     }
+    // ANCHOR_END: logits
 
     /// How every block's heads attend over sequences of `t` tokens.
     fn heads(&self, t: usize, path: AttentionPath) -> Heads {

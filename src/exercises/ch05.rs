@@ -31,8 +31,13 @@ pub fn head_weights(
     let d_k = layer.d_k();
     let columns = s![.., head * d_k..(head + 1) * d_k];
     let w = layer.weights();
-    let q = x_q.dot(&w.w_q.slice(columns));
-    let k = x_kv.dot(&w.w_k.slice(columns));
+    let mut q = x_q.dot(&w.w_q.slice(columns));
+    let mut k = x_kv.dot(&w.w_k.slice(columns));
+    if let Some(b) = &w.biases {
+        // A layer with biases (chapter 14's): the head's entries of b_Q, b_K.
+        q += &b.b_q.slice(s![head * d_k..(head + 1) * d_k]);
+        k += &b.b_k.slice(s![head * d_k..(head + 1) * d_k]);
+    }
     check_qkv(&q, &k, &k)?; // empty or non-finite inputs, as the layer rejects them
     softmax_rows(&(q.dot(&k.t()) / (d_k as f32).sqrt()))
 }
@@ -60,4 +65,18 @@ mod tests {
         assert!(head_weights(&layer, &x_q, &x_kv, 4).is_err());
     }
     // ANCHOR_END: head_weights_test
+
+    #[test]
+    fn each_head_matches_a_layer_with_biases() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let biases = [(); 4].map(|_| standard_normal(1, 32, &mut rng).remove_axis(Axis(0)));
+        let layer = MultiHeadAttention::new(32, 4, &mut rng).unwrap().with_biases(biases.into());
+        let layer = layer.unwrap();
+        let (x_q, x_kv) = (standard_normal(5, 32, &mut rng), standard_normal(7, 32, &mut rng));
+        let all = layer.forward(&x_q, &x_kv).unwrap().weights;
+        for head in 0..4 {
+            let one = head_weights(&layer, &x_q, &x_kv, head).unwrap();
+            assert_abs_diff_eq!(one, all.index_axis(Axis(0), head), epsilon = 1e-5);
+        }
+    }
 }
