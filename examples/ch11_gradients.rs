@@ -9,12 +9,9 @@
 
 use report::plot;
 
-use attn::grad::{all_checks, gradient_norms};
+use attn::grad::all_checks;
 use attn::model::check_gradients;
-use report::ch11::{check_table, gradient_norm_table};
-
-/// The widths of the scaling experiment.
-const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];
+use report::ch11::{check_table, gradient_norm_experiment, gradient_norm_table, TRIALS};
 
 fn main() -> Result<(), report::error::ReportError> {
     println!("== Backward passes against central differences (h = 1e-5, f64, seed 0) ==");
@@ -23,8 +20,8 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("\n== The whole model (2 blocks, width 8), one matrix of each kind ==");
     println!("{}", check_table("parameter", &check_gradients(3)?));
 
-    println!("\n== Gradient norms through attention, 16 queries and keys, 200 trials ==");
-    let norms = gradient_norms(&D_KS, 200, 2017)?;
+    println!("\n== Gradient norms through attention, 16 queries and keys, {TRIALS} trials ==");
+    let norms = gradient_norm_experiment()?;
     println!("{}", gradient_norm_table(&norms));
 
     let series = |label: &str, pick: fn(&attn::grad::GradientNorms) -> f64, colour| plot::Series {

@@ -86,11 +86,12 @@ fn every_number_is_bound() {
 fn bind_prose(b: &mut Bindings) {
     // "chapter 11 follows the gradient through to the queries, where,
     // unscaled, it does not vanish but grows": chapter 11's measurement.
-    let norms = attn::grad::gradient_norms(&[4, 64, 1024], 50, 2017).unwrap();
-    b.claim(
-        "where, unscaled, it does not vanish but grows",
-        norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1),
-    );
+    let norms = report::ch11::gradient_norm_experiment().unwrap();
+    let rises = norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1);
+    let falls = norms.windows(2).all(|w| w[1].unscaled.0 < w[0].unscaled.0);
+    b.claim("where, unscaled, it does not vanish but grows", rises)
+        .claim("the scores then shrinks with the width", falls)
+        .claim("lengthen with the width, grows", rises);
     // "agrees with f64's exponential to a relative 3·10⁻⁷ (tested)".
     let worst = (0..=200_000)
         .map(|i| {

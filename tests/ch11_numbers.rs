@@ -1,7 +1,7 @@
 //! Chapter 11 quotes the output of `cargo run --example ch11_gradients`;
 //! these tests recompute it and require the chapter to quote it verbatim.
 
-use attn::grad::{all_checks, gradient_norms};
+use attn::grad::all_checks;
 use attn::model::check_gradients;
 use attn::nn::Parameters;
 use report::ch11::{check_table, gradient_norm_table};
@@ -70,8 +70,8 @@ fn embedding_gradients_are_the_largest() {
 }
 
 fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
-    let norms = gradient_norms(&[4, 16, 64, 256, 1024, 4096], 200, 2017).unwrap();
-    b.exact("200", 200.0);
+    let norms = report::ch11::gradient_norm_experiment().unwrap();
+    b.exact("200", report::ch11::TRIALS as f64);
     let (first, last) = (&norms[0], &norms[norms.len() - 1]);
     b.rounded("5.1", first.unscaled.0)
         .rounded("1.0", last.unscaled.0)

@@ -1,8 +1,22 @@
 //! Chapter 11's printed tables.
 
-use attn::grad::GradientNorms;
+use attn::error::AttnError;
+use attn::grad::{gradient_norms, GradientNorms};
 
 use crate::show::table;
+
+/// The widths of chapter 11's scaling experiment.
+pub const D_KS: [usize; 6] = [4, 16, 64, 256, 1024, 4096];
+/// Random problems averaged at each width.
+pub const TRIALS: usize = 200;
+/// The experiment's seed.
+pub const SEED: u64 = 2017;
+
+/// Chapter 11's gradient norms, unscaled and scaled, at every width of
+/// [`D_KS`] (chapters 2 and 3 quote them too).
+pub fn gradient_norm_experiment() -> Result<Vec<GradientNorms>, AttnError> {
+    gradient_norms(&D_KS, TRIALS, SEED)
+}
 
 /// The gradient-norm table chapter 11 prints.
 pub fn gradient_norm_table(norms: &[GradientNorms]) -> String {

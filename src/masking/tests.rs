@@ -34,6 +34,14 @@ fn chapter_2s_attention_is_the_engine_s_without_a_change_bit_for_bit() {
 }
 
 // ANCHOR: fully_masked_test
+/// Row `i` of `a` is a fully masked row done right: zero weights, a zero
+/// output, and nothing NaN anywhere.
+fn fully_masked_row_is_zero(a: &crate::attention::Attention, i: usize) -> bool {
+    a.weights.row(i).iter().all(|&w| w == 0.0)
+        && a.output.row(i).iter().all(|&o| o == 0.0)
+        && a.output.iter().all(|x| x.is_finite())
+}
+
 #[test]
 fn masked_keys_get_zero_weight_and_a_fully_masked_row_is_zero() {
     let (q, k, v) = worked_example();
@@ -42,11 +50,23 @@ fn masked_keys_get_zero_weight_and_a_fully_masked_row_is_zero() {
     let a = masked_attention(&q, &k, &v, &keep).unwrap();
     assert_eq!(a.weights.slice(s![0, 1..]), array![0.0, 0.0, 0.0]);
     assert!((a.weights.row(1).sum() - 1.0).abs() < 1e-6);
-    assert_eq!(a.weights.row(2), array![0.0, 0.0, 0.0, 0.0]);
-    assert_eq!(a.output.row(2), array![0.0, 0.0]);
-    assert!(a.output.iter().all(|x| x.is_finite()));
+    assert!(fully_masked_row_is_zero(&a, 2));
 }
 // ANCHOR_END: fully_masked_test
+
+/// The mutation a tutorial makes: masked scores filled with −1e9 instead of
+/// −∞. The fully-masked-row check must catch it.
+#[test]
+fn a_minus_1e9_fill_fails_the_fully_masked_row_check() {
+    let (q, k, v) = worked_example();
+    let mut keep = causal_mask(3, 4);
+    keep.row_mut(2).fill(false);
+    let filled_with = |fill: f32| additive_mask(&keep).mapv(|b| b.max(fill));
+    let minus_inf = biased_attention(&q, &k, &v, &filled_with(f32::NEG_INFINITY)).unwrap();
+    assert!(fully_masked_row_is_zero(&minus_inf, 2));
+    let minus_1e9 = biased_attention(&q, &k, &v, &filled_with(-1e9)).unwrap();
+    assert!(!fully_masked_row_is_zero(&minus_1e9, 2));
+}
 
 #[test]
 fn boolean_and_additive_masks_agree() {
@@ -82,11 +102,18 @@ fn minus_1e9_leaks_where_minus_infinity_does_not() {
     masked_fill(&mut s, &all_masked, -1e9).unwrap();
     assert_eq!(softmax_rows(&s).unwrap(), array![[0.25, 0.25, 0.25, 0.25]]);
 
-    // −1e9 added: near 1e9, neighbouring f32 numbers are 64 apart, so
-    // the scores are rounded to multiples of 64 and the largest wins.
+    // −1e9 added: the same constant added to every score, which softmax
+    // ignores (chapter 2). In f64, where rounding near 1e9 is tiny, the
+    // weights are the unmasked row's; f32 rounds each score to a multiple
+    // of 64 first (3 − 1e9 is −1e9), which only coarsens the same answer.
+    let wide = scores.mapv(f64::from);
+    let unmasked = softmax_rows(&wide).unwrap();
+    let shifted = softmax_rows(&(&wide - 1e9)).unwrap();
+    assert_abs_diff_eq!(shifted, unmasked, epsilon = 1e-6);
     assert_eq!(3.0_f32 + -1e9, -1e9);
     let w = softmax_rows(&(scores.clone() - 1e9)).unwrap();
     assert_eq!(w[[0, 3]], 1.0);
+    assert!(unmasked[[0, 3]] > 0.99);
 
     // Large scores: an added −1e9 no longer hides a masked score of 5e9.
     let big = array![[3.0e9_f32, 2.5e9, 5.0e9]];
