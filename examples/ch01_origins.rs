@@ -13,12 +13,11 @@ use ndarray::Array1;
 use report::ch01::sharpness_experiment;
 use report::ch01::{
     bandwidth_table, queries, score_cost_table, sharpness_table, training_set, truth, BANDWIDTHS,
+    COST_LENGTHS, COST_WIDTH, PROBES, SCALES, SHARPNESS_KEYS, SHARPNESS_WIDTH,
 };
 
 /// The toy problem's size and seed.
 const TRAINING: (usize, u64) = (40, 2);
-/// The sharpness experiment: 16 keys of width 8, the query grown by these.
-const SCALES: [f32; 4] = [1.0, 4.0, 16.0, 64.0];
 
 fn main() -> Result<(), report::error::ReportError> {
     let (x, y) = training_set(TRAINING.0, TRAINING.1)?;
@@ -27,10 +26,10 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("{}", bandwidth_table(&x, &y, &grid)?);
 
     println!("\n== Cost of the scores, n = m tokens, d = d_a = 64 ==");
-    println!("{}", score_cost_table(&[128, 1024], 64));
+    println!("{}", score_cost_table(&COST_LENGTHS, COST_WIDTH));
 
     println!("\n== Largest weight over 16 keys of width 8 as the query grows ==");
-    let (rows, bound) = sharpness_experiment(16, 8, &SCALES, 1)?;
+    let (rows, bound) = sharpness_experiment(SHARPNESS_KEYS, SHARPNESS_WIDTH, &SCALES, 1)?;
     println!("{}", sharpness_table(&rows));
     let b = bound as f64;
     println!(
@@ -83,7 +82,7 @@ fn draw_fit(
 
 /// Figure 1.2: the weight each training point gets, for three queries.
 fn draw_weights(x: &Array1<f32>, y: &Array1<f32>) -> Result<(), report::error::ReportError> {
-    let probes = Array1::from(vec![1.0_f32, 2.5, 4.0]);
+    let probes = Array1::from(PROBES.to_vec());
     let a = kernel_regression(&probes, x, y, 0.3)?;
     let colours = [plot::GREEN_, plot::BLUE_, plot::ORANGE_];
     let lines = probes

@@ -9,12 +9,12 @@ use report::plot;
 
 use attn::softmax::{naive_softmax, softmax};
 use attn::{attention, scaled_dot_product_attention};
-use ndarray::{array, Array2};
+use ndarray::Array2;
 use report::show::matrix;
 
 fn main() -> Result<(), report::error::ReportError> {
-    println!("== Softmax of [1000, -1000, 0] ==");
-    let logits = array![1000.0_f32, -1000.0, 0.0];
+    let logits = ndarray::Array1::from(report::ch02::OVERFLOW_LOGITS.to_vec());
+    println!("== Softmax of {logits} ==");
     println!("naive:  {}", naive_softmax(&logits));
     println!("stable: {}", softmax(&logits)?);
     println!("exp overflows f32 above ln(f32::MAX) = {:.2}", f32::MAX.ln());

@@ -75,8 +75,9 @@ fn main() -> Result<(), report::error::ReportError> {
     let diff = (&full - &incremental).fold(0.0_f32, |m, &d| m.max(d.abs()));
     println!("largest difference from full causal attention: {diff:.1e}");
 
-    println!("\n== Cost of generating tokens, d = 512 (GFLOP) ==");
-    println!("{}", report::ch06::decode_cost_table(&[1, 128, 1024, 4096], 512)?);
+    let (lengths, d) = (report::ch06::DECODE_LENGTHS, report::ch06::DECODE_WIDTH);
+    println!("\n== Cost of generating tokens, d = {d} (GFLOP) ==");
+    println!("{}", report::ch06::decode_cost_table(&lengths, d)?);
 
     draw_masks()?;
     draw_weights()?;
@@ -148,7 +149,7 @@ fn draw_weights() -> Result<(), report::error::ReportError> {
 
 /// Figure 6.3: total FLOPs to generate n tokens, with and without a cache.
 fn draw_cost() -> Result<(), report::error::ReportError> {
-    let d = 512;
+    let d = report::ch06::DECODE_WIDTH;
     let ns: Vec<u64> = (0..=12).map(|p| 1 << p).collect();
     let series = |label: &str, per_token: fn(u64, u64) -> f64, colour| {
         Ok(plot::Series {

@@ -1,11 +1,17 @@
 //! Chapter 7, Positional encoding: prints the permutation check, sinusoidal
-//! values, the offset map's error, position similarities, RoPE's relative
-//! scores and ALiBi's slopes, and draws the chapter's four figures.
+//! values, the offset map's error, a layer that looks Δ back through it,
+//! position similarities, RoPE's relative scores and ALiBi's slopes, and
+//! draws the chapter's four figures.
 //!
 //! ```text
 //! cargo run --release --example ch07_position
 //! ```
 
+use report::ch07::{
+    look_back, look_back_block, ALIBI_POSITIONS, CURVE_DIMENSIONS, CURVE_POSITIONS, CURVE_WIDTH,
+    FIGURE_HEADS, OFFSETS, OFFSET_POSITIONS, OFFSET_WIDTH, PERMUTATION as PERM, RANGE_WIDTH,
+    ROPE_POSITIONS, SIMILARITY_DISTANCE, SIMILARITY_WIDTHS, SINUSOIDAL_FIGURE, SLOPE_HEADS,
+};
 use report::plot;
 
 use attn::position::{
@@ -27,10 +33,8 @@ fn cosine(a: &ArrayRef1<f32>, b: &ArrayRef1<f32>) -> f32 {
     a.dot(b) / (a.dot(a).sqrt() * b.dot(b).sqrt())
 }
 
-/// The permutation the example applies to 7 tokens.
-const PERM: [usize; 7] = [3, 0, 6, 2, 5, 1, 4];
 /// Offsets for the similarity table.
-const OFFSETS: [usize; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
+const SIMILARITY_OFFSETS: [usize; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
 
 fn main() -> Result<(), report::error::ReportError> {
     println!("== Self-attention of 7 tokens, rows permuted by {PERM:?} ==");
@@ -54,27 +58,35 @@ fn main() -> Result<(), report::error::ReportError> {
 
     println!("\n== Sinusoidal PE, d_model = 4, positions 0 to 3 ==");
     println!("{}", matrix(&sinusoidal(4, 4)?, 4));
-    let omega = frequencies(512);
+    let omega = frequencies(RANGE_WIDTH);
+    let last = omega.len() - 1;
     println!(
-        "d_model = 512: ω_0 = {}, ω_255 = {:.3e}; wavelengths 2π/ω from {:.2} to {:.0} positions",
+        "d_model = {RANGE_WIDTH}: ω_0 = {}, ω_{last} = {:.3e}; wavelengths 2π/ω from {:.2} to {:.0} positions",
         omega[0],
-        omega[255],
+        omega[last],
         std::f64::consts::TAU / omega[0],
-        std::f64::consts::TAU / omega[255]
+        std::f64::consts::TAU / omega[last]
     );
 
-    println!("\n== PE(pos + k) = M_k · PE(pos), d_model = 64, positions 0 to 199 ==");
-    let pe = sinusoidal(200, 64)?;
-    for k in [1, 5, 17, 99] {
-        let m_k = offset_map(k, 64)?;
-        let shifted = m_k.dot(&pe.slice(ndarray::s![..200 - k, ..]).t()).reversed_axes();
-        let target = pe.slice(ndarray::s![k.., ..]);
-        println!("Δ = {k:>2}: largest error {:.1e}", max_diff(&shifted, &target));
+    println!(
+        "\n== PE(pos + Δ) = M_Δ · PE(pos), d_model = {OFFSET_WIDTH}, positions 0 to {} ==",
+        OFFSET_POSITIONS - 1
+    );
+    let pe = sinusoidal(OFFSET_POSITIONS, OFFSET_WIDTH)?;
+    for delta in OFFSETS {
+        let m_delta = offset_map(delta, OFFSET_WIDTH)?;
+        let head = pe.slice(ndarray::s![..OFFSET_POSITIONS - delta, ..]);
+        let shifted = m_delta.dot(&head.t()).reversed_axes();
+        let target = pe.slice(ndarray::s![delta.., ..]);
+        println!("Δ = {delta:>2}: largest error {:.1e}", max_diff(&shifted, &target));
     }
+
+    println!("\n== A layer with W_Q W_Kᵀ = M_Δ: the encoding alone, and with content ==");
+    println!("{}", look_back_block(&look_back()?));
 
     println!("\n== Cosine similarity of PE(pos) and PE(pos + Δ), d_model = 128 ==");
     let pe = sinusoidal(400, 128)?;
-    let rows: Vec<Vec<String>> = OFFSETS
+    let rows: Vec<Vec<String>> = SIMILARITY_OFFSETS
         .iter()
         .map(|&delta| {
             let sims: Vec<f32> =
@@ -86,27 +98,26 @@ fn main() -> Result<(), report::error::ReportError> {
         .collect();
     println!("{}", table(&["Δ", "pos = 0", "pos = 100", "pos = 250"], &rows));
 
-    println!("\n== RoPE: the score q_m · k_n for one q and one k, d_k = 64 ==");
+    println!("\n== RoPE: the score q_i · k_j for one q and one k, d_k = 64 ==");
     let mut rng = StdRng::seed_from_u64(7);
     let (q, k) = (standard_normal(1, 64, &mut rng), standard_normal(1, 64, &mut rng));
-    // The query at position t, the key at position t2 (the book's t′).
-    let score = |t: usize, t2: usize| -> Result<f32, attn::AttnError> {
-        Ok(rope(&q, t)?.row(0).dot(&rope(&k, t2)?.row(0)))
+    // The query at position i, the key at position j.
+    let score = |i: usize, j: usize| -> Result<f32, attn::AttnError> {
+        Ok(rope(&q, i)?.row(0).dot(&rope(&k, j)?.row(0)))
     };
-    let pairs = [(5, 2), (105, 102), (1005, 1002), (2, 5)];
-    let rows: Vec<Vec<String>> = pairs
+    let rows: Vec<Vec<String>> = ROPE_POSITIONS
         .iter()
-        .map(|&(t, t2)| {
-            let s = score(t, t2)?;
+        .map(|&(i, j)| {
+            let s = score(i, j)?;
             Ok(vec![
-                t.to_string(),
-                t2.to_string(),
-                format!("{}", t as i64 - t2 as i64),
+                i.to_string(),
+                j.to_string(),
+                format!("{}", i as i64 - j as i64),
                 format!("{s:.4}"),
             ])
         })
         .collect::<Result<_, attn::AttnError>>()?;
-    println!("{}", table(&["t", "t′", "t − t′", "q_t · k_t′"], &rows));
+    println!("{}", table(&["i", "j", "i − j", "q_i · k_j"], &rows));
     let x = standard_normal(50, 64, &mut rng);
     let rotated = rope(&x, 3)?;
     let norm_change = largest_norm_change(&x, &rotated)?;
@@ -118,8 +129,9 @@ fn main() -> Result<(), report::error::ReportError> {
         let exponents: Vec<String> = slopes.iter().map(|s| format!("{}", s.log2())).collect();
         Ok(exponents.join(" "))
     };
-    println!("h = 8:  {}", show(8)?);
-    println!("h = 12: {}", show(12)?);
+    for h in SLOPE_HEADS {
+        println!("h = {:<4}{}", format!("{h}:"), show(h)?);
+    }
     println!("bias of head 1 (slope 1/2), n = 5:");
     println!("{}", matrix(&alibi_bias(5, 0.5)?, 1));
 
@@ -132,7 +144,7 @@ fn main() -> Result<(), report::error::ReportError> {
 
 /// Figure 7.1: the encoding of 64 positions in 128 dimensions.
 fn draw_sinusoidal() -> Result<(), report::error::ReportError> {
-    let pe = sinusoidal(64, 128)?;
+    let pe = sinusoidal(SINUSOIDAL_FIGURE.0, SINUSOIDAL_FIGURE.1)?;
     let every = |n: usize, step: usize| -> Vec<String> {
         (0..n).map(|i| if i % step == 0 { i.to_string() } else { String::new() }).collect()
     };
@@ -143,7 +155,7 @@ fn draw_sinusoidal() -> Result<(), report::error::ReportError> {
         title: "Sinusoidal positional encoding, d_model = 128",
         row_labels: &rows,
         col_labels: &cols,
-        x_desc: "dimension (2i: sine, 2i + 1: cosine)",
+        x_desc: "dimension (2f: sine, 2f + 1: cosine)",
         y_desc: "position",
         value_desc: "PE value",
         range: (-1.0, 1.0),
@@ -156,22 +168,21 @@ fn draw_sinusoidal() -> Result<(), report::error::ReportError> {
 
 /// Figure 7.2: four dimensions of the encoding as functions of position.
 fn draw_curves() -> Result<(), report::error::ReportError> {
-    let pe = sinusoidal(101, 128)?;
+    let pe = sinusoidal(CURVE_POSITIONS, CURVE_WIDTH)?;
     let colours = [plot::BLUE_, plot::ORANGE_, plot::GREY_, plot::GREEN_];
-    let omega = frequencies(128);
-    let period = |i: usize| std::f64::consts::TAU / omega[i];
-    let dims = [
-        (10, format!("dim 10: sin(pos·ω_5), period {:.1}", period(5))),
-        (11, format!("dim 11: cos(pos·ω_5), period {:.1}", period(5))),
-        (20, format!("dim 20: sin(pos·ω_10), period {:.1}", period(10))),
-        (40, format!("dim 40: sin(pos·ω_20), period {:.1}", period(20))),
-    ];
+    let omega = frequencies(CURVE_WIDTH);
+    // Dimension 2f is the sine of pair f, 2f + 1 its cosine.
+    let dims = CURVE_DIMENSIONS.map(|dim| {
+        let (f, wave) = (dim / 2, if dim % 2 == 0 { "sin" } else { "cos" });
+        let period = std::f64::consts::TAU / omega[f];
+        (dim, format!("dim {dim}: {wave}(pos·ω_{f}), period {period:.1}"))
+    });
     let series = dims
         .iter()
         .zip(colours)
         .map(|((d, label), colour)| plot::Series {
             label: label.clone(),
-            points: (0..=100).map(|p| (p as f64, pe[[p, *d]] as f64)).collect(),
+            points: (0..CURVE_POSITIONS).map(|p| (p as f64, pe[[p, *d]] as f64)).collect(),
             colour,
             dashed: false,
             spread: Vec::new(),
@@ -192,13 +203,14 @@ fn draw_curves() -> Result<(), report::error::ReportError> {
 
 /// Figure 7.3: similarity of two positions' encodings against their distance.
 fn draw_similarity() -> Result<(), report::error::ReportError> {
-    let series = [(64, plot::ORANGE_), (128, plot::BLUE_), (512, plot::GREY_)]
+    let series = SIMILARITY_WIDTHS
         .iter()
-        .map(|&(d, colour)| -> Result<plot::Series, attn::AttnError> {
-            let pe = sinusoidal(401, d)?;
+        .zip([plot::ORANGE_, plot::BLUE_, plot::GREY_])
+        .map(|(&d, colour)| -> Result<plot::Series, attn::AttnError> {
+            let pe = sinusoidal(SIMILARITY_DISTANCE + 1, d)?;
             Ok(plot::Series {
                 label: format!("d_model = {d}"),
-                points: (0..=400)
+                points: (0..=SIMILARITY_DISTANCE)
                     .map(|delta| (delta as f64, cosine(&pe.row(0), &pe.row(delta)) as f64))
                     .collect(),
                 colour,
@@ -222,13 +234,14 @@ fn draw_similarity() -> Result<(), report::error::ReportError> {
 
 /// Figure 7.4: ALiBi's bias matrices for four of eight heads.
 fn draw_alibi() -> Result<(), report::error::ReportError> {
-    let slopes = alibi_slopes(8)?;
-    let positions = ["0", "1", "2", "3", "4", "5", "6", "7"];
-    let titles: Vec<String> = [0, 1, 3, 7]
+    let slopes = alibi_slopes(SLOPE_HEADS[0])?;
+    let labels: Vec<String> = (0..ALIBI_POSITIONS).map(|p| p.to_string()).collect();
+    let positions: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let titles: Vec<String> = FIGURE_HEADS
         .iter()
         .map(|&h| format!("head {} (slope 1/{})", h + 1, (1.0 / slopes[h]).round()))
         .collect();
-    let panels: Vec<(plot::Heatmap, Array2<f32>)> = [0, 1, 3, 7]
+    let panels: Vec<(plot::Heatmap, Array2<f32>)> = FIGURE_HEADS
         .iter()
         .zip(&titles)
         .map(|(&h, title)| {
@@ -242,7 +255,7 @@ fn draw_alibi() -> Result<(), report::error::ReportError> {
                 range: (-3.5, 0.0),
                 annotate: Some(3),
             };
-            Ok((heat, alibi_bias(8, slopes[h])?))
+            Ok((heat, alibi_bias(ALIBI_POSITIONS, slopes[h])?))
         })
         .collect::<Result<_, attn::AttnError>>()?;
     let path = plot::heatmap_grid(

@@ -7,6 +7,7 @@
 //! cargo run --release --example ch08_cost
 //! ```
 
+use report::ch08::{figure_lengths, D_MODEL, REFERENCE_LENGTH};
 use report::plot;
 
 use attn::complexity::{attention_flops, crossover_length, projection_flops, scores_bytes};
@@ -16,7 +17,6 @@ use report::measurements::{
 };
 
 const LENGTHS: [u64; 6] = [128, 256, 512, 1024, 2048, 4096];
-const D_MODEL: u64 = 512;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("== Cost model, d_model = {D_MODEL} (GFLOP) ==");
@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn draw_cost_model() {
-    let ns: Vec<u64> = (6..=16).map(|p| 1 << p).collect();
+    let ns = figure_lengths();
     let series = |label: &str, f: fn(u64, u64) -> f64, colour| plot::Series {
         label: label.into(),
         points: ns.iter().map(|&n| (n as f64, f(n, D_MODEL))).collect(),
@@ -86,7 +86,7 @@ fn draw_time(timings: &[Measurement]) {
         y_range: (1e-2, 1e3),
     };
     let lines = vec![
-        plot::measured::n_squared_through(timings, "naive", 1024, &LENGTHS),
+        plot::measured::n_squared_through(timings, "naive", REFERENCE_LENGTH, &LENGTHS),
         plot::measured::line(timings, "naive", "naive", &LENGTHS, plot::ORANGE_, false),
         plot::measured::line(
             timings,

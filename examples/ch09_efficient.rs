@@ -10,7 +10,8 @@
 use report::plot;
 
 use attn::approximate::{error_experiment, ErrorRow, WINDOWS};
-use report::ch09::error_table;
+use report::ch08::REFERENCE_LENGTH;
+use report::ch09::{error_table, ERROR_LENGTH, ERROR_SEED};
 use report::measurements::{
     data_file, exponent_of, millis, read_measurements, tiled_memory_table, timing_table,
     Measurement, TIMED_METHODS,
@@ -26,8 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds = read_measurements(&memory_csv, "method", "seconds")?;
     println!("{}", tiled_memory_table(&memory, &seconds)?);
 
-    println!("\n== Relative error against exact causal attention, n = 1024, d = 64 ==");
-    let errors = error_experiment(1024, 7)?;
+    println!("\n== Relative error against exact causal attention, n = {ERROR_LENGTH}, d = 64 ==");
+    let errors = error_experiment(ERROR_LENGTH, ERROR_SEED)?;
     println!("{}", error_table(&errors));
 
     println!("\n== Measured, d = 64, one thread (ms) ==");
@@ -125,7 +126,7 @@ fn draw_scaling(timings: &[Measurement]) {
         plot::measured::line(timings, method, label, &LENGTHS, colour, false)
     };
     let lines = vec![
-        plot::measured::n_squared_through(timings, "naive", 1024, &LENGTHS),
+        plot::measured::n_squared_through(timings, "naive", REFERENCE_LENGTH, &LENGTHS),
         line("naive", "naive", plot::ORANGE_),
         line("tiled", "tiled (exact)", plot::BLUE_),
         line("tiled_causal", "tiled, causal", plot::GREEN_),

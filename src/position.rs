@@ -18,7 +18,7 @@ use crate::error::AttnError;
 use crate::real::Real;
 
 /// Checks that `d` is a positive, even width: the schemes here work on
-/// pairs of dimensions `(2i, 2i+1)`.
+/// pairs of dimensions `(2f, 2f+1)`.
 pub(crate) fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> {
     if d == 0 || d % 2 == 1 {
         return Err(AttnError::InvalidArgument {
@@ -31,23 +31,23 @@ pub(crate) fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> 
 }
 
 // ANCHOR: sinusoidal
-/// The `d/2` angular frequencies `ω_i = 1 / 10000^(2i/d)`, `i = 0, …, d/2 − 1`:
+/// The `d/2` angular frequencies `ω_f = 1 / 10000^(2f/d)`, `f = 0, …, d/2 − 1`:
 /// from 1 radian per position down to almost `1/10000`.
 pub fn frequencies(d: usize) -> Array1<f64> {
-    Array1::from_shape_fn(d / 2, |i| 10000f64.powf(-2.0 * i as f64 / d as f64))
+    Array1::from_shape_fn(d / 2, |f| 10000f64.powf(-2.0 * f as f64 / d as f64))
 }
 
 /// The sinusoidal encoding of positions `0..positions`: a `positions×d_model`
-/// matrix with, for each pair `i`,
+/// matrix with, for each pair `f`,
 ///
-/// `PE[pos, 2i] = sin(pos · ω_i)` and `PE[pos, 2i + 1] = cos(pos · ω_i)`:
+/// `PE[pos, 2f] = sin(pos · ω_f)` and `PE[pos, 2f + 1] = cos(pos · ω_f)`:
 /// sine and cosine of the same frequency **interleaved**, side by side.
 pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_model", d_model)?;
     check_size("positional encoding", positions, d_model)?;
     let omega = frequencies(d_model);
     Ok(Array2::from_shape_fn((positions, d_model), |(pos, col)| {
-        let angle = pos as f64 * omega[col / 2]; // columns 2i and 2i+1 share ω_i
+        let angle = pos as f64 * omega[col / 2]; // columns 2f and 2f+1 share ω_f
         let value = if col % 2 == 0 { angle.sin() } else { angle.cos() };
         value as f32
     }))
@@ -56,7 +56,7 @@ pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnE
 
 // ANCHOR: offset_map
 /// The linear map `M_Δ` with `PE(pos + Δ) = M_Δ · PE(pos)` for every `pos`:
-/// block-diagonal, one 2×2 rotation by `Δ · ω_i` per pair `(sin, cos)`,
+/// block-diagonal, one 2×2 rotation by `Δ · ω_f` per pair `(sin, cos)`,
 ///
 /// ```text
 /// ⎡ sin((pos+Δ)ω) ⎤   ⎡  cos Δω   sin Δω ⎤ ⎡ sin(pos·ω) ⎤
@@ -68,9 +68,9 @@ pub fn offset_map(delta: usize, d_model: usize) -> Result<Array2<f32>, AttnError
     check_even("d_model", d_model)?;
     check_size("offset map", d_model, d_model)?;
     let mut m = Array2::zeros((d_model, d_model));
-    for (i, omega) in frequencies(d_model).iter().enumerate() {
+    for (f, omega) in frequencies(d_model).iter().enumerate() {
         let (sin, cos) = (delta as f64 * omega).sin_cos();
-        let (s, c) = (2 * i, 2 * i + 1); // the sin row and the cos row of pair i
+        let (s, c) = (2 * f, 2 * f + 1); // the sin row and the cos row of pair f
         m[[s, s]] = cos as f32;
         m[[s, c]] = sin as f32;
         m[[c, s]] = -sin as f32;
@@ -80,13 +80,30 @@ pub fn offset_map(delta: usize, d_model: usize) -> Result<Array2<f32>, AttnError
 }
 // ANCHOR_END: offset_map
 
+// ANCHOR: look_back
+/// The scores `X W_Q (X W_K)ᵀ` of a layer with `W_Q = M_Δ` and `W_K = I`,
+/// for the inputs `x`, one position per row from 0 (`n×d_model`), without
+/// the division by `√d_k`, which changes no ranking. When the inputs are
+/// the encoding alone, query `i` scores key `j` by
+/// `PE(i) · M_Δ PE(j) = PE(i) · PE(j + Δ) = Σ_f cos((i − j − Δ) ω_f)`,
+/// largest at `j = i − Δ`.
+pub fn look_back_scores(x: &ArrayRef2<f32>, delta: usize) -> Result<Array2<f32>, AttnError> {
+    check_finite("x", x)?;
+    check_size("look-back scores", x.nrows(), x.nrows())?;
+    let w_q = offset_map(delta, x.ncols())?; // W_K = I, so W_Q W_Kᵀ = M_Δ
+    let scores = x.dot(&w_q).dot(&x.t());
+    check_overflow("look-back scores", &scores)?; // products of huge entries
+    Ok(scores)
+}
+// ANCHOR_END: look_back
+
 // ANCHOR: rope
 /// Rotary position embedding: row `r` of `x` (a query or key at position
-/// `first_position + r`) has each pair `(x_2i, x_2i+1)` rotated by the angle
-/// `pos · ω_i`:
+/// `first_position + r`) has each pair `(x_2f, x_2f+1)` rotated by the angle
+/// `pos · ω_f`:
 ///
-/// `(x_2i, x_2i+1) ↦ (x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ)`,
-/// `θ = pos · ω_i`. Shape in = shape out = `n×d_k`, `d_k` even.
+/// `(x_2f, x_2f+1) ↦ (x_2f cos θ − x_2f+1 sin θ, x_2f sin θ + x_2f+1 cos θ)`,
+/// `θ = pos · ω_f`. Shape in = shape out = `n×d_k`, `d_k` even.
 pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_k", x.ncols())?;
     check_positions(first_position, x.nrows())?;
@@ -106,18 +123,18 @@ pub(crate) enum Rotation {
 }
 
 /// Rotates each pair of columns of each row of `x` in place by
-/// `±pos · ω_i`, with `pos = first_position + r`; any float type.
+/// `±pos · ω_f`, with `pos = first_position + r`; any float type.
 pub(crate) fn rotate<F: Real>(x: &mut ArrayRef2<F>, first_position: usize, way: Rotation) {
     let omega = frequencies(x.ncols());
     let sign = if way == Rotation::Forward { 1.0 } else { -1.0 };
     for (r, mut row) in x.rows_mut().into_iter().enumerate() {
         let pos = (first_position + r) as f64;
-        for (i, omega_i) in omega.iter().enumerate() {
-            let (sin, cos) = (sign * pos * omega_i).sin_cos();
+        for (f, omega_f) in omega.iter().enumerate() {
+            let (sin, cos) = (sign * pos * omega_f).sin_cos();
             let (sin, cos) = (F::of(sin), F::of(cos));
-            let (a, b) = (row[2 * i], row[2 * i + 1]);
-            row[2 * i] = a * cos - b * sin;
-            row[2 * i + 1] = a * sin + b * cos;
+            let (a, b) = (row[2 * f], row[2 * f + 1]);
+            row[2 * f] = a * cos - b * sin;
+            row[2 * f + 1] = a * sin + b * cos;
         }
     }
 }
@@ -179,7 +196,7 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
     check_size("ALiBi slopes (one per head)", 1, h)?;
     let geometric = |heads: usize| -> Vec<f32> {
         let step = -8.0 / heads as f64;
-        (1..=heads).map(|i| 2f64.powf(step * i as f64) as f32).collect()
+        (1..=heads).map(|g| 2f64.powf(step * g as f64) as f32).collect()
     };
     if h.is_power_of_two() {
         return Ok(geometric(h));
@@ -193,10 +210,10 @@ pub fn alibi_slopes(h: usize) -> Result<Vec<f32>, AttnError> {
 // ANCHOR_END: alibi
 
 // ANCHOR: alibi_bias
-/// The `n×n` ALiBi bias of one head with slope `m`, causal:
-/// `−m·(i − j)` for keys `j ≤ i`, and `−∞` for future keys `j > i`.
+/// The `n×n` ALiBi bias of one head with slope `slope`, causal:
+/// `−slope·(i − j)` for keys `j ≤ i`, and `−∞` for future keys `j > i`.
 /// It is added to the scores (see [`crate::masking::biased_attention`]).
-/// `m·(n − 1)` must be finite: a bias of `−∞` would drop a key.
+/// `slope·(n − 1)` must be finite: a bias of `−∞` would drop a key.
 pub fn alibi_bias(n: usize, slope: f32) -> Result<Array2<f32>, AttnError> {
     check_size("ALiBi bias", n, n)?;
     if !(slope * n.saturating_sub(1) as f32).is_finite() {
@@ -225,6 +242,7 @@ mod tests {
     use approx::assert_abs_diff_eq;
     use ndarray::{array, Axis};
     use ndarray_rand::rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
+    use std::panic::AssertUnwindSafe;
 
     // ANCHOR: equivariance_test
     #[test]
@@ -249,9 +267,10 @@ mod tests {
     // ANCHOR_END: equivariance_test
 
     // ANCHOR: sinusoidal_test
-    #[test]
-    fn sinusoidal_values_by_hand() {
-        let pe = sinusoidal(3, 4).unwrap();
+    /// Entries worked out by hand, asserted of `encode`: `sinusoidal`, or
+    /// one of the bugs the test after this listing writes out.
+    fn check_by_hand(encode: impl Fn(usize, usize) -> Array2<f32>) {
+        let pe = encode(3, 4);
         // Position 0: sin 0 = 0 and cos 0 = 1, interleaved.
         assert_eq!(pe.row(0), array![0.0, 1.0, 0.0, 1.0]);
         // Position 1, pair 0 (ω = 1) and pair 1 (ω = 1/10000^(2/4) = 0.01).
@@ -261,10 +280,15 @@ mod tests {
         assert_abs_diff_eq!(pe[[2, 2]], 0.02f32.sin(), epsilon = 1e-7);
         assert_abs_diff_eq!(pe[[2, 1]], 2f32.cos(), epsilon = 1e-7);
         // Widths 512 as in the paper: the last pair has ω = 10000^(−510/512).
-        let pe = sinusoidal(101, 512).unwrap();
+        let pe = encode(101, 512);
         let omega = 10000f64.powf(-510.0 / 512.0);
         assert_abs_diff_eq!(pe[[100, 510]], (100.0 * omega).sin() as f32, epsilon = 1e-7);
         assert_abs_diff_eq!(pe[[100, 511]], (100.0 * omega).cos() as f32, epsilon = 1e-7);
+    }
+
+    #[test]
+    fn sinusoidal_values_by_hand() {
+        check_by_hand(|positions, d_model| sinusoidal(positions, d_model).unwrap());
     }
     // ANCHOR_END: sinusoidal_test
 
@@ -294,49 +318,124 @@ mod tests {
     }
     // ANCHOR_END: offset_test
 
-    // ANCHOR: rope_test
+    // ANCHOR: look_back_test
     #[test]
-    fn rope_scores_depend_only_on_the_offset_and_rope_keeps_norms() {
-        let mut rng = StdRng::seed_from_u64(7);
-        let (q, k) = (standard_normal(1, 64, &mut rng), standard_normal(1, 64, &mut rng));
-        // The query at position t, the key at position t2 (the book's t′).
-        let score = |t: usize, t2: usize| {
-            let (q_t, k_t2) = (rope(&q, t).unwrap(), rope(&k, t2).unwrap());
-            q_t.row(0).dot(&k_t2.row(0))
-        };
-        for (t, t2) in [(0, 0), (5, 2), (2, 5), (40, 3), (100, 100)] {
-            for shift in [1, 7, 250, 1000] {
-                let (a, b) = (score(t, t2), score(t + shift, t2 + shift));
-                assert!((a - b).abs() < 1e-4, "({t},{t2}) → {a}, shifted by {shift} → {b}");
+    fn with_w_q_w_k_t_equal_to_m_delta_every_query_scores_delta_back_highest() {
+        let (n, d_model) = (200, 64);
+        let pe = sinusoidal(n, d_model).unwrap();
+        for delta in [0, 1, 5, 17, 99] {
+            let scores = look_back_scores(&pe, delta).unwrap();
+            for i in delta..n {
+                let row = scores.row(i);
+                let best = (0..n).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
+                assert_eq!(best, i - delta, "query {i}, Δ = {delta}");
+                // Every cosine is 1 there: d_model/2 pairs.
+                assert_abs_diff_eq!(row[i - delta], d_model as f32 / 2.0, epsilon = 1e-3);
             }
         }
-        assert!((score(5, 2) - score(2, 5)).abs() > 1e-3, "the sign of t − t′ matters");
+    }
+    // ANCHOR_END: look_back_test
+
+    /// Each bug the chapter names, written out: the checks above must fail
+    /// on every one of them, or they would not catch it.
+    #[test]
+    fn the_checks_catch_the_bugs_the_chapter_names() {
+        let fails = |check: &dyn Fn()| std::panic::catch_unwind(AssertUnwindSafe(check)).is_err();
+        // The concatenated layout: every sine first, then every cosine.
+        let concatenated = |positions: usize, d: usize| {
+            let order: Vec<usize> = (0..d).step_by(2).chain((1..d).step_by(2)).collect();
+            sinusoidal(positions, d).unwrap().select(Axis(1), &order)
+        };
+        // The column index in the exponent: 10000^(−2·col/d).
+        let column_exponent = |positions: usize, d: usize| {
+            Array2::from_shape_fn((positions, d), |(pos, col)| {
+                let angle = pos as f64 * 10000f64.powf(-2.0 * col as f64 / d as f64);
+                (if col % 2 == 0 { angle.sin() } else { angle.cos() }) as f32
+            })
+        };
+        // RoPE's rotation written in place: the second coordinate is
+        // computed from the already-rotated first one.
+        let in_place = |x: &Array2<f32>, first_position: usize| {
+            let mut out = x.clone();
+            let omega = frequencies(x.ncols());
+            for (r, mut row) in out.rows_mut().into_iter().enumerate() {
+                let pos = (first_position + r) as f64;
+                for (f, omega_f) in omega.iter().enumerate() {
+                    let (sin, cos) = (pos * omega_f).sin_cos();
+                    let (sin, cos) = (sin as f32, cos as f32);
+                    row[2 * f] = row[2 * f] * cos - row[2 * f + 1] * sin;
+                    row[2 * f + 1] = row[2 * f] * sin + row[2 * f + 1] * cos;
+                }
+            }
+            out
+        };
+        // ALiBi's sequence started at 2^0 instead of 2^(−8/h).
+        let from_one = |h: usize| (0..h).map(|g| 2f32.powf(-8.0 * g as f32 / h as f32)).collect();
+        let caught = [
+            fails(&|| check_by_hand(concatenated)),
+            fails(&|| check_by_hand(column_exponent)),
+            fails(&|| check_rope(in_place)),
+            fails(&|| check_slopes(from_one)),
+        ];
+        assert_eq!(caught, [true; 4], "a check passed a bug it should catch");
+        // The crate's own functions pass the same checks.
+        check_by_hand(|positions, d| sinusoidal(positions, d).unwrap());
+        check_rope(|x, first_position| rope(x, first_position).unwrap());
+        check_slopes(|h| alibi_slopes(h).unwrap());
+    }
+
+    // ANCHOR: rope_test
+    /// RoPE's properties, asserted of `rope`: the crate's, or the bug the
+    /// test after this listing writes out.
+    fn check_rope(rope: impl Fn(&Array2<f32>, usize) -> Array2<f32>) {
+        let mut rng = StdRng::seed_from_u64(7);
+        let (q, k) = (standard_normal(1, 64, &mut rng), standard_normal(1, 64, &mut rng));
+        // The query at position i, the key at position j.
+        let score = |i: usize, j: usize| rope(&q, i).row(0).dot(&rope(&k, j).row(0));
+        for (i, j) in [(0, 0), (5, 2), (2, 5), (40, 3), (100, 100)] {
+            for shift in [1, 7, 250, 1000] {
+                let (a, b) = (score(i, j), score(i + shift, j + shift));
+                assert!((a - b).abs() < 1e-4, "({i},{j}) → {a}, shifted by {shift} → {b}");
+            }
+        }
+        assert!((score(5, 2) - score(2, 5)).abs() > 1e-3, "the sign of i − j matters");
 
         let x = standard_normal(50, 64, &mut rng);
-        let rotated = rope(&x, 3).unwrap();
+        let rotated = rope(&x, 3);
         for (a, b) in x.rows().into_iter().zip(rotated.rows()) {
             assert_abs_diff_eq!(a.dot(&a).sqrt(), b.dot(&b).sqrt(), epsilon = 1e-4);
         }
-        assert_eq!(rope(&x, 0).unwrap().row(0), x.row(0), "position 0: no rotation");
+        assert_eq!(rope(&x, 0).row(0), x.row(0), "position 0: no rotation");
+    }
+
+    #[test]
+    fn rope_scores_depend_only_on_the_offset_and_rope_keeps_norms() {
+        check_rope(|x, first_position| rope(x, first_position).unwrap());
     }
     // ANCHOR_END: rope_test
 
     // ANCHOR: alibi_test
-    #[test]
-    fn alibi_slopes_match_the_paper() {
-        // Press et al. (2022), section 3: for 8 heads, 1/2, 1/4, …, 1/256.
-        let expected: Vec<f32> = (1..=8).map(|i| 1.0 / (1 << i) as f32).collect();
-        assert_eq!(alibi_slopes(8).unwrap(), expected);
+    /// The slopes of Press et al. (2022), section 3, asserted of `slopes`:
+    /// the crate's, or the bug the test after this listing writes out.
+    fn check_slopes(slopes: impl Fn(usize) -> Vec<f32>) {
+        // For 8 heads: 1/2, 1/4, …, 1/256.
+        let expected: Vec<f32> = (1..=8).map(|g| 1.0 / (1 << g) as f32).collect();
+        assert_eq!(slopes(8), expected);
         // 16 heads: the geometric sequence starting at 2^(−0.5).
-        let s16 = alibi_slopes(16).unwrap();
+        let s16 = slopes(16);
         assert_abs_diff_eq!(s16[0], 0.5f32.sqrt(), epsilon = 1e-7);
         assert_eq!(s16[15], 1.0 / 256.0);
         // 12 heads: the 8 slopes, then 2^(−0.5), 2^(−1.5), 2^(−2.5), 2^(−3.5).
-        let s12 = alibi_slopes(12).unwrap();
+        let s12 = slopes(12);
         assert_eq!(s12[..8], expected[..]);
         for (got, e) in s12[8..].iter().zip([-0.5, -1.5, -2.5, -3.5]) {
             assert_abs_diff_eq!(*got, 2f32.powf(e), epsilon = 1e-7);
         }
+    }
+
+    #[test]
+    fn alibi_slopes_match_the_paper() {
+        check_slopes(|h| alibi_slopes(h).unwrap());
     }
     // ANCHOR_END: alibi_test
 

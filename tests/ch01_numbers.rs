@@ -22,7 +22,7 @@ fn kernel_regression_block_and_figures(b: &mut Bindings) {
     b.exact("40", x.len() as f64)
         .exact("101", grid.len() as f64)
         .exact("5", grid[grid.len() - 1] as f64)
-        .exact("0.3", 0.3); // the noise's standard deviation, in training_set
+        .rounded("0.3", f64::from(report::ch01::NOISE_STD));
     for (shown, rho) in ["0.05", "0.3", "2"].into_iter().zip(BANDWIDTHS) {
         b.rounded(shown, f64::from(rho));
     }
@@ -48,14 +48,14 @@ fn kernel_regression_block_and_figures(b: &mut Bindings) {
     b.rounded("0.74", largest(0.05));
     // Figure 1.2: the weights of the queries 1, 2.5 and 4 at ρ = 0.3; the
     // bump at 4 reaches about 0.27, the highest.
-    let probes = ndarray::array![1.0_f32, 2.5, 4.0];
+    let probes = ndarray::Array1::from(report::ch01::PROBES.to_vec());
     let a = kernel_regression(&probes, &x, &y, 0.3).unwrap();
     let peaks: Vec<f64> =
         a.weights.rows().into_iter().map(|r| r.fold(0.0_f32, |m, &w| m.max(w)) as f64).collect();
     b.rounded("0.27", peaks[2]);
     assert!(peaks[2] > peaks[0] && peaks[2] > peaks[1], "the bump at 4 is highest: {peaks:?}");
-    for shown in ["1", "2.5", "4"] {
-        b.exact(shown, shown.parse::<f64>().unwrap());
+    for (shown, &q) in ["1", "2.5", "4"].iter().zip(&probes) {
+        b.exact(shown, q);
     }
     // "the score falls with the squared distance": each query's weights
     // fall with |x − x_j|.
@@ -73,26 +73,30 @@ fn kernel_regression_block_and_figures(b: &mut Bindings) {
 }
 
 fn cost_block(b: &mut Bindings) {
-    b.quoted(&format!("```text\n{}\n```", score_cost_table(&[128, 1024], 64)));
-    let ratio = |n| additive_score_flops(n, n, 64, 64) / dot_score_flops(n, n, 64);
-    b.rounded("1.6", ratio(1024)).rounded("2.5", ratio(128)).exact("64", 64);
-    b.claim("cost 1.6 to 2.5 times", ratio(128) > 1.0 && ratio(1024) > 1.0);
+    let (lengths, d) = (report::ch01::COST_LENGTHS, report::ch01::COST_WIDTH);
+    b.quoted(&format!("```text\n{}\n```", score_cost_table(&lengths, d)));
+    let ratio = |n| additive_score_flops(n, n, d, d) / dot_score_flops(n, n, d);
+    let (short, long) = (lengths[0], lengths[lengths.len() - 1]);
+    b.rounded("1.6", ratio(long)).rounded("2.5", ratio(short)).exact("64", d as f64);
+    b.claim("cost 1.6 to 2.5 times", ratio(short) > 1.0 && ratio(long) > 1.0);
 }
 
 fn sharpness_block(b: &mut Bindings) {
-    let (rows, bound) = sharpness_experiment(16, 8, &[1.0, 4.0, 16.0, 64.0], 1).unwrap();
-    let ceiling = (bound as f64).exp() / ((bound as f64).exp() + 15.0 * (-(bound as f64)).exp());
+    let (m, d) = (report::ch01::SHARPNESS_KEYS, report::ch01::SHARPNESS_WIDTH);
+    let (rows, bound) = sharpness_experiment(m, d, &report::ch01::SCALES, 1).unwrap();
+    let others = (m - 1) as f64;
+    let ceiling = (bound as f64).exp() / ((bound as f64).exp() + others * (-(bound as f64)).exp());
     b.quoted(&format!(
         "```text\n{}\nadditive scores lie within ±{bound:.2}, so no weight exceeds {ceiling:.3}\n```",
         sharpness_table(&rows)
     ));
-    b.exact("16", 16).exact("8", 8);
+    b.exact("16", m as f64).exact("8", d as f64);
     // Dot product: sharpens towards one key; additive: flattens towards 1/16.
     b.claim(
         "a longer query sharpens the weights until one key takes everything",
         rows.windows(2).all(|w| w[1].dot >= w[0].dot) && rows[3].dot > 0.999,
     );
-    let uniform = 1.0 / 16.0;
+    let uniform = 1.0 / m as f32;
     b.claim(
         "the weights flatten towards the uniform",
         rows.windows(2).all(|w| w[1].additive < w[0].additive)
@@ -104,8 +108,9 @@ fn sharpness_block(b: &mut Bindings) {
         "1.000. When training lengthens queries and keys, their scores grow with\nthem",
         format!("{:.3}", rows[3].dot) == "1.000" && rows.windows(2).all(|w| w[1].dot >= w[0].dot),
     );
-    // Quiz 3: the query's length multiplied by 64.
-    b.exact("64", 64);
+    // Quiz 3: the query's length multiplied by 64, the largest factor.
+    let scales = report::ch01::SCALES;
+    b.exact("64", scales[scales.len() - 1]);
 }
 
 /// Every number the chapter shows is bound: quoted output, or a value

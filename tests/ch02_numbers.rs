@@ -102,12 +102,17 @@ fn bind_prose(b: &mut Bindings) {
         .fold(0.0, f64::max);
     b.at_most("3e-7", worst);
     // The logits [1000, −1000, 0] of the overflow block.
-    b.exact("1000", 1000.0).exact("-1000", -1000.0);
+    b.section("A softmax that cannot overflow");
+    let logits = report::ch02::OVERFLOW_LOGITS;
+    b.exact("1000", logits[0]).exact("-1000", logits[1]);
     // Query 2's output is the mean of the values, [0.5, 0.5], and the test
     // pins the worked example to 10⁻⁶ of the closed forms.
+    b.section("Run it: an example small enough to check by hand");
     let (q, k, v) = worked_example();
     let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
-    b.rounded("0.5", a.output[[2, 0]] as f64);
+    // "four keys of width d_k = 4"; "every weight is 1/4"; "[0.5, 0.5]".
+    b.exact("4", q.ncols() as f64).exact("4", k.nrows() as f64);
+    b.rounded("0.5", a.output[[2, 0]] as f64).rounded("0.5", a.output[[2, 1]] as f64);
     let e = std::f64::consts::E;
     let closed = [e * e / (e * e + 3.0), 1.0 / (e * e + 3.0), e / (2.0 + 2.0 * e), 0.25];
     let (w00, w01, w11, w20) =
@@ -119,19 +124,23 @@ fn bind_prose(b: &mut Bindings) {
         .fold(0.0, f64::max);
     b.at_most("1e-6", worst);
     // Figure 2.1's alt text: a 6 by 6 matrix for a six-word sentence.
+    b.section("A picture: self-attention on a sentence");
     let (words, x) = sentence_example();
     b.exact("6", words.len() as f64);
     assert_eq!(x.nrows(), 6);
     // Exercise 3: at c = 100 the naive softmax gives NaN.
-    b.exact("100", 100.0);
-    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + 100.0)).iter().all(|p| p.is_nan()));
+    b.section("Exercises");
+    let c = report::ch02::EXERCISE_SHIFT;
+    b.exact("100", c);
+    assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + c)).iter().all(|p| p.is_nan()));
     // Quiz 1: Q is 5×16, K 7×16, V 7×3; weights 5×7, output 5×3.
     let (q, k, v) = (Array2::zeros((5, 16)), Array2::zeros((7, 16)), Array2::zeros((7, 3)));
     let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
-    assert_eq!((a.weights.dim(), a.output.dim()), ((5, 7), (5, 3)));
+    b.section("Quiz");
     b.exact("5", a.weights.nrows() as f64)
         .exact("7", a.weights.ncols() as f64)
-        .exact("16", q.ncols() as f64);
+        .exact("16", q.ncols() as f64)
+        .exact("3", a.output.ncols() as f64);
     // Quiz 2: subtracting the maximum leaves the result as it was.
     let x = array![0.5_f32, -1.25, 2.0];
     let shifted = x.mapv(|v| v - 2.0);
@@ -141,4 +150,5 @@ fn bind_prose(b: &mut Bindings) {
         .zip(&softmax(&shifted).unwrap())
         .all(|(a, b)| (a - b).abs() < 1e-7);
     b.claim("without changing the result", same);
+    b.section("");
 }

@@ -31,8 +31,6 @@ fn variance_is_d_k_unscaled_and_1_scaled(b: &mut Bindings) {
         assert!((ratio - 1.0).abs() < 2.0 * se, "d_k = {}: Var/d_k = {ratio}", r.d_k);
         assert!((r.scaled - 1.0).abs() < 2.0 * se, "d_k = {}: scaled {}", r.d_k, r.scaled);
     }
-    // "about ±8 at d_k = 64 and ±32 at d_k = 1024"
-    assert_eq!((64f64.sqrt(), 1024f64.sqrt()), (8.0, 32.0));
 }
 
 /// The fourth moment of a standard normal variable, E[z⁴] = 3!! = 1·3.
@@ -103,6 +101,7 @@ fn every_number_is_bound() {
     variance_is_d_k_unscaled_and_1_scaled(&mut b);
     unscaled_scores_saturate_and_scaled_do_not(&mut b);
     bind_prose(&mut b);
+    repeats(&mut b);
     b.assert_all_bound();
 }
 
@@ -237,4 +236,29 @@ fn gradients_depend_on_the_width_unscaled(b: &mut Bindings) {
         .claim("with the width, it grows (chapter 11)", rises)
         .claim("the collapse towards 0\nas the width grows", falling_jacobian(&saturation()))
         .claim("unscaled, $\\lVert dS \\rVert$ falls from 5.1 to 1.0", falls && rises);
+}
+
+/// The widths and figures that later sections repeat, bound where they stand.
+fn repeats(b: &mut Bindings) {
+    let (narrowest, widest) = (scaling::D_KS[0], scaling::D_KS[scaling::D_KS.len() - 1]);
+    let middle = scaling::D_KS.iter().copied().find(|&d| d == 64).unwrap();
+    // "about ±8 at d_k = 64 and ±32 at d_k = 1024".
+    b.section("The derivation")
+        .exact("64", middle as f64)
+        .exact("8", (middle as f64).sqrt())
+        .exact("1024", widest as f64)
+        .exact("32", (widest as f64).sqrt());
+    let rows = saturation();
+    let last = &rows[rows.len() - 1];
+    b.section("Experiment 3: the softmax's Jacobian")
+        .exact("4", narrowest as f64)
+        .exact("1024", widest as f64)
+        .rounded("0.0572", last.unscaled.jacobian_norm);
+    b.section("What to take away").exact("4", narrowest as f64).exact("1024", widest as f64);
+    // Quiz 1: d_k = 256, whose measured variance gives a standard deviation
+    // of about 16.
+    let variance = variance();
+    let at_256 = variance.iter().find(|r| r.d_k == 256).unwrap();
+    b.section("Quiz").exact("256", at_256.d_k as f64).rounded("16", at_256.unscaled.sqrt());
+    b.section("");
 }

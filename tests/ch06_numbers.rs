@@ -36,6 +36,7 @@ fn the_two_forms_of_the_causal_mask(b: &mut Bindings) {
 }
 
 fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
+    b.section("Why −∞ and not −1e9");
     let scores = array![3.0_f32, 40.0, -25.0, 100.0];
     let [stable, textbook, fill_1e9, add_1e9] = fully_masked_row(&scores).unwrap();
     b.exact("40", scores[1]).exact("-25", scores[2]).exact("100", scores[3]);
@@ -56,6 +57,7 @@ fn minus_infinity_and_minus_1e9_on_a_fully_masked_row(b: &mut Bindings) {
     assert!(fill_1e9.iter().all(|&w| w == 0.25));
     assert_eq!(add_1e9[[0, 3]], 1.0);
     assert_eq!(spacing, 64.0);
+    b.section("");
 }
 
 fn minus_1e9_with_large_scores(b: &mut Bindings) {
@@ -73,7 +75,12 @@ fn minus_1e9_with_large_scores(b: &mut Bindings) {
 }
 
 fn padding_masks_and_the_zero_rows_of_padding_queries(b: &mut Bindings) {
+    b.section("Padding");
     let right = key_padding_mask(5, 3, 5, Padding::Right).unwrap();
+    // Figure 6.2's alt text: "rows and columns 2 to 4", the real tokens of
+    // the left-padded row, the last of which is the row's last column.
+    let left = key_padding_mask(5, 3, 5, Padding::Left).unwrap();
+    b.exact("4", left.row(0).iter().rposition(|&k| k).unwrap() as f64);
     // "For 3 real tokens in a row of 5", also Figure 6.2's size.
     let real = right.row(0).iter().filter(|&&k| k).count();
     b.exact("5", right.ncols() as f64).exact("3", real as f64);
@@ -88,9 +95,11 @@ fn padding_masks_and_the_zero_rows_of_padding_queries(b: &mut Bindings) {
     let padding_rows = out.slice(s![..2, ..]);
     assert!(padding_rows.iter().all(|&o| o == 0.0));
     b.quoted(&format!("output rows of the two padding queries:\n{}\n", matrix(&padding_rows, 4)));
+    b.section("");
 }
 
 fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
+    b.section("The KV cache");
     let mut rng = StdRng::seed_from_u64(100);
     let (q, k, v) = (
         standard_normal(100, 16, &mut rng),
@@ -103,21 +112,20 @@ fn the_cache_reproduces_causal_attention(b: &mut Bindings) {
     let diff = (&full - &incremental).fold(0.0_f32, |m, &d| m.max(d.abs()));
     b.at_most("1e-6", diff as f64);
     b.quoted(&format!("largest difference from full causal attention: {diff:.1e}\n"));
+    b.section("");
 }
 
 fn decode_cost_table_and_figure_description(b: &mut Bindings) {
-    b.quoted(&format!(
-        "```text\n{}\n```",
-        report::ch06::decode_cost_table(&[1, 128, 1024, 4096], 512).unwrap()
-    ));
-    let without = cumulative_flops(4096, 512, flops_per_token_without_cache).unwrap();
-    let with = cumulative_flops(4096, 512, flops_per_token_with_cache).unwrap();
+    let (lengths, d) = (report::ch06::DECODE_LENGTHS, report::ch06::DECODE_WIDTH);
+    b.quoted(&format!("```text\n{}\n```", report::ch06::decode_cost_table(&lengths, d).unwrap()));
+    let longest = lengths[lengths.len() - 1];
+    let without = cumulative_flops(longest, d, flops_per_token_without_cache).unwrap();
+    let with = cumulative_flops(longest, d, flops_per_token_with_cache).unwrap();
     // Alt text: "about 6e13" and "about 2.6e10"; caption: "2504×".
     b.value("6e13", without, 0.5e13).rounded("2.6e10", with);
     assert_eq!(format!("{:.0}", without / with), "2504");
-    b.exact("512", 512.0);
-    let totals =
-        |per_token| [1, 128, 1024, 4096].map(|n| cumulative_flops(n, 512, per_token).unwrap());
+    b.exact("512", d as f64);
+    let totals = |per_token| lengths.map(|n| cumulative_flops(n, d, per_token).unwrap());
     let (no_cache, cache) =
         (totals(flops_per_token_without_cache), totals(flops_per_token_with_cache));
     let rising = |xs: [f64; 4]| xs.windows(2).all(|w| w[1] > w[0]);
@@ -176,6 +184,22 @@ fn bind_prose(b: &mut Bindings) {
     let w = masked_attention(&q, &k, &k, &causal_mask(6, 6)).unwrap().weights;
     let worst_sum = w.rows().into_iter().map(|r| (r.sum() - 1.0).abs()).fold(0.0_f32, f32::max);
     b.at_most("1e-5", worst_sum as f64);
+    // "compares them on 100 random problems"; "(to 10⁻⁶) as each sequence
+    // run alone": the tests' own trial count and tolerance.
+    let tests = "src/masking/tests.rs";
+    b.section("Code: two forms of one mask").exact(
+        "100",
+        report::numbers::number_in_source(tests, "boolean_and_additive_masks_agree", "0.."),
+    );
+    b.section("Three properties").exact(
+        "1e-6",
+        report::numbers::number_in_source(
+            tests,
+            "a_padded_batch_matches_each_sequence_run_alone",
+            "epsilon = ",
+        ),
+    );
+    b.section("");
     // Figure 6.1: 6 by 6, the first row 1.00 on "The".
     let (_, causal) = figure_6_1_weights();
     b.exact("6", causal.nrows() as f64).rounded("1.00", causal[[0, 0]] as f64);
@@ -184,8 +208,17 @@ fn bind_prose(b: &mut Bindings) {
     let (n, d) = (10u64, 3u64);
     let sum_sq: u64 = (1..=n).map(|t| t * t).sum();
     b.exact("6", (n * (n + 1) * (2 * n + 1) / sum_sq) as f64);
+    b.section("The KV cache");
     b.exact("4", (flops_per_token_with_cache(1, d) - 4.0 * d as f64) / (2 * d * d) as f64);
-    // Quiz 1: the causal mask for n = 4 keeps 10 entries.
-    let kept = causal_mask(4, 4).iter().filter(|&&k| k).count();
-    b.exact("10", kept as f64);
+    b.section("");
+    // Quiz 1: the causal mask for n = 4 keeps 10 entries, 1 + 2 + 3 + 4.
+    let mask = causal_mask(4, 4);
+    let kept = mask.iter().filter(|&&k| k).count();
+    b.section("Quiz").exact("4", mask.nrows() as f64).exact("10", kept as f64);
+    let per_query: Vec<usize> =
+        mask.rows().into_iter().map(|r| r.iter().filter(|&&k| k).count()).collect();
+    b.exact("3", per_query[2] as f64);
+    // Quiz 3's answer: the −1e9 of the section on it, filled in.
+    b.again("1e9");
+    b.section("");
 }

@@ -82,7 +82,14 @@ fn every_number_is_bound() {
     let lengths_log: Vec<&str> =
         log.lines().filter(|l| length_lines(l) && !l.starts_with("wrote")).collect();
     b.quoted(&lengths_log.join("\n"));
-    b.exact("0.1", 0.1);
+    b.exact(
+        "0.1",
+        report::numbers::number_in_source(
+            "examples/ch13_translation_train.rs",
+            "RUNS",
+            "label_smoothing: ",
+        ),
+    );
 
     // BLEU's worked example.
     b.quoted(&bleu_report().unwrap());
@@ -210,6 +217,7 @@ fn every_number_is_bound() {
     b.at_most("0.001", last[0]).value("0.04", last[1], 0.005);
     b.claim("falls fastest", last[0] < last[1] && last[1] < last[2]);
 
+    repeats(&mut b);
     b.assert_all_bound();
 }
 
@@ -309,6 +317,7 @@ fn length_experiment(b: &mut Bindings) {
     b.rounded("0.0001", lo).rounded("0.0011", hi);
     // Both fall with length: every seed lower at 11 words than at 4, and
     // lower at 9 and 11 than at 3 and 4.
+    let mut zigzag_in_every_seed = true;
     for m in [last, mean] {
         for &seed in &SEEDS {
             let at = |l: usize| {
@@ -318,13 +327,13 @@ fn length_experiment(b: &mut Bindings) {
             };
             assert!(at(11).max(at(9)) < at(3).min(at(4)), "{m:?} seed {seed} falls with length");
             // The zigzag, in every seed: 6 and 8 above 5, 7 and 9.
-            assert!(at(6).min(at(8)) > at(5).max(at(7)).max(at(9)), "{m:?} seed {seed}: zigzag");
+            zigzag_in_every_seed &= at(6).min(at(8)) > at(5).max(at(7)).max(at(9));
         }
     }
     b.claim(
         "both fixed-size models translate sources of 6 and 8 words better than\n\
          those of 5, 7 and 9, in every initialisation",
-        true, // asserted seed by seed just above
+        zigzag_in_every_seed,
     );
     b.claim(
         "the mean is worse on the shortest sources (0.870 at 3 words,\nagainst 0.973) and better on the longest",
@@ -536,4 +545,16 @@ fn spread_claims(b: &mut Bindings, spread: &[report::ch13_summary::SpreadRow]) {
         largest < 0.7 && shown.source.len() == 10,
     );
     b.exact("10", shown.source.len() as f64);
+}
+
+/// Figures the page repeats in another section than the one that binds
+/// them: each section that repeats one says so with `again`.
+fn repeats(b: &mut Bindings) {
+    b.section("The model").again("4");
+    b.section("What attention learned").again("9").again("11");
+    b.section("The bottleneck, measured").again("32");
+    b.section("A second task: summarising").again("0.99");
+    b.section("Exercises").again("0.54").again("32");
+    b.section("Quiz").again("0.986").again("0.978");
+    b.section("");
 }

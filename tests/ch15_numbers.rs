@@ -1,73 +1,223 @@
 //! Chapter 15 quotes the output of `cargo run --example ch15_language_model`,
 //! which reads the committed weights and logs (`cargo xtask train lm`, `cargo
 //! xtask measure lm`); these tests recompute that output from the same files
-//! and bind every number the chapter shows. The corpus's own numbers are
-//! checked on the corpus in `tests/language_model.rs`.
+//! and bind every number the chapter shows, section by section, each place
+//! once. The corpus's own numbers are checked on the corpus in
+//! `tests/language_model.rs`.
 
 use attn::exercises::ch15::repetition_penalty;
+use attn::experiments::roofline::{LANES_256, LANES_512};
 use attn::lm::{
-    LmCache, LmConfig, Sampler, SHAKESPEARE_CHARS, SHAKESPEARE_FILES, SHAKESPEARE_MODEL,
-    SHAKESPEARE_TRAINING, SHAKESPEARE_VOCAB,
+    Corpus, LanguageModel, LmCache, LmConfig, Sampler, SHAKESPEARE_CHARS, SHAKESPEARE_FILES,
+    SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING, SHAKESPEARE_VOCAB,
 };
-use attn::nn::Parameters;
+use attn::nn::{Activation, Parameters};
+use regex::Regex;
 use report::ch15::{
-    book_model, final_losses, head_log, samples, training_log, vocabulary, PROMPT, SAMPLE_LENGTH,
-    SAMPLE_SEED, VOCAB,
+    book_model, final_losses, head_log, samples, training_log, HeadLine, LogLine, PROMPT, REPEATS,
+    SAMPLE_LENGTH, SAMPLE_SEED, SAMPLE_SETTINGS, VOCAB,
 };
 use report::ch15_report::{
     ablation_report, cache_check, cache_report, cache_speeds, induction_table, loss_table,
-    penalised_greedy, pytorch_log, speed_report, top_heads, training_speeds, verse_report,
-    INDUCTION_VERSE, REPORT_STEPS,
+    penalty_report, pytorch_log, speed_report, top_heads, training_speeds, uniform_scores,
+    verse_report, TrainingSpeeds, INDUCTION_VERSE, PENALTY, REPORT_STEPS, SLIDING_TEMPERATURE,
 };
 use report::numbers::{Bindings, Evidence};
+use report::provenance::Provenance;
 
 const CHAPTER: &str = "ch15-a-language-model-that-writes.md";
 
+/// A file of the repository, for constants private to the code a sentence
+/// describes (a test's tolerance, the corpus's pinned version).
+fn source(path: &str) -> String {
+    std::fs::read_to_string(report::root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The number `pattern`'s one group captures in `path` (thousands written
+/// `60_000` as Rust writes them).
+fn captured(path: &str, pattern: &str) -> f64 {
+    let text = source(path);
+    let found = Regex::new(pattern).unwrap().captures(&text);
+    let found = found.unwrap_or_else(|| panic!("{path} no longer matches {pattern}"));
+    found[1].replace('_', "").parse().unwrap()
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().cloned().fold(f64::INFINITY, f64::min)
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// Bits of a vector of `lanes` `f32`.
+fn bits(lanes: usize) -> f64 {
+    (lanes * 8 * std::mem::size_of::<f32>()) as f64
+}
+
+/// What the chapter's sections read.
+struct Data {
+    model: LanguageModel<f32>,
+    c: LmConfig,
+    log: Vec<LogLine>,
+    finals: Vec<(u64, f64)>,
+    bigram: f64,
+    heads: Vec<HeadLine>,
+    speeds: TrainingSpeeds,
+    torch_validation: f64,
+}
+
+impl Data {
+    fn at(&self, seed: u64, step: usize) -> &LogLine {
+        self.log.iter().find(|l| l.seed == seed && l.step == step).unwrap()
+    }
+
+    fn finals(&self) -> Vec<f64> {
+        self.finals.iter().map(|f| f.1).collect()
+    }
+
+    /// The validation losses (240 windows) of every seed at `step`.
+    fn validation_at(&self, step: usize) -> Vec<f64> {
+        self.log.iter().filter(|l| l.step == step).map(|l| l.validation_loss).collect()
+    }
+}
+
 #[test]
 fn every_number_is_bound() {
-    let mut b = Bindings::new(CHAPTER);
     let model = book_model().unwrap();
     let c: LmConfig = model.config();
     assert_eq!(c, SHAKESPEARE_MODEL);
+    let (finals, bigram) = final_losses().unwrap();
+    // "three models", "three seeds", "three runs": the runs the log holds.
+    assert_eq!(finals.len(), 3);
+    let speeds = training_speeds().unwrap();
+    let torch_validation = pytorch_log().unwrap().last().unwrap().2;
+    let d = Data {
+        model,
+        c,
+        log: training_log().unwrap(),
+        finals,
+        bigram,
+        heads: head_log().unwrap(),
+        speeds,
+        torch_validation,
+    };
+    let mut b = Bindings::new(CHAPTER);
+    introduction(&mut b);
+    the_corpus(&mut b, &d);
+    the_model(&mut b, &d);
+    training(&mut b, &d);
+    in_pytorch(&mut b, &d);
+    writing(&mut b, &d);
+    the_cache(&mut b, &d);
+    induction(&mut b, &d);
+    exercises(&mut b, &d);
+    quiz(&mut b, &d);
+    b.assert_all_bound();
+}
 
-    // The corpus.
+fn introduction(b: &mut Bindings) {
+    b.section("A language model that writes");
+    b.exact("0.6", captured("xtask/src/corpus.rs", r#"spec: "shakespeare==([0-9.]+)""#));
+}
+
+fn the_corpus(b: &mut Bindings, d: &Data) {
+    b.section("The corpus");
+    // The split, as the crate makes it of any text.
+    let text = vec![b'a'; 1000];
+    let corpus = Corpus::from_text(&text).unwrap();
+    let share = |part: usize| 100.0 * part as f64 / corpus.len() as f64;
     b.exact("42", SHAKESPEARE_FILES as f64)
         .exact("5,057,198", SHAKESPEARE_CHARS as f64)
-        .exact("84", SHAKESPEARE_VOCAB as f64)
-        .exact("90%", 90)
-        .exact("10%", 10);
-    assert_eq!(VOCAB.as_bytes()[0], b'\n');
+        .exact("84", SHAKESPEARE_VOCAB as f64);
+    assert_eq!(VOCAB.as_bytes()[0], b'\n', "token 0 is the line break");
     assert_eq!(VOCAB.as_bytes()[83], b'}');
-    b.exact("0", 0).exact("83", (VOCAB.len() - 1) as f64);
-    b.rounded("4.43", (c.vocab as f64).ln());
+    b.exact("83", (VOCAB.len() - 1) as f64)
+        .exact("90%", share(corpus.train().len()))
+        .exact("10%", share(corpus.validation().len()));
+    b.exact("84", d.c.vocab as f64).exact("84", d.c.vocab as f64);
+    b.rounded("4.43", (d.c.vocab as f64).ln());
+    b.rounded("2.54", d.bigram).rounded("2.54", d.bigram);
+}
 
-    // The model.
-    b.exact("806,528", model.parameter_count() as f64);
-    b.exact("128", c.d_model as f64)
+fn the_model(b: &mut Bindings, d: &Data) {
+    b.section("The model");
+    let c = d.c;
+    // "Its GELU is the exact one": the config's, not chapter 12's.
+    assert_eq!(c.activation, Activation::GeluErf);
+    let tiny = attn::model::ModelConfig { k: 2, d_model: 8, heads: 2, d_ff: 12, layers: 2 };
+    let chapter_12: attn::decoder::DecoderConfig = tiny.into();
+    assert_eq!(chapter_12.activation, Activation::Gelu, "chapter 12's tanh approximation");
+    b.exact("0.02", attn::decoder::GPT2_STD);
+    // W_O and W_2 drawn √(2·layers) times smaller: measured on a fresh model.
+    let fresh = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, 1).unwrap();
+    let std_of = |name: &str| {
+        let (_, w) = fresh.named_slices().into_iter().find(|(n, _)| n == name).unwrap();
+        (w.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>() / w.len() as f64).sqrt()
+    };
+    let smaller = (2.0 * c.layers as f64).sqrt();
+    b.claim(
+        "$\\sqrt{2 \\cdot \\text{layers}}$ times smaller",
+        ["blocks.0.w_o", "blocks.0.w2"]
+            .iter()
+            .all(|m| (std_of("blocks.0.w_q") / std_of(m) / smaller - 1.0).abs() < 0.05)
+            && (std_of("blocks.0.w_q") / attn::decoder::GPT2_STD - 1.0).abs() < 0.05,
+    );
+    b.exact("806,528", d.model.parameter_count() as f64);
+    // (84 + 64)·128 for the embeddings, 2·128 + 4·128² + 2·128·512 for each
+    // of the 4 blocks, and 128.
+    let formula = (c.vocab + c.context) * c.d_model
+        + c.layers * (2 * c.d_model + 4 * c.d_model * c.d_model + 2 * c.d_model * c.d_ff)
+        + c.d_model;
+    assert_eq!(formula, d.model.parameter_count());
+    b.exact("84", c.vocab as f64)
         .exact("64", c.context as f64)
+        .exact("128", c.d_model as f64)
+        .exact("128", c.d_model as f64);
+    // The four projections: W_Q, W_K, W_V, W_O.
+    let projections =
+        d.model.named_slices().iter().filter(|(n, _)| n.starts_with("blocks.0.w_")).count();
+    b.exact("4", projections as f64)
+        .exact("128", c.d_model as f64)
+        .exact("128", c.d_model as f64)
+        .exact("128", c.d_model as f64)
         .exact("512", c.d_ff as f64)
-        .exact("4", c.layers as f64);
-    let formula = (84 + 64) * 128 + 4 * (2 * 128 + 4 * 128 * 128 + 2 * 128 * 512) + 128;
-    assert_eq!(formula, model.parameter_count());
+        .exact("4", c.layers as f64)
+        .exact("128", c.d_model as f64);
+}
 
-    // Training.
-    let recipe = SHAKESPEARE_TRAINING;
+fn training(b: &mut Bindings, d: &Data) {
+    b.section("Training");
+    let (c, recipe) = (d.c, SHAKESPEARE_TRAINING);
     b.exact("12", recipe.batch as f64)
         .exact("65", (c.context + 1) as f64)
-        .exact("1", recipe.clip)
-        .exact("2,000", recipe.steps as f64)
-        .exact("768", (recipe.batch * c.context) as f64)
-        .exact("100", recipe.log_every as f64)
-        .exact("240", recipe.log_windows as f64)
-        .exact("3.2", 3.2);
-    let log = training_log().unwrap();
-    let (finals, bigram) = final_losses().unwrap();
-    let mut block = loss_table(&log, &REPORT_STEPS);
-    for (seed, loss) in &finals {
+        .exact("64", c.context as f64)
+        .exact("64", c.context as f64);
+    b.exact("0.1", recipe.weight_decay)
+        .exact("1e-3", recipe.lr)
+        .exact("100", recipe.warmup as f64)
+        .exact("1e-4", recipe.min_lr);
+    b.claim(
+        "each step shrinks\nevery matrix",
+        recipe.weight_decay > 0.0 && d.model.matrices().iter().filter(|&&m| m).count() == 26,
+    );
+    let lr = |step| attn::nn::warmup_cosine_to(step, recipe.steps, recipe.warmup, 0.1).unwrap();
+    b.claim(
+        "The learning rate rises linearly",
+        (0..recipe.warmup - 1).all(|t| lr(t + 1) > lr(t)) && lr(recipe.warmup - 1) == 1.0,
+    );
+    assert_eq!(recipe.clip, 1.0, "clipped when their norm exceeds 1");
+    let seeds: Vec<u64> = d.finals.iter().map(|f| f.0).collect();
+    assert_eq!(seeds, [1, 2, 3], "\"with seeds 1, 2 and 3\"");
+    let weights = std::fs::metadata(report::root().join("book/data/ch15-weights.safetensors"));
+    b.exact("3", seeds[2] as f64).rounded("3.2", weights.unwrap().len() as f64 / 1e6);
+    b.exact("100", recipe.log_every as f64).exact("240", recipe.log_windows as f64);
+    let mut block = loss_table(&d.log, &REPORT_STEPS);
+    for (seed, loss) in &d.finals {
         block +=
             &format!("\nseed {seed}: validation loss over the whole validation split {loss:.4}");
     }
-    block += &format!("\ncharacter bigram model: {bigram:.4}");
+    block += &format!("\ncharacter bigram model: {:.4}", d.bigram);
     block += &format!(
         "\nuniform guess over {} characters: ln {} = {:.4}",
         c.vocab,
@@ -75,51 +225,137 @@ fn every_number_is_bound() {
         (c.vocab as f64).ln()
     );
     b.quoted(&block);
-    b.rounded("2.54", bigram);
-    let losses: Vec<f64> = finals.iter().map(|f| f.1).collect();
-    let (lo, hi) = (
-        losses.iter().cloned().fold(f64::INFINITY, f64::min),
-        losses.iter().cloned().fold(0.0, f64::max),
-    );
-    b.rounded("1.88", lo).rounded("1.89", hi).rounded("0.011", hi - lo);
+
+    // Figure 15.1's alt text.
+    let steps: Vec<usize> = d.log.iter().map(|l| l.step).collect();
+    let (first, last) = (*steps.iter().min().unwrap(), *steps.iter().max().unwrap());
+    b.exact("100", first as f64).exact("2000", last as f64);
+    for seed in [1, 2, 3] {
+        assert!((d.at(seed, first).validation_loss - 2.7).abs() < 0.05, "start near 2.7");
+        assert!((d.at(seed, last).validation_loss - 1.9).abs() < 0.05, "fall to about 1.9");
+    }
+    b.rounded("2.7", d.at(1, first).validation_loss).rounded("2.54", d.bigram);
+    let crossing = |step: usize, above: bool| {
+        d.log.iter().filter(|l| l.step == step).all(|l| (l.validation_loss > d.bigram) == above)
+    };
+    // The first logged step at which every run is below the bigram model,
+    // and the one before it.
+    let below = *steps.iter().filter(|&&s| crossing(s, false)).min().unwrap();
+    let before = steps.iter().filter(|&&s| s < below).max().copied().unwrap();
+    b.exact("200", before as f64).exact("300", below as f64);
+    b.claim("between steps 200 and 300", crossing(before, true) && crossing(below, false));
+    b.rounded("1.9", d.at(1, last).validation_loss)
+        .rounded("2.54", d.bigram)
+        .rounded("4.43", (c.vocab as f64).ln());
     b.claim(
         "By step 300 every run is below the bigram\nmodel",
-        log.iter().filter(|l| l.step >= 300).all(|l| l.validation_loss < bigram),
+        d.log.iter().filter(|l| l.step >= 300).all(|l| l.validation_loss < d.bigram),
     );
-    b.claim(
-        "between steps 200 and 300",
-        log.iter().filter(|l| l.step == 200).all(|l| l.validation_loss > bigram)
-            && log.iter().filter(|l| l.step == 300).all(|l| l.validation_loss < bigram),
-    );
-    b.rounded("1.5", (recipe.steps * recipe.batch * c.context) as f64 / 1e6);
-    b.claim(
-        "a third of the training split",
-        ((recipe.steps * recipe.batch * c.context) as f64 / 4_551_478.0 - 1.0 / 3.0).abs() < 0.02,
-    );
+    // Its caption.
+    let at_last = d.validation_at(last);
+    b.exact("240", recipe.log_windows as f64).exact("100", recipe.log_every as f64);
+    b.rounded("1.90", min(&at_last)).rounded("1.91", max(&at_last));
+    let losses = d.finals();
+    b.rounded("1.88", min(&losses)).rounded("1.89", max(&losses));
+    // The paragraph.
+    b.rounded("1.88", min(&losses))
+        .rounded("1.89", max(&losses))
+        .rounded("0.011", max(&losses) - min(&losses));
     b.learned(
         "what the\nrecipe gives, not what one seed gave",
         Evidence::Runs { values: &losses, lowest: "1.88", highest: "1.89" },
     );
+    let gap_from = |from: usize| {
+        d.log
+            .iter()
+            .filter(|l| l.step >= from)
+            .map(|l| (l.validation_loss - l.train_loss).abs())
+            .fold(0.0, f64::max)
+    };
+    // "From step 200 on": from there, not from the first logged step.
+    assert!(gap_from(first) > 0.04 && gap_from(200) <= 0.04);
+    b.at_most("0.04", gap_from(200));
+    b.claim("loss stays within 0.04 of the training loss", gap_from(200) <= 0.04);
+    let seen = recipe.steps * recipe.batch * c.context;
+    b.exact("2,000", recipe.steps as f64)
+        .exact("768", (recipe.batch * c.context) as f64)
+        .rounded("1.5", seen as f64 / 1e6);
+    let train_split = SHAKESPEARE_CHARS * 9 / 10; // ⌊0.9 · length⌋, as the corpus splits
+    assert_eq!(
+        train_split,
+        Corpus::from_text(&vec![b'a'; SHAKESPEARE_CHARS]).unwrap().train().len()
+    );
+    b.claim(
+        "a third of the training split",
+        (seen as f64 / train_split as f64 - 1.0 / 3.0).abs() < 0.02,
+    );
+}
 
-    // PyTorch.
-    b.exact("1e-5", 1e-5);
-    let speeds = training_speeds().unwrap();
-    let torch = pytorch_log().unwrap();
-    let torch_validation = torch.last().unwrap().2;
-    b.from(&[&speeds.source]).quoted(&speed_report(&speeds, torch_validation));
+fn in_pytorch(b: &mut Bindings, d: &Data) {
+    b.section("The same model in PyTorch");
+    b.value(
+        "1e-5",
+        captured("tests/language_model.rs", r"const TOLERANCE: f32 = ([0-9.e-]+);"),
+        0.0,
+    );
+    // "on an Intel Xeon processor"; the appendix's, "an AMD EPYC processor".
+    assert!(d.speeds.source.cpu.contains("Intel") && d.speeds.source.cpu.contains("Xeon"));
+    b.from(&[&d.speeds.source]).quoted(&speed_report(&d.speeds, d.torch_validation));
+    let at_last = d.validation_at(SHAKESPEARE_TRAINING.steps);
+    b.exact("2,000", SHAKESPEARE_TRAINING.steps as f64)
+        .rounded("1.909", d.torch_validation)
+        .exact("240", SHAKESPEARE_TRAINING.log_windows as f64)
+        .rounded("1.898", min(&at_last))
+        .rounded("1.914", max(&at_last))
+        .rounded("1.910", d.at(1, SHAKESPEARE_TRAINING.steps).validation_loss);
+    assert_eq!(at_last.len(), 3, "the crate's three seeds");
+    b.claim(
+        "PyTorch's one run lands inside the crate's spread over seeds",
+        (min(&at_last)..=max(&at_last)).contains(&d.torch_validation),
+    );
+    let rows = &d.speeds.rows;
+    b.from(&[&d.speeds.source])
+        .rounded("0.54", rows[0].1 / rows[0].2)
+        .rounded("0.40", rows[1].1 / rows[1].2);
+    b.claim(
+        "The crate is the slower of the two",
+        rows.iter().all(|&(_, ours, theirs)| ours < theirs),
+    );
+    let gain = |i: usize| [rows[1].1 / rows[0].1, rows[1].2 / rows[0].2][i];
+    b.claim(
+        "a second thread helps the crate less than it helps\nPyTorch",
+        rows.len() == 2 && gain(0) > 1.0 && gain(0) < gain(1),
+    );
+    let recipe = SHAKESPEARE_TRAINING;
+    b.exact("768", (recipe.batch * d.c.context) as f64)
+        .exact("128", d.c.d_model as f64)
+        .exact("512", d.c.d_ff as f64);
+    // AVX-512, twice as wide as AVX2.
+    assert_eq!(bits(LANES_512), 2.0 * bits(LANES_256));
+    b.exact("512", bits(LANES_512)).exact("512", bits(LANES_512)).exact("512", bits(LANES_512));
+    // gemm's AVX-512 kernels are behind its `nightly` feature, which the
+    // crate leaves off.
+    let manifest = source("Cargo.toml");
+    let gemm = manifest.lines().find(|l| l.starts_with("gemm")).unwrap();
+    assert!(!gemm.contains("nightly"), "the crate turns gemm's nightly feature on: {gemm}");
+    let appendix = Provenance::read("appendix-lm-training.tsv").unwrap().0;
+    assert!(appendix.cpu.contains("AMD EPYC"), "the appendix's machine: {}", appendix.cpu);
+}
 
-    // Writing.
-    b.exact("60,000", 60_000);
-    let samples = samples(&model).unwrap();
+fn writing(b: &mut Bindings, d: &Data) {
+    b.section("Writing");
+    b.exact("60,000", captured("src/lm/sample.rs", r"let draws = ([0-9_]+);"));
+    let samples = samples(&d.model).unwrap();
     let mut block = String::new();
     for (label, text) in &samples {
         block += &format!("-- {label} --\n{text}\n\n");
     }
-    b.quoted(block.trim_end());
-    b.exact("200", SAMPLE_LENGTH as f64).exact("1", SAMPLE_SEED as f64);
     assert_eq!(PROMPT, "Romeo.\n");
-    b.exact("0.8", 0.8).exact("1.0", 1.0).exact("0.9", 0.9);
-    b.exact("0.02", attn::decoder::GPT2_STD); // GPT-2's initialisation
+    b.exact("200", SAMPLE_LENGTH as f64);
+    assert_eq!(SAMPLE_SEED, 1, "the random source is seeded with 1");
+    b.quoted(block.trim_end());
+    let [_, (t08, _), (t10, _), (_, top_p)] = SAMPLE_SETTINGS;
+    b.exact("0.8", t08).exact("1.0", t10).exact("1.0", t10).exact("0.9", top_p.unwrap());
     let greedy = &samples[0].1;
     b.claim(
         "Greedy decoding falls into loops",
@@ -134,227 +370,230 @@ fn every_number_is_bound() {
         "real words (\"which\", \"serve\", \"kill\"; at 1.0,\n\"love\")",
         ["which", "serve", "kill"].iter().all(|w| t08.contains(w)) && samples[2].1.contains("love"),
     );
-    b.claim("the samples are\nno better to our eye", true);
+    b.exact("2,000", SHAKESPEARE_TRAINING.steps as f64);
+}
 
-    // The cache.
-    b.quoted(&cache_check(&model).unwrap());
-    b.exact("4,096", LmCache::bytes_per_token(&model) as f64);
+fn the_cache(b: &mut Bindings, d: &Data) {
+    b.section("The KV cache in every block");
+    let c = d.c;
+    b.quoted(&cache_check(&d.model).unwrap());
+    b.exact("4,096", LmCache::bytes_per_token(&d.model) as f64);
     // Checked against the allocator by tests/lm_cache_memory.rs.
-    b.exact("262,144", (c.context * LmCache::bytes_per_token(&model)) as f64);
+    b.exact("262,144", (c.context * LmCache::bytes_per_token(&d.model)) as f64);
     let (cache_rows, cache_source) = cache_speeds().unwrap();
     b.from(&[&cache_source]).quoted(&cache_report(&cache_rows));
-    b.exact("63", (c.context - 1) as f64);
-
-    // Induction.
-    b.exact("24", 24).exact("32", INDUCTION_VERSE.len() as f64);
-    b.quoted(&induction_table(&log));
-    let heads = head_log().unwrap();
-    b.quoted(&format!(
-        "{}\n{}",
-        top_heads(&heads, INDUCTION_VERSE.len()),
-        verse_report(&model, &heads).unwrap()
-    ));
-
-    // Exercise 1.
-    let mut block = String::new();
-    for (label, penalty) in
-        [("no penalty", (1.0, 20)), ("penalty 1.3 on the last 20 characters", (1.3, 20))]
-    {
-        block += &format!(
-            "-- {label} --\n{}\n\n",
-            penalised_greedy(&model, PROMPT, 100, penalty).unwrap()
-        );
-    }
-    b.quoted(block.trim_end());
-    b.exact("1.3", 1.3).exact("20", 20);
-    let mut z = [2.0_f32, -2.0];
-    repetition_penalty(&mut z, &[0, 1], 2.0).unwrap();
-    assert_eq!(z, [1.0, -4.0]);
-    b.exact("10,752", (c.d_model * c.vocab) as f64);
-    b.rounded("1.3%", 100.0 * (c.d_model * c.vocab) as f64 / model.parameter_count() as f64);
-
-    // Quiz 1: top-p 0.9 when one character has 0.95.
-    let one_sure = [38.0_f32.ln(), 0.0, 0.0]; // 38 / (38 + 2) = 0.95
-    let p = Sampler::new(1.0).unwrap().distribution(&one_sure).unwrap();
-    b.rounded("0.95", p[0]);
-    let kept = Sampler::new(1.0).unwrap().top_p(0.9).unwrap().distribution(&one_sure).unwrap();
-    assert_eq!(kept, vec![1.0, 0.0, 0.0]);
-
-    let _ = vocabulary();
-    // Claims about the data, checked over them.
-    b.exact("0.6", 0.6); // the package's version
-    let at =
-        |seed: u64, step: usize| log.iter().find(|l| l.seed == seed && l.step == step).unwrap();
-    for seed in [1, 2, 3] {
-        assert!((at(seed, 100).validation_loss - 2.7).abs() < 0.05);
-        assert!((at(seed, 2000).validation_loss - 1.9).abs() < 0.05);
-    }
-    b.rounded("2.7", at(1, 100).validation_loss).rounded("1.9", at(1, 2000).validation_loss);
-    b.claim(
-        "each step shrinks\nevery matrix",
-        recipe.weight_decay > 0.0 && model.matrices().iter().filter(|&&m| m).count() == 26,
-    );
-    let gap = log
-        .iter()
-        .filter(|l| l.step >= 200)
-        .map(|l| (l.validation_loss - l.train_loss).abs())
-        .fold(0.0, f64::max);
-    b.exact("200", 200).at_most("0.04", gap);
-    b.claim("loss stays within 0.04 of the training loss", gap <= 0.04);
-    b.rounded("1.909", torch_validation).rounded("1.910", at(1, 2000).validation_loss);
-    b.claim(
-        "crate is the slower of the two",
-        speeds.rows.iter().all(|&(_, ours, theirs)| ours < theirs),
-    );
-    let gain = |i: usize| {
-        let (one, two) = (speeds.rows[0], speeds.rows[1]);
-        [two.1 / one.1, two.2 / one.2][i]
-    };
-    b.claim(
-        "A second thread helps\nthe crate less than it helps PyTorch",
-        speeds.rows.len() == 2 && gain(0) > 1.0 && gain(0) < gain(1),
-    );
-    b.rounded("1.90", min_at_2000(&log)).rounded("1.91", max_at_2000(&log));
-    b.exact("0.1", recipe.weight_decay).exact("1e-3", recipe.lr).exact("1e-4", recipe.min_lr);
     let speedup: Vec<f64> = cache_rows.iter().map(|r| r.2 / r.1).collect();
+    let (first, last) = (cache_rows[0].0, cache_rows[cache_rows.len() - 1].0);
     b.claim(
         "The speed-up grows with the length of the text",
         speedup.windows(2).all(|w| w[1] > w[0]),
     );
     b.claim(
         "but more slowly than the length",
-        speedup[speedup.len() - 1] / speedup[0]
-            < (cache_rows[cache_rows.len() - 1].0 / cache_rows[0].0) as f64,
+        speedup[speedup.len() - 1] / speedup[0] < (last / first) as f64,
     );
-    b.rounded("10.1", speedup[0]).rounded("15.6", speedup[speedup.len() - 1]);
-    b.exact("8", cache_rows[0].0 as f64);
-    // Induction: the repeat never departs from the first reading.
-    let first: Vec<f64> = log.iter().map(|l| l.first_half_loss).collect();
-    let apart = log.iter().map(|l| (l.repeat_loss - l.first_half_loss).abs()).fold(0.0, f64::max);
-    b.at_most("0.2", apart);
-    b.claim("the loss on the repeat stays within", apart <= 0.2);
-    b.claim("never apart", apart <= 0.2);
-    let start = first.iter().take(1).fold(0.0, |_, &x| x);
-    b.rounded("5.7", start).rounded("5.7", start);
-    let ends: Vec<f64> = log.iter().filter(|l| l.step == 2000).map(|l| l.first_half_loss).collect();
-    let (end_lo, end_hi) = (
-        ends.iter().cloned().fold(f64::INFINITY, f64::min),
-        ends.iter().cloned().fold(0.0, f64::max),
-    );
-    b.rounded("7.5", end_lo).rounded("8.3", end_hi);
-    b.claim(
-        "rises during training",
-        [1, 2, 3].iter().all(|&s| at(s, 2000).first_half_loss > at(s, 100).first_half_loss + 1.5),
-    );
-    b.claim("rise together", apart <= 0.2);
-    let last_heads: Vec<_> = heads.iter().filter(|h| h.step == 2000).collect();
-    let best = |seed: u64, f: fn(&report::ch15::HeadLine) -> f64| {
-        last_heads.iter().filter(|h| h.seed == seed).map(|h| f(h)).fold(0.0, f64::max)
-    };
-    let previous: Vec<f64> = [1, 2, 3].iter().map(|&s| best(s, |h| h.previous_token)).collect();
-    let prefix_at = |seed: u64, step: usize| {
-        heads
-            .iter()
-            .filter(|h| h.seed == seed && h.step == step && h.block > 0)
-            .map(|h| h.prefix_matching)
-            .fold(0.0, f64::max)
-    };
-    let prefix: Vec<f64> = [1, 2, 3].iter().map(|&s| prefix_at(s, 2000)).collect();
-    let min = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
-    b.rounded("0.14", min(&previous)).rounded("0.15", max(&previous));
-    b.rounded("0.14", min(&previous)).rounded("0.15", max(&previous)); // the alt text
-    b.rounded("0.012", min(&prefix)).rounded("0.013", max(&prefix));
-    b.claim(
-        "lower than at step 100",
-        [1, 2, 3].iter().all(|&s| prefix_at(s, 2000) < prefix_at(s, 100)),
-    );
-    let prefix_100: Vec<f64> = [1, 2, 3].iter().map(|&s| prefix_at(s, 100)).collect();
-    b.rounded("0.02", max(&prefix_100)).rounded("0.02", min(&prefix_100));
-    b.rounded("0.01", max(&prefix));
-    b.claim("falls from 0.02 to about 0.01", max(&prefix) < min(&prefix_100));
-    let previous_at = |seed: u64, step: usize| {
-        heads
-            .iter()
-            .filter(|h| h.seed == seed && h.step == step)
-            .map(|h| h.previous_token)
-            .fold(0.0, f64::max)
-    };
-    let previous_100: Vec<f64> = [1, 2, 3].iter().map(|&s| previous_at(s, 100)).collect();
-    b.rounded("0.06", min(&previous_100)).rounded("0.06", max(&previous_100));
-    b.claim(
-        "the largest\nprevious-token score grows during training",
-        [1, 2, 3].iter().all(|&s| previous_at(s, 2000) > previous_at(s, 100)),
-    );
-    b.claim(
-        "rises from 0.06 to between 0.14 and 0.15",
-        [1, 2, 3].iter().all(|&s| previous_at(s, 2000) > previous_at(s, 100)),
-    );
-    b.learned(
-        "What the heads learn instead is to look near",
-        Evidence::Runs { values: &previous, lowest: "0.14", highest: "0.15" },
-    );
-    let weakest = last_heads.iter().map(|h| h.previous_token).fold(f64::INFINITY, f64::min);
-    b.at_least("0.08", weakest);
-    b.claim("every head of every run scores\n0.08 or more at step 2,000", weakest >= 0.08);
-    b.exact("2,000", 2000);
-    b.claim("Whether this model grows them with more training is a question", true);
-    let back = (INDUCTION_VERSE.len() - 1) as f64;
-    b.exact("31", back).exact("31", back);
-    let lr = |step| attn::nn::warmup_cosine_to(step, recipe.steps, recipe.warmup, 0.1).unwrap();
-    b.claim(
-        "The learning rate rises linearly",
-        (0..recipe.warmup - 1).all(|t| lr(t + 1) > lr(t)) && lr(recipe.warmup - 1) == 1.0,
-    );
-    // Exercise 3: random characters get harder as Shakespeare gets easier.
-    b.claim(
-        "in all three runs the loss on random\ncharacters rises while the loss on the validation split falls",
-        [1, 2, 3].iter().all(|&s| {
-            at(s, 2000).first_half_loss > at(s, 100).first_half_loss
-                && at(s, 2000).validation_loss < at(s, 100).validation_loss
-                && at(s, 2000).first_half_loss > (c.vocab as f64).ln()
-        }),
-    );
+    b.from(&[&cache_source]).rounded("10.1", speedup[0]);
+    b.exact("8", first as f64);
+    b.from(&[&cache_source]).rounded("15.6", speedup[speedup.len() - 1]);
+    b.exact("64", last as f64);
+    b.exact("806,528", d.model.parameter_count() as f64);
+    b.exact("63", (c.context - 1) as f64)
+        .exact("64", c.context as f64)
+        .exact("64", c.context as f64)
+        .exact("63", (c.context - 1) as f64)
+        .exact("64", c.context as f64)
+        .exact("64", c.context as f64);
 
     // The model with rotary positions (one run).
     let rotary = report::ch15::rotary_model().unwrap();
     assert_eq!(rotary.config().positions, attn::lm::Positions::Rotary);
     b.exact("798,336", rotary.parameter_count() as f64)
-        .exact("8,192", (model.parameter_count() - rotary.parameter_count()) as f64);
+        .exact("8,192", (d.model.parameter_count() - rotary.parameter_count()) as f64);
     let (rotary_seed, rotary_loss) = report::ch15::rotary_final_losses().unwrap()[0];
     assert_eq!(rotary_seed, 1);
-    let learned_loss = finals.iter().find(|f| f.0 == 1).unwrap().1;
-    b.rounded("1.798", rotary_loss)
+    let learned_loss = d.finals.iter().find(|f| f.0 == 1).unwrap().1;
+    b.exact("2,000", SHAKESPEARE_TRAINING.steps as f64)
+        .rounded("1.798", rotary_loss)
         .rounded("1.886", learned_loss)
         .rounded("0.088", learned_loss - rotary_loss);
     b.claim("lower by 0.088 in this run", rotary_loss < learned_loss);
+    b.exact("0.8", SLIDING_TEMPERATURE).exact("64", c.context as f64);
     let (text, check) = report::ch15_report::sliding_report(&rotary).unwrap();
-    b.quoted(&format!("{check}\n-- temperature 0.8, through the sliding cache --\n{text}"));
+    b.quoted(&format!(
+        "{check}\n-- temperature {SLIDING_TEMPERATURE}, through the sliding cache --\n{text}"
+    ));
     b.claim(
         "at every step\nits logits agree with `forward_window`",
         check.contains(" within 1e-4 at every step"),
     );
+}
+
+fn induction(b: &mut Bindings, d: &Data) {
+    b.section("Looking for induction heads");
+    let (_, count, half) = REPEATS;
+    assert_eq!(2 * half, d.c.context, "each read twice: the context");
+    b.exact("100", SHAKESPEARE_TRAINING.log_every as f64)
+        .exact("24", count as f64)
+        .exact("32", half as f64)
+        .exact("64", d.c.context as f64);
+    b.quoted(&induction_table(&d.log));
+    b.quoted(&format!(
+        "{}\n{}",
+        top_heads(&d.heads, INDUCTION_VERSE.len()),
+        verse_report(&d.model, &d.heads).unwrap()
+    ));
+    let last = SHAKESPEARE_TRAINING.steps;
+    let first_step = SHAKESPEARE_TRAINING.log_every;
+    let last_heads: Vec<&HeadLine> = d.heads.iter().filter(|h| h.step == last).collect();
+    let best = |seed: u64, f: fn(&HeadLine) -> f64| {
+        last_heads.iter().filter(|h| h.seed == seed).map(|h| f(h)).fold(0.0, f64::max)
+    };
+    let previous: Vec<f64> = [1, 2, 3].iter().map(|&s| best(s, |h| h.previous_token)).collect();
+    let prefix_at = |seed: u64, step: usize| {
+        d.heads
+            .iter()
+            .filter(|h| h.seed == seed && h.step == step && h.block > 0)
+            .map(|h| h.prefix_matching)
+            .fold(0.0, f64::max)
+    };
+    let previous_at = |seed: u64, step: usize| {
+        d.heads
+            .iter()
+            .filter(|h| h.seed == seed && h.step == step)
+            .map(|h| h.previous_token)
+            .fold(0.0, f64::max)
+    };
+    let prefix: Vec<f64> = [1, 2, 3].iter().map(|&s| prefix_at(s, last)).collect();
+    let prefix_first: Vec<f64> = [1, 2, 3].iter().map(|&s| prefix_at(s, first_step)).collect();
+    let previous_first: Vec<f64> = [1, 2, 3].iter().map(|&s| previous_at(s, first_step)).collect();
+    let first_half: Vec<f64> = d.log.iter().map(|l| l.first_half_loss).collect();
+    let ends: Vec<f64> =
+        d.log.iter().filter(|l| l.step == last).map(|l| l.first_half_loss).collect();
+    let apart = d.log.iter().map(|l| (l.repeat_loss - l.first_half_loss).abs()).fold(0.0, f64::max);
+    let blocks = d.c.layers as f64;
+
+    // Figure 15.2's alt text.
+    b.rounded("5.7", first_half[0]).rounded("7.5", min(&ends)).rounded("8.3", max(&ends));
+    b.claim("rise together", apart <= 0.2);
+    b.claim("never apart", apart <= 0.2);
+    b.rounded("0.06", min(&previous_first)).rounded("0.06", max(&previous_first));
+    b.rounded("0.14", min(&previous)).rounded("0.15", max(&previous));
+    b.claim(
+        "rises from 0.06 to between 0.14 and 0.15",
+        [1, 2, 3].iter().all(|&s| previous_at(s, last) > previous_at(s, first_step)),
+    );
+    b.exact("4", blocks);
+    b.rounded("0.02", min(&prefix_first)).rounded("0.02", max(&prefix_first));
+    b.rounded("0.01", max(&prefix));
+    b.claim("falls from 0.02 to about 0.01", max(&prefix) < min(&prefix_first));
+    // Its caption.
+    b.exact("4", blocks);
+    // The paragraph.
+    b.at_most("0.2", apart);
+    b.claim("the loss on the repeat stays within", apart <= 0.2);
+    b.exact("4", blocks);
+    b.rounded("0.012", min(&prefix)).rounded("0.013", max(&prefix));
+    let (uniform_previous, uniform_prefix) = uniform_scores(half);
+    b.rounded("0.021", uniform_prefix);
+    b.claim("lower than at step 100", (0..3).all(|i| prefix[i] < prefix_first[i]));
+    b.claim(
+        "the largest\nprevious-token score grows during training",
+        [1, 2, 3].iter().all(|&s| previous_at(s, last) > previous_at(s, first_step)),
+    );
+    b.rounded("0.14", min(&previous)).rounded("0.15", max(&previous));
+    b.learned(
+        "What the heads learn instead is to look near",
+        Evidence::Runs { values: &previous, lowest: "0.14", highest: "0.15" },
+    );
+    b.rounded("0.059", uniform_previous);
+    let verse = verse_report(&d.model, &d.heads).unwrap();
+    let on_previous: f64 = verse.lines().next().unwrap()[verse.find(" puts ").unwrap() + 6..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    b.exact("0.316", on_previous);
+    let weakest = last_heads.iter().map(|h| h.previous_token).fold(f64::INFINITY, f64::min);
+    b.at_least("0.08", weakest);
+    b.claim("every head of every run scores\n0.08 or more at step 2,000", weakest >= 0.08);
+    let seen = SHAKESPEARE_TRAINING.steps * SHAKESPEARE_TRAINING.batch * d.c.context;
+    b.rounded("1.5", seen as f64 / 1e6);
+    // Figure 15.3's alt text and caption.
+    let back = (INDUCTION_VERSE.len() - 1) as f64;
+    b.exact("32", half as f64)
+        .exact("32", half as f64)
+        .exact("32", half as f64)
+        .exact("63", (d.c.context - 1) as f64)
+        .exact("64", d.c.context as f64)
+        .exact("32", half as f64)
+        .exact("4", blocks)
+        .exact("31", back);
+    assert_eq!(INDUCTION_VERSE.len(), half);
+    b.exact("32", half as f64).exact("4", blocks).exact("31", back);
 
     // Removing heads (seed 1 only: the one model whose weights are committed).
-    let ablation = ablation_report(&model, &heads).unwrap();
+    let ablation = ablation_report(&d.model, &d.heads).unwrap();
+    b.exact("4", blocks);
     b.quoted(&ablation);
     let gaps: Vec<f64> = ablation
         .lines()
         .skip(1)
         .map(|l| l.split_whitespace().last().unwrap().parse::<f64>().unwrap())
         .collect();
-    let (gap_lo, gap_hi) = (min(&gaps), max(&gaps));
-    b.rounded("0.09", gap_lo).rounded("0.13", gap_hi);
-    b.claim("the loss on the repeat stays above the loss on\nthe first reading", gap_lo > 0.0);
-    b.claim("here\nthere is none to take", max(&prefix) < 0.021);
-    b.assert_all_bound();
+    b.rounded("0.09", min(&gaps)).rounded("0.13", max(&gaps));
+    b.claim("the loss on the repeat stays above the loss on\nthe first reading", min(&gaps) > 0.0);
+    b.claim("here\nthere is none to take", max(&prefix) < uniform_prefix);
 }
 
-/// The smallest and largest validation loss (240 windows) at step 2,000.
-fn min_at_2000(log: &[report::ch15::LogLine]) -> f64 {
-    log.iter().filter(|l| l.step == 2000).map(|l| l.validation_loss).fold(f64::INFINITY, f64::min)
+fn exercises(b: &mut Bindings, d: &Data) {
+    b.section("Exercises");
+    let c = d.c;
+    let (penalty, window) = PENALTY;
+    b.rounded("1.3", f64::from(penalty)).exact("20", window as f64);
+    b.quoted(&penalty_report(&d.model).unwrap());
+    let mut z = [2.0_f32, -2.0];
+    repetition_penalty(&mut z, &[0, 1], 2.0).unwrap();
+    assert_eq!(z, [1.0, -4.0]);
+    b.exact("128", c.d_model as f64)
+        .exact("84", c.vocab as f64)
+        .exact("10,752", (c.d_model * c.vocab) as f64)
+        .rounded("1.3%", 100.0 * (c.d_model * c.vocab) as f64 / d.model.parameter_count() as f64);
+    // Exercise 3.
+    let ends: Vec<f64> = d
+        .log
+        .iter()
+        .filter(|l| l.step == SHAKESPEARE_TRAINING.steps)
+        .map(|l| l.first_half_loss)
+        .collect();
+    b.rounded("5.7", d.log[0].first_half_loss).value("8", (min(&ends) + max(&ends)) / 2.0, 0.5);
+    b.claim(
+        "rises during training",
+        [1, 2, 3]
+            .iter()
+            .all(|&s| d.at(s, 2000).first_half_loss > d.at(s, 100).first_half_loss + 1.5),
+    );
+    b.claim(
+        "in all three runs the loss on random\ncharacters rises while the loss on the validation split falls",
+        [1, 2, 3].iter().all(|&s| {
+            d.at(s, 2000).first_half_loss > d.at(s, 100).first_half_loss
+                && d.at(s, 2000).validation_loss < d.at(s, 100).validation_loss
+                && d.at(s, 2000).first_half_loss > (c.vocab as f64).ln()
+        }),
+    );
+    b.exact("84", c.vocab as f64).rounded("4.43", (c.vocab as f64).ln());
 }
 
-fn max_at_2000(log: &[report::ch15::LogLine]) -> f64 {
-    log.iter().filter(|l| l.step == 2000).map(|l| l.validation_loss).fold(0.0, f64::max)
+fn quiz(b: &mut Bindings, d: &Data) {
+    b.section("Quiz");
+    // Quiz 1: top-p 0.9 when one character has 0.95.
+    let one_sure = [38.0_f32.ln(), 0.0, 0.0]; // 38 / (38 + 2) = 0.95
+    let p = Sampler::new(1.0).unwrap().distribution(&one_sure).unwrap();
+    let top_p = SAMPLE_SETTINGS[3].1.unwrap();
+    let kept = Sampler::new(1.0).unwrap().top_p(top_p).unwrap().distribution(&one_sure).unwrap();
+    assert_eq!(kept, vec![1.0, 0.0, 0.0]);
+    b.exact("0.9", top_p).rounded("0.95", p[0]).exact("0.9", top_p);
+    // Quiz 3.
+    let _ = d;
+    b.exact("2,000", SHAKESPEARE_TRAINING.steps as f64);
 }

@@ -22,14 +22,34 @@ pub fn truth(x: f32) -> f32 {
 /// The bandwidths chapter 1 compares: too small, about right, too large.
 pub const BANDWIDTHS: [f32; 3] = [0.05, 0.3, 2.0];
 
+/// The standard deviation of the training targets' noise.
+pub const NOISE_STD: f32 = 0.3;
+
+/// Figure 1.2's three queries.
+pub const PROBES: [f32; 3] = [1.0, 2.5, 4.0];
+
+/// The score-cost table's sequence lengths and width.
+pub const COST_LENGTHS: [u64; 2] = [128, 1024];
+/// The score-cost table's width `d` (and the additive score's hidden units).
+pub const COST_WIDTH: u64 = 64;
+
+/// The sharpness experiment: `m` keys of width `d`, the query multiplied by
+/// each of `SCALES`, and its seed.
+pub const SHARPNESS_KEYS: usize = 16;
+/// The width of the sharpness experiment's query and keys.
+pub const SHARPNESS_WIDTH: usize = 8;
+/// The factors the sharpness experiment multiplies the query by.
+pub const SCALES: [f32; 4] = [1.0, 4.0, 16.0, 64.0];
+
 /// `count` training points: `x` uniform in `[0, 5)`, sorted, and
-/// `y = truth(x)` plus Gaussian noise of standard deviation 0.3 (seeded).
+/// `y = truth(x)` plus Gaussian noise of standard deviation [`NOISE_STD`]
+/// (seeded).
 pub fn training_set(count: usize, seed: u64) -> Result<(Array1<f32>, Array1<f32>), ReportError> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let noise = Normal::new(0.0_f32, 0.3).map_err(|_| {
+    let noise = Normal::new(0.0_f32, NOISE_STD).map_err(|_| {
         ReportError::Attn(AttnError::InvalidArgument {
             name: "noise",
-            value: 0.3,
+            value: f64::from(NOISE_STD),
             requirement: "must be a valid standard deviation",
         })
     })?;

@@ -2,9 +2,29 @@
 //! mean entropy.
 
 use attn::error::AttnError;
+use attn::multihead::MultiHeadAttention;
 use attn::scaling::{entropy, standard_normal};
 use ndarray::{Array2, ArrayRef3, ArrayView2};
 use ndarray_rand::rand::rngs::StdRng;
+
+/// The original Transformer's base model (Vaswani et al., 2017), whose
+/// attention layer the chapter's exercise and quiz count: its width
+/// `d_model`.
+pub const BASE_D_MODEL: usize = 512;
+
+/// The base model's number of heads.
+pub const BASE_HEADS: usize = 8;
+
+/// The bug of dividing every head's scores by `√d_model` instead of
+/// `√d_k`, applied to a copy of `layer`: its queries are rescaled by
+/// `√(d_k/d_model)`, which is the same as the wrong divisor. At `h = 1`
+/// the two divisors are equal and the copy is the layer.
+pub fn scaled_by_sqrt_d_model(layer: &MultiHeadAttention) -> Result<MultiHeadAttention, AttnError> {
+    let mut w = layer.weights().clone();
+    let factor = (layer.d_k() as f32 / layer.d_model() as f32).sqrt();
+    w.w_q.mapv_inplace(|x| x * factor);
+    MultiHeadAttention::from_weights(w, layer.h())
+}
 
 /// Mean entropy (nats) of each head's rows of weights: `h` numbers, each
 /// between 0 (every query looks at one key) and `ln m` (uniform).

@@ -5,6 +5,11 @@ use attn::cache::{cumulative_flops, flops_per_token_with_cache, flops_per_token_
 
 use crate::show::table;
 
+/// The decode-cost table's width `d`.
+pub const DECODE_WIDTH: u64 = 512;
+/// The lengths of the decode-cost table.
+pub const DECODE_LENGTHS: [u64; 4] = [1, 128, 1024, 4096];
+
 /// The decode-cost table the chapter prints: for each `n`, the FLOPs for
 /// token `n` and for all `n` tokens, without and with the cache, in GFLOP.
 pub fn decode_cost_table(ns: &[u64], d: u64) -> Result<String, ReportError> {

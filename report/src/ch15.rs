@@ -190,20 +190,31 @@ pub const SAMPLE_LENGTH: usize = 200;
 /// The seed of the samples' random draws.
 pub const SAMPLE_SEED: u64 = 1;
 
-/// The samplers whose text the chapter prints, with their labels.
-pub fn samplers() -> Vec<(&'static str, Sampler)> {
-    let t = |temperature| Sampler::new(temperature).expect("a valid temperature");
-    vec![
-        ("greedy (temperature 0)", t(0.0)),
-        ("temperature 0.8", t(0.8)),
-        ("temperature 1.0", t(1.0)),
-        ("temperature 1.0, top-p 0.9", t(1.0).top_p(0.9).expect("a valid p")),
-    ]
+/// The settings of the chapter's samples: a temperature, and top-p if any
+/// (temperature 0 is greedy decoding).
+pub const SAMPLE_SETTINGS: [(f64, Option<f64>); 4] =
+    [(0.0, None), (0.8, None), (1.0, None), (1.0, Some(0.9))];
+
+/// The samplers of [`SAMPLE_SETTINGS`], with their labels.
+pub fn samplers() -> Vec<(String, Sampler)> {
+    SAMPLE_SETTINGS
+        .iter()
+        .map(|&(t, p)| {
+            let sampler = Sampler::new(t).expect("a valid temperature");
+            match p {
+                _ if t == 0.0 => ("greedy (temperature 0)".to_string(), sampler),
+                None => (format!("temperature {t:.1}"), sampler),
+                Some(p) => {
+                    (format!("temperature {t:.1}, top-p {p}"), sampler.top_p(p).expect("a valid p"))
+                }
+            }
+        })
+        .collect()
 }
 
 /// Each sampler's continuation of [`PROMPT`], by the book's model, through
 /// the KV cache.
-pub fn samples(model: &LanguageModel<f32>) -> Result<Vec<(&'static str, String)>, ReportError> {
+pub fn samples(model: &LanguageModel<f32>) -> Result<Vec<(String, String)>, ReportError> {
     let vocab = vocabulary();
     let prompt = vocab.encode(PROMPT)?;
     samplers()

@@ -82,9 +82,7 @@ pub fn induction_table(log: &[LogLine]) -> String {
 /// characters, then the same again).
 pub fn top_heads(heads: &[HeadLine], half: usize) -> String {
     let last = heads.iter().map(|h| h.step).max().unwrap_or(0);
-    let t = 2 * half;
-    let uniform_previous = (1..t).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / (t - 1) as f64;
-    let uniform_prefix = (half..t).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / half as f64;
+    let (uniform_previous, uniform_prefix) = uniform_scores(half);
     let name = |h: &HeadLine| format!("block {} head {}", h.block + 1, h.head + 1);
     let rows: Vec<Vec<String>> = [1, 2, 3]
         .iter()
@@ -116,6 +114,37 @@ pub fn top_heads(heads: &[HeadLine], half: usize) -> String {
             &rows,
         )
     )
+}
+
+/// The previous-token and prefix-matching scores of attention spread
+/// evenly over the causal row, on sequences of `half` characters read twice.
+pub fn uniform_scores(half: usize) -> (f64, f64) {
+    let t = 2 * half;
+    let uniform_previous = (1..t).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / (t - 1) as f64;
+    let uniform_prefix = (half..t).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / half as f64;
+    (uniform_previous, uniform_prefix)
+}
+
+/// Exercise 1's penalty, and the last characters it applies to.
+pub const PENALTY: (f32, usize) = (1.3, 20);
+
+/// Characters exercise 1's demonstration writes past the prompt, at most
+/// (it stops at the context).
+pub const PENALTY_LENGTH: usize = 100;
+
+/// Exercise 1's output: greedy decoding from [`crate::ch15::PROMPT`]
+/// without a penalty and with [`PENALTY`].
+pub fn penalty_report(model: &LanguageModel<f32>) -> Result<String, ReportError> {
+    let (penalty, window) = PENALTY;
+    let mut block = String::new();
+    for (label, setting) in [
+        ("no penalty".to_string(), (1.0, window)),
+        (format!("penalty {penalty} on the last {window} characters"), PENALTY),
+    ] {
+        let text = penalised_greedy(model, crate::ch15::PROMPT, PENALTY_LENGTH, setting)?;
+        block += &format!("-- {label} --\n{text}\n\n");
+    }
+    Ok(block.trim_end().to_string())
 }
 
 /// Exercise 1's demonstration: greedy decoding from `prompt` for `count`
@@ -337,15 +366,18 @@ pub fn ablation_report(
 /// cache, far past its context.
 pub const SLIDING_LENGTH: usize = 300;
 
+/// The temperature the rotary model writes at through its sliding cache.
+pub const SLIDING_TEMPERATURE: f64 = 0.8;
+
 /// The rotary model continues [`crate::ch15::PROMPT`] by
-/// [`SLIDING_LENGTH`] characters at temperature 0.8 through its sliding
+/// [`SLIDING_LENGTH`] characters at [`SLIDING_TEMPERATURE`] through its sliding
 /// cache; returns the text, and a line comparing every step's cached
 /// logits with sliding-window attention over the whole text and with
 /// reading the last `context` characters afresh.
 pub fn sliding_report(model: &LanguageModel<f32>) -> Result<(String, String), ReportError> {
     let vocab = vocabulary();
     let prompt = vocab.encode(crate::ch15::PROMPT)?;
-    let sampler = Sampler::new(0.8)?;
+    let sampler = Sampler::new(SLIDING_TEMPERATURE)?;
     let seed = crate::ch15::SAMPLE_SEED;
     let text = model.generate(&prompt, SLIDING_LENGTH, &sampler, seed, Decoding::Cached)?;
     let context = model.config().context;

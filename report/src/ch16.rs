@@ -20,6 +20,7 @@ use attn::sliding::SlidingCache;
 use crate::error::ReportError;
 
 mod checks;
+pub mod fresh;
 pub mod pooled;
 
 use crate::measurements::{data_file, data_rows, number};
@@ -153,6 +154,23 @@ pub fn long_texts() -> Result<Vec<LongText>, ReportError> {
 /// Tokens in the context the cache table sizes a whole cache for.
 pub const TABLE_CONTEXT: usize = 4096;
 
+/// Bytes of a number in the 16-bit floats models are served in.
+pub const SERVED: usize = 2;
+
+/// DeepSeek-V2's head width, `qk_nope_head_dim` (and `v_head_dim`) of its
+/// configuration: its latent (`kv_lora_rank`, 512) is four heads wide, its
+/// rotary part (`qk_rope_head_dim`, 64) half a head.
+pub const DEEPSEEK_V2_HEAD: usize = 128;
+
+/// Exercise 2's model: 48 blocks, 64 query heads of 128 and 8 key/value
+/// heads, served in 16-bit floats.
+pub const EXERCISE_2: attn::kv_bytes::PublishedModel = attn::kv_bytes::PublishedModel {
+    name: "exercise 2",
+    layers: 48,
+    heads: 64,
+    layout: KvLayout::Heads { kv_heads: 8, d_head: 128 },
+};
+
 /// The published configurations' caches: numbers per layer and token,
 /// bytes per token in 16-bit floats, and GiB for [`TABLE_CONTEXT`] tokens.
 pub fn published_table() -> Result<String, ReportError> {
@@ -172,7 +190,7 @@ pub fn published_table() -> Result<String, ReportError> {
             }
             KvLayout::Latent { d_c, d_r } => format!("latent {d_c} + rotary key {d_r}"),
         };
-        let bytes = kv_bytes_per_token(m.layers, m.layout, 2)?;
+        let bytes = kv_bytes_per_token(m.layers, m.layout, SERVED)?;
         let gib = (bytes * TABLE_CONTEXT) as f64 / (1u64 << 30) as f64;
         out += &format!(
             "{:<12} {:>6} {:>5}  {kept:<27} {bytes:>15} {gib:>20.2}\n",
@@ -249,11 +267,10 @@ pub type Cache = fn(&LongText) -> f64;
 pub const CACHES: [(&str, Cache); 3] =
     [("all tokens", |r| r.all), ("window of 64", |r| r.window), ("4 sinks + 60", |r| r.sinks)];
 
-/// Positions per bucket of the long-text data.
-const BUCKET: usize = 16;
+pub use fresh::BUCKET;
 
-/// The last position predicted along a text of 512 characters.
-const LAST_POSITION: usize = 511;
+/// The last position predicted along a long text ([`fresh::LONG_TEXTS`]).
+pub const LAST_POSITION: usize = fresh::LONG_TEXTS.1 - 1;
 
 /// Positions the long-text table shows (the first of each bucket).
 pub const TABLE_POSITIONS: [usize; 6] = [1, 49, 113, 193, 305, 497];

@@ -19,8 +19,48 @@ pub const FAST_FILES: [&str; 5] = [
     "appendix-machine.csv",
 ];
 
-/// FLOPs of a 512×512 by 512×512 matrix product.
-pub const PRODUCT_FLOPS: f64 = 2.0 * 512.0 * 512.0 * 512.0;
+/// The width `d` of the heads the appendix times: its benchmarks', its
+/// profile's (whose file's header records it) and its tables'.
+pub const HEAD_WIDTH: u64 = 64;
+
+/// The lengths at which the appendix's tables compare kernels.
+pub const LENGTHS: [u64; 3] = [1024, 2048, 4096];
+
+/// The length of the profile, the tile sweep and the roofline (whose file's
+/// header records it), the longest of [`LENGTHS`].
+pub const LONGEST: u64 = LENGTHS[2];
+
+/// The shape of the multi-head layer the appendix times: chapter 5's layer
+/// over `n` tokens of width `d_model`, with `heads` heads.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerShape {
+    /// Tokens, queries and keys alike.
+    pub n: u64,
+    /// The tokens' width.
+    pub d_model: u64,
+    /// Heads.
+    pub heads: u64,
+}
+
+/// The layer of the appendix's benchmarks and of PyTorch's
+/// `nn.MultiheadAttention` beside it.
+pub const LAYER: LayerShape = LayerShape { n: 512, d_model: 512, heads: 8 };
+
+/// AMD's cores the appendix tells apart by their caches: the generation of
+/// Zen, its L1 data cache per core in KiB, and whether its FMA units are
+/// 512 bits wide. Zen 4 runs a 512-bit instruction as two halves on 256-bit
+/// units; Zen 5 in desktop and server processors has 512-bit units (AMD's
+/// software optimisation guides for the two). Both have 1 MiB of L2.
+pub const ZEN_CORES: [(u32, f64, bool); 2] = [(4, 32.0, false), (5, 48.0, true)];
+
+/// The core of [`ZEN_CORES`] whose L1 data cache is `l1d_kib`, if any.
+pub fn zen_core(l1d_kib: f64) -> Option<(u32, f64, bool)> {
+    ZEN_CORES.iter().copied().find(|c| c.1 == l1d_kib)
+}
+
+/// FLOPs of one `n×d_model` by `d_model×d_model` product of [`LAYER`]
+/// (512×512 by 512×512), the shape of each of its projections.
+pub const PRODUCT_FLOPS: f64 = 2.0 * (LAYER.n * LAYER.d_model * LAYER.d_model) as f64;
 
 /// The appendix's timings, all means in nanoseconds from one run: the
 /// crate's (criterion), the crate's with OpenBLAS, NumPy's and PyTorch's,
@@ -146,11 +186,12 @@ impl FastData {
     /// GFLOP/s of the multi-head layer (`multihead_1t`) or of one 512×512
     /// by 512×512 product (`matmul_512`) at n = 512, with or without OpenBLAS.
     pub fn layer_gflops(&self, method: &str, blas: bool) -> Result<f64, ReportError> {
+        let LayerShape { n, d_model, heads } = LAYER;
         let flops = match method {
             "matmul_512" => PRODUCT_FLOPS,
-            _ => multihead_flops(512, 512, 512, 8)?,
+            _ => multihead_flops(n as usize, n as usize, d_model as usize, heads as usize)?,
         };
-        let ms = if blas { self.ours_blas(method, 512)? } else { self.ours(method, 512)? };
+        let ms = if blas { self.ours_blas(method, n)? } else { self.ours(method, n)? };
         Ok(flops / (ms * 1e6))
     }
 }
@@ -204,10 +245,10 @@ pub fn blas_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
 /// passes over memory, not in a loop of their own).
 pub fn exponential_report(d: &FastData) -> Result<String, ReportError> {
     let (std_exp, fast) = (d.per_exponential("std_exp")?, d.per_exponential("exp_nonpositive")?);
-    let count = 4096.0 * 4096.0;
+    let count = (LONGEST * LONGEST) as f64;
     Ok(format!(
         "exp per element: f32::exp {std_exp:.2} ns, exp_nonpositive {fast:.2} ns\n\
-         n = 4096, {:.1} million exponentials at those rates: {:.1} ms and {:.1} ms",
+         n = {LONGEST}, {:.1} million exponentials at those rates: {:.1} ms and {:.1} ms",
         count / 1e6,
         count * std_exp / 1e6,
         count * fast / 1e6
@@ -219,9 +260,9 @@ pub fn exponential_report(d: &FastData) -> Result<String, ReportError> {
 pub fn layer_line(d: &FastData) -> Result<String, ReportError> {
     Ok(format!(
         "layer: {:.2} ms, {:.0} GFLOP/s; a 512×512 by 512×512 product: {:.3} ms, {:.0} GFLOP/s",
-        d.ours("multihead_1t", 512)?,
+        d.ours("multihead_1t", LAYER.n)?,
         d.layer_gflops("multihead_1t", false)?,
-        d.ours("matmul_512", 512)?,
+        d.ours("matmul_512", LAYER.n)?,
         d.layer_gflops("matmul_512", false)?
     ))
 }

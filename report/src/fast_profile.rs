@@ -1,7 +1,7 @@
 //! The appendix "Making it fast": the fast kernel's profile as measured
 //! (`attn::experiments::profile` times it), and the tables the appendix quotes.
 
-use super::fast_data::machine_value;
+use super::fast_data::{machine_value, HEAD_WIDTH, LONGEST};
 use super::measurements::{bad, data_rows, number};
 use super::provenance::{one_run, Provenance};
 use crate::error::ReportError;
@@ -43,6 +43,12 @@ impl ProfileData {
         let [profile, tiles, machine] = PROFILE_FILES.map(Provenance::read);
         let ((p, profile), (t, tiles), (m, machine)) = (profile?, tiles?, machine?);
         one_run(&[&p, &t, &m])?;
+        let shape = format!("n = {LONGEST}, d = {HEAD_WIDTH}");
+        for source in [&p, &t] {
+            if !source.line.contains(&shape) {
+                return Err(bad(&source.file, format!("is not of the shape {shape}")));
+            }
+        }
         let mut data = ProfileData::parse(&profile, &tiles, &machine)?;
         data.sources = vec![p, t, m];
         Ok(data)
@@ -116,7 +122,7 @@ pub fn working_set(tiles: Tiles, d: usize) -> usize {
 /// AVX-512 kernel, those of a key tile after the first: the fused scores
 /// and weights, then the output) and the whole call.
 pub fn profile_table(p: &ProfileData) -> Result<String, ReportError> {
-    let product_flops = attention_flops(4096, 64) / 2.0; // each of the two products
+    let product_flops = attention_flops(LONGEST, HEAD_WIDTH) / 2.0; // each of the two products
     let whole = p.call(FAST_TILES)?; // the fast kernel: the best this processor runs
     let label = |name: &str| match name {
         "scores" => "scores Q_i K_jᵀ",
@@ -178,7 +184,7 @@ pub fn tiles_table(p: &ProfileData) -> Result<String, ReportError> {
         .map(|&(t, ns)| {
             vec![
                 format!("{}×{}", t.query, t.key),
-                format!("{}", working_set(t, 64) / 1024),
+                format!("{}", working_set(t, HEAD_WIDTH as usize) / 1024),
                 format!("{:.2}", ns / 1e6),
             ]
         })

@@ -3,12 +3,12 @@
 //! points of the roofline, from one run (`FastData`). Report helpers, not a
 //! reader's API.
 
-use super::fast_data::{FastData, PRODUCT_FLOPS};
+use super::fast_data::{FastData, HEAD_WIDTH, LAYER, LENGTHS, PRODUCT_FLOPS};
 use crate::error::ReportError;
 use crate::show::table;
 use attn::complexity::attention_flops;
 use attn::experiments::roofline::{
-    attention_intensity, backward_flops, backward_intensity, roofline,
+    attention_bytes, backward_bytes, backward_flops, causal_attention_flops, roofline,
 };
 
 /// The machine's limits and the ridge points between them: the FMA peak of
@@ -128,7 +128,7 @@ pub fn backward_table(d: &FastData, ns: &[u64]) -> Result<String, ReportError> {
 /// The multi-head layer at n = 512, d_model = 512, h = 8: chapter 5's,
 /// the fast one on 1 and 2 threads, and `nn.MultiheadAttention`.
 pub fn layer_report(d: &FastData) -> Result<String, ReportError> {
-    let n = 512;
+    let n = LAYER.n;
     let (fast_1, fast_2) = (d.ours("fast_multihead_1t", n)?, d.ours("fast_multihead_2t", n)?);
     let (torch_1, torch_2) = (d.theirs("multihead_1t", n)?, d.theirs("multihead_2t", n)?);
     Ok(format!(
@@ -142,29 +142,32 @@ pub fn layer_report(d: &FastData) -> Result<String, ReportError> {
 }
 
 /// The roofline's points at `n` (d = 64, one thread): name, arithmetic
-/// intensity (FLOP per byte) and GFLOP/s achieved. A kernel that stores the
-/// scores has the naive intensity; the fused kernels are placed where each
-/// input is read once, the least traffic any of them can have (their tiles
-/// re-read `K` and `V`: `roofline::tiled_intensity`).
+/// intensity (FLOP per byte) and GFLOP/s achieved, both from the same
+/// count of work: a point's FLOPs divide its bytes for the one and its time
+/// for the other. Causal attention is credited with
+/// [`causal_attention_flops`], half the plain count, over the same bytes.
+/// A kernel that stores the scores moves the naive bytes; the fused kernels
+/// are placed where each input is read once, the least traffic any of them
+/// can have (their tiles re-read `K` and `V`:
+/// `roofline::tiled_intensity`).
 pub fn roofline_points(d: &FastData, n: u64) -> Result<Vec<(String, f64, f64)>, ReportError> {
-    let gflops = |ms: f64, causal: bool| {
-        let flops = attention_flops(n, 64) / if causal { 2.0 } else { 1.0 };
-        flops / (ms * 1e6)
+    let d_k = HEAD_WIDTH;
+    let point = |name: &str, flops: f64, bytes: f64, ms: f64| {
+        (name.to_string(), flops / bytes, flops / (ms * 1e6))
     };
-    let point = |name: &str, stores: bool, ms: f64, causal: bool| {
-        (name.to_string(), attention_intensity(n, 64, stores), gflops(ms, causal))
+    let forward = |name: &str, stores: bool, ms: f64| {
+        point(name, attention_flops(n, d_k), attention_bytes(n, d_k, stores), ms)
     };
-    let backward = |name: &str, ms: f64| {
-        let gflops = backward_flops(n, 64) / (ms * 1e6);
-        (name.to_string(), backward_intensity(n, 64), gflops)
-    };
+    let causal = causal_attention_flops(n, d_k);
+    let backward =
+        |name: &str, ms: f64| point(name, backward_flops(n, d_k), backward_bytes(n, d_k), ms);
     Ok(vec![
-        point("naive", true, d.ours("naive_1t", n)?, false),
-        point("tiled", false, d.ours("tiled_1t", n)?, false),
-        point("portable", false, d.ours("portable_1t", n)?, false),
-        point("fast", false, d.ours("fast_1t", n)?, false),
-        point("fast causal", false, d.ours("fast_causal_1t", n)?, true),
-        point("PyTorch SDPA", false, d.theirs("sdpa_1t", n)?, false),
+        forward("naive", true, d.ours("naive_1t", n)?),
+        forward("tiled", false, d.ours("tiled_1t", n)?),
+        forward("portable", false, d.ours("portable_1t", n)?),
+        forward("fast", false, d.ours("fast_1t", n)?),
+        point("fast causal", causal, attention_bytes(n, d_k, false), d.ours("fast_causal_1t", n)?),
+        forward("PyTorch SDPA", false, d.theirs("sdpa_1t", n)?),
         backward("fast backward", d.ours("backward_1t", n)?),
         backward("PyTorch backward", d.theirs("sdpa_backward_1t", n)?),
     ])
@@ -199,7 +202,7 @@ pub fn vs_pytorch(d: &FastData, ns: &[u64]) -> Result<Vec<(&'static str, Vec<f64
         ns.iter().map(|&n| ratio(format!("sdpa{c}_{t}"), format!("fast{c}_{t}"), n)).collect()
     };
     let layer = |t: &str| -> Result<Vec<f64>, ReportError> {
-        Ok(vec![ratio(format!("multihead_{t}"), format!("fast_multihead_{t}"), 512)?])
+        Ok(vec![ratio(format!("multihead_{t}"), format!("fast_multihead_{t}"), LAYER.n)?])
     };
     let backward = |c: &str, t: &str| -> Result<Vec<f64>, ReportError> {
         ns.iter()
@@ -262,7 +265,7 @@ fn range(ratios: &[f64]) -> String {
 /// range of PyTorch's time over ours at n = 1024, 2048 and 4096 (the layer
 /// at n = 512), and what it says; then what a second thread buys.
 pub fn speed_report(d: &FastData) -> Result<String, ReportError> {
-    let ns = [1024, 2048, 4096];
+    let ns = LENGTHS;
     let mut rows = Vec::new();
     for (what, ratios) in vs_pytorch(d, &ns)? {
         let verdict = reading(&ratios, "ours takes less time", "PyTorch's takes less time");
@@ -302,9 +305,9 @@ pub fn product_report(d: &FastData) -> Result<String, ReportError> {
         .find_map(|f| f.split(", ").find_map(|p| p.strip_prefix("BLAS ")))
         .unwrap_or("not reported");
     let rows = [
-        ("the crate (gemm)", d.ours("matmul_512", 512)?),
-        ("the crate (OpenBLAS)", d.ours_blas("matmul_512", 512)?),
-        (&*format!("PyTorch ({blas})"), d.theirs("product_1t", 512)?),
+        ("the crate (gemm)", d.ours("matmul_512", LAYER.n)?),
+        ("the crate (OpenBLAS)", d.ours_blas("matmul_512", LAYER.n)?),
+        (&*format!("PyTorch ({blas})"), d.theirs("product_1t", LAYER.n)?),
     ]
     .map(|(who, ms)| {
         let gflops = PRODUCT_FLOPS / (ms * 1e6);

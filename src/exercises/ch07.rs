@@ -6,9 +6,9 @@ use crate::error::AttnError;
 use crate::position::{check_even, check_positions, frequencies};
 
 // ANCHOR: rope_half_split
-/// Exercise 1: RoPE with dimension `i` paired with `i + d/2` (the layout of
-/// GPT-NeoX and of Hugging Face's Llama, "rotate half") instead of `2i` with
-/// `2i + 1`. Pair `i` still turns by `pos · ω_i`.
+/// Exercise 1: RoPE with dimension `f` paired with `f + d/2` (the layout of
+/// GPT-NeoX and of Hugging Face's Llama, "rotate half") instead of `2f` with
+/// `2f + 1`. Pair `f` still turns by `pos · ω_f`.
 pub fn rope_half_split(
     x: &ArrayRef2<f32>,
     first_position: usize,
@@ -20,12 +20,12 @@ pub fn rope_half_split(
     let mut out = x.to_owned();
     for (r, mut row) in out.rows_mut().into_iter().enumerate() {
         let pos = (first_position + r) as f64;
-        for i in 0..half {
-            let (sin, cos) = (pos * omega[i]).sin_cos();
+        for f in 0..half {
+            let (sin, cos) = (pos * omega[f]).sin_cos();
             let (sin, cos) = (sin as f32, cos as f32);
-            let (a, b) = (row[i], row[i + half]);
-            row[i] = a * cos - b * sin;
-            row[i + half] = a * sin + b * cos;
+            let (a, b) = (row[f], row[f + half]);
+            row[f] = a * cos - b * sin;
+            row[f + half] = a * sin + b * cos;
         }
     }
     Ok(out)
@@ -44,7 +44,7 @@ mod tests {
     #[test]
     fn the_two_layouts_differ_only_by_an_ordering_of_the_dimensions() {
         let x = standard_normal(20, 16, &mut StdRng::seed_from_u64(8));
-        // Interleaved dimension 2i ↔ half-split dimension i; 2i + 1 ↔ i + 8.
+        // Interleaved dimension 2f ↔ half-split dimension f; 2f + 1 ↔ f + 8.
         let to_half: Vec<usize> = (0..16).step_by(2).chain((1..16).step_by(2)).collect();
         let interleaved = rope(&x, 4).unwrap().select(Axis(1), &to_half);
         let half = rope_half_split(&x.select(Axis(1), &to_half), 4).unwrap();

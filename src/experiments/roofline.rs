@@ -10,16 +10,36 @@ use std::time::Instant;
 
 use crate::complexity::{activation_bytes, attention_flops, scores_bytes};
 
-/// Independent accumulators of the FMA loop: enough to keep two FMA units
-/// busy through their latency, in 8- or 16-lane vectors.
-const LANES: usize = 16;
-const CHAINS: usize = 8;
+/// Independent chains of multiply-adds in the FMA loops, each a vector
+/// register. A core with two FMA units whose result takes 4 cycles needs
+/// 2 × 4 = 8 chains in flight to start a multiply-add on each unit every
+/// cycle; with exactly 8, any cycle the loop loses shows as a lower peak.
+/// 12 leave half as many again to spare.
+pub const CHAINS: usize = 12;
+
+/// `f32` lanes of a 512-bit AVX-512 vector.
+pub const LANES_512: usize = 16;
+
+/// `f32` lanes of a 256-bit AVX2 vector.
+pub const LANES_256: usize = 8;
+
+/// Vector registers of AVX-512 (`zmm0` to `zmm31`); AVX2 has half as many.
+pub const REGISTERS_512: usize = 32;
+
+/// Lanes of the vectors the build may use: 512-bit with AVX-512, 256-bit
+/// without. The portable loop updates [`CHAINS`] vectors of them, which
+/// fit the registers either way: 12 of AVX-512's 32 (or 24 of 256 bits,
+/// where the compiler prefers those), 12 of AVX2's 16.
+pub const LANES: usize = if cfg!(target_feature = "avx512f") { LANES_512 } else { LANES_256 };
+
+// The chains, `x` and `y` fit the registers: none waits on the stack.
+const _: () = assert!(2 * CHAINS + 2 <= REGISTERS_512 && CHAINS + 2 <= REGISTERS_512 / 2);
 
 // ANCHOR: fma_peak
 /// This core's f32 multiply-add rate, in GFLOP/s (a fused multiply-add is
 /// 2 operations): `CHAINS × LANES` independent accumulators, each updated
-/// `rounds` times with `a ← a·x + y`, which the compiler turns into vector
-/// FMA instructions. The mean of `repeats` runs.
+/// `rounds` times with `a ← a·x + y`, which the compiler turns into
+/// `CHAINS` chains of vector FMA instructions. The mean of `repeats` runs.
 pub fn fma_peak(rounds: usize, repeats: usize) -> f64 {
     let (x, y) = (black_box(0.999_999_f32), black_box(1e-7_f32));
     let mut seconds = 0.0;
@@ -50,14 +70,14 @@ pub fn fma_peak_512(rounds: usize, repeats: usize) -> Option<f64> {
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the processor has AVX-512F, checked just above.
         let seconds = unsafe { fma_512_seconds(rounds, repeats) };
-        return Some((2 * CHAINS * LANES * rounds * repeats) as f64 / seconds / 1e9);
+        return Some((2 * CHAINS * LANES_512 * rounds * repeats) as f64 / seconds / 1e9);
     }
     let _ = (rounds, repeats);
     None
 }
 
 /// The seconds of `repeats` runs of `rounds` rounds of `CHAINS`
-/// independent 16-lane multiply-adds.
+/// independent multiply-adds of `LANES_512` lanes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn fma_512_seconds(rounds: usize, repeats: usize) -> f64 {
@@ -106,18 +126,33 @@ pub fn triad_bandwidth(len: usize, repeats: usize) -> f64 {
 // ANCHOR_END: triad
 
 // ANCHOR: intensity
-/// Arithmetic intensity (FLOPs per byte of memory traffic) of attention over
-/// `n` tokens of width `d`, from chapter 8's cost model: `4n²d` FLOPs for
-/// `QKᵀ` and `weights·V`. Every kernel reads `Q`, `K`, `V` and writes the
-/// output (`4·n·d` floats); one that stores the `n×n` scores also writes
-/// them, and reads and writes them again for the softmax and reads them for
-/// `weights·V`: four passes.
-pub fn attention_intensity(n: u64, d: u64, stores_scores: bool) -> f64 {
-    let compulsory = activation_bytes(n, d);
+/// Bytes of memory traffic of attention over `n` tokens of width `d`.
+/// Every kernel reads `Q`, `K`, `V` and writes the output (`4·n·d`
+/// floats); one that stores the `n×n` scores also writes them, and reads
+/// and writes them again for the softmax and reads them for `weights·V`:
+/// four passes.
+pub fn attention_bytes(n: u64, d: u64, stores_scores: bool) -> f64 {
     let scores = if stores_scores { 4.0 * scores_bytes(n) } else { 0.0 };
-    attention_flops(n, d) / (compulsory + scores)
+    activation_bytes(n, d) + scores
+}
+
+/// Arithmetic intensity (FLOPs per byte of memory traffic) of attention,
+/// from chapter 8's cost model: `4n²d` FLOPs for `QKᵀ` and `weights·V`.
+pub fn attention_intensity(n: u64, d: u64, stores_scores: bool) -> f64 {
+    attention_flops(n, d) / attention_bytes(n, d, stores_scores)
 }
 // ANCHOR_END: intensity
+
+// ANCHOR: causal_work
+/// The FLOPs credited to causal attention: half of `4n²d`, the query–key
+/// pairs on or below the diagonal (`n(n + 1)/2`, to within `n` of
+/// `n²/2`), whatever a kernel computes in the tiles the diagonal crosses.
+/// Its bytes are [`attention_bytes`]: `Q`, `K`, `V` and the output still
+/// move whole, so its intensity is half the plain one's, `n/8`.
+pub fn causal_attention_flops(n: u64, d: u64) -> f64 {
+    attention_flops(n, d) / 2.0
+}
+// ANCHOR_END: causal_work
 
 // ANCHOR: tiled_intensity
 /// Arithmetic intensity of a fused kernel (one that never stores the
@@ -142,11 +177,16 @@ pub fn backward_flops(n: u64, d: u64) -> f64 {
     2.5 * attention_flops(n, d)
 }
 
-/// Arithmetic intensity of a fused backward pass: it reads `Q`, `K`, `V`,
-/// the output and its gradient and writes `dQ`, `dK`, `dV` (`8·n·d`
-/// floats) and never stores the `n×n` weights: `10n²d / 32nd = 5n/16`.
+/// Bytes of a fused backward pass: it reads `Q`, `K`, `V`, the output and
+/// its gradient and writes `dQ`, `dK`, `dV` (`8·n·d` floats), and never
+/// stores the `n×n` weights.
+pub fn backward_bytes(n: u64, d: u64) -> f64 {
+    2.0 * activation_bytes(n, d)
+}
+
+/// Arithmetic intensity of a fused backward pass: `10n²d / 32nd = 5n/16`.
 pub fn backward_intensity(n: u64, d: u64) -> f64 {
-    backward_flops(n, d) / (2.0 * activation_bytes(n, d))
+    backward_flops(n, d) / backward_bytes(n, d)
 }
 // ANCHOR_END: backward_intensity
 
@@ -173,6 +213,10 @@ mod tests {
         // Flash-style: 4n²d / (16nd) = n/4 FLOPs per byte.
         assert_eq!(attention_intensity(1024, 64, false), 256.0);
         assert_eq!(attention_intensity(4096, 64, false), 1024.0);
+        // Causal: half the FLOPs over the same bytes, n/8.
+        let causal = causal_attention_flops(4096, 64) / attention_bytes(4096, 64, false);
+        assert_eq!(causal, 4096.0 / 8.0);
+        assert_eq!(2.0 * causal_attention_flops(4096, 64), attention_flops(4096, 64));
         // Storing the scores bounds it near 4n²d / (4 · 4n²) = d/4 = 16.
         let stored = attention_intensity(4096, 64, true);
         assert!(stored < 16.0 && stored > 10.0, "{stored}");

@@ -2,7 +2,6 @@
 //! they were measured in, and the check that no sentence, table or output
 //! block compares figures of two runs or two statistics.
 
-use super::scan::normalise;
 use super::Bindings;
 use crate::provenance::{one_run, Provenance};
 
@@ -18,8 +17,9 @@ impl Sourced<'_> {
     /// [`Bindings::quoted`], for output printed from these sources.
     pub fn quoted(&mut self, block: &str) -> &mut Self {
         self.bindings.quoted(block);
-        let text = &self.bindings.text;
-        for (start, _) in text.match_indices(block) {
+        let (text, scope) = (&self.bindings.text, self.bindings.scope.clone());
+        for (start, _) in text[scope.clone()].match_indices(block) {
+            let start = scope.start + start;
             self.bindings.sourced_spans.push((start..start + block.len(), self.source.clone()));
         }
         self
@@ -56,8 +56,11 @@ impl Sourced<'_> {
         self
     }
 
-    fn record(&mut self, shown: &str) -> &mut Self {
-        self.bindings.sourced_values.push((normalise(shown), self.source.clone()));
+    /// Remembers the source of the place the binding just bound.
+    fn record(&mut self, _shown: &str) -> &mut Self {
+        if let Some(place) = self.bindings.last_bound {
+            self.bindings.sourced_values.push((place, self.source.clone()));
+        }
         self
     }
 }
@@ -82,8 +85,10 @@ impl Bindings {
         let mut found = Vec::new();
         for unit in super::units::units(&self.text) {
             let mut sources: Vec<&str> = Vec::new();
-            for t in self.tokens.iter().filter(|t| unit.range.contains(&t.start)) {
-                let by_value = self.sourced_values.iter().filter(|(v, _)| *v == t.text);
+            for (i, t) in
+                self.tokens.iter().enumerate().filter(|(_, t)| unit.range.contains(&t.start))
+            {
+                let by_value = self.sourced_values.iter().filter(|(place, _)| *place == i);
                 let by_span =
                     self.sourced_spans.iter().filter(|(r, _)| r.contains(&t.start)).map(|(_, s)| s);
                 sources.extend(by_value.map(|(_, s)| s.as_str()));

@@ -46,3 +46,53 @@ fn a_claim_about_data_must_be_registered() {
 fn a_claim_the_data_do_not_support_fails() {
     page("The error grows with the length.\n").claim("The error grows", false);
 }
+
+// The holes of the old checker, each closed by a mutation it passed.
+
+#[test]
+fn a_binding_binds_one_place_so_a_stale_copy_fails() {
+    // The old checker bound every "0.731" of the page once one was bound:
+    // a stale copy in another section passed.
+    let text = "## Weights\n\nThe weight is 0.731.\n\n## Summary\n\nThe weight was 0.731.\n";
+    // (A binding binds its place and the same figure in the same section.)
+    let mut b = page(text);
+    b.rounded("0.731", 0.731_05);
+    let unbound = b.unbound();
+    assert_eq!(unbound, ["book/test.md:7 (§ Summary): 0.731"], "{unbound:?}");
+    b.rounded("0.731", 0.731_05);
+    assert!(b.unbound().is_empty());
+}
+
+#[test]
+fn a_number_repeated_from_an_output_block_needs_its_own_binding() {
+    // The old checker bound a prose number anywhere on the page that
+    // repeated any number of a quoted output block. Now only the block's own
+    // section reads it freely; another section binds it itself.
+    let text = "## Run\n\n```text\nloss 1.81\n```\n\nIt ends at 1.81.\n\n## Summary\n\nThe loss ends at 1.81.\n";
+    let mut b = page(text);
+    b.quoted("```text\nloss 1.81\n```");
+    assert_eq!(b.unbound(), ["book/test.md:11 (§ Summary): 1.81"]);
+    b.section("Summary").again("1.81");
+    assert!(b.unbound().is_empty());
+}
+
+#[test]
+#[should_panic(expected = "repeats no figure")]
+fn again_needs_a_figure_the_test_checked() {
+    page("## A\n\nSee 17.\n").section("A").again("17");
+}
+
+#[test]
+fn a_section_scopes_the_bindings_and_names_itself_in_failures() {
+    let text = "# Page\n\n## First\n\nSee 17 here.\n\n## Second\n\nAnd 17 there.\n";
+    let mut b = page(text);
+    b.section("Second").exact("17", 17.0);
+    assert_eq!(b.unbound(), ["book/test.md:5 (§ First): 17"]);
+}
+
+#[test]
+#[should_panic(expected = "(§ First)")]
+fn a_number_outside_the_section_cannot_be_bound_from_it() {
+    let text = "## First\n\nNothing here.\n\n## Second\n\nBut 17 here.\n";
+    page(text).section("First").exact("17", 17.0);
+}
