@@ -218,6 +218,7 @@ fn every_number_is_bound() {
     b.claim("falls fastest", last[0] < last[1] && last[1] < last[2]);
 
     repeats(&mut b);
+    counts_of_evidence(&mut b);
     b.assert_all_bound();
 }
 
@@ -556,5 +557,41 @@ fn repeats(b: &mut Bindings) {
     b.section("A second task: summarising").again("0.99");
     b.section("Exercises").again("0.54").again("32");
     b.section("Quiz").again("0.986").again("0.978");
+    b.section("");
+}
+
+/// The counts of runs, seeds and models that the chapter writes as words,
+/// each from the code or data it counts.
+fn counts_of_evidence(b: &mut Bindings) {
+    use report::ch13_lengths::{LengthModel, SEEDS};
+    use report::ch13_summary::SUMMARY_SEEDS;
+    let seeds = SEEDS.len() as f64;
+    let models = LengthModel::ALL.len() as f64;
+    let runs =
+        report::numbers::number_in_source("examples/ch13_translation_train.rs", "RUNS", "; ");
+    let sweep = report::ch13::seeds().unwrap().len() as f64;
+    let attending = [LengthModel::GruAttention, LengthModel::Transformer];
+    let recurrent = [LengthModel::Gru, LengthModel::GruAttention];
+    let fixed_size = LengthModel::ALL.iter().filter(|m| !attending.contains(m)).count() as f64;
+    b.section("Attention learns to align").exact("three", seeds);
+    b.section("Training").exact("three", runs).exact("twelve", models * seeds);
+    b.section("Decoding and scoring").exact("five", sweep);
+    b.section("What attention learned").exact("five", sweep);
+    b.section("The bottleneck, measured")
+        .exact("four", models)
+        .exact("two", recurrent.len() as f64)
+        .exact("three", seeds)
+        .exact("twelve", models * seeds)
+        .exact("two", attending.len() as f64)
+        .exact("two", fixed_size);
+    b.section("A second task: summarising").exact("three", SUMMARY_SEEDS.len() as f64);
+    // Exercise 4's test decodes with the untrained models of seeds 0..3.
+    let untrained = report::numbers::number_in_source(
+        "src/exercises/ch13.rs",
+        "the_loop_decodes_what_a_beam_of_one_decodes",
+        "for seed in 0..",
+    );
+    b.section("Exercises").exact("three", untrained);
+    b.section("Quiz").exact("two", fixed_size);
     b.section("");
 }

@@ -68,6 +68,8 @@ fn what_a_cache_holds(b: &mut Bindings) {
     b.fact("3", version(&llama3));
     b.exact("16", (8 * SERVED) as f64);
     b.quoted(&published_table().unwrap());
+    b.section("What a cache holds").exact("four", attn::kv_bytes::PUBLISHED.len() as f64);
+    b.section("");
     b.claim("Llama-2-7B keeps half a mebibyte for every token", bytes(&llama2) == 1 << 19);
     b.exact("2", (bytes(&llama2) * TABLE_CONTEXT) as f64 / (1u64 << 30) as f64)
         .exact("4,096", TABLE_CONTEXT as f64)
@@ -203,6 +205,8 @@ fn measured(b: &mut Bindings) {
     assert!(ATTENTIONS.iter().all(|&g| losses(g).len() == seeds.len()));
     b.exact("4", mha.heads as f64).exact("4", mha.kv_heads as f64);
     b.exact("3", seeds[seeds.len() - 1] as f64);
+    b.section("Measured on the language model").exact("three", seeds.len() as f64);
+    b.section("");
     b.exact("32", d_h as f64);
     let [_, _, _, deepseek] = PUBLISHED;
     let KvLayout::Latent { d_c: ds_c, d_r: ds_r } = deepseek.layout else { panic!("latent") };

@@ -98,6 +98,12 @@ fn every_number_is_bound() {
     the_backward_pass(&mut b);
     five_products(&mut b, &sources, &d, &p);
     training_with_it(&mut b, &d);
+    // "Means of seven runs each": the profile's repeats.
+    b.section("Exact attention at the machine's limit").exact(
+        "seven",
+        report::numbers::number_in_source("examples/making_it_fast_data.rs", "REPEATS", "= "),
+    );
+    b.section("");
     b.assert_all_bound();
 }
 

@@ -105,11 +105,124 @@ pub(super) fn reader_lines(text: &str) -> Vec<ReaderLine<'_>> {
 /// Removes thousands separators (`10,000`, `10{,}000`) and writes the minus
 /// sign as ASCII.
 pub(super) fn normalise(s: &str) -> String {
+    if NUMBER_WORDS.iter().any(|(w, _)| w.eq_ignore_ascii_case(s)) {
+        return s.to_lowercase();
+    }
     s.replace("{,}", "").replace(',', "").replace('−', "-")
 }
 
-/// The number a shown text stands for ("10,000" → 10000, "2.4e-7").
+/// Numbers written as words, with their values. "One" is left out: it is
+/// far more often a pronoun or an article ("one of them", "one head at a
+/// time") than a count a reader would check.
+pub const NUMBER_WORDS: [(&str, f64); 22] = [
+    ("two", 2.0),
+    ("three", 3.0),
+    ("four", 4.0),
+    ("five", 5.0),
+    ("six", 6.0),
+    ("seven", 7.0),
+    ("eight", 8.0),
+    ("nine", 9.0),
+    ("ten", 10.0),
+    ("eleven", 11.0),
+    ("twelve", 12.0),
+    ("thirteen", 13.0),
+    ("fourteen", 14.0),
+    ("fifteen", 15.0),
+    ("sixteen", 16.0),
+    ("twenty", 20.0),
+    ("thirty", 30.0),
+    ("forty", 40.0),
+    ("fifty", 50.0),
+    ("hundred", 100.0),
+    ("thousand", 1000.0),
+    ("million", 1e6),
+];
+
+/// What a count of evidence counts: a number word before one of these (at
+/// most one word between, "three training runs") is a number to bind.
+/// Counts of the page's own structure ("two ways", "three things") and of a
+/// model's shape ("four heads") are not yet on this list.
+pub const EVIDENCE_NOUNS: [&str; 18] = [
+    "seed",
+    "seeds",
+    "run",
+    "runs",
+    "initialisation",
+    "initialisations",
+    "test",
+    "tests",
+    "model",
+    "models",
+    "trial",
+    "trials",
+    "repeat",
+    "repeats",
+    "measurement",
+    "measurements",
+    "machine",
+    "machines",
+];
+
+/// Whether the words after a number word name evidence: the first or the
+/// second word is in [`EVIDENCE_NOUNS`].
+fn counts_evidence(rest: &str) -> bool {
+    // The words that follow without punctuation between.
+    let phrase: String =
+        rest.chars().take_while(|c| c.is_alphanumeric() || *c == ' ' || *c == '-').collect();
+    phrase.split([' ', '-']).filter(|w| !w.is_empty()).take(2).any(|w| EVIDENCE_NOUNS.contains(&w))
+}
+
+/// Number words of a prose line that count evidence ("six tests", "three
+/// seeds"), outside inline math, code spans and link targets; the token's
+/// text is the word in lower case.
+fn scan_words(line: &str, start: usize, line_no: usize, out: &mut Vec<Token>) {
+    let lower = line.to_lowercase();
+    if lower.len() != line.len() {
+        return; // a character whose lower case changes length: skip the line
+    }
+    let skip = skipped_spans(line);
+    let mut hidden = vec![false; line.len()];
+    let (mut math, mut code) = (false, false);
+    for (i, c) in line.char_indices() {
+        match c {
+            '$' if !code => math = !math,
+            '`' if !math => code = !code,
+            _ => {}
+        }
+        hidden[i] = math || code || c == '$' || c == '`';
+    }
+    for (word, _) in NUMBER_WORDS {
+        for (i, _) in lower.match_indices(word) {
+            let end = i + word.len();
+            let before = lower[..i].chars().next_back();
+            let after = lower[end..].chars().next();
+            let glued = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if glued(before) || glued(after) || hidden[i] || skip.iter().any(|r| r.contains(&i)) {
+                continue;
+            }
+            if !counts_evidence(&lower[end..]) {
+                continue;
+            }
+            out.push(Token {
+                text: word.to_string(),
+                start: start + i,
+                end: start + end,
+                line: line_no,
+                in_math: false,
+                in_output: false,
+            });
+        }
+    }
+    out.sort_by_key(|t| t.start);
+}
+
+/// The number a shown text stands for ("10,000" → 10000, "2.4e-7",
+/// "three" → 3).
 pub fn parse(shown: &str) -> f64 {
+    if let Some((_, value)) = NUMBER_WORDS.iter().find(|(w, _)| w.eq_ignore_ascii_case(shown)) {
+        return *value;
+    }
     normalise(shown)
         .trim_end_matches(['%', '×'])
         .parse()
@@ -127,6 +240,9 @@ pub fn tokens(text: &str) -> Vec<Token> {
             continue;
         }
         scan_line(line.text, line.start, line.number, line.in_output, in_display_math, &mut out);
+        if !in_display_math && !line.in_output {
+            scan_words(line.text, line.start, line.number, &mut out);
+        }
     }
     out
 }

@@ -96,3 +96,21 @@ fn a_number_outside_the_section_cannot_be_bound_from_it() {
     let text = "## First\n\nNothing here.\n\n## Second\n\nBut 17 here.\n";
     page(text).section("First").exact("17", 17.0);
 }
+
+#[test]
+fn a_number_written_as_a_word_is_a_number() {
+    // The old checker saw no number in "six tests fail".
+    let text = "Changing it makes six tests fail, over two training runs.\n\nOne head at a time.\n";
+    let found: Vec<String> = tokens(text).into_iter().map(|t| t.text).collect();
+    assert_eq!(found, ["six", "two"]);
+    let mut b = page(text);
+    assert_eq!(b.unbound().len(), 2);
+    b.exact("six", 6.0).exact("two", 2.0);
+    assert!(b.unbound().is_empty());
+}
+
+#[test]
+#[should_panic(expected = "the text says Six")]
+fn a_word_bound_to_another_count_fails() {
+    page("Six tests fail.\n").exact("Six", 5.0);
+}
