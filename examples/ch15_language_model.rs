@@ -79,7 +79,9 @@ fn main() -> Result<(), ReportError> {
         c.d_model
     );
     println!("\nseconds to generate, best of 5:");
-    println!("{}", cache_report(&cache_speeds()?.0));
+    let speeds = cache_speeds()?.0;
+    println!("{}", cache_report(&speeds));
+    println!("{}", report::ch15_report::call_cost_report(&speeds));
 
     let heads = head_log()?;
     println!("\n== Induction: 24 random sequences of 32 characters, repeated once ==");

@@ -7,7 +7,9 @@
 //!   `train fused` the same with the attention through the appendix's
 //!   fused kernel (`crate_fused THREADS TOKENS/S`).
 //! - `cache`: seconds to generate text of growing length with and without
-//!   the KV cache (best of 5), one line per length.
+//!   the KV cache, then of one forward pass over that many characters, of
+//!   one over a single character and of one cached step (each the best of
+//!   5), one line per length.
 
 use std::time::Instant;
 
@@ -47,15 +49,27 @@ fn cache() -> Result<(), Box<dyn std::error::Error>> {
     let model = book_model()?;
     let greedy = Sampler::new(0.0)?;
     for length in [8, 16, 32, 64] {
-        let mut best = [f64::INFINITY; 2];
+        let mut best = [f64::INFINITY; 5];
+        let mut time = |i: usize, f: &mut dyn FnMut() -> Result<(), attn::AttnError>| {
+            let start = Instant::now();
+            f()?;
+            best[i] = best[i].min(start.elapsed().as_secs_f64());
+            Ok::<(), attn::AttnError>(())
+        };
+        let text: Vec<usize> = vec![0; length];
         for _ in 0..5 {
             for (i, decoding) in [Decoding::Cached, Decoding::Recompute].into_iter().enumerate() {
-                let start = Instant::now();
-                model.generate(&[0], length - 1, &greedy, 0, decoding)?;
-                best[i] = best[i].min(start.elapsed().as_secs_f64());
+                time(i, &mut || model.generate(&[0], length - 1, &greedy, 0, decoding).map(drop))?;
             }
+            time(2, &mut || model.next_logits(&text).map(drop))?;
+            time(3, &mut || model.next_logits(&text[..1]).map(drop))?;
+            let mut cache = model.new_cache();
+            time(4, &mut || model.step(0, &mut cache).map(drop))?;
         }
-        println!("{length}\t{:.6e}\t{:.6e}", best[0], best[1]);
+        let [cached, recomputed, forward, forward_one, step_one] = best;
+        println!(
+            "{length}\t{cached:.6e}\t{recomputed:.6e}\t{forward:.6e}\t{forward_one:.6e}\t{step_one:.6e}"
+        );
     }
     Ok(())
 }

@@ -252,8 +252,26 @@ pub fn pytorch_log() -> Result<Vec<(usize, f64, f64)>, ReportError> {
         .collect()
 }
 
-/// Per length of text: `(length, seconds cached, seconds recomputed)`.
-pub type CacheSpeeds = Vec<(usize, f64, f64)>;
+/// Per length of text, the generation and call times.
+pub type CacheSpeeds = Vec<CacheSpeed>;
+
+/// One length of `book/data/ch15-cache-speed.tsv`, in seconds (each the
+/// best of 5 in one run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheSpeed {
+    /// Characters generated, from one.
+    pub length: usize,
+    /// Generating them through the KV cache.
+    pub cached: f64,
+    /// Generating them by a forward pass over the prefix at every step.
+    pub recomputed: f64,
+    /// One forward pass over `length` characters.
+    pub forward: f64,
+    /// One forward pass over a single character.
+    pub forward_one: f64,
+    /// One cached step on a single character.
+    pub step_one: f64,
+}
 
 /// Seconds to generate text with and without the KV cache
 /// (`book/data/ch15-cache-speed.tsv`), and the file's provenance.
@@ -262,26 +280,52 @@ pub fn cache_speeds() -> Result<(CacheSpeeds, crate::provenance::Provenance), Re
     let (source, text) = crate::provenance::Provenance::read(file)?;
     let rows = crate::measurements::data_rows(&text, '\t')
         .map(|row| {
-            Ok((parse(file, row.first())?, parse(file, row.get(1))?, parse(file, row.get(2))?))
+            Ok(CacheSpeed {
+                length: parse(file, row.first())?,
+                cached: parse(file, row.get(1))?,
+                recomputed: parse(file, row.get(2))?,
+                forward: parse(file, row.get(3))?,
+                forward_one: parse(file, row.get(4))?,
+                step_one: parse(file, row.get(5))?,
+            })
         })
         .collect::<Result<_, ReportError>>()?;
     Ok((rows, source))
 }
 
 /// The cache's speeds as the chapter shows them.
-pub fn cache_report(rows: &[(usize, f64, f64)]) -> String {
+pub fn cache_report(rows: &[CacheSpeed]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|&(length, cached, recomputed)| {
+        .map(|r| {
             vec![
-                length.to_string(),
-                format!("{:.2}", cached * 1e3),
-                format!("{:.2}", recomputed * 1e3),
-                format!("{:.1}", recomputed / cached),
+                r.length.to_string(),
+                format!("{:.2}", r.cached * 1e3),
+                format!("{:.2}", r.recomputed * 1e3),
+                format!("{:.1}", r.recomputed / r.cached),
             ]
         })
         .collect();
     table(&["characters", "cached, ms", "recomputed, ms", "speed-up"], &rows)
+}
+
+/// What one call costs, from the same run: a forward pass over a single
+/// character against one cached step, and per character of a forward pass
+/// over each length (the fastest of the rows' measurements for the first
+/// two).
+pub fn call_cost_report(rows: &[CacheSpeed]) -> String {
+    let fastest = |f: fn(&CacheSpeed) -> f64| rows.iter().map(f).fold(f64::INFINITY, f64::min);
+    let mut out = format!(
+        "one character: forward {:.3} ms, cached step {:.3} ms\n",
+        fastest(|r| r.forward_one) * 1e3,
+        fastest(|r| r.step_one) * 1e3
+    );
+    let per_char: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} characters {:.3} ms", r.length, r.forward / r.length as f64 * 1e3))
+        .collect();
+    out += &format!("forward pass, per character: {}", per_char.join(", "));
+    out
 }
 
 /// The heads of Figure 15.3, from seed 1's last step: its strongest

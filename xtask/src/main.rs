@@ -45,7 +45,7 @@ use book::{
 };
 use corpus::corpus;
 use model::{model, model_data};
-use runs::{measure, measure_fast, measure_kv, measure_lm, train};
+use runs::{measure, measure_fast, measure_kv, measure_lm, measure_lm_cache, train};
 
 pub(crate) type Step = Result<(), String>;
 
@@ -72,9 +72,12 @@ fn main() -> ExitCode {
         "measure" => match std::env::args().nth(2).as_deref() {
             Some("fast") => corpus().and_then(|()| measure_fast()),
             Some("lm") => corpus().and_then(|()| measure_lm()),
+            Some("lm-cache") => measure_lm_cache(),
             Some("kv") => measure_kv(),
             None => measure(),
-            Some(other) => Err(format!("unknown option {other}: fast, lm, kv or nothing")),
+            Some(other) => {
+                Err(format!("unknown option {other}: fast, lm, lm-cache, kv or nothing"))
+            }
         },
         "model" => match std::env::args().nth(2).as_deref() {
             None => model(),

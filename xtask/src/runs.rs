@@ -304,6 +304,28 @@ pub(crate) fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(dirs)
 }
 
+/// Chapter 15's generation speeds with and without the KV cache, and the
+/// cost of one call of each kind, into `ch15-cache-speed.tsv`.
+fn cache_speeds(binary: &std::path::Path, header: &str) -> Step {
+    let cache = capture(Command::new(binary).arg("cache").envs(MEASURING))?;
+    let cache_file = format!(
+        "# {header}; statistic: best of 5, seconds; greedy generation from one token, one thread\n\
+         length\tcached_seconds\trecomputed_seconds\tforward_seconds\tforward_one_seconds\t\
+         step_one_seconds\n{cache}"
+    );
+    write_data("ch15-cache-speed.tsv", &cache_file)
+}
+
+/// `cargo xtask measure lm-cache`: chapter 15's generation speeds alone, in
+/// a run of their own (no PyTorch needed).
+pub(crate) fn measure_lm_cache() -> Step {
+    let header = start_run("measure lm-cache")?;
+    let example = "ch15_lm_speed_data";
+    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    cache_speeds(&root().join(format!("target/release/examples/{example}")), &header)?;
+    figures()
+}
+
 /// `cargo xtask measure lm`: chapter 15's speeds, in one run. Training
 /// tokens per second of the crate and of PyTorch (`tools/lm_reference.py`,
 /// the Python in `TORCH_PYTHON`) on one and two threads; generation with
@@ -335,12 +357,7 @@ pub(crate) fn measure_lm() -> Step {
          program\tthreads\ttokens_per_second\n{speed}"
     );
     write_data("ch15-speed.tsv", &speed_file)?;
-    let cache = capture(Command::new(&binary).arg("cache").envs(MEASURING))?;
-    let cache_file = format!(
-        "# {header}; statistic: best of 5, seconds; greedy generation from one token, one thread\n\
-         length\tcached_seconds\trecomputed_seconds\n{cache}"
-    );
-    write_data("ch15-cache-speed.tsv", &cache_file)?;
+    cache_speeds(&binary, &header)?;
     let torch_log = capture(Command::new(&python).arg(&script).args(["train", "--threads", "1"]))?;
     write_data(
         "ch15-pytorch-training.tsv",
