@@ -23,6 +23,8 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("\n== Gradient norms through attention, 16 queries and keys, {TRIALS} trials ==");
     let norms = gradient_norm_experiment()?;
     println!("{}", gradient_norm_table(&norms));
+    println!("\n== The same problems, query by query: ‖dQ_i‖ of each of the 16 queries ==");
+    println!("{}", report::ch11::query_gradient_table(&report::ch11::query_gradient_experiment()?));
 
     let series = |label: &str, pick: fn(&attn::grad::GradientNorms) -> f64, colour| plot::Series {
         label: label.into(),

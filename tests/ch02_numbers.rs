@@ -84,14 +84,16 @@ fn every_number_is_bound() {
 
 /// Numbers of the prose, captions, alt text and quiz, each with its check.
 fn bind_prose(b: &mut Bindings) {
-    // "chapter 11 follows the gradient through to the queries, where,
-    // unscaled, it does not vanish but grows": chapter 11's measurement.
+    // "unscaled, at large d_k most queries receive almost no gradient, and a
+    // few receive large ones": chapter 11's measurement, query by query.
+    let queries = report::ch11::query_gradient_experiment().unwrap();
+    let widest = &queries[queries.len() - 1];
     let norms = report::ch11::gradient_norm_experiment().unwrap();
-    let rises = norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1);
-    let falls = norms.windows(2).all(|w| w[1].unscaled.0 < w[0].unscaled.0);
-    b.claim("where, unscaled, it does not vanish but grows", rises)
-        .claim("the scores then shrinks with the width", falls)
-        .claim("lengthen with the width, grows", rises);
+    assert!(widest.unscaled.1 > 0.5, "most queries below {}", attn::grad::VANISHED);
+    assert!(
+        norms[norms.len() - 1].unscaled.1 > norms[0].unscaled.1,
+        "a few large ones carry the mean"
+    );
     // "agrees with f64's exponential to a relative 3·10⁻⁷ (tested)".
     let worst = (0..=200_000)
         .map(|i| {

@@ -129,9 +129,11 @@ fn bind_prose(b: &mut Bindings) {
     let worst = variance.iter().map(z).fold(0.0, f64::max);
     let variance_is_d_k = worst < 2.0;
     b.at_most("2", worst).rounded("1.2", worst);
-    b.claim("grows like $\\sqrt{d_k}$", variance_is_d_k)
-        .claim("which themselves grow", variance_is_d_k)
-        .value("1000", variance[variance.len() - 1].unscaled, 50.0);
+    b.claim("grows like $\\sqrt{d_k}$", variance_is_d_k).value(
+        "1000",
+        variance[variance.len() - 1].unscaled,
+        50.0,
+    );
 
     let rows = saturation();
     let (first, last) = (&rows[0], &rows[rows.len() - 1]);
@@ -229,13 +231,16 @@ fn gradients_depend_on_the_width_unscaled(b: &mut Bindings) {
     for r in &norms {
         b.value("4.8", r.scaled.0, 0.15).value("4.8", r.scaled.1, 0.15);
     }
-    b.claim("so without the scale it shrinks as the rows saturate", falls)
-        .claim("have a norm of about $\\sqrt{d_k}$, so it grows", rises)
-        .claim("scaled, both stay near 4.8", level)
-        .claim("the scores it shrinks with the Jacobian", falls)
-        .claim("with the width, it grows (chapter 11)", rises)
-        .claim("the collapse towards 0\nas the width grows", falling_jacobian(&saturation()))
-        .claim("unscaled, $\\lVert dS \\rVert$ falls from 5.1 to 1.0", falls && rises);
+    let queries = report::ch11::query_gradient_experiment().unwrap();
+    let widest = &queries[queries.len() - 1];
+    let none_vanish = queries.iter().all(|r| r.scaled.1 == 0.0);
+    b.rounded("74%", 100.0 * widest.unscaled.1)
+        .exact("0.01", attn::grad::VANISHED)
+        .claim("falls from 5.1 to 1.0 while the mean", falls)
+        .claim("rises from 9.8 to 67", rises)
+        .claim("Scaled, the mean norms stay near 4.8", level && none_vanish)
+        .claim("while a few queries' grow", rises && widest.unscaled.1 > 0.5)
+        .claim("the collapse towards 0\nas the width grows", falling_jacobian(&saturation()));
 }
 
 /// The widths and figures that later sections repeat, bound where they stand.

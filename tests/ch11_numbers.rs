@@ -72,6 +72,30 @@ fn embedding_gradients_are_the_largest() {
 fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
     let norms = report::ch11::gradient_norm_experiment().unwrap();
     b.exact("200", report::ch11::TRIALS as f64);
+    // Query by query: the median grows, then falls from d_k = 256 on; the
+    // mean grows throughout; scaled, the median stays near 1 and none
+    // vanishes.
+    let queries = report::ch11::query_gradient_experiment().unwrap();
+    b.quoted(&report::ch11::query_gradient_table(&queries));
+    let medians: Vec<f64> = queries.iter().map(|r| r.unscaled.0).collect();
+    let peak = medians.iter().cloned().fold(0.0, f64::max);
+    let from_256 = queries.iter().position(|r| r.d_k == 256).unwrap();
+    let grows_then_vanishes = medians[1] > medians[0]
+        && medians[from_256 - 1..].windows(2).all(|w| w[1] < w[0])
+        && medians[medians.len() - 1] < 1e-3 * peak;
+    let near_one = queries.iter().all(|r| (r.scaled.0 - 1.0).abs() < 0.1 && r.scaled.1 == 0.0);
+    b.claim("grows at first and then vanishes", grows_then_vanishes)
+        .claim("median $\\lVert dQ_i \\rVert$ falls from $d_k = 256$ on", grows_then_vanishes)
+        .claim(
+            "The mean grows all the same",
+            norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1),
+        )
+        .claim("the median stays near 1 at every width", near_one)
+        .claim(
+            "where the growing $\\lVert dQ \\rVert$ comes from",
+            norms.windows(2).all(|w| w[1].unscaled.1 > w[0].unscaled.1),
+        )
+        .claim("no query's gradient falls below 0.01", near_one);
     let (first, last) = (&norms[0], &norms[norms.len() - 1]);
     b.rounded("5.1", first.unscaled.0)
         .rounded("1.0", last.unscaled.0)
@@ -85,7 +109,7 @@ fn gradient_norm_table_and_figure_9_1(b: &mut Bindings) {
     let level =
         norms.iter().all(|r| (r.scaled.0 - 4.8).abs() < 0.15 && (r.scaled.1 - 4.8).abs() < 0.15);
     b.claim("shrinks as $d_k$ grows", falls)
-        .claim("so $dQ$ grows instead", rises)
+        .claim("so the norm of $dQ$ grows instead", rises)
         .claim("both norms stay near 4.8", level)
         .claim(
             "unscaled it falls from 5.1 to 1.0; scaled it stays near 4.8",

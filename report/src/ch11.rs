@@ -1,7 +1,7 @@
 //! Chapter 11's printed tables.
 
 use attn::error::AttnError;
-use attn::grad::{gradient_norms, GradientNorms};
+use attn::grad::{gradient_norms, query_gradients, GradientNorms, QueryGradients, VANISHED};
 
 use crate::show::table;
 
@@ -33,6 +33,32 @@ pub fn gradient_norm_table(norms: &[GradientNorms]) -> String {
         })
         .collect();
     let header = ["d_k", "‖dS‖ unscaled", "‖dS‖ scaled", "‖dQ‖ unscaled", "‖dQ‖ scaled"];
+    table(&header, &rows)
+}
+
+/// The same problems query by query (`attn::grad::query_gradients`).
+pub fn query_gradient_experiment() -> Result<Vec<QueryGradients>, AttnError> {
+    query_gradients(&D_KS, TRIALS, SEED)
+}
+
+/// The per-query table chapter 11 prints: the median `‖dQ_i‖` and the
+/// share of queries below [`VANISHED`], unscaled and scaled.
+pub fn query_gradient_table(rows: &[QueryGradients]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.d_k.to_string(),
+                format!("{:.4}", r.unscaled.0),
+                format!("{:.0}%", 100.0 * r.unscaled.1),
+                format!("{:.2}", r.scaled.0),
+                format!("{:.0}%", 100.0 * r.scaled.1),
+            ]
+        })
+        .collect();
+    let below = format!("below {VANISHED}");
+    let header =
+        ["d_k", "median ‖dQ_i‖ unscaled", below.as_str(), "median ‖dQ_i‖ scaled", below.as_str()];
     table(&header, &rows)
 }
 

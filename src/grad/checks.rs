@@ -62,6 +62,55 @@ pub fn gradient_norms(
 }
 // ANCHOR_END: gradient_norms
 
+/// How the gradient reaching each query is spread, with and without the
+/// scale: the median of the per-query norms `‖dQ_i‖` over every query of
+/// every trial, and the share of queries whose norm is below `0.01`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryGradients {
+    /// Width of queries and keys.
+    pub d_k: usize,
+    /// Median `‖dQ_i‖` and the share below 0.01, unscaled.
+    pub unscaled: (f64, f64),
+    /// The same, scaled by `1/√d_k`.
+    pub scaled: (f64, f64),
+}
+
+/// The threshold below which [`QueryGradients`] counts a query's gradient
+/// as vanished.
+pub const VANISHED: f64 = 0.01;
+
+/// The problems of [`gradient_norms`] (same sizes, same seed, same draws),
+/// seen query by query: the mean norm of `dQ` can grow while most queries'
+/// gradients vanish, if a few grow large.
+pub fn query_gradients(
+    d_ks: &[usize],
+    trials: usize,
+    seed: u64,
+) -> Result<Vec<QueryGradients>, AttnError> {
+    check_experiment(d_ks, trials)?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let median_and_vanished = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        let vanished = xs.iter().filter(|&&x| x < VANISHED).count() as f64 / xs.len() as f64;
+        (xs[xs.len() / 2], vanished)
+    };
+    let mut row = |d_k: usize| -> Result<QueryGradients, AttnError> {
+        let [mut unscaled, mut scaled] = [Vec::new(), Vec::new()];
+        for _ in 0..trials {
+            let [q, k] = [0; 2].map(|_| normal_matrix(16, d_k, &mut rng));
+            let [v, d_out] = [0; 2].map(|_| normal_matrix(16, 16, &mut rng));
+            for (rows, sqrt_d_k) in [(&mut unscaled, 1.0), (&mut scaled, (d_k as f64).sqrt())] {
+                let (_, cache) = attention_forward(&q, &k, &v, None, sqrt_d_k)?;
+                let [dq, _, _] = attention_backward(&q, &k, &v, &cache, &d_out)?;
+                rows.extend(dq.rows().into_iter().map(|r| r.dot(&r).sqrt()));
+            }
+        }
+        let (unscaled, scaled) = (median_and_vanished(unscaled), median_and_vanished(scaled));
+        Ok(QueryGradients { d_k, unscaled, scaled })
+    };
+    d_ks.iter().map(|&d_k| row(d_k)).collect()
+}
+
 /// Checks the experiment's sizes: `trials` and every `d_k` at least 1,
 /// and the queries `16×d_k` small enough to allocate.
 fn check_experiment(d_ks: &[usize], trials: usize) -> Result<(), AttnError> {
