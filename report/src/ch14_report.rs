@@ -136,7 +136,7 @@ pub fn ablation_report(d: &Derived) -> String {
     let last_layer = d.heads.len();
     let in_last = ranked[..6].iter().filter(|&&(l, _)| l + 1 == last_layer).count();
     format!(
-        "{}\n\nmean shift over all 72 heads: {:.4}\nof the 6 heads that matter most, in layer {last_layer}: {in_last}",
+        "{}\n\nmean shift over all 72 heads: {:.4}\nof the 6 heads whose removal moves them most, in layer {last_layer}: {in_last}",
         table(&["head removed", "shift 1 − cos", "change in paraphrase cos"], &rows),
         shifts.iter().sum::<f64>() / shifts.len() as f64,
     )
