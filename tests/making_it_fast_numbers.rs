@@ -163,13 +163,7 @@ fn three_choices(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
 
 fn one_multihead_layer(b: &mut Bindings, sources: &[&Provenance], d: &FastData) {
     b.section("One multi-head layer");
-    let flops = multihead_flops(
-        LAYER.n as usize,
-        LAYER.n as usize,
-        LAYER.d_model as usize,
-        LAYER.heads as usize,
-    )
-    .unwrap();
+    let flops = layer_flops();
     b.exact("512", LAYER.n as f64)
         .exact("512", LAYER.d_model as f64)
         .exact("8", LAYER.heads as f64)
@@ -592,13 +586,7 @@ fn how_close_and_how_sure(
         .rounded("1.42", layer[0])
         .rounded("1.55", layer[1]);
     // Its four projections, each a product of PRODUCT_FLOPS.
-    let flops = multihead_flops(
-        LAYER.n as usize,
-        LAYER.n as usize,
-        LAYER.d_model as usize,
-        LAYER.heads as usize,
-    )
-    .unwrap();
+    let flops = layer_flops();
     b.rounded("1.07", 4.0 * PRODUCT_FLOPS / 1e9)
         .rounded("1.61", flops / 1e9)
         .exact("256", bits(LANES_256))
@@ -798,4 +786,15 @@ fn the_causal_point_counts_the_same_work_for_its_flops_and_its_bytes() {
     let bytes_per_ns = |p: &(String, f64, f64)| p.2 / p.1;
     let plain_time = d.ours("fast_1t", LONGEST).unwrap() * 1e6;
     assert!((bytes_per_ns(&plain) - bytes / plain_time).abs() < 1e-12 * bytes_per_ns(&plain));
+}
+
+/// The FLOPs of the appendix's multi-head layer (`LAYER`).
+fn layer_flops() -> f64 {
+    multihead_flops(
+        LAYER.n as usize,
+        LAYER.n as usize,
+        LAYER.d_model as usize,
+        LAYER.heads as usize,
+    )
+    .unwrap()
 }

@@ -63,16 +63,18 @@ pub fn gradient_norms(
 // ANCHOR_END: gradient_norms
 
 /// How the gradient reaching each query is spread, with and without the
-/// scale: the median of the per-query norms `‖dQ_i‖` over every query of
-/// every trial, and the share of queries whose norm is below `0.01`.
+/// scale: the median and the largest of the per-query norms
+/// `‖dQ_i‖` over every query of every trial, and the share of queries
+/// whose norm is below [`VANISHED`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryGradients {
     /// Width of queries and keys.
     pub d_k: usize,
-    /// Median `‖dQ_i‖` and the share below 0.01, unscaled.
-    pub unscaled: (f64, f64),
+    /// Median `‖dQ_i‖`, the largest and the share below 0.01,
+    /// unscaled.
+    pub unscaled: (f64, f64, f64),
     /// The same, scaled by `1/√d_k`.
-    pub scaled: (f64, f64),
+    pub scaled: (f64, f64, f64),
 }
 
 /// The threshold below which [`QueryGradients`] counts a query's gradient
@@ -92,7 +94,7 @@ pub fn query_gradients(
     let median_and_vanished = |mut xs: Vec<f64>| {
         xs.sort_by(f64::total_cmp);
         let vanished = xs.iter().filter(|&&x| x < VANISHED).count() as f64 / xs.len() as f64;
-        (xs[xs.len() / 2], vanished)
+        (xs[xs.len() / 2], xs[xs.len() - 1], vanished)
     };
     let mut row = |d_k: usize| -> Result<QueryGradients, AttnError> {
         let [mut unscaled, mut scaled] = [Vec::new(), Vec::new()];
