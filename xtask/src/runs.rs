@@ -37,7 +37,8 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// minutes each, after `cargo xtask corpus`) and chapter 16's variants of
 /// it (`kv`: three ways of sharing keys and latent attention, three seeds
 /// each, two runs at a time, and the multi-head models converted to
-/// grouped-query ones and trained 100 steps more). Each writes its weights or loss curves to
+/// grouped-query ones and trained 100 steps more, then the long texts read
+/// afresh, `ch16-fresh-read.tsv`). Each writes its weights or loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
 /// the run's header. Then the figures are redrawn from them.
 pub(crate) fn train(chapters: &[&str]) -> Step {
@@ -66,6 +67,11 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
         };
         let path = root().join(format!("book/data/{name}-train-log.txt"));
         std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
+        if *chapter == "kv" {
+            // The long texts read afresh by chapter 15's rotary model, with
+            // this run's header (evaluation only, under a minute).
+            run_example("ch16_fresh_read_data", &header, &MEASURING)?;
+        }
     }
     figures()
 }
