@@ -15,7 +15,7 @@ const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
 mod common;
 
-use report::numbers::Bindings;
+use report::numbers::{captured, repository_file, Bindings};
 
 const CHAPTER: &str = "ch05-multi-head-attention.md";
 
@@ -82,24 +82,11 @@ fn entropy_block_and_figure_claims(b: &mut Bindings) {
     assert!(head_entropies(&w).unwrap().iter().all(|&e| e < avg_entropy));
 }
 
-/// A file of the repository, for the constants of the crate's own tests
-/// that the chapter describes.
-fn source(path: &str) -> String {
-    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
-/// The first number `pattern`'s group captures in `path`.
-fn captured(path: &str, pattern: &str) -> f64 {
-    let text = source(path);
-    let found = Regex::new(pattern).unwrap().captures(&text);
-    found.unwrap_or_else(|| panic!("{path} no longer matches {pattern}"))[1].parse().unwrap()
-}
-
 /// The shapes `(d_model, h)` at which `src/multihead/tests.rs` compares the
 /// layer with its per-head loop and with chapter 5's form (both tests use
 /// the same list), and the per-head comparison's tolerance.
 fn per_head_check() -> (Vec<(usize, usize)>, f64) {
-    let text = source("src/multihead/tests.rs");
+    let text = repository_file("src/multihead/tests.rs");
     let list = Regex::new(r"for \(d_model, h\) in \[([^\]]+)\]").unwrap();
     let lists: Vec<&str> = list.captures_iter(&text).map(|c| c.get(1).unwrap().as_str()).collect();
     assert!(lists.len() >= 2 && lists.iter().all(|l| *l == lists[0]), "{lists:?}");
@@ -111,7 +98,7 @@ fn per_head_check() -> (Vec<(usize, usize)>, f64) {
     let tolerance = captured(
         "src/multihead/tests.rs",
         r"per_head_loop\(&mha, &x_q, &x_kv\), epsilon = ([0-9.e-]+)",
-    );
+    )[0];
     (shapes, tolerance)
 }
 
@@ -200,7 +187,7 @@ fn a_bug_worth_a_test(b: &mut Bindings) {
 
 fn checked_against_pytorch(b: &mut Bindings) {
     b.section("Checked against PyTorch");
-    let tolerance = captured("tests/golden.rs", r"const TOLERANCE: f32 = ([0-9.e-]+);");
+    let tolerance = captured("tests/golden.rs", r"const TOLERANCE: f32 = ([0-9.e-]+);")[0];
     b.value("1e-5", tolerance, 0.0);
 }
 

@@ -10,8 +10,8 @@ use attn::complexity::{
     projection_flops, scores_bytes,
 };
 use report::ch08::{
-    bench_constant, figure_lengths, processor_name, width_in_header, D_MODEL, EXERCISE_WIDTH,
-    FF_RATIO, HEADS, REFERENCE_LENGTH,
+    figure_lengths, processor_name, width_in_header, D_MODEL, EXERCISE_WIDTH, FF_RATIO, HEADS,
+    REFERENCE_LENGTH,
 };
 use report::ch09::largest_tiled_difference;
 use report::measurements::{
@@ -30,7 +30,7 @@ const GIB: f64 = 1024.0 * MIB;
 
 /// The benchmarks' head width `d`, as `benches/attention.rs` sets it.
 fn head_width() -> f64 {
-    bench_constant("attention", "D").unwrap() as f64
+    report::numbers::number_in_source("benches/attention.rs", "D", "= ")
 }
 
 fn cost_model_and_figure_8_1(b: &mut Bindings) {

@@ -199,18 +199,9 @@ fn encoder_and_decoder_prose(b: &mut Bindings) {
     b.exact("7", x.nrows() as f64).exact("5", y.nrows() as f64);
     // The shapes test changes one decoder token and checks the positions
     // before it.
-    let source =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/block/layers.rs"))
-            .unwrap();
-    let changed = regex::Regex::new(r"y2\.row_mut\((\d+)\)").unwrap().captures(&source).unwrap()[1]
-        .parse::<f64>()
-        .unwrap();
-    let before = regex::Regex::new(r"out\.slice\(s!\[\.\.(\d+), \.\.\]\)")
-        .unwrap()
-        .captures(&source)
-        .unwrap()[1]
-        .parse::<f64>()
-        .unwrap();
+    let layers = "src/block/layers.rs";
+    let changed = report::numbers::captured(layers, r"y2\.row_mut\((\d+)\)")[0];
+    let before = report::numbers::captured(layers, r"out\.slice\(s!\[\.\.(\d+), \.\.\]\)")[0];
     b.exact("3", changed).exact("3", before);
 }
 

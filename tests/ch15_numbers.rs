@@ -12,7 +12,6 @@ use attn::lm::{
     SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING, SHAKESPEARE_VOCAB,
 };
 use attn::nn::{Activation, Parameters};
-use regex::Regex;
 use report::ch15::{
     book_model, final_losses, head_log, samples, training_log, HeadLine, LogLine, PROMPT, REPEATS,
     SAMPLE_LENGTH, SAMPLE_SEED, SAMPLE_SETTINGS, VOCAB,
@@ -22,25 +21,10 @@ use report::ch15_report::{
     penalty_report, pytorch_log, speed_report, top_heads, training_speeds, uniform_scores,
     verse_report, TrainingSpeeds, INDUCTION_VERSE, PENALTY, REPORT_STEPS, SLIDING_TEMPERATURE,
 };
-use report::numbers::{Bindings, Evidence};
+use report::numbers::{captured, repository_file, Bindings, Evidence};
 use report::provenance::Provenance;
 
 const CHAPTER: &str = "ch15-a-language-model-that-writes.md";
-
-/// A file of the repository, for constants private to the code a sentence
-/// describes (a test's tolerance, the corpus's pinned version).
-fn source(path: &str) -> String {
-    std::fs::read_to_string(report::root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// The number `pattern`'s one group captures in `path` (thousands written
-/// `60_000` as Rust writes them).
-fn captured(path: &str, pattern: &str) -> f64 {
-    let text = source(path);
-    let found = Regex::new(pattern).unwrap().captures(&text);
-    let found = found.unwrap_or_else(|| panic!("{path} no longer matches {pattern}"));
-    found[1].replace('_', "").parse().unwrap()
-}
 
 fn min(v: &[f64]) -> f64 {
     v.iter().cloned().fold(f64::INFINITY, f64::min)
@@ -129,7 +113,7 @@ fn every_number_is_bound() {
 
 fn introduction(b: &mut Bindings) {
     b.section("A language model that writes");
-    b.exact("0.6", captured("xtask/src/corpus.rs", r#"spec: "shakespeare==([0-9.]+)""#));
+    b.exact("0.6", captured("xtask/src/corpus.rs", r#"spec: "shakespeare==([0-9.]+)""#)[0]);
 }
 
 fn the_corpus(b: &mut Bindings, d: &Data) {
@@ -306,7 +290,7 @@ fn in_pytorch(b: &mut Bindings, d: &Data) {
     b.section("The same model in PyTorch");
     b.value(
         "1e-5",
-        captured("tests/language_model.rs", r"const TOLERANCE: f32 = ([0-9.e-]+);"),
+        captured("tests/language_model.rs", r"const TOLERANCE: f32 = ([0-9.e-]+);")[0],
         0.0,
     );
     // "on an Intel Xeon processor"; the appendix's, "an AMD EPYC processor".
@@ -346,7 +330,7 @@ fn in_pytorch(b: &mut Bindings, d: &Data) {
     b.exact("512", bits(LANES_512)).exact("512", bits(LANES_512)).exact("512", bits(LANES_512));
     // gemm's AVX-512 kernels are behind its `nightly` feature, which the
     // crate leaves off.
-    let manifest = source("Cargo.toml");
+    let manifest = repository_file("Cargo.toml");
     let gemm = manifest.lines().find(|l| l.starts_with("gemm")).unwrap();
     assert!(!gemm.contains("nightly"), "the crate turns gemm's nightly feature on: {gemm}");
     let appendix = Provenance::read("appendix-lm-training.tsv").unwrap().0;
@@ -355,7 +339,7 @@ fn in_pytorch(b: &mut Bindings, d: &Data) {
 
 fn writing(b: &mut Bindings, d: &Data) {
     b.section("Writing");
-    b.exact("60,000", captured("src/lm/sample.rs", r"let draws = ([0-9_]+);"));
+    b.exact("60,000", captured("src/lm/sample.rs", r"let draws = ([0-9_]+);")[0]);
     let samples = samples(&d.model).unwrap();
     let mut block = String::new();
     for (label, text) in &samples {

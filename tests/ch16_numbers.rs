@@ -423,14 +423,11 @@ fn writing_speed(b: &mut Bindings, variants: &[Variant]) {
 /// as its source declares them: `(sinks, window)` of the sink cache and the
 /// plain window.
 fn long_text_caches() -> ((usize, usize), usize) {
-    let source = std::fs::read_to_string(report::root().join("examples/ch16_kv_train.rs")).unwrap();
-    let number_after = |marker: &str| -> usize {
-        let at = source.find(marker).unwrap_or_else(|| panic!("no {marker:?}")) + marker.len();
-        source[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
-    };
-    let sinks = number_after("Forgetting::Sinks { sinks: ");
-    let sink_window = number_after(&format!("Forgetting::Sinks {{ sinks: {sinks}, window: "));
-    ((sinks, sink_window), number_after("(\"window\", Forgetting::Window("))
+    use report::numbers::captured;
+    let example = "examples/ch16_kv_train.rs";
+    let sinks = captured(example, r"Forgetting::Sinks \{ sinks: (\d+), window: (\d+)");
+    let window = captured(example, r#"\("window", Forgetting::Window\((\d+)"#)[0];
+    ((sinks[0] as usize, sinks[1] as usize), window as usize)
 }
 
 /// The long texts read through three caches, and the fresh read.

@@ -34,7 +34,7 @@ use report::provenance::Provenance;
 
 mod common;
 
-use report::numbers::Bindings;
+use report::numbers::{captured, Bindings};
 
 const PAGE: &str = "making-it-fast.md";
 
@@ -54,21 +54,6 @@ fn bits(lanes: usize) -> f64 {
 /// MiB of an `n×n` matrix of `f32`.
 fn mib(n: u64) -> f64 {
     ((4 * n * n) >> 20) as f64
-}
-
-/// A file of the repository, for the constants of the tests the appendix
-/// describes (they are private to those tests).
-fn source(path: &str) -> String {
-    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// The numbers `pattern`'s groups capture in `path`.
-fn captured(path: &str, pattern: &str) -> Vec<f64> {
-    let text = source(path);
-    let found = Regex::new(pattern).unwrap().captures(&text);
-    let found = found.unwrap_or_else(|| panic!("{path} no longer matches {pattern}"));
-    found.iter().skip(1).map(|g| g.unwrap().as_str().parse().unwrap()).collect()
 }
 
 /// Every number the appendix shows is bound: quoted output, or a value

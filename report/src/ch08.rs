@@ -1,8 +1,6 @@
 //! Chapter 8's parameters, shared by its example and its numbers test, and
 //! what chapters 8 and 9 read about their measurements besides the figures:
-//! the benchmark's constants and the processor a data file names.
-
-use crate::error::ReportError;
+//! the width and the processor a data file names.
 
 /// The width of the cost model's table and of Figure 8.1: the original
 /// Transformer's `d_model`.
@@ -21,19 +19,6 @@ pub const REFERENCE_LENGTH: u64 = 1024;
 /// Figure 8.1's lengths: the powers of two from 64 to 65,536.
 pub fn figure_lengths() -> Vec<u64> {
     (6..=16).map(|p| 1 << p).collect()
-}
-
-/// The value of `const NAME: usize = VALUE;` in the benchmark
-/// `benches/BENCH.rs`: the shapes the committed timings were measured at.
-pub fn bench_constant(bench: &str, name: &str) -> Result<u64, ReportError> {
-    let path = crate::root().join("benches").join(format!("{bench}.rs"));
-    let bad =
-        |reason: String| ReportError::MissingDataFile { path: path.display().to_string(), reason };
-    let text = std::fs::read_to_string(&path).map_err(|e| bad(e.to_string()))?;
-    let prefix = format!("const {name}: usize = ");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix(&prefix)?.strip_suffix(';')?.parse().ok())
-        .ok_or_else(|| bad(format!("no line `{prefix}…;`")))
 }
 
 /// The width `d` a data file's header records (`…, d = 64: …`), if it
@@ -65,11 +50,5 @@ mod tests {
     fn a_header_s_width_is_read() {
         assert_eq!(width_in_header("statistic: peak; one thread, d = 64: the peak"), Some(64));
         assert_eq!(width_in_header("statistic: mean"), None);
-    }
-
-    #[test]
-    fn the_benchmark_s_width_is_read_from_its_source() {
-        assert_eq!(bench_constant("attention", "D").unwrap(), 64);
-        assert!(bench_constant("attention", "NO_SUCH_CONSTANT").is_err());
     }
 }

@@ -383,13 +383,30 @@ fn section_range(text: &str, heading: &str) -> Option<Range<usize>> {
 #[cfg(test)]
 mod tests;
 
+/// A file of the repository, read for a constant that the code a sentence
+/// describes keeps private (a test's tolerance, an example's setting).
+pub fn repository_file(path: &str) -> String {
+    std::fs::read_to_string(crate::root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The numbers `pattern`'s groups capture in the repository file `path`,
+/// thousands written `60_000` as Rust writes them.
+pub fn captured(path: &str, pattern: &str) -> Vec<f64> {
+    let text = repository_file(path);
+    let found = regex::Regex::new(pattern).unwrap().captures(&text);
+    let found = found.unwrap_or_else(|| panic!("{path} no longer matches {pattern}"));
+    let number = |g: regex::Match| {
+        g.as_str().replace('_', "").parse().unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    found.iter().skip(1).map(|g| number(g.unwrap())).collect()
+}
+
 /// The first number after `after` in the function or constant `item` of the
 /// crate file `path` (a test's tolerance or trial count, an example's
 /// setting, which the page states): the page and the code then cannot drift
 /// apart.
 pub fn number_in_source(path: &str, item: &str, after: &str) -> f64 {
-    let file = crate::root().join(path);
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let text = repository_file(path);
     let start = [format!("fn {item}("), format!("const {item}:")]
         .iter()
         .find_map(|d| text.find(d.as_str()))
