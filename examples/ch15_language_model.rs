@@ -17,6 +17,10 @@ use report::ch15::{
     book_model, final_losses, head_log, rotary_final_losses, rotary_log, rotary_model, samples,
     training_log, vocabulary,
 };
+use report::ch15::{control_heads, control_log};
+use report::ch15_control::{
+    control_ablation, control_ablation_report, control_figure_head, control_model, control_report,
+};
 use report::ch15_report::{
     ablation_report, cache_check, cache_report, cache_speeds, figure_heads, induction_table,
     loss_table, penalised_greedy, pytorch_log, sliding_report, speed_report, top_heads,
@@ -83,6 +87,12 @@ fn main() -> Result<(), ReportError> {
     println!("{}", cache_report(&speeds));
     println!("{}", report::ch15_report::call_cost_report(&speeds));
 
+    let (control, control_heads) = (control_log()?, control_heads()?);
+    let control_model = control_model()?;
+    println!("\n== A positive control: two blocks trained on periodic random sequences ==");
+    println!("{}", control_report(&control, &control_heads));
+    println!("{}", control_ablation_report(&control_ablation()?, &control_model)?);
+
     let heads = head_log()?;
     println!("\n== Induction: 24 random sequences of 32 characters, repeated once ==");
     println!("{}", induction_table(&log));
@@ -116,8 +126,14 @@ fn main() -> Result<(), ReportError> {
     println!("{}", ablation_report(&model, &heads)?);
 
     draw_training(&log, bigram, c.vocab);
-    draw_induction(&log, &heads);
+    draw_induction("ch15-induction.svg", &log, &heads, 9.0);
     draw_head(&model, &heads)?;
+    draw_induction("ch15-control.svg", &control, &control_heads, 6.0);
+    verse_heatmaps(
+        "ch15-control-head.svg",
+        &control_model,
+        &[control_figure_head(&control_model)?],
+    )?;
     Ok(())
 }
 
@@ -161,9 +177,15 @@ fn draw_training(log: &[report::ch15::LogLine], bigram: f64, vocab: usize) {
     line_charts("ch15-training.svg", &[(chart, series)]);
 }
 
-/// Figure 15.2: the loss on repeated random characters, and the best
-/// prefix-matching head, over training.
-fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine]) {
+/// Figures 15.2 and 15.4: the loss on repeated random characters, and the
+/// best previous-token and prefix-matching heads, over training, into the
+/// figure `name`, its loss axis up to `top`.
+fn draw_induction(
+    name: &str,
+    log: &[report::ch15::LogLine],
+    heads: &[report::ch15::HeadLine],
+    top: f64,
+) {
     use plot::{line_charts, Chart, Series, BLUE_, GREEN_, ORANGE_};
     let colours = [BLUE_, ORANGE_, GREEN_];
     let mut losses = Vec::new();
@@ -213,7 +235,7 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
         y_desc: "loss (nats per character)",
         log2_x: false,
         log10_y: false,
-        y_range: (0.0, 9.0),
+        y_range: (0.0, top),
     };
     let score_chart = Chart {
         title: "The largest score of any head",
@@ -223,16 +245,28 @@ fn draw_induction(log: &[report::ch15::LogLine], heads: &[report::ch15::HeadLine
         log10_y: false,
         y_range: (0.0, 1.0),
     };
-    line_charts("ch15-induction.svg", &[(loss_chart, losses), (score_chart, scores)]);
+    line_charts(name, &[(loss_chart, losses), (score_chart, scores)]);
 }
 
-/// Figure 15.3: the book model's strongest previous-token head, and its
+/// Figure 15.5: the book model's strongest previous-token head, and its
 /// strongest prefix-matching head, on a repeated line of verse.
 fn draw_head(
     model: &attn::lm::LanguageModel<f32>,
     heads: &[report::ch15::HeadLine],
 ) -> Result<(), ReportError> {
     println!("{}", verse_report(model, heads)?);
+    let panels: Vec<(usize, usize)> =
+        figure_heads(heads).iter().map(|h| (h.block, h.head)).collect();
+    verse_heatmaps("ch15-heads.svg", model, &panels)
+}
+
+/// The second reading's attention on [`INDUCTION_VERSE`] read twice, for
+/// each `(block, head)` (from 0) of `panels`, one panel each.
+fn verse_heatmaps(
+    name: &str,
+    model: &attn::lm::LanguageModel<f32>,
+    panels: &[(usize, usize)],
+) -> Result<(), ReportError> {
     let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
     let fwd = model.forward(&[vocabulary().encode(&text)?])?;
     // The repeat's queries (rows 32 to 63) against every key.
@@ -248,13 +282,12 @@ fn draw_head(
     let queries: Vec<String> = (half..text.len()).map(label).collect();
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
-    let heads = figure_heads(heads);
     let titles: Vec<String> =
-        heads.iter().map(|h| format!("block {}, head {}", h.block + 1, h.head + 1)).collect();
+        panels.iter().map(|(b, h)| format!("block {}, head {}", b + 1, h + 1)).collect();
     let mut grid = Vec::new();
-    for (h, title) in heads.iter().zip(&titles) {
+    for (&(block, head), title) in panels.iter().zip(&titles) {
         let weights: Array2<f32> =
-            fwd.weights(h.block, 0, h.head)?.slice(ndarray::s![half.., ..]).to_owned();
+            fwd.weights(block, 0, head)?.slice(ndarray::s![half.., ..]).to_owned();
         let heatmap = plot::Heatmap {
             title,
             row_labels: &queries,
@@ -267,11 +300,6 @@ fn draw_head(
         };
         grid.push((heatmap, weights));
     }
-    plot::heatmap_grid(
-        "ch15-heads.svg",
-        "A line read twice: the second reading's attention",
-        2,
-        &grid,
-    );
+    plot::heatmap_grid(name, "A line read twice: the second reading's attention", 2, &grid);
     Ok(())
 }

@@ -24,6 +24,10 @@ use report::ch15_report::{
 use report::numbers::{captured, repository_file, Bindings, Evidence};
 use report::provenance::Provenance;
 
+#[path = "ch15_numbers/induction.rs"]
+mod induction;
+use induction::induction;
+
 const CHAPTER: &str = "ch15-a-language-model-that-writes.md";
 
 fn min(v: &[f64]) -> f64 {
@@ -40,7 +44,7 @@ fn bits(lanes: usize) -> f64 {
 }
 
 /// What the chapter's sections read.
-struct Data {
+pub(crate) struct Data {
     model: LanguageModel<f32>,
     c: LmConfig,
     log: Vec<LogLine>,
@@ -451,124 +455,6 @@ fn the_cache(b: &mut Bindings, d: &Data) {
         "at every step\nits logits agree with `forward_window`",
         check.contains(" within 1e-4 at every step"),
     );
-}
-
-fn induction(b: &mut Bindings, d: &Data) {
-    b.section("Looking for induction heads");
-    let (_, count, half) = REPEATS;
-    assert_eq!(2 * half, d.c.context, "each read twice: the context");
-    b.exact("100", SHAKESPEARE_TRAINING.log_every as f64)
-        .exact("24", count as f64)
-        .exact("32", half as f64)
-        .exact("64", d.c.context as f64);
-    b.quoted(&induction_table(&d.log));
-    b.quoted(&format!(
-        "{}\n{}",
-        top_heads(&d.heads, INDUCTION_VERSE.len()),
-        verse_report(&d.model, &d.heads).unwrap()
-    ));
-    let last = SHAKESPEARE_TRAINING.steps;
-    let first_step = SHAKESPEARE_TRAINING.log_every;
-    let last_heads: Vec<&HeadLine> = d.heads.iter().filter(|h| h.step == last).collect();
-    let best = |seed: u64, f: fn(&HeadLine) -> f64| {
-        last_heads.iter().filter(|h| h.seed == seed).map(|h| f(h)).fold(0.0, f64::max)
-    };
-    let previous: Vec<f64> = [1, 2, 3].iter().map(|&s| best(s, |h| h.previous_token)).collect();
-    let prefix_at = |seed: u64, step: usize| {
-        d.heads
-            .iter()
-            .filter(|h| h.seed == seed && h.step == step && h.block > 0)
-            .map(|h| h.prefix_matching)
-            .fold(0.0, f64::max)
-    };
-    let previous_at = |seed: u64, step: usize| {
-        d.heads
-            .iter()
-            .filter(|h| h.seed == seed && h.step == step)
-            .map(|h| h.previous_token)
-            .fold(0.0, f64::max)
-    };
-    let prefix: Vec<f64> = [1, 2, 3].iter().map(|&s| prefix_at(s, last)).collect();
-    let prefix_first: Vec<f64> = [1, 2, 3].iter().map(|&s| prefix_at(s, first_step)).collect();
-    let previous_first: Vec<f64> = [1, 2, 3].iter().map(|&s| previous_at(s, first_step)).collect();
-    let first_half: Vec<f64> = d.log.iter().map(|l| l.first_half_loss).collect();
-    let ends: Vec<f64> =
-        d.log.iter().filter(|l| l.step == last).map(|l| l.first_half_loss).collect();
-    let apart = d.log.iter().map(|l| (l.repeat_loss - l.first_half_loss).abs()).fold(0.0, f64::max);
-    let blocks = d.c.layers as f64;
-
-    // Figure 15.2's alt text.
-    b.rounded("5.7", first_half[0]).rounded("7.5", min(&ends)).rounded("8.3", max(&ends));
-    b.claim("rise together", apart <= 0.2);
-    b.claim("never apart", apart <= 0.2);
-    b.rounded("0.06", min(&previous_first)).rounded("0.06", max(&previous_first));
-    b.rounded("0.14", min(&previous)).rounded("0.15", max(&previous));
-    b.claim(
-        "rises from 0.06 to between 0.14 and 0.15",
-        [1, 2, 3].iter().all(|&s| previous_at(s, last) > previous_at(s, first_step)),
-    );
-    b.exact("4", blocks);
-    b.rounded("0.02", min(&prefix_first)).rounded("0.02", max(&prefix_first));
-    b.rounded("0.01", max(&prefix));
-    b.claim("falls from 0.02 to about 0.01", max(&prefix) < min(&prefix_first));
-    // Its caption.
-    b.exact("4", blocks);
-    // The paragraph.
-    b.at_most("0.2", apart);
-    b.claim("the loss on the repeat stays within", apart <= 0.2);
-    b.exact("4", blocks);
-    b.rounded("0.012", min(&prefix)).rounded("0.013", max(&prefix));
-    let (uniform_previous, uniform_prefix) = uniform_scores(half);
-    b.rounded("0.021", uniform_prefix);
-    b.claim("lower than at step 100", (0..3).all(|i| prefix[i] < prefix_first[i]));
-    b.claim(
-        "the largest\nprevious-token score grows during training",
-        [1, 2, 3].iter().all(|&s| previous_at(s, last) > previous_at(s, first_step)),
-    );
-    b.rounded("0.14", min(&previous)).rounded("0.15", max(&previous));
-    b.learned(
-        "What the heads learn instead is to look near",
-        Evidence::Runs { values: &previous, lowest: "0.14", highest: "0.15" },
-    );
-    b.rounded("0.059", uniform_previous);
-    let verse = verse_report(&d.model, &d.heads).unwrap();
-    let on_previous: f64 = verse.lines().next().unwrap()[verse.find(" puts ").unwrap() + 6..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    b.exact("0.316", on_previous);
-    let weakest = last_heads.iter().map(|h| h.previous_token).fold(f64::INFINITY, f64::min);
-    b.at_least("0.08", weakest);
-    b.claim("every head of every run scores\n0.08 or more at step 2,000", weakest >= 0.08);
-    let seen = SHAKESPEARE_TRAINING.steps * SHAKESPEARE_TRAINING.batch * d.c.context;
-    b.rounded("1.5", seen as f64 / 1e6);
-    // Figure 15.3's alt text and caption.
-    let back = (INDUCTION_VERSE.len() - 1) as f64;
-    b.exact("32", half as f64)
-        .exact("32", half as f64)
-        .exact("32", half as f64)
-        .exact("63", (d.c.context - 1) as f64)
-        .exact("64", d.c.context as f64)
-        .exact("32", half as f64)
-        .exact("4", blocks)
-        .exact("31", back);
-    assert_eq!(INDUCTION_VERSE.len(), half);
-    b.exact("32", half as f64).exact("4", blocks).exact("31", back);
-
-    // Removing heads (seed 1 only: the one model whose weights are committed).
-    let ablation = ablation_report(&d.model, &d.heads).unwrap();
-    b.exact("4", blocks);
-    b.quoted(&ablation);
-    let gaps: Vec<f64> = ablation
-        .lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().last().unwrap().parse::<f64>().unwrap())
-        .collect();
-    b.rounded("0.09", min(&gaps)).rounded("0.13", max(&gaps));
-    b.claim("the loss on the repeat stays above the loss on\nthe first reading", min(&gaps) > 0.0);
-    b.claim("here\nthere is none to take", max(&prefix) < uniform_prefix);
 }
 
 fn exercises(b: &mut Bindings, d: &Data) {

@@ -37,7 +37,7 @@ pub fn rotary_model() -> Result<LanguageModel<f32>, ReportError> {
     read_model("ch15-rotary-weights.safetensors")
 }
 
-fn read_model(file: &str) -> Result<LanguageModel<f32>, ReportError> {
+pub(crate) fn read_model(file: &str) -> Result<LanguageModel<f32>, ReportError> {
     let path = crate::root().join("book/data").join(file);
     let bytes = std::fs::read(&path).map_err(|e| ReportError::MissingDataFile {
         path: path.display().to_string(),
@@ -65,7 +65,7 @@ pub struct LogLine {
     pub repeat_loss: f64,
 }
 
-fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError> {
+pub(crate) fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError> {
     field.parse().map_err(|_| ReportError::MissingDataFile {
         path: format!("book/data/{file}"),
         reason: format!("{field:?} is not a number"),
@@ -75,6 +75,18 @@ fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportErro
 /// The training log of every seed.
 pub fn training_log() -> Result<Vec<LogLine>, ReportError> {
     read_log("ch15-training.tsv")
+}
+
+/// The training log of chapter 15's positive control, the two-block model
+/// trained on periodic random sequences (its validation loss is on
+/// held-out periodic sequences).
+pub fn control_log() -> Result<Vec<LogLine>, ReportError> {
+    read_log("ch15-control-training.tsv")
+}
+
+/// The heads' scores over the positive control's runs.
+pub fn control_heads() -> Result<Vec<HeadLine>, ReportError> {
+    read_heads("ch15-control-heads.tsv")
 }
 
 /// The training log of the model with rotary positions.
@@ -120,7 +132,10 @@ pub struct HeadLine {
 
 /// The heads' scores over every seed's run.
 pub fn head_log() -> Result<Vec<HeadLine>, ReportError> {
-    let file = "ch15-heads.tsv";
+    read_heads("ch15-heads.tsv")
+}
+
+fn read_heads(file: &str) -> Result<Vec<HeadLine>, ReportError> {
     let text = data_file(file)?;
     data_rows(&text, '\t')
         .map(|f| {

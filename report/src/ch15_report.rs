@@ -353,9 +353,8 @@ pub fn figure_heads(heads: &[HeadLine]) -> [&HeadLine; 2] {
 
 /// What the heads of Figure 15.3 do on [`INDUCTION_VERSE`] read twice.
 pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<String, ReportError> {
-    let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
-    let scores = attn::lm::induction_scores(model, &[vocabulary().encode(&text)?])?;
-    let lines: Vec<String> = figure_heads(heads)
+    let scores = crate::ch15_control::verse_losses(model)?;
+    let mut lines: Vec<String> = figure_heads(heads)
         .iter()
         .zip(["previous-token head", "prefix-matching head of blocks 2–4"])
         .map(|(h, what)| {
@@ -369,6 +368,10 @@ pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<St
             )
         })
         .collect();
+    lines.push(format!(
+        "on \"{INDUCTION_VERSE}\" read twice: first reading {:.3}, repeat {:.3}",
+        scores.first_half_loss, scores.repeat_loss
+    ));
     Ok(lines.join("\n"))
 }
 

@@ -26,6 +26,7 @@ pub mod ch14;
 pub mod ch14_data;
 pub mod ch14_report;
 pub mod ch15;
+pub mod ch15_control;
 pub mod ch15_report;
 pub mod ch16;
 pub mod error;

@@ -5,8 +5,8 @@
 
 use ndarray::Array2;
 
-use super::model::LanguageModel;
-use super::train::SplitMix64;
+use super::model::{LanguageModel, LmConfig};
+use super::train::{Batch, SplitMix64};
 use crate::error::AttnError;
 use crate::nn::log_softmax;
 use crate::real::Real;
@@ -14,7 +14,11 @@ use crate::real::Real;
 /// `count` sequences of `half` random tokens (of a vocabulary of `vocab`)
 /// followed by the same `half` tokens again.
 pub fn repeated_sequences(seed: u64, count: usize, half: usize, vocab: usize) -> Vec<Vec<usize>> {
-    let mut rng = SplitMix64::new(seed);
+    repeated_batch(&mut SplitMix64::new(seed), count, half, vocab)
+}
+
+/// [`repeated_sequences`] drawn from `rng`.
+fn repeated_batch(rng: &mut SplitMix64, count: usize, half: usize, vocab: usize) -> Batch {
     (0..count)
         .map(|_| {
             let first: Vec<usize> =
@@ -23,6 +27,50 @@ pub fn repeated_sequences(seed: u64, count: usize, half: usize, vocab: usize) ->
         })
         .collect()
 }
+
+// ANCHOR: periodic
+/// A training batch for a model of `config`: `count` sequences as long as
+/// its context `T`, each position's target the token after it (the last
+/// position predicts nothing). Each sequence is a random segment of `L`
+/// tokens, `L` drawn from `T/16` to `T/2`, read over and over: after the
+/// first `L`, every token can be predicted by copying, and, as `L` varies,
+/// only by matching tokens, not positions. The data of chapter 15's
+/// positive control for induction heads.
+pub fn periodic_training_batch(
+    config: &LmConfig,
+    rng: &mut SplitMix64,
+    count: usize,
+) -> Result<(Batch, Vec<Option<usize>>), AttnError> {
+    let (t, vocab) = (config.context, config.vocab as u64);
+    if count == 0 || count.checked_mul(t).is_none_or(|n| n > MAX_BATCH_TOKENS) {
+        return Err(AttnError::InvalidArgument {
+            name: "periodic sequences per batch",
+            value: count as f64,
+            requirement: "must be at least 1, and with the context at most 2^20 tokens",
+        });
+    }
+    if t < 32 {
+        return Err(AttnError::InvalidArgument {
+            name: "context",
+            value: t as f64,
+            requirement: "must be at least 32 to hold segments of T/16 to T/2 tokens",
+        });
+    }
+    let (shortest, longest) = (t / 16, t / 2);
+    let mut inputs = Vec::with_capacity(count);
+    for _ in 0..count {
+        let l = shortest + (rng.next_u64() % (longest - shortest + 1) as u64) as usize;
+        let segment: Vec<usize> = (0..l).map(|_| (rng.next_u64() % vocab) as usize).collect();
+        inputs.push(segment.iter().cycle().take(t).copied().collect::<Vec<_>>());
+    }
+    let targets =
+        inputs.iter().flat_map(|s| s[1..].iter().map(|&x| Some(x)).chain([None])).collect();
+    Ok((inputs, targets))
+}
+// ANCHOR_END: periodic
+
+/// The most tokens one batch of [`periodic_training_batch`] may hold.
+const MAX_BATCH_TOKENS: usize = 1 << 20;
 
 // ANCHOR: scores
 /// What a model does on repeated sequences.
@@ -143,6 +191,43 @@ mod tests {
         }
         let ln10 = 10f64.ln();
         assert!((s.first_half_loss - ln10).abs() < 0.05 && (s.repeat_loss - ln10).abs() < 0.05);
+    }
+
+    #[test]
+    fn periodic_batches_repeat_a_segment_and_predict_the_next_token() {
+        let config = LmConfig { vocab: 7, context: 64, ..SMALL };
+        let mut rng = SplitMix64::new(5);
+        let (inputs, targets) = periodic_training_batch(&config, &mut rng, 40).unwrap();
+        assert_eq!((inputs.len(), targets.len()), (40, 40 * 64));
+        let mut periods = Vec::new();
+        for (b, s) in inputs.iter().enumerate() {
+            assert!(s.len() == 64 && s.iter().all(|&t| t < 7));
+            // The segment's length: the shortest period the sequence has.
+            let l = (1..=64).find(|&l| (l..64).all(|i| s[i] == s[i - l])).unwrap();
+            periods.push(l);
+            let row = &targets[b * 64..(b + 1) * 64];
+            assert!(row[..63].iter().zip(&s[1..]).all(|(t, &x)| *t == Some(x)));
+            assert_eq!(row[63], None);
+        }
+        // Drawn from T/16 = 4 to T/2 = 32 (a random segment can have a
+        // shorter period only by chance: rare over 7 tokens and 4 or more).
+        assert!(periods.iter().all(|&l| l <= 32));
+        assert!(periods.iter().filter(|&&l| l >= 4).count() >= 38);
+        assert!(periods.iter().collect::<std::collections::BTreeSet<_>>().len() > 10);
+        // Fresh draws each time.
+        assert_ne!(periodic_training_batch(&config, &mut rng, 40).unwrap().0, inputs);
+    }
+
+    #[test]
+    fn periodic_batches_refuse_what_cannot_hold_them() {
+        let config = LmConfig { context: 64, ..SMALL };
+        let e = |c: &LmConfig, n: usize| {
+            periodic_training_batch(c, &mut SplitMix64::new(1), n).unwrap_err().to_string()
+        };
+        assert!(e(&config, 0).contains("periodic sequences per batch"));
+        assert!(e(&config, 1 << 40).contains("2^20"));
+        assert!(e(&config, usize::MAX).contains("2^20"));
+        assert!(e(&LmConfig { context: 16, ..SMALL }, 2).contains("context"));
     }
 
     #[test]

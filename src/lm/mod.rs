@@ -23,14 +23,16 @@ pub use corpus::{
     SHAKESPEARE_VOCAB,
 };
 pub use generate::Decoding;
-pub use induction::{induction_scores, repeated_sequences, InductionScores};
+pub use induction::{
+    induction_scores, periodic_training_batch, repeated_sequences, InductionScores,
+};
 pub use kv::LmCache;
 pub use model::{LanguageModel, LmConfig, LmForward, SHAKESPEARE_MODEL};
 pub use sample::{greedy, Sampler};
 pub use streaming::Forgetting;
 pub use train::{
-    even_offsets, mean_loss, random_offsets, train_lm, windows, Batch, LmTraining, LogEntry,
-    SplitMix64, SHAKESPEARE_TRAINING,
+    even_offsets, mean_loss, random_offsets, train_lm, train_on_batches, windows, Batch,
+    LmTraining, LogEntry, SplitMix64, SHAKESPEARE_TRAINING,
 };
 
 #[cfg(test)]

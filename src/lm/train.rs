@@ -190,50 +190,55 @@ pub fn train_lm<F: Real>(
     recipe: &LmTraining,
     after_log: impl FnMut(&LogEntry, &LanguageModel<F>) + Send,
 ) -> Result<Vec<LogEntry>, AttnError> {
-    // On one of the pool's threads, which then works beside the others on
-    // the products they share (the caller's thread would wait idle).
-    rayon::scope(|_| train_steps(model, train, validation, recipe, after_log))
+    let context = model.config().context;
+    let eval = even_offsets(recipe.log_windows, validation.len(), context);
+    let next_batch = |rng: &mut SplitMix64| {
+        windows(train, &random_offsets(rng, recipe.batch, train.len(), context), context)
+    };
+    let validate = |model: &LanguageModel<F>| mean_loss(model, validation, &eval, recipe.batch);
+    train_on_batches(model, recipe, next_batch, validate, after_log)
 }
 
-/// [`train_lm`]'s loop.
-fn train_steps<F: Real>(
+/// [`train_lm`] on the batches (inputs, and a target or `None` for each
+/// input position) that `next_batch` draws with the recipe's generator,
+/// logging the loss `validate` measures, on one of rayon's threads.
+pub fn train_on_batches<F: Real>(
     model: &mut LanguageModel<F>,
-    train: &[u8],
-    validation: &[u8],
     recipe: &LmTraining,
-    mut after_log: impl FnMut(&LogEntry, &LanguageModel<F>),
+    mut next_batch: impl FnMut(&mut SplitMix64) -> Result<(Batch, Vec<Option<usize>>), AttnError> + Send,
+    mut validate: impl FnMut(&LanguageModel<F>) -> Result<f64, AttnError> + Send,
+    mut after_log: impl FnMut(&LogEntry, &LanguageModel<F>) + Send,
 ) -> Result<Vec<LogEntry>, AttnError> {
-    let context = model.config().context;
     let mut adam = Adam::new(model, recipe.lr)?
         .with_betas_and_eps(recipe.betas, recipe.eps)?
         .with_weight_decay(recipe.weight_decay, &model.matrices())?;
-    let floor = recipe.min_lr / recipe.lr;
-    let mut rng = SplitMix64::new(recipe.seed);
-    let eval = even_offsets(recipe.log_windows, validation.len(), context);
-    let (mut log, mut losses, mut clock) = (Vec::new(), Vec::new(), Instant::now());
-    for step in 0..recipe.steps {
-        let offsets = random_offsets(&mut rng, recipe.batch, train.len(), context);
-        let (inputs, targets) = windows(train, &offsets, context)?;
-        let (loss, mut grads) = model.loss_and_gradients_on(&inputs, &targets, recipe.attention)?;
-        clip_gradient_norm(&mut grads, recipe.clip)?;
-        let factor = warmup_cosine_to(step, recipe.steps, recipe.warmup, floor)?;
-        adam.update(model, &grads, factor)?;
-        losses.push(loss);
-        if (step + 1) % recipe.log_every.max(1) == 0 || step + 1 == recipe.steps {
-            let seconds = clock.elapsed().as_secs_f64();
-            let tokens = (losses.len() * recipe.batch * context) as f64;
-            let entry = LogEntry {
-                step: step + 1,
-                train_loss: losses.iter().sum::<f64>() / losses.len() as f64,
-                validation_loss: mean_loss(model, validation, &eval, recipe.batch)?,
-                lr: recipe.lr * factor,
-                tokens_per_second: tokens / seconds,
-            };
-            after_log(&entry, model);
-            log.push(entry);
-            (losses, clock) = (Vec::new(), Instant::now());
+    let (floor, mut rng) = (recipe.min_lr / recipe.lr, SplitMix64::new(recipe.seed));
+    let (mut log, mut losses, mut tokens, mut clock) = (Vec::new(), Vec::new(), 0, Instant::now());
+    rayon::scope(|_| {
+        for step in 0..recipe.steps {
+            let (inputs, targets) = next_batch(&mut rng)?;
+            let (loss, mut grads) =
+                model.loss_and_gradients_on(&inputs, &targets, recipe.attention)?;
+            clip_gradient_norm(&mut grads, recipe.clip)?;
+            let factor = warmup_cosine_to(step, recipe.steps, recipe.warmup, floor)?;
+            adam.update(model, &grads, factor)?;
+            losses.push(loss);
+            tokens += inputs.iter().map(Vec::len).sum::<usize>();
+            if (step + 1) % recipe.log_every.max(1) == 0 || step + 1 == recipe.steps {
+                let seconds = clock.elapsed().as_secs_f64();
+                let entry = LogEntry {
+                    step: step + 1,
+                    train_loss: losses.iter().sum::<f64>() / losses.len() as f64,
+                    validation_loss: validate(model)?,
+                    lr: recipe.lr * factor,
+                    tokens_per_second: tokens as f64 / seconds,
+                };
+                after_log(&entry, model);
+                log.push(entry);
+                (losses, tokens, clock) = (Vec::new(), 0, Instant::now());
+            }
         }
-    }
-    Ok(log)
+        Ok(log)
+    })
 }
 // ANCHOR_END: train

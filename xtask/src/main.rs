@@ -12,7 +12,8 @@
 //! with and without the fast kernel); `cargo xtask measure lm`,
 //! chapter 15's training and generation speeds beside PyTorch's; `cargo
 //! xtask train`, chapters 12 and 13's training runs (`train lm`: chapter
-//! 15's); `cargo xtask model`, which fetches chapter 14's pretrained model
+//! 15's; `train control`: chapter 15's positive control for induction
+//! heads; `train kv`: chapter 16's); `cargo xtask model`, which fetches chapter 14's pretrained model
 //! into `target/models/` (with `--data`, it also rederives chapter 14's
 //! data and measures its speed against PyTorch's); `cargo xtask corpus`,
 //! which fetches chapter 15's corpus into `target/corpus/`; and `cargo
@@ -95,16 +96,16 @@ fn main() -> ExitCode {
             None => train(&["ch12", "ch13", "ch13-summary"]),
             Some("ch13") => train(&["ch13", "ch13-summary"]),
             Some(chapter @ ("ch12" | "ch13-summary")) => train(&[chapter]),
-            Some(runs @ ("lm" | "kv")) => corpus().and_then(|()| train(&[runs])),
+            Some(runs @ ("lm" | "control" | "kv")) => corpus().and_then(|()| train(&[runs])),
             Some(other) => Err(format!(
-                "no training runs for {other}: ch12, ch13 (both of its tasks), ch13-summary, lm \
-                 or kv"
+                "no training runs for {other}: ch12, ch13 (both of its tasks), ch13-summary, lm, \
+                 control or kv"
             )),
         },
         _ => {
             eprintln!(
                 "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [fast | lm | kv] \
-                 | train [ch12 | ch13 | ch13-summary | lm | kv] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | ch13-summary | lm | control | kv] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }

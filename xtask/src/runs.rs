@@ -46,6 +46,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
         let example = match *chapter {
             "ch12" => "ch12_train",
             "lm" => "ch15_lm_train",
+            "control" => "ch15_control_train",
             "kv" => "ch16_kv_train",
             "ch13-summary" => "ch13_summary_train",
             _ => "ch13_translation_train",
@@ -62,6 +63,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             format!("# {header}; statistic: one run; one thread, by `cargo xtask train`\n{output}");
         let name = match *chapter {
             "lm" => "ch15",
+            "control" => "ch15-control",
             "kv" => "ch16",
             other => other,
         };
