@@ -24,7 +24,7 @@ use report::ch13::{
 };
 use report::ch13_lengths::{
     data_report, exact_share, gru_attention, length_pairs, length_table, models_report,
-    read_lengths, read_models, spread, LengthModel, LengthRow, Spread, LENGTHS,
+    read_lengths, read_models, read_train_lengths, spread, LengthModel, LengthRow, Spread, LENGTHS,
 };
 
 fn data(name: &str) -> Result<String, report::error::ReportError> {
@@ -74,6 +74,8 @@ fn main() -> Result<(), report::error::ReportError> {
     let rows = read_lengths()?;
     println!("exact accuracy by source length: mean over the seeds (lowest–highest)");
     println!("{}", length_table(&rows));
+    println!("the same, on each model's own training pairs (book/data/ch13-train-lengths.csv)");
+    println!("{}", length_table(&read_train_lengths()?));
     let baselines = alignment_baselines(&length_held_out)?;
     println!("{}", models_report(&read_models()?, baselines));
 

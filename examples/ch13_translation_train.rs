@@ -7,7 +7,8 @@
 //! heads are (`ch13-seeds.csv`). Last, the length experiment: a GRU
 //! encoder–decoder with and without additive attention and the Transformer
 //! with and without cross-attention, three seeds each, on data balanced by
-//! source length (`ch13-lengths.csv`, `ch13-length-models.csv`, and the
+//! source length (`ch13-lengths.csv`, and the same measure on each
+//! model's training pairs, `ch13-train-lengths.csv`; `ch13-length-models.csv`, and the
 //! GRU with attention's weights). Run by `cargo xtask train`, not in CI:
 //! the figures come from the committed weights.
 //!
@@ -125,6 +126,14 @@ fn length_experiment(dir: &str) -> Result<(), report::error::ReportError> {
              cross-attention head's; NaN for the models without attention)"
         )
     );
+    let mut fitted = format!(
+        "{}\n{LENGTH_COLUMNS}\n",
+        header(
+            "one run per model and seed",
+            "greedy translations of the training pairs of each source length: how many exact, \
+             and the bucket's corpus BLEU"
+        )
+    );
     for model in LengthModel::ALL {
         for seed in LENGTH_SEEDS {
             let start = Instant::now();
@@ -147,6 +156,10 @@ fn length_experiment(dir: &str) -> Result<(), report::error::ReportError> {
             for r in &rows {
                 lengths += &(csv_line(r) + "\n");
             }
+            // The same on its own training pairs: what it fits, length by length.
+            for r in &length_rows(model, seed, &net.translate_all(&pairs)?, &pairs)? {
+                fitted += &(csv_line(r) + "\n");
+            }
             let row = ModelRow { model, seed, parameters, final_loss, exact, alignment };
             models += &(model_line(&row) + "\n");
             if model == LengthModel::GruAttention && seed == LENGTH_SEEDS[0] {
@@ -161,9 +174,10 @@ fn length_experiment(dir: &str) -> Result<(), report::error::ReportError> {
     }
     std::fs::write(format!("{dir}/ch13-lengths.csv"), lengths).expect("write the lengths");
     std::fs::write(format!("{dir}/ch13-length-models.csv"), models).expect("write the models");
+    std::fs::write(format!("{dir}/ch13-train-lengths.csv"), fitted).expect("write the fit");
     println!(
-        "wrote book/data/ch13-lengths.csv, book/data/ch13-length-models.csv and \
-         book/data/ch13-gru-attention-weights.txt"
+        "wrote book/data/ch13-lengths.csv, book/data/ch13-train-lengths.csv, \
+         book/data/ch13-length-models.csv and book/data/ch13-gru-attention-weights.txt"
     );
     Ok(())
 }

@@ -316,6 +316,37 @@ fn length_experiment(b: &mut Bindings) {
     let attending_losses: Vec<f64> = attending.iter().flat_map(|&m| losses_of(m)).collect();
     let (lo, hi) = range(&attending_losses);
     b.rounded("0.0001", lo).rounded("0.0011", hi);
+    // The same test on the training pairs: every model and seed, 600 pairs
+    // a length.
+    let fit = read_train_lengths().unwrap();
+    assert_eq!(fit.len(), rows.len());
+    assert!(fit.iter().all(|r| r.pairs == TRAIN_PER_LENGTH));
+    b.quoted(&length_table(&fit));
+    let fit_of = |m, l| spread(&fit, m, l, exact_share);
+    let fit_lowest =
+        fit.iter().filter(|r| attending.contains(&r.model)).map(exact_share).fold(1.0, f64::min);
+    b.rounded("0.998", fit_lowest);
+    b.claim("translate every training bucket exactly or\nnearly", fit_lowest >= 0.998);
+    b.claim(
+        "fall with length on the very pairs they were trained on",
+        [last, mean].iter().all(|&m| fit_of(m, 11).mean < fit_of(m, 3).mean.min(fit_of(m, 4).mean)),
+    );
+    b.rounded("0.998", fit_of(last, 4).mean)
+        .rounded("0.722", fit_of(last, 11).mean)
+        .rounded("0.987", fit_of(mean, 4).mean)
+        .rounded("0.735", fit_of(mean, 11).mean);
+    b.claim(
+        "On new sources they fall further",
+        [last, mean].iter().all(|&m| spread_of(m, 11).mean < fit_of(m, 11).mean),
+    );
+    b.rounded("0.430", spread_of(last, 11).mean).rounded("0.567", spread_of(mean, 11).mean);
+    let gap = |m, l| fit_of(m, l).mean - spread_of(m, l).mean;
+    b.claim(
+        "both grow with\nlength",
+        [last, mean]
+            .iter()
+            .all(|&m| fit_of(m, 11).mean < fit_of(m, 4).mean && gap(m, 11) > gap(m, 4)),
+    );
     // Both fall with length: every seed lower at 11 words than at 4, and
     // lower at 9 and 11 than at 3 and 4.
     let mut zigzag_in_every_seed = true;

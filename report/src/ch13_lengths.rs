@@ -220,7 +220,17 @@ pub fn csv_line(r: &LengthRow) -> String {
 
 /// The committed rows, `book/data/ch13-lengths.csv`.
 pub fn read_lengths() -> Result<Vec<LengthRow>, ReportError> {
-    let file = "ch13-lengths.csv";
+    read_length_file("ch13-lengths.csv")
+}
+
+/// The same measure on each model's own training pairs,
+/// `book/data/ch13-train-lengths.csv`: how well it fits what it was
+/// trained on, length by length.
+pub fn read_train_lengths() -> Result<Vec<LengthRow>, ReportError> {
+    read_length_file("ch13-train-lengths.csv")
+}
+
+fn read_length_file(file: &str) -> Result<Vec<LengthRow>, ReportError> {
     numeric_rows(file)?
         .into_iter()
         .map(|r| match r[..] {
