@@ -96,12 +96,17 @@ pub struct Ablation {
     pub first_half_loss: f64,
     /// The loss on the repeats.
     pub repeat_loss: f64,
+    /// The largest prefix-matching score of block 2's heads left.
+    pub prefix_after: f64,
 }
 
 /// Removes from `model` (the run of `seed`): nothing; the previous-token
 /// heads of block 1 that [`flagged`] finds; block 1's other heads; the
 /// prefix-matching heads of block 2 that it finds; and the strongest of
-/// those alone. Measures each on the chapter's repeated random sequences.
+/// those alone. A head is removed as [`LanguageModel::without_heads`]
+/// does: its output is zeroed before `W_O`. Measures each on the
+/// chapter's repeated random sequences, with the largest prefix-matching
+/// score of block 2's heads that are left.
 pub fn ablation(model: &LanguageModel<f32>, seed: u64) -> Result<Vec<Ablation>, ReportError> {
     let sequences = crate::ch15::repeats(model.config().vocab);
     let scores = induction_scores(model, &sequences)?;
@@ -132,19 +137,23 @@ pub fn ablation(model: &LanguageModel<f32>, seed: u64) -> Result<Vec<Ablation>, 
     .into_iter()
     .map(|(removed, heads)| {
         let s = induction_scores(&model.without_heads(&heads)?, &sequences)?;
+        let left = (0..model.config().heads).filter(|&h| !heads.contains(&(2, h + 1)));
+        let prefix_after = left.map(|h| s.prefix_matching[[1, h]]).fold(f64::NAN, f64::max);
         Ok(Ablation {
             seed,
             removed: removed.into(),
             heads,
             first_half_loss: s.first_half_loss,
             repeat_loss: s.repeat_loss,
+            prefix_after,
         })
     })
     .collect()
 }
 
 /// The columns of `book/data/ch15-control-ablation.tsv`.
-pub const ABLATION_COLUMNS: &str = "seed\tremoved\theads\tfirst_half_loss\trepeat_loss";
+pub const ABLATION_COLUMNS: &str =
+    "seed\tremoved\theads\tfirst_half_loss\trepeat_loss\tprefix_after";
 
 /// Heads as the ablation's file writes them: `block.head`, by commas.
 fn head_list(heads: &[(usize, usize)]) -> String {
@@ -159,12 +168,13 @@ fn head_list(heads: &[(usize, usize)]) -> String {
 /// One line of the ablation's file.
 pub fn ablation_line(a: &Ablation) -> String {
     format!(
-        "{}\t{}\t{}\t{:.5}\t{:.5}",
+        "{}\t{}\t{}\t{:.5}\t{:.5}\t{:.5}",
         a.seed,
         a.removed,
         head_list(&a.heads),
         a.first_half_loss,
-        a.repeat_loss
+        a.repeat_loss,
+        a.prefix_after
     )
 }
 
@@ -194,6 +204,7 @@ pub fn control_ablation() -> Result<Vec<Ablation>, ReportError> {
                 heads,
                 first_half_loss: number(file, f[3])?,
                 repeat_loss: number(file, f[4])?,
+                prefix_after: number(file, f[5])?,
             })
         })
         .collect()
@@ -211,10 +222,15 @@ pub fn ablation_table(rows: &[Ablation]) -> String {
                 heads.join(" "),
                 format!("{:.3}", a.first_half_loss),
                 format!("{:.3}", a.repeat_loss),
+                if a.prefix_after.is_nan() {
+                    "–".into()
+                } else {
+                    format!("{:.3}", a.prefix_after)
+                },
             ]
         })
         .collect();
-    table(&["seed", "removed", "block.head", "first half", "repeat"], &rows)
+    table(&["seed", "removed", "block.head", "first half", "repeat", "prefix matching left"], &rows)
 }
 
 /// Per seed, at each of `steps`: the losses on the first halves and the
@@ -257,25 +273,25 @@ pub fn copying_step(log: &[LogLine], seed: u64) -> Option<usize> {
         .min()
 }
 
-/// The chapter's repeated sequences drawn from a text's own characters
-/// rather than uniformly over the vocabulary: `count` halves of `half`
-/// characters, each the character at a random place of `text` (SplitMix64,
-/// `seed`), each half read twice.
+/// The chapter's repeated sequences drawn from a text rather than
+/// uniformly over the vocabulary: `count` windows of `half` consecutive
+/// characters of `text`, each at a random place (SplitMix64, `seed`), each
+/// read twice.
 pub fn corpus_repeats(text: &[u8], seed: u64, count: usize, half: usize) -> Vec<Vec<usize>> {
     let mut rng = SplitMix64::new(seed);
-    let len = text.len().max(1) as u64;
+    let places = text.len().saturating_sub(half).max(1) as u64;
     (0..count)
         .map(|_| {
-            let first: Vec<usize> = (0..half)
-                .map(|_| text.get((rng.next_u64() % len) as usize).map_or(0, |&c| usize::from(c)))
-                .collect();
+            let o = (rng.next_u64() % places) as usize;
+            let first: Vec<usize> =
+                text.get(o..o + half).unwrap_or(&[]).iter().map(|&c| usize::from(c)).collect();
             first.iter().chain(&first).copied().collect()
         })
         .collect()
 }
 
-/// What the book's model does on `probes` (each a half read twice, drawn
-/// from the corpus's own characters): its losses, and its strongest
+/// What the book's model does on `probes` (each a window of the corpus
+/// read twice): its losses, and its strongest
 /// previous-token and prefix-matching scores, against [`FLAG`] times those
 /// of attention spread evenly.
 pub fn corpus_probe_report(
@@ -297,9 +313,9 @@ pub fn corpus_probe_report(
         }
     };
     Ok(format!(
-        "the book's model on {} halves of {half} characters drawn from the validation split, each \
+        "the book's model on {} windows of {half} characters of the validation split, each \
          read twice: first half {:.3}, repeat {:.3}; largest previous-token score {:.3}, largest \
-         prefix-matching score in blocks 2-{} {:.3} (flagged from {:.3} and {:.3}); flagged as \
+         prefix-matching score in blocks 2-{} {:.3} (marks {:.3} and {:.3}); marked as \
          previous-token heads: {}; as prefix-matching heads: {}",
         probes.len(),
         s.first_half_loss,
@@ -341,7 +357,7 @@ pub fn control_verse_report(model: &LanguageModel<f32>) -> Result<String, Report
     let (block, head) = control_figure_head(model)?;
     Ok(format!(
         "the control (seed 1) on \"{INDUCTION_VERSE}\" read twice: first reading {:.3}, repeat \
-         {:.3}; block {} head {} puts {:.3} on the character after the first occurrence",
+         {:.3}; block {} head {} puts {:.3} on the position after the same place in the first reading",
         s.first_half_loss,
         s.repeat_loss,
         block + 1,
@@ -368,5 +384,33 @@ pub fn control_ablation_report(
     rows: &[Ablation],
     model: &LanguageModel<f32>,
 ) -> Result<String, ReportError> {
-    Ok(format!("{}\n{}", ablation_table(rows), control_verse_report(model)?))
+    Ok(format!(
+        "{}\n{}\n{}",
+        ablation_table(rows),
+        control_verse_report(model)?,
+        other_length_report(model)?
+    ))
+}
+
+/// The half of [`other_length_report`]'s sequences: not the 32 of the
+/// chapter's, so that a head that looks a fixed 31 positions back scores
+/// no better than chance on them.
+pub const OTHER_HALF: usize = 20;
+
+/// The control's block 2 on the chapter's repeated random sequences with
+/// halves of [`OTHER_HALF`] characters: its prefix-matching scores.
+pub fn other_length_report(model: &LanguageModel<f32>) -> Result<String, ReportError> {
+    let (seed, count, _) = crate::ch15::REPEATS;
+    let sequences = attn::lm::repeated_sequences(seed, count, OTHER_HALF, model.config().vocab);
+    let s = induction_scores(model, &sequences)?;
+    let row = s.prefix_matching.row(1);
+    let (low, high) =
+        row.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+    let (_, uniform) = crate::ch15_report::uniform_scores(OTHER_HALF);
+    Ok(format!(
+        "the control (seed 1) on {OTHER_HALF} random characters read twice: block 2's \
+         prefix-matching scores {low:.3} to {high:.3} (attention spread evenly: {uniform:.3}); \
+         first half {:.3}, repeat {:.3}",
+        s.first_half_loss, s.repeat_loss
+    ))
 }

@@ -360,7 +360,7 @@ pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<St
         .map(|(h, what)| {
             format!(
                 "on \"{INDUCTION_VERSE}\" read twice: block {} head {} (the strongest {what}) \
-                 puts {:.3} on the previous character and {:.3} on the one after the first occurrence",
+                 puts {:.3} on the previous character and {:.3} on the position after the same place in the first reading",
                 h.block + 1,
                 h.head + 1,
                 scores.previous_token[[h.block, h.head]],

@@ -7,7 +7,7 @@ use report::ch15::{control_heads, control_log, corpus_dir, HeadLine, REPEATS};
 use report::ch15_control::{
     ablation, control_ablation, control_ablation_report, control_figure_head, control_model,
     control_report, copying_step, corpus_probe_report, corpus_repeats, flagged, verse_losses,
-    CONTROL_MODEL, CONTROL_SEEDS, CONTROL_TRAINING, FLAG,
+    CONTROL_MODEL, CONTROL_SEEDS, CONTROL_TRAINING, FLAG, OTHER_HALF,
 };
 use report::ch15_report::{
     ablation_report, induction_table, top_heads, uniform_scores, verse_report, INDUCTION_VERSE,
@@ -101,7 +101,12 @@ fn control_section(b: &mut Bindings, d: &Data) {
         seeds.iter().all(|&s| at(s, steps).repeat_loss < at(s, first).repeat_loss),
     );
     let copying: Vec<f64> = seeds.iter().map(|&s| copying_step(&log, s).unwrap() as f64).collect();
-    b.claim("first falls below half", copying.iter().all(|&s| s > first as f64));
+    b.claim(
+        "most slowly in seed 3",
+        copying[2] >= max(&copying[..2]) && end_repeat[2] == max(&end_repeat),
+    );
+    b.rounded("1.79", end_repeat[2]).exact("3,000", steps as f64);
+    b.claim("first\nfalls below half", copying.iter().all(|&s| s > first as f64));
     b.exact("1,250", copying[0]).exact("1,250", copying[1]).exact("1,400", copying[2]);
     b.exact("3,000", steps as f64);
     let final_scores = |s: u64| {
@@ -118,29 +123,29 @@ fn control_section(b: &mut Bindings, d: &Data) {
             previous_token: q,
         }
     };
-    let flags: Vec<_> =
-        seeds.iter().map(|&s| flagged(&final_scores(s), half_of(c.context))).collect();
+    let half = half_of(c.context);
+    let flags: Vec<_> = seeds.iter().map(|&s| flagged(&final_scores(s), half)).collect();
     assert!(flags.iter().all(|(prev, prefix)| prev.len() == 2
         && prev.iter().all(|h| h.0 == 0)
         && prefix.len() == c.heads
         && prefix.iter().all(|h| h.0 == 1)));
+    let score_of = |s: u64, bl: usize, hd: usize| {
+        heads
+            .iter()
+            .find(|h| h.seed == s && h.step == steps && h.block == bl && h.head == hd)
+            .unwrap()
+    };
     let flagged_previous: Vec<f64> = seeds
         .iter()
         .zip(&flags)
         .flat_map(|(&s, (prev, _))| prev.iter().map(move |&(bl, hd)| (s, bl, hd)))
-        .map(|(s, bl, hd)| {
-            heads
-                .iter()
-                .find(|h| h.seed == s && h.step == steps && h.block == bl && h.head == hd)
-                .unwrap()
-                .previous_token
-        })
+        .map(|(s, bl, hd)| score_of(s, bl, hd).previous_token)
         .collect();
     b.rounded("0.34", min(&flagged_previous)).rounded("0.46", max(&flagged_previous));
     let block2: Vec<f64> =
         seeds.iter().flat_map(|&s| scores(&heads, s, steps, 1, |h| h.prefix_matching)).collect();
     b.rounded("0.53", min(&block2)).rounded("0.70", max(&block2));
-    let (uniform_previous, uniform_prefix) = uniform_scores(half_of(c.context));
+    let (uniform_previous, uniform_prefix) = uniform_scores(half);
     b.rounded("0.059", uniform_previous).rounded("0.021", uniform_prefix);
     b.exact("5", FLAG);
     b.claim(
@@ -154,10 +159,10 @@ fn control_section(b: &mut Bindings, d: &Data) {
     let again = ablation(&model, 1).unwrap();
     for (a, r) in again.iter().zip(rows.iter().filter(|r| r.seed == 1)) {
         assert_eq!((&a.removed, &a.heads), (&r.removed, &r.heads));
-        assert!(
-            (a.repeat_loss - r.repeat_loss).abs() < 1e-4
-                && (a.first_half_loss - r.first_half_loss).abs() < 1e-4
-        );
+        for (x, y) in [(a.repeat_loss, r.repeat_loss), (a.first_half_loss, r.first_half_loss)] {
+            assert!((x - y).abs() < 1e-4, "{x} vs {y}");
+        }
+        assert!(a.prefix_after.is_nan() == r.prefix_after.is_nan());
     }
     let pick = |removed: &str| -> Vec<&report::ch15_control::Ablation> {
         seeds
@@ -172,22 +177,26 @@ fn control_section(b: &mut Bindings, d: &Data) {
         pick("prefix-matching heads of block 2"),
         pick("the strongest of those alone"),
     );
+    assert!(previous.iter().chain(&others).all(|r| r.heads.len() == 2));
+    b.claim(
+        "the loss on\nthe repeat rises from",
+        (0..3).all(|i| previous[i].repeat_loss > none[i].repeat_loss),
+    );
     b.rounded("0.48", none[0].repeat_loss)
         .rounded("0.83", none[1].repeat_loss)
         .rounded("1.79", none[2].repeat_loss);
     b.rounded("5.03", previous[0].repeat_loss)
         .rounded("5.59", previous[1].repeat_loss)
         .rounded("4.41", previous[2].repeat_loss);
-    b.claim(
-        "the loss on the repeat rises from",
-        (0..3).all(|i| previous[i].repeat_loss > none[i].repeat_loss),
-    );
     let easier = previous
         .iter()
         .map(|r| r.first_half_loss - r.repeat_loss)
         .fold(f64::NEG_INFINITY, f64::max);
     b.at_most("0.06", easier);
-    b.claim("no easier than the", easier <= 0.06);
+    b.claim("no easier than the first reading", easier <= 0.06);
+    let left_without_previous: Vec<f64> = previous.iter().map(|r| r.prefix_after).collect();
+    b.claim("stop matching prefixes", max(&left_without_previous) < 2.0 * uniform_prefix);
+    b.rounded("0.022", min(&left_without_previous)).rounded("0.038", max(&left_without_previous));
     let other_repeat: Vec<f64> = others.iter().map(|r| r.repeat_loss).collect();
     b.rounded("0.72", min(&other_repeat)).rounded("1.95", max(&other_repeat));
     b.claim(
@@ -196,24 +205,45 @@ fn control_section(b: &mut Bindings, d: &Data) {
             other_repeat[i] > none[i].repeat_loss && other_repeat[i] < previous[i].repeat_loss / 2.0
         }),
     );
+    let left_without_others: Vec<f64> = others.iter().map(|r| r.prefix_after).collect();
+    b.claim("block 2 still matches", min(&left_without_others) > FLAG * uniform_prefix);
+    b.rounded("0.597", min(&left_without_others)).rounded("0.756", max(&left_without_others));
+    b.claim(
+        "the loss on the repeat rises to",
+        (0..3).all(|i| prefix[i].repeat_loss > none[i].repeat_loss),
+    );
     let prefix_repeat: Vec<f64> = prefix.iter().map(|r| r.repeat_loss).collect();
     b.rounded("5.25", min(&prefix_repeat)).rounded("5.26", max(&prefix_repeat));
-    b.claim("it rises to", (0..3).all(|i| prefix[i].repeat_loss > none[i].repeat_loss));
     let rise = (0..3)
         .map(|i| alone[i].repeat_loss - none[i].repeat_loss)
         .fold(f64::NEG_INFINITY, f64::max);
     b.at_most("0.13", rise);
-    b.claim("the four share the work", prefix.iter().all(|r| r.heads.len() == 4) && rise < 0.2);
+    b.exact("three", (c.heads - alone[0].heads.len()) as f64);
+    b.claim(
+        "the three left still\ndo the work",
+        prefix.iter().all(|r| r.heads.len() == c.heads) && rise < 0.2,
+    );
     b.quoted(&control_ablation_report(&rows, &model).unwrap());
+    // The paragraph after it.
+    let back = INDUCTION_VERSE.len() - 1;
+    b.exact("31", back as f64);
+    let other = other_length_scores(&model);
+    b.exact("20", OTHER_HALF as f64);
+    b.rounded("0.736", min(&other)).rounded("0.766", max(&other));
+    b.rounded("0.034", uniform_scores(OTHER_HALF).1);
+    let end_first: Vec<f64> = seeds.iter().map(|&s| at(s, steps).first_half_loss).collect();
+    b.value("4.8", (min(&end_first) + max(&end_first)) / 2.0, 0.06);
+    b.rounded("4.43", (c.vocab as f64).ln());
+    let first_without: Vec<f64> = previous.iter().map(|r| r.first_half_loss).collect();
+    b.rounded("4.46", min(&first_without)).rounded("4.50", max(&first_without));
     let verse = verse_losses(&model).unwrap();
-    b.exact("32", half_of(c.context) as f64);
+    b.exact("32", INDUCTION_VERSE.len() as f64);
     b.rounded("5.370", verse.first_half_loss).rounded("1.637", verse.repeat_loss);
     // Figure 15.3.
     let (block, head) = control_figure_head(&model).unwrap();
     let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
     let fwd = model.forward(&[report::ch15::vocabulary().encode(&text).unwrap()]).unwrap();
     let w = fwd.weights(block, 0, head).unwrap();
-    let back = INDUCTION_VERSE.len() - 1;
     let on_diagonal = (INDUCTION_VERSE.len()..text.len())
         .filter(|&i| {
             let row = w.row(i);
@@ -224,9 +254,18 @@ fn control_section(b: &mut Bindings, d: &Data) {
         .exact("64", text.len() as f64)
         .exact("31", back as f64);
     b.claim("Most rows put their largest weight", 2 * on_diagonal > INDUCTION_VERSE.len());
-    b.exact("2", (block + 1) as f64)
-        .exact("32", INDUCTION_VERSE.len() as f64)
-        .exact("31", back as f64);
+    b.exact("32", INDUCTION_VERSE.len() as f64);
+    b.claim("Most characters of the repeat look", 2 * on_diagonal > INDUCTION_VERSE.len());
+    b.exact("31", back as f64);
+    assert_eq!(block, 1, "the figure's head is in block 2");
+}
+
+/// Block 2's prefix-matching scores of the control (seed 1) on halves of
+/// [`OTHER_HALF`].
+fn other_length_scores(model: &attn::lm::LanguageModel<f32>) -> Vec<f64> {
+    let (seed, count, _) = REPEATS;
+    let sequences = attn::lm::repeated_sequences(seed, count, OTHER_HALF, model.config().vocab);
+    induction_scores(model, &sequences).unwrap().prefix_matching.row(1).to_vec()
 }
 
 fn half_of(context: usize) -> usize {
@@ -366,23 +405,31 @@ fn corpus_characters(b: &mut Bindings, d: &Data, ends: &[f64]) {
     let corpus = Corpus::shakespeare(corpus_dir()).unwrap();
     let (seed, count, half) = REPEATS;
     let probes = corpus_repeats(corpus.validation(), seed, count, half);
+    b.exact("32", half as f64);
     b.quoted(&corpus_probe_report(&d.model, &probes).unwrap());
     let s = induction_scores(&d.model, &probes).unwrap();
     let (previous, prefix) = flagged(&s, half);
-    assert_eq!(
-        (previous.len(), prefix.len()),
-        (1, 0),
-        "one previous-token head, no prefix matching"
-    );
-    let (block, head) = previous[0];
-    b.exact("1", (block + 1) as f64).exact("4", (head + 1) as f64);
+    assert!(prefix.is_empty() && previous.iter().all(|h| h.0 == 0), "{previous:?}");
+    assert_eq!(previous.len(), 2, "two heads of block 1");
+    b.exact("1", (previous[0].1 + 1) as f64).exact("4", (previous[1].1 + 1) as f64);
     b.exact("4", c.layers as f64);
-    b.claim("the repeat costs more than the\nfirst reading", s.repeat_loss > s.first_half_loss);
-    let verse = verse_losses(&d.model).unwrap();
+    b.claim("no head of blocks 2 to 4 matches\nprefixes", prefix.is_empty());
+    b.claim("the repeat costs more than the first reading", s.repeat_loss > s.first_half_loss);
     b.exact("32", half as f64);
-    b.rounded("1.676", verse.first_half_loss).rounded("1.667", verse.repeat_loss);
+    // The corpus's splits hold token ids.
+    let ids = report::ch15::vocabulary().encode(INDUCTION_VERSE).unwrap();
+    let verse: Vec<u8> = ids.iter().map(|&t| t as u8).collect();
+    let verse = verse.as_slice();
+    let holds = |text: &[u8]| text.windows(verse.len()).any(|w| w == verse);
+    // "the Sonnets are in the training split"
+    assert!(holds(corpus.train()) && !holds(corpus.validation()), "Sonnet XVIII is trained on");
+    let book_verse = verse_losses(&d.model).unwrap();
+    b.rounded("1.676", book_verse.first_half_loss).rounded("1.667", book_verse.repeat_loss);
     let control = verse_losses(&control_model().unwrap()).unwrap();
     b.rounded("5.370", control.first_half_loss).rounded("1.637", control.repeat_loss);
+    let control_seen = CONTROL_TRAINING.steps * CONTROL_TRAINING.batch * CONTROL_MODEL.context;
+    b.rounded("2.3", control_seen as f64 / 1e6);
     let seen = SHAKESPEARE_TRAINING.steps * SHAKESPEARE_TRAINING.batch * c.context;
     b.rounded("1.5", seen as f64 / 1e6);
+    b.exact("64", c.context as f64);
 }
