@@ -192,7 +192,8 @@ pub(crate) fn figures() -> Step {
     }
     side_by_side(&examples, |example| {
         let mut cmd = Command::new(&paths[example]);
-        cmd.current_dir(root());
+        // Into book/figures: a reader's own runs draw into target/figures.
+        cmd.current_dir(root()).env("ATTN_BOOK_FIGURES", "1");
         cmd
     })
 }

@@ -1,6 +1,7 @@
 //! Shared figure helpers for the chapter examples: a labelled heatmap with a
 //! colour bar, and a line chart. Every figure is an SVG written into
-//! `book/figures/`, with its text turned into outlines of the embedded Noto
+//! `book/figures/` by `cargo xtask figures` (into `target/figures/` when a
+//! reader runs an example by hand: [`figure_path`]), with its text turned into outlines of the embedded Noto
 //! Sans font, so the file looks the same in every browser and is
 //! byte-identical on every run.
 
@@ -14,9 +15,23 @@ mod outline;
 /// The font family name the figures use; registered from embedded bytes.
 const FAMILY: &str = "sans-serif";
 
-/// Where figure `name` (e.g. `"ch02-weights.svg"`) lives in the book.
+/// The variable that `cargo xtask figures` (and `test`, `serve`) sets so
+/// that the examples draw the book's own figures.
+pub const BOOK_FIGURES: &str = "ATTN_BOOK_FIGURES";
+
+/// Where figure `name` (e.g. `"ch02-weights.svg"`) is written: into the
+/// book's `book/figures/` when [`BOOK_FIGURES`] is set to `1`, as `cargo
+/// xtask figures` sets it; otherwise into `target/figures/`, so that a
+/// reader who runs an example with other parameters never overwrites a
+/// figure the book shows.
 pub fn figure_path(name: &str) -> PathBuf {
-    crate::root().join("book").join("figures").join(name)
+    figure_path_for(name, std::env::var(BOOK_FIGURES).is_ok_and(|v| v == "1"))
+}
+
+/// [`figure_path`], into the book's figures or not.
+pub fn figure_path_for(name: &str, book: bool) -> PathBuf {
+    let dir = if book { "book" } else { "target" };
+    crate::root().join(dir).join("figures").join(name)
 }
 
 /// Registers the embedded Noto Sans as the figures' font. Idempotent.
@@ -26,7 +41,7 @@ fn register_font() {
 }
 
 /// Draws into an in-memory SVG of `size` pixels with `draw`, then writes it
-/// to `book/figures/name` with all text converted to glyph outlines.
+/// to [`figure_path`] with all text converted to glyph outlines.
 fn render(
     name: &str,
     size: (u32, u32),
@@ -45,7 +60,7 @@ fn render(
         legible(name, size.0, em as f64, &text);
     }
     let path = figure_path(name);
-    std::fs::create_dir_all(path.parent().unwrap()).expect("create book/figures");
+    std::fs::create_dir_all(path.parent().unwrap()).expect("create the figures' folder");
     std::fs::write(&path, svg).expect("write figure");
     path
 }
@@ -107,3 +122,20 @@ mod heatmap;
 pub use chart::*;
 #[allow(unused_imports)]
 pub use heatmap::*;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader's run of an example writes under `target/`; only the runs
+    /// `cargo xtask figures` makes write the book's figures.
+    #[test]
+    fn only_the_books_own_runs_write_book_figures() {
+        let book = figure_path_for("ch05-heads.svg", true);
+        let reader = figure_path_for("ch05-heads.svg", false);
+        assert!(book.ends_with("book/figures/ch05-heads.svg"), "{}", book.display());
+        assert!(reader.ends_with("target/figures/ch05-heads.svg"), "{}", reader.display());
+        assert_eq!(book.parent().unwrap().parent(), Some(crate::root().join("book").as_path()));
+        assert_eq!(reader.parent().unwrap().parent(), Some(crate::root().join("target").as_path()));
+    }
+}
