@@ -13,13 +13,12 @@ use attn::lm::{
 };
 use attn::nn::{Activation, Parameters};
 use report::ch15::{
-    book_model, final_losses, head_log, samples, training_log, HeadLine, LogLine, PROMPT, REPEATS,
+    book_model, final_losses, head_log, samples, training_log, HeadLine, LogLine, PROMPT,
     SAMPLE_LENGTH, SAMPLE_SEED, SAMPLE_SETTINGS, VOCAB,
 };
 use report::ch15_report::{
-    ablation_report, cache_check, cache_report, cache_speeds, induction_table, loss_table,
-    penalty_report, pytorch_log, speed_report, top_heads, training_speeds, uniform_scores,
-    verse_report, TrainingSpeeds, INDUCTION_VERSE, PENALTY, REPORT_STEPS, SLIDING_TEMPERATURE,
+    cache_check, cache_report, cache_speeds, loss_table, penalty_report, pytorch_log, speed_report,
+    training_speeds, TrainingSpeeds, PENALTY, REPORT_STEPS, SLIDING_TEMPERATURE,
 };
 use report::numbers::{captured, repository_file, Bindings, Evidence};
 use report::provenance::Provenance;

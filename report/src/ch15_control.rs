@@ -58,6 +58,9 @@ pub fn largest(
         .fold(f64::NEG_INFINITY, f64::max)
 }
 
+/// A head: its block and its head, from 0.
+pub type Head = (usize, usize);
+
 /// A head is flagged as a previous-token or prefix-matching head when its
 /// score is at least this many times that of attention spread evenly over
 /// the causal row.
@@ -67,10 +70,7 @@ pub const FLAG: f64 = 5.0;
 /// previous-token heads and as prefix-matching heads, on sequences of
 /// `half` tokens read twice (prefix-matching heads in block 2 and later
 /// only: block 1's keys know only their own token and position).
-pub fn flagged(
-    scores: &InductionScores,
-    half: usize,
-) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+pub fn flagged(scores: &InductionScores, half: usize) -> (Vec<Head>, Vec<Head>) {
     let (uniform_previous, uniform_prefix) = crate::ch15_report::uniform_scores(half);
     let over = |m: &ndarray::Array2<f64>, floor: f64, first: usize| {
         let at = m.indexed_iter().filter(|&((b, _), &x)| b >= first && x >= FLAG * floor);
