@@ -12,22 +12,19 @@
 //! cargo xtask train control   # = cargo run --release --example ch15_control_train
 //! ```
 
-use std::fmt::Write;
 use std::time::Instant;
 
 use attn::lm::{
     induction_scores, periodic_training_batch, train_on_batches, Corpus, LanguageModel,
 };
-use report::ch15::{book_model, corpus_dir, repeats, REPEATS};
+use report::ch15::{
+    book_model, corpus_dir, log_entry, repeats, HEAD_COLUMNS, LOG_COLUMNS, REPEATS,
+};
 use report::ch15_control::{
     ablation, ablation_line, ablation_table, control_validation, corpus_probe_report,
     corpus_repeats, ABLATION_COLUMNS, CONTROL_MODEL, CONTROL_SEEDS, CONTROL_TRAINING,
 };
 use report::provenance::header;
-
-/// The columns of a training log (those of chapter 15's).
-const LOG_COLUMNS: &str =
-    "seed\tstep\ttrain_loss\tvalidation_loss\tlr\ttokens_per_second\tfirst_half_loss\trepeat_loss";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
@@ -36,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                    of 32 characters repeated once";
     let mut training = format!("{}\n{LOG_COLUMNS}\n", header("one run per seed", details));
     let mut heads = format!(
-        "{}\nseed\tstep\tblock\thead\tprefix_matching\tprevious_token\n",
+        "{}\n{HEAD_COLUMNS}\n",
         header(
             "one run per seed",
             "mean attention weights on 24 random sequences of 32 characters repeated once"
@@ -67,22 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         "seed {seed} step {:4}: train {:.4}, held out {:.4}, repeat {:.3} (first half {:.3})",
                         e.step, e.train_loss, e.validation_loss, s.repeat_loss, s.first_half_loss
                     );
-                    let _ = writeln!(
-                        training,
-                        "{seed}\t{}\t{:.5}\t{:.5}\t{:.6e}\t{:.1}\t{:.5}\t{:.5}",
-                        e.step,
-                        e.train_loss,
-                        e.validation_loss,
-                        e.lr,
-                        e.tokens_per_second,
-                        s.first_half_loss,
-                        s.repeat_loss
-                    );
-                    for ((block, head), p) in s.prefix_matching.indexed_iter() {
-                        let q = s.previous_token[[block, head]];
-                        let _ =
-                            writeln!(heads, "{seed}\t{}\t{block}\t{head}\t{p:.5}\t{q:.5}", e.step);
-                    }
+                    log_entry(&mut training, &mut heads, seed, e, &s);
                 }
                 Err(err) => failure = Some(err),
             },

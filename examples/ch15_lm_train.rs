@@ -10,10 +10,9 @@
 //! cargo xtask train lm     # = cargo run --release --example ch15_lm_train
 //! ```
 
-use std::fmt::Write;
 use std::time::Instant;
 
-use report::ch15::{corpus_dir, repeats};
+use report::ch15::{corpus_dir, log_entry, repeats, HEAD_COLUMNS, LOG_COLUMNS};
 use report::provenance::header;
 
 use attn::lm::{
@@ -25,10 +24,6 @@ use attn::nn::Parameters;
 /// The seeds whose runs the chapter compares; the first one's weights are
 /// the book's model.
 const SEEDS: [u64; 3] = [1, 2, 3];
-
-/// The columns of a training log.
-const LOG_COLUMNS: &str =
-    "seed\tstep\ttrain_loss\tvalidation_loss\tlr\ttokens_per_second\tfirst_half_loss\trepeat_loss";
 
 /// One training run's log lines and its heads' scores, as text.
 struct Logs {
@@ -45,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut learned = Logs {
         training: format!("{}\n{LOG_COLUMNS}\n", header("one run per seed", details)),
         heads: format!(
-            "{}\nseed\tstep\tblock\thead\tprefix_matching\tprevious_token\n",
+            "{}\n{HEAD_COLUMNS}\n",
             header(
                 "one run per seed",
                 "mean attention weights on 24 random sequences of 32 characters repeated once"
@@ -104,22 +99,7 @@ fn train(
                     s.first_half_loss,
                     e.tokens_per_second
                 );
-                let _ = writeln!(
-                    logs.training,
-                    "{seed}\t{}\t{:.5}\t{:.5}\t{:.6e}\t{:.1}\t{:.5}\t{:.5}",
-                    e.step,
-                    e.train_loss,
-                    e.validation_loss,
-                    e.lr,
-                    e.tokens_per_second,
-                    s.first_half_loss,
-                    s.repeat_loss
-                );
-                for ((block, head), p) in s.prefix_matching.indexed_iter() {
-                    let q = s.previous_token[[block, head]];
-                    let _ =
-                        writeln!(logs.heads, "{seed}\t{}\t{block}\t{head}\t{p:.5}\t{q:.5}", e.step);
-                }
+                log_entry(&mut logs.training, &mut logs.heads, seed, e, &s);
             }
             Err(err) => failure = Some(err),
         }

@@ -46,6 +46,40 @@ pub(crate) fn read_model(file: &str) -> Result<LanguageModel<f32>, ReportError> 
     Ok(LanguageModel::from_safetensors(&bytes)?)
 }
 
+/// The columns of a training log (`ch15-training.tsv` and the control's).
+pub const LOG_COLUMNS: &str =
+    "seed\tstep\ttrain_loss\tvalidation_loss\tlr\ttokens_per_second\tfirst_half_loss\trepeat_loss";
+
+/// The columns of a log of the heads' induction scores.
+pub const HEAD_COLUMNS: &str = "seed\tstep\tblock\thead\tprefix_matching\tprevious_token";
+
+/// Appends one log entry of `seed`'s run to a training log, and its heads'
+/// `scores` at that step to a head log, in the columns above.
+pub fn log_entry(
+    training: &mut String,
+    heads: &mut String,
+    seed: u64,
+    e: &attn::lm::LogEntry,
+    s: &attn::lm::InductionScores,
+) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        training,
+        "{seed}\t{}\t{:.5}\t{:.5}\t{:.6e}\t{:.1}\t{:.5}\t{:.5}",
+        e.step,
+        e.train_loss,
+        e.validation_loss,
+        e.lr,
+        e.tokens_per_second,
+        s.first_half_loss,
+        s.repeat_loss
+    );
+    for ((block, head), p) in s.prefix_matching.indexed_iter() {
+        let q = s.previous_token[[block, head]];
+        let _ = writeln!(heads, "{seed}\t{}\t{block}\t{head}\t{p:.5}\t{q:.5}", e.step);
+    }
+}
+
 /// One line of `book/data/ch15-training.tsv`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogLine {
