@@ -1,4 +1,4 @@
-//! Chapter 5, exercise 2: one head's weights, the slow way.
+//! Chapter 5, exercise 3: one head's weights, the slow way.
 
 use ndarray::{s, Array2, ArrayRef2};
 
