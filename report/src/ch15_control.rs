@@ -10,7 +10,7 @@ use attn::lm::{
 };
 
 use crate::ch15::{number, HeadLine, LogLine};
-use crate::ch15_report::INDUCTION_VERSE;
+use crate::ch15_report::{verse_losses, INDUCTION_VERSE};
 use crate::error::ReportError;
 use crate::measurements::{data_file, data_rows};
 use crate::show::table;
@@ -341,14 +341,6 @@ pub fn control_figure_head(model: &LanguageModel<f32>) -> Result<(usize, usize),
     let row = s.prefix_matching.row(1);
     let head = (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0);
     Ok((1, head))
-}
-
-/// The first reading and the repeat of [`INDUCTION_VERSE`] read twice:
-/// their losses under `model`, and what its figure's head puts on the
-/// character after the first occurrence.
-pub fn verse_losses(model: &LanguageModel<f32>) -> Result<InductionScores, ReportError> {
-    let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
-    Ok(induction_scores(model, &[crate::ch15::vocabulary().encode(&text)?])?)
 }
 
 /// What the control does on [`INDUCTION_VERSE`] read twice.

@@ -9,7 +9,7 @@ use crate::show::table;
 /// The steps of the training log the chapter shows.
 pub const REPORT_STEPS: [usize; 7] = [100, 200, 300, 500, 1000, 1500, 2000];
 
-/// The line of verse Figure 15.3 repeats: 32 characters, read twice.
+/// The line of verse Figures 15.3 and 15.5 repeat: 32 characters, read twice.
 pub const INDUCTION_VERSE: &str = "Shall I compare thee to a summer";
 
 /// The largest difference allowed between cached and recomputed logits.
@@ -328,7 +328,7 @@ pub fn call_cost_report(rows: &[CacheSpeed]) -> String {
     out
 }
 
-/// The heads of Figure 15.3, from seed 1's last step: its strongest
+/// The heads of Figure 15.5, from seed 1's last step: its strongest
 /// previous-token head and its strongest prefix-matching head of blocks 2
 /// to 4.
 pub fn figure_heads(heads: &[HeadLine]) -> [&HeadLine; 2] {
@@ -351,9 +351,17 @@ pub fn figure_heads(heads: &[HeadLine]) -> [&HeadLine; 2] {
     [strongest(|h| h.previous_token), strongest(prefix)]
 }
 
-/// What the heads of Figure 15.3 do on [`INDUCTION_VERSE`] read twice.
+/// The induction scores of `model` on [`INDUCTION_VERSE`] read twice:
+/// the losses of the first reading and of the repeat, and every head's
+/// scores.
+pub fn verse_losses(model: &LanguageModel<f32>) -> Result<attn::lm::InductionScores, ReportError> {
+    let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
+    Ok(attn::lm::induction_scores(model, &[vocabulary().encode(&text)?])?)
+}
+
+/// What the heads of Figure 15.5 do on [`INDUCTION_VERSE`] read twice.
 pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<String, ReportError> {
-    let scores = crate::ch15_control::verse_losses(model)?;
+    let scores = verse_losses(model)?;
     let mut lines: Vec<String> = figure_heads(heads)
         .iter()
         .zip(["previous-token head", "prefix-matching head of blocks 2–4"])
@@ -377,7 +385,7 @@ pub fn verse_report(model: &LanguageModel<f32>, heads: &[HeadLine]) -> Result<St
 
 /// Removing heads from the book's model (seed 1): the loss on the first
 /// readings and on the repeats of [`crate::ch15::REPEATS`], without
-/// nothing, without each head of Figure 15.3, and without another head of
+/// nothing, without each head of Figure 15.5, and without another head of
 /// the same block drawn at random (SplitMix64, seed 1).
 pub fn ablation_report(
     model: &LanguageModel<f32>,

@@ -14,11 +14,7 @@ use crate::real::Real;
 /// `count` sequences of `half` random tokens (of a vocabulary of `vocab`)
 /// followed by the same `half` tokens again.
 pub fn repeated_sequences(seed: u64, count: usize, half: usize, vocab: usize) -> Vec<Vec<usize>> {
-    repeated_batch(&mut SplitMix64::new(seed), count, half, vocab)
-}
-
-/// [`repeated_sequences`] drawn from `rng`.
-fn repeated_batch(rng: &mut SplitMix64, count: usize, half: usize, vocab: usize) -> Batch {
+    let mut rng = SplitMix64::new(seed);
     (0..count)
         .map(|_| {
             let first: Vec<usize> =

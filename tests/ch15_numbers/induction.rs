@@ -6,11 +6,12 @@ use attn::lm::{induction_scores, Corpus, SHAKESPEARE_TRAINING};
 use report::ch15::{control_heads, control_log, corpus_dir, HeadLine, REPEATS};
 use report::ch15_control::{
     ablation, control_ablation, control_ablation_report, control_figure_head, control_model,
-    control_report, copying_step, corpus_probe_report, corpus_repeats, flagged, verse_losses,
+    control_report, copying_step, corpus_probe_report, corpus_repeats, flagged, largest,
     CONTROL_MODEL, CONTROL_SEEDS, CONTROL_TRAINING, FLAG, OTHER_HALF,
 };
 use report::ch15_report::{
-    ablation_report, induction_table, top_heads, uniform_scores, verse_report, INDUCTION_VERSE,
+    ablation_report, induction_table, top_heads, uniform_scores, verse_losses, verse_report,
+    INDUCTION_VERSE,
 };
 use report::numbers::{Bindings, Evidence};
 
@@ -58,7 +59,7 @@ fn control_section(b: &mut Bindings, d: &Data) {
     let at =
         |seed: u64, step: usize| log.iter().find(|l| l.seed == seed && l.step == step).unwrap();
     let top = |seed: u64, step: usize, block: usize, f: fn(&HeadLine) -> f64| {
-        max(&scores(&heads, seed, step, block, f))
+        largest(&heads, seed, step, block, f)
     };
     let over_seeds = |f: &dyn Fn(u64) -> f64| seeds.iter().map(|&s| f(s)).collect::<Vec<f64>>();
     // Figure 15.2's alt text.
