@@ -3,7 +3,7 @@
 //! number the chapter quotes and draws its two figures.
 //!
 //! ```text
-//! cargo run --release --example ch01_origins
+//! cargo run --example ch01_origins
 //! ```
 
 use report::plot;

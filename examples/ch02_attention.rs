@@ -2,7 +2,7 @@
 //! quotes and draws its figure.
 //!
 //! ```text
-//! cargo run --release --example ch02_attention
+//! cargo run --example ch02_attention
 //! ```
 
 use report::plot;

@@ -2,7 +2,7 @@
 //! tables the chapter quotes and draws its three figures.
 //!
 //! ```text
-//! cargo run --release --example ch03_scaling
+//! cargo run --example ch03_scaling
 //! ```
 
 use report::plot;

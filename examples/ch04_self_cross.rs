@@ -3,7 +3,7 @@
 //! cross-attention weights.
 //!
 //! ```text
-//! cargo run --release --example ch04_self_cross
+//! cargo run --example ch04_self_cross
 //! ```
 
 use report::plot;

@@ -2,7 +2,7 @@
 //! of the layer, the entropy of each head, and draws the per-head weights.
 //!
 //! ```text
-//! cargo run --release --example ch05_multihead
+//! cargo run --example ch05_multihead
 //! ```
 
 use report::plot;

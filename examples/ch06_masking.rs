@@ -3,7 +3,7 @@
 //! chapter's three figures.
 //!
 //! ```text
-//! cargo run --release --example ch06_masking
+//! cargo run --example ch06_masking
 //! ```
 
 use report::plot;

@@ -4,7 +4,7 @@
 //! draws the chapter's four figures.
 //!
 //! ```text
-//! cargo run --release --example ch07_position
+//! cargo run --example ch07_position
 //! ```
 
 use report::ch07::{

@@ -4,7 +4,7 @@
 //! nothing itself, so its output and figures are the same on every run.
 //!
 //! ```text
-//! cargo run --release --example ch08_cost
+//! cargo run --example ch08_cost
 //! ```
 
 use report::ch08::{figure_lengths, D_MODEL, REFERENCE_LENGTH};

@@ -4,7 +4,7 @@
 //! three figures. Its output and figures are the same on every run.
 //!
 //! ```text
-//! cargo run --release --example ch09_efficient
+//! cargo run --example ch09_efficient
 //! ```
 
 use report::plot;

@@ -4,7 +4,7 @@
 //! encoder-decoder diagram and the residual-stream chart.
 //!
 //! ```text
-//! cargo run --release --example ch10_block
+//! cargo run --example ch10_block
 //! ```
 
 use report::plot;

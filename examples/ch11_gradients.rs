@@ -4,7 +4,7 @@
 //! scale; draws the gradient-norm chart.
 //!
 //! ```text
-//! cargo run --release --example ch11_gradients
+//! cargo run --example ch11_gradients
 //! ```
 
 use report::plot;

@@ -4,7 +4,7 @@
 //! examples, and draws the loss curve and the learned attention maps.
 //!
 //! ```text
-//! cargo run --release --example ch12_tiny_model
+//! cargo run --example ch12_tiny_model
 //! ```
 
 use report::plot;

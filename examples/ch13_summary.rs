@@ -6,7 +6,7 @@
 //! length.
 //!
 //! ```text
-//! cargo run --release --example ch13_summary
+//! cargo run --example ch13_summary
 //! ```
 
 use attn::translation::{summary_words, translate, Seq2Seq, SummaryPair, RUN_LENGTHS};

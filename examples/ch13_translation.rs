@@ -6,7 +6,7 @@
 //! loss curves.
 //!
 //! ```text
-//! cargo run --release --example ch13_translation
+//! cargo run --example ch13_translation
 //! ```
 
 use report::plot;

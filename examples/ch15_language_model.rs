@@ -6,7 +6,7 @@
 //! neither the corpus nor Python.
 //!
 //! ```text
-//! cargo run --release --example ch15_language_model
+//! cargo run --example ch15_language_model
 //! ```
 
 use ndarray::Array2;

@@ -7,7 +7,7 @@
 //! corpus nor Python.
 //!
 //! ```text
-//! cargo run --release --example ch16_sharing_keys
+//! cargo run --example ch16_sharing_keys
 //! ```
 
 use report::ch16::pooled::{pooled_runs, pooled_table};

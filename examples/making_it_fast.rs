@@ -5,7 +5,7 @@
 //! roofline.
 //!
 //! ```text
-//! cargo run --release --example making_it_fast
+//! cargo run --example making_it_fast
 //! ```
 
 use attn::experiments::roofline::roofline;

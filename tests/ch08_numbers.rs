@@ -28,9 +28,9 @@ const CHAPTER: &str = "ch08-cost-of-attention.md";
 const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
 
-/// The benchmarks' head width `d`, as `benches/attention.rs` sets it.
+/// The benchmarks' head width `d`, as `checks/benches/attention.rs` sets it.
 fn head_width() -> f64 {
-    report::numbers::number_in_source("benches/attention.rs", "D", "= ")
+    report::numbers::number_in_source("checks/benches/attention.rs", "D", "= ")
 }
 
 fn cost_model_and_figure_8_1(b: &mut Bindings) {

@@ -339,8 +339,8 @@ fn every_number_is_bound() {
     b.assert_all_bound();
 }
 
-/// A constant of `benches/attention.rs`: the shapes the committed timings
+/// A constant of `checks/benches/attention.rs`: the shapes the committed timings
 /// were measured at.
 fn bench(name: &str) -> f64 {
-    report::numbers::number_in_source("benches/attention.rs", name, "= ")
+    report::numbers::number_in_source("checks/benches/attention.rs", name, "= ")
 }

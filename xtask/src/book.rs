@@ -98,19 +98,22 @@ pub(crate) fn mdbook_test() -> Step {
 }
 
 /// A fresh [`MDBOOK_DEPS`] holding one build of the library and of each of
-/// its dependencies: the build `cargo test --workspace` made, whose files
-/// cargo names ([`artifacts`]; nothing is rebuilt after `cargo test`).
-/// `mdbook test` and the exercises' check compile against it.
+/// its dependencies: the build a chapter example uses, which is also the
+/// tests' and the figures' (`one_build` in main.rs), whose files cargo
+/// names ([`artifacts`]; after any of those builds nothing is compiled
+/// but one example). `mdbook test` and the exercises' checks compile
+/// against it.
 pub(crate) fn library_dir() -> Result<std::path::PathBuf, String> {
     let deps = root().join(MDBOOK_DEPS);
     if deps.exists() {
         std::fs::remove_dir_all(&deps).map_err(|e| format!("wiping {MDBOOK_DEPS}: {e}"))?;
     }
     std::fs::create_dir_all(&deps).map_err(|e| format!("creating {MDBOOK_DEPS}: {e}"))?;
-    // The test targets' build: the library as the integration tests link
-    // it (with the features the dev-dependencies unify), already built.
+    // The library as the examples and the integration tests link it, with
+    // the features the dev-dependencies unify.
+    let example = examples()?.into_iter().next().ok_or("no examples")?;
     let mut build = cargo();
-    build.args(["test", "--workspace", "--locked", "--tests", "--no-run"]);
+    build.args(["build", "--locked", "--example", &example]);
     let mut linked = 0;
     for message in artifacts(&mut build)? {
         for file in message["filenames"].as_array().into_iter().flatten() {
@@ -173,12 +176,13 @@ pub(crate) fn figures() -> Step {
     let examples = examples()?;
     // Built in one command first, so that cargo compiles them side by side
     // on every core; `cargo run --example NAME` one at a time would build
-    // them one after another. With `--workspace`, cargo resolves the
-    // dependencies' features as `cargo test --workspace` does and reuses
-    // the library it built; without, it builds the library and a third of
-    // its dependencies again, with fewer features.
+    // them one after another. Built as a reader's `cargo run --example`
+    // builds them (the root package alone), which resolves features as the
+    // tests' build does (`one_build` in main.rs checks it): after `cargo
+    // xtask serve`, a chapter's run command compiles nothing but the
+    // example.
     let mut build = cargo();
-    build.args(["build", "--workspace", "--locked"]);
+    build.args(["build", "--locked"]);
     for example in &examples {
         build.args(["--example", example]);
     }
@@ -190,7 +194,7 @@ pub(crate) fn figures() -> Step {
     if let Some(missing) = examples.iter().find(|e| !paths.contains_key(*e)) {
         return Err(format!("cargo named no executable for the example {missing}"));
     }
-    side_by_side(&examples, |example| {
+    side_by_side(&examples, "figures", |example| {
         let mut cmd = Command::new(&paths[example]);
         // Into book/figures: a reader's own runs draw into target/figures.
         cmd.current_dir(root()).env("ATTN_BOOK_FIGURES", "1");

@@ -144,7 +144,25 @@ fn serve(student: bool) -> Step {
     if student {
         student::student_edition(&mut mdbook)?;
     }
-    run(&mut mdbook)
+    eprintln!("\n==> the book at http://127.0.0.1:3000 (Ctrl-C stops the server)");
+    replace_process(&mut mdbook)
+}
+
+/// Runs `cmd` in place of this process, so that whatever stops `cargo
+/// xtask serve` (Ctrl-C, or a signal to its process: `cargo run` itself
+/// hands its process to xtask) stops the server too, and no `mdbook` is
+/// left serving. Returns only if it could not start.
+#[cfg(unix)]
+fn replace_process(cmd: &mut Command) -> Step {
+    use std::os::unix::process::CommandExt;
+    let error = cmd.current_dir(root()).exec();
+    Err(format!("could not start `{}`: {error}", describe(cmd)))
+}
+
+/// Elsewhere, the server runs as a child, which Ctrl-C stops with it.
+#[cfg(not(unix))]
+fn replace_process(cmd: &mut Command) -> Step {
+    run(cmd)
 }
 
 /// `serve` without the server: the book in `target/book/html`, or with
@@ -204,15 +222,16 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
     step("test", &|| {
         let binaries = test_binaries()?;
         let names: Vec<String> = binaries.keys().cloned().collect();
-        side_by_side(&names, |name| {
+        side_by_side(&names, "tests", |name| {
             let (executable, dir) = &binaries[name];
             let mut cmd = Command::new(executable);
             // What `cargo test` gives a test binary.
             cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
             cmd
         })?;
-        run(cargo().args(["test", "--workspace", "--locked", "--doc"]))
+        run(cargo().args(["test", "--locked", "--doc"]).args(BOOK_PACKAGES))
     })?;
+    step("one build", &one_build)?;
     // Every code exercise's stub compiles and fails the book's tests; the
     // solutions that need nothing private pass them outside the crate.
     step("exercises", &exercise::verify)?;
@@ -233,10 +252,17 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
 /// [`side_by_side`] runs them on every core, since the slowest few are
 /// single-threaded.
 fn test_binaries() -> Result<BTreeMap<String, (PathBuf, PathBuf)>, String> {
-    let mut build = cargo();
-    build.args(["test", "--workspace", "--locked", "--lib", "--bins", "--tests", "--no-run"]);
+    // xtask's own dependencies (tar, zip) would turn on features of the
+    // book's (`memchr`, `bitflags`): built apart, the book's crates resolve
+    // exactly as a reader's `cargo run --example` does ([`one_build`]).
+    let test = ["test", "--locked", "--lib", "--bins", "--tests", "--no-run"];
+    let mut book = cargo();
+    book.args(test).args(BOOK_PACKAGES);
+    let mut xtask = cargo();
+    xtask.args(test).args(["--package", "xtask"]);
     let mut binaries = BTreeMap::new();
-    for built in executables(&mut build)?.into_iter().filter(|b| b.test) {
+    let built = executables(&mut book)?.into_iter().chain(executables(&mut xtask)?);
+    for built in built.filter(|b| b.test) {
         let name = built.source.clone();
         if binaries.insert(name, (built.executable, built.dir)).is_some() {
             return Err(format!("two test binaries from {}", built.source));
@@ -245,6 +271,37 @@ fn test_binaries() -> Result<BTreeMap<String, (PathBuf, PathBuf)>, String> {
     match binaries.is_empty() {
         true => Err("`cargo test --no-run` named no test binaries".into()),
         false => Ok(binaries),
+    }
+}
+
+/// The workspace's packages apart from xtask: the book's crates, which
+/// cargo builds once for the tests, the figures and the reader's examples.
+pub(crate) const BOOK_PACKAGES: [&str; 3] = ["--workspace", "--exclude", "xtask"];
+
+/// Fails if a chapter's run command, `cargo run --example NAME`, would
+/// compile anything but the example itself after the tests' build: the
+/// features cargo resolves for the root package alone must be those it
+/// resolved for the book's packages together, or a reader waits for a
+/// second build of the crate and its dependencies.
+fn one_build() -> Step {
+    let example = book::examples()?.into_iter().next().ok_or("no examples")?;
+    let mut build = cargo();
+    build.args(["build", "--locked", "--example", &example]);
+    let rebuilt: Vec<String> = artifacts(&mut build)?
+        .iter()
+        .filter(|m| m["fresh"] == false && m["target"]["name"] != example.as_str())
+        .map(|m| m["package_id"].as_str().unwrap_or("?").to_string())
+        .collect();
+    match rebuilt.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "`cargo run --example {example}` compiled again what the tests had built: {}.\n\
+             Compare `cargo tree -e features` for `-p attn` and for `{}`, and give the root \
+             package the dependency features the other packages turn on (see libc in \
+             Cargo.toml).",
+            rebuilt.join(", "),
+            BOOK_PACKAGES.join(" ")
+        )),
     }
 }
 
@@ -262,25 +319,42 @@ pub(crate) struct Built {
     pub(crate) dir: PathBuf,
 }
 
-/// Runs the cargo build `build` (its progress shown) and returns its
-/// `compiler-artifact` messages: the files it made or found up to date.
+/// Runs the cargo build `build` and returns its `compiler-artifact`
+/// messages: the files it made or found up to date. Its progress is one
+/// line (on a terminal, counted as it goes); compiler errors and warnings
+/// are shown as rustc gives them.
 pub(crate) fn artifacts(build: &mut Command) -> Result<Vec<serde_json::Value>, String> {
-    build.arg("--message-format=json-render-diagnostics");
+    use std::io::{BufRead, IsTerminal};
+    build.args(["--message-format=json-render-diagnostics", "--quiet"]);
     eprintln!("\n==> {}", describe(build));
-    let out = build
+    let mut child = build
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
-        .output()
+        .spawn()
         .map_err(|e| format!("could not start `{}`: {e}", describe(build)))?;
-    if !out.status.success() {
-        return Err(format!("`{}` failed ({})", describe(build), out.status));
-    }
+    let stdout = child.stdout.take().ok_or("cargo's output")?;
+    let terminal = std::io::stderr().is_terminal();
+    let (mut compiled, mut fresh) = (0, 0);
     let mut messages = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| format!("cargo's output: {e}"))?;
         let message: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("cargo's JSON message: {e}"))?;
+            serde_json::from_str(&line).map_err(|e| format!("cargo's JSON message: {e}"))?;
         if message["reason"] == "compiler-artifact" {
+            match message["fresh"].as_bool() {
+                Some(true) => fresh += 1,
+                _ => compiled += 1,
+            }
+            if terminal {
+                eprint!("\r    {compiled} compiled, {fresh} up to date");
+            }
             messages.push(message);
         }
+    }
+    eprintln!("{}    {compiled} compiled, {fresh} up to date", if terminal { "\r" } else { "" });
+    let status = child.wait().map_err(|e| format!("`{}`: {e}", describe(build)))?;
+    if !status.success() {
+        return Err(format!("`{}` failed ({status})", describe(build)));
     }
     Ok(messages)
 }
@@ -351,11 +425,19 @@ pub(crate) fn capture(cmd: &mut Command) -> Result<String, String> {
     Ok(text)
 }
 
-/// Runs one command a name, as many at a time as the machine has cores,
-/// printing each one's output when it ends; fails naming those that failed.
-/// The figure examples and most test binaries run on one thread each, and
-/// a few of them take most of their step's time.
-pub(crate) fn side_by_side(names: &[String], command: impl Fn(&str) -> Command + Sync) -> Step {
+/// Runs one command a name, as many at a time as the machine has cores;
+/// prints one line for each that succeeds and the whole output of each
+/// that fails, and fails naming those that failed. Every command's output
+/// goes to `target/logs/LOG/NAME.txt`. The figure examples and most test
+/// binaries run on one thread each, and a few of them take most of their
+/// step's time.
+pub(crate) fn side_by_side(
+    names: &[String],
+    log: &str,
+    command: impl Fn(&str) -> Command + Sync,
+) -> Step {
+    let logs = root().join("target/logs").join(log);
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failed = std::sync::Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -370,13 +452,21 @@ pub(crate) fn side_by_side(names: &[String], command: impl Fn(&str) -> Command +
                 let mut failed = failed.lock().unwrap_or_else(|e| e.into_inner());
                 match output {
                     Ok(out) => {
-                        eprintln!(
-                            "\n==> {name} ({secs:.1} s)\n{}{}",
+                        let text = format!(
+                            "{}{}",
                             String::from_utf8_lossy(&out.stdout),
                             String::from_utf8_lossy(&out.stderr)
                         );
+                        let file = logs.join(format!("{name}.txt"));
+                        let written = std::fs::write(&file, &text);
+                        let shown = file.strip_prefix(root()).unwrap_or(&file).display();
                         if !out.status.success() {
+                            eprintln!("\n==> {name} FAILED ({secs:.1} s)\n{text}");
                             failed.push(format!("{name} ({})", out.status));
+                        } else if written.is_ok() {
+                            eprintln!("{name}: ok ({secs:.1} s; its output is in {shown})");
+                        } else {
+                            eprintln!("\n==> {name}: ok ({secs:.1} s)\n{text}");
                         }
                     }
                     Err(e) => failed.push(format!("{name} (could not start: {e})")),

@@ -128,7 +128,7 @@ pub(crate) const BLAS_CHANGES: &str = "/(naive_1t|tiled_1t|multihead_1t|matmul_5
 /// `cargo xtask measure fast`: the appendix's run, every figure a mean.
 /// This core's FMA peak, memory bandwidth and caches and the fast kernel's
 /// profile and tile sizes (`examples/making_it_fast_data.rs`); the fast
-/// kernel against the chapters' attention (`benches/fast.rs`, one and two
+/// kernel against the chapters' attention (`checks/benches/fast.rs`, one and two
 /// threads) into `appendix-timings.csv`, and again with the system's
 /// OpenBLAS for what it changes into `appendix-timings-blas.csv`; NumPy
 /// (`tools/numpy_attention.py`) and PyTorch (`tools/torch_attention.py`) on

@@ -117,12 +117,12 @@ fn a_word_bound_to_another_count_fails() {
 
 #[test]
 fn a_constant_is_read_from_the_code_it_lives_in() {
-    assert_eq!(number_in_source("benches/attention.rs", "D", "= "), 64.0);
+    assert_eq!(number_in_source("checks/benches/attention.rs", "D", "= "), 64.0);
     assert_eq!(captured("src/lm/sample.rs", r"let draws = ([0-9_]+);"), [60_000.0]);
 }
 
 #[test]
 #[should_panic(expected = "no fn or const NO_SUCH_CONSTANT")]
 fn a_missing_constant_is_named() {
-    number_in_source("benches/attention.rs", "NO_SUCH_CONSTANT", "= ");
+    number_in_source("checks/benches/attention.rs", "NO_SUCH_CONSTANT", "= ");
 }

@@ -7,7 +7,7 @@
 //! products over the pool's threads.
 //!
 //! ```text
-//! MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 RAYON_NUM_THREADS=1 cargo bench --bench attention
+//! MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 RAYON_NUM_THREADS=1 cargo bench -p attn-checks --bench attention
 //! cargo xtask measure   # all of it, criterion's estimates → book/data/ch08-timings.csv
 //! ```
 //!

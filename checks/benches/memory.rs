@@ -3,7 +3,7 @@
 //! global allocator that wraps the system one. d = 64, f32, one thread.
 //!
 //! ```text
-//! cargo bench --bench memory   # writes book/data/ch08-memory.csv
+//! cargo bench -p attn-checks --bench memory   # writes book/data/ch08-memory.csv
 //! ```
 //!
 //! Naive attention stops at n = 16,384 (1 GiB of scores); tiled attention
@@ -19,7 +19,7 @@ use attn::tiled::tiled_attention;
 use ndarray::Array2;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-#[path = "../tests/common/counting.rs"]
+#[path = "../../tests/common/counting.rs"]
 mod counting;
 use counting::{peak_during, Counting};
 
@@ -45,7 +45,7 @@ fn peak_and_seconds<T>(f: impl Fn() -> T) -> (usize, f64) {
 
 fn main() {
     let d = 64;
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch08-memory.csv");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/data/ch08-memory.csv");
     let mut csv = format!(
         "{}\nmethod,n,peak_bytes,output_bytes,seconds\n",
         report::provenance::header(
