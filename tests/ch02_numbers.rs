@@ -130,9 +130,17 @@ fn bind_prose(b: &mut Bindings) {
     let (words, x) = sentence_example();
     b.exact("6", words.len() as f64);
     assert_eq!(x.nrows(), 6);
-    // Exercise 3: at c = 100 the naive softmax gives NaN.
+    // Exercise 3: shifts up to ±100 move the stable softmax's weights by
+    // less than the bound the text gives; at c = 100 the naive softmax
+    // gives NaN.
     b.section("Exercises");
     let c = report::ch02::EXERCISE_SHIFT;
+    let s = array![2.1_f32, 0.3, 1.7, -1.3, 0.25];
+    let largest_gap = (-1000..=1000)
+        .map(|step| attn::exercises::ch02::shift_gap(&s, step as f32 * c / 1000.0).unwrap())
+        .fold(0.0_f32, f32::max);
+    assert!(largest_gap > 0.0, "some shift rounds");
+    b.at_most("1e-5", f64::from(largest_gap));
     b.exact("100", c);
     assert!(naive_softmax(&array![0.0_f32, 1.0].mapv(|x| x + c)).iter().all(|p| p.is_nan()));
     // Quiz 1: Q is 5×16, K 7×16, V 7×3; weights 5×7, output 5×3.

@@ -39,6 +39,10 @@ mod tests {
     use approx::assert_abs_diff_eq;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    /// The score of query i and key j is q_i W k_jᵀ, so all of them at once are Q W Kᵀ, an n × m
+    /// matrix (ndarray's `dot`). W must be d_q × d_k, as wide as a key and as tall as a query is
+    /// wide: for any other shape return `AttnError::ShapesDiffer { what, left, right }` (shapes as
+    /// `(rows, columns)`), never a panic from `dot`.
     #[test]
     fn the_general_score_is_a_dot_product_of_projected_queries() {
         let mut rng = StdRng::seed_from_u64(11);
@@ -54,6 +58,6 @@ mod tests {
             q.dot(&square_k.t()),
             epsilon = 1e-5
         );
-        assert!(multiplicative_scores(&q, &k, &identity).is_err(), "W must be 4×2");
+        assert!(multiplicative_scores(&q, &k, &identity).is_err(), "a 4×4 W where 4×2 is needed");
     }
 }

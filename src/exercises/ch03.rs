@@ -37,6 +37,8 @@ mod tests {
     use ndarray::Axis;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    /// A score is a sum of d_k products q_i k_i, each of variance σ_q² σ_k²: the sum has variance
+    /// d_k σ_q² σ_k², so dividing by its square root, σ_q σ_k √d_k, gives variance 1.
     // ANCHOR: score_scale_test
     #[test]
     fn dividing_by_the_scale_gives_unit_variance() {
@@ -54,10 +56,12 @@ mod tests {
     }
     // ANCHOR_END: score_scale_test
 
+    /// A standard deviation of 0 or NaN and a width d_k = 0 have no scale: return
+    /// `AttnError::InvalidArgument { name, value, requirement }` for each, never a panic or a NaN.
     #[test]
     fn bad_arguments_are_errors() {
-        assert!(score_scale(0.0, 1.0, 4).is_err());
-        assert!(score_scale(1.0, f64::NAN, 4).is_err());
-        assert!(score_scale(1.0, 1.0, 0).is_err());
+        assert!(score_scale(0.0, 1.0, 4).is_err(), "σ_q = 0 must be an error");
+        assert!(score_scale(1.0, f64::NAN, 4).is_err(), "σ_k = NaN must be an error");
+        assert!(score_scale(1.0, 1.0, 0).is_err(), "d_k = 0 must be an error");
     }
 }

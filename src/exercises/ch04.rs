@@ -51,6 +51,10 @@ pub fn scaled_score_variance(
 mod tests {
     use super::*;
 
+    /// Project random inputs (unit variance) with weights drawn at the given scale, form the
+    /// scores q·k / √d_k and return their sample variance. With weights of standard deviation
+    /// 1/√d_model the projections keep unit variance and the scores come out near 1; with weights
+    /// of 1 each projection's variance grows by d_model, and the scores' by d_model².
     // ANCHOR: score_variance_test
     #[test]
     fn unit_weights_give_scores_of_variance_d_model_squared() {
@@ -63,10 +67,13 @@ mod tests {
     }
     // ANCHOR_END: score_variance_test
 
+    /// d_model, d_k or the number of tokens below 2 (a variance needs two samples) and a weight
+    /// scale that is not finite and > 0 are errors: return `AttnError::InvalidArgument { name,
+    /// value, requirement }` for each.
     #[test]
     fn bad_arguments_are_errors() {
-        assert!(scaled_score_variance(0, 16, 1.0, 500, 3).is_err());
-        assert!(scaled_score_variance(64, 16, f32::INFINITY, 500, 3).is_err());
-        assert!(scaled_score_variance(64, 16, 1.0, 1, 3).is_err());
+        assert!(scaled_score_variance(0, 16, 1.0, 500, 3).is_err(), "d_model = 0");
+        assert!(scaled_score_variance(64, 16, f32::INFINITY, 500, 3).is_err(), "scale ∞");
+        assert!(scaled_score_variance(64, 16, 1.0, 1, 3).is_err(), "one token");
     }
 }

@@ -51,6 +51,10 @@ mod tests {
     use ndarray::Axis;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    /// Head i uses columns i·d_k … (i+1)·d_k of W_Q and W_K (the layer's `weights()`, `d_k()`,
+    /// `h()`): project, score with QKᵀ/√d_k (the head's width, not d_model's) and take the row
+    /// softmax (`attn::softmax::softmax_rows`). A head index ≥ h is an error
+    /// (`AttnError::InvalidArgument { name, value, requirement }`): the test asks for head 4 of 4.
     // ANCHOR: head_weights_test
     #[test]
     fn each_head_matches_the_layer() {
@@ -62,10 +66,12 @@ mod tests {
             let one = head_weights(&layer, &x_q, &x_kv, head).unwrap();
             assert_abs_diff_eq!(one, all.index_axis(Axis(0), head), epsilon = 1e-6);
         }
-        assert!(head_weights(&layer, &x_q, &x_kv, 4).is_err());
+        assert!(head_weights(&layer, &x_q, &x_kv, 4).is_err(), "head 4 of 4 must be an error");
     }
     // ANCHOR_END: head_weights_test
 
+    /// A layer may carry biases (`weights().biases`, an `Option` whose `b_q` and `b_k` are d_model
+    /// long): add head i's slice of each to its projected queries and keys before scoring.
     #[test]
     fn each_head_matches_a_layer_with_biases() {
         let mut rng = StdRng::seed_from_u64(5);

@@ -26,6 +26,9 @@ mod tests {
     use crate::scaling::standard_normal;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    /// Entry (i, j) is true when key j is visible to query i: j ≤ i and i − j < w. A window as
+    /// long as the sequence (or longer) is the causal mask; a window of 1 lets each token see only
+    /// itself. A window of 0 would hide every key: it is an error (`AttnError::InvalidArgument`).
     #[test]
     fn a_wide_window_is_the_causal_mask_and_a_window_of_one_is_the_identity() {
         assert_eq!(sliding_window_mask(6, 6).unwrap(), causal_mask(6, 6));
@@ -34,16 +37,18 @@ mod tests {
         assert_eq!(one, Array2::from_shape_fn((5, 5), |(i, j)| i == j));
         let x = standard_normal(5, 3, &mut StdRng::seed_from_u64(1));
         assert_eq!(masked_attention(&x, &x, &x, &one).unwrap().output, x);
-        assert!(sliding_window_mask(3, 0).is_err());
+        assert!(sliding_window_mask(3, 0).is_err(), "a window of 0 must be an error");
     }
 
+    /// Query i sees keys i − w + 1 … i, fewer at the start of the sequence (no key before 0):
+    /// count from i back, not from 0 forward.
     #[test]
     fn each_query_sees_at_most_w_keys_ending_at_itself() {
         let m = sliding_window_mask(8, 3).unwrap();
         for (i, row) in m.rows().into_iter().enumerate() {
             let seen: Vec<usize> = (0..8).filter(|&j| row[j]).collect();
             let expected: Vec<usize> = (i.saturating_sub(2)..=i).collect();
-            assert_eq!(seen, expected);
+            assert_eq!(seen, expected, "the keys query {i} sees (w = 3)");
         }
     }
 }

@@ -41,6 +41,9 @@ mod tests {
     use ndarray::Axis;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    /// In the half-split layout dimension f pairs with dimension f + d/2 (not with f + 1), and
+    /// pair f still turns by position · ω_f, chapter 7's frequencies. An odd width has no halves:
+    /// it is an error.
     #[test]
     fn the_two_layouts_differ_only_by_an_ordering_of_the_dimensions() {
         let x = standard_normal(20, 16, &mut StdRng::seed_from_u64(8));

@@ -23,6 +23,10 @@ pub fn naive_peak_bytes(n: u64, m: u64, d_k: u64, d_v: u64) -> Result<u64, AttnE
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// Count what naive attention allocates, not its inputs: the n × m scores (the weights
+    /// overwrite them), the n × d_v output and the n × d_k copy of Q/√d_k, four bytes an f32.
+    /// Count with `checked_mul` and `checked_add`: when a product or sum overflows u64, return
+    /// `AttnError::InvalidArgument` named "n", so that the message starts "n with these m".
     #[test]
     fn rectangular_shapes_count_each_matrix_once_and_overflow_is_an_error() {
         assert_eq!(naive_peak_bytes(3, 5, 2, 7).unwrap(), 4 * (15 + 21 + 6));

@@ -4,7 +4,7 @@ use ndarray::{Array1, ArrayRef1};
 
 use crate::error::AttnError;
 use crate::real::Real;
-use crate::tiled::online_softmax_step;
+use crate::tiled::online_softmax_step; // the exercise writes this
 
 // ANCHOR: online_softmax
 /// Exercise 1: the softmax of a row read `chunk` entries at a time, keeping
@@ -63,6 +63,10 @@ mod tests {
     use approx::assert_abs_diff_eq;
     use ndarray::{array, Array2};
 
+    /// Keep a running maximum and a running sum of exponentials, rescaling the sum by e^(old max −
+    /// new max) whenever the maximum grows; every chunk size, 1 included, must give the softmax
+    /// within 1e-6. A row of −∞ (fully masked) gives all zeros, not NaN; a chunk size of 0 is an
+    /// error.
     #[test]
     fn chunked_softmax_equals_softmax_for_every_chunk_size() {
         let x = array![3.0_f32, -1.0, 40.0, 0.5, 39.0, -7.0, 2.0];
@@ -75,7 +79,7 @@ mod tests {
         }
         let masked = array![f32::NEG_INFINITY, f32::NEG_INFINITY];
         assert_eq!(chunked_softmax(&masked, 1).unwrap(), array![0.0, 0.0]);
-        assert!(chunked_softmax(&x, 0).is_err());
+        assert!(chunked_softmax(&x, 0).is_err(), "a chunk of 0 must be an error");
     }
 
     /// Which positions each position's output can depend on after `layers`
@@ -91,6 +95,9 @@ mod tests {
         reach
     }
 
+    /// Each layer lets a token reach w − 1 positions further back, so the last of n tokens reaches
+    /// the first after ⌈(n − 1)/(w − 1)⌉ layers (0 for one token). A window of 1 never reaches
+    /// back: it is an error.
     #[test]
     fn a_stack_of_windows_reaches_back_one_window_a_layer() {
         for (n, w) in [(64, 8), (50, 2), (40, 40), (33, 5)] {
@@ -98,7 +105,7 @@ mod tests {
             assert!(reach(n, w, layers)[[n - 1, 0]], "n = {n}, w = {w}");
             assert!(!reach(n, w, layers - 1)[[n - 1, 0]], "n = {n}, w = {w}");
         }
-        assert!(layers_to_reach_first_token(10, 1).is_err());
+        assert!(layers_to_reach_first_token(10, 1).is_err(), "w = 1 must be an error");
         assert_eq!(layers_to_reach_first_token(1, 4).unwrap(), 0);
     }
 }

@@ -30,6 +30,10 @@ mod tests {
     use crate::block::{Activation, Config, EncoderLayer, Norm};
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    /// The crate's encoder layer has bias-free attention: four d_model × d_model projections. Its
+    /// feed-forward network has two matrices (d_model × d_ff and d_ff × d_model) and their biases,
+    /// and its two LayerNorms a γ and a β of d_model each. Count with checked arithmetic: sizes
+    /// whose count overflows usize are an error (`AttnError::InvalidArgument`).
     // ANCHOR: encoder_parameters_test
     #[test]
     fn the_formula_counts_what_the_layer_holds() {

@@ -32,6 +32,8 @@ mod tests {
     use super::*;
     use ndarray_rand::rand::SeedableRng;
 
+    /// An example is k digits, the separator SEP, then the same k digits in ascending order: 2k +
+    /// 1 tokens, SEP at index k, and each digit as often in the answer as in the prompt.
     #[test]
     fn the_answer_is_the_prompt_sorted() {
         let mut rng = StdRng::seed_from_u64(3);

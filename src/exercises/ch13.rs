@@ -49,6 +49,10 @@ mod tests {
     use crate::nn::smoothed_cross_entropy;
     use crate::translation::{translate, translation_set, Seq2SeqConfig, TARGET_VOCAB};
 
+    /// At each step take the next token's log-probabilities given the source and the tokens so
+    /// far, and append the most probable (the first of equals, as a strict > finds it). Stop when
+    /// that token is EOS, which is not appended, or when the target reaches the model's longest,
+    /// `config().max_lengths.1`.
     #[test]
     fn the_loop_decodes_what_a_beam_of_one_decodes() {
         let config = Seq2SeqConfig {
@@ -72,6 +76,9 @@ mod tests {
         }
     }
 
+    /// The lowest loss label smoothing allows is the cross-entropy of the smoothed target with
+    /// itself, its entropy: 1 − ε + ε/V on the right token and ε/V on each of the V − 1 others, so
+    /// the floor is −Σ p log p over those V probabilities. With ε = 0 it is 0.
     #[test]
     fn the_floor_is_the_loss_at_the_smoothed_target() {
         let (epsilon, v) = (0.1, TARGET_VOCAB);

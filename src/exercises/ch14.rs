@@ -45,6 +45,9 @@ mod tests {
     use super::*;
     use ndarray::{array, Array2};
 
+    /// Count the embedding tables (vocabulary, positions and 2 token types, each d wide) and their
+    /// LayerNorm (2d); then per layer: four d × d projections with biases, the FFN (d × d_ff and
+    /// d_ff × d with biases) and two LayerNorms (2d each).
     #[test]
     fn a_one_layer_toy_counts_by_hand() {
         // vocabulary 10, 4 positions, d = 2, d_ff = 3, one layer:
@@ -53,11 +56,14 @@ mod tests {
         assert_eq!(bert_parameters(10, 4, 2, 3, 1), 32 + 4 + 24 + 17 + 8);
     }
 
+    /// The weight a token gives itself is the diagonal of the square weight matrix; return its
+    /// mean. A matrix that is not square has no diagonal of that meaning: return
+    /// `AttnError::ShapesDiffer`.
     #[test]
     fn self_weight_reads_the_diagonal() {
         assert_eq!(self_weight(&Array2::<f32>::eye(3)).unwrap(), 1.0);
         let w = array![[0.5_f32, 0.5], [1.0, 0.0]];
         assert_eq!(self_weight(&w).unwrap(), 0.25);
-        assert!(self_weight(&Array2::<f32>::zeros((2, 3))).is_err());
+        assert!(self_weight(&Array2::<f32>::zeros((2, 3))).is_err(), "2×3 is not square");
     }
 }

@@ -44,6 +44,9 @@ pub fn repetition_penalty(
 mod tests {
     use super::*;
 
+    /// For each token that appears in the history (once, however often it appears), divide its
+    /// logit by the penalty if the logit is positive and multiply it by the penalty if it is
+    /// negative; leave all others untouched. A penalty of 1 changes nothing.
     #[test]
     fn seen_tokens_become_less_likely_and_others_stay() {
         let mut z = [2.0, -1.0, 0.5, 3.0];
@@ -54,11 +57,14 @@ mod tests {
         assert_eq!(same, [2.0, -1.0]);
     }
 
+    /// A penalty below 1 would favour repeats, and a token id ≥ the number of logits is no token:
+    /// return `AttnError::InvalidArgument` (or `OutOfRange`) before changing anything, so that the
+    /// logits are untouched on an error.
     #[test]
     fn a_penalty_below_one_or_an_unknown_token_is_refused() {
         let mut z = [1.0, 2.0];
-        assert!(repetition_penalty(&mut z, &[0], 0.5).is_err());
-        assert!(repetition_penalty(&mut z, &[2], 1.5).is_err());
+        assert!(repetition_penalty(&mut z, &[0], 0.5).is_err(), "a penalty of 0.5");
+        assert!(repetition_penalty(&mut z, &[2], 1.5).is_err(), "token 2 of 2 logits");
         assert_eq!(z, [1.0, 2.0]);
     }
 }

@@ -52,6 +52,10 @@ mod tests {
     use super::*;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+    /// Keep W_Q and W_O; head i joins group i / (h / h_kv), and each group's W_K and W_V columns
+    /// are the mean of its heads' columns. Build the result from the weights
+    /// (`AttentionWeights::new`, `MultiHeadAttention::from_weights`). h_kv = 0, an h_kv that does
+    /// not divide h, and a layer that is already grouped or has biases are errors.
     #[test]
     fn pooling_keeps_what_is_shared_and_averages_the_rest() {
         let mut rng = StdRng::seed_from_u64(7);
@@ -76,7 +80,7 @@ mod tests {
         let out = |l: &MultiHeadAttention| l.forward(&x, &x).unwrap().output;
         assert!((out(&pooled) - out(&layer)).iter().any(|e| e.abs() > 1e-3));
         for g in [0, 3] {
-            assert!(mean_pool_key_value_heads(&layer, g).is_err());
+            assert!(mean_pool_key_value_heads(&layer, g).is_err(), "h_kv = {g} of h = 4");
         }
         assert!(mean_pool_key_value_heads(&pooled, 1).is_err(), "already grouped");
     }

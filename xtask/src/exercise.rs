@@ -2,15 +2,23 @@
 //! run. `list` shows them; `start chNN-K` writes the solution's signature
 //! with a `todo!()` body, its doc comment, the exercise's text and the
 //! solution's own tests into `learner/` (a crate kept out of git); `check
-//! chNN-K` runs those tests against the reader's code and shows the
-//! exercise's text as a hint when they fail. The exercises are read from
-//! the chapters, so a new one is picked up without a list kept by hand.
+//! chNN-K` runs those tests against the reader's code and, for each test
+//! that fails, shows last the test's hint. Both compile the reader's
+//! module alone with rustc against the book's own build ([`Rustc`]), so
+//! that they answer in seconds once the book is built. The exercises are
+//! read from the chapters, so a new one is picked up without a list kept
+//! by hand.
 
 mod imports;
+mod plain;
+mod rustc;
 mod stub;
+mod uses;
 mod verify;
 
 use imports::prune_private_imports;
+use plain::{plain_math, wrapped};
+use rustc::Rustc;
 
 pub(crate) use verify::verify;
 
@@ -200,18 +208,17 @@ fn start(ex: &Exercise) -> Step {
         println!("{} already started: edit {}", ex.id, path.display());
         return Ok(());
     }
+    let rustc = Rustc::new()?;
     write_crate()?;
     write(&path, &module)?;
     write(&checks_file(&learner(), ex), &tests)?;
     register(&ex.module())?;
     let m = ex.module();
-    prune_private_imports(
-        &|| cargo_check(&learner(), &m).map(|(_, stderr)| stderr),
-        &learner(),
-        Some(&m),
-    )?;
-    if !compiles(&learner(), &m)? {
+    prune_private_imports(&|| rustc.check(&learner(), Some(&m)), &learner(), Some(&m))?;
+    let errors = rustc.check(&learner(), Some(&m))?;
+    if errors.lines().any(|l| l.contains(": error")) {
         // Its tests need the crate's private helpers: undo, and say so.
+        eprint!("{errors}");
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(checks_file(&learner(), ex));
         unregister(&m)?;
@@ -223,7 +230,7 @@ fn start(ex: &Exercise) -> Step {
             &ex.id[..4]
         ));
     }
-    println!("{}: {}\n\n{}\n", ex.id, ex.title, ex.text);
+    println!("{}: {}\n\n{}\n", ex.id, ex.title, plain_math(&ex.text));
     println!("Edit {} (replace each todo!()),", path.display());
     println!("then run `cargo xtask exercise check {}`.", ex.id);
     Ok(())
@@ -237,11 +244,11 @@ approx = \"0.5\"\n\n[workspace]\n\nPROFILES\n\
 # One feature an exercise, so that each compiles alone.\n[features]\n";
 
 /// [`MANIFEST`] for the crate `name` whose `attn` is at `attn` (relative),
-/// with the book's own `[profile.*]` sections copied from its `Cargo.toml`,
-/// so that the learner's tests run the library and its dependencies
-/// optimised as the book's own tests do. (Cargo still builds them once
-/// more for the learner's crate, whose dependencies' features it resolves
-/// without the book's other crates.)
+/// with the book's own `[profile.*]` sections copied from its `Cargo.toml`.
+/// The checks compile the learner's code with rustc ([`Rustc`]); the
+/// manifest is for the reader's editor and for `cargo test` by hand (which
+/// builds the library once more, resolving the dependencies' features
+/// without the book's other crates).
 pub(crate) fn manifest(attn: &str, name: &str) -> Result<String, String> {
     let book = root().join("Cargo.toml");
     let text = std::fs::read_to_string(&book).map_err(|e| format!("{}: {e}", book.display()))?;
@@ -306,31 +313,6 @@ fn unregister(module: &str) -> Step {
     drop_lines(&learner().join("Cargo.toml"), &[format!("{module} = []")])
 }
 
-/// Whether the learner's module `module` and its tests compile.
-fn compiles(dir: &Path, module: &str) -> Result<bool, String> {
-    let (success, errors) = cargo_check(dir, module)?;
-    if !success {
-        eprint!("{errors}");
-    }
-    Ok(success)
-}
-
-/// `cargo check` of the library and its tests in the crate at `dir`, with
-/// `features` on: whether it succeeded, and the errors, one a line
-/// (`file:line:column: error[…]: …`).
-fn cargo_check(dir: &Path, features: &str) -> Result<(bool, String), String> {
-    let output = Command::new(env!("CARGO"))
-        .args(["check", "--lib", "--tests", "--message-format", "short"])
-        .args(["--features", features, "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(root().join("target"))
-        .output()
-        .map_err(|e| format!("cargo check: {e}"))?;
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    Ok((output.status.success(), stderr))
-}
-
 fn write(path: &Path, text: &str) -> Step {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -338,66 +320,105 @@ fn write(path: &Path, text: &str) -> Step {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Runs each exercise's tests against the learner's code.
+/// Runs each exercise's tests against the learner's code: what failed
+/// first, then each failed test's hint, last on the screen.
 fn check(chosen: &[&Exercise]) -> Step {
     if chosen.is_empty() {
         return Err("no exercise started: `cargo xtask exercise start chNN-K` starts one".into());
     }
+    let rustc = Rustc::new()?;
     let mut passed = done();
-    let mut failures = Vec::new();
+    let mut hints = Vec::new();
+    let mut failures = 0;
     for ex in chosen {
-        if ex.solution.is_none() {
+        let Some((file, anchor)) = &ex.solution else {
             return Err(format!(
                 "{}'s solution is part of the crate itself: read it in the book",
                 ex.id
             ));
-        }
+        };
         if !learner_file(ex).exists() {
             return Err(format!(
                 "{} is not started: `cargo xtask exercise start {}`",
                 ex.id, ex.id
             ));
         }
-        if let Some((file, anchor)) = &ex.solution {
-            let (_, tests) = stub::learner_module(ex, file, anchor, false)?;
-            write(&checks_file(&learner(), ex), &tests)?; // the book's tests, as they are
-        }
-        let ok = run_tests(&ex.module())?;
+        let (_, tests) = stub::learner_module(ex, file, anchor, false)?;
+        write(&checks_file(&learner(), ex), &tests)?; // the book's tests, as they are
+        let failed = run_tests(&rustc, &ex.module())?;
+        let ok = failed.as_ref().is_ok_and(|names| names.is_empty());
         println!("{}: {}", ex.id, if ok { "passes" } else { "does not pass yet" });
         passed.retain(|id| id != &ex.id);
         if ok {
             passed.push(ex.id.clone());
-        } else {
-            failures.push(*ex);
+            continue;
+        }
+        failures += 1;
+        match failed {
+            Err(_) => hints.push(format!(
+                "{}: your module does not compile yet; rustc's errors are above.",
+                ex.id
+            )),
+            Ok(names) => {
+                let all = stub::hints(file, anchor)?;
+                for name in names {
+                    let hint =
+                        all.iter().find(|(test, _)| *test == name).and_then(|(_, h)| h.clone());
+                    let hint = hint.unwrap_or_else(|| ex.text.clone());
+                    let hint = wrapped(&format!("Hint: {}", plain_math(&hint)), 76);
+                    hints.push(format!("{} failed `{name}`.\n{hint}", ex.id));
+                }
+            }
         }
     }
     passed.sort();
     write(&done_file(), &(passed.join("\n") + "\n"))?;
-    for ex in &failures {
-        println!("\nHint, the exercise's text ({}):\n{}", ex.id, ex.text);
+    for hint in &hints {
+        println!("\n{hint}");
     }
     println!("\n{} of {} exercises done", passed.len(), startable_count());
-    match failures.is_empty() {
-        true => Ok(()),
-        false => Err(format!("{} exercise(s) do not pass yet", failures.len())),
+    match failures {
+        0 => Ok(()),
+        n => Err(format!("{n} exercise(s) do not pass yet")),
     }
 }
 
-/// `cargo test` of the learner's module `module` (its feature on);
-/// whether it ran at least one test and every one passed. Its output is
-/// shown.
-pub(crate) fn run_tests(module: &str) -> Result<bool, String> {
-    let output = Command::new(env!("CARGO"))
-        .args(["test", "--manifest-path"])
-        .arg(learner().join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(root().join("target"))
-        .args(["--features", module, "--lib", &format!("{module}::")])
+/// The tests of the learner's module `module`, compiled with rustc against
+/// the book's build and run, their output shown: the names of the tests
+/// that failed (none if all passed), or `Err` with rustc's errors if the
+/// module does not compile.
+pub(crate) fn run_tests(
+    rustc: &Rustc,
+    module: &str,
+) -> Result<Result<Vec<String>, String>, String> {
+    let binary = root().join("target/exercise-check/learner").join(module);
+    if let Some(dir) = binary.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    eprintln!("compiling {module} and its tests…");
+    if let Err(errors) = rustc.build_tests(&learner(), Some(module), &binary) {
+        eprint!("{errors}");
+        return Ok(Err(errors));
+    }
+    let output = Command::new(&binary)
+        .arg(format!("{module}::"))
+        // The failed assertion, without a backtrace through the harness.
+        .env("RUST_BACKTRACE", "0")
+        .current_dir(learner())
         .output()
-        .map_err(|e| format!("cargo test: {e}"))?;
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     print!("{stdout}");
     eprint!("{}", String::from_utf8_lossy(&output.stderr));
-    let ran = stdout.lines().filter(|l| l.starts_with(&format!("test {module}::"))).count();
-    Ok(output.status.success() && ran > 0)
+    let prefix = format!("test {module}::tests::");
+    let results: Vec<(&str, bool)> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|l| l.split_once(" ... "))
+        .map(|(name, verdict)| (name, verdict.trim() == "ok"))
+        .collect();
+    if results.is_empty() {
+        return Err(format!("no test of {module} ran"));
+    }
+    Ok(Ok(results.iter().filter(|(_, ok)| !ok).map(|(name, _)| name.to_string()).collect()))
 }

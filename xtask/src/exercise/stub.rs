@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::Exercise;
+use super::{uses, Exercise};
 
 /// The learner's module for `ex`, from the solution `file` and `anchor`:
 /// with `todo!()` bodies, or (`solved`) with the solution's own, which
@@ -20,6 +20,52 @@ pub(crate) fn learner_module(
 ) -> Result<(String, String), String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let lines: Vec<&str> = text.lines().collect();
+    let (start, end) = anchored(&lines, file, anchor)?;
+    let (mut stubbed, names) = stub(&lines[start + 1..end], &ex.id);
+    if solved {
+        let listing: Vec<String> = lines[start + 1..end].iter().map(|l| public(l)).collect();
+        stubbed = listing.join("\n");
+    }
+    let tests = tests_calling(&lines, &names);
+    let imports: Vec<String> = lines[..start]
+        .iter()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .filter(|l| l.starts_with("use "))
+        .map(|l| to_attn(l))
+        .collect();
+    let chapter = ex.id.get(2..4).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let (items, kept) = uses::crate_items(chapter, &lines[start + 1..end].join("\n"), &imports);
+    let kept = kept.join(" ");
+    let uses: Vec<String> = imports
+        .into_iter()
+        .filter_map(|l| match solved {
+            true => Some(l), // the body may call a trait's methods, named nowhere
+            false => used_only(&l, &[&stubbed, &tests, &kept]),
+        })
+        .collect();
+    let mut doc: Vec<String> =
+        super::plain_math(&ex.text).lines().map(|l| format!("//! {l}")).collect();
+    if !items.is_empty() {
+        doc.push("//!\n//! The book's solution uses, from the crate:".into());
+        doc.extend(items.iter().map(|item| format!("//! - {item}")));
+    }
+    let module = format!(
+        "//! Exercise {}: {}\n//!\n{}\n#![allow(unused_imports)]\n\n{}\n\n{}\n\n\
+         // The book's tests of this exercise (`cargo xtask exercise check {}`).\n\
+         #[cfg(test)]\n#[path = \"checks/{}.rs\"]\nmod tests;\n",
+        ex.id,
+        titled(&ex.title),
+        doc.join("\n"),
+        uses.join("\n"),
+        stubbed,
+        ex.id,
+        ex.module()
+    );
+    Ok((module, tests))
+}
+
+/// The lines of `// ANCHOR: anchor` and its `// ANCHOR_END` in `lines`.
+fn anchored(lines: &[&str], file: &Path, anchor: &str) -> Result<(usize, usize), String> {
     let start = lines
         .iter()
         .position(|l| l.trim() == format!("// ANCHOR: {anchor}"))
@@ -29,36 +75,7 @@ pub(crate) fn learner_module(
         .position(|l| l.trim() == format!("// ANCHOR_END: {anchor}"))
         .map(|e| start + e)
         .ok_or_else(|| format!("{}: no end of anchor {anchor}", file.display()))?;
-    let (mut stubbed, names) = stub(&lines[start + 1..end], &ex.id);
-    if solved {
-        let listing: Vec<String> = lines[start + 1..end].iter().map(|l| public(l)).collect();
-        stubbed = listing.join("\n");
-    }
-    let tests = tests_calling(&lines, &names);
-    let uses: Vec<String> = lines[..start]
-        .iter()
-        .take_while(|l| !l.starts_with("#[cfg(test)]"))
-        .filter(|l| l.starts_with("use "))
-        .map(|l| to_attn(l))
-        .filter_map(|l| match solved {
-            true => Some(l), // the body may call a trait's methods, named nowhere
-            false => used_only(&l, &[&stubbed, &tests]),
-        })
-        .collect();
-    let text_lines: Vec<String> = ex.text.lines().map(|l| format!("//! {l}")).collect();
-    let module = format!(
-        "//! Exercise {}: {}\n//!\n{}\n#![allow(unused_imports)]\n\n{}\n\n{}\n\n\
-         // The book's tests of this exercise (`cargo xtask exercise check {}`).\n\
-         #[cfg(test)]\n#[path = \"checks/{}.rs\"]\nmod tests;\n",
-        ex.id,
-        titled(&ex.title),
-        text_lines.join("\n"),
-        uses.join("\n"),
-        stubbed,
-        ex.id,
-        ex.module()
-    );
-    Ok((module, tests))
+    Ok((start, end))
 }
 
 /// A one-line `use` of the solution's file with only the names that
@@ -161,22 +178,27 @@ fn stub(listing: &[&str], id: &str) -> (String, Vec<String>) {
     (out.join("\n"), names)
 }
 
-/// The solution file's test module with only the tests that call one of
-/// `names` (and the helpers they call), `crate::` made `attn::`, as the
-/// body of a module file.
-fn tests_calling(lines: &[&str], names: &[String]) -> String {
+/// The tests of the solution file's test module that call one of `names`,
+/// the helpers and constants they use, and the module's `use` lines.
+struct ExerciseTests<'a> {
+    header: Vec<&'a str>,
+    helpers: Vec<Vec<&'a str>>,
+    tests: Vec<Vec<&'a str>>,
+}
+
+fn exercise_tests<'a>(lines: &[&'a str], names: &[String]) -> ExerciseTests<'a> {
+    let mut found = ExerciseTests { header: Vec::new(), helpers: Vec::new(), tests: Vec::new() };
     let Some(start) = lines.iter().position(|l| l.starts_with("#[cfg(test)]")) else {
-        return String::new();
+        return found;
     };
     let body = &lines[start..];
     // Items of the test module: runs of lines from an indented attribute
     // or item to its closing `    }`.
-    let mut header = Vec::new();
     let mut items: Vec<Vec<&str>> = Vec::new();
     let mut current: Vec<&str> = Vec::new();
     for &line in body.iter().skip(2) {
         if current.is_empty() && (line.starts_with("    use ") || line.trim().is_empty()) {
-            header.push(line);
+            found.header.push(line);
             continue;
         }
         if line == "}" {
@@ -191,35 +213,71 @@ fn tests_calling(lines: &[&str], names: &[String]) -> String {
         item.iter().any(|l| l.contains(&format!("{name}(")) || l.contains(&format!("{name}::")))
     };
     let is_test = |item: &[&str]| item.iter().any(|l| l.trim() == "#[test]");
-    let tests: Vec<&Vec<&str>> =
-        items.iter().filter(|it| is_test(it) && names.iter().any(|n| calls(it, n))).collect();
-    let helper_name = |it: &[&str]| {
-        it.iter()
-            .find_map(|l| l.trim_start().strip_prefix("fn "))
-            .map(|r| r.split(['(', '<']).next().unwrap_or("").to_string())
-    };
-    let helpers: Vec<&Vec<&str>> = items
-        .iter()
-        .filter(|it| !is_test(it))
-        .filter(|it| match helper_name(it) {
-            Some(h) => tests.iter().any(|t| calls(t, &h)),
+    let (tests, others): (Vec<Vec<&str>>, Vec<Vec<&str>>) =
+        items.into_iter().partition(|it| is_test(it));
+    found.tests = tests.into_iter().filter(|it| names.iter().any(|n| calls(it, n))).collect();
+    found.helpers = others
+        .into_iter()
+        .filter(|it| match item_name(it) {
+            Some(h) => found.tests.iter().any(|t| calls(t, &h)),
             None => true, // constants and other items
         })
         .collect();
+    found
+}
+
+/// The name of the function an item of the test module defines.
+fn item_name(item: &[&str]) -> Option<String> {
+    item.iter()
+        .find_map(|l| l.trim_start().strip_prefix("fn "))
+        .map(|r| r.split(['(', '<']).next().unwrap_or("").to_string())
+}
+
+/// The solution file's test module with only the tests that call one of
+/// `names` (and the helpers they call), `crate::` made `attn::`, as the
+/// body of a module file.
+fn tests_calling(lines: &[&str], names: &[String]) -> String {
+    let found = exercise_tests(lines, names);
     let mut out =
         vec!["//! The book's tests of this exercise, written again by every check.".to_string()];
     let unindent = |l: &str| to_attn(l.strip_prefix("    ").unwrap_or(l));
     // The tests' own comments and the book's anchors stay behind: comments
     // often say what a test expects and why, which is the exercise's answer.
+    // (A test's hint, its doc comment, is shown when it fails: [`hints`].)
     fn shown(l: &&&str) -> bool {
         !l.trim_start().starts_with("//")
     }
-    out.extend(header.iter().filter(shown).map(|l| unindent(l)));
-    for item in helpers.into_iter().chain(tests) {
+    out.extend(found.header.iter().filter(shown).map(|l| unindent(l)));
+    for item in found.helpers.iter().chain(&found.tests) {
         out.extend(item.iter().filter(shown).map(|l| unindent(l)));
         out.push(String::new());
     }
     out.join("\n") + "\n"
+}
+
+/// Each test of an exercise (solution `file`, `anchor`) with its hint: the
+/// test's doc comment, which says what the test holds the answer to and
+/// where to look when it fails, in plain text for a terminal; `None` for a
+/// test without one (`verify` fails on it).
+pub(crate) fn hints(file: &Path, anchor: &str) -> Result<Vec<(String, Option<String>)>, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let (start, end) = anchored(&lines, file, anchor)?;
+    let (_, names) = stub(&lines[start + 1..end], "");
+    let found = exercise_tests(&lines, &names);
+    Ok(found
+        .tests
+        .iter()
+        .map(|test| {
+            let doc: Vec<&str> = test
+                .iter()
+                .filter_map(|l| l.trim_start().strip_prefix("///"))
+                .map(str::trim)
+                .collect();
+            let hint = (!doc.is_empty()).then(|| doc.join(" ").trim().to_string());
+            (item_name(test).unwrap_or_default(), hint)
+        })
+        .collect())
 }
 
 #[cfg(test)]

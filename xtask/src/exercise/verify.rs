@@ -1,15 +1,13 @@
 //! `cargo xtask exercise verify`, run by `cargo xtask test`: the stubs
-//! fail the book's tests and the solutions pass them, outside the crate.
+//! fail the book's tests and the solutions pass them, outside the crate,
+//! and every test has a hint.
 //!
 //! The scratch crates are compiled by rustc itself against the book's own
-//! build of the library ([`crate::book::library_dir`]). Cargo, given a
-//! crate of its own, resolves the dependencies' features without the
-//! book's other crates and builds the library and a third of its
-//! dependencies again: about a minute of a CI run.
+//! build of the library ([`Rustc`]).
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::rustc::Rustc;
 use super::{checks_file, exercises, prune_private_imports, stub, write};
 use crate::{root, Step};
 
@@ -38,6 +36,18 @@ pub(crate) fn verify() -> Step {
             }
         }
     }
+    // Every test a reader's check runs has a hint for when it fails.
+    for ex in exercises()? {
+        let Some((file, anchor)) = &ex.solution else {
+            defects.push(format!("{} cannot be started: no listing of src/exercises/", ex.id));
+            continue;
+        };
+        for (test, hint) in stub::hints(file, anchor)? {
+            if hint.is_none() {
+                defects.push(format!("{}'s test {test} has no hint (a doc comment)", ex.id));
+            }
+        }
+    }
     // Every stub and most solutions must be checkable outside the crate:
     // fewer means the stubs or their tests are broken, not that they use
     // private helpers.
@@ -50,7 +60,7 @@ pub(crate) fn verify() -> Step {
     match defects.is_empty() {
         true => Ok(()),
         false => Err(format!(
-            "a stub passes a test or has none, or a solution fails one: {}",
+            "a stub passes a test or has none, a solution fails one, or a test has no hint: {}",
             defects.join(", ")
         )),
     }
@@ -79,12 +89,12 @@ fn run_all(rustc: &Rustc, solved: bool) -> Result<Vec<(String, usize, usize)>, S
     if !solved {
         // The stubs lose the solution's private imports, as a reader's do;
         // the solutions keep them, so that their errors name what is private.
-        prune_private_imports(&|| rustc.check(&dir), &dir, None)?;
+        prune_private_imports(&|| rustc.check(&dir, None), &dir, None)?;
     }
     // A solution written with the crate's private helpers, or tests that
     // use them, compile only inside the crate, where `cargo test` runs
     // them; leave them out here.
-    let (outside, broken) = modules_that_do_not_compile(&rustc.check(&dir)?);
+    let (outside, broken) = modules_that_do_not_compile(&rustc.check(&dir, None)?);
     if !broken.is_empty() {
         return Err(format!(
             "these {name} fail to compile for another reason than the crate's private \
@@ -99,7 +109,10 @@ fn run_all(rustc: &Rustc, solved: bool) -> Result<Vec<(String, usize, usize)>, S
     modules.retain(|m| !outside.contains(m));
     let lib: String = modules.iter().map(|m| format!("pub mod {m};\n")).collect();
     write(&dir.join("src/lib.rs"), &lib)?;
-    let tests = rustc.build_tests(&dir)?;
+    let tests = dir.join("tests");
+    rustc
+        .build_tests(&dir, None, &tests)
+        .map_err(|errors| format!("the tests in {} do not compile:\n{errors}", dir.display()))?;
     let output = Command::new(&tests)
         .current_dir(&dir)
         .output()
@@ -146,96 +159,4 @@ fn modules_that_do_not_compile(stderr: &str) -> (Vec<String>, Vec<String>) {
     // A module with a private-item error may show others that follow from
     // it; a module with errors but none of that kind is broken.
     (private, broken)
-}
-
-/// rustc, as cargo runs it, with the book's build of `attn` and of the
-/// other crates a learner's code may use.
-struct Rustc {
-    program: PathBuf,
-    args: Vec<String>,
-}
-
-impl Rustc {
-    /// The learner's crates name these (their `Cargo.toml`).
-    const CRATES: [&str; 4] = ["attn", "ndarray", "ndarray_rand", "approx"];
-
-    fn new() -> Result<Rustc, String> {
-        let deps = crate::book::library_dir()?;
-        let mut args = vec![
-            "--edition=2021".to_string(),
-            "--error-format=short".into(),
-            "--test".into(),
-            format!("-Ldependency={}", deps.display()),
-        ];
-        let files: Vec<PathBuf> = std::fs::read_dir(&deps)
-            .map_err(|e| format!("{}: {e}", deps.display()))?
-            .filter_map(|entry| Some(entry.ok()?.path()))
-            .collect();
-        for name in Rustc::CRATES {
-            let prefix = format!("lib{name}-");
-            let rlibs: Vec<&PathBuf> = files
-                .iter()
-                .filter(|f| {
-                    let file = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-                    file.starts_with(&prefix) && file.ends_with(".rlib")
-                })
-                .collect();
-            let [rlib] = rlibs[..] else {
-                return Err(format!(
-                    "{} builds of {name} in {}, not one",
-                    rlibs.len(),
-                    deps.display()
-                ));
-            };
-            args.push(format!("--extern={name}={}", rlib.display()));
-        }
-        // The rustc cargo uses, the one that built the libraries (rustc
-        // refuses libraries another version built): `$RUSTC`, or the one
-        // beside the cargo running the build.
-        let beside_cargo = std::env::var_os("CARGO")
-            .map(|cargo| PathBuf::from(cargo).with_file_name("rustc"))
-            .filter(|rustc| rustc.exists());
-        let program = std::env::var_os("RUSTC")
-            .map(PathBuf::from)
-            .or(beside_cargo)
-            .unwrap_or_else(|| PathBuf::from("rustc"));
-        Ok(Rustc { program, args })
-    }
-
-    fn command(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(&self.program);
-        cmd.current_dir(dir).args(&self.args).arg("src/lib.rs");
-        cmd
-    }
-
-    /// The errors of the crate in `dir` and of its tests, one a line
-    /// (`src/ch11_4.rs:3:5: error[E0603]: …`).
-    fn check(&self, dir: &Path) -> Result<String, String> {
-        let output = self
-            .command(dir)
-            .args(["--emit=metadata", "--out-dir", "check"])
-            .output()
-            .map_err(|e| format!("{}: {e}", self.program.display()))?;
-        Ok(String::from_utf8_lossy(&output.stderr).into_owned())
-    }
-
-    /// The crate's test binary.
-    fn build_tests(&self, dir: &Path) -> Result<PathBuf, String> {
-        let binary = dir.join("tests");
-        let output = self
-            .command(dir)
-            // As cargo's test profile: checks on, whatever the level.
-            .args(["-Copt-level=1", "-Cdebug-assertions=on", "-Coverflow-checks=on", "-o"])
-            .arg(&binary)
-            .output()
-            .map_err(|e| format!("{}: {e}", self.program.display()))?;
-        match output.status.success() {
-            true => Ok(binary),
-            false => Err(format!(
-                "the tests in {} do not compile:\n{}",
-                dir.display(),
-                String::from_utf8_lossy(&output.stderr)
-            )),
-        }
-    }
 }
