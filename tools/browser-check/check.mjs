@@ -2,7 +2,8 @@
 // headless Chromium at 1280 px and 390 px and fails, naming page and width,
 // on any request that leaves 127.0.0.1, any failed request or image, any
 // KaTeX error or unrendered `$`, any console error, any element wider than
-// the viewport that is not inside a scroll container, and any link inside
+// the viewport that is not inside a scroll container, any display formula
+// wider than its box without the shadows that show it scrolls, and any link inside
 // the book to a page or an `#anchor` that does not exist. Links that leave
 // the book are listed, not fetched (the book reads offline).
 //
@@ -411,6 +412,19 @@ for (const width of widths) {
       for (let n = walker.nextNode(); n; n = walker.nextNode()) {
         if (n.textContent.includes('$') && !n.parentElement.closest('pre, code, script, style, .katex')) {
           out.push(`unrendered math: "${n.textContent.trim().slice(0, 60)}"`);
+        }
+      }
+      // A display formula wider than its box scrolls in it, and shows that
+      // it does: the edge shadows of theme/math.css.
+      for (const d of content.querySelectorAll('.katex-display')) {
+        if (d.scrollWidth <= d.clientWidth + 1) continue;
+        const style = getComputedStyle(d);
+        const cued = ['auto', 'scroll'].includes(style.overflowX)
+          && (style.backgroundImage.match(/gradient/g) ?? []).length >= 4
+          && style.backgroundAttachment.includes('local') && style.backgroundAttachment.includes('scroll');
+        if (!cued) {
+          out.push(`a formula ${d.scrollWidth} px wide in a ${d.clientWidth} px box without a sign that it scrolls: "${d.textContent.trim().slice(0, 40)}"`);
+          break;
         }
       }
       const limit = document.documentElement.clientWidth + 1;
