@@ -3,16 +3,42 @@
 //!
 //! ```text
 //! cargo run --example ch02_attention
+//! cargo run --example ch02_attention -- --temperature 0.5   # the figure at τ = 0.5; --help
 //! ```
 
+use clap::{value_parser, Arg, Command};
 use report::plot;
 
+use attn::error::AttnError;
 use attn::softmax::{naive_softmax, softmax};
 use attn::{attention, scaled_dot_product_attention};
 use ndarray::Array2;
 use report::show::matrix;
 
+/// The temperature of the sentence's self-attention: 1, the chapter's, or
+/// a reader's (`--temperature`).
+fn temperature() -> f32 {
+    Command::new("ch02_attention")
+        .about("Chapter 2: the softmax, the worked example, and self-attention on a sentence")
+        .after_help("A run at another temperature draws its figure into target/figures/.")
+        .arg(
+            Arg::new("temperature")
+                .long("temperature")
+                .value_parser(value_parser!(f32))
+                .help("Divide the sentence's scores by τ as well as by √d_k [default: 1]"),
+        )
+        .get_matches()
+        .get_one::<f32>("temperature")
+        .copied()
+        .unwrap_or(1.0)
+}
+
 fn main() -> Result<(), report::error::ReportError> {
+    let tau = temperature();
+    if !(tau.is_finite() && tau > 0.0) {
+        let requirement = "must be finite and > 0";
+        Err(AttnError::InvalidArgument { name: "temperature", value: tau.into(), requirement })?;
+    }
     let logits = ndarray::Array1::from(report::ch02::OVERFLOW_LOGITS.to_vec());
     println!("== Softmax of {logits} ==");
     println!("naive:  {}", naive_softmax(&logits));
@@ -37,7 +63,11 @@ fn main() -> Result<(), report::error::ReportError> {
 
     println!("\n== Self-attention on a sentence (Q = K = V = X) ==");
     let (words, x) = attention::sentence_example();
-    let a = scaled_dot_product_attention(&x, &x, &x)?;
+    // Queries divided by τ divide every score by τ: softmax at temperature τ.
+    if tau != 1.0 {
+        println!("at temperature {tau}: Q = X / {tau}");
+    }
+    let a = scaled_dot_product_attention(&(&x / tau), &x, &x)?;
     println!("weights (rows: queries, columns: keys {words:?}):");
     println!("{}", matrix(&a.weights, 2));
     let path = plot::heatmap(

@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! cargo run --example ch05_multihead
+//! cargo run --example ch05_multihead -- --heads 8    # other sizes: --help
 //! ```
 
+use clap::{value_parser, Arg, Command};
 use report::plot;
 
 use attn::multihead::{merge_heads, multihead_flops, split_heads, MultiHeadAttention};
@@ -18,13 +20,32 @@ const D_MODEL: usize = 32;
 const H: usize = 4;
 const WORDS: [&str; 7] = ["The", "cat", "sat", "on", "the", "mat", "."];
 
-fn main() -> Result<(), report::error::ReportError> {
-    let x = embed_words(&WORDS, D_MODEL, 2024);
-    let mha = MultiHeadAttention::new(D_MODEL, H, &mut StdRng::seed_from_u64(4))?;
+/// The layer's sizes: the chapter's, or a reader's (`--heads`, `--d-model`).
+fn sizes() -> (usize, usize) {
+    let size = |name: &'static str, default: usize, help: &'static str| {
+        Arg::new(name)
+            .long(name)
+            .value_parser(value_parser!(usize))
+            .help(format!("{help} [default: {default}, the chapter's]"))
+    };
+    let options = Command::new("ch05_multihead")
+        .about("Chapter 5: a multi-head layer's shapes, cost, heads' entropies and weights")
+        .after_help("A run with other sizes draws its figure into target/figures/.")
+        .arg(size("heads", H, "The number of heads h; it must divide d_model"))
+        .arg(size("d-model", D_MODEL, "The width of the tokens, d_model"))
+        .get_matches();
+    let get = |name: &str| options.get_one::<usize>(name).copied();
+    (get("d-model").unwrap_or(D_MODEL), get("heads").unwrap_or(H))
+}
 
-    println!("== Shapes, d_model = {D_MODEL}, h = {H}, d_k = {} ==", mha.d_k());
+fn main() -> Result<(), report::error::ReportError> {
+    let (d_model, h) = sizes();
+    let x = embed_words(&WORDS, d_model, 2024);
+    let mha = MultiHeadAttention::new(d_model, h, &mut StdRng::seed_from_u64(4))?;
+
+    println!("== Shapes, d_model = {d_model}, h = {h}, d_k = {} ==", mha.d_k());
     let q = x.dot(&mha.weights().w_q);
-    let heads = split_heads(&q, H)?;
+    let heads = split_heads(&q, h)?;
     let out = mha.forward(&x, &x)?;
     println!("X:                       {}", shape(&x));
     println!("Q = X W_Q:               {}", shape(&q));
@@ -41,7 +62,7 @@ fn main() -> Result<(), report::error::ReportError> {
     );
 
     println!("\n== Cost ==");
-    println!("parameters: 4 · {D_MODEL}² = {}", mha.parameters());
+    println!("parameters: 4 · {d_model}² = {}", mha.parameters());
     for h in [1, 8, 64] {
         println!(
             "FLOPs, n = m = 512, d_model = 512, h = {h:>2}: {}",
@@ -64,7 +85,7 @@ fn main() -> Result<(), report::error::ReportError> {
         .enumerate()
         .map(|(i, e)| format!("head {} (mean entropy {e:.2} nats)", i + 1))
         .collect();
-    titles.push(format!("average of the {H} heads"));
+    titles.push(format!("average of the {h} heads"));
     let mut values: Vec<Array2<f32>> = out.weights.outer_iter().map(|w| w.to_owned()).collect();
     values.push(average);
     let panels: Vec<_> = titles

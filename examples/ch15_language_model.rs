@@ -7,15 +7,17 @@
 //!
 //! ```text
 //! cargo run --example ch15_language_model
+//! cargo run --example ch15_language_model -- --prompt "JULIET." --temperature 0.8   # writes; --help
 //! ```
 
+use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
 use ndarray::Array2;
 
-use attn::lm::{LmCache, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING};
+use attn::lm::{Decoding, LmCache, Sampler, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING};
 use attn::nn::Parameters;
 use report::ch15::{
     book_model, final_losses, head_log, rotary_final_losses, rotary_log, rotary_model, samples,
-    training_log, vocabulary,
+    training_log, vocabulary, PROMPT, SAMPLE_LENGTH, SAMPLE_SEED,
 };
 use report::ch15::{control_heads, control_log};
 use report::ch15_control::{
@@ -29,7 +31,79 @@ use report::ch15_report::{
 use report::error::ReportError;
 use report::plot;
 
+/// The options of a reader's own writing; with none, the chapter's report.
+fn options() -> ArgMatches {
+    let option = |name: &'static str, help: String| Arg::new(name).long(name).help(help);
+    Command::new("ch15_language_model")
+        .about("Chapter 15: the trained model's report, or (with any option) text it writes")
+        .after_help("With no option, prints the chapter's report and draws its figures.")
+        .arg(option("prompt", format!("The text to continue [default: {PROMPT:?}]")))
+        .arg(
+            option("length", format!("Characters to add [default: {SAMPLE_LENGTH}]"))
+                .value_parser(value_parser!(usize)),
+        )
+        .arg(
+            option("temperature", "0 is greedy decoding [default: 1]".into())
+                .value_parser(value_parser!(f64)),
+        )
+        .arg(
+            option("top-k", "Sample among the k likeliest".into())
+                .value_parser(value_parser!(usize)),
+        )
+        .arg(
+            option("top-p", "Sample among the likeliest whose probabilities sum to p".into())
+                .value_parser(value_parser!(f64)),
+        )
+        .arg(
+            option("seed", format!("The random draws' seed [default: {SAMPLE_SEED}]"))
+                .value_parser(value_parser!(u64)),
+        )
+        .arg(
+            option(
+                "no-cache",
+                "Recompute the whole window every step, without the KV cache".into(),
+            )
+            .action(ArgAction::SetTrue),
+        )
+        .get_matches()
+}
+
+/// Writes with the reader's options: the prompt and what the model adds,
+/// and how long it took.
+fn write(options: &ArgMatches) -> Result<(), ReportError> {
+    let model = book_model()?;
+    let vocab = vocabulary();
+    let prompt = options.get_one::<String>("prompt").map_or(PROMPT, String::as_str);
+    let length = options.get_one::<usize>("length").copied().unwrap_or(SAMPLE_LENGTH);
+    let seed = options.get_one::<u64>("seed").copied().unwrap_or(SAMPLE_SEED);
+    let mut sampler = Sampler::new(options.get_one::<f64>("temperature").copied().unwrap_or(1.0))?;
+    if let Some(&k) = options.get_one::<usize>("top-k") {
+        sampler = sampler.top_k(k)?;
+    }
+    if let Some(&p) = options.get_one::<f64>("top-p") {
+        sampler = sampler.top_p(p)?;
+    }
+    let decoding = match options.get_flag("no-cache") {
+        true => Decoding::Recompute,
+        false => Decoding::Cached,
+    };
+    let start = std::time::Instant::now();
+    let tokens = model.generate(&vocab.encode(prompt)?, length, &sampler, seed, decoding)?;
+    let seconds = start.elapsed().as_secs_f64();
+    println!("{}", vocab.decode(&tokens)?);
+    eprintln!("\n({length} characters in {seconds:.2} s, {decoding:?}, seed {seed})");
+    Ok(())
+}
+
 fn main() -> Result<(), ReportError> {
+    let options = options();
+    let writing = ["prompt", "length", "temperature", "top-k", "top-p", "seed"]
+        .iter()
+        .any(|name| options.contains_id(name) && options.value_source(name).is_some())
+        || options.get_flag("no-cache");
+    if writing {
+        return write(&options);
+    }
     let model = book_model()?;
     let c = model.config();
     println!(

@@ -7,7 +7,7 @@ use std::fmt;
 use attn::error::AttnError;
 
 /// An error of the report helpers.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum ReportError {
     /// An error of the crate's own functions.
     Attn(AttnError),
@@ -39,6 +39,14 @@ pub enum ReportError {
 impl From<AttnError> for ReportError {
     fn from(e: AttnError) -> Self {
         ReportError::Attn(e)
+    }
+}
+
+/// As [`fmt::Display`]: an example's `main` that returns an error prints it
+/// with `Debug`, and a reader should read the sentence, not the variant.
+impl fmt::Debug for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
