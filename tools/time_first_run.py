@@ -34,15 +34,19 @@ def timed(command, cwd):
     stdout, seconds to the end, whether cargo compiled anything, and the
     exit status."""
     start = time.monotonic()
-    process = subprocess.Popen(
-        command, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    first = None
-    for _ in process.stdout:
-        if first is None:
-            first = time.monotonic() - start
-    stderr = process.stderr.read()
-    status = process.wait()
+    # stderr into a file: a pipe that nobody reads while stdout is read
+    # fills up and stops the command.
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        process = subprocess.Popen(
+            command, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        first = None
+        for _ in process.stdout:
+            if first is None:
+                first = time.monotonic() - start
+        status = process.wait()
+        errors.seek(0)
+        stderr = errors.read()
     total = time.monotonic() - start
     compiled = "Compiling" in stderr or re.search(r"\b[1-9]\d* compiled\b", stderr) is not None
     return first, total, compiled, status
