@@ -85,5 +85,49 @@ fn main() -> Result<(), report::error::ReportError> {
         &a.weights,
     );
     println!("wrote {}", path.display());
+    trained_head()
+}
+
+/// The introduction's figure: one head of chapter 15's trained model on a
+/// line of verse, what the mechanism of this chapter becomes.
+fn trained_head() -> Result<(), report::error::ReportError> {
+    let trained = report::ch02::trained_head()?;
+    let line = report::ch02::VERSE_LINE;
+    println!(
+        "\n== What attention becomes: block {} head {} of chapter 15's trained model on {line:?} ==",
+        trained.block + 1,
+        trained.head + 1
+    );
+    println!("mean weight a character puts on the one before it: {:.2}", trained.previous());
+    println!(
+        "characters whose largest weight is on the one before: {} of {}",
+        trained.previous_largest(),
+        line.chars().count() - 1
+    );
+    println!("largest weight on a later character: {}", trained.ahead());
+    // The font draws a space as nothing: a middle dot stands for it.
+    let labels: Vec<String> =
+        line.chars().map(|c| if c == ' ' { "·".into() } else { c.to_string() }).collect();
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let title = format!(
+        "Block {}, head {} of chapter 15's trained model, reading a line of verse",
+        trained.block + 1,
+        trained.head + 1
+    );
+    let path = plot::heatmap(
+        "ch02-trained-head.svg",
+        &plot::Heatmap {
+            title: &title,
+            row_labels: &labels,
+            col_labels: &labels,
+            x_desc: "character attended to (key)",
+            y_desc: "character attending (query)",
+            value_desc: "attention weight",
+            range: (0.0, 1.0),
+            annotate: None,
+        },
+        &trained.weights,
+    );
+    println!("wrote {}", path.display());
     Ok(())
 }

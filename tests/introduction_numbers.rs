@@ -1,5 +1,6 @@
-//! The introduction states no measurement, but it is held to the same rule
-//! as every chapter: every number it shows is bound or exempt. It also
+//! The introduction's numbers describe its first figure (chapter 15's
+//! trained model on a line of verse); like every chapter's, each is bound
+//! or exempt. It also
 //! names the commands that produce the data and the exercises a reader can
 //! start; these tests hold those names to `xtask` and to the chapters.
 
@@ -14,7 +15,23 @@ fn read(path: &str) -> String {
 
 #[test]
 fn every_number_is_bound() {
-    Bindings::new("introduction.md").assert_all_bound();
+    // The first figure: a trained head on a line of verse (the example
+    // ch02_attention prints these).
+    let head = report::ch02::trained_head().unwrap();
+    let line = report::ch02::VERSE_LINE;
+    let mut b = Bindings::new("introduction.md");
+    b.section("What attention becomes");
+    let n = line.chars().count();
+    assert_eq!(head.weights.dim(), (n, n));
+    b.exact("39", n as f64).exact("39", n as f64); // the figure's alt text
+    b.exact("1", head.weights.row(0).sum().round());
+    assert!(head.weights.rows().into_iter().all(|r| (r.sum() - 1.0).abs() < 1e-5));
+    b.claim("nothing lies above the diagonal", head.ahead() == 0.0);
+    b.rounded("0.33", head.previous());
+    b.exact("21", head.previous_largest() as f64);
+    b.exact("38", (n - 1) as f64);
+    b.section("");
+    b.assert_all_bound();
 }
 
 /// Every `cargo xtask …` command the introduction names is one `xtask`
