@@ -1,4 +1,5 @@
-//! Solutions to the end-of-chapter exercises, one module a chapter.
+//! Solutions to the end-of-chapter exercises, one module a chapter (and
+//! `fast` for the appendix "Making it fast").
 //!
 //! The book shows them in collapsed blocks; they are compiled and tested here
 //! like every other listing.
@@ -19,3 +20,4 @@ pub mod ch13;
 pub mod ch14;
 pub mod ch15;
 pub mod ch16;
+pub mod fast;

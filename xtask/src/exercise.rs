@@ -30,7 +30,7 @@ use crate::Step;
 
 /// One code exercise of a chapter.
 pub(crate) struct Exercise {
-    /// `chNN-K`.
+    /// `chNN-K`, or `fast-K` for the appendix "Making it fast".
     pub(crate) id: String,
     /// Its title, as the chapter gives it.
     pub(crate) title: String,
@@ -48,7 +48,11 @@ impl Exercise {
     }
 }
 
-/// Every code exercise of every chapter, in the book's order.
+/// The appendix with exercises, whose ids are `fast-K`.
+const APPENDIX: &str = "making-it-fast.md";
+
+/// Every code exercise of every chapter and of the appendix, in the book's
+/// order: `chNN-K`, then `fast-K`.
 pub(crate) fn exercises() -> Result<Vec<Exercise>, String> {
     let book = root().join("book");
     let mut chapters: Vec<PathBuf> = std::fs::read_dir(&book)
@@ -56,7 +60,7 @@ pub(crate) fn exercises() -> Result<Vec<Exercise>, String> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.starts_with("ch") && name.ends_with(".md")
+            (name.starts_with("ch") && name.ends_with(".md")) || name == APPENDIX
         })
         .collect();
     chapters.sort();
@@ -64,7 +68,8 @@ pub(crate) fn exercises() -> Result<Vec<Exercise>, String> {
     for path in chapters {
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let chapter = &path.file_name().and_then(|n| n.to_str()).unwrap_or("")[..4];
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let chapter = if name == APPENDIX { "fast" } else { &name[..4] };
         all.extend(code_exercises(chapter, &text));
     }
     Ok(all)
@@ -240,7 +245,7 @@ fn start(ex: &Exercise) -> Step {
 const MANIFEST: &str = "# Your answers to the book's exercises (`cargo xtask exercise`).\n\
 [package]\nname = \"NAME\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
 [dependencies]\nattn = { path = \"ATTN\" }\nndarray = \"0.17\"\nndarray-rand = \"0.16\"\n\
-approx = \"0.5\"\n\n[workspace]\n\nPROFILES\n\
+approx = \"0.5\"\nserde_json = \"1\"\n\n[workspace]\n\nPROFILES\n\
 # One feature an exercise, so that each compiles alone.\n[features]\n";
 
 /// [`MANIFEST`] for the crate `name` whose `attn` is at `attn` (relative),

@@ -17,7 +17,7 @@ pub(crate) struct Rustc {
 
 impl Rustc {
     /// The learner's crates name these (their `Cargo.toml`).
-    const CRATES: [&str; 4] = ["attn", "ndarray", "ndarray_rand", "approx"];
+    const CRATES: [&str; 5] = ["attn", "ndarray", "ndarray_rand", "approx", "serde_json"];
 
     pub(crate) fn new() -> Result<Rustc, String> {
         let deps = crate::book::library_dir()?;

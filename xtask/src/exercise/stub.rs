@@ -33,7 +33,8 @@ pub(crate) fn learner_module(
         .filter(|l| l.starts_with("use "))
         .map(|l| to_attn(l))
         .collect();
-    let chapter = ex.id.get(2..4).and_then(|n| n.parse().ok()).unwrap_or(0);
+    // The appendix (`fast-K`) comes after every chapter.
+    let chapter = ex.id.get(2..4).and_then(|n| n.parse().ok()).unwrap_or(u32::MAX);
     let (items, kept) = uses::crate_items(chapter, &lines[start + 1..end].join("\n"), &imports);
     let kept = kept.join(" ");
     let uses: Vec<String> = imports
