@@ -105,11 +105,11 @@ pub fn ring_rows(
         });
     }
     // A ring too large to hold is an error, not an abort.
-    let rows = sinks.checked_add(window).unwrap_or(usize::MAX);
+    let rows = sinks.saturating_add(window);
     crate::check::check_size("the ring's rows", rows, 1)?;
     let mut ring = vec![None; rows];
-    for t in 0..seen.min(sinks) {
-        ring[t] = Some(t); // the sinks, never overwritten
+    for (t, row) in ring.iter_mut().enumerate().take(seen.min(sinks)) {
+        *row = Some(t); // the sinks, never overwritten
     }
     for t in seen.saturating_sub(window).max(sinks)..seen {
         ring[sinks + (t - sinks) % window] = Some(t); // the window's rows in turn
