@@ -259,7 +259,7 @@ fn test_binaries() -> Result<BTreeMap<String, (PathBuf, PathBuf)>, String> {
     let mut book = cargo();
     book.args(test).args(BOOK_PACKAGES);
     let mut xtask = cargo();
-    xtask.args(test).args(["--package", "xtask"]);
+    xtask.args(["test", "--locked", "--bins", "--no-run", "--package", "xtask"]);
     let mut binaries = BTreeMap::new();
     let built = executables(&mut book)?.into_iter().chain(executables(&mut xtask)?);
     for built in built.filter(|b| b.test) {
