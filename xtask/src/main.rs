@@ -457,8 +457,12 @@ pub(crate) fn side_by_side(
                             String::from_utf8_lossy(&out.stdout),
                             String::from_utf8_lossy(&out.stderr)
                         );
+                        // A test binary's name is its source's path.
                         let file = logs.join(format!("{name}.txt"));
-                        let written = std::fs::write(&file, &text);
+                        let written = file
+                            .parent()
+                            .map_or(Ok(()), std::fs::create_dir_all)
+                            .and_then(|()| std::fs::write(&file, &text));
                         let shown = file.strip_prefix(root()).unwrap_or(&file).display();
                         if !out.status.success() {
                             eprintln!("\n==> {name} FAILED ({secs:.1} s)\n{text}");
