@@ -1,10 +1,11 @@
 //! What a stub's doc tells the reader about the crate: the items the
 //! book's solution uses that a reader cannot see from the signature and
 //! the tests. The error variants it returns, with their fields; the
-//! methods of the crate's types it calls; and the crate's functions it
-//! calls that a chapter up to the exercise's taught (its stub imports
-//! those too), unless the solution's import is marked [`WRITTEN`]: writing
-//! that function is the exercise (chapter 9's online softmax step).
+//! methods of the crate's types it calls, and their constructors; and the
+//! crate's public functions it calls (its stub imports those too), except
+//! those a later chapter teaches and those whose import the solution marks
+//! [`WRITTEN`]: writing that function is the exercise (chapter 9's online
+//! softmax step).
 
 use std::path::Path;
 
@@ -186,4 +187,26 @@ fn listing(file: &Path, anchor: &str) -> Option<String> {
     let start = text.find(&format!("// ANCHOR: {anchor}\n"))?;
     let end = text[start..].find(&format!("// ANCHOR_END: {anchor}"))?;
     Some(text[start..start + end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_items_a_solution_uses_are_found() {
+        assert_eq!(words_after("a.b(c).d(e.b(", "."), ["b", "d"]);
+        assert_eq!(variant_fields("InvalidArgument").as_deref(), Some("name, value, requirement"));
+        assert_eq!(variant_fields("NoSuchVariant"), None);
+        assert_eq!(taught_in("softmax_rows"), Some(2));
+        let imports = ["use attn::softmax::softmax_rows;".to_string()];
+        let listing = "fn f() -> Result<(), AttnError> { softmax_rows(&x)?; layer.d_k(); \
+                       Err(AttnError::InvalidArgument { name, value, requirement }) }";
+        let (lines, kept) = crate_items(5, listing, &imports);
+        assert_eq!(kept, ["softmax_rows"]);
+        assert!(lines.iter().any(|l| l.contains("`d_k()`")), "{lines:?}");
+        assert!(lines[0].starts_with("`AttnError::InvalidArgument { name, value"), "{lines:?}");
+        let (_, kept) = crate_items(1, listing, &imports);
+        assert!(kept.is_empty(), "chapter 2's softmax_rows is not handed to chapter 1");
+    }
 }
