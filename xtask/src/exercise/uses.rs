@@ -60,6 +60,7 @@ pub(super) fn crate_items(
         }
     }
     let mut kept = Vec::new();
+    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap_or_default();
     for import in imports {
         let Some(path) = import.strip_prefix("use attn::").and_then(|p| p.strip_suffix(';')) else {
             continue;
@@ -72,7 +73,6 @@ pub(super) fn crate_items(
             let called = listing.contains(&format!("{name}("));
             // Only what a reader's crate can call: a public function of a
             // public module.
-            let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap_or_default();
             let top = module.split("::").next().unwrap_or(module);
             let public = lib.contains(&format!("pub mod {top};"))
                 && sources.iter().any(|s| {
