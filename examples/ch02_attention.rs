@@ -88,13 +88,13 @@ fn main() -> Result<(), report::error::ReportError> {
     trained_head()
 }
 
-/// The introduction's figure: one head of chapter 15's trained model on a
+/// The introduction's figure: one head of chapter 16's trained model on a
 /// line of verse, what the mechanism of this chapter becomes.
 fn trained_head() -> Result<(), report::error::ReportError> {
     let trained = report::ch02::trained_head()?;
     let line = report::ch02::VERSE_LINE;
     println!(
-        "\n== What attention becomes: block {} head {} of chapter 15's trained model on {line:?} ==",
+        "\n== What attention becomes: block {} head {} of chapter 16's trained model on {line:?} ==",
         trained.block + 1,
         trained.head + 1
     );
@@ -110,7 +110,7 @@ fn trained_head() -> Result<(), report::error::ReportError> {
         line.chars().map(|c| if c == ' ' { "·".into() } else { c.to_string() }).collect();
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     let title = format!(
-        "Block {}, head {} of chapter 15's trained model, reading a line of verse",
+        "Block {}, head {} of chapter 16's trained model, reading a line of verse",
         trained.block + 1,
         trained.head + 1
     );

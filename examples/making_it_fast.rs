@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n== The backward pass against PyTorch's, d = 64 ==");
     println!("{}", backward_table(&fast, &ns)?);
     let lm = LmTraining::read(&fast.sources[0].run)?;
-    println!("\n== Training chapter 15's model through the fused kernel ==");
+    println!("\n== Training chapter 16's model through the fused kernel ==");
     println!("{}", lm_training_table(&lm));
     println!("\n== The multi-head layer, n = 512, d_model = 512, h = 8 ==");
     println!("{}", layer_report(&fast)?);

@@ -2,7 +2,7 @@
 //! so that each new token costs one query's attention instead of a rerun
 //! over the whole prefix; and what every cache of the book offers the
 //! attention that reads it ([`KeyValueCache`]): chapter 6's, which grows
-//! with the text, and the ring buffers of chapters 15 and 16, which keep a
+//! with the text, and the ring buffers of chapters 16 and 17, which keep a
 //! window ([`crate::sliding::SlidingCache`]).
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};

@@ -121,12 +121,12 @@ pub mod chapters {
     pub struct Ch12Training;
     #[doc = include_str!("../book/ch13-attention-learns-to-align.md")]
     pub struct Ch13AttentionLearnsToAlign;
-    #[doc = include_str!("../book/ch14-attention-in-a-trained-model.md")]
-    pub struct Ch14AttentionInATrainedModel;
-    #[doc = include_str!("../book/ch15-a-language-model-that-writes.md")]
-    pub struct Ch15ALanguageModelThatWrites;
-    #[doc = include_str!("../book/ch16-sharing-and-forgetting-keys.md")]
-    pub struct Ch16SharingAndForgettingKeys;
+    #[doc = include_str!("../book/ch15-attention-in-a-trained-model.md")]
+    pub struct Ch15AttentionInATrainedModel;
+    #[doc = include_str!("../book/ch16-a-language-model-that-writes.md")]
+    pub struct Ch16ALanguageModelThatWrites;
+    #[doc = include_str!("../book/ch17-sharing-and-forgetting-keys.md")]
+    pub struct Ch17SharingAndForgettingKeys;
     #[doc = include_str!("../book/notation.md")]
     pub struct Notation;
     #[doc = include_str!("../book/making-it-fast.md")]

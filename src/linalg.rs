@@ -22,7 +22,7 @@ const PARALLEL_FROM: usize = 1 << 27;
 
 /// Multiply-adds from which [`matmul`], below [`PARALLEL_FROM`], gives each
 /// of the pool's threads its own band of rows, each band one product on
-/// one thread: the training stack's products (768×128×128 for chapter 15's
+/// one thread: the training stack's products (768×128×128 for chapter 16's
 /// model) are too small for `gemm`'s own threads but large enough for this.
 /// Each entry of the result is the same sum in the same order, so the bits
 /// do not depend on the number of threads.

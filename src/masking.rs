@@ -34,13 +34,13 @@ pub fn causal_mask(n: usize, m: usize) -> Array2<bool> {
 
 /// The band of a sliding window over `n` positions: position `i` may attend
 /// to itself and the `window − 1` positions before it, `i − window < j ≤ i`
-/// (chapters 9 and 15). `window` must be at least 1.
+/// (chapters 9 and 16). `window` must be at least 1.
 pub fn band_mask(n: usize, window: usize) -> Result<Array2<bool>, AttnError> {
     window_mask(0..n, 0..n, 0, window)
 }
 
 /// The band of [`band_mask`] with, besides it, the first `sinks` positions
-/// visible to every query after them (attention sinks, chapter 16):
+/// visible to every query after them (attention sinks, chapter 17):
 /// `j ≤ i` and (`j < sinks` or `i − j < window`).
 pub fn sinks_and_window_mask(
     n: usize,

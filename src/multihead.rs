@@ -167,7 +167,7 @@ impl MultiHeadAttention {
 
     /// The same layer with a bias added after each projection, each as long
     /// as its matrix is wide and finite: `Q = X_q W_Q + b_Q`, and so on, as
-    /// in PyTorch's `nn.MultiheadAttention` and BERT (chapter 14).
+    /// in PyTorch's `nn.MultiheadAttention` and BERT (chapter 15).
     pub fn with_biases(self, biases: AttentionBiases<f32>) -> Result<Self, AttnError> {
         let pairs = [
             ("b_Q", "W_Q's columns and b_Q"),

@@ -208,13 +208,13 @@ fn look_back_block_and_claims(b: &mut Bindings) {
 
 fn learned_positions(b: &mut Bindings) {
     b.section("Learned absolute positions");
-    // "BERT's has 512 rows (so has chapter 14's model, a small BERT)": the
-    // position table of chapter 14's model, as its data file lists it.
-    let tensors = data_file("ch14-tensors.tsv").unwrap();
+    // "BERT's has 512 rows (so has chapter 15's model, a small BERT)": the
+    // position table of chapter 15's model, as its data file lists it.
+    let tensors = data_file("ch15-tensors.tsv").unwrap();
     let shape = tensors
         .lines()
         .find_map(|l| l.strip_prefix("embeddings.position_embeddings.weight\tF32\t"))
-        .expect("chapter 14's position table");
+        .expect("chapter 15's position table");
     let rows: usize = shape.split('x').next().unwrap().parse().unwrap();
     b.exact("512", rows as f64);
 }

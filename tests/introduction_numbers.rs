@@ -1,4 +1,4 @@
-//! The introduction's numbers describe its first figure (chapter 15's
+//! The introduction's numbers describe its first figure (chapter 16's
 //! trained model on a line of verse); like every chapter's, each is bound
 //! or exempt. It also
 //! names the commands that produce the data and the exercises a reader can
@@ -64,7 +64,7 @@ fn every_command_it_names_exists() {
         }
         named.push(format!("{task} {options}").trim().to_string());
     }
-    // Chapter 16's runs are among them.
+    // Chapter 17's runs are among them.
     for kv in ["train kv", "measure kv"] {
         assert!(named.iter().any(|n| n == kv), "{kv} is not named: {named:?}");
     }

@@ -1,11 +1,11 @@
-//! The language model of chapter 15: its corpus (`cargo xtask corpus`
+//! The language model of chapter 16: its corpus (`cargo xtask corpus`
 //! fetches it; `cargo xtask test` does so before the tests run) and its
 //! trained weights against PyTorch's golden values (`tools/lm_reference.py`).
 
 use std::sync::OnceLock;
 
 use attn::lm::{Corpus, LanguageModel, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_VOCAB};
-use report::ch15::corpus_dir;
+use report::ch16::corpus_dir;
 
 mod common;
 
@@ -37,7 +37,7 @@ fn the_corpus_is_shakespeare_as_defined() {
 fn model() -> &'static LanguageModel<f32> {
     static MODEL: OnceLock<LanguageModel<f32>> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch15-weights.safetensors");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch16-weights.safetensors");
         let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         LanguageModel::from_safetensors(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
     })

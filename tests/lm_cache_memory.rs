@@ -12,7 +12,7 @@ use attn::lm::{LmCache, Sampler};
 
 #[test]
 fn the_cache_allocates_its_formula_once() {
-    let model = report::ch15::book_model().unwrap();
+    let model = report::ch16::book_model().unwrap();
     let context = model.config().context;
     let expected = context * LmCache::bytes_per_token(&model);
     assert_eq!(expected, 262_144); // 64 · 4,096

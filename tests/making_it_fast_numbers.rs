@@ -706,7 +706,7 @@ fn five_products(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &Pr
         .rounded("48.43", d.ours("backward_1t", LONGEST).unwrap());
 }
 
-/// Training chapter 15's model both ways, from the file of the same run.
+/// Training chapter 16's model both ways, from the file of the same run.
 fn training_with_it(b: &mut Bindings, d: &FastData) {
     b.section("Training with it");
     let lm = LmTraining::read(&d.sources[0].run).unwrap();

@@ -1,4 +1,4 @@
-//! Chapter 14's pretrained encoder, run by the crate, against PyTorch and
+//! Chapter 15's pretrained encoder, run by the crate, against PyTorch and
 //! Hugging Face transformers (`tests/golden/minilm.txt`, written by
 //! `tools/minilm_golden.py`): the same token ids, every head's weights and
 //! the sentence embeddings within 1e-5. Then the chapter's data, derived
@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 use approx::assert_abs_diff_eq;
 use attn::pretrained::{tensor_shapes, Bert, WordPiece};
 use ndarray::{s, Array2};
-use report::ch14::{model_dir, Corpus};
-use report::ch14_data::{derive, Derived, FILES};
+use report::ch15::{model_dir, Corpus};
+use report::ch15_data::{derive, Derived, FILES};
 
 mod common;
 
@@ -158,7 +158,7 @@ fn the_committed_chapter_data_is_what_the_model_gives() {
     let texts = derive(&model_dir()).unwrap();
     let committed = Derived::read().unwrap();
     for (file, text) in FILES.iter().zip(&texts) {
-        let path = report::ch14_data::data_dir().join(file);
+        let path = report::ch15_data::data_dir().join(file);
         let on_disk = std::fs::read_to_string(&path).unwrap();
         same_but_rounding(file, text, &on_disk, 2e-4);
     }

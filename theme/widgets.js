@@ -320,7 +320,7 @@
         update();
     };
 
-    // ---- chapter 15: the Shakespeare model writes ---------------------
+    // ---- chapter 16: the Shakespeare model writes ---------------------
     widgets.writer = function (r, call) {
         var controls = el("div", { "class": "attn-widget-controls" }, r);
         var row = el("div", { "class": "attn-widget-control attn-widget-prompt" }, controls);
@@ -347,7 +347,7 @@
             if (loading) return loading;
             return (loading = new Promise(function (resolve, reject) {
                 var s = document.createElement("script");
-                s.src = root + "widgets/ch15-weights.js";
+                s.src = root + "widgets/ch16-weights.js";
                 s.onload = function () {
                     try {
                         call.hand(base64Bytes(window.ATTN_CH15_WEIGHTS));
@@ -358,7 +358,7 @@
                 };
                 s.onerror = function () {
                     loading = null;
-                    reject(new Error("the model's weights (widgets/ch15-weights.js) are not in this copy of the book"));
+                    reject(new Error("the model's weights (widgets/ch16-weights.js) are not in this copy of the book"));
                 };
                 document.head.appendChild(s);
             }));

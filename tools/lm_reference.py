@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Chapter 15's language model in PyTorch: the same architecture, data and
+"""Chapter 16's language model in PyTorch: the same architecture, data and
 recipe as the crate's `attn::lm`, for two comparisons.
 
-- `golden`: loads the crate's trained weights (book/data/ch15-weights.safetensors)
+- `golden`: loads the crate's trained weights (book/data/ch16-weights.safetensors)
   and writes the logits and some attention weights for fixed inputs to
   tests/golden/lm.txt, which tests/language_model.rs compares with the crate.
 - `speed`: training tokens per second over steps 101 to 300 (the crate's
@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CORPUS = os.environ.get("ATTN_CORPUS_DIR", os.path.join(ROOT, "target", "corpus", "shakespeare"))
-WEIGHTS = os.path.join(ROOT, "book", "data", "ch15-weights.safetensors")
+WEIGHTS = os.path.join(ROOT, "book", "data", "ch16-weights.safetensors")
 GOLDEN = os.path.join(ROOT, "tests", "golden", "lm.txt")
 
 CONFIG = dict(vocab=84, context=64, d_model=128, heads=4, layers=4, d_ff=512)
@@ -238,7 +238,7 @@ def golden(args):
             for block, head in [(0, 0), (1, 2), (3, 3)]:
                 tensors.append((f"weights{i}_block{block}_head{head}", weights[block][0, head]))
     with open(GOLDEN, "w") as f:
-        f.write(f"# chapter 15's language model (book/data/ch15-weights.safetensors) in PyTorch "
+        f.write(f"# chapter 16's language model (book/data/ch16-weights.safetensors) in PyTorch "
                 f"{torch.__version__}, float32; texts: {GOLDEN_TEXTS!r}; written by "
                 f"tools/lm_reference.py golden\n")
         for key, t in tensors:

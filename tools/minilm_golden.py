@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for chapter 14, from PyTorch and Hugging Face transformers.
+"""Golden values for chapter 15, from PyTorch and Hugging Face transformers.
 
 The pretrained model (all-MiniLM-L6-v2) is run by transformers' own BertModel
 and its pure-Python BertTokenizer, independent of the crate and of the Rust
@@ -14,7 +14,7 @@ regenerate, from the repository root:
 It writes tests/golden/minilm.txt, which tests/pretrained_golden.rs loads:
 the token ids of three sentences, every head's attention weights in every
 layer for the first two, and the sentence embeddings of the first ten
-sentences of book/data/ch14-corpus.txt, computed as one padded batch. The
+sentences of book/data/ch15-corpus.txt, computed as one padded batch. The
 tests require equal ids and values within 1e-5.
 
 Format: as tools/golden.py, a comment line, then for each tensor a line
@@ -39,7 +39,7 @@ TRICKY = "Café naïveté — über-cool 3.14 🙂!"
 
 
 def corpus():
-    path = os.path.join(ROOT, "book", "data", "ch14-corpus.txt")
+    path = os.path.join(ROOT, "book", "data", "ch15-corpus.txt")
     with open(path, encoding="utf-8") as f:
         return [l.strip() for l in f if l.strip() and not l.startswith("#")]
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""PyTorch's speed on chapter 14's measurement, for the chapter's comparison.
+"""PyTorch's speed on chapter 15's measurement, for the chapter's comparison.
 
 The same model (all-MiniLM-L6-v2, run by Hugging Face transformers' BertModel
-on PyTorch), the same 50 sentences of book/data/ch14-corpus.txt, embedded one
+on PyTorch), the same 50 sentences of book/data/ch15-corpus.txt, embedded one
 at a time (mean pooling, L2 normalisation) on one thread, best of 10 passes:
 what `cargo xtask model --data` measures for the crate. Not run in CI (it needs
 PyTorch). `cargo xtask model --data` runs it in the same run as the crate's
@@ -12,7 +12,7 @@ measurement, with the Python that TORCH_PYTHON names:
     /tmp/venv-torch/bin/pip install torch transformers
     TORCH_PYTHON=/tmp/venv-torch/bin/python cargo xtask model --data
 
-It writes book/data/ch14-speed-pytorch.tsv, headed by the run (the book
+It writes book/data/ch15-speed-pytorch.tsv, headed by the run (the book
 refuses a comparison of two runs), with the versions.
 """
 import os
@@ -27,13 +27,13 @@ from measuring import run_header
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 MODEL = os.path.join(ROOT, "target", "models", "all-MiniLM-L6-v2")
-OUT = os.path.join(ROOT, "book", "data", "ch14-speed-pytorch.tsv")
+OUT = os.path.join(ROOT, "book", "data", "ch15-speed-pytorch.tsv")
 PASSES = 10
 
 
 def main():
     torch.set_num_threads(1)
-    path = os.path.join(ROOT, "book", "data", "ch14-corpus.txt")
+    path = os.path.join(ROOT, "book", "data", "ch15-corpus.txt")
     with open(path, encoding="utf-8") as f:
         sentences = [l.strip() for l in f if l.strip() and not l.startswith("#")]
     tokenizer = BertTokenizer(os.path.join(MODEL, "vocab.txt"), do_lower_case=True)

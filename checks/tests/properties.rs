@@ -323,7 +323,7 @@ fn size() -> impl Strategy<Value = usize> {
 proptest! {
     #![proptest_config(config())]
 
-    /// The appendix's kernel, chapter 1's scores and chapter 14's pooling:
+    /// The appendix's kernel, chapter 1's scores and chapter 15's pooling:
     /// an error or finite numbers, whatever the shapes, values and tiles.
     #[test]
     fn fast_origins_and_pooling_never_panic_nor_return_non_finite_numbers(

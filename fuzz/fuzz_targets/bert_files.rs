@@ -1,4 +1,4 @@
-//! Chapter 14's model directory: `config.json`, `model.safetensors` and
+//! Chapter 15's model directory: `config.json`, `model.safetensors` and
 //! `tokenizer.json`, each corrupted. The input is three little-endian u32
 //! lengths, then the three files' bytes in that order.
 #![no_main]

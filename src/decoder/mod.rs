@@ -1,5 +1,5 @@
 //! The decoder-only Transformer (GPT), once for the whole book: chapter
-//! 12's digit reverser and chapter 15's language model are two
+//! 12's digit reverser and chapter 16's language model are two
 //! configurations of [`Decoder`].
 //!
 //! | step | shape (`B` sequences of `T` tokens, width `d`, `V` tokens) |
@@ -72,7 +72,7 @@ impl<F: Real> Decoder<F> {
 
     /// The same model without the heads `removed`, each `(block, head)`
     /// counted from 1: a head's output is dropped before `W_O` by zeroing
-    /// the rows of `W_O` that multiply it, as chapter 14 removes a head of a
+    /// the rows of `W_O` that multiply it, as chapter 15 removes a head of a
     /// pretrained model. An error names a block or head that does not exist.
     pub fn without_heads(&self, removed: &[(usize, usize)]) -> Result<Self, crate::AttnError> {
         let mut model = self.clone();
@@ -80,7 +80,7 @@ impl<F: Real> Decoder<F> {
         Ok(model)
     }
 
-    /// Every parameter tensor, named, in a fixed order (chapter 15's
+    /// Every parameter tensor, named, in a fixed order (chapter 16's
     /// recipe holds its shifts and biases at 0, outside the parameters).
     fn tensors(&self) -> Vec<(String, &[F])> {
         let biases = self.config.recipe == Recipe::WithBiases;

@@ -10,7 +10,7 @@ fn each_recipe_has_the_parameters_its_formula_counts() {
     let reverser = Decoder::<f64>::new(BOOK_MODEL, 1).unwrap();
     assert_eq!(reverser.parameter_count(), 26_443);
     assert_eq!(ModelConfig::of(&reverser).unwrap(), BOOK_MODEL);
-    // Chapter 15's: none of them, the head tied to the token embedding.
+    // Chapter 16's: none of them, the head tied to the token embedding.
     let writer = Decoder::<f32>::new(SHAKESPEARE_MODEL, 1).unwrap();
     assert_eq!(writer.parameter_count(), 806_528);
     assert!(ModelConfig::of(&Decoder::<f64>::new(SHAKESPEARE_MODEL, 1).unwrap()).is_err());

@@ -34,7 +34,7 @@ pub fn head_weights(
     let mut q = x_q.dot(&w.w_q.slice(columns));
     let mut k = x_kv.dot(&w.w_k.slice(columns));
     if let Some(b) = &w.biases {
-        // A layer with biases (chapter 14's): the head's entries of b_Q, b_K.
+        // A layer with biases (chapter 15's): the head's entries of b_Q, b_K.
         q += &b.b_q.slice(s![head * d_k..(head + 1) * d_k]);
         k += &b.b_k.slice(s![head * d_k..(head + 1) * d_k]);
     }

@@ -1,70 +1,69 @@
-//! Chapter 15: a language model that writes.
+//! Chapter 15: attention in a trained model.
+
+use ndarray::ArrayRef2;
 
 use crate::error::AttnError;
 
-// ANCHOR: repetition_penalty
-/// Exercise 1: a repetition penalty (after Keskar et al., 2019). The logit
-/// of every token that already occurs in `previous` is scaled by
-/// `penalty ≥ 1` towards less likely. Other logits are unchanged; `penalty =
-/// 1` changes nothing.
+// ANCHOR: parameters_by_hand
+/// Exercise 1: the parameters of a BERT-style encoder from its sizes alone.
 ///
-/// A positive logit is divided by the penalty, a negative one multiplied
-/// (dividing a negative logit would raise it).
-pub fn repetition_penalty(
-    logits: &mut [f32],
-    previous: &[usize],
-    penalty: f32,
-) -> Result<(), AttnError> {
-    if !(penalty.is_finite() && penalty >= 1.0) {
-        return Err(AttnError::InvalidArgument {
-            name: "repetition penalty",
-            value: f64::from(penalty),
-            requirement: "must be finite and ≥ 1",
-        });
-    }
-    if let Some(&token) = previous.iter().find(|&&t| t >= logits.len()) {
-        return Err(AttnError::InvalidArgument {
-            name: "previous token",
-            value: token as f64,
-            requirement: "must be less than the number of logits",
-        });
-    }
-    let mut seen = vec![false; logits.len()];
-    previous.iter().for_each(|&t| seen[t] = true);
-    for (z, seen) in logits.iter_mut().zip(seen) {
-        if seen {
-            *z = if *z > 0.0 { *z / penalty } else { *z * penalty };
-        }
-    }
-    Ok(())
+/// Three embedding tables and their LayerNorm, then per layer four
+/// `d×d` projections with biases, the FFN `d → d_ff → d` with biases, and
+/// two LayerNorms (`γ` and `β` each).
+pub fn bert_parameters(
+    vocabulary: usize,
+    positions: usize,
+    d: usize,
+    d_ff: usize,
+    layers: usize,
+) -> usize {
+    let embeddings = (vocabulary + positions + 2) * d + 2 * d;
+    let attention = 4 * (d * d + d);
+    let ffn = d * d_ff + d_ff + d_ff * d + d;
+    embeddings + layers * (attention + ffn + 2 * 2 * d)
 }
-// ANCHOR_END: repetition_penalty
+// ANCHOR_END: parameters_by_hand
+
+// ANCHOR: self_weight
+/// Exercise 2: the mean weight a head puts on each token's own position,
+/// the diagonal of its `n×n` weights.
+pub fn self_weight(w: &ArrayRef2<f32>) -> Result<f64, AttnError> {
+    let n = w.nrows();
+    if n == 0 || w.ncols() != n {
+        return Err(AttnError::ShapesDiffer {
+            what: "a head's weights and a square",
+            left: w.dim(),
+            right: (n.max(1), n.max(1)),
+        });
+    }
+    Ok(w.diag().iter().map(|&x| f64::from(x)).sum::<f64>() / n as f64)
+}
+// ANCHOR_END: self_weight
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::{array, Array2};
 
-    /// For each token that appears in the history (once, however often it appears), divide its
-    /// logit by the penalty if the logit is positive and multiply it by the penalty if it is
-    /// negative; leave all others untouched. A penalty of 1 changes nothing.
+    /// Count the embedding tables (vocabulary, positions and 2 token types, each d wide) and their
+    /// LayerNorm (2d); then per layer: four d × d projections with biases, the FFN (d × d_ff and
+    /// d_ff × d with biases) and two LayerNorms (2d each).
     #[test]
-    fn seen_tokens_become_less_likely_and_others_stay() {
-        let mut z = [2.0, -1.0, 0.5, 3.0];
-        repetition_penalty(&mut z, &[0, 1, 1], 2.0).unwrap();
-        assert_eq!(z, [1.0, -2.0, 0.5, 3.0]);
-        let mut same = [2.0, -1.0];
-        repetition_penalty(&mut same, &[0, 1], 1.0).unwrap();
-        assert_eq!(same, [2.0, -1.0]);
+    fn a_one_layer_toy_counts_by_hand() {
+        // vocabulary 10, 4 positions, d = 2, d_ff = 3, one layer:
+        // tables (10 + 4 + 2)·2 = 32, LayerNorm 4; attention 4·(4 + 2) = 24;
+        // FFN 6 + 3 + 6 + 2 = 17; two LayerNorms 8.
+        assert_eq!(bert_parameters(10, 4, 2, 3, 1), 32 + 4 + 24 + 17 + 8);
     }
 
-    /// A penalty below 1 would favour repeats, and a token id ≥ the number of logits is no token:
-    /// return `AttnError::InvalidArgument` (or `OutOfRange`) before changing anything, so that the
-    /// logits are untouched on an error.
+    /// The weight a token gives itself is the diagonal of the square weight matrix; return its
+    /// mean. A matrix that is not square has no diagonal of that meaning: return
+    /// `AttnError::ShapesDiffer`.
     #[test]
-    fn a_penalty_below_one_or_an_unknown_token_is_refused() {
-        let mut z = [1.0, 2.0];
-        assert!(repetition_penalty(&mut z, &[0], 0.5).is_err(), "a penalty of 0.5");
-        assert!(repetition_penalty(&mut z, &[2], 1.5).is_err(), "token 2 of 2 logits");
-        assert_eq!(z, [1.0, 2.0]);
+    fn self_weight_reads_the_diagonal() {
+        assert_eq!(self_weight(&Array2::<f32>::eye(3)).unwrap(), 1.0);
+        let w = array![[0.5_f32, 0.5], [1.0, 0.0]];
+        assert_eq!(self_weight(&w).unwrap(), 0.25);
+        assert!(self_weight(&Array2::<f32>::zeros((2, 3))).is_err(), "2×3 is not square");
     }
 }

@@ -30,7 +30,7 @@ pub fn repeated_sequences(seed: u64, count: usize, half: usize, vocab: usize) ->
 /// position predicts nothing). Each sequence is a random segment of `L`
 /// tokens, `L` drawn from `T/16` to `T/2`, read over and over: after the
 /// first `L`, every token can be predicted by copying, and, as `L` varies,
-/// only by matching tokens, not positions. The data of chapter 15's
+/// only by matching tokens, not positions. The data of chapter 16's
 /// positive control for induction heads.
 pub fn periodic_training_batch(
     config: &LmConfig,

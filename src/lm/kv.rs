@@ -1,6 +1,6 @@
 //! The language model's KV cache: a cache of keys and values for every head
-//! of every block (chapter 15), shared by the query heads of a group, or
-//! replaced by latents (chapter 16), and what one block's attention does
+//! of every block (chapter 16), shared by the query heads of a group, or
+//! replaced by latents (chapter 17), and what one block's attention does
 //! with it for the newest token.
 
 use ndarray::{s, Array2, ArrayRef2};
@@ -33,7 +33,7 @@ pub(super) enum BlockKv {
     /// text (rotary positions), or the caches turn them when read.
     Heads { caches: Vec<Box<dyn KeyValueCache>>, turn: bool },
     /// The latents, and the block's attention with its up-projections
-    /// absorbed, which reads them (chapter 16).
+    /// absorbed, which reads them (chapter 17).
     Latent(Box<AbsorbedLatent>, LatentCache),
 }
 
@@ -69,7 +69,7 @@ fn heads_step(
 
 // ANCHOR: grouped_step
 /// [`heads_step`] with `h` query heads sharing the caches of `h_kv`
-/// key/value heads (chapter 16): each key/value head appends its key and
+/// key/value heads (chapter 17): each key/value head appends its key and
 /// value once, and every query head of its group attends over them.
 fn grouped_step(
     w: &AttentionWeights<f32>,
@@ -283,7 +283,7 @@ mod tests {
     use crate::scaling::standard_normal;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-    /// Chapter 15's step, one cache a head, is chapter 16's grouped step
+    /// Chapter 16's step, one cache a head, is chapter 17's grouped step
     /// with as many key/value heads as heads, bit for bit, with and without
     /// rotation.
     #[test]

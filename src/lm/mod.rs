@@ -1,11 +1,11 @@
 //! A character-level language model that writes: a decoder-only
 //! Transformer trained on Shakespeare's works, next character by next
-//! character (chapter 15).
+//! character (chapter 16).
 //!
 //! The model is chapter 12's decoder ([`crate::decoder`]), configured by
 //! nanoGPT's recipe ([`SHAKESPEARE_MODEL`]); this module holds what writing
 //! adds to it: the corpus, the training recipe, sampling, the KV cache in
-//! every block, and the measurements of chapters 15 and 16.
+//! every block, and the measurements of chapters 16 and 17.
 
 mod corpus;
 mod generate;

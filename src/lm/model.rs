@@ -1,5 +1,5 @@
 //! The language model: chapter 12's decoder ([`Decoder`]), configured by
-//! chapter 15's recipe and sized to train on a CPU.
+//! chapter 16's recipe and sized to train on a CPU.
 
 use crate::decoder::{Decoder, DecoderConfig, DecoderForward, Positions, Recipe};
 use crate::nn::Activation;

@@ -78,7 +78,7 @@ impl LanguageModel<f32> {
             metadata.insert("latent_d_c".into(), d_c.to_string());
             metadata.insert("latent_d_r".into(), d_r.to_string());
         }
-        // Chapter 15's recipe is what a file that does not say has.
+        // Chapter 16's recipe is what a file that does not say has.
         if config.activation != SHAKESPEARE_MODEL.activation {
             let name = match config.activation {
                 Activation::Relu => "relu",
@@ -132,7 +132,7 @@ impl LanguageModel<f32> {
             Some(_) => Some(LatentSizes { d_c: size("latent_d_c")?, d_r: size("latent_d_r")? }),
         };
         let heads = heads?;
-        // Files of chapter 15's recipe do not say.
+        // Files of chapter 16's recipe do not say.
         let activation = match metadata.get("activation").map(String::as_str) {
             None | Some("gelu_erf") => Activation::GeluErf,
             Some("gelu") => Activation::Gelu,

@@ -1,4 +1,4 @@
-//! Grouped-query attention (chapter 16): `h` query heads sharing `h_kv`
+//! Grouped-query attention (chapter 17): `h` query heads sharing `h_kv`
 //! key/value heads, so that a cache holds `h/h_kv` times fewer keys and
 //! values.
 

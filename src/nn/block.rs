@@ -1,7 +1,7 @@
 //! A pre-norm block, `x + Attention(LayerNorm(x))` then
 //! `x + FFN(LayerNorm(x))`: its parameters, its forward pass and its
 //! backward pass, once for every trained Transformer of the book: chapter
-//! 12's digit reverser and chapter 15's language model, and chapter 13's
+//! 12's digit reverser and chapter 16's language model, and chapter 13's
 //! encoder and decoder, whose blocks also attend to the encoder's output
 //! (cross-attention, between the two).
 
@@ -57,7 +57,7 @@ pub(crate) struct Memory<'a, F, K> {
 pub(crate) enum BlockAttention<F> {
     /// `W_Q` and `W_O` `d×d`, `W_K` and `W_V` `d × h_kv·d_k`.
     Heads(AttentionWeights<F>),
-    /// Chapter 16's multi-head latent attention.
+    /// Chapter 17's multi-head latent attention.
     Latent(LatentWeights<F>),
 }
 
@@ -339,7 +339,7 @@ fn no_cross_attention() -> AttnError {
 
 /// Removes the heads `removed`, each `(block, head)` counted from 1, from
 /// `blocks` of `heads` heads each: a head's output is dropped before `W_O`
-/// by zeroing the rows of `W_O` that multiply it, as chapter 14 removes a
+/// by zeroing the rows of `W_O` that multiply it, as chapter 15 removes a
 /// head of a pretrained model. An error names a block or head that does
 /// not exist.
 pub(crate) fn remove_heads<F: Real>(

@@ -1,7 +1,7 @@
 //! Multi-head attention in the training stack: its weights, its forward
 //! pass over a batch of sequences (keeping what the backward pass needs),
 //! and its backward pass. Chapter 5's layer runs it in `f32`; the models
-//! of chapters 12 to 16 train with it.
+//! of chapters 12 to 17 train with it.
 //!
 //! The steps, applied in turn: the projections `Q = X_q W_Q`, `K = X_kv
 //! W_K`, `V = X_kv W_V` (with rotary positions, chapter 7, `Q` and `K`
@@ -35,7 +35,7 @@ pub struct AttentionWeights<F> {
     pub w_v: Array2<F>,
     /// `h·d_v × d`: the heads' outputs, side by side, back to `d`.
     pub w_o: Array2<F>,
-    /// `b_Q, b_K, b_V, b_O`, for a layer that has them (chapter 14's).
+    /// `b_Q, b_K, b_V, b_O`, for a layer that has them (chapter 15's).
     pub biases: Option<AttentionBiases<F>>,
 }
 // ANCHOR_END: attention_weights
@@ -134,7 +134,7 @@ pub struct Heads {
     /// Key/value heads, a divisor of `h`: query head `i` reads the keys and
     /// values of head `i / (h / h_kv)`. `h_kv = h` is multi-head attention,
     /// `h_kv = 1` multi-query attention, anything between grouped-query
-    /// attention (chapter 16).
+    /// attention (chapter 17).
     pub(crate) h_kv: usize,
     /// Whether queries and keys are turned by their positions (RoPE,
     /// chapter 7) after their projections: row `i` of each sequence is at
@@ -154,7 +154,7 @@ impl Heads {
     }
 
     /// The same heads sharing `h_kv` key/value heads (grouped-query
-    /// attention, chapter 16).
+    /// attention, chapter 17).
     pub fn with_kv_heads(self, h_kv: usize) -> Self {
         Heads { h_kv, ..self }
     }

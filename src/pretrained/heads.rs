@@ -1,4 +1,4 @@
-//! What the heads of a pretrained encoder do (chapter 14): statistics of
+//! What the heads of a pretrained encoder do (chapter 15): statistics of
 //! each head's weights on a sentence, sentence embeddings and their
 //! similarities, and what removing one head changes.
 

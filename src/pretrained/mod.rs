@@ -1,4 +1,4 @@
-//! A pretrained BERT-style encoder, run by the book's own layers (chapter 14).
+//! A pretrained BERT-style encoder, run by the book's own layers (chapter 15).
 //!
 //! The model is sentence-transformers' `all-MiniLM-L6-v2`: the encoder of
 //! chapter 10 with post-norm layers, learned positions and the exact GELU,

@@ -23,7 +23,7 @@ pub struct WordPiece {
 
 impl WordPiece {
     /// Loads `dir/tokenizer.json`, with its padding and truncation turned
-    /// off: a sentence keeps every token, and the batch pads (chapter 14).
+    /// off: a sentence keeps every token, and the batch pads (chapter 15).
     pub fn load(dir: &Path) -> Result<WordPiece, AttnError> {
         let path = dir.join("tokenizer.json");
         let error =

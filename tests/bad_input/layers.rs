@@ -107,7 +107,7 @@ fn layers_from_given_weights_check_their_shapes() {
     assert!(Projections::from_weights(w.clone(), narrow_copy(), w).is_err());
 }
 
-/// Chapter 14's additions: biases of the wrong length or not finite, a head
+/// Chapter 15's additions: biases of the wrong length or not finite, a head
 /// or a pooled length that does not exist, vectors of different lengths.
 #[test]
 fn pretrained_model_pieces_reject_bad_arguments() {

@@ -1,15 +1,15 @@
-//! Chapter 15's section "Looking for induction heads": the positive
+//! Chapter 16's section "Looking for induction heads": the positive
 //! control (its committed logs, ablation and weights of seed 1) and the
 //! book's model, every number bound at its place.
 
 use attn::lm::{induction_scores, Corpus, SHAKESPEARE_TRAINING};
-use report::ch15::{control_heads, control_log, corpus_dir, HeadLine, REPEATS};
-use report::ch15_control::{
+use report::ch16::{control_heads, control_log, corpus_dir, HeadLine, REPEATS};
+use report::ch16_control::{
     ablation, control_ablation, control_ablation_report, control_figure_head, control_model,
     control_report, copying_step, corpus_probe_report, corpus_repeats, flagged, largest,
     CONTROL_MODEL, CONTROL_SEEDS, CONTROL_TRAINING, FLAG, OTHER_HALF,
 };
-use report::ch15_report::{
+use report::ch16_report::{
     ablation_report, induction_table, top_heads, uniform_scores, verse_losses, verse_report,
     INDUCTION_VERSE,
 };
@@ -62,7 +62,7 @@ fn control_section(b: &mut Bindings, d: &Data) {
         largest(&heads, seed, step, block, f)
     };
     let over_seeds = |f: &dyn Fn(u64) -> f64| seeds.iter().map(|&s| f(s)).collect::<Vec<f64>>();
-    // Figure 15.2's alt text.
+    // Figure 16.2's alt text.
     let end_repeat = over_seeds(&|s| at(s, steps).repeat_loss);
     let first_halves: Vec<f64> = log.iter().map(|l| l.first_half_loss).collect();
     b.rounded("4.4", min(&first_halves)).rounded("5.2", max(&first_halves));
@@ -165,7 +165,7 @@ fn control_section(b: &mut Bindings, d: &Data) {
         }
         assert!(a.prefix_after.is_nan() == r.prefix_after.is_nan());
     }
-    let pick = |removed: &str| -> Vec<&report::ch15_control::Ablation> {
+    let pick = |removed: &str| -> Vec<&report::ch16_control::Ablation> {
         seeds
             .iter()
             .map(|&s| rows.iter().find(|r| r.seed == s && r.removed == removed).unwrap())
@@ -240,10 +240,10 @@ fn control_section(b: &mut Bindings, d: &Data) {
     let verse = verse_losses(&model).unwrap();
     b.exact("32", INDUCTION_VERSE.len() as f64);
     b.rounded("5.370", verse.first_half_loss).rounded("1.637", verse.repeat_loss);
-    // Figure 15.3.
+    // Figure 16.3.
     let (block, head) = control_figure_head(&model).unwrap();
     let text = format!("{INDUCTION_VERSE}{INDUCTION_VERSE}");
-    let fwd = model.forward(&[report::ch15::vocabulary().encode(&text).unwrap()]).unwrap();
+    let fwd = model.forward(&[report::ch16::vocabulary().encode(&text).unwrap()]).unwrap();
     let w = fwd.weights(block, 0, head).unwrap();
     let on_diagonal = (INDUCTION_VERSE.len()..text.len())
         .filter(|&i| {
@@ -313,7 +313,7 @@ fn book_model_section(b: &mut Bindings, d: &Data) {
     let apart = d.log.iter().map(|l| (l.repeat_loss - l.first_half_loss).abs()).fold(0.0, f64::max);
     let blocks = d.c.layers as f64;
 
-    // Figure 15.2's alt text.
+    // Figure 16.2's alt text.
     b.rounded("5.7", first_half[0]).rounded("7.5", min(&ends)).rounded("8.3", max(&ends));
     b.claim("rise together", apart <= 0.2);
     b.claim("never apart", apart <= 0.2);
@@ -358,7 +358,7 @@ fn book_model_section(b: &mut Bindings, d: &Data) {
     let weakest = last_heads.iter().map(|h| h.previous_token).fold(f64::INFINITY, f64::min);
     b.at_least("0.08", weakest);
     b.claim("every head of every run scores\n0.08 or more at step 2,000", weakest >= 0.08);
-    // Figure 15.5's alt text and caption.
+    // Figure 16.5's alt text and caption.
     let back = (INDUCTION_VERSE.len() - 1) as f64;
     b.exact("32", half as f64)
         .exact("32", half as f64)
@@ -418,7 +418,7 @@ fn corpus_characters(b: &mut Bindings, d: &Data, ends: &[f64]) {
     b.claim("the repeat costs more than the first reading", s.repeat_loss > s.first_half_loss);
     b.exact("32", half as f64);
     // The corpus's splits hold token ids.
-    let ids = report::ch15::vocabulary().encode(INDUCTION_VERSE).unwrap();
+    let ids = report::ch16::vocabulary().encode(INDUCTION_VERSE).unwrap();
     let verse: Vec<u8> = ids.iter().map(|&t| t as u8).collect();
     let verse = verse.as_slice();
     let holds = |text: &[u8]| text.windows(verse.len()).any(|w| w == verse);

@@ -525,8 +525,8 @@ if (problems.length) {
   console.error(`\n${problems.length} problems on ${pages.length} pages`);
   process.exit(1);
 }
-console.log(`widget pages at 390 px, coal theme, from this machine's server (chapter 15's weights load on Write: ${
-  fs.existsSync(path.join(root, 'widgets/ch15-weights.js')) ? (fs.statSync(path.join(root, 'widgets/ch15-weights.js')).size / 1e6).toFixed(2) : '?'} MB more):`);
+console.log(`widget pages at 390 px, coal theme, from this machine's server (chapter 16's weights load on Write: ${
+  fs.existsSync(path.join(root, 'widgets/ch16-weights.js')) ? (fs.statSync(path.join(root, 'widgets/ch16-weights.js')).size / 1e6).toFixed(2) : '?'} MB more):`);
 for (const w of weights.sort()) console.log(`  ${w}`);
 console.log(`links leaving the book (listed, not fetched): ${outside.size}`);
 for (const href of [...outside].sort()) console.log(`  ${href}`);

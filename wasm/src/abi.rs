@@ -176,7 +176,7 @@ fn with_writer<T>(f: impl FnOnce(&Writer) -> Result<T, AttnError>) -> Result<T, 
     })
 }
 
-/// Chapter 15: reads the model from the bytes handed over (a safetensors
+/// Chapter 16: reads the model from the bytes handed over (a safetensors
 /// file). Leaves its blocks and heads.
 #[no_mangle]
 pub extern "C" fn lm_load() -> u32 {
@@ -188,7 +188,7 @@ pub extern "C" fn lm_load() -> u32 {
     }))
 }
 
-/// Chapter 15: the prompt handed over and `count` characters the model
+/// Chapter 16: the prompt handed over and `count` characters the model
 /// writes after it, as text.
 #[no_mangle]
 pub extern "C" fn lm_write(count: u32, temperature: f64, top_k: u32, top_p: f64, seed: u32) -> u32 {
@@ -209,7 +209,7 @@ pub extern "C" fn lm_write(count: u32, temperature: f64, top_k: u32, top_p: f64,
     }
 }
 
-/// Chapter 15: every head's attention over the text handed over (its last
+/// Chapter 16: every head's attention over the text handed over (its last
 /// `context` characters): `T`, where in the text they start, then each
 /// block's heads' `T×T` weights.
 #[no_mangle]

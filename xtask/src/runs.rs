@@ -32,22 +32,22 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// 12's two models (under a minute each), chapter 13's encoder–decoders
 /// (its translators, the length experiment's twelve models and the
 /// summariser's three seeds: `ch13` runs both tasks, `ch13-summary` the
-/// second alone; about seven minutes with the figures) and chapter 15's language model (`lm`: three
+/// second alone; about seven minutes with the figures) and chapter 16's language model (`lm`: three
 /// seeds with learned positions and one with rotary positions, about four
-/// minutes each, after `cargo xtask corpus`) and chapter 16's variants of
+/// minutes each, after `cargo xtask corpus`) and chapter 17's variants of
 /// it (`kv`: three ways of sharing keys and latent attention, three seeds
 /// each, two runs at a time, and the multi-head models converted to
 /// grouped-query ones and trained 100 steps more, then the long texts read
-/// afresh, `ch16-fresh-read.tsv`). Each writes its weights or loss curves to
+/// afresh, `ch17-fresh-read.tsv`). Each writes its weights or loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
 /// the run's header. Then the figures are redrawn from them.
 pub(crate) fn train(chapters: &[&str]) -> Step {
     for chapter in chapters {
         let example = match *chapter {
             "ch12" => "ch12_train",
-            "lm" => "ch15_lm_train",
-            "control" => "ch15_control_train",
-            "kv" => "ch16_kv_train",
+            "lm" => "ch16_lm_train",
+            "control" => "ch16_control_train",
+            "kv" => "ch17_kv_train",
             "ch13-summary" => "ch13_summary_train",
             _ => "ch13_translation_train",
         };
@@ -62,17 +62,17 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
         let log =
             format!("# {header}; statistic: one run; one thread, by `cargo xtask train`\n{output}");
         let name = match *chapter {
-            "lm" => "ch15",
-            "control" => "ch15-control",
-            "kv" => "ch16",
+            "lm" => "ch16",
+            "control" => "ch16-control",
+            "kv" => "ch17",
             other => other,
         };
         let path = root().join(format!("book/data/{name}-train-log.txt"));
         std::fs::write(&path, log).map_err(|e| format!("{}: {e}", path.display()))?;
         if *chapter == "kv" {
-            // The long texts read afresh by chapter 15's rotary model, with
+            // The long texts read afresh by chapter 16's rotary model, with
             // this run's header (evaluation only, under a minute).
-            run_example("ch16_fresh_read_data", &header, &MEASURING)?;
+            run_example("ch17_fresh_read_data", &header, &MEASURING)?;
         }
     }
     figures()
@@ -132,7 +132,7 @@ pub(crate) const BLAS_CHANGES: &str = "/(naive_1t|tiled_1t|multihead_1t|matmul_5
 /// threads) into `appendix-timings.csv`, and again with the system's
 /// OpenBLAS for what it changes into `appendix-timings-blas.csv`; NumPy
 /// (`tools/numpy_attention.py`) and PyTorch (`tools/torch_attention.py`) on
-/// the same shapes, run by the Python in `TORCH_PYTHON`; and chapter 15's
+/// the same shapes, run by the Python in `TORCH_PYTHON`; and chapter 16's
 /// model trained with and without the fused kernel (`lm_training`). Needs
 /// the corpus (`cargo xtask corpus`).
 pub(crate) fn measure_fast() -> Step {
@@ -201,12 +201,12 @@ pub(crate) fn measure_fast() -> Step {
     figures()
 }
 
-/// Chapter 15's model and recipe trained for 300 steps with each head's
+/// Chapter 16's model and recipe trained for 300 steps with each head's
 /// attention computed both ways, chapter 2's (keeping the weights) and the
 /// fused kernel's, three runs of each in turn, on one and on two threads,
 /// into `appendix-lm-training.tsv`.
 fn lm_training(header: &str) -> Step {
-    let example = "ch15_lm_speed_data";
+    let example = "ch16_lm_speed_data";
     run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     let binary = root().join(format!("target/release/examples/{example}"));
     let mut rows = String::new();
@@ -312,8 +312,8 @@ pub(crate) fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(dirs)
 }
 
-/// Chapter 15's generation speeds with and without the KV cache, and the
-/// cost of one call of each kind, into `ch15-cache-speed.tsv`.
+/// Chapter 16's generation speeds with and without the KV cache, and the
+/// cost of one call of each kind, into `ch16-cache-speed.tsv`.
 fn cache_speeds(binary: &std::path::Path, header: &str) -> Step {
     let cache = capture(Command::new(binary).arg("cache").envs(MEASURING))?;
     let cache_file = format!(
@@ -321,31 +321,31 @@ fn cache_speeds(binary: &std::path::Path, header: &str) -> Step {
          length\tcached_seconds\trecomputed_seconds\tforward_seconds\tforward_one_seconds\t\
          step_one_seconds\n{cache}"
     );
-    write_data("ch15-cache-speed.tsv", &cache_file)
+    write_data("ch16-cache-speed.tsv", &cache_file)
 }
 
-/// `cargo xtask measure lm-cache`: chapter 15's generation speeds alone, in
+/// `cargo xtask measure lm-cache`: chapter 16's generation speeds alone, in
 /// a run of their own (no PyTorch needed).
 pub(crate) fn measure_lm_cache() -> Step {
     let header = start_run("measure lm-cache")?;
-    let example = "ch15_lm_speed_data";
+    let example = "ch16_lm_speed_data";
     run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     cache_speeds(&root().join(format!("target/release/examples/{example}")), &header)?;
     figures()
 }
 
-/// `cargo xtask measure lm`: chapter 15's speeds, in one run. Training
+/// `cargo xtask measure lm`: chapter 16's speeds, in one run. Training
 /// tokens per second of the crate and of PyTorch (`tools/lm_reference.py`,
 /// the Python in `TORCH_PYTHON`) on one and two threads; generation with
 /// and without the KV cache; and PyTorch's whole training run, for its
 /// validation loss. Needs the corpus (`cargo xtask corpus`).
 pub(crate) fn measure_lm() -> Step {
     let python = reference_python(
-        "chapter 15 compares the crate's training speed with PyTorch's, measured in the same run",
+        "chapter 16 compares the crate's training speed with PyTorch's, measured in the same run",
         "torch, numpy and safetensors (tools/lm_reference.py's header says how)",
     )?;
     let header = start_run("measure lm")?;
-    let example = "ch15_lm_speed_data";
+    let example = "ch16_lm_speed_data";
     run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     let binary = root().join(format!("target/release/examples/{example}"));
     let script = root().join("tools/lm_reference.py");
@@ -364,26 +364,26 @@ pub(crate) fn measure_lm() -> Step {
          env: MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 for the crate\n\
          program\tthreads\ttokens_per_second\n{speed}"
     );
-    write_data("ch15-speed.tsv", &speed_file)?;
+    write_data("ch16-speed.tsv", &speed_file)?;
     cache_speeds(&binary, &header)?;
     let torch_log = capture(Command::new(&python).arg(&script).args(["train", "--threads", "1"]))?;
     write_data(
-        "ch15-pytorch-training.tsv",
+        "ch16-pytorch-training.tsv",
         &format!("# {header}; statistic: one run; seed 1, one thread\n{torch_log}"),
     )?;
     figures()
 }
 
-/// Chapter 16's measurement: generation speed through the cache by number
-/// of key/value heads (`ch16-speed.tsv`), about a minute.
+/// Chapter 17's measurement: generation speed through the cache by number
+/// of key/value heads (`ch17-speed.tsv`), about a minute.
 pub(crate) fn measure_kv() -> Step {
     let header = start_run("measure kv")?;
-    let example = "ch16_kv_speed_data";
+    let example = "ch17_kv_speed_data";
     run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     let binary = root().join(format!("target/release/examples/{example}"));
     let speed = capture(Command::new(&binary).arg("speed").envs(MEASURING))?;
     write_data(
-        "ch16-speed.tsv",
+        "ch17-speed.tsv",
         &format!(
             "# {header}; statistic: best of 5, seconds to write 256 characters greedily through \
              the sliding cache, one thread\nattention\tseconds\n{speed}"

@@ -20,10 +20,10 @@ use crate::{root, run, Step};
 /// The script the widget pages load.
 pub(crate) const WIDGETS_SCRIPT: &str = "book/widgets/attn-wasm.js";
 
-/// Chapter 15's trained model, for its widget: the committed weights file,
+/// Chapter 16's trained model, for its widget: the committed weights file,
 /// embedded the same way, loaded only when the reader first asks it to write.
-const WEIGHTS: &str = "book/data/ch15-weights.safetensors";
-const WEIGHTS_SCRIPT: &str = "book/widgets/ch15-weights.js";
+const WEIGHTS: &str = "book/data/ch16-weights.safetensors";
+const WEIGHTS_SCRIPT: &str = "book/widgets/ch16-weights.js";
 
 /// Debian's cargo and rustc, the standard library's sources and the linker.
 const DEBIAN_CARGO: &str = "/usr/bin/cargo";
@@ -108,7 +108,7 @@ pub(crate) fn widgets() -> Step {
     let wasm = "target/wasm/wasm32-unknown-unknown/release/attn_wasm.wasm";
     let what = "The book's crate compiled to WebAssembly (wasm/)";
     embed(wasm, WIDGETS_SCRIPT, "ATTN_WASM", what)?;
-    embed(WEIGHTS, WEIGHTS_SCRIPT, "ATTN_CH15_WEIGHTS", "Chapter 15's trained model")
+    embed(WEIGHTS, WEIGHTS_SCRIPT, "ATTN_CH15_WEIGHTS", "Chapter 16's trained model")
 }
 
 /// Writes `script`, which sets `window.NAME` to the base64 of the file

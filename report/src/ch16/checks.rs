@@ -1,10 +1,10 @@
-//! Chapter 16's checks on the book's own model: the bytes its caches keep
+//! Chapter 17's checks on the book's own model: the bytes its caches keep
 //! per token, and the equalities between each variant's cached step and
 //! its forward pass.
 
 use super::*;
 
-/// Chapter 15's model with rotary positions and 4, 2 or 1 key/value heads:
+/// Chapter 16's model with rotary positions and 4, 2 or 1 key/value heads:
 /// its cache's bytes per token, one line each.
 pub fn book_caches() -> Result<String, ReportError> {
     let mut out = String::new();

@@ -3,10 +3,10 @@
 //! a fresh read of the same `context` characters, at the same positions.
 //! Both see the same characters before each prediction; the window's keys
 //! in the upper blocks also carry characters that have left it, a fresh
-//! read's do not (chapter 15). Evaluated on chapter 15's committed rotary
-//! model, which is chapter 16's multi-head run of seed 1
-//! (`book/data/ch16-fresh-read.tsv`, written by `cargo run --release
-//! --example ch16_fresh_read_data`; it needs the corpus).
+//! read's do not (chapter 16). Evaluated on chapter 16's committed rotary
+//! model, which is chapter 17's multi-head run of seed 1
+//! (`book/data/ch17-fresh-read.tsv`, written by `cargo run --release
+//! --example ch17_fresh_read_data`; it needs the corpus).
 
 use attn::lm::{Forgetting, LanguageModel};
 
@@ -132,7 +132,7 @@ pub fn fresh_read_report(rows: &[FreshRead]) -> String {
 }
 
 /// The data file's name.
-pub const FRESH_FILE: &str = "ch16-fresh-read.tsv";
+pub const FRESH_FILE: &str = "ch17-fresh-read.tsv";
 
 /// The lines of [`FRESH_FILE`] after its header: the column names, then a
 /// row per bucket.
@@ -144,7 +144,7 @@ pub fn fresh_read_rows(rows: &[FreshRead]) -> String {
     out
 }
 
-/// Reads `book/data/ch16-fresh-read.tsv` and its provenance.
+/// Reads `book/data/ch17-fresh-read.tsv` and its provenance.
 pub fn read_fresh_reads() -> Result<(Vec<FreshRead>, Provenance), ReportError> {
     let (source, _) = Provenance::read(FRESH_FILE)?;
     let rows = super::rows(FRESH_FILE, 3)?

@@ -1,14 +1,14 @@
-//! Converting instead of training: chapter 15's multi-head model turned
+//! Converting instead of training: chapter 16's multi-head model turned
 //! into grouped-query and multi-query models by mean-pooling its key/value
 //! heads (exercise 1, in every block), as Ainslie et al. (2023) convert a
-//! checkpoint, then trained a little more (`book/data/ch16-pooled.tsv`,
+//! checkpoint, then trained a little more (`book/data/ch17-pooled.tsv`,
 //! written by `cargo xtask train kv`).
 
 use std::collections::HashMap;
 
 use ndarray::Array2;
 
-use attn::exercises::ch16::mean_pool_key_value_heads;
+use attn::exercises::ch17::mean_pool_key_value_heads;
 use attn::lm::{LanguageModel, LmConfig, LmTraining, SHAKESPEARE_TRAINING};
 use attn::multihead::MultiHeadAttention;
 use attn::nn::AttentionWeights;
@@ -18,7 +18,7 @@ use attn::AttnError;
 use crate::error::ReportError;
 use crate::measurements::number;
 
-/// The training that follows the conversion: 5% of chapter 15's steps, as
+/// The training that follows the conversion: 5% of chapter 16's steps, as
 /// Ainslie et al. train theirs 5% more, warming up for a tenth of them.
 pub const FINE_TUNING: LmTraining = LmTraining { steps: 100, warmup: 10, ..SHAKESPEARE_TRAINING };
 
@@ -86,9 +86,9 @@ pub struct Pooled {
     pub fine_tuned: f64,
 }
 
-/// Reads `book/data/ch16-pooled.tsv`.
+/// Reads `book/data/ch17-pooled.tsv`.
 pub fn pooled_runs() -> Result<Vec<Pooled>, ReportError> {
-    let file = "ch16-pooled.tsv";
+    let file = "ch17-pooled.tsv";
     super::rows(file, 5)?
         .iter()
         .map(|f| {
@@ -126,7 +126,7 @@ pub fn pooled_table(runs: &[Pooled], trained: &[super::Variant]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ch16::LATENT;
+    use crate::ch17::LATENT;
     use attn::lm::{Positions, SHAKESPEARE_MODEL};
 
     const SMALL: LmConfig = LmConfig {

@@ -1,4 +1,4 @@
-//! Chapter 15's speed measurements (run by `cargo xtask measure lm`, with
+//! Chapter 16's speed measurements (run by `cargo xtask measure lm`, with
 //! PyTorch's in the same run; needs the corpus):
 //!
 //! - `train`: training tokens per second of the book's model and recipe,
@@ -17,13 +17,13 @@ use attn::lm::{
     train_lm, AttentionPath, Corpus, Decoding, LanguageModel, LmTraining, Sampler,
     SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
 };
-use report::ch15::{book_model, corpus_dir};
+use report::ch16::{book_model, corpus_dir};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
         Some("train") => train(std::env::args().nth(2).as_deref() == Some("fused")),
         Some("cache") => cache(),
-        _ => Err("usage: ch15_lm_speed_data train | cache".into()),
+        _ => Err("usage: ch16_lm_speed_data train | cache".into()),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Chapter 14: attention in a trained model. Prints what the chapter quotes
+//! Chapter 15: attention in a trained model. Prints what the chapter quotes
 //! and draws its figures, from the data `cargo xtask model --data` derived
 //! from all-MiniLM-L6-v2 and committed in `book/data/`: no model and no
 //! Python needed here.
@@ -8,10 +8,10 @@ use report::plot;
 use ndarray::Array2;
 use plotters::prelude::*;
 use plotters::style::colors::colormaps::ViridisRGB;
-use report::ch14::Corpus;
-use report::ch14::TOKENIZER_EXAMPLES;
-use report::ch14_data::{read_speeds, Derived};
-use report::ch14_report::{
+use report::ch15::Corpus;
+use report::ch15::TOKENIZER_EXAMPLES;
+use report::ch15_data::{read_speeds, Derived};
+use report::ch15_report::{
     ablation_report, architecture_report, figure_tokens, layers_report, measured_report,
     positional_heads_report, similarity_report, speed_report, tokens_report,
 };
@@ -47,7 +47,7 @@ fn per_head(d: &Derived, value: impl Fn(usize, usize) -> f64) -> Array2<f32> {
     Array2::from_shape_fn((d.heads.len(), d.heads[0].len()), |(l, h)| value(l, h) as f32)
 }
 
-/// Figure 14.1: all 72 heads on one sentence, a small heatmap each: a
+/// Figure 15.1: all 72 heads on one sentence, a small heatmap each: a
 /// column per layer and a row per head, so that the figure fits the book's
 /// column at full size.
 fn draw_all_heads(d: &Derived, n: usize) {
@@ -56,7 +56,7 @@ fn draw_all_heads(d: &Derived, n: usize) {
     let side = px * n as i32;
     let width = left + layers as i32 * (side + gap) + 10;
     let height = top + h as i32 * (side + gap) + 10;
-    let path = plot::drawing("ch14-all-heads.svg", (width as u32, height as u32), |root| {
+    let path = plot::drawing("ch15-all-heads.svg", (width as u32, height as u32), |root| {
         let title = "All 72 heads on one sentence";
         root.draw(&Text::new(title, (10, 10), plot::font(24))).expect("title");
         let note = "rows of a square: queries; columns: keys";
@@ -95,7 +95,7 @@ fn strongest(d: &Derived, value: impl Fn(usize, usize) -> f64) -> (usize, usize)
     at
 }
 
-/// Figure 14.2: the strongest previous-token head and the head that puts
+/// Figure 15.2: the strongest previous-token head and the head that puts
 /// most weight on [CLS], with the tokens.
 fn draw_two_heads(d: &Derived, tokens: &[String]) {
     let labels: Vec<&str> = tokens.iter().map(String::as_str).collect();
@@ -123,11 +123,11 @@ fn draw_two_heads(d: &Derived, tokens: &[String]) {
         })
         .collect();
     let path =
-        plot::heatmap_grid("ch14-two-heads.svg", "Two heads of the trained model", 1, &panels);
+        plot::heatmap_grid("ch15-two-heads.svg", "Two heads of the trained model", 1, &panels);
     println!("wrote {}", path.display());
 }
 
-/// Figure 14.3: the weight on [CLS] and on [SEP], per layer.
+/// Figure 15.3: the weight on [CLS] and on [SEP], per layer.
 fn draw_sinks(d: &Derived) {
     let layer_mean = |f: &dyn Fn(usize, usize) -> f64| -> Vec<(f64, f64)> {
         (0..d.heads.len())
@@ -153,7 +153,7 @@ fn draw_sinks(d: &Derived) {
         y_range: (0.0, 1.0),
     };
     let path = plot::line_charts(
-        "ch14-sinks.svg",
+        "ch15-sinks.svg",
         &[(
             chart,
             vec![
@@ -165,7 +165,7 @@ fn draw_sinks(d: &Derived) {
     println!("wrote {}", path.display());
 }
 
-/// Figures 14.4 and 14.5: per head, the weight on the previous and on the
+/// Figures 15.4 and 15.5: per head, the weight on the previous and on the
 /// next token; and how far removing the head moves the embeddings.
 fn draw_head_maps(d: &Derived) {
     let layers: Vec<String> = (1..=d.heads.len()).map(|l| format!("layer {l}")).collect();
@@ -193,7 +193,7 @@ fn draw_head_maps(d: &Derived) {
         ),
     ];
     let path = plot::heatmap_grid(
-        "ch14-positional-heads.svg",
+        "ch15-positional-heads.svg",
         "Heads that attend by position (corpus mean)",
         1,
         &panels,
@@ -207,6 +207,6 @@ fn draw_head_maps(d: &Derived) {
         (0.0, top),
         3,
     );
-    let path = plot::heatmap("ch14-ablation.svg", &h, &shift);
+    let path = plot::heatmap("ch15-ablation.svg", &h, &shift);
     println!("wrote {}", path.display());
 }

@@ -1,4 +1,4 @@
-//! Chapter 15's positive control for induction heads: a two-block model
+//! Chapter 16's positive control for induction heads: a two-block model
 //! trained on periodic random sequences, where copying is the only way to
 //! predict, so that the scorer and the ablation of the chapter can be seen
 //! finding heads that exist; then the same probes drawn from the corpus's
@@ -9,8 +9,8 @@ use attn::lm::{
     LmTraining, SplitMix64, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
 };
 
-use crate::ch15::{number, HeadLine, LogLine};
-use crate::ch15_report::{verse_losses, INDUCTION_VERSE};
+use crate::ch16::{number, HeadLine, LogLine};
+use crate::ch16_report::{verse_losses, INDUCTION_VERSE};
 use crate::error::ReportError;
 use crate::measurements::{data_file, data_rows};
 use crate::show::table;
@@ -38,9 +38,9 @@ pub fn control_validation() -> Result<(Batch, Vec<Option<usize>>), ReportError> 
 }
 
 /// The positive control's trained weights (seed 1),
-/// `book/data/ch15-control-weights.safetensors`.
+/// `book/data/ch16-control-weights.safetensors`.
 pub fn control_model() -> Result<LanguageModel<f32>, ReportError> {
-    crate::ch15::read_model("ch15-control-weights.safetensors")
+    crate::ch16::read_model("ch16-control-weights.safetensors")
 }
 
 /// The largest `score` of any head of `block` (from 0) at `seed`'s `step`.
@@ -71,7 +71,7 @@ pub const FLAG: f64 = 5.0;
 /// `half` tokens read twice (prefix-matching heads in block 2 and later
 /// only: block 1's keys know only their own token and position).
 pub fn flagged(scores: &InductionScores, half: usize) -> (Vec<Head>, Vec<Head>) {
-    let (uniform_previous, uniform_prefix) = crate::ch15_report::uniform_scores(half);
+    let (uniform_previous, uniform_prefix) = crate::ch16_report::uniform_scores(half);
     let over = |m: &ndarray::Array2<f64>, floor: f64, first: usize| {
         let at = m.indexed_iter().filter(|&((b, _), &x)| b >= first && x >= FLAG * floor);
         at.map(|(at, _)| at).collect()
@@ -108,9 +108,9 @@ pub struct Ablation {
 /// chapter's repeated random sequences, with the largest prefix-matching
 /// score of block 2's heads that are left.
 pub fn ablation(model: &LanguageModel<f32>, seed: u64) -> Result<Vec<Ablation>, ReportError> {
-    let sequences = crate::ch15::repeats(model.config().vocab);
+    let sequences = crate::ch16::repeats(model.config().vocab);
     let scores = induction_scores(model, &sequences)?;
-    let (previous, prefix) = flagged(&scores, crate::ch15::REPEATS.2);
+    let (previous, prefix) = flagged(&scores, crate::ch16::REPEATS.2);
     let in_block = |heads: &[(usize, usize)], block: usize| -> Vec<(usize, usize)> {
         heads.iter().filter(|h| h.0 == block).map(|&(b, h)| (b + 1, h + 1)).collect()
     };
@@ -151,7 +151,7 @@ pub fn ablation(model: &LanguageModel<f32>, seed: u64) -> Result<Vec<Ablation>, 
     .collect()
 }
 
-/// The columns of `book/data/ch15-control-ablation.tsv`.
+/// The columns of `book/data/ch16-control-ablation.tsv`.
 pub const ABLATION_COLUMNS: &str =
     "seed\tremoved\theads\tfirst_half_loss\trepeat_loss\tprefix_after";
 
@@ -180,7 +180,7 @@ pub fn ablation_line(a: &Ablation) -> String {
 
 /// Every seed's ablation, as the control's training run wrote it.
 pub fn control_ablation() -> Result<Vec<Ablation>, ReportError> {
-    let file = "ch15-control-ablation.tsv";
+    let file = "ch16-control-ablation.tsv";
     let text = data_file(file)?;
     let bad = |field: &str| ReportError::MissingDataFile {
         path: format!("book/data/{file}"),
@@ -300,7 +300,7 @@ pub fn corpus_probe_report(
 ) -> Result<String, ReportError> {
     let s = induction_scores(model, probes)?;
     let half = probes.first().map_or(0, Vec::len) / 2;
-    let (uniform_previous, uniform_prefix) = crate::ch15_report::uniform_scores(half);
+    let (uniform_previous, uniform_prefix) = crate::ch16_report::uniform_scores(half);
     let (previous, prefix) = flagged(&s, half);
     let best = |m: &ndarray::Array2<f64>| m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let names = |heads: &[(usize, usize)]| {
@@ -337,7 +337,7 @@ pub const CONTROL_STEPS: [usize; 5] = [500, 1000, 1500, 2000, 3000];
 /// repeated random sequences, `(block, head)` from 0: the head its figure
 /// shows.
 pub fn control_figure_head(model: &LanguageModel<f32>) -> Result<(usize, usize), ReportError> {
-    let s = induction_scores(model, &crate::ch15::repeats(model.config().vocab))?;
+    let s = induction_scores(model, &crate::ch16::repeats(model.config().vocab))?;
     let row = s.prefix_matching.row(1);
     let head = (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0);
     Ok((1, head))
@@ -392,13 +392,13 @@ pub const OTHER_HALF: usize = 20;
 /// The control's block 2 on the chapter's repeated random sequences with
 /// halves of [`OTHER_HALF`] characters: its prefix-matching scores.
 pub fn other_length_report(model: &LanguageModel<f32>) -> Result<String, ReportError> {
-    let (seed, count, _) = crate::ch15::REPEATS;
+    let (seed, count, _) = crate::ch16::REPEATS;
     let sequences = attn::lm::repeated_sequences(seed, count, OTHER_HALF, model.config().vocab);
     let s = induction_scores(model, &sequences)?;
     let row = s.prefix_matching.row(1);
     let (low, high) =
         row.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
-    let (_, uniform) = crate::ch15_report::uniform_scores(OTHER_HALF);
+    let (_, uniform) = crate::ch16_report::uniform_scores(OTHER_HALF);
     Ok(format!(
         "the control (seed 1) on {OTHER_HALF} random characters read twice: block 2's \
          prefix-matching scores {low:.3} to {high:.3} (attention spread evenly: {uniform:.3}); \

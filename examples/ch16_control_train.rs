@@ -1,5 +1,5 @@
-//! Chapter 15's positive control: trains the two-block model of
-//! `report::ch15_control` on periodic random sequences, once per seed (1, 2
+//! Chapter 16's positive control: trains the two-block model of
+//! `report::ch16_control` on periodic random sequences, once per seed (1, 2
 //! and 3), measuring every 50 steps the loss on held-out periodic sequences
 //! and the induction scores on the chapter's repeated random sequences;
 //! then removes heads from each trained model. Writes the logs, the
@@ -9,7 +9,7 @@
 //! corpus's own characters, which needs the corpus (`cargo xtask corpus`).
 //!
 //! ```text
-//! cargo xtask train control   # = cargo run --release --example ch15_control_train
+//! cargo xtask train control   # = cargo run --release --example ch16_control_train
 //! ```
 
 use std::time::Instant;
@@ -17,10 +17,10 @@ use std::time::Instant;
 use attn::lm::{
     induction_scores, periodic_training_batch, train_on_batches, Corpus, LanguageModel,
 };
-use report::ch15::{
+use report::ch16::{
     book_model, corpus_dir, log_entry, repeats, HEAD_COLUMNS, LOG_COLUMNS, REPEATS,
 };
-use report::ch15_control::{
+use report::ch16_control::{
     ablation, ablation_line, ablation_table, control_validation, corpus_probe_report,
     corpus_repeats, ABLATION_COLUMNS, CONTROL_MODEL, CONTROL_SEEDS, CONTROL_TRAINING,
 };
@@ -83,14 +83,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let provenance =
                 header("exact", "the trained weights of the positive control, seed 1, f32");
             std::fs::write(
-                format!("{dir}/ch15-control-weights.safetensors"),
+                format!("{dir}/ch16-control-weights.safetensors"),
                 model.to_safetensors(&provenance)?,
             )?;
         }
     }
-    std::fs::write(format!("{dir}/ch15-control-training.tsv"), training)?;
-    std::fs::write(format!("{dir}/ch15-control-heads.tsv"), heads)?;
-    std::fs::write(format!("{dir}/ch15-control-ablation.tsv"), removals)?;
+    std::fs::write(format!("{dir}/ch16-control-training.tsv"), training)?;
+    std::fs::write(format!("{dir}/ch16-control-heads.tsv"), heads)?;
+    std::fs::write(format!("{dir}/ch16-control-ablation.tsv"), removals)?;
     let corpus = Corpus::shakespeare(corpus_dir())?;
     let (seed, count, half) = REPEATS;
     let probes = corpus_repeats(corpus.validation(), seed, count, half);

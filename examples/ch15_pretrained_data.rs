@@ -1,12 +1,12 @@
-//! Chapter 14's data, derived from the pretrained model (`cargo xtask model
+//! Chapter 15's data, derived from the pretrained model (`cargo xtask model
 //! --data` runs this after fetching it): the files of
-//! `report::ch14_data::FILES` in `book/data/`, and the crate's
-//! speed, `book/data/ch14-speed.tsv`, each headed by the run
+//! `report::ch15_data::FILES` in `book/data/`, and the crate's
+//! speed, `book/data/ch15-speed.tsv`, each headed by the run
 //! (`ATTN_RUN_HEADER`).
 
 use attn::pretrained::{Bert, WordPiece};
-use report::ch14::{embeddings_per_second, model_dir, tokenize_all, Corpus};
-use report::ch14_data::{data_dir, derive, FILES};
+use report::ch15::{embeddings_per_second, model_dir, tokenize_all, Corpus};
+use report::ch15_data::{data_dir, derive, FILES};
 use report::provenance::header;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         )
     );
-    std::fs::write(data_dir().join("ch14-speed.tsv"), text)?;
+    std::fs::write(data_dir().join("ch15-speed.tsv"), text)?;
     println!("crate: {per_second:.1} sentence embeddings per second");
     Ok(())
 }

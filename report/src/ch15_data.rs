@@ -1,4 +1,4 @@
-//! Chapter 14's data files in `book/data/`: derived once from the model by
+//! Chapter 15's data files in `book/data/`: derived once from the model by
 //! [`derive()`] (`cargo xtask model --data`), committed, and read back by
 //! [`Derived::read`], so that the chapter's example, its figures and its
 //! numbers test need no model. A test derives them again and compares.
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ndarray::Array3;
 
-use super::ch14::{tokenize_all, Corpus, FIGURE_SENTENCE, TOKENIZER_EXAMPLES};
+use super::ch15::{tokenize_all, Corpus, FIGURE_SENTENCE, TOKENIZER_EXAMPLES};
 use super::measurements::{bad, data_rows, number};
 use super::provenance::{one_run, Provenance};
 use attn::pretrained::{
@@ -54,14 +54,14 @@ pub fn corpus_statistics(
 
 /// The derived files, in the order [`derive()`] returns them.
 pub const FILES: [&str; 5] = [
-    "ch14-tensors.tsv",
-    "ch14-tokens.tsv",
-    "ch14-attention.tsv",
-    "ch14-heads.tsv",
-    "ch14-similarity.tsv",
+    "ch15-tensors.tsv",
+    "ch15-tokens.tsv",
+    "ch15-attention.tsv",
+    "ch15-heads.tsv",
+    "ch15-similarity.tsv",
 ];
 
-/// Everything chapter 14 quotes or draws.
+/// Everything chapter 15 quotes or draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Derived {
     /// Every tensor of the file: name, type, shape.
@@ -159,8 +159,8 @@ pub fn derive(model: &Path) -> Result<Vec<String>, ReportError> {
     ])
 }
 
-/// The sentences per second of the crate (`ch14-speed.tsv`) and of PyTorch
-/// (`ch14-speed-pytorch.tsv`), measured in one run with one statistic
+/// The sentences per second of the crate (`ch15-speed.tsv`) and of PyTorch
+/// (`ch15-speed-pytorch.tsv`), measured in one run with one statistic
 /// (checked), and the two files' headers.
 #[derive(Debug, Clone)]
 pub struct Speeds {
@@ -179,7 +179,7 @@ pub fn read_speeds() -> Result<Speeds, ReportError> {
         let row = rows(&text).next().ok_or_else(|| bad(file, "no measurement"))?;
         Ok((number(file, row.get(1).copied().unwrap_or(""))?, source))
     };
-    let ((ours, a), (pytorch, b)) = (speed("ch14-speed.tsv")?, speed("ch14-speed-pytorch.tsv")?);
+    let ((ours, a), (pytorch, b)) = (speed("ch15-speed.tsv")?, speed("ch15-speed-pytorch.tsv")?);
     one_run(&[&a, &b])?;
     Ok(Speeds { ours, pytorch, sources: [a, b] })
 }
@@ -201,7 +201,7 @@ impl Derived {
     /// Parses the files' texts, in the order of [`FILES`].
     pub fn parse(texts: &[String]) -> Result<Derived, ReportError> {
         let [tensors_text, tokens_text, attention_text, heads_text, similarity_text] = texts else {
-            return Err(bad("ch14-*", "expected five files"));
+            return Err(bad("ch15-*", "expected five files"));
         };
         let f = FILES;
         let mut tensors = Vec::new();

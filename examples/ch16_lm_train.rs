@@ -1,4 +1,4 @@
-//! Chapter 15: trains the language model on Shakespeare's works by nanoGPT's
+//! Chapter 16: trains the language model on Shakespeare's works by nanoGPT's
 //! CPU recipe, once per seed (1, 2 and 3), measuring every 100 steps the
 //! validation loss and the induction scores on repeated random sequences;
 //! then the same model with rotary positions, seed 1. Writes the weights of
@@ -7,12 +7,12 @@
 //! committed files). Needs the corpus (`cargo xtask corpus`).
 //!
 //! ```text
-//! cargo xtask train lm     # = cargo run --release --example ch15_lm_train
+//! cargo xtask train lm     # = cargo run --release --example ch16_lm_train
 //! ```
 
 use std::time::Instant;
 
-use report::ch15::{corpus_dir, log_entry, repeats, HEAD_COLUMNS, LOG_COLUMNS};
+use report::ch16::{corpus_dir, log_entry, repeats, HEAD_COLUMNS, LOG_COLUMNS};
 use report::provenance::header;
 
 use attn::lm::{
@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if seed == SEEDS[0] {
             let provenance = header("exact", "the trained weights of seed 1, f32");
             let bytes = model.to_safetensors(&provenance)?;
-            std::fs::write(format!("{dir}/ch15-weights.safetensors"), bytes)?;
+            std::fs::write(format!("{dir}/ch16-weights.safetensors"), bytes)?;
         }
     }
     let mut rotary = Logs {
@@ -63,11 +63,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = train(&corpus, config, SEEDS[0], "rotary ", &mut rotary)?;
     let provenance = header("exact", "the trained weights of seed 1, rotary positions, f32");
     let bytes = model.to_safetensors(&provenance)?;
-    std::fs::write(format!("{dir}/ch15-rotary-weights.safetensors"), bytes)?;
+    std::fs::write(format!("{dir}/ch16-rotary-weights.safetensors"), bytes)?;
     println!("bigram baseline on the validation split: {:.4}", corpus.bigram_loss());
-    std::fs::write(format!("{dir}/ch15-training.tsv"), learned.training)?;
-    std::fs::write(format!("{dir}/ch15-heads.tsv"), learned.heads)?;
-    std::fs::write(format!("{dir}/ch15-rotary-training.tsv"), rotary.training)?;
+    std::fs::write(format!("{dir}/ch16-training.tsv"), learned.training)?;
+    std::fs::write(format!("{dir}/ch16-heads.tsv"), learned.heads)?;
+    std::fs::write(format!("{dir}/ch16-rotary-training.tsv"), rotary.training)?;
     Ok(())
 }
 

@@ -1,17 +1,17 @@
-//! Chapter 16, Sharing and forgetting keys: the KV cache of published
+//! Chapter 17, Sharing and forgetting keys: the KV cache of published
 //! models; grouped-query attention, absorbed latent attention and the ring
 //! buffer checked against what they must equal; the trained variants'
 //! losses, the multi-head models pooled to fewer key/value heads, and the
-//! loss along long texts (`book/data/ch16-*`, written by `cargo xtask train
+//! loss along long texts (`book/data/ch17-*`, written by `cargo xtask train
 //! kv`); and the chapter's figures. Needs neither the
 //! corpus nor Python.
 //!
 //! ```text
-//! cargo run --example ch16_sharing_keys
+//! cargo run --example ch17_sharing_keys
 //! ```
 
-use report::ch16::pooled::{pooled_runs, pooled_table};
-use report::ch16::{
+use report::ch17::pooled::{pooled_runs, pooled_table};
+use report::ch17::{
     book_caches, equalities, first_position, first_position_report, long_text_curve,
     long_text_summaries, long_text_table, long_texts, losses_of, mean, published_table, range,
     speed_table, speeds, variant_table, variants, Attention, LongText, Variant, CACHES,
@@ -53,7 +53,7 @@ fn main() -> Result<(), ReportError> {
     Ok(())
 }
 
-/// Figure 16.1: validation loss against cache bytes per token, every run.
+/// Figure 17.1: validation loss against cache bytes per token, every run.
 fn draw_variants(variants: &[Variant]) {
     use plot::{line_charts, Chart, Series, BLUE_, GREEN_, GREY_, ORANGE_, PURPLE_};
     let colours = [BLUE_, ORANGE_, GREEN_];
@@ -111,10 +111,10 @@ fn draw_variants(variants: &[Variant]) {
         // Room above the runs for the legend, in the upper left.
         y_range: (lo - 0.01, hi + 0.07),
     };
-    line_charts("ch16-variants.svg", &[(chart, series)]);
+    line_charts("ch17-variants.svg", &[(chart, series)]);
 }
 
-/// Figure 16.2: loss along long texts through each cache.
+/// Figure 17.2: loss along long texts through each cache.
 fn draw_long_texts(rows: &[LongText]) {
     use plot::{line_charts, Chart, Series, BLUE_, GREEN_, ORANGE_};
     let colours = [BLUE_, ORANGE_, GREEN_];
@@ -142,5 +142,5 @@ fn draw_long_texts(rows: &[LongText]) {
         log10_y: false,
         y_range: (lo - 0.1, hi + 0.1),
     };
-    line_charts("ch16-long-text.svg", &[(chart, series)]);
+    line_charts("ch17-long-text.svg", &[(chart, series)]);
 }

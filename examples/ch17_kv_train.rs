@@ -1,7 +1,7 @@
 //! Sharing and forgetting keys: trains the language model with rotary
 //! positions and multi-head (4 key/value heads), grouped-query (2),
 //! multi-query (1) and multi-head latent attention, at the same depth and
-//! width, seeds 1, 2 and 3, by chapter 15's recipe; two runs at a time, one
+//! width, seeds 1, 2 and 3, by chapter 16's recipe; two runs at a time, one
 //! core each (a run's results do not depend on it). For each run: the
 //! training log, the loss over the whole validation split, each head's
 //! mean attention on the first position of 240 validation windows, from
@@ -11,11 +11,11 @@
 //! 60). Each multi-head model is also converted to 2 and to 1 key/value
 //! heads by mean-pooling (exercise 1's function in every block, as Ainslie
 //! et al. convert a checkpoint) and trained 100 steps more: its loss
-//! before and after. Writes `book/data/ch16-*.tsv` (run by `cargo
+//! before and after. Writes `book/data/ch17-*.tsv` (run by `cargo
 //! xtask train kv`, not in CI). Needs the corpus (`cargo xtask corpus`).
 //!
 //! ```text
-//! cargo xtask train kv     # = cargo run --release --example ch16_kv_train
+//! cargo xtask train kv     # = cargo run --release --example ch17_kv_train
 //! ```
 
 use std::fmt::Write;
@@ -26,9 +26,9 @@ use attn::lm::{
     LmTraining, SHAKESPEARE_TRAINING,
 };
 use attn::nn::Parameters;
-use report::ch15::corpus_dir;
-use report::ch16::pooled::{mean_pooled, FINE_TUNING};
-use report::ch16::{Attention, ATTENTIONS};
+use report::ch16::corpus_dir;
+use report::ch17::pooled::{mean_pooled, FINE_TUNING};
+use report::ch17::{Attention, ATTENTIONS};
 use report::provenance::header;
 
 const SEEDS: [u64; 3] = [1, 2, 3];
@@ -115,7 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "one run per variant and seed",
             "validation loss over windows of 64 spanning the whole validation split, of each \
              multi-head model, pooled to fewer key/value heads, and after 100 more steps (10 of \
-             warm-up, chapter 15's recipe otherwise)"
+             warm-up, chapter 16's recipe otherwise)"
         )
     );
     let mut pooled_lines = Vec::new();
@@ -132,11 +132,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     pooled_lines.sort_by_key(|l| std::cmp::Reverse(l.starts_with('2')));
     pooled += &pooled_lines.concat();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data");
-    std::fs::write(format!("{dir}/ch16-training.tsv"), log)?;
-    std::fs::write(format!("{dir}/ch16-variants.tsv"), summary)?;
-    std::fs::write(format!("{dir}/ch16-long-text.tsv"), long)?;
-    std::fs::write(format!("{dir}/ch16-first-position.tsv"), first)?;
-    std::fs::write(format!("{dir}/ch16-pooled.tsv"), pooled)?;
+    std::fs::write(format!("{dir}/ch17-training.tsv"), log)?;
+    std::fs::write(format!("{dir}/ch17-variants.tsv"), summary)?;
+    std::fs::write(format!("{dir}/ch17-long-text.tsv"), long)?;
+    std::fs::write(format!("{dir}/ch17-first-position.tsv"), first)?;
+    std::fs::write(format!("{dir}/ch17-pooled.tsv"), pooled)?;
     Ok(())
 }
 
@@ -146,7 +146,7 @@ fn run(
     attention: Attention,
     seed: u64,
 ) -> Result<Run, Box<dyn std::error::Error>> {
-    let config = report::ch16::variant(attention);
+    let config = report::ch17::variant(attention);
     let kv_heads = attention; // the data files' first column
     let recipe = LmTraining { seed, ..SHAKESPEARE_TRAINING };
     let mut model = LanguageModel::<f32>::new(config, seed)?;

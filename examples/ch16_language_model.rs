@@ -1,13 +1,13 @@
-//! Chapter 15, A language model that writes: loads the committed weights
-//! and training logs (`book/data/ch15-*`, written by `cargo xtask train
+//! Chapter 16, A language model that writes: loads the committed weights
+//! and training logs (`book/data/ch16-*`, written by `cargo xtask train
 //! lm`), prints the model, its losses against the baselines, samples at
 //! several temperatures, the KV cache's check and size, and the induction
 //! scores of three training runs, and draws the chapter's figures. Needs
 //! neither the corpus nor Python.
 //!
 //! ```text
-//! cargo run --example ch15_language_model
-//! cargo run --example ch15_language_model -- --prompt "JULIET." --temperature 0.8   # writes; --help
+//! cargo run --example ch16_language_model
+//! cargo run --example ch16_language_model -- --prompt "JULIET." --temperature 0.8   # writes; --help
 //! ```
 
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
@@ -15,15 +15,15 @@ use ndarray::Array2;
 
 use attn::lm::{Decoding, LmCache, Sampler, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING};
 use attn::nn::Parameters;
-use report::ch15::{
+use report::ch16::{
     book_model, final_losses, head_log, rotary_final_losses, rotary_log, rotary_model, samples,
     training_log, vocabulary, PROMPT, SAMPLE_LENGTH, SAMPLE_SEED,
 };
-use report::ch15::{control_heads, control_log};
-use report::ch15_control::{
+use report::ch16::{control_heads, control_log};
+use report::ch16_control::{
     control_ablation, control_ablation_report, control_figure_head, control_model, control_report,
 };
-use report::ch15_report::{
+use report::ch16_report::{
     ablation_report, cache_check, cache_report, cache_speeds, figure_heads, induction_table,
     loss_table, penalised_greedy, pytorch_log, sliding_report, speed_report, top_heads,
     training_speeds, verse_report, INDUCTION_VERSE, REPORT_STEPS,
@@ -34,8 +34,8 @@ use report::plot;
 /// The options of a reader's own writing; with none, the chapter's report.
 fn options() -> ArgMatches {
     let option = |name: &'static str, help: String| Arg::new(name).long(name).help(help);
-    Command::new("ch15_language_model")
-        .about("Chapter 15: the trained model's report, or (with any option) text it writes")
+    Command::new("ch16_language_model")
+        .about("Chapter 16: the trained model's report, or (with any option) text it writes")
         .after_help("With no option, prints the chapter's report and draws its figures.")
         .arg(option("prompt", format!("The text to continue [default: {PROMPT:?}]")))
         .arg(
@@ -159,7 +159,7 @@ fn main() -> Result<(), ReportError> {
     println!("\nseconds to generate, best of 5:");
     let speeds = cache_speeds()?.0;
     println!("{}", cache_report(&speeds));
-    println!("{}", report::ch15_report::call_cost_report(&speeds));
+    println!("{}", report::ch16_report::call_cost_report(&speeds));
 
     let (control, control_heads) = (control_log()?, control_heads()?);
     let control_model = control_model()?;
@@ -178,7 +178,7 @@ fn main() -> Result<(), ReportError> {
     {
         println!(
             "-- {label} --\n{}\n",
-            penalised_greedy(&model, report::ch15::PROMPT, 100, penalty)?
+            penalised_greedy(&model, report::ch16::PROMPT, 100, penalty)?
         );
     }
 
@@ -200,24 +200,24 @@ fn main() -> Result<(), ReportError> {
     println!("{}", ablation_report(&model, &heads)?);
 
     draw_training(&log, bigram, c.vocab);
-    draw_induction("ch15-induction.svg", &log, &heads, 9.0);
+    draw_induction("ch16-induction.svg", &log, &heads, 9.0);
     draw_head(&model, &heads)?;
-    draw_induction("ch15-control.svg", &control, &control_heads, 6.0);
+    draw_induction("ch16-control.svg", &control, &control_heads, 6.0);
     verse_heatmaps(
-        "ch15-control-head.svg",
+        "ch16-control-head.svg",
         &control_model,
         &[control_figure_head(&control_model)?],
     )?;
     Ok(())
 }
 
-/// Figure 15.1: training and validation loss of the three runs.
-fn draw_training(log: &[report::ch15::LogLine], bigram: f64, vocab: usize) {
+/// Figure 16.1: training and validation loss of the three runs.
+fn draw_training(log: &[report::ch16::LogLine], bigram: f64, vocab: usize) {
     use plot::{line_charts, Chart, Series, BLUE_, GREEN_, GREY_, ORANGE_};
     let colours = [BLUE_, ORANGE_, GREEN_];
     let mut series = Vec::new();
     for (i, seed) in [1, 2, 3].into_iter().enumerate() {
-        let points = |f: fn(&report::ch15::LogLine) -> f64| {
+        let points = |f: fn(&report::ch16::LogLine) -> f64| {
             log.iter().filter(|l| l.seed == seed).map(|l| (l.step as f64, f(l))).collect::<Vec<_>>()
         };
         series.push(Series {
@@ -248,16 +248,16 @@ fn draw_training(log: &[report::ch15::LogLine], bigram: f64, vocab: usize) {
         log10_y: false,
         y_range: (1.0, 4.6),
     };
-    line_charts("ch15-training.svg", &[(chart, series)]);
+    line_charts("ch16-training.svg", &[(chart, series)]);
 }
 
-/// Figures 15.2 and 15.4: the loss on repeated random characters, and the
+/// Figures 16.2 and 16.4: the loss on repeated random characters, and the
 /// best previous-token and prefix-matching heads, over training, into the
 /// figure `name`, its loss axis up to `top`.
 fn draw_induction(
     name: &str,
-    log: &[report::ch15::LogLine],
-    heads: &[report::ch15::HeadLine],
+    log: &[report::ch16::LogLine],
+    heads: &[report::ch16::HeadLine],
     top: f64,
 ) {
     use plot::{line_charts, Chart, Series, BLUE_, GREEN_, ORANGE_};
@@ -280,11 +280,11 @@ fn draw_induction(
             dashed: true,
             spread: Vec::new(),
         });
-        let best = |step: usize, score: fn(&report::ch15::HeadLine) -> f64| {
+        let best = |step: usize, score: fn(&report::ch16::HeadLine) -> f64| {
             heads.iter().filter(|h| h.seed == seed && h.step == step).map(score).fold(0.0, f64::max)
         };
         // Prefix matching in blocks 2 to 4 only: block 1's keys cannot match prefixes.
-        let prefix = |h: &report::ch15::HeadLine| if h.block > 0 { h.prefix_matching } else { 0.0 };
+        let prefix = |h: &report::ch16::HeadLine| if h.block > 0 { h.prefix_matching } else { 0.0 };
         scores.push(Series {
             label: format!("seed {seed}, previous token"),
             points: runs
@@ -322,16 +322,16 @@ fn draw_induction(
     line_charts(name, &[(loss_chart, losses), (score_chart, scores)]);
 }
 
-/// Figure 15.5: the book model's strongest previous-token head, and its
+/// Figure 16.5: the book model's strongest previous-token head, and its
 /// strongest prefix-matching head, on a repeated line of verse.
 fn draw_head(
     model: &attn::lm::LanguageModel<f32>,
-    heads: &[report::ch15::HeadLine],
+    heads: &[report::ch16::HeadLine],
 ) -> Result<(), ReportError> {
     println!("{}", verse_report(model, heads)?);
     let panels: Vec<(usize, usize)> =
         figure_heads(heads).iter().map(|h| (h.block, h.head)).collect();
-    verse_heatmaps("ch15-heads.svg", model, &panels)
+    verse_heatmaps("ch16-heads.svg", model, &panels)
 }
 
 /// The second reading's attention on [`INDUCTION_VERSE`] read twice, for

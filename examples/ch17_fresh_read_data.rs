@@ -1,18 +1,18 @@
-//! Chapter 16's fresh read: along the long texts of `cargo xtask train kv`
+//! Chapter 17's fresh read: along the long texts of `cargo xtask train kv`
 //! (8 texts of 512 characters from the validation split), the loss at each
 //! position past the context through the sliding window of the last 64
-//! tokens, and by reading those 64 characters afresh, for chapter 15's
-//! committed rotary model (chapter 16's multi-head run of seed 1). Writes
-//! `book/data/ch16-fresh-read.tsv`; evaluation only, no training, under a
+//! tokens, and by reading those 64 characters afresh, for chapter 16's
+//! committed rotary model (chapter 17's multi-head run of seed 1). Writes
+//! `book/data/ch17-fresh-read.tsv`; evaluation only, no training, under a
 //! minute. Needs the corpus (`cargo xtask corpus`).
 //!
 //! ```text
-//! cargo run --release --example ch16_fresh_read_data
+//! cargo run --release --example ch17_fresh_read_data
 //! ```
 
 use attn::lm::Corpus;
-use report::ch15::{corpus_dir, rotary_model};
-use report::ch16::fresh::{fresh_read_rows, fresh_reads, FRESH_FILE, LONG_TEXTS};
+use report::ch16::{corpus_dir, rotary_model};
+use report::ch17::fresh::{fresh_read_rows, fresh_reads, FRESH_FILE, LONG_TEXTS};
 use report::provenance::header;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("evaluated in {:.1} s", start.elapsed().as_secs_f64());
     let (count, long) = LONG_TEXTS;
     let details = format!(
-        "chapter 15's rotary weights (chapter 16's multi-head run of seed 1); mean loss of {count} texts of {long} characters from the validation split, per bucket \
+        "chapter 16's rotary weights (chapter 17's multi-head run of seed 1); mean loss of {count} texts of {long} characters from the validation split, per bucket \
          of 16 positions past the context, through the sliding window of the last 64 tokens and \
          by reading those 64 characters afresh"
     );
