@@ -5,8 +5,10 @@
 //!
 //! ```text
 //! cargo run --example ch07_position
+//! cargo run --example ch07_position -- --d-model 32 --alibi-heads 4   # other sizes: --help
 //! ```
 
+use clap::{value_parser, Arg, Command};
 use report::ch07::{
     look_back, look_back_block, ALIBI_POSITIONS, CURVE_DIMENSIONS, CURVE_POSITIONS, CURVE_WIDTH,
     FIGURE_HEADS, OFFSETS, OFFSET_POSITIONS, OFFSET_WIDTH, PERMUTATION as PERM, RANGE_WIDTH,
@@ -33,10 +35,48 @@ fn cosine(a: &ArrayRef1<f32>, b: &ArrayRef1<f32>) -> f32 {
     a.dot(b) / (a.dot(a).sqrt() * b.dot(b).sqrt())
 }
 
+/// What a reader may change: Figure 7.1's positions and width (also the
+/// width of the similarity table), and the ALiBi head counts whose slopes
+/// are printed.
+struct Options {
+    positions: usize,
+    d_model: usize,
+    alibi_heads: Vec<usize>,
+}
+
+fn options() -> Options {
+    let size = |name: &'static str, default: String, help: &'static str| {
+        Arg::new(name)
+            .long(name)
+            .value_parser(value_parser!(usize))
+            .help(format!("{help} [default: {default}, the chapter's]"))
+    };
+    let (positions, d_model) = SINUSOIDAL_FIGURE;
+    let heads = SLOPE_HEADS.map(|h| h.to_string()).join(" and ");
+    let matches = Command::new("ch07_position")
+        .about("Chapter 7: positional encodings (sinusoidal, RoPE, ALiBi), printed and drawn")
+        .after_help("A run with other sizes draws its figures into target/figures/.")
+        .arg(size("positions", positions.to_string(), "Figure 7.1's positions"))
+        .arg(size(
+            "d-model",
+            d_model.to_string(),
+            "The encoding's width in Figure 7.1 and the similarity table (even)",
+        ))
+        .arg(size("alibi-heads", heads, "A number of ALiBi heads whose slopes to print"))
+        .get_matches();
+    let get = |name: &str| matches.get_one::<usize>(name).copied();
+    Options {
+        positions: get("positions").unwrap_or(positions),
+        d_model: get("d-model").unwrap_or(d_model),
+        alibi_heads: get("alibi-heads").map_or(SLOPE_HEADS.to_vec(), |h| vec![h]),
+    }
+}
+
 /// Offsets for the similarity table.
 const SIMILARITY_OFFSETS: [usize; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
 
 fn main() -> Result<(), report::error::ReportError> {
+    let options = options();
     println!("== Self-attention of 7 tokens, rows permuted by {PERM:?} ==");
     let mut rng = StdRng::seed_from_u64(6);
     let layer = Projections::new(16, 8, 8, &mut rng)?;
@@ -84,8 +124,9 @@ fn main() -> Result<(), report::error::ReportError> {
     println!("\n== A layer with W_Q W_Kᵀ = M_Δ: the encoding alone, and with content ==");
     println!("{}", look_back_block(&look_back()?));
 
-    println!("\n== Cosine similarity of PE(pos) and PE(pos + Δ), d_model = 128 ==");
-    let pe = sinusoidal(400, 128)?;
+    let d = options.d_model;
+    println!("\n== Cosine similarity of PE(pos) and PE(pos + Δ), d_model = {d} ==");
+    let pe = sinusoidal(400, d)?;
     let rows: Vec<Vec<String>> = SIMILARITY_OFFSETS
         .iter()
         .map(|&delta| {
@@ -129,30 +170,30 @@ fn main() -> Result<(), report::error::ReportError> {
         let exponents: Vec<String> = slopes.iter().map(|s| format!("{}", s.log2())).collect();
         Ok(exponents.join(" "))
     };
-    for h in SLOPE_HEADS {
+    for &h in &options.alibi_heads {
         println!("h = {:<4}{}", format!("{h}:"), show(h)?);
     }
     println!("bias of head 1 (slope 1/2), n = 5:");
     println!("{}", matrix(&alibi_bias(5, 0.5)?, 1));
 
-    draw_sinusoidal()?;
+    draw_sinusoidal(options.positions, options.d_model)?;
     draw_curves()?;
     draw_similarity()?;
     draw_alibi()?;
     Ok(())
 }
 
-/// Figure 7.1: the encoding of 64 positions in 128 dimensions.
-fn draw_sinusoidal() -> Result<(), report::error::ReportError> {
-    let pe = sinusoidal(SINUSOIDAL_FIGURE.0, SINUSOIDAL_FIGURE.1)?;
+/// Figure 7.1: the encoding of `n` positions in `d` dimensions (64 and 128).
+fn draw_sinusoidal(n: usize, d: usize) -> Result<(), report::error::ReportError> {
+    let pe = sinusoidal(n, d)?;
     let every = |n: usize, step: usize| -> Vec<String> {
         (0..n).map(|i| if i % step == 0 { i.to_string() } else { String::new() }).collect()
     };
-    let (rows, cols) = (every(64, 8), every(128, 16));
+    let (rows, cols) = (every(n, 8), every(d, 16));
     let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
     let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
     let h = plot::Heatmap {
-        title: "Sinusoidal positional encoding, d_model = 128",
+        title: &format!("Sinusoidal positional encoding, d_model = {d}"),
         row_labels: &rows,
         col_labels: &cols,
         x_desc: "dimension (2f: sine, 2f + 1: cosine)",

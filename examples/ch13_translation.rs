@@ -1,9 +1,8 @@
 //! Chapter 13, Attention learns to align: loads the three trained
 //! encoder–decoders (`book/data/ch13-*`, written by `cargo xtask train`),
 //! translates the held-out numbers greedily and by beam search, measures
-//! accuracy by source length and how alignment-like each cross-attention
-//! head is, and draws the learned alignment, accuracy by length and the
-//! loss curves.
+//! how alignment-like each cross-attention head is, and draws the learned
+//! alignment and the loss curves.
 //!
 //! ```text
 //! cargo run --example ch13_translation
@@ -15,16 +14,12 @@ use attn::exercises::ch13::smoothing_floor;
 use attn::nn::Parameters;
 use attn::translation::alignment_scores;
 use attn::translation::{
-    book_pairs, number_words, RnnSeq2Seq, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ, TARGET_VOCAB,
+    book_pairs, number_words, Seq2Seq, TranslationPair, BOOK_SEQ2SEQ, TARGET_VOCAB,
 };
 use ndarray::Array2;
 use report::ch13::{
     alignment_baselines, alignment_report, beam_changes, beam_report, bleu_report, cross_attention,
-    decode_and_score, digits, examples_report, scores_report, BEAM,
-};
-use report::ch13_lengths::{
-    data_report, exact_share, gru_attention, length_pairs, length_table, models_report,
-    read_lengths, read_models, read_train_lengths, spread, LengthModel, LengthRow, Spread, LENGTHS,
+    decode_and_score, digit_panel, digits, examples_report, pair_labels, scores_report, BEAM,
 };
 
 fn data(name: &str) -> Result<String, report::error::ReportError> {
@@ -68,17 +63,6 @@ fn main() -> Result<(), report::error::ReportError> {
         println!("{}", beam_report(name, BEAM, changes));
     }
 
-    println!("\n== The length experiment (book/data/ch13-lengths.csv) ==");
-    let (length_held_out, length_train) = length_pairs()?;
-    println!("{}", data_report(&length_held_out, &length_train));
-    let rows = read_lengths()?;
-    println!("exact accuracy by source length: mean over the seeds (lowest–highest)");
-    println!("{}", length_table(&rows));
-    println!("the same, on each model's own training pairs (book/data/ch13-train-lengths.csv)");
-    println!("{}", length_table(&read_train_lengths()?));
-    let baselines = alignment_baselines(&length_held_out)?;
-    println!("{}", models_report(&read_models()?, baselines));
-
     println!("\n== How alignment-like is each cross-attention head? ==");
     let scores = alignment_scores(&attention, &held_out)?;
     println!("{}", alignment_report(&scores, alignment_baselines(&held_out)?));
@@ -95,21 +79,8 @@ fn main() -> Result<(), report::error::ReportError> {
         smoothing_floor(0.1, TARGET_VOCAB)
     );
     draw_alignment(&attention, shown, &scores)?;
-    let gru = RnnSeq2Seq::from_text(&data("ch13-gru-attention-weights.txt")?)?;
-    draw_side_by_side(&gru, &attention, shown)?;
-    draw_length(&rows);
     draw_training()?;
     Ok(())
-}
-
-/// The axis labels of a pair: its words, and the digits each row predicts.
-fn labels(
-    pair: &TranslationPair,
-) -> Result<(Vec<String>, Vec<String>), report::error::ReportError> {
-    let words = number_words(pair.number)?.iter().map(|w| w.to_string()).collect();
-    let mut rows: Vec<String> = digits(&pair.target).split(' ').map(String::from).collect();
-    rows.push("EOS".into());
-    Ok((words, rows))
 }
 
 fn draw_alignment(
@@ -118,7 +89,7 @@ fn draw_alignment(
     scores: &[Vec<f64>],
 ) -> Result<(), report::error::ReportError> {
     let weights = cross_attention(net, pair)?;
-    let (words, rows) = labels(pair)?;
+    let (words, rows) = pair_labels(pair)?;
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
     let as_f32 = |m: &Array2<f64>| m.mapv(|x| x as f32);
@@ -161,7 +132,7 @@ fn draw_alignment(
         .iter()
         .flatten()
         .zip(&titles)
-        .map(|(w, title)| (panel(title, &rows, &words), as_f32(w)))
+        .map(|(w, title)| (digit_panel(title, &rows, &words), as_f32(w)))
         .collect();
     let path = plot::heatmap_grid(
         "ch13-cross-attention.svg",
@@ -171,91 +142,6 @@ fn draw_alignment(
     );
     println!("wrote {}", path.display());
     Ok(())
-}
-
-/// A small panel of a grid: digits (rows) by source words.
-fn panel<'a>(title: &'a str, rows: &'a [&'a str], words: &'a [&'a str]) -> plot::Heatmap<'a> {
-    plot::Heatmap {
-        title,
-        row_labels: rows,
-        col_labels: words,
-        x_desc: "source word",
-        y_desc: "digit predicted",
-        value_desc: "attention weight",
-        range: (0.0, 1.0),
-        annotate: None,
-    }
-}
-
-/// Additive attention's weights beside the Transformer's most
-/// alignment-like head (layer 2, head 1) on the same number.
-fn draw_side_by_side(
-    gru: &RnnSeq2Seq,
-    transformer: &Seq2Seq,
-    pair: &TranslationPair,
-) -> Result<(), report::error::ReportError> {
-    let additive = gru_attention(gru, pair)?.expect("the GRU with attention");
-    let cross = &cross_attention(transformer, pair)?[1][0];
-    let (words, rows) = labels(pair)?;
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
-    let panels = [
-        (panel("GRU, additive attention", &rows, &words), additive.mapv(|x| x as f32)),
-        (panel("Transformer, layer 2, head 1", &rows, &words), cross.mapv(|x| x as f32)),
-    ];
-    let path = plot::heatmap_grid(
-        "ch13-gru-alignment.svg",
-        "Where each digit looks: a GRU's additive attention and a Transformer's head",
-        2,
-        &panels,
-    );
-    println!("wrote {}", path.display());
-    Ok(())
-}
-
-/// Exact accuracy and BLEU against source length, each model's mean over
-/// its seeds with a bar from the lowest seed to the highest.
-fn draw_length(rows: &[LengthRow]) {
-    let colours = [plot::ORANGE_, plot::BLUE_, plot::PURPLE_, plot::GREEN_];
-    let series = |score: fn(&LengthRow) -> f64| -> Vec<plot::Series> {
-        LengthModel::ALL
-            .iter()
-            .zip(colours)
-            .map(|(&m, colour)| {
-                let spreads: Vec<(f64, Spread)> =
-                    LENGTHS.iter().map(|&l| (l as f64, spread(rows, m, l, score))).collect();
-                plot::Series {
-                    label: m.name().into(),
-                    points: spreads.iter().map(|(l, s)| (*l, s.mean)).collect(),
-                    colour,
-                    dashed: false,
-                    spread: spreads.iter().map(|(_, s)| (s.low, s.high)).collect(),
-                }
-            })
-            .collect()
-    };
-    let chart = |title, y_desc| plot::Chart {
-        title,
-        x_desc: "source length (words)",
-        y_desc,
-        log2_x: false,
-        log10_y: false,
-        y_range: (0.0, 1.4),
-    };
-    let path = plot::line_charts(
-        "ch13-length.svg",
-        &[
-            (
-                chart(
-                    "Held-out exact accuracy by source length",
-                    "share translated exactly (greedy)",
-                ),
-                series(exact_share),
-            ),
-            (chart("Held-out BLEU by source length", "corpus BLEU (greedy)"), series(|r| r.bleu)),
-        ],
-    );
-    println!("wrote {}", path.display());
 }
 
 fn draw_training() -> Result<(), report::error::ReportError> {

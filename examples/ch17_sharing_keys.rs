@@ -8,26 +8,65 @@
 //!
 //! ```text
 //! cargo run --example ch17_sharing_keys
+//! cargo run --example ch17_sharing_keys -- --kv-heads 1 --window 16 --sinks 4   # --help
 //! ```
 
+use clap::{value_parser, Arg, Command};
 use report::ch17::pooled::{pooled_runs, pooled_table};
 use report::ch17::{
-    book_caches, equalities, first_position, first_position_report, long_text_curve,
+    book_caches_of, equalities_of, first_position, first_position_report, long_text_curve,
     long_text_summaries, long_text_table, long_texts, losses_of, mean, published_table, range,
-    speed_table, speeds, variant_table, variants, Attention, LongText, Variant, CACHES,
+    speed_table, speeds, variant_table, variants, Attention, LongText, Variant, ATTENTIONS, CACHES,
+    GROUPED_CHECK, RING,
 };
 use report::error::ReportError;
 use report::plot;
 
+/// What a reader may change: the key/value heads of the grouped-query
+/// check (and of one more line of the cache table), and the ring buffer's
+/// tokens, window and sinks.
+struct Options {
+    kv_heads: usize,
+    ring: (usize, usize, usize),
+}
+
+fn options() -> Options {
+    let size = |name: &'static str, default: usize, help: &'static str| {
+        Arg::new(name)
+            .long(name)
+            .value_parser(value_parser!(usize))
+            .help(format!("{help} [default: {default}, the chapter's]"))
+    };
+    let (tokens, window, sinks) = RING;
+    let matches = Command::new("ch17_sharing_keys")
+        .about("Chapter 17: caches of shared, compressed and forgotten keys, checked and measured")
+        .after_help("A run with other sizes draws its figures into target/figures/.")
+        .arg(size("kv-heads", GROUPED_CHECK, "Key/value heads for 4 query heads (1, 2 or 4)"))
+        .arg(size("window", window, "The ring buffer's window of recent tokens (at least 1)"))
+        .arg(size("sinks", sinks, "The ring buffer's sinks, the first tokens it keeps"))
+        .arg(size("tokens", tokens, "Tokens the ring buffer reads"))
+        .get_matches();
+    let get = |name: &str, default| matches.get_one::<usize>(name).copied().unwrap_or(default);
+    Options {
+        kv_heads: get("kv-heads", GROUPED_CHECK),
+        ring: (get("tokens", tokens), get("window", window), get("sinks", sinks)),
+    }
+}
+
 fn main() -> Result<(), ReportError> {
+    let options = options();
     println!("== The KV cache of published models, 16-bit numbers ==");
     println!("{}", published_table()?);
 
     println!("\n== This book's model (4 blocks of 4 heads, 32 wide; f32) ==");
-    println!("{}", book_caches()?);
+    let mut caches = ATTENTIONS.to_vec();
+    if !caches.contains(&Attention::KvHeads(options.kv_heads)) {
+        caches.push(Attention::KvHeads(options.kv_heads));
+    }
+    println!("{}", book_caches_of(&caches)?);
 
     println!("\n== Each against what it must equal (largest difference) ==");
-    println!("{}", equalities()?);
+    println!("{}", equalities_of(options.kv_heads, options.ring)?);
 
     let variants = variants()?;
     println!("\n== Three ways to share keys and one to compress them, trained three times each: validation loss ==");

@@ -121,6 +121,8 @@ pub mod chapters {
     pub struct Ch12Training;
     #[doc = include_str!("../book/ch13-attention-learns-to-align.md")]
     pub struct Ch13AttentionLearnsToAlign;
+    #[doc = include_str!("../book/ch14-the-bottleneck-measured.md")]
+    pub struct Ch14TheBottleneckMeasured;
     #[doc = include_str!("../book/ch15-attention-in-a-trained-model.md")]
     pub struct Ch15AttentionInATrainedModel;
     #[doc = include_str!("../book/ch16-a-language-model-that-writes.md")]

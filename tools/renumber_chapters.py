@@ -11,6 +11,7 @@ moves every file named after a chapter (`book/ch09-*.md`, `book/figures/ch09-*`,
 content moved to another chapter needs its references edited by hand first.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -61,13 +62,18 @@ def main(pairs):
         new = FIGURE_FNS.sub(figure_fns, new)
         if new != text:
             open(path, "w", encoding="utf-8").write(new)
+    # Files and folders named after a chapter (`report/src/ch16/` holds
+    # chapter 16's modules): each path component is renamed.
     for path in files:
-        name = path.rsplit("/", 1)[-1]
-        m = re.match(r"ch(\d\d)(?=[-_.])", name)
-        if m and move(int(m.group(1))) != int(m.group(1)):
-            renames.append((path, path[: -len(name)] + FILE_IDS.sub(file_ids, name)))
+        parts = path.split("/")
+        moved = [
+            FILE_IDS.sub(file_ids, p) if re.match(r"ch\d\d(?=[-_.]|$)", p) else p for p in parts
+        ]
+        if moved != parts:
+            renames.append((path, "/".join(moved)))
     # Move the highest first so that no target exists yet.
     for old, new in sorted(renames, key=lambda r: r[0], reverse=True):
+        os.makedirs(os.path.dirname(new) or ".", exist_ok=True)
         subprocess.run(["git", "mv", old, new], check=True)
         print(f"{old} -> {new}")
 

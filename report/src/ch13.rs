@@ -47,6 +47,34 @@ pub fn digits(target: &[usize]) -> String {
     target.iter().map(digit).collect::<Vec<_>>().join(" ")
 }
 
+/// A pair's axis labels in the figures: its words (the keys), and the
+/// digits each decoder position predicts, then `EOS` (the queries).
+pub fn pair_labels(pair: &TranslationPair) -> Result<(Vec<String>, Vec<String>), ReportError> {
+    let words = number_words(pair.number)?.iter().map(|w| w.to_string()).collect();
+    let mut rows: Vec<String> = digits(&pair.target).split(' ').map(String::from).collect();
+    rows.push("EOS".into());
+    Ok((words, rows))
+}
+
+/// A small panel of a grid of cross-attention maps: digits (rows) by
+/// source words.
+pub fn digit_panel<'a>(
+    title: &'a str,
+    rows: &'a [&'a str],
+    words: &'a [&'a str],
+) -> crate::plot::Heatmap<'a> {
+    crate::plot::Heatmap {
+        title,
+        row_labels: rows,
+        col_labels: words,
+        x_desc: "source word",
+        y_desc: "digit predicted",
+        value_desc: "attention weight",
+        range: (0.0, 1.0),
+        annotate: None,
+    }
+}
+
 /// The task's examples: each number, its words, its digits, and the word
 /// each digit translates (`–`: none).
 pub fn examples_report(numbers: &[u32]) -> Result<String, ReportError> {

@@ -24,7 +24,7 @@ pub mod fresh;
 pub mod pooled;
 
 use crate::measurements::{data_file, data_rows, number};
-pub use checks::{book_caches, equalities, RING};
+pub use checks::{book_caches, book_caches_of, equalities, equalities_of, GROUPED_CHECK, RING};
 
 /// The chapter's kinds of attention, as its data files name them: the
 /// number of key/value heads for 4 query heads (4: multi-head; 2:

@@ -17,6 +17,7 @@ pub mod ch10;
 pub mod ch11;
 pub mod ch12;
 pub mod ch13;
+pub mod ch14;
 pub mod ch15;
 pub mod ch16;
 pub mod ch17;

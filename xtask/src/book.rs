@@ -18,10 +18,13 @@ pub(crate) const BOOK_TOOLS: [(&str, &str); 2] = [("mdbook", "0.5.4"), ("mdbook-
 pub(crate) const MDBOOK_DEPS: &str = "target/mdbook-deps";
 
 /// `mdbook`, or one of its preprocessors, as `cargo install` put it: in
-/// `$CARGO_HOME/bin`, which need not be on the `PATH`. mdBook finds its
+/// `$CARGO_HOME/bin`, which need not be on the `PATH`, or where CI built
+/// them ([`CI_TOOLS`]) when the cargo home lacks them. mdBook finds its
 /// preprocessors on the `PATH`, so that directory is put first on it.
 pub(crate) fn book_tool(name: &str) -> Command {
-    let bin = cargo_home().join("bin");
+    let home = cargo_home().join("bin");
+    let ci = root().join(CI_TOOLS).join("bin");
+    let bin = if !home.join(name).exists() && ci.join(name).exists() { ci } else { home };
     let mut cmd = Command::new(bin.join(name));
     let path = std::env::var_os("PATH").unwrap_or_default();
     let dirs = std::iter::once(bin).chain(std::env::split_paths(&path));
@@ -30,6 +33,14 @@ pub(crate) fn book_tool(name: &str) -> Command {
     }
     cmd
 }
+
+/// Where CI installs the book tools when the cargo home lacks them: mdBook
+/// without its server and file watcher (`--no-default-features --features
+/// search`), which CI never runs, saving the compilation of about 80 crates
+/// (tokio, axum, notify). Under `target/`, so that a reader's `cargo xtask
+/// serve` never finds this build: it installs the full one in the cargo
+/// home.
+pub(crate) const CI_TOOLS: &str = "target/book-tools";
 
 /// `$CARGO_HOME`, or `~/.cargo` where it is not set.
 fn cargo_home() -> std::path::PathBuf {
@@ -236,15 +247,43 @@ pub(crate) fn examples() -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// Installs each pinned book tool that `cargo install --list` does not show.
-pub(crate) fn ensure_book_tools() -> Step {
-    let installed = capture(cargo().args(["install", "--list"]))?;
+/// Installs each pinned book tool that `cargo install --list` does not show:
+/// in the cargo home, or, for `lean` (the test command under CI) when the
+/// cargo home lacks it, mdBook without its server in [`CI_TOOLS`].
+pub(crate) fn ensure_book_tools(lean: bool) -> Step {
+    let listed = |root: Option<&str>| -> Result<String, String> {
+        let mut list = cargo();
+        list.args(["install", "--list"]);
+        if let Some(root) = root {
+            list.args(["--root", root]);
+        }
+        capture(&mut list)
+    };
+    let has = |list: &str, name: &str, version: &str| {
+        list.lines().any(|l| l.starts_with(&format!("{name} v{version}:")))
+    };
+    let home = listed(None)?;
+    let in_home = BOOK_TOOLS.iter().all(|(name, version)| has(&home, name, version));
+    let ci = root().join(CI_TOOLS);
+    let (target, installed) = if lean && !in_home {
+        (Some(ci.to_string_lossy().into_owned()), listed(Some(&ci.to_string_lossy()))?)
+    } else {
+        (None, home)
+    };
     for (name, version) in BOOK_TOOLS {
-        if installed.lines().any(|l| l.starts_with(&format!("{name} v{version}:"))) {
+        if has(&installed, name, version) {
             continue;
         }
         eprintln!("installing {name} {version} (once; a few minutes)");
-        run(cargo().args(["install", "--locked", name, "--version", version]))?;
+        let mut install = cargo();
+        install.args(["install", "--locked", name, "--version", version]);
+        if let Some(root) = &target {
+            install.args(["--root", root]);
+            if name == "mdbook" {
+                install.args(["--no-default-features", "--features", "search"]);
+            }
+        }
+        run(&mut install)?;
     }
     Ok(())
 }

@@ -41,7 +41,7 @@ fn seed_corpora() -> Step {
         "ch12-weights.txt",
         "ch13-attention-weights.txt",
         "ch13-mean-pooled-weights.txt",
-        "ch13-gru-attention-weights.txt",
+        "ch14-gru-attention-weights.txt",
     ] {
         let from = root().join("book/data").join(file);
         std::fs::copy(from, checkpoints.join(file)).map_err(io)?;

@@ -29,10 +29,10 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 }
 
 /// The chapters' training runs (`examples/CHAPTER_*_train.rs`): chapter
-/// 12's two models (under a minute each), chapter 13's encoder–decoders
-/// (its translators, the length experiment's twelve models and the
-/// summariser's three seeds: `ch13` runs both tasks, `ch13-summary` the
-/// second alone; about seven minutes with the figures) and chapter 16's language model (`lm`: three
+/// 12's two models (under a minute each), chapter 13's translators
+/// (`ch13`, about four minutes), chapter 14's length experiment
+/// (`ch14-lengths`: twelve models, about five minutes) and summariser
+/// (`ch14-summary`: three seeds, about four minutes), chapter 16's language model (`lm`: three
 /// seeds with learned positions and one with rotary positions, about four
 /// minutes each, after `cargo xtask corpus`) and chapter 17's variants of
 /// it (`kv`: three ways of sharing keys and latent attention, three seeds
@@ -48,8 +48,10 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             "lm" => "ch16_lm_train",
             "control" => "ch16_control_train",
             "kv" => "ch17_kv_train",
-            "ch13-summary" => "ch13_summary_train",
-            _ => "ch13_translation_train",
+            "ch13" => "ch13_translation_train",
+            "ch14-lengths" => "ch14_lengths_train",
+            "ch14-summary" => "ch14_summary_train",
+            other => return Err(format!("no training run named {other}")),
         };
         run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
         let header = start_run(&format!("train {chapter}"))?;

@@ -7,8 +7,14 @@ use super::*;
 /// Chapter 16's model with rotary positions and 4, 2 or 1 key/value heads:
 /// its cache's bytes per token, one line each.
 pub fn book_caches() -> Result<String, ReportError> {
+    book_caches_of(&ATTENTIONS)
+}
+
+/// [`book_caches`] for the variants `attentions` (a reader's choice of
+/// key/value heads: they must divide the model's 4 heads).
+pub fn book_caches_of(attentions: &[Attention]) -> Result<String, ReportError> {
     let mut out = String::new();
-    for attention in ATTENTIONS {
+    for &attention in attentions {
         let model = LanguageModel::<f32>::new(variant(attention), 1)?;
         let name = match attention {
             Attention::KvHeads(1) => "1 key/value head".to_string(),
@@ -23,16 +29,26 @@ pub fn book_caches() -> Result<String, ReportError> {
 /// Tokens, window and sinks of the ring buffer's check.
 pub const RING: (usize, usize, usize) = (300, 8, 2);
 
+/// Key/value heads of the grouped-query check (for its 4 query heads).
+pub const GROUPED_CHECK: usize = 2;
+
 /// Each construction against what it must equal: the largest difference.
 pub fn equalities() -> Result<String, ReportError> {
-    let (n, window, sinks) = RING;
+    equalities_of(GROUPED_CHECK, RING)
+}
+
+/// [`equalities`] with `kv_heads` key/value heads for 4 query heads, and a
+/// ring of `(tokens, window, sinks)`: a reader's own sizes.
+pub fn equalities_of(kv_heads: usize, ring: (usize, usize, usize)) -> Result<String, ReportError> {
+    let (n, window, sinks) = ring;
+    let heads = if kv_heads == 1 { "head" } else { "heads" };
     Ok(format!(
-        "grouped-query, 2 key/value heads for 4, against multi-head with copied heads: {:.1e}\n\
+        "grouped-query, {kv_heads} key/value {heads} for 4, against multi-head with copied heads: {:.1e}\n\
          absorbed latent attention against the explicit layer, 40 steps: {:.1e}\n\
          ring buffer ({sinks} sinks, window {window}) against the mask, {n} steps: {:.1e}",
-        grouped_gap()?,
+        grouped_gap(kv_heads)?,
         latent_gap()?,
-        ring_gap()?
+        ring_gap(ring)?
     ))
 }
 
@@ -42,9 +58,9 @@ fn largest(a: &Array2<f32>, b: &Array2<f32>) -> f32 {
 
 /// A grouped layer against the multi-head layer whose key and value heads
 /// are copies of their group's.
-fn grouped_gap() -> Result<f32, ReportError> {
+fn grouped_gap(g: usize) -> Result<f32, ReportError> {
     let mut rng = StdRng::seed_from_u64(16);
-    let (d, h, g) = (16, 4, 2);
+    let (d, h) = (16, 4);
     let layer = MultiHeadAttention::grouped(d, h, g, &mut rng)?;
     let mha = layer.to_multi_head();
     let x = standard_normal(10, d, &mut rng);
@@ -68,9 +84,9 @@ fn latent_gap() -> Result<f32, ReportError> {
 }
 
 /// The ring buffer against attention under a sink-and-window mask.
-fn ring_gap() -> Result<f32, ReportError> {
+fn ring_gap((n, window, sinks): (usize, usize, usize)) -> Result<f32, ReportError> {
     let mut rng = StdRng::seed_from_u64(16);
-    let (d, (n, window, sinks)) = (4, RING);
+    let d = 4;
     let q = rope(&standard_normal(n, d, &mut rng), 0)?;
     let k = rope(&standard_normal(n, d, &mut rng), 0)?;
     let v = standard_normal(n, d, &mut rng);

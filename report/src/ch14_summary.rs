@@ -1,9 +1,9 @@
-//! Chapter 13's second task, summarisation: the book's encoder–decoder
+//! Chapter 14's second task, summarisation: the book's encoder–decoder
 //! Transformer trained on run-length summaries ("red red red blue blue
 //! blue blue" → "3 red 4 blue"), from several seeds, scored by exact match
 //! and ROUGE, and how widely its cross-attention spreads over the run each
-//! summary token sums up. `cargo xtask train ch13` runs it
-//! (`examples/ch13_summary_train.rs`) and writes `book/data/ch13-summary*`;
+//! summary token sums up. `cargo xtask train ch14-summary` runs it
+//! (`examples/ch14_summary_train.rs`) and writes `book/data/ch14-summary*`;
 //! the chapter's example and numbers test read them.
 
 use std::ops::Range;
@@ -169,9 +169,9 @@ pub fn spread_line(r: &SpreadRow) -> String {
     )
 }
 
-/// The committed model rows, `book/data/ch13-summary.csv`.
+/// The committed model rows, `book/data/ch14-summary.csv`.
 pub fn read_summary() -> Result<Vec<SummaryRow>, ReportError> {
-    let file = "ch13-summary.csv";
+    let file = "ch14-summary.csv";
     numeric_rows(file)?
         .into_iter()
         .map(|r| match r[..] {
@@ -183,9 +183,9 @@ pub fn read_summary() -> Result<Vec<SummaryRow>, ReportError> {
         .collect()
 }
 
-/// The committed spread rows, `book/data/ch13-summary-spread.csv`.
+/// The committed spread rows, `book/data/ch14-summary-spread.csv`.
 pub fn read_spread() -> Result<Vec<SpreadRow>, ReportError> {
-    let file = "ch13-summary-spread.csv";
+    let file = "ch14-summary-spread.csv";
     numeric_rows(file)?
         .into_iter()
         .map(|r| match r[..] {

@@ -1,11 +1,11 @@
-//! Chapter 13's length experiment, Bahdanau, Cho and Bengio's Figure 2 in
+//! Chapter 14's length experiment, Bahdanau, Cho and Bengio's Figure 2 in
 //! miniature: four encoder–decoders (a GRU that hands on its last state, the
 //! same GRU with additive attention, a Transformer whose encoder output is
 //! mean-pooled, and the Transformer with cross-attention), each trained
 //! from several seeds on data balanced by source length, and scored by
 //! exact accuracy and BLEU on held-out buckets of one length each.
-//! `cargo xtask train ch13` runs it and writes `book/data/ch13-lengths.csv`
-//! and `book/data/ch13-length-models.csv`; the chapter's example and
+//! `cargo xtask train ch14-lengths` runs it and writes `book/data/ch14-lengths.csv`
+//! and `book/data/ch14-length-models.csv`; the chapter's example and
 //! numbers test read them.
 
 mod models;
@@ -218,16 +218,16 @@ pub fn csv_line(r: &LengthRow) -> String {
     format!("{model},{},{},{},{},{}", r.seed, r.length, r.pairs, r.exact, r.bleu)
 }
 
-/// The committed rows, `book/data/ch13-lengths.csv`.
+/// The committed rows, `book/data/ch14-lengths.csv`.
 pub fn read_lengths() -> Result<Vec<LengthRow>, ReportError> {
-    read_length_file("ch13-lengths.csv")
+    read_length_file("ch14-lengths.csv")
 }
 
 /// The same measure on each model's own training pairs,
-/// `book/data/ch13-train-lengths.csv`: how well it fits what it was
+/// `book/data/ch14-train-lengths.csv`: how well it fits what it was
 /// trained on, length by length.
 pub fn read_train_lengths() -> Result<Vec<LengthRow>, ReportError> {
-    read_length_file("ch13-train-lengths.csv")
+    read_length_file("ch14-train-lengths.csv")
 }
 
 fn read_length_file(file: &str) -> Result<Vec<LengthRow>, ReportError> {

@@ -1,19 +1,19 @@
-//! Chapter 13's second task: trains the book's encoder–decoder on
+//! Chapter 14's second task: trains the book's encoder–decoder on
 //! run-length summaries from three seeds with the translation's budget,
 //! scores each on the held-out pairs (exact match and ROUGE), measures how
 //! its cross-attention spreads over the run each summary token sums up,
-//! and writes `book/data/ch13-summary.csv`, `ch13-summary-spread.csv` and
-//! the first seed's weights. Run by `cargo xtask train ch13`, not in CI.
+//! and writes `book/data/ch14-summary.csv`, `ch14-summary-spread.csv` and
+//! the first seed's weights. Run by `cargo xtask train ch14`, not in CI.
 //!
 //! ```text
-//! cargo xtask train ch13      # also runs this example
+//! cargo xtask train ch14      # also runs this example
 //! ```
 
 use std::time::Instant;
 
 use attn::nn::Parameters;
 use attn::translation::{train_seq2seq, Seq2SeqTraining, BOOK_SEQ2SEQ_TRAINING};
-use report::ch13_summary::{
+use report::ch14_summary::{
     attention_spread, spread_line, summary_config, summary_line, summary_pairs, summary_scores,
     SummaryRow, SPREAD_COLUMNS, SUMMARY_COLUMNS, SUMMARY_SEEDS,
 };
@@ -71,17 +71,17 @@ fn main() -> Result<(), report::error::ReportError> {
         if seed == SUMMARY_SEEDS[0] {
             let weights = header("exact", "the trained weights, rounded to f32");
             std::fs::write(
-                format!("{dir}/ch13-summary-weights.txt"),
+                format!("{dir}/ch14-summary-weights.txt"),
                 format!("{weights}\n{}", net.to_text()),
             )
             .expect("write weights");
         }
     }
-    std::fs::write(format!("{dir}/ch13-summary.csv"), scores).expect("write the scores");
-    std::fs::write(format!("{dir}/ch13-summary-spread.csv"), spread).expect("write the spread");
+    std::fs::write(format!("{dir}/ch14-summary.csv"), scores).expect("write the scores");
+    std::fs::write(format!("{dir}/ch14-summary-spread.csv"), spread).expect("write the spread");
     println!(
-        "wrote book/data/ch13-summary.csv, book/data/ch13-summary-spread.csv and \
-         book/data/ch13-summary-weights.txt"
+        "wrote book/data/ch14-summary.csv, book/data/ch14-summary-spread.csv and \
+         book/data/ch14-summary-weights.txt"
     );
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The length experiment's trained models, one row each: their sizes,
 //! losses, accuracies and alignment scores, as written to
-//! `book/data/ch13-length-models.csv` and as the chapter reports them.
+//! `book/data/ch14-length-models.csv` and as the chapter reports them.
 
 use super::*;
 
@@ -39,9 +39,9 @@ pub fn model_line(r: &ModelRow) -> String {
     )
 }
 
-/// The committed model rows, `book/data/ch13-length-models.csv`.
+/// The committed model rows, `book/data/ch14-length-models.csv`.
 pub fn read_models() -> Result<Vec<ModelRow>, ReportError> {
-    let file = "ch13-length-models.csv";
+    let file = "ch14-length-models.csv";
     numeric_rows(file)?
         .into_iter()
         .map(|r| match r[..] {

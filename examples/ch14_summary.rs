@@ -1,16 +1,16 @@
-//! Chapter 13, a second task: loads the summarisation model
-//! (`book/data/ch13-summary-weights.txt`, written by `cargo xtask train
-//! ch13`), prints ROUGE's worked example, each seed's held-out scores and
+//! Chapter 14, a second task: loads the summarisation model
+//! (`book/data/ch14-summary-weights.txt`, written by `cargo xtask train
+//! ch14`), prints ROUGE's worked example, each seed's held-out scores and
 //! how the cross-attention spreads over the runs, and draws the
 //! cross-attention on one held-out source and the spread against run
 //! length.
 //!
 //! ```text
-//! cargo run --example ch13_summary
+//! cargo run --example ch14_summary
 //! ```
 
 use attn::translation::{summary_words, translate, Seq2Seq, SummaryPair, RUN_LENGTHS};
-use report::ch13_summary::{
+use report::ch14_summary::{
     read_spread, read_summary, rouge_example, seed_range, spread_table, summary_config,
     summary_example, summary_pairs, summary_report, SpreadRow, KINDS, MEASURED_LAYER,
 };
@@ -26,14 +26,14 @@ fn main() -> Result<(), report::error::ReportError> {
         train.len(),
         held_out.len()
     );
-    let text = report::measurements::data_file("ch13-summary-weights.txt")?;
+    let text = report::measurements::data_file("ch14-summary-weights.txt")?;
     let net = Seq2Seq::from_text(&text)?;
     assert_eq!(net.config(), summary_config(), "the book's summariser");
     let shown = &held_out[0];
     let candidate = translate(&net, &shown.source, 1)?;
     println!("{}", summary_example(shown, &candidate));
 
-    println!("\n== Held-out scores, greedy (book/data/ch13-summary.csv) ==");
+    println!("\n== Held-out scores, greedy (book/data/ch14-summary.csv) ==");
     println!("{}", summary_report(&read_summary()?));
 
     println!(
@@ -76,7 +76,7 @@ fn draw_attention(net: &Seq2Seq, pair: &SummaryPair) -> Result<(), report::error
         panels.push((heatmap, w));
     }
     let path = plot::heatmap_grid(
-        "ch13-summary-attention.svg",
+        "ch14-summary-attention.svg",
         "Cross-attention of a summariser: each token over its run",
         2,
         &panels,
@@ -126,7 +126,7 @@ fn draw_spread(rows: &[SpreadRow]) {
     let in_run =
         vec![series(0, |r| r.in_span, plot::ORANGE_), series(1, |r| r.in_span, plot::BLUE_)];
     let path = plot::line_charts(
-        "ch13-summary-spread.svg",
+        "ch14-summary-spread.svg",
         &[
             (
                 chart("Entropy of a token's weights over the source", "entropy (nats)", 3.5),
