@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "losses on 24 random sequences of 32 characters repeated once, at the last step"
         )
     );
-    let repeats = repeats(CONTROL_MODEL.vocab);
+    let repeats = repeats(CONTROL_MODEL.vocab)?;
     for seed in CONTROL_SEEDS {
         let mut model = LanguageModel::<f32>::new(CONTROL_MODEL, seed)?;
         let recipe = attn::lm::LmTraining { seed, ..CONTROL_TRAINING };

@@ -81,7 +81,7 @@ fn train(
     label: &str,
     logs: &mut Logs,
 ) -> Result<LanguageModel<f32>, Box<dyn std::error::Error>> {
-    let repeats = repeats(config.vocab);
+    let repeats = repeats(config.vocab)?;
     let recipe = LmTraining { seed, ..SHAKESPEARE_TRAINING };
     let mut model = LanguageModel::<f32>::new(config, seed)?;
     let start = Instant::now();
@@ -112,7 +112,7 @@ fn train(
         corpus.validation().len() / config.context,
         corpus.validation().len(),
         config.context,
-    );
+    )?;
     let validation = mean_loss(&model, corpus.validation(), &whole, recipe.batch)?;
     println!(
         "{label}seed {seed}: {} parameters, {} steps in {seconds:.1} s; last logged validation \

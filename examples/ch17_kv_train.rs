@@ -169,7 +169,7 @@ fn run(
     }
     let seconds = start.elapsed().as_secs_f64();
     let validation = corpus.validation();
-    let whole = even_offsets(validation.len() / 64, validation.len(), 64);
+    let whole = even_offsets(validation.len() / 64, validation.len(), 64)?;
     let loss = mean_loss(&model, validation, &whole, recipe.batch)?;
     let bytes = LmCache::bytes_per_token(&model);
     writeln!(out.summary, "{kv_heads}\t{seed}\t{}\t{bytes}\t{loss:.5}", model.parameter_count())?;
@@ -180,7 +180,7 @@ fn run(
         model.parameter_count()
     )?;
     // Each head's weight on the first position.
-    let offsets = even_offsets(240, validation.len(), config.context);
+    let offsets = even_offsets(240, validation.len(), config.context)?;
     let (inputs, _) = windows(validation, &offsets, config.context)?;
     let fwd = model.forward(&inputs)?;
     let from = 32;

@@ -132,17 +132,22 @@ pub(crate) fn check_model_sizes(
     sizes: &[(&'static str, usize)],
     (d_model, heads): (usize, usize),
 ) -> Result<(), AttnError> {
-    if let Some(&(name, _)) = sizes.iter().find(|(_, size)| *size == 0) {
-        return Err(AttnError::InvalidArgument {
-            name,
-            value: 0.0,
-            requirement: "must be at least 1",
-        });
-    }
+    check_nonzero(sizes)?;
     if !d_model.is_multiple_of(heads) {
         return Err(AttnError::HeadsDoNotDivide { d_model, h: heads });
     }
     Ok(())
+}
+
+/// Checks that every `(name, size)` is at least 1: a size of 0 would give an
+/// empty result that looks like an answer.
+pub(crate) fn check_nonzero(sizes: &[(&'static str, usize)]) -> Result<(), AttnError> {
+    match sizes.iter().find(|(_, size)| *size == 0) {
+        Some(&(name, _)) => {
+            Err(AttnError::InvalidArgument { name, value: 0.0, requirement: "must be at least 1" })
+        }
+        None => Ok(()),
+    }
 }
 
 /// Every `(name, size)` from 1 to 4096: the sizes of a model's

@@ -43,6 +43,12 @@ pub fn kv_bytes_per_token(
     layout: KvLayout,
     bytes_per_number: usize,
 ) -> Result<usize, AttnError> {
+    let widths = match layout {
+        KvLayout::Heads { kv_heads, d_head } => [("kv_heads", kv_heads), ("d_head", d_head)],
+        KvLayout::Latent { d_c, d_r } => [("d_c", d_c), ("d_c + d_r", d_c.saturating_add(d_r))],
+    };
+    let counts = [("layers", layers), ("bytes per number", bytes_per_number)];
+    crate::check::check_nonzero(&[counts, widths].concat())?;
     layout
         .numbers_per_layer()
         .and_then(|n| n.checked_mul(layers)?.checked_mul(bytes_per_number))

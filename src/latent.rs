@@ -78,6 +78,17 @@ impl LatentAttention {
             [("d_model", d_model), ("heads", heads), ("d_h", d_h), ("d_c", d_c), ("d_r", d_r)];
         crate::check::check_model_sizes(&sizes, (d_model, 1))?;
         check_even("d_r", d_r)?;
+        // Every weight's entries, as a whole (a product of two reasonable
+        // sizes can overflow), before the first is drawn.
+        let limit = crate::check::MAX_ENTRIES;
+        for (what, sizes) in [
+            ("W_Q", [d_model, heads, d_h]),
+            ("W_QR", [d_model, heads, d_r]),
+            ("W_UK", [d_c, heads, d_h]),
+            ("W_DKV and W_KR", [d_model, d_c.max(d_r), 1]),
+        ] {
+            crate::check::check_total(what, &sizes, limit)?;
+        }
         let mut w = |rows, cols| init_weight(rows, cols, rng);
         let w = LatentWeights {
             w_q: w(d_model, heads * d_h)?,
@@ -136,6 +147,8 @@ impl LatentAttention {
         check_model_width("input", x, self.w.w_q.nrows())?;
         check_finite("input", x)?;
         let n = x.nrows();
+        let weights = "the attention weights of the layer";
+        crate::check::check_total(weights, &[self.heads, n, n], crate::check::MAX_ENTRIES)?;
         let causal = |_| Some(causal_mask(n, n));
         Ok(latent_forward(x, &self.w, n, causal)?.0)
     }

@@ -227,7 +227,7 @@ fn final_losses_of(label: &str) -> Result<(Vec<(u64, f64)>, f64), ReportError> {
 pub const REPEATS: (u64, usize, usize) = (7, 24, 32);
 
 /// The sequences of [`REPEATS`], over the model's vocabulary.
-pub fn repeats(vocab: usize) -> Vec<Vec<usize>> {
+pub fn repeats(vocab: usize) -> Result<Vec<Vec<usize>>, attn::AttnError> {
     attn::lm::repeated_sequences(REPEATS.0, REPEATS.1, REPEATS.2, vocab)
 }
 

@@ -108,7 +108,7 @@ pub struct Ablation {
 /// chapter's repeated random sequences, with the largest prefix-matching
 /// score of block 2's heads that are left.
 pub fn ablation(model: &LanguageModel<f32>, seed: u64) -> Result<Vec<Ablation>, ReportError> {
-    let sequences = crate::ch16::repeats(model.config().vocab);
+    let sequences = crate::ch16::repeats(model.config().vocab)?;
     let scores = induction_scores(model, &sequences)?;
     let (previous, prefix) = flagged(&scores, crate::ch16::REPEATS.2);
     let in_block = |heads: &[(usize, usize)], block: usize| -> Vec<(usize, usize)> {
@@ -337,7 +337,7 @@ pub const CONTROL_STEPS: [usize; 5] = [500, 1000, 1500, 2000, 3000];
 /// repeated random sequences, `(block, head)` from 0: the head its figure
 /// shows.
 pub fn control_figure_head(model: &LanguageModel<f32>) -> Result<(usize, usize), ReportError> {
-    let s = induction_scores(model, &crate::ch16::repeats(model.config().vocab))?;
+    let s = induction_scores(model, &crate::ch16::repeats(model.config().vocab)?)?;
     let row = s.prefix_matching.row(1);
     let head = (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0);
     Ok((1, head))
@@ -393,7 +393,7 @@ pub const OTHER_HALF: usize = 20;
 /// halves of [`OTHER_HALF`] characters: its prefix-matching scores.
 pub fn other_length_report(model: &LanguageModel<f32>) -> Result<String, ReportError> {
     let (seed, count, _) = crate::ch16::REPEATS;
-    let sequences = attn::lm::repeated_sequences(seed, count, OTHER_HALF, model.config().vocab);
+    let sequences = attn::lm::repeated_sequences(seed, count, OTHER_HALF, model.config().vocab)?;
     let s = induction_scores(model, &sequences)?;
     let row = s.prefix_matching.row(1);
     let (low, high) =

@@ -391,7 +391,7 @@ pub fn ablation_report(
     model: &LanguageModel<f32>,
     heads: &[HeadLine],
 ) -> Result<String, ReportError> {
-    let sequences = crate::ch16::repeats(model.config().vocab);
+    let sequences = crate::ch16::repeats(model.config().vocab)?;
     let mut rng = attn::lm::SplitMix64::new(1);
     let mut removed: Vec<(String, Vec<(usize, usize)>)> = vec![("none".into(), vec![])];
     for (what, h) in ["previous-token", "prefix-matching"].iter().zip(figure_heads(heads)) {

@@ -2,7 +2,7 @@
 //! attention its blocks run, and which of the book's two recipes it
 //! follows.
 
-use crate::check::{check_model_sizes, check_parameters, check_size};
+use crate::check::{check_model_sizes, check_parameters, check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::kv_bytes::KvLayout;
 use crate::nn::Activation;
@@ -108,10 +108,11 @@ impl DecoderConfig {
         if let Some(latent) = self.latent {
             self.check_latent(latent)?;
         }
-        // The cache holds `context` rows of keys and values in a block.
+        check_parameters(self.parameter_count(), [self.layers, self.d_model, self.d_ff])?;
+        // The cache holds `context` rows of keys and values in every block,
+        // allocated at once by `new_cache`: checked as a whole.
         let width = self.kv_layout().numbers_per_layer().unwrap_or(usize::MAX);
-        check_size("a block's KV cache", self.context, width)?;
-        check_parameters(self.parameter_count(), [self.layers, self.d_model, self.d_ff])
+        check_total("the KV cache", &[self.layers, self.context, width], MAX_ENTRIES).map(|_| ())
     }
 
     /// Latent attention's requirements: rotary positions, no key/value
@@ -187,9 +188,10 @@ impl DecoderConfig {
     }
 
     /// The width of a block's keys (and of its values): `kv_heads · d_k`,
-    /// `d_model` for multi-head attention.
+    /// `d_model` for multi-head attention. It saturates at `usize::MAX` for
+    /// sizes whose product does not fit, which [`Self::check`] refuses.
     pub fn d_kv(&self) -> usize {
-        self.kv_heads * (self.d_model / self.heads.max(1))
+        self.kv_heads.saturating_mul(self.d_model / self.heads.max(1))
     }
 
     /// What a block's cache holds per token: a key and a value of every

@@ -5,7 +5,7 @@
 use ndarray::{Array2, ArrayRef2, Axis};
 
 use super::{Decoder, Positions, Recipe};
-use crate::check::check_indices;
+use crate::check::{check_indices, check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::linalg::{linear, linear_backward, matmul};
 use crate::masking::{band_mask, causal_mask};
@@ -310,12 +310,30 @@ impl<F: Real> Decoder<F> {
         if t > longest {
             return Err(AttnError::TooLong { what: "the sequences", len: t, max: longest });
         }
-        self.check_tokens("token", batch)
+        self.check_tokens("token", batch)?;
+        // What the pass builds from the batch's sizes, each checked as a
+        // whole before anything is allocated: a block's attention weights,
+        // its widest vectors, and the logits.
+        let c = self.config;
+        let b = batch.len();
+        check_total("the attention weights of a block", &[b, c.heads, t, t], MAX_ENTRIES)?;
+        check_total("the vectors of a block", &[b, t, c.d_ff.max(c.d_model)], MAX_ENTRIES)?;
+        check_total("the logits", &[b, t, c.vocab], MAX_ENTRIES).map(|_| ())
     }
 
     /// Checks that every one of `tokens` (named `name`) is in the vocabulary.
     fn check_tokens(&self, name: &'static str, tokens: &[Vec<usize>]) -> Result<(), AttnError> {
-        match tokens.iter().flatten().find(|&&t| t >= self.config.vocab) {
+        tokens.iter().try_for_each(|sequence| self.check_token_ids(name, sequence))
+    }
+
+    /// Checks that every one of `tokens` (named `name`: a prompt, a text)
+    /// is in the vocabulary, where a token id enters the model.
+    pub(crate) fn check_token_ids(
+        &self,
+        name: &'static str,
+        tokens: &[usize],
+    ) -> Result<(), AttnError> {
+        match tokens.iter().find(|&&t| t >= self.config.vocab) {
             Some(&token) => Err(AttnError::OutOfRange {
                 name,
                 value: token,

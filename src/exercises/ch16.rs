@@ -31,11 +31,19 @@ pub fn repetition_penalty(
     }
     let mut seen = vec![false; logits.len()];
     previous.iter().for_each(|&t| seen[t] = true);
-    for (z, seen) in logits.iter_mut().zip(seen) {
-        if seen {
-            *z = if *z > 0.0 { *z / penalty } else { *z * penalty };
-        }
+    let penalised = |z: f32| if z > 0.0 { z / penalty } else { z * penalty };
+    // Every new logit is checked before any is written: a large penalty
+    // times a negative logit can overflow to −∞.
+    let new: Vec<f32> =
+        logits.iter().zip(&seen).map(|(&z, &s)| if s { penalised(z) } else { z }).collect();
+    if let Some(j) = new.iter().position(|z| !z.is_finite()) {
+        return Err(AttnError::Overflow {
+            what: "the penalised logits",
+            position: (0, j),
+            value: new[j],
+        });
     }
+    logits.copy_from_slice(&new);
     Ok(())
 }
 // ANCHOR_END: repetition_penalty
@@ -59,12 +67,16 @@ mod tests {
 
     /// A penalty below 1 would favour repeats, and a token id ≥ the number of logits is no token:
     /// return `AttnError::InvalidArgument` (or `OutOfRange`) before changing anything, so that the
-    /// logits are untouched on an error.
+    /// logits are untouched on an error. A penalty so large that a penalised logit overflows to −∞
+    /// is an error too (`AttnError::Overflow`): compute every new logit, check them, then write.
     #[test]
     fn a_penalty_below_one_or_an_unknown_token_is_refused() {
         let mut z = [1.0, 2.0];
         assert!(repetition_penalty(&mut z, &[0], 0.5).is_err(), "a penalty of 0.5");
         assert!(repetition_penalty(&mut z, &[2], 1.5).is_err(), "token 2 of 2 logits");
         assert_eq!(z, [1.0, 2.0]);
+        let mut z = [-2.0, 1.0];
+        assert!(repetition_penalty(&mut z, &[0, 1], 3e38).is_err(), "−2 · 3e38 overflows");
+        assert_eq!(z, [-2.0, 1.0], "the logits are untouched on an error");
     }
 }

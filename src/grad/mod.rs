@@ -75,6 +75,17 @@ pub fn check_gradient(
     f: impl Fn(&Matrix) -> f64,
     x: &ArrayRef2<f64>,
 ) -> Result<f64, AttnError> {
+    check_point(analytic, x)?;
+    let numerical = numerical_gradient(&f, x, STEP);
+    let error = max_relative_error(analytic, &numerical);
+    check_near(f(&x.to_owned()), &numerical, error)?;
+    Ok(error)
+}
+
+// ANCHOR_END: check_gradient
+
+/// [`check_gradient`]'s point: `x` and `analytic` of one shape, finite.
+fn check_point(analytic: &ArrayRef2<f64>, x: &ArrayRef2<f64>) -> Result<(), AttnError> {
     if analytic.dim() != x.dim() {
         return Err(AttnError::ShapesDiffer {
             what: "the analytic gradient and the point x",
@@ -83,20 +94,27 @@ pub fn check_gradient(
         });
     }
     check_finite("x", x)?;
-    check_finite("the analytic gradient", analytic)?;
-    let error = gradient_error(analytic, &f, x);
-    let at_x = f(&x.to_owned());
-    match (at_x.is_finite(), error.is_finite()) {
-        (true, true) => Ok(error),
-        _ => Err(AttnError::InvalidArgument {
-            name: "f at and near x",
-            value: if at_x.is_finite() { error } else { at_x },
-            requirement: "must be finite",
+    check_finite("the analytic gradient", analytic)
+}
+
+/// [`check_gradient`]'s `f` at `x`, every central difference (a NaN of
+/// `f` at one `x ± δ` makes one NaN entry, which a largest error taken
+/// with `max` would skip) and the error: all finite.
+fn check_near(at_x: f64, numerical: &ArrayRef2<f64>, error: f64) -> Result<(), AttnError> {
+    let requirement = "must be finite";
+    if !at_x.is_finite() {
+        return Err(AttnError::InvalidArgument { name: "f at x", value: at_x, requirement });
+    }
+    check_finite("f near x (its central differences)", numerical)?;
+    match error.is_finite() {
+        true => Ok(()),
+        false => Err(AttnError::InvalidArgument {
+            name: "the relative error",
+            value: error,
+            requirement,
         }),
     }
 }
-
-// ANCHOR_END: check_gradient
 
 /// The largest of several errors.
 fn worst(errors: impl IntoIterator<Item = f64>) -> f64 {

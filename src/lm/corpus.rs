@@ -104,15 +104,17 @@ pub const SHAKESPEARE_ALPHABET: &str =
     "\n !\"&'()*,-./0123456789:;?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz{}";
 
 impl Corpus {
-    /// A corpus of `text`, which must be ASCII and at least 10 characters
-    /// long (so that both splits hold at least one).
+    /// A corpus of `text`, which must be ASCII and at least 11 characters
+    /// long, so that the validation split holds a pair of characters to
+    /// score (and the bigram baseline is a number).
     pub fn from_text(text: &[u8]) -> Result<Corpus, AttnError> {
         let vocab = Vocabulary::of(text)?;
-        if text.len() < 10 {
+        if text.len() < 11 {
             return Err(AttnError::Corpus {
                 source: "the text".into(),
                 reason: format!(
-                    "{} characters are too few to split 9 to 1: at least 10 are needed",
+                    "{} characters are too few to split 9 to 1 with a pair of characters to \
+                     validate on: at least 11 are needed",
                     text.len()
                 ),
             });

@@ -8,9 +8,16 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use super::kv::LmCache;
 use super::model::LanguageModel;
 use super::sample::Sampler;
+use crate::check::check_total;
 use crate::decoder::{Positions, EPS};
 use crate::error::AttnError;
-use crate::nn::{ffn_sublayer, layer_norm_forward};
+use crate::nn::{check_finite_parameters, ffn_sublayer, layer_norm_forward};
+
+/// The most tokens [`LanguageModel::generate`] holds (prompt and written
+/// together) and [`LanguageModel::losses_through`] reads in one call: a
+/// bound on the work a call can be asked for, about a fifth of the
+/// complete works of Shakespeare.
+pub const MAX_GENERATED: usize = 1 << 20;
 
 // ANCHOR: step
 impl LanguageModel<f32> {
@@ -23,8 +30,16 @@ impl LanguageModel<f32> {
     /// positions) over the whole text. It is not that of reading the last
     /// `context` tokens afresh.
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
+        self.check_step(token, cache.read, cache)?;
+        let logits = self.read_token(token, cache).and_then(|z| self.check_logits(z));
+        // A parameter that is not finite surfaces inside a block (as a key
+        // that is not finite, say): the error names the parameter instead.
+        logits.or_else(|error| self.blame_parameters(error))
+    }
+
+    /// [`Self::step`]'s work, once its arguments are checked.
+    fn read_token(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
         let position = cache.read;
-        self.check_step(token, position, cache)?;
         let eps = EPS as f32;
         let mut x = self.tokens.row(token).to_owned().insert_axis(Axis(0)); // 1×d
         if self.config.positions == Positions::Learned {
@@ -43,6 +58,25 @@ impl LanguageModel<f32> {
         Ok(self.read_out(&x)?.remove_axis(Axis(0)))
     }
     // ANCHOR_END: step
+
+    /// An error that a parameter which is not finite explains becomes an
+    /// error naming that parameter, which the caller can find. The
+    /// parameters are read only on failure: reading them costs about as
+    /// much as a step.
+    fn blame_parameters<T>(&self, error: AttnError) -> Result<T, AttnError> {
+        check_finite_parameters(self)?;
+        Err(error)
+    }
+
+    /// The logits, if finite: an `Ok` holds no NaN and no infinity.
+    fn check_logits(&self, logits: Array1<f32>) -> Result<Array1<f32>, AttnError> {
+        match logits.iter().position(|x| !x.is_finite()) {
+            None => Ok(logits),
+            Some(j) => {
+                Err(AttnError::Overflow { what: "the logits", position: (0, j), value: logits[j] })
+            }
+        }
+    }
 
     /// The logits of the token after the last of `tokens` (at most the
     /// context), recomputed over all of them: the last row of
@@ -91,6 +125,9 @@ impl LanguageModel<f32> {
                 requirement: "must hold at least one token",
             });
         }
+        self.check_token_ids("prompt", prompt)?;
+        let total = prompt.len().saturating_add(count);
+        check_total("the prompt and the tokens to write", &[total], MAX_GENERATED)?;
         let context = self.config.context;
         let mut rng = StdRng::seed_from_u64(seed);
         let mut cache = self.new_cache();

@@ -7,21 +7,30 @@ use ndarray::Array2;
 
 use super::model::{LanguageModel, LmConfig};
 use super::train::{Batch, SplitMix64};
+use crate::check::{check_nonzero, check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::nn::log_softmax;
 use crate::real::Real;
 
-/// `count` sequences of `half` random tokens (of a vocabulary of `vocab`)
-/// followed by the same `half` tokens again.
-pub fn repeated_sequences(seed: u64, count: usize, half: usize, vocab: usize) -> Vec<Vec<usize>> {
+/// `count` sequences of `half` random tokens (of a vocabulary of `vocab`,
+/// at least 1) followed by the same `half` tokens again; at most
+/// [`MAX_ENTRIES`] tokens in all.
+pub fn repeated_sequences(
+    seed: u64,
+    count: usize,
+    half: usize,
+    vocab: usize,
+) -> Result<Vec<Vec<usize>>, AttnError> {
+    check_nonzero(&[("vocab", vocab)])?;
+    check_total("the repeated sequences", &[count, half, 2], MAX_ENTRIES)?;
     let mut rng = SplitMix64::new(seed);
-    (0..count)
+    Ok((0..count)
         .map(|_| {
             let first: Vec<usize> =
-                (0..half).map(|_| (rng.next_u64() % vocab.max(1) as u64) as usize).collect();
+                (0..half).map(|_| (rng.next_u64() % vocab as u64) as usize).collect();
             first.iter().chain(&first).copied().collect()
         })
-        .collect()
+        .collect())
 }
 
 // ANCHOR: periodic
@@ -166,11 +175,11 @@ mod tests {
 
     #[test]
     fn repeated_sequences_repeat_and_stay_in_the_vocabulary() {
-        let s = repeated_sequences(3, 5, 4, 10);
+        let s = repeated_sequences(3, 5, 4, 10).unwrap();
         assert_eq!(s.len(), 5);
         assert!(s.iter().all(|s| s.len() == 8 && s[..4] == s[4..] && s.iter().all(|&t| t < 10)));
         assert_ne!(s[0], s[1]);
-        assert_eq!(s, repeated_sequences(3, 5, 4, 10));
+        assert_eq!(s, repeated_sequences(3, 5, 4, 10).unwrap());
     }
 
     /// In an untrained model every causal row is near uniform: the weight on
@@ -178,7 +187,7 @@ mod tests {
     #[test]
     fn an_untrained_model_attends_about_uniformly() {
         let model = LanguageModel::<f64>::new(SMALL, 2).unwrap();
-        let s = induction_scores(&model, &repeated_sequences(1, 6, 4, 10)).unwrap();
+        let s = induction_scores(&model, &repeated_sequences(1, 6, 4, 10).unwrap()).unwrap();
         let uniform_prefix = (4..8).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / 4.0;
         let uniform_previous = (1..8).map(|i| 1.0 / (i + 1) as f64).sum::<f64>() / 7.0;
         for (&p, &q) in s.prefix_matching.iter().zip(&s.previous_token) {

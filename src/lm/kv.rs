@@ -5,7 +5,7 @@
 
 use ndarray::{s, Array2, ArrayRef2};
 
-use super::model::LanguageModel;
+use super::model::{LanguageModel, LmConfig};
 use crate::cache::{KeyValueCache, KvCache};
 use crate::decoder::Positions;
 use crate::error::AttnError;
@@ -22,6 +22,8 @@ use crate::sliding::SlidingCache;
 pub struct LmCache {
     pub(super) blocks: Vec<BlockKv>,
     pub(super) read: usize,
+    /// The configuration of the model that made it: any other refuses it.
+    pub(super) made_for: LmConfig,
 }
 // ANCHOR_END: cache
 
@@ -230,7 +232,7 @@ impl LanguageModel<f32> {
                 }
             });
         }
-        Ok(LmCache { blocks, read: 0 })
+        Ok(LmCache { blocks, read: 0, made_for: self.config })
     }
 
     /// Checks that `cache` was made for this model and that `token` can be
@@ -242,13 +244,7 @@ impl LanguageModel<f32> {
         cache: &LmCache,
     ) -> Result<(), AttnError> {
         let c = self.config;
-        let fits = |b: &BlockKv| match b {
-            BlockKv::Heads { caches, .. } => c.latent.is_none() && caches.len() == c.kv_heads,
-            BlockKv::Latent(..) => c.latent.is_some(),
-        };
-        if cache.blocks.len() != c.layers || !cache.blocks.iter().all(fits) {
-            return Err(mismatched_cache());
-        }
+        self.check_cache(cache)?;
         if position >= c.context && c.positions == Positions::Learned {
             return Err(AttnError::TooLong {
                 what: "the cached tokens and the new one",
@@ -268,12 +264,24 @@ impl LanguageModel<f32> {
     }
 }
 
+impl LanguageModel<f32> {
+    /// Checks that `cache` was made by a model of this one's configuration:
+    /// a cache of a wider or narrower model would be read at the wrong
+    /// widths.
+    pub(super) fn check_cache(&self, cache: &LmCache) -> Result<(), AttnError> {
+        if cache.made_for != self.config {
+            return Err(mismatched_cache());
+        }
+        Ok(())
+    }
+}
+
 /// The error of a cache made for another model.
 fn mismatched_cache() -> AttnError {
     AttnError::Mismatched {
         name: "cache",
-        requirement: "must be made by this model's new_cache (one per key/value head, or one \
-                      of latents, in every block)",
+        requirement: "must be made by this model's new_cache or new_cache_forgetting (a \
+                      model of another configuration holds keys of other widths)",
     }
 }
 

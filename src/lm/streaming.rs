@@ -4,8 +4,10 @@
 //! (StreamingLLM's attention sinks); and the loss at every position of a
 //! long text, read through such a cache.
 
+use super::generate::MAX_GENERATED;
 use super::kv::LmCache;
 use super::model::LanguageModel;
+use crate::check::check_total;
 use crate::decoder::Positions;
 use crate::error::AttnError;
 
@@ -55,6 +57,9 @@ impl LanguageModel<f32> {
         text: &[usize],
         mut cache: LmCache,
     ) -> Result<Vec<f64>, AttnError> {
+        self.check_token_ids("text", text)?;
+        self.check_cache(&cache)?;
+        check_total("the text", &[text.len()], MAX_GENERATED)?;
         let mut losses = Vec::with_capacity(text.len().saturating_sub(1));
         for pair in text.windows(2) {
             let logits = self.step(pair[0], &mut cache)?;

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use super::model::LanguageModel;
+use crate::check::{check_total, MAX_ENTRIES};
 use crate::decoder::AttentionPath;
 use crate::error::AttnError;
 use crate::nn::{clip_gradient_norm, warmup_cosine_to, Adam};
@@ -116,27 +117,34 @@ pub fn windows(
 }
 
 /// The offsets of one training step's `batch` windows: uniform over the
-/// `len − context` places a window of `context + 1` characters fits.
+/// `len − context` places a window of `context + 1` characters fits. The
+/// windows they will cut, `batch × (context + 1)`, are checked first.
 pub fn random_offsets(
     rng: &mut SplitMix64,
     batch: usize,
     len: usize,
     context: usize,
-) -> Vec<usize> {
+) -> Result<Vec<usize>, AttnError> {
+    check_total("a batch's windows", &[batch, context.saturating_add(1)], MAX_ENTRIES)?;
     let places = len.saturating_sub(context).max(1) as u64;
-    (0..batch).map(|_| (rng.next_u64() % places) as usize).collect()
+    Ok((0..batch).map(|_| (rng.next_u64() % places) as usize).collect())
 }
 // ANCHOR_END: windows
 
 /// `count` offsets spread evenly over a split, from its start to the last
-/// place a window fits.
-pub fn even_offsets(count: usize, len: usize, context: usize) -> Vec<usize> {
-    let last = len.saturating_sub(context + 1);
-    match count {
+/// place a window fits; the windows, `count × (context + 1)`, are checked
+/// first.
+pub fn even_offsets(count: usize, len: usize, context: usize) -> Result<Vec<usize>, AttnError> {
+    check_total("the windows", &[count, context.saturating_add(1)], MAX_ENTRIES)?;
+    let last = len.saturating_sub(context.saturating_add(1));
+    Ok(match count {
         0 => vec![],
         1 => vec![0],
-        _ => (0..count).map(|i| i * last / (count - 1)).collect(),
-    }
+        // i · last / (count − 1), in u128: the product can pass usize.
+        _ => {
+            (0..count).map(|i| (i as u128 * last as u128 / (count - 1) as u128) as usize).collect()
+        }
+    })
 }
 
 /// The mean loss of `model` over the windows at `offsets` of `text`,
@@ -191,9 +199,9 @@ pub fn train_lm<F: Real>(
     after_log: impl FnMut(&LogEntry, &LanguageModel<F>) + Send,
 ) -> Result<Vec<LogEntry>, AttnError> {
     let context = model.config().context;
-    let eval = even_offsets(recipe.log_windows, validation.len(), context);
+    let eval = even_offsets(recipe.log_windows, validation.len(), context)?;
     let next_batch = |rng: &mut SplitMix64| {
-        windows(train, &random_offsets(rng, recipe.batch, train.len(), context), context)
+        windows(train, &random_offsets(rng, recipe.batch, train.len(), context)?, context)
     };
     let validate = |model: &LanguageModel<F>| mean_loss(model, validation, &eval, recipe.batch);
     train_on_batches(model, recipe, next_batch, validate, after_log)

@@ -26,11 +26,13 @@ pub fn fast_multihead(
     let w = layer.weights();
     let (q, k, v) = (w.queries(x_q)?, w.keys(x_kv)?, w.values(x_kv)?);
     let d_k = layer.d_k();
+    let per_group = layer.h() / layer.kv_heads(); // query heads a key/value head serves
     let mut merged = Array2::zeros((x_q.nrows(), d_model)); // the heads side by side
     merged.axis_chunks_iter_mut(Axis(1), d_k).into_par_iter().enumerate().try_for_each(
         |(i, out)| {
-            let head = s![.., i * d_k..(i + 1) * d_k];
-            let (q, k, v) = (q.slice(head), k.slice(head), v.slice(head));
+            let g = i / per_group; // head i's key/value head
+            let (head, group) = (s![.., i * d_k..(i + 1) * d_k], s![.., g * d_k..(g + 1) * d_k]);
+            let (q, k, v) = (q.slice(head), k.slice(group), v.slice(group));
             attend_into([&q, &k, &v], (false, FAST_TILES, Kernel::best()), out, None)
         },
     )?;

@@ -37,6 +37,7 @@ pub fn cross_entropy<F: Real>(
 
 /// Checks one target per row of `logits`, each a column of it (or `None`).
 fn check_targets<F>(logits: &ArrayRef2<F>, targets: &[Option<usize>]) -> Result<(), AttnError> {
+    crate::check::check_not_empty("logits", logits.dim())?;
     if targets.len() != logits.nrows() {
         return Err(AttnError::ShapesDiffer {
             what: "the targets and the logits' rows",

@@ -2,7 +2,7 @@
 //! (chapter 13): where each head looks, against the word each target digit
 //! translates.
 
-use super::{alignment, batch, RnnSeq2Seq, Seq2Seq, TranslationPair};
+use super::{alignment, batch, number_pair, RnnSeq2Seq, Seq2Seq, TranslationPair};
 use crate::error::AttnError;
 use crate::grad::Matrix;
 
@@ -33,6 +33,30 @@ fn padded(pairs: &[TranslationPair]) -> Result<super::Batch, AttnError> {
     batch(&refs)
 }
 
+/// Checks what the alignment scores read: a model whose decoder attends
+/// (not mean-pooled), and pairs that are their numbers' words and digits
+/// (the reference alignment is the number's; a pair built by hand whose
+/// words say another number would be scored against the wrong one).
+fn check_scorable(bottleneck: bool, pairs: &[TranslationPair]) -> Result<(), AttnError> {
+    if bottleneck {
+        return Err(AttnError::InvalidArgument {
+            name: "model",
+            value: 0.0,
+            requirement: "must attend to the source: a mean-pooled model has no alignment to score",
+        });
+    }
+    for (i, pair) in pairs.iter().enumerate() {
+        if number_pair(pair.number)? != *pair {
+            return Err(AttnError::InvalidArgument {
+                name: "pair",
+                value: i as f64,
+                requirement: "must be its number's words and digits (as number_pair makes it)",
+            });
+        }
+    }
+    Ok(())
+}
+
 // ANCHOR: alignment_score
 /// How alignment-like each cross-attention head is, `[layer][head]`: over
 /// the digits of `pairs` that some word names ([`alignment`]), the share
@@ -43,6 +67,7 @@ pub fn alignment_scores(
     net: &Seq2Seq,
     pairs: &[TranslationPair],
 ) -> Result<Vec<Vec<f64>>, AttnError> {
+    check_scorable(net.config().bottleneck, pairs)?;
     let c = net.config();
     let mut hits = vec![vec![0_usize; c.heads]; c.layers];
     let mut aligned = 0;
@@ -70,6 +95,7 @@ pub fn rnn_alignment_score(
     net: &RnnSeq2Seq,
     pairs: &[TranslationPair],
 ) -> Result<Option<f64>, AttnError> {
+    check_scorable(false, pairs)?;
     let (mut found, mut aligned) = (0, 0);
     for chunk in pairs.chunks(100) {
         let fwd = net.forward(&padded(chunk)?)?;

@@ -7,6 +7,7 @@
 //! harmonic mean, F1.
 
 use super::bleu::{check_pairs, ngrams};
+use crate::check::MAX_ENTRIES;
 use crate::error::AttnError;
 
 /// Recall, precision and F1 of one candidate against its reference.
@@ -87,6 +88,9 @@ pub(crate) fn lcs_length(x: &[usize], y: &[usize]) -> usize {
 /// subsequence over each one's length (Lin's F with β = 1).
 pub fn rouge_l(candidate: &[usize], reference: &[usize]) -> Result<Rouge, AttnError> {
     check_reference(reference, 1)?;
+    // The dynamic programme's work, one step per pair of tokens, bounded.
+    let pairs = [candidate.len(), reference.len()];
+    crate::check::check_total("the pairs of tokens ROUGE-L compares", &pairs, MAX_ENTRIES)?;
     let lcs = lcs_length(candidate, reference);
     Ok(Rouge::of(lcs, candidate.len(), reference.len()))
 }

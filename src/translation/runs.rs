@@ -10,6 +10,7 @@ use std::ops::Range;
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::numbers::PAD;
+use crate::check::MAX_ENTRIES;
 use crate::error::AttnError;
 
 /// The source words: each word's id is its index plus 3 (after `PAD`,
@@ -90,6 +91,9 @@ pub fn summary_set(
             requirement: "must be a range of at least one run, from 1",
         });
     }
+    // The longest source a pair can have, for every pair: checked first.
+    let longest = (runs.end - 1).saturating_mul(RUN_LENGTHS.end - 1);
+    crate::check::check_total("the summary pairs' sources", &[count, longest], MAX_ENTRIES)?;
     let mut rng = StdRng::seed_from_u64(seed);
     (0..count)
         .map(|_| {

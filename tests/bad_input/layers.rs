@@ -163,5 +163,5 @@ fn the_gradient_check_refuses_what_it_cannot_compare() {
     let log = |x: &Array2<f64>| x.mapv(f64::ln).sum();
     let at_zero = Array2::<f64>::zeros((2, 3));
     let error = check_gradient(&x, log, &at_zero).unwrap_err().to_string();
-    assert!(error.contains("f at and near x"), "{error}");
+    assert!(error.contains("f at x"), "{error}");
 }

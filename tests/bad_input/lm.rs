@@ -56,7 +56,7 @@ fn generation_refuses_an_empty_prompt_or_unknown_tokens() {
     assert!(model.generate(&[], 3, &greedy, 0, Decoding::Cached).is_err());
     assert!(model.generate(&[8], 3, &greedy, 0, Decoding::Cached).is_err());
     assert!(model.generate(&[8], 3, &greedy, 0, Decoding::Recompute).is_err());
-    let corpus = Corpus::from_text(b"abcdefghij").unwrap();
+    let corpus = Corpus::from_text(b"abcdefghijj").unwrap();
     assert!(corpus.vocab().encode("z").is_err());
     assert!(LanguageModel::from_safetensors(b"not a file").is_err());
 }
@@ -66,7 +66,7 @@ fn generation_refuses_an_empty_prompt_or_unknown_tokens() {
 /// not a corpus.
 #[test]
 fn encoding_names_the_character_the_vocabulary_lacks() {
-    let corpus = Corpus::from_text(b"abcdefghij").unwrap();
+    let corpus = Corpus::from_text(b"abcdefghijj").unwrap();
     let error = corpus.vocab().encode("abz").unwrap_err().to_string();
     for part in ["\"abz\"", "character 2", "'z'", "10 characters"] {
         assert!(error.contains(part), "{part} not in: {error}");

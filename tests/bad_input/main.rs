@@ -10,6 +10,8 @@ mod lm;
 mod loops;
 mod models;
 mod nan_and_overflow;
+mod public_api;
+mod recent;
 mod sizes;
 
 use attn::model::{ModelConfig, Task, TrainConfig};

@@ -265,7 +265,8 @@ fn control_section(b: &mut Bindings, d: &Data) {
 /// [`OTHER_HALF`].
 fn other_length_scores(model: &attn::lm::LanguageModel<f32>) -> Vec<f64> {
     let (seed, count, _) = REPEATS;
-    let sequences = attn::lm::repeated_sequences(seed, count, OTHER_HALF, model.config().vocab);
+    let sequences =
+        attn::lm::repeated_sequences(seed, count, OTHER_HALF, model.config().vocab).unwrap();
     induction_scores(model, &sequences).unwrap().prefix_matching.row(1).to_vec()
 }
 
