@@ -34,7 +34,7 @@ pub(crate) use model::source_vocab_size;
 pub use model::{Seq2Seq, Seq2SeqConfig};
 pub use numbers::{
     alignment, balanced_set, number_pair, number_words, source_vocabulary, translation_set,
-    TranslationPair, BOS, EOS, NUMBER_VOCAB, PAD, SOURCE_VOCAB, TARGET_VOCAB,
+    TranslationPair, BOS, EOS, LONGEST_SOURCE, NUMBER_VOCAB, PAD, SOURCE_VOCAB, TARGET_VOCAB,
 };
 pub use rnn::{RnnConfig, RnnForward, RnnSeq2Seq, BOOK_RNN};
 pub use rouge::{mean_rouge, rouge_l, rouge_n, Rouge, RougeScores};

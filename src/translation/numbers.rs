@@ -142,6 +142,9 @@ pub const BOS: usize = 1;
 pub const EOS: usize = 2;
 /// Target tokens: [`PAD`], [`BOS`], [`EOS`], then the digits 0–9 (id 3–12).
 pub const TARGET_VOCAB: usize = 13;
+/// The longest source, in words ("nine hundred nine and ninety thousand
+/// nine hundred nine and ninety" has eleven).
+pub const LONGEST_SOURCE: usize = 11;
 
 /// Source tokens: [`PAD`], [`BOS`], [`EOS`], then the 30 words of
 /// [`source_vocabulary`].
@@ -236,6 +239,17 @@ pub fn balanced_set(
     exclude: &[TranslationPair],
 ) -> Result<Vec<TranslationPair>, AttnError> {
     use ndarray_rand::rand::seq::SliceRandom;
+    // The task has 999,999 numbers of 1 to 11 words: a length or a count
+    // beyond them is an error before anything is built for it.
+    if let Some(&len) = lengths.iter().find(|&&l| l > LONGEST_SOURCE) {
+        return Err(AttnError::OutOfRange {
+            name: "source length",
+            value: len,
+            requirement: "must be at most the longest source, in words",
+            limit: LONGEST_SOURCE,
+        });
+    }
+    crate::check::check_total("the balanced pairs", &[per_length, lengths.len()], 999_999)?;
     let excluded: HashSet<u32> = exclude.iter().map(|p| p.number).collect();
     let mut by_length: Vec<Vec<u32>> = vec![Vec::new(); lengths.iter().max().map_or(0, |l| l + 1)];
     for x in 1..=999_999 {
@@ -267,6 +281,12 @@ pub fn balanced_set(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_source_has_eleven_words() {
+        let longest = (1..=999_999).map(|x| number_words(x).unwrap().len()).max();
+        assert_eq!(longest, Some(LONGEST_SOURCE));
+    }
 
     #[test]
     fn numbers_are_written_ones_before_tens() {

@@ -38,14 +38,24 @@ pub struct SummaryPair {
 }
 
 /// The pair of `runs` (colour, length in [`RUN_LENGTHS`]): two summary
-/// tokens a run.
+/// tokens a run. There must be a run, and no run of the colour of the run
+/// before it (the two would read as one longer run).
 pub fn summary_pair(runs: &[(usize, usize)]) -> Result<SummaryPair, AttnError> {
+    if runs.is_empty() {
+        return Err(AttnError::InvalidArgument {
+            name: "runs",
+            value: 0.0,
+            requirement: "must hold at least one run: a summary of nothing is no pair",
+        });
+    }
     for (i, &(colour, length)) in runs.iter().enumerate() {
-        if colour >= COLOURS.len() || !RUN_LENGTHS.contains(&length) {
+        let repeated = i > 0 && runs[i - 1].0 == colour;
+        if colour >= COLOURS.len() || !RUN_LENGTHS.contains(&length) || repeated {
             return Err(AttnError::InvalidArgument {
                 name: "run",
                 value: i as f64,
-                requirement: "must have a colour below 6 and a length from 3 to 7",
+                requirement: "must have a colour below 6, other than the run before's, and a \
+                              length from 3 to 7",
             });
         }
     }

@@ -5,6 +5,7 @@
 
 mod accepted;
 mod attention;
+mod coverage;
 mod layers;
 mod lm;
 mod loops;
