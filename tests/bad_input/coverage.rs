@@ -2,21 +2,10 @@
 //! `not_yet_covered.txt` as they gain one): each is called with what a
 //! reader could pass by mistake, and must answer with an error.
 
-use attn::lm::{greedy, LanguageModel, LmConfig, Positions, Sampler, SHAKESPEARE_MODEL};
+use attn::lm::{greedy, LanguageModel, Sampler};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-const SMALL: LmConfig = LmConfig {
-    vocab: 8,
-    context: 6,
-    d_model: 8,
-    heads: 2,
-    kv_heads: 2,
-    layers: 1,
-    d_ff: 16,
-    positions: Positions::Learned,
-    latent: None,
-    ..SHAKESPEARE_MODEL
-};
+use crate::SMALL_LM as SMALL;
 
 /// Sampling: no logits, logits that are not finite, and settings outside
 /// their ranges are errors.

@@ -2,22 +2,10 @@
 //! with an error that names it (class 4 and 5, as for the other models).
 
 use attn::lm::{
-    mean_loss, train_lm, Corpus, Decoding, LanguageModel, LmConfig, LmTraining, Positions, Sampler,
-    SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
+    mean_loss, train_lm, Corpus, Decoding, LanguageModel, LmTraining, Sampler, SHAKESPEARE_TRAINING,
 };
 
-const SMALL: LmConfig = LmConfig {
-    vocab: 8,
-    context: 6,
-    d_model: 8,
-    heads: 2,
-    kv_heads: 2,
-    layers: 1,
-    d_ff: 16,
-    positions: Positions::Learned,
-    latent: None,
-    ..SHAKESPEARE_MODEL
-};
+use crate::SMALL_LM as SMALL;
 
 fn recipe() -> LmTraining {
     LmTraining {

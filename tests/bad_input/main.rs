@@ -23,6 +23,21 @@ fn rng() -> StdRng {
     StdRng::seed_from_u64(0)
 }
 
+/// A language model small enough to build in every test: learned
+/// positions, a context of 6, a vocabulary of 8.
+pub(crate) const SMALL_LM: attn::lm::LmConfig = attn::lm::LmConfig {
+    vocab: 8,
+    context: 6,
+    d_model: 8,
+    heads: 2,
+    kv_heads: 2,
+    layers: 1,
+    d_ff: 16,
+    positions: attn::lm::Positions::Learned,
+    latent: None,
+    ..attn::lm::SHAKESPEARE_MODEL
+};
+
 pub(crate) fn small() -> ModelConfig {
     ModelConfig { k: 2, d_model: 8, heads: 2, d_ff: 12, layers: 1 }
 }

@@ -2,26 +2,13 @@
 //! which came after the first contract tests: one test per class of defect
 //! a probe of them found, each failing on the crate before its fix.
 
-use attn::lm::{
-    Decoding, Forgetting, LanguageModel, LmConfig, Positions, Sampler, SHAKESPEARE_MODEL,
-};
+use attn::lm::{Decoding, Forgetting, LanguageModel, LmConfig, Positions, Sampler};
 use attn::nn::Parameters;
 use attn::AttnError;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 /// A small model with rotary positions, which reads texts of any length.
-const ROTARY: LmConfig = LmConfig {
-    vocab: 8,
-    context: 6,
-    d_model: 8,
-    heads: 2,
-    kv_heads: 2,
-    layers: 1,
-    d_ff: 16,
-    positions: Positions::Rotary,
-    latent: None,
-    ..SHAKESPEARE_MODEL
-};
+const ROTARY: LmConfig = LmConfig { positions: Positions::Rotary, ..crate::SMALL_LM };
 
 fn model(config: LmConfig) -> LanguageModel<f32> {
     LanguageModel::<f32>::new(config, 1).unwrap()
@@ -104,16 +91,8 @@ fn grouped_layers_and_hand_made_pairs_are_read_right_or_refused() {
     let gap = (&fast - &plain).iter().fold(0.0_f32, |m, d| m.max(d.abs()));
     assert!(gap < 1e-5, "fast and plain grouped layers differ by {gap}");
 
-    use attn::translation::{alignment_scores, number_pair, Seq2Seq, Seq2SeqConfig, NUMBER_VOCAB};
-    let config = Seq2SeqConfig {
-        d_model: 8,
-        heads: 2,
-        d_ff: 16,
-        layers: 1,
-        max_lengths: (12, 8),
-        bottleneck: false,
-        vocab: NUMBER_VOCAB,
-    };
+    use attn::translation::{alignment_scores, number_pair, Seq2Seq, Seq2SeqConfig, BOOK_SEQ2SEQ};
+    let config = Seq2SeqConfig { d_model: 8, heads: 2, d_ff: 16, layers: 1, ..BOOK_SEQ2SEQ };
     let net = Seq2Seq::new(config, 1).unwrap();
     let mut pair = number_pair(42).unwrap();
     assert!(alignment_scores(&net, std::slice::from_ref(&pair)).is_ok());
