@@ -7,7 +7,7 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::kv::LmCache;
 use super::model::LanguageModel;
-use super::sample::Sampler;
+use super::sample::{check_logits, Sampler};
 use crate::check::check_total;
 use crate::decoder::{Positions, EPS};
 use crate::error::AttnError;
@@ -18,6 +18,13 @@ use crate::nn::{check_finite_parameters, ffn_sublayer, layer_norm_forward};
 /// bound on the work a call can be asked for, about a fifth of the
 /// complete works of Shakespeare.
 pub const MAX_GENERATED: usize = 1 << 20;
+
+/// The logits, if finite (sampling's check): an `Ok` holds no NaN and no
+/// infinity.
+fn finite(logits: Array1<f32>) -> Result<Array1<f32>, AttnError> {
+    check_logits(logits.as_slice().expect("a fresh row is contiguous"))?;
+    Ok(logits)
+}
 
 // ANCHOR: step
 impl LanguageModel<f32> {
@@ -31,7 +38,7 @@ impl LanguageModel<f32> {
     /// `context` tokens afresh.
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
         self.check_step(token, cache.read, cache)?;
-        let logits = self.read_token(token, cache).and_then(|z| self.check_logits(z));
+        let logits = self.read_token(token, cache).and_then(finite);
         // A parameter that is not finite surfaces inside a block (as a key
         // that is not finite, say): the error names the parameter instead.
         logits.or_else(|error| self.blame_parameters(error))
@@ -66,16 +73,6 @@ impl LanguageModel<f32> {
     fn blame_parameters<T>(&self, error: AttnError) -> Result<T, AttnError> {
         check_finite_parameters(self)?;
         Err(error)
-    }
-
-    /// The logits, if finite: an `Ok` holds no NaN and no infinity.
-    fn check_logits(&self, logits: Array1<f32>) -> Result<Array1<f32>, AttnError> {
-        match logits.iter().position(|x| !x.is_finite()) {
-            None => Ok(logits),
-            Some(j) => {
-                Err(AttnError::Overflow { what: "the logits", position: (0, j), value: logits[j] })
-            }
-        }
     }
 
     /// The logits of the token after the last of `tokens` (at most the

@@ -124,7 +124,7 @@ impl Sampler {
 }
 
 /// Logits must be at least one, and finite.
-fn check_logits(logits: &[f32]) -> Result<(), AttnError> {
+pub(super) fn check_logits(logits: &[f32]) -> Result<(), AttnError> {
     if logits.is_empty() {
         return Err(AttnError::Empty { name: "logits", shape: (1, 0) });
     }
