@@ -55,9 +55,11 @@ pub const MAX_ENTRIES: usize = 1 << 30;
 pub const MAX_PARAMETERS: usize = 1 << 27;
 
 /// Checks that an array of shape `sizes` has at most `limit` entries (their
-/// product, computed without overflow); returns the count. Every function
-/// that allocates from its caller's sizes checks them here, as a whole:
-/// each size can be reasonable and their product not.
+/// product, computed without overflow), and each size too; returns the
+/// count. Every function that allocates from its caller's sizes checks
+/// them here, as a whole: each size can be reasonable and their product
+/// not, and a product of zero can hide a size that is not (`count` empty
+/// rows are still `count` allocations).
 pub(crate) fn check_total(
     what: &'static str,
     sizes: &[usize],
@@ -65,7 +67,7 @@ pub(crate) fn check_total(
 ) -> Result<usize, AttnError> {
     let product = sizes.iter().try_fold(1_usize, |p, &s| p.checked_mul(s));
     match product {
-        Some(total) if total <= limit => Ok(total),
+        Some(total) if total <= limit && sizes.iter().all(|&s| s <= limit) => Ok(total),
         _ => Err(AttnError::TooLarge { what, sizes: sizes.to_vec(), limit }),
     }
 }

@@ -101,3 +101,16 @@ fn the_fast_kernel_does_not_depend_on_the_inputs_memory_layout() {
         assert_eq!(rows, transposed, "causal {causal}");
     }
 }
+
+/// A size of zero does not let another size through: `count` empty
+/// sequences are still `count` allocations. Each size is checked against
+/// the limit, not only their product (this aborted, allocating 24 TiB of
+/// empty sequences, before the check did).
+#[test]
+fn a_zero_size_does_not_let_a_huge_count_through() {
+    use attn::lm::{even_offsets, repeated_sequences};
+    let e = repeated_sequences(0, 1 << 40, 0, 5).unwrap_err().to_string();
+    assert!(e.contains("repeated sequences"), "{e}");
+    assert!(even_offsets(1 << 40, 100, 0).is_err());
+    assert_eq!(repeated_sequences(0, 3, 0, 5).unwrap(), vec![Vec::<usize>::new(); 3]);
+}

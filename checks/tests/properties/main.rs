@@ -37,6 +37,8 @@ use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
+mod language_model;
+
 /// Any `f32` a caller might pass: ordinary values most of the time, and the
 /// troublesome ones often.
 fn value() -> impl Strategy<Value = f32> {
