@@ -62,11 +62,18 @@ fn seed_corpora() -> Step {
         seed.extend(part);
     }
     std::fs::write(bert.join("minilm"), seed).map_err(io)?;
-    // Chapter 16's committed weights: the header and first tensors (the
-    // whole file is longer than the fuzzer's inputs).
+    // Chapter 16's committed weights, read as they are (a first byte of 0):
+    // the header and first tensors (the whole file is longer than the
+    // fuzzer's inputs). And each way the target damages its small model's
+    // file (a first byte of 1, then the damage and where).
     let lm = corpus.join("lm_weights");
     std::fs::create_dir_all(&lm).map_err(io)?;
     let weights = std::fs::read(root().join("book/data/ch16-weights.safetensors")).map_err(io)?;
     let weights = &weights[..weights.len().min(64 * 1024)];
-    std::fs::write(lm.join("ch16-weights"), weights).map_err(io)
+    std::fs::write(lm.join("ch16-weights"), [&[0], weights].concat()).map_err(io)?;
+    for damage in 0..6u8 {
+        let seed = [1, damage, 200, 7, 0, 0, 3, 2, 1];
+        std::fs::write(lm.join(format!("damage-{damage}")), seed).map_err(io)?;
+    }
+    Ok(())
 }
