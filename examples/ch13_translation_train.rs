@@ -58,7 +58,7 @@ fn main() -> Result<(), report::error::ReportError> {
         let weights = header("exact", "the trained weights, rounded to f32");
         std::fs::write(
             format!("{dir}/ch13-{name}-weights.txt"),
-            format!("{weights}\n{}", net.to_text()),
+            format!("{weights}\n{}", net.to_text()?),
         )
         .expect("write weights");
         curves.push(losses);

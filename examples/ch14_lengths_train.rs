@@ -69,8 +69,8 @@ fn length_experiment(dir: &str) -> Result<(), report::error::ReportError> {
             let exact = rows.iter().map(|r| r.exact).sum::<usize>() as f64 / held_out.len() as f64;
             let alignment = net.alignment_score(&held_out)?.unwrap_or(f64::NAN);
             let (parameters, text) = match &net {
-                Trained::Rnn(n) => (n.parameter_count(), n.to_text()),
-                Trained::Transformer(n) => (n.parameter_count(), n.to_text()),
+                Trained::Rnn(n) => (n.parameter_count(), n.to_text()?),
+                Trained::Transformer(n) => (n.parameter_count(), n.to_text()?),
             };
             let final_loss = losses[losses.len() - 1];
             println!(

@@ -72,7 +72,7 @@ fn main() -> Result<(), report::error::ReportError> {
             let weights = header("exact", "the trained weights, rounded to f32");
             std::fs::write(
                 format!("{dir}/ch14-summary-weights.txt"),
-                format!("{weights}\n{}", net.to_text()),
+                format!("{weights}\n{}", net.to_text()?),
             )
             .expect("write weights");
         }

@@ -6,7 +6,7 @@ use ndarray::{ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::*;
-use crate::check::check_size;
+use crate::check::{check_size, check_total, MAX_ENTRIES};
 use crate::linalg::{matmul, LinearWeights};
 use crate::nn::NormWeights;
 use crate::softmax::softmax_rows;
@@ -114,7 +114,9 @@ pub fn query_gradients(
 }
 
 /// Checks the experiment's sizes: `trials` and every `d_k` at least 1,
-/// and the queries `16×d_k` small enough to allocate.
+/// the queries `16×d_k` small enough to allocate, and the random numbers
+/// all the trials draw at most [`MAX_ENTRIES`], so that the work has a
+/// bound a caller can see.
 fn check_experiment(d_ks: &[usize], trials: usize) -> Result<(), AttnError> {
     if trials == 0 || d_ks.contains(&0) {
         return Err(AttnError::InvalidArgument {
@@ -126,6 +128,11 @@ fn check_experiment(d_ks: &[usize], trials: usize) -> Result<(), AttnError> {
     for &d_k in d_ks {
         check_size("the experiment's queries (16×d_k)", 16, d_k)?;
     }
+    // Each trial draws Q and K (16×d_k each), V and dO (16×16 each).
+    let per_trial =
+        d_ks.iter().try_fold(0_usize, |sum, &d_k| sum.checked_add(32 * d_k.checked_add(16)?));
+    let what = "the experiment's random numbers (trials × Σ 32·(d_k + 16))";
+    check_total(what, &[trials, per_trial.unwrap_or(usize::MAX)], MAX_ENTRIES)?;
     Ok(())
 }
 

@@ -116,6 +116,27 @@ pub fn windows(
     Ok((inputs, targets))
 }
 
+impl LmTraining {
+    /// Checks that there is at least one step of at least one window,
+    /// logged every step or less often, at most [`MAX_ENTRIES`] steps (a
+    /// bound on the work), and a warm-up no longer than the training; the
+    /// optimiser checks its own settings.
+    pub fn check(&self) -> Result<(), AttnError> {
+        let counts = [("steps", self.steps), ("batch", self.batch), ("log_every", self.log_every)];
+        crate::check::check_nonzero(&counts)?;
+        check_total("the training steps", &[self.steps], MAX_ENTRIES)?;
+        if self.warmup > self.steps {
+            return Err(AttnError::OutOfRange {
+                name: "warmup",
+                value: self.warmup,
+                requirement: "must be at most the number of steps",
+                limit: self.steps,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// The offsets of one training step's `batch` windows: uniform over the
 /// `len − context` places a window of `context + 1` characters fits. The
 /// windows they will cut, `batch × (context + 1)`, are checked first.
@@ -217,6 +238,7 @@ pub fn train_on_batches<F: Real>(
     mut validate: impl FnMut(&LanguageModel<F>) -> Result<f64, AttnError> + Send,
     mut after_log: impl FnMut(&LogEntry, &LanguageModel<F>) + Send,
 ) -> Result<Vec<LogEntry>, AttnError> {
+    recipe.check()?;
     let mut adam = Adam::new(model, recipe.lr)?
         .with_betas_and_eps(recipe.betas, recipe.eps)?
         .with_weight_decay(recipe.weight_decay, &model.matrices())?;
@@ -232,7 +254,7 @@ pub fn train_on_batches<F: Real>(
             adam.update(model, &grads, factor)?;
             losses.push(loss);
             tokens += inputs.iter().map(Vec::len).sum::<usize>();
-            if (step + 1) % recipe.log_every.max(1) == 0 || step + 1 == recipe.steps {
+            if (step + 1) % recipe.log_every == 0 || step + 1 == recipe.steps {
                 let seconds = clock.elapsed().as_secs_f64();
                 let entry = LogEntry {
                     step: step + 1,

@@ -50,8 +50,11 @@ impl LmConfig {
 
 impl LanguageModel<f32> {
     /// The weights as the bytes of a safetensors file, with `provenance`
-    /// (where and how they were trained, or `""`) in its metadata.
+    /// (where and how they were trained, or `""`) in its metadata; an
+    /// error naming the tensor if a weight is not finite (the file could
+    /// not be read back).
     pub fn to_safetensors(&self, provenance: &str) -> Result<Vec<u8>, AttnError> {
+        crate::nn::check_finite_parameters(self)?;
         let config = self.config();
         let bytes: Vec<(String, Vec<u8>)> = self
             .named_slices()

@@ -16,7 +16,7 @@ impl TinyTransformer {
         let c = ModelConfig::of(self)?;
         let header =
             format!("tiny-transformer {} {} {} {} {}", c.k, c.d_model, c.heads, c.d_ff, c.layers);
-        Ok(write_checkpoint(&header, self))
+        write_checkpoint(&header, self)
     }
 
     /// Reads what [`Self::to_text`] wrote. The file is not trusted: the

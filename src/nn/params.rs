@@ -128,15 +128,25 @@ pub(crate) fn check_d_logits<F: Real>(
 /// [`Parameters::slices`] order) of its values, space-separated, each
 /// rounded to `f32` and written as the shortest decimal that reads back to
 /// that `f32` (Rust's `{}` formatting). Rounding to `f32` halves the file;
-/// the book reports accuracy for the weights as saved.
-pub(crate) fn write_checkpoint(header: &str, model: &impl Parameters) -> String {
+/// the book reports accuracy for the weights as saved. A weight that is
+/// not finite as an `f32` is an error naming its tensor: the file could not
+/// be read back.
+pub(crate) fn write_checkpoint(
+    header: &str,
+    model: &impl Parameters,
+) -> Result<String, AttnError> {
     let mut text = format!("{header}\n");
-    for tensor in model.slices() {
-        let values: Vec<String> = tensor.iter().map(|&x| format!("{}", x.wide() as f32)).collect();
+    for (t, tensor) in model.slices().into_iter().enumerate() {
+        let values: Vec<f32> = tensor.iter().map(|&x| x.wide() as f32).collect();
+        if let Some(&bad) = values.iter().find(|x| !x.is_finite()) {
+            let tensor = model.named_slices().swap_remove(t).0;
+            return Err(AttnError::NonFiniteParameter { tensor, value: f64::from(bad) });
+        }
+        let values: Vec<String> = values.iter().map(f32::to_string).collect();
         text += &values.join(" ");
         text.push('\n');
     }
-    text
+    Ok(text)
 }
 
 /// The lines of a checkpoint after its provenance comments (`# …` lines

@@ -128,8 +128,8 @@ impl RnnSeq2Seq {
 
     /// The weights as text, with the header `rnn-seq2seq d_embed d_state
     /// d_attention attention longest_source longest_target` (`attention`
-    /// 0 or 1).
-    pub fn to_text(&self) -> String {
+    /// 0 or 1); an error names a weight that is not finite as an `f32`.
+    pub fn to_text(&self) -> Result<String, AttnError> {
         let c = self.config;
         let header = format!(
             "rnn-seq2seq {} {} {} {} {} {}",
@@ -272,8 +272,8 @@ mod tests {
         for attention in [false, true] {
             let (net, _) = small(attention);
             assert_eq!(net.config().parameter_count(), Some(net.parameter_count()));
-            let back = RnnSeq2Seq::from_text(&net.to_text()).unwrap();
-            assert_eq!(back.to_text(), net.to_text());
+            let back = RnnSeq2Seq::from_text(&net.to_text().unwrap()).unwrap();
+            assert_eq!(back.to_text().unwrap(), net.to_text().unwrap());
             assert_eq!(back.config(), net.config());
         }
         assert!(RnnSeq2Seq::from_text("rnn-seq2seq 5 6 4 2 12 8\n").is_err());

@@ -42,8 +42,9 @@ impl Seq2SeqConfig {
 impl Seq2Seq {
     /// The weights as text, with the header `seq2seq d_model heads d_ff
     /// layers longest_source longest_target bottleneck source_vocabulary
-    /// target_vocabulary` (`bottleneck` 0 or 1).
-    pub fn to_text(&self) -> String {
+    /// target_vocabulary` (`bottleneck` 0 or 1); an error names a weight
+    /// that is not finite as an `f32`.
+    pub fn to_text(&self) -> Result<String, AttnError> {
         let c = self.config;
         let header = format!(
             "seq2seq {} {} {} {} {} {} {} {} {}",
@@ -98,8 +99,8 @@ mod tests {
             let total: usize = net.slices().iter().map(|s| s.len()).sum();
             assert_eq!(config.parameter_count(), Some(total));
             assert_eq!(net.slices().len(), 10 + 30 * 2);
-            let back = Seq2Seq::from_text(&net.to_text()).unwrap();
-            assert_eq!(back.to_text(), net.to_text());
+            let back = Seq2Seq::from_text(&net.to_text().unwrap()).unwrap();
+            assert_eq!(back.to_text().unwrap(), net.to_text().unwrap());
             assert_eq!(back.config(), config);
         }
         assert!(Seq2Seq::from_text("seq2seq 8 2 12 2 12 8 7 33 13\n").is_err());

@@ -6,6 +6,7 @@
 mod accepted;
 mod attention;
 mod coverage;
+mod later_chapters;
 mod layers;
 mod lm;
 mod loops;

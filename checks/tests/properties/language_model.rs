@@ -169,7 +169,6 @@ proptest! {
         let mut growing = attn::cache::KvCache::new(d_h.min(64), d_c.min(64));
         let key = row.iter().copied().collect::<Array1<f32>>();
         if growing.append(&key, &key).is_ok() {
-            use attn::cache::KeyValueCache;
             prop_assert!(holds(growing.attend(&key), |o| all_finite(o)));
         }
     }
