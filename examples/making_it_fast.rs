@@ -62,8 +62,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// above the roof.
 fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
     let xs: Vec<f64> = (0..=40).map(|i| 2f64.powf(i as f64 / 3.0)).collect(); // 1 to 2¹³ FLOP per byte
-    let roof = |peak: f64| -> Vec<(f64, f64)> {
-        xs.iter().map(|&x| (x, roofline(x, peak, fast.bandwidth))).collect()
+    let roof = |peak: f64| -> Result<Vec<(f64, f64)>, attn::AttnError> {
+        xs.iter().map(|&x| Ok((x, roofline(x, peak, fast.bandwidth)?))).collect()
     };
     let colours = [
         plotters::style::RGBColor(20, 20, 20),
@@ -77,7 +77,7 @@ fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
     ];
     let mut series = vec![plot::Series {
         label: "roof: min(FMA peak, intensity × bandwidth)".into(),
-        points: roof(fast.roof()),
+        points: roof(fast.roof())?,
         colour: plot::GREY_,
         dashed: true,
         spread: Vec::new(),
@@ -85,7 +85,7 @@ fn draw_roofline(fast: &FastData) -> Result<(), report::error::ReportError> {
     if fast.peak < 0.99 * fast.roof() {
         series.push(plot::Series {
             label: "the same with the FMA loop as compiled".into(),
-            points: roof(fast.peak),
+            points: roof(fast.peak)?,
             colour: plot::GREY_,
             dashed: false,
             spread: Vec::new(),

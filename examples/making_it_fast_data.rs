@@ -44,11 +44,11 @@ fn caches_kib() -> String {
     lines
 }
 
-fn main() -> std::io::Result<()> {
-    let peak = fma_peak(20_000_000, 5);
-    let wide = fma_peak_512(20_000_000, 5)
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let peak = fma_peak(20_000_000, 5)?;
+    let wide = fma_peak_512(20_000_000, 5)?
         .map_or(String::new(), |p| format!("fma_peak_512_gflops,{p:.1}\n"));
-    let bandwidth = triad_bandwidth(1 << 25, 10); // 3 arrays of 128 MiB
+    let bandwidth = triad_bandwidth(1 << 25, 10)?; // 3 arrays of 128 MiB
     let machine = header(
         "mean",
         "one thread: 5 FMA runs as compiled, 5 with 512-bit AVX-512 instructions, \
@@ -73,7 +73,7 @@ fn main() -> std::io::Result<()> {
         )
     );
     let ns = |s: f64| (s * 1e9).round();
-    let (three, fused) = phases(N, D, FAST_TILES, REPEATS);
+    let (three, fused) = phases(N, D, FAST_TILES, REPEATS)?;
     for phase in three {
         let avx512 = phase.avx512.map_or(String::new(), |s| ns(s).to_string());
         profile += &format!("{},{},{},{avx512}\n", phase.name, ns(phase.chapter_9), ns(phase.fast));
@@ -86,7 +86,7 @@ fn main() -> std::io::Result<()> {
         .into_iter()
         .flat_map(|query| [128, 256, 512, 1024].map(|key| Tiles { query, key }))
         .collect();
-    let (chapter_9, portable, fast) = whole_calls(N, D, &tiles, REPEATS);
+    let (chapter_9, portable, fast) = whole_calls(N, D, &tiles, REPEATS)?;
     let mut calls = format!(
         "{}\nkernel,query_tile,key_tile,mean_ns\n",
         header("mean", &format!("one thread: n = {N}, d = {D}, {REPEATS} runs"))
@@ -97,5 +97,5 @@ fn main() -> std::io::Result<()> {
     for (t, seconds) in tiles.iter().zip(fast) {
         calls += &format!("fast,{},{},{:.0}\n", t.query, t.key, seconds * 1e9);
     }
-    write("appendix-tiles.csv", &calls)
+    Ok(write("appendix-tiles.csv", &calls)?)
 }

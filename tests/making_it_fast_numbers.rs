@@ -310,13 +310,13 @@ fn knowing_the_limit(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p:
     let n = LONGEST;
     b.exact("4", attention_flops(1, 1))
         .exact("16", activation_bytes(1, 1))
-        .exact("4", n as f64 / attention_intensity(n, HEAD_WIDTH, false))
+        .exact("4", n as f64 / attention_intensity(n, HEAD_WIDTH, false).unwrap())
         .exact(
             "8",
             n as f64
                 / (causal_attention_flops(n, HEAD_WIDTH) / attention_bytes(n, HEAD_WIDTH, false)),
         )
-        .exact("4", n as f64 / attention_intensity(n, HEAD_WIDTH, false));
+        .exact("4", n as f64 / attention_intensity(n, HEAD_WIDTH, false).unwrap());
 }
 
 fn a_kernel_written_for_speed(b: &mut Bindings) {
@@ -621,15 +621,15 @@ fn where_each_kernel_sits(
     .rounded("86%", 100.0 * sweep / peak);
     assert!(d.sources[3].line.contains("cpu capability AVX512"));
     // The backward pass: 10n²d FLOPs at 5n/16 FLOP per byte.
-    assert_eq!(backward_intensity(4096, 64), 5.0 * 4096.0 / 16.0);
+    assert_eq!(backward_intensity(4096, 64).unwrap(), 5.0 * 4096.0 / 16.0);
     b.exact("10", backward_flops(1, 1))
-        .exact("16", 5.0 * LONGEST as f64 / backward_intensity(LONGEST, HEAD_WIDTH));
+        .exact("16", 5.0 * LONGEST as f64 / backward_intensity(LONGEST, HEAD_WIDTH).unwrap());
     // Memory: the tiled kernels' re-reads, naive attention's phases.
     let (tiled, fast_tiles) = (
-        tiled_intensity(LONGEST, HEAD_WIDTH, QUERY_BLOCK as u64),
-        tiled_intensity(LONGEST, HEAD_WIDTH, FAST_TILES.query as u64),
+        tiled_intensity(LONGEST, HEAD_WIDTH, QUERY_BLOCK as u64).unwrap(),
+        tiled_intensity(LONGEST, HEAD_WIDTH, FAST_TILES.query as u64).unwrap(),
     );
-    let naive = attention_intensity(LONGEST, HEAD_WIDTH, true);
+    let naive = attention_intensity(LONGEST, HEAD_WIDTH, true).unwrap();
     let exponentials =
         (LONGEST * LONGEST) as f64 * d.per_exponential("exp_nonpositive").unwrap() / 1e6;
     b.exact("128", QUERY_BLOCK as f64)
@@ -641,7 +641,7 @@ fn where_each_kernel_sits(
             tiled.min(fast_tiles) > 2.0 * peak / d.bandwidth,
         )
         .rounded("15.8", naive)
-        .rounded("31", naive_product_intensity(LONGEST, HEAD_WIDTH))
+        .rounded("31", naive_product_intensity(LONGEST, HEAD_WIDTH).unwrap())
         .exact("64", mib(LONGEST))
         .exact("64", mib(LONGEST));
     let mut s = b.from(sources);

@@ -131,7 +131,8 @@ fn damaged(how: &[u8]) {
             let Some(at) = nth_match(&header, "\":\"", number) else { return };
             let start = at + 3;
             let end = start + header[start..].find('"').unwrap();
-            let value: String = how.iter().skip(5).take(20).map(|&b| char::from(b'0' + b % 10)).collect();
+            let value: String =
+                how.iter().skip(5).take(20).map(|&b| char::from(b'0' + b % 10)).collect();
             let header = format!("{}{value}{}", &header[..start], &header[end..]);
             if let Ok(read) = read(&join(&header, data)) {
                 assert!(finite(&read));

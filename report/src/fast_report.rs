@@ -176,19 +176,19 @@ pub fn roofline_points(d: &FastData, n: u64) -> Result<Vec<(String, f64, f64)>, 
 /// The points, each with the roofline's bound at its intensity (under the
 /// 512-bit peak, [`FastData::roof`]) and the share of it reached.
 pub fn roofline_report(d: &FastData, n: u64) -> Result<String, ReportError> {
-    let rows: Vec<Vec<String>> = roofline_points(d, n)?
+    let rows = roofline_points(d, n)?
         .into_iter()
         .map(|(name, intensity, achieved)| {
-            let bound = roofline(intensity, d.roof(), d.bandwidth);
-            vec![
+            let bound = roofline(intensity, d.roof(), d.bandwidth)?;
+            Ok(vec![
                 name,
                 format!("{intensity:.1}"),
                 format!("{achieved:.1}"),
                 format!("{bound:.1}"),
                 format!("{:.0}%", 100.0 * achieved / bound),
-            ]
+            ])
         })
-        .collect();
+        .collect::<Result<Vec<Vec<String>>, ReportError>>()?;
     Ok(table(&["n = 4096, one thread", "FLOP/byte", "GFLOP/s", "roof", "of roof"], &rows))
 }
 

@@ -13,6 +13,9 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+use super::roofline::MAX_REPEATED_WORK;
+use crate::check::{check_nonzero, check_size, check_total};
+use crate::error::AttnError;
 use crate::fast::{exponentials, fast_attention_on, fast_attention_with, product, Tiles};
 use crate::scaling::standard_normal;
 use crate::tiled::{online_softmax_step, tiled_attention};
@@ -78,7 +81,13 @@ fn multiply(
 /// after a query tile's first: the scores with their weights, block by
 /// block, against the maxima of the tiles before (no pass of the softmax's
 /// own, no rescaling).
-pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> ([Phase; 3], Option<f64>) {
+pub fn phases(
+    n: usize,
+    d: usize,
+    tiles: Tiles,
+    repeats: usize,
+) -> Result<([Phase; 3], Option<f64>), AttnError> {
+    check_run(n, d, &[tiles], repeats)?;
     let mut rng = StdRng::seed_from_u64(n as u64);
     let [q, k, v] = [(); 3].map(|_| standard_normal(n, d, &mut rng));
     let mut s_tile = Array2::<f32>::zeros((tiles.query, tiles.key));
@@ -104,7 +113,8 @@ pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> ([Phase; 3], 
                             } else {
                                 online_softmax_step(scores, &mut max[r], &mut sum[r]).ok()
                             };
-                            let alpha = alpha.expect("finite scores");
+                            // Scores of standard normal inputs are finite: never NaN.
+                            let alpha = alpha.unwrap_or(f32::NAN);
                             out.row_mut(r).map_inplace(|o| *o *= alpha);
                         }
                     }
@@ -126,7 +136,22 @@ pub fn phases(n: usize, d: usize, tiles: Tiles, repeats: usize) -> ([Phase; 3], 
         fast: fast[p],
         avx512: avx512.map(|t| t[p]),
     });
-    (three, avx512.map(|t| t[3]))
+    Ok((three, avx512.map(|t| t[3])))
+}
+
+/// Checks an experiment's sizes before anything is drawn: `n×d` inputs
+/// that can be allocated, tiles of at least one row and column, at least
+/// one run, and at most [`MAX_REPEATED_WORK`] entries of the scores over
+/// all the runs (`n² × repeats × tile sizes`).
+fn check_run(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> Result<(), AttnError> {
+    check_nonzero(&[("n", n), ("d", d), ("repeats", repeats), ("tile sizes", tiles.len())])?;
+    for t in tiles {
+        check_nonzero(&[("query tile", t.query), ("key tile", t.key)])?;
+    }
+    check_size("the queries, keys and values", n, d)?;
+    let work = [n, n, repeats, tiles.len()];
+    check_total("the scores of every run (n² × repeats × tile sizes)", &work, MAX_REPEATED_WORK)?;
+    Ok(())
 }
 
 /// [`phases`] of the AVX-512 kernel, where the processor has it.
@@ -149,27 +174,39 @@ fn avx512_phases([q, k, v]: [&Array2<f32>; 3], tiles: Tiles, repeats: usize) -> 
 /// The whole call at `n×d` on one thread, the mean of `repeats` runs:
 /// chapter 9's kernel, the portable kernel at [`crate::fast::FAST_TILES`], then
 /// the fast kernel (the best this processor runs) with each of `tiles`.
-pub fn whole_calls(n: usize, d: usize, tiles: &[Tiles], repeats: usize) -> (f64, f64, Vec<f64>) {
+pub fn whole_calls(
+    n: usize,
+    d: usize,
+    tiles: &[Tiles],
+    repeats: usize,
+) -> Result<(f64, f64, Vec<f64>), AttnError> {
+    check_run(n, d, tiles, repeats)?;
     let mut rng = StdRng::seed_from_u64(n as u64);
     let [q, k, v] = [(); 3].map(|_| standard_normal(n, d, &mut rng));
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|_| {
+        AttnError::InvalidArgument {
+            name: "a one-thread pool",
+            value: 1.0,
+            requirement: "must start, to time one core (the system refused a thread)",
+        }
+    })?;
+    // Each kernel runs once for its errors, then `repeats` times, timed.
+    tiled_attention(&q, &k, &v, false)?;
     let chapter_9 = mean_of(repeats, || {
-        tiled_attention(&q, &k, &v, false).expect("finite inputs");
+        let _ = tiled_attention(&q, &k, &v, false);
     });
+    let kernel = crate::fast::Kernel::Portable;
+    let portable_call = || fast_attention_on(&q, &k, &v, false, crate::fast::FAST_TILES, kernel);
+    pool.install(portable_call)?;
     let portable = mean_of(repeats, || {
-        pool.install(|| {
-            let kernel = crate::fast::Kernel::Portable;
-            fast_attention_on(&q, &k, &v, false, crate::fast::FAST_TILES, kernel)
-                .expect("finite inputs")
-        });
+        let _ = pool.install(portable_call);
     });
-    let fast = tiles
-        .iter()
-        .map(|&t| {
-            mean_of(repeats, || {
-                pool.install(|| fast_attention_with(&q, &k, &v, false, t).expect("finite inputs"));
-            })
-        })
-        .collect();
-    (chapter_9, portable, fast)
+    let mut fast = Vec::with_capacity(tiles.len());
+    for &t in tiles {
+        pool.install(|| fast_attention_with(&q, &k, &v, false, t))?;
+        fast.push(mean_of(repeats, || {
+            let _ = pool.install(|| fast_attention_with(&q, &k, &v, false, t));
+        }));
+    }
+    Ok((chapter_9, portable, fast))
 }

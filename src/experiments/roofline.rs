@@ -8,7 +8,22 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use crate::check::{check_nonzero, check_size, check_total};
 use crate::complexity::{activation_bytes, attention_flops, scores_bytes};
+use crate::error::AttnError;
+
+/// The most inner-loop steps one of the appendix's measurements may run
+/// (vector lanes × rounds × repeats, or array entries × repeats): 2^40,
+/// minutes on one core. A larger request is an error before the first.
+pub const MAX_REPEATED_WORK: usize = 1 << 40;
+
+/// Checks a timing loop's counts: each at least 1, their product (the
+/// steps it runs) at most [`MAX_REPEATED_WORK`].
+fn check_loop(what: &'static str, counts: &[(&'static str, usize)]) -> Result<usize, AttnError> {
+    check_nonzero(counts)?;
+    let sizes: Vec<usize> = counts.iter().map(|&(_, c)| c).collect();
+    check_total(what, &sizes, MAX_REPEATED_WORK)
+}
 
 /// Independent chains of multiply-adds in the FMA loops, each a vector
 /// register. A core with two FMA units whose result takes 4 cycles needs
@@ -40,7 +55,9 @@ const _: () = assert!(2 * CHAINS + 2 <= REGISTERS_512 && CHAINS + 2 <= REGISTERS
 /// 2 operations): `CHAINS × LANES` independent accumulators, each updated
 /// `rounds` times with `a ← a·x + y`, which the compiler turns into
 /// `CHAINS` chains of vector FMA instructions. The mean of `repeats` runs.
-pub fn fma_peak(rounds: usize, repeats: usize) -> f64 {
+pub fn fma_peak(rounds: usize, repeats: usize) -> Result<f64, AttnError> {
+    let lanes = ("lanes", CHAINS * LANES);
+    let steps = check_loop("the FMA loop", &[lanes, ("rounds", rounds), ("repeats", repeats)])?;
     let (x, y) = (black_box(0.999_999_f32), black_box(1e-7_f32));
     let mut seconds = 0.0;
     for _ in 0..repeats {
@@ -54,7 +71,7 @@ pub fn fma_peak(rounds: usize, repeats: usize) -> f64 {
         seconds += start.elapsed().as_secs_f64();
         black_box(&acc);
     }
-    (2 * CHAINS * LANES * rounds * repeats) as f64 / seconds / 1e9
+    Ok(2.0 * steps as f64 / seconds / 1e9)
 }
 // ANCHOR_END: fma_peak
 
@@ -65,15 +82,17 @@ pub fn fma_peak(rounds: usize, repeats: usize) -> f64 {
 /// compiler may prefer narrower vectors for the portable loop (it does on
 /// Intel's recent server cores, where 512-bit instructions can lower the
 /// clock). `None` on a processor without AVX-512.
-pub fn fma_peak_512(rounds: usize, repeats: usize) -> Option<f64> {
+pub fn fma_peak_512(rounds: usize, repeats: usize) -> Result<Option<f64>, AttnError> {
+    let lanes = ("lanes", CHAINS * LANES_512);
+    let steps = check_loop("the FMA loop", &[lanes, ("rounds", rounds), ("repeats", repeats)])?;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the processor has AVX-512F, checked just above.
         let seconds = unsafe { fma_512_seconds(rounds, repeats) };
-        return Some((2 * CHAINS * LANES_512 * rounds * repeats) as f64 / seconds / 1e9);
+        return Ok(Some(2.0 * steps as f64 / seconds / 1e9));
     }
-    let _ = (rounds, repeats);
-    None
+    let _ = steps;
+    Ok(None)
 }
 
 /// The seconds of `repeats` runs of `rounds` rounds of `CHAINS`
@@ -104,7 +123,9 @@ fn fma_512_seconds(rounds: usize, repeats: usize) -> f64 {
 /// `a[i] = b[i] + s·c[i]` over arrays of `len` floats, far larger than
 /// the caches: 3 × 4 bytes move per element. The mean of `repeats` runs,
 /// after one that touches every page.
-pub fn triad_bandwidth(len: usize, repeats: usize) -> f64 {
+pub fn triad_bandwidth(len: usize, repeats: usize) -> Result<f64, AttnError> {
+    check_size("the triad's arrays", 3, len)?;
+    let steps = check_loop("the triad", &[("len", len), ("repeats", repeats)])?;
     let b = vec![1.0_f32; len];
     let c = vec![2.0_f32; len];
     let mut a = vec![0.0_f32; len];
@@ -121,7 +142,7 @@ pub fn triad_bandwidth(len: usize, repeats: usize) -> f64 {
         seconds += start.elapsed().as_secs_f64();
         black_box(&a);
     }
-    (3 * 4 * len * repeats) as f64 / seconds / 1e9
+    Ok(3.0 * 4.0 * steps as f64 / seconds / 1e9)
 }
 // ANCHOR_END: triad
 
@@ -138,8 +159,9 @@ pub fn attention_bytes(n: u64, d: u64, stores_scores: bool) -> f64 {
 
 /// Arithmetic intensity (FLOPs per byte of memory traffic) of attention,
 /// from chapter 8's cost model: `4n²d` FLOPs for `QKᵀ` and `weights·V`.
-pub fn attention_intensity(n: u64, d: u64, stores_scores: bool) -> f64 {
-    attention_flops(n, d) / attention_bytes(n, d, stores_scores)
+pub fn attention_intensity(n: u64, d: u64, stores_scores: bool) -> Result<f64, AttnError> {
+    check_counts(&[("n", n), ("d", d)])?; // no 0/0
+    Ok(attention_flops(n, d) / attention_bytes(n, d, stores_scores))
 }
 // ANCHOR_END: intensity
 
@@ -160,10 +182,11 @@ pub fn causal_attention_flops(n: u64, d: u64) -> f64 {
 /// the output once, but reads `K` and `V` once for every query tile, so
 /// `4n²d` FLOPs move `8nd + 8nd·⌈n / query_tile⌉` bytes: about
 /// `query_tile / 2` FLOPs per byte, however long the sequence.
-pub fn tiled_intensity(n: u64, d: u64, query_tile: u64) -> f64 {
+pub fn tiled_intensity(n: u64, d: u64, query_tile: u64) -> Result<f64, AttnError> {
+    check_counts(&[("n", n), ("d", d), ("query_tile", query_tile)])?;
     let tiles = n.div_ceil(query_tile) as f64;
-    let bytes = 8.0 * (n * d) as f64 * (1.0 + tiles);
-    attention_flops(n, d) / bytes
+    let bytes = 8.0 * n as f64 * d as f64 * (1.0 + tiles);
+    Ok(attention_flops(n, d) / bytes)
 }
 // ANCHOR_END: tiled_intensity
 
@@ -185,8 +208,9 @@ pub fn backward_bytes(n: u64, d: u64) -> f64 {
 }
 
 /// Arithmetic intensity of a fused backward pass: `10n²d / 32nd = 5n/16`.
-pub fn backward_intensity(n: u64, d: u64) -> f64 {
-    backward_flops(n, d) / backward_bytes(n, d)
+pub fn backward_intensity(n: u64, d: u64) -> Result<f64, AttnError> {
+    check_counts(&[("n", n), ("d", d)])?;
+    Ok(backward_flops(n, d) / backward_bytes(n, d))
 }
 // ANCHOR_END: backward_intensity
 
@@ -194,14 +218,29 @@ pub fn backward_intensity(n: u64, d: u64) -> f64 {
 /// `weights·V`: `2n²d` FLOPs while the `n×n` matrix is written or read once
 /// and the `n×d` operands move, `4n² + 8nd` bytes; about `d/2` for long
 /// sequences.
-pub fn naive_product_intensity(n: u64, d: u64) -> f64 {
-    attention_flops(n, d) / 2.0 / (scores_bytes(n) + 8.0 * (n * d) as f64)
+pub fn naive_product_intensity(n: u64, d: u64) -> Result<f64, AttnError> {
+    check_counts(&[("n", n), ("d", d)])?;
+    Ok(attention_flops(n, d) / 2.0 / (scores_bytes(n) + 8.0 * n as f64 * d as f64))
+}
+
+/// Checks that sizes a ratio divides by are at least 1.
+fn check_counts(sizes: &[(&'static str, u64)]) -> Result<(), AttnError> {
+    let sizes: Vec<_> =
+        sizes.iter().map(|&(name, x)| (name, x.min(usize::MAX as u64) as usize)).collect();
+    check_nonzero(&sizes)
 }
 
 /// The roofline: the most GFLOP/s a kernel of `intensity` can reach on a
-/// core with `peak` GFLOP/s and `bandwidth` GB/s.
-pub fn roofline(intensity: f64, peak: f64, bandwidth: f64) -> f64 {
-    peak.min(intensity * bandwidth)
+/// core with `peak` GFLOP/s and `bandwidth` GB/s (each finite and at least
+/// 0).
+pub fn roofline(intensity: f64, peak: f64, bandwidth: f64) -> Result<f64, AttnError> {
+    for (name, value) in [("intensity", intensity), ("peak", peak), ("bandwidth", bandwidth)] {
+        if !(value.is_finite() && value >= 0.0) {
+            let requirement = "must be finite and at least 0";
+            return Err(AttnError::InvalidArgument { name, value, requirement });
+        }
+    }
+    Ok(peak.min(intensity * bandwidth))
 }
 
 #[cfg(test)]
@@ -211,34 +250,34 @@ mod tests {
     #[test]
     fn intensity_grows_with_n_only_without_the_stored_scores() {
         // Flash-style: 4n²d / (16nd) = n/4 FLOPs per byte.
-        assert_eq!(attention_intensity(1024, 64, false), 256.0);
-        assert_eq!(attention_intensity(4096, 64, false), 1024.0);
+        assert_eq!(attention_intensity(1024, 64, false).unwrap(), 256.0);
+        assert_eq!(attention_intensity(4096, 64, false).unwrap(), 1024.0);
         // Causal: half the FLOPs over the same bytes, n/8.
         let causal = causal_attention_flops(4096, 64) / attention_bytes(4096, 64, false);
         assert_eq!(causal, 4096.0 / 8.0);
         assert_eq!(2.0 * causal_attention_flops(4096, 64), attention_flops(4096, 64));
         // Storing the scores bounds it near 4n²d / (4 · 4n²) = d/4 = 16.
-        let stored = attention_intensity(4096, 64, true);
+        let stored = attention_intensity(4096, 64, true).unwrap();
         assert!(stored < 16.0 && stored > 10.0, "{stored}");
         // Re-reading K and V for each query tile: about query_tile / 2.
-        let tiled = tiled_intensity(4096, 64, 256);
+        let tiled = tiled_intensity(4096, 64, 256).unwrap();
         assert!((tiled - 256.0 / 2.0 * 16.0 / 17.0).abs() < 1e-9, "{tiled}");
-        assert_eq!(tiled_intensity(4096, 64, 4096), 4096.0 / 4.0);
-        assert!((naive_product_intensity(1 << 20, 64) - 32.0).abs() < 0.01);
+        assert_eq!(tiled_intensity(4096, 64, 4096).unwrap(), 4096.0 / 4.0);
+        assert!((naive_product_intensity(1 << 20, 64).unwrap() - 32.0).abs() < 0.01);
         // The backward pass: 10n²d FLOPs over 8nd floats, 5n/16.
         assert_eq!(backward_flops(1024, 64), 10.0 * 1024.0 * 1024.0 * 64.0);
-        assert_eq!(backward_intensity(4096, 64), 5.0 * 4096.0 / 16.0);
-        assert_eq!(roofline(1.0, 100.0, 20.0), 20.0);
-        assert_eq!(roofline(10.0, 100.0, 20.0), 100.0);
+        assert_eq!(backward_intensity(4096, 64).unwrap(), 5.0 * 4096.0 / 16.0);
+        assert_eq!(roofline(1.0, 100.0, 20.0).unwrap(), 20.0);
+        assert_eq!(roofline(10.0, 100.0, 20.0).unwrap(), 100.0);
     }
 
     #[test]
     fn the_machine_measurements_are_positive_and_finite() {
-        let peak = fma_peak(1000, 2);
-        if let Some(wide) = fma_peak_512(1000, 2) {
+        let peak = fma_peak(1000, 2).unwrap();
+        if let Some(wide) = fma_peak_512(1000, 2).unwrap() {
             assert!(wide.is_finite() && wide > 0.0);
         }
-        let bandwidth = triad_bandwidth(1 << 16, 2);
+        let bandwidth = triad_bandwidth(1 << 16, 2).unwrap();
         assert!(peak.is_finite() && peak > 0.0);
         assert!(bandwidth.is_finite() && bandwidth > 0.0);
     }

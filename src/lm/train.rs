@@ -228,9 +228,8 @@ pub fn train_lm<F: Real>(
     train_on_batches(model, recipe, next_batch, validate, after_log)
 }
 
-/// [`train_lm`] on the batches (inputs, and a target or `None` for each
-/// input position) that `next_batch` draws with the recipe's generator,
-/// logging the loss `validate` measures, on one of rayon's threads.
+/// [`train_lm`] on the batches `next_batch` draws with the recipe's generator (inputs, and a
+/// target or `None` for each position), logging what `validate` measures, on rayon's pool.
 pub fn train_on_batches<F: Real>(
     model: &mut LanguageModel<F>,
     recipe: &LmTraining,

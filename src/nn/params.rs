@@ -131,10 +131,7 @@ pub(crate) fn check_d_logits<F: Real>(
 /// the book reports accuracy for the weights as saved. A weight that is
 /// not finite as an `f32` is an error naming its tensor: the file could not
 /// be read back.
-pub(crate) fn write_checkpoint(
-    header: &str,
-    model: &impl Parameters,
-) -> Result<String, AttnError> {
+pub(crate) fn write_checkpoint(header: &str, model: &impl Parameters) -> Result<String, AttnError> {
     let mut text = format!("{header}\n");
     for (t, tensor) in model.slices().into_iter().enumerate() {
         let values: Vec<f32> = tensor.iter().map(|&x| x.wide() as f32).collect();

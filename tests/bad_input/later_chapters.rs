@@ -79,7 +79,7 @@ fn the_translators_helpers_refuse_what_the_pass_does_not_have() {
         assert!(fwd.cross_weights(layer, b, head).is_err(), "{:?}", (layer, b, head));
     }
     let rnn = RnnSeq2Seq::new(BOOK_RNN, 1).unwrap();
-    assert!(rnn_alignment_score(&rnn, &[pair.clone()]).is_ok());
+    assert!(rnn_alignment_score(&rnn, std::slice::from_ref(&pair)).is_ok());
     let mut wrong = pair.clone();
     wrong.number += 1;
     assert!(rnn_alignment_score(&rnn, &[wrong]).is_err(), "words of another number");

@@ -10,6 +10,7 @@ mod later_chapters;
 mod layers;
 mod lm;
 mod loops;
+mod measurements;
 mod models;
 mod nan_and_overflow;
 mod public_api;

@@ -15,9 +15,7 @@ use attn::lm::{
 };
 use attn::nn::smoothed_cross_entropy;
 use attn::sliding::SlidingCache;
-use attn::translation::{
-    batch, mean_rouge, rouge_l, rouge_n, summary_set, RnnConfig, RnnSeq2Seq,
-};
+use attn::translation::{batch, mean_rouge, rouge_l, rouge_n, summary_set, RnnConfig, RnnSeq2Seq};
 
 use super::*;
 
@@ -37,30 +35,46 @@ fn bad_size() -> impl Strategy<Value = usize> {
 fn lm_config() -> impl Strategy<Value = LmConfig> {
     let shape = (1usize..9, 1usize..9, 1usize..3, 1usize..4, 1usize..3, 1usize..9);
     let kind = (any::<bool>(), 0usize..3, 0usize..24, bad_size());
-    (shape, kind).prop_map(|((vocab, context, d_head, heads, layers, d_ff), (rotary, attention, bad, size))| {
-        let d_model = 2 * d_head * heads;
-        let positions = if rotary { Positions::Rotary } else { Positions::Learned };
-        let kv_heads = if attention == 1 { 1 } else { heads };
-        let latent = (attention == 2).then_some(LatentSizes { d_c: d_model, d_r: 2 });
-        let mut c = LmConfig { vocab, context, d_model, heads, kv_heads, layers, d_ff, positions, latent, ..SHAKESPEARE_MODEL };
-        match bad {
-            0 => c.vocab = size,
-            1 => c.context = size,
-            2 => c.d_model = size,
-            3 => c.heads = size,
-            4 => c.kv_heads = size,
-            5 => c.layers = size,
-            6 => c.d_ff = size,
-            7 => c.latent = Some(LatentSizes { d_c: size, d_r: 2 }),
-            _ => {}
-        }
-        c
-    })
+    (shape, kind).prop_map(
+        |((vocab, context, d_head, heads, layers, d_ff), (rotary, attention, bad, size))| {
+            let d_model = 2 * d_head * heads;
+            let positions = if rotary { Positions::Rotary } else { Positions::Learned };
+            let kv_heads = if attention == 1 { 1 } else { heads };
+            let latent = (attention == 2).then_some(LatentSizes { d_c: d_model, d_r: 2 });
+            let mut c = LmConfig {
+                vocab,
+                context,
+                d_model,
+                heads,
+                kv_heads,
+                layers,
+                d_ff,
+                positions,
+                latent,
+                ..SHAKESPEARE_MODEL
+            };
+            match bad {
+                0 => c.vocab = size,
+                1 => c.context = size,
+                2 => c.d_model = size,
+                3 => c.heads = size,
+                4 => c.kv_heads = size,
+                5 => c.layers = size,
+                6 => c.d_ff = size,
+                7 => c.latent = Some(LatentSizes { d_c: size, d_r: 2 }),
+                _ => {}
+            }
+            c
+        },
+    )
 }
 
 /// Token ids: most within a small vocabulary, some past it.
 fn tokens(max_len: usize) -> impl Strategy<Value = Vec<usize>> {
-    proptest::collection::vec(prop_oneof![8 => 0usize..8, 1 => Just(9), 1 => Just(usize::MAX)], 0..max_len)
+    proptest::collection::vec(
+        prop_oneof![8 => 0usize..8, 1 => Just(9), 1 => Just(usize::MAX)],
+        0..max_len,
+    )
 }
 
 /// A model built from `config` if it is small enough to build in a test.
@@ -195,7 +209,7 @@ proptest! {
         let score = |r: &attn::translation::Rouge| r.f1.is_finite() && (0.0..=1.0).contains(&r.f1);
         prop_assert!(holds(rouge_n(&ids, &other, n), score));
         prop_assert!(holds(rouge_l(&ids, &other), score));
-        let _ = mean_rouge(&[ids.clone()], &[other.clone()]);
+        let _ = mean_rouge(std::slice::from_ref(&ids), std::slice::from_ref(&other));
         if let Ok(mut forward) = attn::fast::fast_attention_forward(&q, &k, &v, causal) {
             let finite_grads = |(a, b, c): &(Array2<f32>, Array2<f32>, Array2<f32>)| {
                 all_finite(a) && all_finite(b) && all_finite(c)
