@@ -37,7 +37,7 @@ fn options() -> (usize, u64) {
 
 fn main() -> Result<(), report::error::ReportError> {
     let (m, seed) = options();
-    let variance = scaling::variance_experiment(scaling::VARIANCE_SAMPLES, seed);
+    let variance = scaling::variance_experiment(scaling::VARIANCE_SAMPLES, seed)?;
     println!(
         "== Experiment 1: variance of q·k over {} pairs per d_k (seed {seed}) ==",
         scaling::VARIANCE_SAMPLES

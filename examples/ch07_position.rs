@@ -98,7 +98,7 @@ fn main() -> Result<(), report::error::ReportError> {
 
     println!("\n== Sinusoidal PE, d_model = 4, positions 0 to 3 ==");
     println!("{}", matrix(&sinusoidal(4, 4)?, 4));
-    let omega = frequencies(RANGE_WIDTH);
+    let omega = frequencies(RANGE_WIDTH)?;
     let last = omega.len() - 1;
     println!(
         "d_model = {RANGE_WIDTH}: ω_0 = {}, ω_{last} = {:.3e}; wavelengths 2π/ω from {:.2} to {:.0} positions",
@@ -211,7 +211,7 @@ fn draw_sinusoidal(n: usize, d: usize) -> Result<(), report::error::ReportError>
 fn draw_curves() -> Result<(), report::error::ReportError> {
     let pe = sinusoidal(CURVE_POSITIONS, CURVE_WIDTH)?;
     let colours = [plot::BLUE_, plot::ORANGE_, plot::GREY_, plot::GREEN_];
-    let omega = frequencies(CURVE_WIDTH);
+    let omega = frequencies(CURVE_WIDTH)?;
     // Dimension 2f is the sine of pair f, 2f + 1 its cosine.
     let dims = CURVE_DIMENSIONS.map(|dim| {
         let (f, wave) = (dim / 2, if dim % 2 == 0 { "sin" } else { "cos" });

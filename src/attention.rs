@@ -8,7 +8,9 @@
 
 use ndarray::{array, Array2, Array3, ArrayRef2, ArrayRef3, ArrayView2, Axis};
 
-use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
+use crate::check::{
+    check_finite, check_not_empty, check_overflow, check_size, check_total, MAX_ENTRIES,
+};
 use crate::error::AttnError;
 use crate::linalg::matmul;
 use crate::softmax::softmax_rows_in_place;
@@ -145,6 +147,10 @@ fn check_batch(
     if v.len_of(Axis(1)) != m {
         return Err(AttnError::KeyValueCountMismatch { keys: item(k), values: item(v) });
     }
+    // Before the stacked results are allocated: inputs of width 0 can be
+    // small while their weights are not.
+    check_total("the batch's weights (b×n×m)", &[b, n, m], MAX_ENTRIES)?;
+    check_total("the batch's outputs (b×n×d_v)", &[b, n, d_v], MAX_ENTRIES)?;
     Ok((b, n, m, d_v))
 }
 

@@ -172,8 +172,12 @@ pub fn linear_backward<F: Real>(
         let (what, left, right) = ("dY and X W", dy.dim(), (x.nrows(), w.ncols()));
         return Err(AttnError::ShapesDiffer { what, left, right });
     }
+    check_finite("dY", dy)?; // NaN in would be NaN gradients out, in an Ok
     let grads = LinearWeights { w: matmul(&x.t(), dy), b: dy.sum_axis(Axis(0)) };
-    Ok((matmul(dy, &w.t()), grads))
+    let dx = matmul(dy, &w.t());
+    check_overflow("dX = dY Wᵀ", &dx)?;
+    check_overflow("dW = Xᵀ dY", &grads.w)?;
+    Ok((dx, grads))
 }
 // ANCHOR_END: linear_backward
 

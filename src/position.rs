@@ -33,7 +33,13 @@ pub(crate) fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> 
 // ANCHOR: sinusoidal
 /// The `d/2` angular frequencies `ω_f = 1 / 10000^(2f/d)`, `f = 0, …, d/2 − 1`:
 /// from 1 radian per position down to almost `1/10000`.
-pub fn frequencies(d: usize) -> Array1<f64> {
+pub fn frequencies(d: usize) -> Result<Array1<f64>, AttnError> {
+    check_size("the frequencies", 1, d / 2)?;
+    Ok(omegas(d))
+}
+
+/// [`frequencies`] for a width some array already has.
+fn omegas(d: usize) -> Array1<f64> {
     Array1::from_shape_fn(d / 2, |f| 10000f64.powf(-2.0 * f as f64 / d as f64))
 }
 
@@ -45,7 +51,7 @@ pub fn frequencies(d: usize) -> Array1<f64> {
 pub fn sinusoidal(positions: usize, d_model: usize) -> Result<Array2<f32>, AttnError> {
     check_even("d_model", d_model)?;
     check_size("positional encoding", positions, d_model)?;
-    let omega = frequencies(d_model);
+    let omega = frequencies(d_model)?;
     Ok(Array2::from_shape_fn((positions, d_model), |(pos, col)| {
         let angle = pos as f64 * omega[col / 2]; // columns 2f and 2f+1 share ω_f
         let value = if col % 2 == 0 { angle.sin() } else { angle.cos() };
@@ -68,7 +74,7 @@ pub fn offset_map(delta: usize, d_model: usize) -> Result<Array2<f32>, AttnError
     check_even("d_model", d_model)?;
     check_size("offset map", d_model, d_model)?;
     let mut m = Array2::zeros((d_model, d_model));
-    for (f, omega) in frequencies(d_model).iter().enumerate() {
+    for (f, omega) in frequencies(d_model)?.iter().enumerate() {
         let (sin, cos) = (delta as f64 * omega).sin_cos();
         let (s, c) = (2 * f, 2 * f + 1); // the sin row and the cos row of pair f
         m[[s, s]] = cos as f32;
@@ -125,7 +131,7 @@ pub(crate) enum Rotation {
 /// Rotates each pair of columns of each row of `x` in place by
 /// `±pos · ω_f`, with `pos = first_position + r`; any float type.
 pub(crate) fn rotate<F: Real>(x: &mut ArrayRef2<F>, first_position: usize, way: Rotation) {
-    let omega = frequencies(x.ncols());
+    let omega = omegas(x.ncols());
     let sign = if way == Rotation::Forward { 1.0 } else { -1.0 };
     for (r, mut row) in x.rows_mut().into_iter().enumerate() {
         let pos = (first_position + r) as f64;
@@ -357,7 +363,7 @@ mod tests {
         // computed from the already-rotated first one.
         let in_place = |x: &Array2<f32>, first_position: usize| {
             let mut out = x.clone();
-            let omega = frequencies(x.ncols());
+            let omega = frequencies(x.ncols()).unwrap();
             for (r, mut row) in out.rows_mut().into_iter().enumerate() {
                 let pos = (first_position + r) as f64;
                 for (f, omega_f) in omega.iter().enumerate() {

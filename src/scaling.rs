@@ -13,7 +13,7 @@ use ndarray_rand::rand::SeedableRng;
 use ndarray_rand::rand_distr::StandardNormal;
 use ndarray_rand::RandomExt;
 
-use crate::check::{check_not_empty, check_size};
+use crate::check::{check_finite, check_not_empty, check_size};
 use crate::error::AttnError;
 use crate::linalg::matmul;
 use crate::real::Real;
@@ -39,11 +39,18 @@ pub fn standard_normal(rows: usize, cols: usize, rng: &mut StdRng) -> Array2<f32
     Array2::random_using((rows, cols), StandardNormal, rng)
 }
 
-/// The unbiased sample variance of `xs` (computed in `f64`).
-pub fn sample_variance(xs: &ArrayRef1<f32>) -> f64 {
+/// The unbiased sample variance of `xs` (computed in `f64`): an error for
+/// fewer than two samples (it divides by `n − 1`) or any that is not
+/// finite.
+pub fn sample_variance(xs: &ArrayRef1<f32>) -> Result<f64, AttnError> {
+    if xs.len() < 2 {
+        let (value, requirement) = (xs.len() as f64, "must be at least 2 for a sample variance");
+        return Err(AttnError::InvalidArgument { name: "samples", value, requirement });
+    }
+    check_finite("samples", &xs.view().insert_axis(Axis(0)))?;
     let n = xs.len() as f64;
     let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / n;
-    xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    Ok(xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0))
 }
 
 // ANCHOR: variance
@@ -60,8 +67,10 @@ pub struct VarianceRow {
 
 /// Experiment 1: for each `d_k` in [`D_KS`], draw `samples` pairs `(q, k)`
 /// with i.i.d. `N(0, 1)` entries and measure the variance of their dot
-/// product, unscaled and scaled.
-pub fn variance_experiment(samples: usize, seed: u64) -> Vec<VarianceRow> {
+/// product, unscaled and scaled (`samples` at least 2).
+pub fn variance_experiment(samples: usize, seed: u64) -> Result<Vec<VarianceRow>, AttnError> {
+    let widest = D_KS.iter().copied().max().unwrap_or(1);
+    check_size("the experiment's queries (samples × d_k)", samples, widest)?;
     let mut rng = StdRng::seed_from_u64(seed);
     D_KS.iter()
         .map(|&d_k| {
@@ -69,7 +78,8 @@ pub fn variance_experiment(samples: usize, seed: u64) -> Vec<VarianceRow> {
             let k = standard_normal(samples, d_k, &mut rng);
             let dots: Array1<f32> = (&q * &k).sum_axis(Axis(1)); // row i: q_i·k_i
             let scaled = &dots / (d_k as f32).sqrt();
-            VarianceRow { d_k, unscaled: sample_variance(&dots), scaled: sample_variance(&scaled) }
+            let (unscaled, scaled) = (sample_variance(&dots)?, sample_variance(&scaled)?);
+            Ok(VarianceRow { d_k, unscaled, scaled })
         })
         .collect()
 }
@@ -78,10 +88,12 @@ pub fn variance_experiment(samples: usize, seed: u64) -> Vec<VarianceRow> {
 // ANCHOR: jacobian
 /// The Jacobian of softmax, `∂p_i/∂s_j = p_i (δ_ij − p_j)`, i.e.
 /// `J = diag(p) − ppᵀ` (`m×m`), given `p = softmax(s)`.
-pub fn softmax_jacobian(p: &ArrayRef1<f32>) -> Array2<f32> {
+pub fn softmax_jacobian(p: &ArrayRef1<f32>) -> Result<Array2<f32>, AttnError> {
+    check_size("the Jacobian (m×m)", p.len(), p.len())?;
     let column = p.view().insert_axis(Axis(1)); // m×1
     let row = p.view().insert_axis(Axis(0)); // 1×m
-    Array2::from_diag(&p.view()) - matmul(&column, &row)
+    check_finite("p", &row)?;
+    Ok(Array2::from_diag(&p.view()) - matmul(&column, &row))
 }
 // ANCHOR_END: jacobian
 
@@ -114,7 +126,7 @@ fn softmax_stats(scores: &Array2<f32>) -> Result<SoftmaxStats, AttnError> {
         let p = softmax(&s)?;
         max_weight += p.fold(0.0_f32, |a, &b| a.max(b)) as f64;
         h += entropy(&p);
-        norm += frobenius_norm(&softmax_jacobian(&p));
+        norm += frobenius_norm(&softmax_jacobian(&p)?);
     }
     let rows = scores.nrows() as f64;
     Ok(SoftmaxStats {
@@ -177,7 +189,7 @@ mod tests {
     #[test]
     fn jacobian_matches_central_differences() {
         let s = array![0.3_f32, -1.2, 2.0, 0.7];
-        let j = softmax_jacobian(&softmax(&s).unwrap());
+        let j = softmax_jacobian(&softmax(&s).unwrap()).unwrap();
         let h = 1e-2_f32;
         for col in 0..s.len() {
             let (mut plus, mut minus) = (s.clone(), s.clone());
@@ -196,11 +208,11 @@ mod tests {
     fn jacobian_of_one_hot_and_uniform() {
         // One-hot: the gradient vanishes entirely.
         let one_hot = array![0.0_f32, 1.0, 0.0];
-        assert!(frobenius_norm(&softmax_jacobian(&one_hot)) == 0.0);
+        assert!(frobenius_norm(&softmax_jacobian(&one_hot).unwrap()) == 0.0);
         // Uniform over m: J = I/m − 11ᵀ/m², norm √(m−1)/m.
         let m = 4.0_f32;
         let uniform = Array1::from_elem(4, 1.0 / m);
-        let norm = frobenius_norm(&softmax_jacobian(&uniform));
+        let norm = frobenius_norm(&softmax_jacobian(&uniform).unwrap());
         assert!((norm - ((m - 1.0).sqrt() / m) as f64).abs() < 1e-6);
     }
     // ANCHOR_END: jacobian_extremes

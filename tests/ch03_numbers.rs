@@ -12,7 +12,7 @@ use report::numbers::Bindings;
 const CHAPTER: &str = "ch03-why-scale.md";
 
 fn variance() -> Vec<VarianceRow> {
-    scaling::variance_experiment(scaling::VARIANCE_SAMPLES, SEED)
+    scaling::variance_experiment(scaling::VARIANCE_SAMPLES, SEED).unwrap()
 }
 
 fn saturation() -> Vec<SaturationRow> {
@@ -193,7 +193,8 @@ fn bind_prose(b: &mut Bindings) {
 /// ... at d_k = 4 ... (0.3235 against 0.30)".
 fn jacobian_between_the_extremes(b: &mut Bindings, rows: &[SaturationRow]) {
     let m = scaling::KEYS_PER_QUERY;
-    let norm_of = |p: ndarray::Array1<f32>| scaling::frobenius_norm(&scaling::softmax_jacobian(&p));
+    let norm_of =
+        |p: ndarray::Array1<f32>| scaling::frobenius_norm(&scaling::softmax_jacobian(&p).unwrap());
     let uniform = norm_of(ndarray::Array1::from_elem(m, 1.0 / m as f32));
     let mut pair = ndarray::Array1::zeros(m);
     pair[0] = 0.5;

@@ -63,10 +63,10 @@ fn sinusoidal_encoding_and_figures_7_1_and_7_2(b: &mut Bindings) {
     b.section("Sinusoidal encoding");
     // The base of the frequencies, 10000: in ω_f's formula, in the
     // column-index bug's exponent, and in ω_1 at d_model = 4.
-    let base = 1.0 / frequencies(20)[1].powf(10.0);
+    let base = 1.0 / frequencies(20).unwrap()[1].powf(10.0);
     b.rounded("10000", base).rounded("10000", base);
     // d_model = 4: ω_1 = 1/10000^(2/4) = 0.01, positions 0 to 3.
-    let omega4 = frequencies(4);
+    let omega4 = frequencies(4).unwrap();
     let pe4 = sinusoidal(4, 4).unwrap();
     b.exact("4", pe4.ncols() as f64).rounded("10000", base).exact("4", pe4.ncols() as f64);
     b.rounded("0.01", omega4[1]).exact("3", pe4.nrows() as f64 - 1.0);
@@ -75,7 +75,7 @@ fn sinusoidal_encoding_and_figures_7_1_and_7_2(b: &mut Bindings) {
     b.rounded("0.01", omega4[1]).rounded("0.01", omega4[1]);
     assert_eq!(pe4[[1, 2]], (omega4[1] as f32).sin());
     // The range of frequencies at d_model = 512.
-    let omega = frequencies(RANGE_WIDTH);
+    let omega = frequencies(RANGE_WIDTH).unwrap();
     let last = omega.len() - 1;
     let tau = std::f64::consts::TAU;
     b.exact("512", RANGE_WIDTH as f64);
@@ -110,7 +110,7 @@ fn sinusoidal_encoding_and_figures_7_1_and_7_2(b: &mut Bindings) {
         .exact("64", pe.nrows() as f64);
     // Figure 7.2: dimensions 10, 11 (pair 5), 20 and 40 over positions 0 to
     // 100, with the periods 2π/ω_f of their pairs.
-    let omega = frequencies(CURVE_WIDTH);
+    let omega = frequencies(CURVE_WIDTH).unwrap();
     let period = |dim: usize| tau / omega[dim / 2];
     let [d10, d11, d20, d40] = CURVE_DIMENSIONS;
     assert_eq!((d10 / 2, d10 % 2, d11 / 2, d11 % 2), (d11 / 2, 0, d10 / 2, 1), "one pair");
@@ -149,7 +149,7 @@ fn offset_map_block(b: &mut Bindings) {
 fn similarity_table_and_figure_7_3(b: &mut Bindings) {
     b.section("Similarity depends only on distance");
     let pe = sinusoidal(400, 128).unwrap();
-    let omega = frequencies(128);
+    let omega = frequencies(128).unwrap();
     // "The example measures it from three starting positions".
     let starts = [0, 100, 250];
     assert_eq!(starts.len(), 3);

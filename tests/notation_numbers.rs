@@ -9,7 +9,7 @@ use report::numbers::Bindings;
 fn every_number_is_bound() {
     let mut b = Bindings::new("notation.md");
     // ω_i = 10000^(−2i/d_model): the base of the crate's frequencies.
-    let omega = attn::position::frequencies(20);
+    let omega = attn::position::frequencies(20).unwrap();
     b.rounded("10000", omega[1].powf(-10.0));
     // d_ff = 4 d_model in the paper's base model (chapter 10's configuration).
     let c = attn::block::CHAPTER_CONFIG;

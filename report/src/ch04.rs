@@ -45,7 +45,7 @@ pub fn init_statistics(
     let k = encoder.dot(w_k);
     let scores = q.dot(&k.t()) / (d_k as f32).sqrt();
     let var = |a: &Array2<f32>| sample_variance(&a.flatten());
-    Ok(InitStats { x: var(&decoder), q: var(&q), k: var(&k), scores: var(&scores) })
+    Ok(InitStats { x: var(&decoder)?, q: var(&q)?, k: var(&k)?, scores: var(&scores)? })
 }
 
 #[cfg(test)]

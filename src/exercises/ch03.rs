@@ -8,7 +8,8 @@ use crate::error::AttnError;
 /// `sigma_q` and `sigma_k`.
 ///
 /// `Var(q · k) = d_k σ_q² σ_k²`, so the factor is `σ_q σ_k √d_k` (which is
-/// `√d_k` for unit entries).
+/// `√d_k` for unit entries). A scale that `f64` cannot hold (∞, or 0 for
+/// tiny `σ`) is an error too.
 pub fn score_scale(sigma_q: f64, sigma_k: f64, d_k: usize) -> Result<f64, AttnError> {
     for (name, sigma) in [("sigma_q", sigma_q), ("sigma_k", sigma_k)] {
         if !(sigma.is_finite() && sigma > 0.0) {
@@ -26,7 +27,15 @@ pub fn score_scale(sigma_q: f64, sigma_k: f64, d_k: usize) -> Result<f64, AttnEr
             requirement: "must be at least 1",
         });
     }
-    Ok(sigma_q * sigma_k * (d_k as f64).sqrt())
+    let scale = sigma_q * sigma_k * (d_k as f64).sqrt();
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(AttnError::InvalidArgument {
+            name: "sigma_q",
+            value: sigma_q,
+            requirement: "times sigma_k and √d_k must be finite and > 0 in f64",
+        });
+    }
+    Ok(scale)
 }
 // ANCHOR_END: score_scale
 
@@ -48,11 +57,11 @@ mod tests {
         let k = standard_normal(10_000, d_k, &mut rng) * sigma_k as f32;
         let scale = score_scale(sigma_q, sigma_k, d_k).unwrap() as f32;
         let scores = (&q * &k).sum_axis(Axis(1)) / scale;
-        let variance = sample_variance(&scores);
+        let variance = sample_variance(&scores).unwrap();
         assert!((variance - 1.0).abs() < 0.05, "variance {variance}");
         // Dividing by √d_k alone leaves (σ_q σ_k)² = 2.25.
         let plain = (&q * &k).sum_axis(Axis(1)) / (d_k as f32).sqrt();
-        assert!((sample_variance(&plain) - 2.25).abs() < 0.1);
+        assert!((sample_variance(&plain).unwrap() - 2.25).abs() < 0.1);
     }
     // ANCHOR_END: score_scale_test
 

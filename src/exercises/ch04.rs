@@ -4,6 +4,7 @@
 use ndarray::Array2;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
+use crate::check::{check_positive, check_size};
 use crate::error::AttnError;
 use crate::scaling::{sample_variance, standard_normal};
 
@@ -13,7 +14,8 @@ use crate::scaling::{sample_variance, standard_normal};
 /// weights drawn from `N(0, weight_std²)`.
 ///
 /// With `weight_std = 1/√d_model` (chapter 4's initialisation) it is about
-/// 1; with `weight_std = 1`, about `d_model²`.
+/// 1; with `weight_std = 1`, about `d_model²`. Sizes whose matrices would
+/// not fit in memory, and scores past `f32`, are errors.
 pub fn scaled_score_variance(
     d_model: usize,
     d_k: usize,
@@ -30,12 +32,10 @@ pub fn scaled_score_variance(
             });
         }
     }
-    if !(weight_std.is_finite() && weight_std > 0.0) {
-        return Err(AttnError::InvalidArgument {
-            name: "weight_std",
-            value: f64::from(weight_std),
-            requirement: "must be finite and > 0",
-        });
+    check_positive("weight_std", f64::from(weight_std))?;
+    // W_Q, the tokens X, the queries X W_Q and the scores must fit in memory.
+    for (rows, cols) in [(d_model, d_k), (tokens, d_model), (tokens, d_k), (tokens, tokens)] {
+        check_size("a matrix the experiment builds", rows, cols)?;
     }
     let mut rng = StdRng::seed_from_u64(seed);
     let w_q: Array2<f32> = standard_normal(d_model, d_k, &mut rng) * weight_std;
@@ -43,7 +43,7 @@ pub fn scaled_score_variance(
     let x_q = standard_normal(tokens, d_model, &mut rng);
     let x_kv = standard_normal(tokens, d_model, &mut rng);
     let scores = x_q.dot(&w_q).dot(&x_kv.dot(&w_k).t()) / (d_k as f32).sqrt();
-    Ok(sample_variance(&scores.flatten()))
+    sample_variance(&scores.flatten())
 }
 // ANCHOR_END: score_variance
 

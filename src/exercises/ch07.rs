@@ -2,21 +2,25 @@
 
 use ndarray::{Array2, ArrayRef2};
 
+use crate::check::{check_finite, check_overflow};
 use crate::error::AttnError;
 use crate::position::{check_even, check_positions, frequencies};
 
 // ANCHOR: rope_half_split
 /// Exercise 1: RoPE with dimension `f` paired with `f + d/2` (the layout of
 /// GPT-NeoX and of Hugging Face's Llama, "rotate half") instead of `2f` with
-/// `2f + 1`. Pair `f` still turns by `pos · ω_f`.
+/// `2f + 1`. Pair `f` still turns by `pos · ω_f`. An odd width, positions
+/// past `usize`, and rows that are not finite or overflow when turned are
+/// errors.
 pub fn rope_half_split(
     x: &ArrayRef2<f32>,
     first_position: usize,
 ) -> Result<Array2<f32>, AttnError> {
     check_even("d_k", x.ncols())?;
     check_positions(first_position, x.nrows())?;
+    check_finite("x", x)?;
     let half = x.ncols() / 2;
-    let omega = frequencies(x.ncols());
+    let omega = frequencies(x.ncols())?;
     let mut out = x.to_owned();
     for (r, mut row) in out.rows_mut().into_iter().enumerate() {
         let pos = (first_position + r) as f64;
@@ -28,6 +32,7 @@ pub fn rope_half_split(
             row[f + half] = a * sin + b * cos;
         }
     }
+    check_overflow("the rotated rows", &out)?; // a·cos − b·sin of huge a, b
     Ok(out)
 }
 // ANCHOR_END: rope_half_split

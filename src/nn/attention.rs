@@ -4,7 +4,7 @@
 
 use ndarray::{Array2, ArrayRef2, Axis};
 
-use crate::check::{check_positive, check_shape};
+use crate::check::{check_finite, check_positive, check_shape};
 use crate::error::AttnError;
 use crate::linalg::matmul;
 use crate::masking::{attend, Scores};
@@ -20,6 +20,7 @@ pub fn softmax_backward<F: Real>(
     dp: &ArrayRef2<F>,
 ) -> Result<Array2<F>, AttnError> {
     check_shape("dP and the weights P", dp.dim(), p.dim())?;
+    check_finite("dP", dp)?; // NaN in would be NaN out, silently
     let p_dot_dp = (p * dp).sum_axis(Axis(1)).insert_axis(Axis(1)); // n×1: pᵀdp per row
     Ok(p * &*(dp - &*p_dot_dp))
 }

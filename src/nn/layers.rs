@@ -155,7 +155,10 @@ impl Activation {
                 let (c, a) = gelu_constants::<F>();
                 let t = (c * (x + a * (x * x * x))).tanh();
                 let slope = F::one() + F::of(3.0) * a * x * x; // of tanh's argument, over c
-                half * (F::one() + t) + half * x * (F::one() - t * t) * c * slope
+                let sech2 = F::one() - t * t; // 0 where tanh saturates, where x·slope can be ∞
+                let tail =
+                    if sech2 == F::zero() { F::zero() } else { half * x * sech2 * c * slope };
+                half * (F::one() + t) + tail
             }
             Activation::GeluErf => {
                 let density = (-half * x * x).exp() / F::of((2.0 * std::f64::consts::PI).sqrt());

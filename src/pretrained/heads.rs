@@ -37,6 +37,7 @@ pub fn head_statistics(w: &ArrayRef2<f32>) -> Result<HeadStatistics, AttnError> 
             right: (n.max(4), n.max(4)),
         });
     }
+    crate::check::check_finite("the head's weights", w)?; // NaN would pass into every mean
     let mean =
         |values: Vec<f32>| values.iter().map(|&x| f64::from(x)).sum::<f64>() / values.len() as f64;
     let entropies: Vec<f64> = w.rows().into_iter().map(|row| entropy(&row)).collect();
@@ -59,14 +60,26 @@ pub fn embeddings(bert: &Bert, sentences: &[Tokens]) -> Result<Array2<f32>, Attn
     Ok(rows)
 }
 
+/// Checks that the rows of `e` are pairs, at least one: a mean over no pair
+/// would be NaN.
+fn check_pairs(e: &Array2<f32>) -> Result<(), AttnError> {
+    if e.nrows() < 2 || e.nrows() % 2 == 1 {
+        let (value, requirement) = (e.nrows() as f64, "must be pairs, at least one: an even count");
+        return Err(AttnError::InvalidArgument { name: "sentences", value, requirement });
+    }
+    Ok(())
+}
+
 /// The cosine similarity of rows `2i` and `2i + 1` of `e` (the pairs).
 pub fn pair_similarities(e: &Array2<f32>) -> Result<Vec<f32>, AttnError> {
+    check_pairs(e)?;
     (0..e.nrows() / 2).map(|i| cosine(&e.row(2 * i), &e.row(2 * i + 1))).collect()
 }
 
 /// The cosine similarity of each pair's first sentence with the next pair's
 /// second (the last pair's with the first's): sentences that are unrelated.
 pub fn unrelated_similarities(e: &Array2<f32>) -> Result<Vec<f32>, AttnError> {
+    check_pairs(e)?;
     let pairs = e.nrows() / 2;
     (0..pairs).map(|i| cosine(&e.row(2 * i), &e.row(2 * ((i + 1) % pairs) + 1))).collect()
 }

@@ -161,6 +161,15 @@ fn the_fast_kernels_on_a_chosen_kernel_refuse_what_they_cannot_do() {
         assert!(backward(&Array2::ones((4, 3))).is_err(), "dL/dO of another shape");
         assert!(backward(&Array2::from_elem((4, 2), f32::NAN)).is_err());
     }
+    use attn::fast::fast_attention_backward_with;
+    assert!(fast_attention_backward_with(&q, &k, &v, &forward, &d_out, FAST_TILES).is_ok());
+    let no_tiles = Tiles { query: 0, key: 4 };
+    assert!(fast_attention_backward_with(&q, &k, &v, &forward, &d_out, no_tiles).is_err());
+    let other = fast_attention_forward(&q, &k, &v, true).unwrap();
+    assert!(
+        fast_attention_backward_with(&q, &k, &v, &other, &d_out, FAST_TILES).is_ok(),
+        "a causal forward pass's state"
+    );
 }
 
 /// The text checkpoints' writer: a weight that is not finite as an `f32`

@@ -68,7 +68,7 @@ pub fn saturation(d_k: usize, tau: f32) -> Result<Saturation, AttnError> {
     let k = standard_normal(SATURATION_KEYS, SATURATION_MAX_D_K, &mut rng);
     let scores: Array1<f32> = k.slice(s![.., ..d_k]).dot(&q.slice(s![0, ..d_k]));
     let weights = softmax_with_temperature(&scores, tau)?;
-    let jacobian_norm = frobenius_norm(&softmax_jacobian(&weights));
+    let jacobian_norm = frobenius_norm(&softmax_jacobian(&weights)?);
     let largest = weights.iter().copied().fold(0.0, f32::max);
     Ok(Saturation { weights: weights.to_vec(), scores: scores.to_vec(), jacobian_norm, largest })
 }
