@@ -76,7 +76,7 @@ fn main() -> Result<(), report::error::ReportError> {
     );
     println!(
         "\n== Exercise 2 ==\nlowest loss with label smoothing 0.1 over {TARGET_VOCAB} tokens: {:.4}",
-        smoothing_floor(0.1, TARGET_VOCAB)
+        smoothing_floor(0.1, TARGET_VOCAB)?
     );
     draw_alignment(&attention, shown, &scores)?;
     draw_training()?;
@@ -153,7 +153,7 @@ fn draw_training() -> Result<(), report::error::ReportError> {
         dashed: false,
         spread: Vec::new(),
     };
-    let floor = smoothing_floor(0.1, TARGET_VOCAB);
+    let floor = smoothing_floor(0.1, TARGET_VOCAB)?;
     let chart = plot::Chart {
         title: "Training loss",
         x_desc: "step",

@@ -182,7 +182,7 @@ fn every_number_is_bound() {
     assert_eq!(heads.iter().cloned().fold(0.0, f64::max), best, "seed 1 is the best");
 
     // Exercises and quiz.
-    let floor = smoothing_floor(0.1, TARGET_VOCAB);
+    let floor = smoothing_floor(0.1, TARGET_VOCAB).unwrap();
     b.quoted(&format!(
         "lowest loss with label smoothing 0.1 over {TARGET_VOCAB} tokens: {floor:.4}"
     ));

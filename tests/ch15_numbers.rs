@@ -177,7 +177,7 @@ fn every_number_is_bound() {
 
     // Exercises.
     let layers = d.heads.len();
-    let count = bert_parameters(vocabulary, positions, d_model, d_ff, layers);
+    let count = bert_parameters(vocabulary, positions, d_model, d_ff, layers).unwrap();
     assert_eq!(count, d.parameters);
     b.exact("22565376", count as f64);
     b.exact("11,720,448", (vocabulary * d_model) as f64);

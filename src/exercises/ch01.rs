@@ -2,7 +2,7 @@
 
 use ndarray::{Array2, ArrayRef2};
 
-use crate::check::{check_finite, check_not_empty, check_overflow};
+use crate::check::{check_finite, check_not_empty, check_overflow, check_size};
 use crate::error::AttnError;
 
 // ANCHOR: multiplicative
@@ -10,6 +10,8 @@ use crate::error::AttnError;
 /// (`n×d_q`), keys `K` (`m×d_k`) and `W` (`d_q×d_k`), all at once.
 ///
 /// `S = Q W Kᵀ`, the dot product of the projected queries `QW` with the keys.
+/// Empty or non-finite inputs, a `W` of another shape, and scores (or `QW`)
+/// too large to hold or past `f32` are errors.
 pub fn multiplicative_scores(
     q: &ArrayRef2<f32>,
     k: &ArrayRef2<f32>,
@@ -26,6 +28,8 @@ pub fn multiplicative_scores(
             right: (q.ncols(), k.ncols()),
         });
     }
+    check_size("Q W", q.nrows(), k.ncols())?; // both products must fit in memory
+    check_size("the scores Q W Kᵀ", q.nrows(), k.nrows())?;
     let scores = q.dot(w).dot(&k.t()); // (n×d_q)(d_q×d_k)(d_k×m) = n×m
     check_overflow("the scores Q W Kᵀ", &scores)?;
     Ok(scores)

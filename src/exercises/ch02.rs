@@ -6,6 +6,7 @@
 use ndarray::{Array1, Array3, ArrayRef1, ArrayRef3, Axis};
 
 use crate::attention::scaled_dot_product_attention;
+use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::softmax::softmax;
 
@@ -38,7 +39,8 @@ pub fn softmax_with_temperature(x: &ArrayRef1<f32>, tau: f32) -> Result<Array1<f
 // ANCHOR: per_item
 /// Exercise 2: attention over a batch, one item at a time: output `i` is
 /// `Attention(Q_i, K_i, V_i)`, for `Q`: `B×n×d_k`, `K`: `B×m×d_k` and `V`:
-/// `B×m×d_v`; the result is `B×n×d_v`. The batch sizes must agree.
+/// `B×m×d_v`; the result is `B×n×d_v`. The batch sizes must agree, and the
+/// result must fit in memory.
 pub fn attention_per_item(
     q: &ArrayRef3<f32>,
     k: &ArrayRef3<f32>,
@@ -52,7 +54,9 @@ pub fn attention_per_item(
             values: v.len_of(Axis(0)),
         });
     }
-    let mut output = Array3::zeros((b, q.len_of(Axis(1)), v.len_of(Axis(2))));
+    let shape = (b, q.len_of(Axis(1)), v.len_of(Axis(2)));
+    check_total("the output (B×n×d_v)", &[shape.0, shape.1, shape.2], MAX_ENTRIES)?;
+    let mut output = Array3::zeros(shape);
     for i in 0..b {
         let item = |x: &ArrayRef3<f32>| x.index_axis(Axis(0), i).to_owned();
         let attention = scaled_dot_product_attention(&item(q), &item(k), &item(v))?;

@@ -3,7 +3,7 @@
 use ndarray::{s, Array2, ArrayRef2};
 
 use crate::attention::check_qkv;
-use crate::check::check_model_width;
+use crate::check::{check_model_width, check_size};
 use crate::error::AttnError;
 use crate::multihead::MultiHeadAttention;
 use crate::softmax::softmax_rows;
@@ -12,7 +12,9 @@ use crate::softmax::softmax_rows;
 /// The `n×m` weights of head `head` of `layer`, computed on their own.
 ///
 /// Take the head's `d_k` columns of `W_Q` and `W_K`, project, and softmax the
-/// scores divided by `√d_k`, the head's width (not `√d_model`).
+/// scores divided by `√d_k`, the head's width (not `√d_model`). A head past
+/// the layer's, inputs the layer refuses, and weights too large to hold are
+/// errors.
 pub fn head_weights(
     layer: &MultiHeadAttention,
     x_q: &ArrayRef2<f32>,
@@ -28,6 +30,7 @@ pub fn head_weights(
     }
     check_model_width("query input", x_q, layer.d_model())?;
     check_model_width("key/value input", x_kv, layer.d_model())?;
+    check_size("the head's weights", x_q.nrows(), x_kv.nrows())?; // n×m must fit in memory
     let d_k = layer.d_k();
     let columns = s![.., head * d_k..(head + 1) * d_k];
     let w = layer.weights();

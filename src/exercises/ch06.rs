@@ -6,7 +6,8 @@ use crate::error::AttnError;
 
 // ANCHOR: sliding_window
 /// Exercise 1: query `i` may attend to keys `i − w + 1, …, i`, the last `w`
-/// positions including itself. `w` must be at least 1.
+/// positions including itself. `w` must be at least 1, and the `n×n` mask
+/// must fit in memory.
 pub fn sliding_window_mask(n: usize, w: usize) -> Result<Array2<bool>, AttnError> {
     if w == 0 {
         return Err(AttnError::InvalidArgument {
@@ -15,6 +16,7 @@ pub fn sliding_window_mask(n: usize, w: usize) -> Result<Array2<bool>, AttnError
             requirement: "must be at least 1 (a token always sees itself)",
         });
     }
+    crate::check::check_size("the window's mask", n, n)?; // n×n must fit in memory
     Ok(Array2::from_shape_fn((n, n), |(i, j)| j <= i && i - j < w))
 }
 // ANCHOR_END: sliding_window

@@ -7,8 +7,16 @@ use crate::error::AttnError;
 /// keys, widths `d_k` and `d_v`, in `f32`.
 ///
 /// The `n×m` scores (the weights overwrite them), the `n×d_v` output and
-/// the `n×d_k` copy of `Q / √d_k`: `4(nm + n·d_v + n·d_k)`.
+/// the `n×d_k` copy of `Q / √d_k`: `4(nm + n·d_v + n·d_k)`. A size of 0
+/// (attention needs a query, a key and widths) and a count past `u64` are
+/// errors.
 pub fn naive_peak_bytes(n: u64, m: u64, d_k: u64, d_v: u64) -> Result<u64, AttnError> {
+    for (name, size) in [("n", n), ("m", m), ("d_k", d_k), ("d_v", d_v)] {
+        if size == 0 {
+            let requirement = "must be at least 1";
+            return Err(AttnError::InvalidArgument { name, value: 0.0, requirement });
+        }
+    }
     let floats = [n.checked_mul(m), n.checked_mul(d_v), n.checked_mul(d_k)]
         .into_iter()
         .try_fold(0_u64, |total, part| total.checked_add(part?));

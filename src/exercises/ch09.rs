@@ -42,8 +42,9 @@ pub fn chunked_softmax(x: &ArrayRef1<f32>, chunk: usize) -> Result<Array1<f32>, 
 /// the last of `n` positions can depend on the first.
 ///
 /// Each layer lets a position see `w − 1` positions further back, so
-/// `⌈(n − 1)/(w − 1)⌉` layers.
+/// `⌈(n − 1)/(w − 1)⌉` layers. No positions (`n = 0`) is an error.
 pub fn layers_to_reach_first_token(n: usize, w: usize) -> Result<usize, AttnError> {
+    crate::check::check_nonzero(&[("n", n)])?;
     if w < 2 {
         return Err(AttnError::InvalidArgument {
             name: "w",
@@ -51,7 +52,7 @@ pub fn layers_to_reach_first_token(n: usize, w: usize) -> Result<usize, AttnErro
             requirement: "must be at least 2 for a layer to reach back at all",
         });
     }
-    Ok(n.saturating_sub(1).div_ceil(w - 1))
+    Ok((n - 1).div_ceil(w - 1))
 }
 // ANCHOR_END: layers_to_reach
 

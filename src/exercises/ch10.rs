@@ -9,7 +9,9 @@ use crate::error::AttnError;
 ///
 /// `4d²` in attention, `2·d·d_ff + d_ff + d` in the FFN (two
 /// matrices and their biases), `4d` in the two LayerNorms (`γ` and `β`).
+/// A size of 0, and sizes whose count overflows `usize`, are errors.
 pub fn encoder_layer_parameters(d_model: usize, d_ff: usize) -> Result<usize, AttnError> {
+    crate::check::check_nonzero(&[("d_model", d_model), ("d_ff", d_ff)])?;
     let count = || {
         let attention = d_model.checked_mul(d_model)?.checked_mul(4)?;
         let ffn =

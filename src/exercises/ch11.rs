@@ -2,6 +2,7 @@
 
 use ndarray::{Array2, ArrayRef2};
 
+use crate::check::{check_finite, check_overflow};
 use crate::error::AttnError;
 use crate::grad::softmax_backward;
 
@@ -9,7 +10,9 @@ use crate::grad::softmax_backward;
 /// Given `P = softmax(S/τ)` (row-wise) and `dP`, returns `dS`.
 ///
 /// The chain rule adds one factor to chapter 11's softmax backward pass:
-/// `ds = p ⊙ (dp − pᵀdp) / τ`.
+/// `ds = p ⊙ (dp − pᵀdp) / τ`. Shapes that differ, entries that are not
+/// finite, a `τ` that is not finite and `> 0`, and a `dS` past `f64` (a
+/// tiny `τ`) are errors.
 pub fn softmax_temperature_backward(
     p: &ArrayRef2<f64>,
     dp: &ArrayRef2<f64>,
@@ -29,7 +32,11 @@ pub fn softmax_temperature_backward(
             requirement: "must be finite and > 0",
         });
     }
-    Ok(softmax_backward(p, dp)? / tau)
+    check_finite("P", p)?;
+    check_finite("dP", dp)?;
+    let ds = softmax_backward(p, dp)? / tau;
+    check_overflow("dS", &ds)?; // dividing by a tiny τ
+    Ok(ds)
 }
 // ANCHOR_END: temperature_backward
 

@@ -2,6 +2,8 @@
 
 use ndarray_rand::rand::{rngs::StdRng, Rng};
 
+use crate::check::{check_total, MAX_ENTRIES};
+use crate::error::AttnError;
 use crate::model::{Task, TrainConfig, BOOK_TRAINING, SEP};
 
 // ANCHOR: sorting_example
@@ -9,14 +11,16 @@ use crate::model::{Task, TrainConfig, BOOK_TRAINING, SEP};
 /// increasing order: `2k + 1` tokens.
 ///
 /// Where the `j`-th answer digit comes from depends on the digits themselves, not on `j` alone.
-pub fn sorting_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
+/// A `k` whose tokens would not fit in memory is an error.
+pub fn sorting_example(k: usize, rng: &mut StdRng) -> Result<Vec<usize>, AttnError> {
+    check_total("the example's 2k + 1 tokens", &[k, 2], MAX_ENTRIES)?; // 2k, without overflow
     let digits: Vec<usize> = (0..k).map(|_| rng.random_range(0..10)).collect();
     let mut sorted = digits.clone();
     sorted.sort_unstable();
     let mut sequence = digits;
     sequence.push(SEP);
     sequence.extend(sorted);
-    sequence
+    Ok(sequence)
 }
 // ANCHOR_END: sorting_example
 
@@ -38,7 +42,7 @@ mod tests {
     fn the_answer_is_the_prompt_sorted() {
         let mut rng = StdRng::seed_from_u64(3);
         for k in [1, 2, 8, 13] {
-            let e = sorting_example(k, &mut rng);
+            let e = sorting_example(k, &mut rng).unwrap();
             assert_eq!(e.len(), 2 * k + 1);
             assert_eq!(e[k], SEP);
             let (prompt, answer) = (&e[..k], &e[k + 1..]);

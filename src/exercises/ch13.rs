@@ -34,11 +34,16 @@ pub fn greedy_translate(net: &Seq2Seq, source: &[usize]) -> Result<Vec<usize>, A
 ///
 /// The entropy of the smoothed target itself, reached when the model
 /// predicts exactly `1 − ε + ε/v` for the right token and `ε/v` for
-/// each other.
-pub fn smoothing_floor(epsilon: f64, v: usize) -> f64 {
+/// each other. `ε` outside `[0, 1]` and `v = 0` are errors.
+pub fn smoothing_floor(epsilon: f64, v: usize) -> Result<f64, AttnError> {
+    if !(0.0..=1.0).contains(&epsilon) {
+        let requirement = "must be from 0 to 1";
+        return Err(AttnError::InvalidArgument { name: "epsilon", value: epsilon, requirement });
+    }
+    crate::check::check_nonzero(&[("v", v)])?;
     let (right, other) = (1.0 - epsilon + epsilon / v as f64, epsilon / v as f64);
-    let target = ndarray::Array1::from_shape_fn(v, |j| if j == 0 { right } else { other });
-    crate::scaling::entropy(&target)
+    let h = |p: f64| if p > 0.0 { -p * p.ln() } else { 0.0 }; // 0 ln 0 = 0
+    Ok(h(right) + (v - 1) as f64 * h(other)) // the v − 1 others alike: no array of v
 }
 // ANCHOR_END: smoothing_floor
 
@@ -91,7 +96,7 @@ mod tests {
         };
         let z = Matrix::from_shape_fn((1, v), |(_, j)| p(j).ln());
         let (loss, _) = smoothed_cross_entropy(&z, &[Some(0)], epsilon).unwrap();
-        assert!((loss - smoothing_floor(epsilon, v)).abs() < 1e-12);
-        assert_eq!(smoothing_floor(0.0, v), 0.0);
+        assert!((loss - smoothing_floor(epsilon, v).unwrap()).abs() < 1e-12);
+        assert_eq!(smoothing_floor(0.0, v).unwrap(), 0.0);
     }
 }

@@ -3,6 +3,7 @@
 
 use ndarray::{s, Array2, ArrayView1};
 
+use crate::check::check_not_empty;
 use crate::error::AttnError;
 
 // ANCHOR: gru_step
@@ -13,6 +14,8 @@ use crate::error::AttnError;
 ///
 /// `z = σ(x W_z + h U_z + b_z)`, `r = σ(x W_r + h U_r + b_r)`,
 /// `ĥ = tanh(x W_h + (r ⊙ h) U_h + b_h)`, `h_t = z ⊙ h + (1 − z) ⊙ ĥ`.
+/// An empty `x` or `h`, shapes that do not fit, and a state that is not
+/// finite are errors.
 pub fn gru_step(
     x: &Array2<f64>,
     h: &Array2<f64>,
@@ -20,6 +23,8 @@ pub fn gru_step(
     u: &Array2<f64>,
     b: &Array2<f64>,
 ) -> Result<Array2<f64>, AttnError> {
+    check_not_empty("x", x.dim())?;
+    check_not_empty("h", h.dim())?; // so h holds its d_h numbers, and 3d_h cannot overflow
     let (batch, d_in, d_h) = (x.nrows(), x.ncols(), h.ncols());
     let shapes = [("h", h, (batch, d_h)), ("W", w, (d_in, 3 * d_h)), ("U", u, (d_h, 3 * d_h))];
     for (what, m, want) in shapes.into_iter().chain([("b", b, (1, 3 * d_h))]) {
@@ -51,7 +56,7 @@ pub fn gru_step(
 /// the share of the weight on the run, and the entropy `−Σ p_j ln p_j` of
 /// the weights inside it, rescaled to sum to 1 (`ln L` when they are even
 /// over a run of `L` words, 0 when one word has them all). The run must
-/// lie in the row, and hold some weight.
+/// lie in the row, its weights be finite and `≥ 0`, and hold some weight.
 pub fn run_spread(
     weights: ArrayView1<f64>,
     start: usize,
@@ -65,6 +70,14 @@ pub fn run_spread(
         });
     }
     let run = weights.slice(s![start..end]);
+    if let Some(&w) = run.iter().find(|&&w| !(w >= 0.0 && w.is_finite())) {
+        let requirement = "must be finite and ≥ 0 (a negative weight is no weight)";
+        return Err(AttnError::InvalidArgument {
+            name: "weight on the run",
+            value: w,
+            requirement,
+        });
+    }
     let share: f64 = run.sum();
     if !(share > 0.0 && share.is_finite()) {
         return Err(AttnError::InvalidArgument {

@@ -53,6 +53,9 @@ pub fn mean_pool_key_value_heads(
 /// `config.json`: latent (`kv_lora_rank`, `qk_rope_head_dim`) if it has a
 /// latent, else `num_key_value_heads` heads (all `num_attention_heads` when
 /// absent) of width `head_dim`, or `hidden_size / num_attention_heads`.
+/// A configuration that is not JSON, lacks a count, has a count that is not
+/// a whole number `> 0`, half a latent, or heads that do not divide evenly,
+/// is an error.
 pub fn layout_from_config(config: &str) -> Result<(usize, KvLayout), AttnError> {
     let bad = |name: &'static str, requirement: &'static str| AttnError::InvalidArgument {
         name,
@@ -72,8 +75,10 @@ pub fn layout_from_config(config: &str) -> Result<(usize, KvLayout), AttnError> 
     };
     let need = |name| field(name)?.ok_or(bad(name, "must be in the configuration"));
     let (layers, heads) = (need("num_hidden_layers")?, need("num_attention_heads")?);
-    if let (Some(d_c), Some(d_r)) = (field("kv_lora_rank")?, field("qk_rope_head_dim")?) {
-        return Ok((layers, KvLayout::Latent { d_c, d_r }));
+    match (field("kv_lora_rank")?, field("qk_rope_head_dim")?) {
+        (Some(d_c), Some(d_r)) => return Ok((layers, KvLayout::Latent { d_c, d_r })),
+        (None, None) => {}
+        _ => return Err(bad("kv_lora_rank", "and qk_rope_head_dim: a latent has both or neither")),
     }
     let kv_heads = field("num_key_value_heads")?.unwrap_or(heads);
     if !heads.is_multiple_of(kv_heads) {
@@ -81,7 +86,10 @@ pub fn layout_from_config(config: &str) -> Result<(usize, KvLayout), AttnError> 
     }
     let d_head = match field("head_dim")? {
         Some(d) => d,
-        None => need("hidden_size")? / heads,
+        None => match need("hidden_size")? {
+            hidden if hidden.is_multiple_of(heads) => hidden / heads, // never a width of 0
+            _ => return Err(bad("hidden_size", "must be a multiple of num_attention_heads")),
+        },
     };
     Ok((layers, KvLayout::Heads { kv_heads, d_head }))
 }

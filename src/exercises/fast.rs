@@ -3,12 +3,14 @@
 
 use ndarray::{Array1, ArrayRef2, Axis};
 
+use crate::check::{check_finite, check_overflow};
 use crate::error::AttnError;
 
 // ANCHOR: row_d
 /// Exercise 1: the backward pass's `D_i = Σ_a dO_ia O_ia` for each query
 /// row `i` of a tile, from the output `O` and its gradient `dO` (both
-/// `rows×d_v`): `Σ_j P_ij dP_ij` without the weights `P`.
+/// `rows×d_v`): `Σ_j P_ij dP_ij` without the weights `P`. Shapes that
+/// differ, entries that are not finite, and a `D` past `f32` are errors.
 pub fn row_d(o: &ArrayRef2<f32>, d_o: &ArrayRef2<f32>) -> Result<Array1<f32>, AttnError> {
     if o.dim() != d_o.dim() {
         return Err(AttnError::ShapesDiffer {
@@ -17,7 +19,11 @@ pub fn row_d(o: &ArrayRef2<f32>, d_o: &ArrayRef2<f32>) -> Result<Array1<f32>, At
             right: d_o.dim(),
         });
     }
-    Ok((o * d_o).sum_axis(Axis(1)))
+    check_finite("O", o)?;
+    check_finite("dO", d_o)?;
+    let d = (o * d_o).sum_axis(Axis(1));
+    check_overflow("D", &d.view().insert_axis(Axis(1)))?; // huge O and dO
+    Ok(d)
 }
 // ANCHOR_END: row_d
 
@@ -37,7 +43,8 @@ pub struct Partial {
 
 /// Exercise 2: the partial softmax over the keys of `a` and of `b` together
 /// (two disjoint sets of keys): each rescaled to the larger of the two
-/// maxima. Both outputs must be as wide; `m` must not be NaN or `+∞`.
+/// maxima. Both outputs must be as wide; `m` must not be NaN or `+∞`; a
+/// merged sum or output past `f32` is an error.
 pub fn merge_partials(a: &Partial, b: &Partial) -> Result<Partial, AttnError> {
     if a.o.len() != b.o.len() {
         let (left, right) = ((1, a.o.len()), (1, b.o.len()));
@@ -59,7 +66,12 @@ pub fn merge_partials(a: &Partial, b: &Partial) -> Result<Partial, AttnError> {
         return Ok(a.clone()); // neither has seen a key
     }
     let (alpha, beta) = ((a.m - m).exp(), (b.m - m).exp()); // e^(−∞) = 0
-    Ok(Partial { m, l: alpha * a.l + beta * b.l, o: &a.o * alpha + &b.o * beta })
+    let (l, o) = (alpha * a.l + beta * b.l, &a.o * alpha + &b.o * beta);
+    if !l.is_finite() {
+        return Err(AttnError::Overflow { what: "the merged sum ℓ", position: (0, 0), value: l });
+    }
+    check_overflow("the merged output o", &o.view().insert_axis(Axis(0)))?;
+    Ok(Partial { m, l, o })
 }
 // ANCHOR_END: merge
 

@@ -28,15 +28,19 @@ pub fn reversal_example(k: usize, rng: &mut StdRng) -> Vec<usize> {
 #[derive(Clone, Copy)]
 pub struct Task {
     name: &'static str,
-    example: fn(usize, &mut StdRng) -> Vec<usize>,
+    example: fn(usize, &mut StdRng) -> Result<Vec<usize>, AttnError>,
 }
 
 impl Task {
     /// The prompt's digits in reverse order ([`reversal_example`]).
-    pub const REVERSE: Task = Task::new("Reverse", reversal_example);
+    pub const REVERSE: Task = Task::new("Reverse", |k, rng| Ok(reversal_example(k, rng)));
 
-    /// A task named `name` whose examples `example(k, rng)` draws.
-    pub const fn new(name: &'static str, example: fn(usize, &mut StdRng) -> Vec<usize>) -> Task {
+    /// A task named `name` whose examples `example(k, rng)` draws (an error
+    /// for a `k` it cannot draw).
+    pub const fn new(
+        name: &'static str,
+        example: fn(usize, &mut StdRng) -> Result<Vec<usize>, AttnError>,
+    ) -> Task {
         Task { name, example }
     }
 
@@ -45,8 +49,11 @@ impl Task {
         self.name
     }
 
-    /// One random example of the task: `k` digits, the separator, the answer.
-    pub fn example(self, k: usize, rng: &mut StdRng) -> Vec<usize> {
+    /// One random example of the task: `k` digits, the separator, the
+    /// answer. A `k` whose `2k + 1` tokens would not fit in memory is an
+    /// error.
+    pub fn example(self, k: usize, rng: &mut StdRng) -> Result<Vec<usize>, AttnError> {
+        check_total("the example's 2k + 1 tokens", &[k, 2], MAX_ENTRIES)?;
         (self.example)(k, rng)
     }
 }
@@ -125,7 +132,7 @@ pub fn held_out(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     while out.len() < count {
-        let e = task.example(k, &mut rng);
+        let e = task.example(k, &mut rng)?;
         if seen.insert(e.clone()) {
             out.push(e);
         }

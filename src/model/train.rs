@@ -75,7 +75,7 @@ pub fn train_with(
     for step in 0..c.steps {
         let mut examples = Vec::with_capacity(c.batch);
         while examples.len() < c.batch {
-            let e = c.task.example(model.k, &mut rng);
+            let e = c.task.example(model.k, &mut rng)?;
             if !excluded.contains(&e) {
                 examples.push(e);
             }

@@ -6,6 +6,8 @@
 mod accepted;
 mod attention;
 mod coverage;
+mod early_chapters;
+mod exercises;
 mod later_chapters;
 mod layers;
 mod lm;
@@ -13,6 +15,7 @@ mod loops;
 mod measurements;
 mod models;
 mod nan_and_overflow;
+mod pretrained;
 mod public_api;
 mod recent;
 mod sizes;

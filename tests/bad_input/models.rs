@@ -25,7 +25,8 @@ fn training_refuses_what_would_hang_or_poison_it() {
     // k = 2 has 100 possible examples; excluding all of them would leave
     // the loop drawing forever.
     let mut rng = StdRng::seed_from_u64(3);
-    let mut all: Vec<Vec<usize>> = (0..2000).map(|_| Task::REVERSE.example(2, &mut rng)).collect();
+    let mut all: Vec<Vec<usize>> =
+        (0..2000).map(|_| Task::REVERSE.example(2, &mut rng).unwrap()).collect();
     all.sort();
     all.dedup();
     assert_eq!(all.len(), 100);
