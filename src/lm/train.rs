@@ -125,14 +125,7 @@ impl LmTraining {
         let counts = [("steps", self.steps), ("batch", self.batch), ("log_every", self.log_every)];
         crate::check::check_nonzero(&counts)?;
         check_total("the training steps", &[self.steps], MAX_ENTRIES)?;
-        if self.warmup > self.steps {
-            return Err(AttnError::OutOfRange {
-                name: "warmup",
-                value: self.warmup,
-                requirement: "must be at most the number of steps",
-                limit: self.steps,
-            });
-        }
+        crate::nn::check_warmup(self.warmup, self.steps)?;
         Ok(())
     }
 }

@@ -113,14 +113,7 @@ impl TrainConfig {
                 });
             }
         }
-        if self.warmup > self.steps {
-            return Err(AttnError::OutOfRange {
-                name: "warmup",
-                value: self.warmup,
-                requirement: "must be at most the number of steps",
-                limit: self.steps,
-            });
-        }
+        crate::nn::check_warmup(self.warmup, self.steps)?;
         check_learning_rate(self.lr)
     }
 }

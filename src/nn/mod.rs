@@ -47,7 +47,7 @@ pub use multihead::{
     mha_backward, mha_forward, AttentionBiases, AttentionWeights, HeadCache, Heads, MhaCache,
     MhaGradients,
 };
-pub(crate) use optim::check_learning_rate;
+pub(crate) use optim::{check_learning_rate, check_warmup};
 pub use optim::{clip_gradient_norm, warmup_cosine, warmup_cosine_to, Adam};
 pub use params::Parameters;
 pub(crate) use params::{

@@ -210,6 +210,20 @@ pub(crate) fn check_learning_rate(lr: f64) -> Result<(), AttnError> {
     check_positive("learning rate", lr)
 }
 
+/// Checks that a warm-up of `warmup` steps fits in a training of `steps`.
+pub(crate) fn check_warmup(warmup: usize, steps: usize) -> Result<(), AttnError> {
+    if warmup > steps {
+        let requirement = "must be at most the number of steps";
+        return Err(AttnError::OutOfRange {
+            name: "warmup",
+            value: warmup,
+            requirement,
+            limit: steps,
+        });
+    }
+    Ok(())
+}
+
 /// Linear warm-up over `warmup` steps, then cosine decay to 0 at `steps`:
 /// the factor of the learning rate at `step`.
 pub fn warmup_cosine(step: usize, steps: usize, warmup: usize) -> Result<f64, AttnError> {
@@ -239,14 +253,7 @@ pub fn warmup_cosine_to(
             limit: steps,
         });
     }
-    if warmup > steps {
-        return Err(AttnError::OutOfRange {
-            name: "warmup",
-            value: warmup,
-            requirement: "must be at most the number of steps",
-            limit: steps,
-        });
-    }
+    check_warmup(warmup, steps)?;
     if step < warmup {
         return Ok((step + 1) as f64 / warmup as f64);
     }

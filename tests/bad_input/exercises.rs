@@ -286,7 +286,7 @@ fn examples_decoding_and_weights_refuse_what_is_not_theirs() {
     use attn::exercises::ch14::run_spread;
     use attn::exercises::ch15::self_weight;
     use attn::exercises::ch16::repetition_penalty;
-    use attn::translation::{translation_set, Seq2Seq, Seq2SeqConfig, NUMBER_VOCAB};
+    use attn::translation::{translation_set, Seq2Seq, Seq2SeqConfig, BOOK_SEQ2SEQ, NUMBER_VOCAB};
 
     let e = sorting_example(4, &mut StdRng::seed_from_u64(0)).unwrap();
     assert_eq!((e.len(), e[4]), (9, attn::model::SEP));
@@ -300,15 +300,7 @@ fn examples_decoding_and_weights_refuse_what_is_not_theirs() {
         assert_eq!(task.example(3, &mut StdRng::seed_from_u64(0)).unwrap().len(), 7);
     }
 
-    let config = Seq2SeqConfig {
-        d_model: 8,
-        heads: 2,
-        d_ff: 16,
-        layers: 1,
-        max_lengths: (12, 8),
-        bottleneck: false,
-        vocab: NUMBER_VOCAB,
-    };
+    let config = Seq2SeqConfig { d_model: 8, heads: 2, d_ff: 16, layers: 1, ..BOOK_SEQ2SEQ };
     let net = Seq2Seq::new(config, 0).unwrap();
     let source = translation_set(1, 0, &[]).unwrap().remove(0).source;
     assert!(greedy_translate(&net, &source).unwrap().len() <= 8);
