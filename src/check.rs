@@ -1,13 +1,14 @@
 //! The checks every public function runs on what it is given, each
 //! returning the [`AttnError`] that names the argument: shapes that are
 //! empty or do not fit, sizes beyond memory, numbers that are not finite,
-//! results that overflowed.
+//! results that overflowed. The public ones are for a reader's own
+//! functions too (the exercises' solutions use them).
 
 use crate::error::{AttnError, Shape};
 
 /// Checks that `x`, computed from finite inputs, is finite: an entry that is
 /// not means `f32` overflowed on the way.
-pub(crate) fn check_overflow<F: crate::real::Real>(
+pub fn check_overflow<F: crate::real::Real>(
     what: &'static str,
     x: &ndarray::ArrayRef2<F>,
 ) -> Result<(), AttnError> {
@@ -60,11 +61,7 @@ pub const MAX_PARAMETERS: usize = 1 << 27;
 /// them here, as a whole: each size can be reasonable and their product
 /// not, and a product of zero can hide a size that is not (`count` empty
 /// rows are still `count` allocations).
-pub(crate) fn check_total(
-    what: &'static str,
-    sizes: &[usize],
-    limit: usize,
-) -> Result<usize, AttnError> {
+pub fn check_total(what: &'static str, sizes: &[usize], limit: usize) -> Result<usize, AttnError> {
     let product = sizes.iter().try_fold(1_usize, |p, &s| p.checked_mul(s));
     match product {
         Some(total) if total <= limit && sizes.iter().all(|&s| s <= limit) => Ok(total),
@@ -84,12 +81,12 @@ pub(crate) fn check_parameters(count: Option<usize>, sizes: [usize; 3]) -> Resul
 }
 
 /// Checks that a `rows×cols` matrix to be built has at most [`MAX_ENTRIES`].
-pub(crate) fn check_size(name: &'static str, rows: usize, cols: usize) -> Result<(), AttnError> {
+pub fn check_size(name: &'static str, rows: usize, cols: usize) -> Result<(), AttnError> {
     check_total(name, &[rows, cols], MAX_ENTRIES).map(|_| ())
 }
 
 /// Checks that an input has at least one row and one column.
-pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnError> {
+pub fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnError> {
     if s.0 == 0 || s.1 == 0 {
         return Err(AttnError::Empty { name, shape: s });
     }
@@ -97,7 +94,7 @@ pub(crate) fn check_not_empty(name: &'static str, s: Shape) -> Result<(), AttnEr
 }
 
 /// Checks that token vectors `x` are non-empty, `d_model` wide and finite.
-pub(crate) fn check_model_width(
+pub fn check_model_width(
     name: &'static str,
     x: &ndarray::ArrayRef2<f32>,
     d_model: usize,
@@ -111,7 +108,7 @@ pub(crate) fn check_model_width(
 }
 
 /// Checks that an input holds only finite numbers.
-pub(crate) fn check_finite<F: crate::real::Real>(
+pub fn check_finite<F: crate::real::Real>(
     name: &'static str,
     x: &ndarray::ArrayRef2<F>,
 ) -> Result<(), AttnError> {
@@ -143,7 +140,7 @@ pub(crate) fn check_model_sizes(
 
 /// Checks that every `(name, size)` is at least 1: a size of 0 would give an
 /// empty result that looks like an answer.
-pub(crate) fn check_nonzero(sizes: &[(&'static str, usize)]) -> Result<(), AttnError> {
+pub fn check_nonzero(sizes: &[(&'static str, usize)]) -> Result<(), AttnError> {
     match sizes.iter().find(|(_, size)| *size == 0) {
         Some(&(name, _)) => {
             Err(AttnError::InvalidArgument { name, value: 0.0, requirement: "must be at least 1" })
@@ -190,7 +187,7 @@ pub(crate) fn check_shape(what: &'static str, got: Shape, want: Shape) -> Result
 
 /// Checks that a scale, a rate or a width `value`, named `name`, is finite
 /// and positive.
-pub(crate) fn check_positive(name: &'static str, value: f64) -> Result<(), AttnError> {
+pub fn check_positive(name: &'static str, value: f64) -> Result<(), AttnError> {
     if value.is_finite() && value > 0.0 {
         return Ok(());
     }

@@ -57,7 +57,7 @@ pub mod approximate;
 pub mod attention;
 pub mod block;
 pub mod cache;
-pub(crate) mod check;
+pub mod check;
 pub mod complexity;
 pub mod decoder;
 pub mod error;

@@ -77,3 +77,33 @@ fn the_translation_helpers_refuse_what_the_task_does_not_have() {
     assert!(summary_pair(&[(0, 3), (0, 4)]).is_err(), "two runs of one colour in a row");
     assert!(summary_pair(&[(0, 3), (1, 4)]).is_ok());
 }
+
+/// The crate's own checks, public for a reader's functions: each refuses
+/// what it is there to refuse, naming the argument, and passes the rest.
+#[test]
+fn the_checks_refuse_what_they_check_for_by_name() {
+    use attn::check::*;
+    use ndarray::{array, Array2};
+    fn e<T>(r: Result<T, attn::AttnError>) -> String {
+        r.err().map(|e| e.to_string()).unwrap_or_default()
+    }
+    assert!(check_size("the test's matrix", 1 << 20, 1 << 20).is_err());
+    assert!(check_size("the test's matrix", 1 << 10, 1 << 10).is_ok());
+    assert_eq!(check_total("the test's array", &[2, 3, 4], 24).unwrap(), 24);
+    assert!(e(check_total("the test's array", &[2, 3, 5], 24)).contains("the test's array"));
+    assert!(check_total("the test's array", &[usize::MAX, 2], usize::MAX).is_err(), "overflow");
+    assert!(e(check_not_empty("x", (0, 3))).contains('x'));
+    assert!(check_not_empty("x", (1, 3)).is_ok());
+    assert!(e(check_model_width("x", &Array2::zeros((2, 3)), 4)).contains('x'));
+    assert!(check_model_width("x", &Array2::zeros((2, 4)), 4).is_ok());
+    assert!(e(check_finite("x", &array![[1.0_f32, f32::NAN]])).contains('x'));
+    assert!(check_finite("x", &array![[1.0_f64, 2.0]]).is_ok());
+    assert!(e(check_overflow("y", &array![[f32::INFINITY]])).contains('y'));
+    assert!(check_overflow("y", &array![[1.0_f32]]).is_ok());
+    assert!(e(check_nonzero(&[("d", 1), ("n", 0)])).starts_with('n'));
+    assert!(check_nonzero(&[("d", 1)]).is_ok());
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(e(check_positive("tau", bad)).contains("tau"), "{bad}");
+    }
+    assert!(check_positive("tau", 0.5).is_ok());
+}
