@@ -14,8 +14,10 @@ use crate::error::AttnError;
 
 /// The most inner-loop steps one of the appendix's measurements may run
 /// (vector lanes × rounds × repeats, or array entries × repeats): 2^40,
-/// minutes on one core. A larger request is an error before the first.
-pub const MAX_REPEATED_WORK: usize = 1 << 40;
+/// minutes on one core (or `usize::MAX` where that is less, as in
+/// WebAssembly). A larger request is an error before the first.
+pub const MAX_REPEATED_WORK: usize =
+    if (usize::MAX as u64) < 1 << 40 { usize::MAX } else { (1_u64 << 40) as usize };
 
 /// Checks a timing loop's counts: each at least 1, their product (the
 /// steps it runs) at most [`MAX_REPEATED_WORK`].
