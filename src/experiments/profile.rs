@@ -52,12 +52,25 @@ fn tile_pairs(n: usize, tiles: Tiles) -> Vec<TilePair> {
 /// The mean seconds `f` takes over `repeats` runs, after one run to warm
 /// the caches (the statistic of every timing in the appendix).
 fn mean_of(repeats: usize, mut f: impl FnMut()) -> f64 {
-    f();
+    let never_fails = mean_of_calls(repeats, || {
+        f();
+        Ok::<_, AttnError>(())
+    });
+    never_fails.unwrap_or(f64::NAN)
+}
+
+/// [`mean_of`] a call that can fail: its first error, from the warm-up run
+/// or a timed one, instead of a time.
+fn mean_of_calls<T>(
+    repeats: usize,
+    mut f: impl FnMut() -> Result<T, AttnError>,
+) -> Result<f64, AttnError> {
+    f()?;
     let start = Instant::now();
     for _ in 0..repeats {
-        f();
+        f()?;
     }
-    start.elapsed().as_secs_f64() / repeats as f64
+    Ok(start.elapsed().as_secs_f64() / repeats as f64)
 }
 
 /// `c ← a·b` (or `c + a·b`) by ndarray, as chapter 9 does, or by `gemm`.
@@ -190,23 +203,15 @@ pub fn whole_calls(
             requirement: "must start, to time one core (the system refused a thread)",
         }
     })?;
-    // Each kernel runs once for its errors, then `repeats` times, timed.
-    tiled_attention(&q, &k, &v, false)?;
-    let chapter_9 = mean_of(repeats, || {
-        let _ = tiled_attention(&q, &k, &v, false);
-    });
+    let chapter_9 = mean_of_calls(repeats, || tiled_attention(&q, &k, &v, false))?;
     let kernel = crate::fast::Kernel::Portable;
     let portable_call = || fast_attention_on(&q, &k, &v, false, crate::fast::FAST_TILES, kernel);
-    pool.install(portable_call)?;
-    let portable = mean_of(repeats, || {
-        let _ = pool.install(portable_call);
-    });
-    let mut fast = Vec::with_capacity(tiles.len());
-    for &t in tiles {
-        pool.install(|| fast_attention_with(&q, &k, &v, false, t))?;
-        fast.push(mean_of(repeats, || {
-            let _ = pool.install(|| fast_attention_with(&q, &k, &v, false, t));
-        }));
-    }
+    let portable = mean_of_calls(repeats, || pool.install(portable_call))?;
+    let fast = tiles
+        .iter()
+        .map(|&t| {
+            mean_of_calls(repeats, || pool.install(|| fast_attention_with(&q, &k, &v, false, t)))
+        })
+        .collect::<Result<Vec<f64>, AttnError>>()?;
     Ok((chapter_9, portable, fast))
 }
