@@ -14,6 +14,9 @@ use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
 use crate::real::Real;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx512;
+
 /// Multiply-adds (`m·k·n`) from which [`matmul`] splits a product over the
 /// pool's threads: below it, starting the threads costs more than they
 /// save (measured on 2 cores: 2.3× faster at 4096×384×384, 2.3× slower at
@@ -78,11 +81,17 @@ pub(crate) fn product<F: Real>(
 /// with the `blas` feature, through ndarray's product, which that feature
 /// hands to the system's OpenBLAS (the appendix compares the two).
 pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
-    let ((m, k), n) = (a.dim(), b.ncols());
-    assert_eq!(k, b.nrows(), "the layers' shapes are checked by their callers");
+    assert_eq!(a.ncols(), b.nrows(), "the layers' shapes are checked by their callers");
     if cfg!(feature = "blas") {
         return a.dot(b);
     }
+    matmul_gemm(a, b)
+}
+
+/// [`matmul`] through the `gemm` crate, on any processor and for `f32` and
+/// `f64`: the portable half of the pair [`matmul_avx512`] is tested equal to.
+pub(crate) fn matmul_gemm<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
+    let ((m, k), n) = (a.dim(), b.ncols());
     let mut c = Array2::zeros((m, n));
     let work = m.saturating_mul(k).saturating_mul(n);
     // Asked only for a product worth splitting: the first call starts the pool.
@@ -100,6 +109,31 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
         product(&mut c.view_mut(), a.view(), b.view(), false, Parallelism::None);
     }
     c
+}
+
+/// [`matmul`] through this crate's own AVX-512 kernel, for `f32` on a
+/// processor that has it ([`avx512::available`]): bands of rows over the
+/// pool's threads where [`matmul_gemm`] would split the product too.
+/// Tested equal to [`matmul_gemm`], and not yet [`matmul`]'s choice: its
+/// sums round differently, so every output the book quotes from an `f32`
+/// product moves in its last digits and must be measured again with it.
+#[cfg(target_arch = "x86_64")]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn matmul_avx512(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> Array2<f32> {
+    let ((m, k), n) = (a.dim(), b.ncols());
+    let mut c = Array2::uninit((m, n));
+    let work = m.saturating_mul(k).saturating_mul(n);
+    let threads = match work >= BANDS_FROM {
+        true => rayon::current_num_threads().min(m / avx512::MR).max(1),
+        false => 1,
+    };
+    // SAFETY: `MaybeUninit<f32>` has `f32`'s layout, and `product` writes
+    // every entry of `c` before it is read (it never reads what it has
+    // not written).
+    let view = unsafe { c.raw_view_mut().cast::<f32>().deref_into_view_mut() };
+    avx512::product(view, a.view(), b.view(), threads);
+    // SAFETY: every entry was written.
+    unsafe { c.assume_init() }
 }
 
 /// `a·b` (`m×k` times `k×n`, any strides): the crate's matrix product,
@@ -219,6 +253,74 @@ mod tests {
         ));
         let huge = Array2::from_elem((1, 1), f32::MAX);
         assert!(matches!(matrix_product(&huge, &huge), Err(AttnError::Overflow { .. })));
+    }
+
+    /// The product's shapes in chapter 16's training step (`B·T = 768`
+    /// rows; `d = 128`, `d_ff = 512`, 84 characters, a head's 64 × 32),
+    /// with the weights' gradients `Xᵀ dY` and the inputs' `dY Wᵀ`
+    /// transposed, and ragged shapes that fill no block or panel.
+    #[cfg(target_arch = "x86_64")]
+    const TRAINING_SHAPES: [(usize, usize, usize); 12] = [
+        (768, 128, 128),
+        (768, 128, 512),
+        (768, 512, 128),
+        (768, 128, 84),
+        (128, 768, 128),
+        (512, 768, 128),
+        (64, 32, 64),
+        (64, 64, 32),
+        (1, 1, 1),
+        (7, 129, 65),
+        (13, 300, 17),
+        (5, 0, 3),
+    ];
+
+    /// Checks `got` against `want` within 8 units of `f32`'s rounding per
+    /// term of each sum: `|Δc_ij| ≤ 8·k·ε·Σ_p |a_ip||b_pj|`.
+    #[cfg(target_arch = "x86_64")]
+    fn assert_close(got: &Array2<f32>, want: &Array2<f32>, a: ArrayView2<f32>, b: ArrayView2<f32>) {
+        let bound =
+            a.mapv(f32::abs).dot(&b.mapv(f32::abs)) * (8.0 * a.ncols() as f32 * f32::EPSILON);
+        for ((g, w), e) in got.iter().zip(want).zip(&bound) {
+            assert!((g - w).abs() <= *e, "{g} against {w}, bound {e}");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_product_equals_gemm_s_at_the_training_shapes() {
+        if !avx512::available() {
+            eprintln!("this processor has no AVX-512: only gemm's product runs here");
+            return;
+        }
+        for (i, &(m, k, n)) in TRAINING_SHAPES.iter().enumerate() {
+            let f32s = |x: Array2<f64>| x.mapv(|v| v as f32);
+            let (a, b) = (f32s(normal(m, k, 2 * i as u64)), f32s(normal(k, n, 2 * i as u64 + 1)));
+            let a_t = a.t().to_owned(); // A read through a transposed view
+            for a in [a.view(), a_t.t()] {
+                let (got, want) = (matmul_avx512(&a, &b), matmul_gemm(&a, &b));
+                assert_eq!(got.dim(), (m, n));
+                assert_close(&got, &want, a, b.view());
+            }
+            let b_t = b.t().to_owned();
+            assert_close(&matmul_avx512(&a, &b_t.t()), &matmul_gemm(&a, &b), a.view(), b.view());
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_product_has_the_same_bits_on_one_two_and_three_threads() {
+        if !avx512::available() {
+            eprintln!("this processor has no AVX-512: only gemm's product runs here");
+            return;
+        }
+        let f32s = |x: Array2<f64>| x.mapv(|v| v as f32);
+        let (a, b) = (f32s(normal(770, 300, 8)), f32s(normal(300, 130, 9)));
+        let pool = |threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let one = pool(1).install(|| matmul_avx512(&a, &b));
+        for threads in [2, 3] {
+            assert!(pool(threads).install(|| matmul_avx512(&a, &b)) == one, "{threads} threads");
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! precision is a type parameter, not a copy of the code. This module
 //! depends on nothing else of the crate.
 
-use ndarray::NdFloat;
+use std::any::{Any, TypeId};
+
+use ndarray::{Array2, ArrayRef2, NdFloat};
 
 /// `f32` or `f64`: what a layer needs of its numbers.
 pub trait Real: NdFloat {
@@ -50,6 +52,21 @@ impl Real for f64 {
     fn erf(self) -> f64 {
         libm::erf(self)
     }
+}
+
+/// `x` as an `f32` matrix, if `F` is `f32`.
+pub(crate) fn as_f32<F: Real>(x: &ArrayRef2<F>) -> Option<&ArrayRef2<f32>> {
+    if TypeId::of::<F>() != TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: `F` is `f32` (the type ids are equal), so the two references
+    // are to the same type.
+    Some(unsafe { &*(x as *const ArrayRef2<F> as *const ArrayRef2<f32>) })
+}
+
+/// An `f32` matrix as an `F` matrix (`F` is `f32` here).
+pub(crate) fn from_f32<F: Real>(x: Array2<f32>) -> Array2<F> {
+    *(Box::new(x) as Box<dyn Any>).downcast().expect("called only where F is f32")
 }
 
 // ANCHOR: fast_exp

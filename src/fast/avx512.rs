@@ -37,6 +37,7 @@ use super::{keys_seen, Tiles};
 mod phases;
 mod softmax;
 use crate::error::AttnError;
+pub(super) use crate::linalg::avx512::Aligned;
 pub(crate) use phases::phase_times;
 pub(super) use softmax::{exp, seen_lanes};
 use softmax::{softmax_columns, weights_lagging};
@@ -55,30 +56,6 @@ const PANELS: usize = super::AVX512_BLOCK[1];
 /// Whether this processor runs AVX-512.
 pub(crate) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
-}
-
-/// `len` numbers aligned to 64 bytes, inside a vector 16 longer.
-pub(super) struct Aligned {
-    buffer: Vec<f32>,
-    start: usize,
-    len: usize,
-}
-
-impl Aligned {
-    pub(super) fn zeros(len: usize) -> Aligned {
-        let buffer = vec![0.0; len + W];
-        let start = buffer.as_ptr().align_offset(64);
-        assert!(start < W, "f32 is 4-aligned, so 64 is 16 away at most");
-        Aligned { buffer, start, len }
-    }
-
-    pub(super) fn get(&self) -> &[f32] {
-        &self.buffer[self.start..self.start + self.len]
-    }
-
-    pub(super) fn get_mut(&mut self) -> &mut [f32] {
-        &mut self.buffer[self.start..self.start + self.len]
-    }
 }
 
 /// One thread's scratch: the packed queries, the score tile and the output

@@ -5,28 +5,11 @@
 //! and only `f32` has the kernel: these functions look at the type they are
 //! given and answer `None` for any other.
 
-use std::any::{Any, TypeId};
-
 use ndarray::{Array2, ArrayRef2};
 
 use super::{fast_attention_backward, fast_attention_forward, FastForward};
 use crate::error::AttnError;
-use crate::real::Real;
-
-/// `x` as an `f32` matrix, if `F` is `f32`.
-fn as_f32<F: Real>(x: &ArrayRef2<F>) -> Option<&ArrayRef2<f32>> {
-    if TypeId::of::<F>() != TypeId::of::<f32>() {
-        return None;
-    }
-    // SAFETY: `F` is `f32` (the type ids are equal), so the two references
-    // are to the same type.
-    Some(unsafe { &*(x as *const ArrayRef2<F> as *const ArrayRef2<f32>) })
-}
-
-/// An `f32` matrix as an `F` matrix (`F` is `f32` here).
-fn from_f32<F: Real>(x: Array2<f32>) -> Array2<F> {
-    *(Box::new(x) as Box<dyn Any>).downcast().expect("called only where F is f32")
-}
+use crate::real::{as_f32, from_f32, Real};
 
 /// One head's causal attention through the fused kernel, where `F` is
 /// `f32`: the output, and what the backward pass needs instead of the

@@ -224,11 +224,12 @@ fn a_removed_head_no_longer_reaches_the_output() {
     assert!(model.without_heads(&[(3, 1)]).is_err());
 }
 
-/// Training the book's model gives the same bits on one thread and on two:
+/// Training the book's model gives the same bits on one, two and three
+/// threads:
 /// the threads split work whose every sum keeps its order, so a reader's
 /// machine reproduces the committed weights whatever its core count.
 #[test]
-fn training_gives_the_same_bits_on_one_thread_and_on_two() {
+fn training_gives_the_same_bits_on_one_two_and_three_threads() {
     let text: Vec<u8> = (0..4_000u32).map(|i| ((i * 7 + i / 13) % 84) as u8).collect();
     let recipe =
         LmTraining { steps: 2, warmup: 1, log_every: 1, log_windows: 2, ..SHAKESPEARE_TRAINING };
@@ -241,9 +242,12 @@ fn training_gives_the_same_bits_on_one_thread_and_on_two() {
             (model, losses)
         })
     };
-    let (one, two) = (train(1), train(2));
-    assert_eq!(one.1, two.1);
-    assert!(one.0 == two.0, "the weights differ between 1 and 2 threads");
+    let one = train(1);
+    for threads in [2, 3] {
+        let other = train(threads);
+        assert_eq!(one.1, other.1);
+        assert!(one.0 == other.0, "the weights differ between 1 and {threads} threads");
+    }
 }
 
 /// The rotary small model, and a text eight times its context.

@@ -1,6 +1,8 @@
 //! The optimiser and the learning-rate schedule every model of the book
 //! trains with (chapter 12).
 
+use rayon::prelude::*;
+
 use super::params::Parameters;
 use crate::check::check_positive;
 use crate::error::AttnError;
@@ -120,13 +122,16 @@ impl<F: Real> Adam<F> {
         let rule = self.rule(self.step + 1, lr_factor);
         self.step += 1;
         let gradients = grads.slices();
-        // Tensor i, entry j: the same order in the model, its gradients and m, v.
-        for (i, theta) in model.slices_mut().into_iter().enumerate() {
-            let (g, m, v) = (gradients[i], &mut self.m[i], &mut self.v[i]);
-            for j in 0..theta.len() {
-                (theta[j], m[j], v[j]) = rule.next(theta[j], g[j], (m[j], v[j]), rule.shrink[i]);
+        // Tensor i, entry j: the same order in the model, its gradients and
+        // m, v. Each entry on its own, so the pool's threads share the tensors.
+        let tensors = model.slices_mut().into_par_iter().zip(gradients);
+        let tensors = tensors.zip(&mut self.m).zip(&mut self.v).enumerate();
+        tensors.for_each(|(i, (((theta, g), m), v))| {
+            let entries = theta.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut());
+            for (((theta, &g), m), v) in entries {
+                (*theta, *m, *v) = rule.next(*theta, g, (*m, *v), rule.shrink[i]);
             }
-        }
+        });
         Ok(())
     }
 }
