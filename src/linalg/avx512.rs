@@ -3,7 +3,8 @@
 //! of the 256-bit kernels the `gemm` crate runs on a stable compiler (it
 //! keeps its AVX-512 kernels behind its `nightly` feature). It and
 //! [`super::matmul_gemm`] are a named pair, tested equal at every shape
-//! chapter 16's training step multiplies.
+//! chapter 16's training step multiplies; [`super::matmul`] chooses this
+//! one for `f32` where the processor has AVX-512.
 //!
 //! The product `C = A B` is cut as BLIS cuts it (Van Zee and van de Geijn,
 //! 2015), with the appendix's micro-kernel shape:
@@ -93,29 +94,6 @@ fn pack_b(b: ArrayView2<f32>, out: &mut [f32]) {
     }
 }
 
-thread_local! {
-    /// Each thread's packing buffer, kept from one product to the next so
-    /// that a training step allocates none.
-    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` on `len` numbers of this thread's buffer, aligned to
-/// 64 bytes (not zeroed), or, if that buffer is in use (a product run
-/// while another waits on the same thread), on new ones.
-fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-    let aligned = |v: &mut Vec<f32>| {
-        if v.len() < len + W {
-            v.resize(len + W, 0.0);
-        }
-        let start = v.as_ptr().align_offset(64);
-        f(&mut v[start..start + len])
-    };
-    SCRATCH.with(|s| match s.try_borrow_mut() {
-        Ok(mut buffer) => aligned(&mut buffer),
-        Err(_) => aligned(&mut Vec::new()),
-    })
-}
-
 /// `c ← a·b`: `a` is `m×k` and `b` is `k×n`, any strides; `c` is `m×n`,
 /// rows contiguous, and its entries are only written. With more than one
 /// of the pool's `threads`, bands of `c`'s rows go to the threads, `B`
@@ -142,19 +120,18 @@ pub(crate) fn product(
         return;
     }
     let rows = m.div_ceil(threads.max(1)).next_multiple_of(MR);
-    with_scratch(n.div_ceil(NR) * k * NR, |packed_b| {
-        pack_b(b, packed_b);
-        let packed_b = &*packed_b;
-        // SAFETY: AVX-512 is available (asserted above); `packed_b` holds
-        // every panel of `B`, and each band is `c`'s rows of `a`.
-        let band = |(c, a)| unsafe { band_product(c, a, packed_b) };
-        let bands = c.axis_chunks_iter_mut(Axis(0), rows).zip(a.axis_chunks_iter(Axis(0), rows));
-        if rows < m {
-            bands.collect::<Vec<_>>().into_par_iter().for_each(band);
-        } else {
-            bands.for_each(band);
-        }
-    })
+    let mut packed_b = Aligned::zeros(n.div_ceil(NR) * k * NR);
+    pack_b(b, packed_b.get_mut());
+    let packed_b = packed_b.get();
+    // SAFETY: AVX-512 is available (asserted above); `packed_b` holds every
+    // panel of `B`, and each band is `c`'s rows of `a`.
+    let band = |(c, a)| unsafe { band_product(c, a, packed_b) };
+    let bands = c.axis_chunks_iter_mut(Axis(0), rows).zip(a.axis_chunks_iter(Axis(0), rows));
+    if rows < m {
+        bands.collect::<Vec<_>>().into_par_iter().for_each(band);
+    } else {
+        bands.for_each(band);
+    }
 }
 
 /// One band of `c`'s rows: the same rows of `a` times every packed panel
