@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
-use crate::real::{as_f32, from_f32, Real};
+use crate::real::Real;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx512;
@@ -77,19 +77,13 @@ pub(crate) fn product<F: Real>(
 
 /// `a·b` (`m×k` times `k×n`, any strides, e.g. a transposed view): the
 /// product every layer computes, in attention's core, the projections and
-/// the training stack, forward and backward. In `f32` on a processor with
-/// AVX-512, through the crate's own kernel ([`matmul_avx512`]); otherwise
-/// through `gemm` ([`matmul_gemm`]); or, built with the `blas` feature,
-/// through ndarray's product, which that feature hands to the system's
-/// OpenBLAS (the appendix compares the two).
+/// the training stack, forward and backward. Through `gemm`, or, built
+/// with the `blas` feature, through ndarray's product, which that feature
+/// hands to the system's OpenBLAS (the appendix compares the two).
 pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     assert_eq!(a.ncols(), b.nrows(), "the layers' shapes are checked by their callers");
     if cfg!(feature = "blas") {
         return a.dot(b);
-    }
-    #[cfg(target_arch = "x86_64")]
-    if let (Some(a), Some(b), true) = (as_f32(a), as_f32(b), avx512::available()) {
-        return from_f32(matmul_avx512(a, b));
     }
     matmul_gemm(a, b)
 }
@@ -120,8 +114,11 @@ pub(crate) fn matmul_gemm<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2
 /// [`matmul`] through this crate's own AVX-512 kernel, for `f32` on a
 /// processor that has it ([`avx512::available`]): bands of rows over the
 /// pool's threads where [`matmul_gemm`] would split the product too.
-/// [`matmul`]'s choice wherever it can run.
+/// Tested equal to [`matmul_gemm`], and not yet [`matmul`]'s choice: its
+/// sums round differently, so every output the book quotes from an `f32`
+/// product moves in its last digits and must be measured again with it.
 #[cfg(target_arch = "x86_64")]
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn matmul_avx512(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> Array2<f32> {
     let ((m, k), n) = (a.dim(), b.ncols());
     let mut c = Array2::uninit((m, n));

@@ -178,7 +178,8 @@ pub fn penalised_greedy(
 }
 
 /// Training tokens per second of the crate and of PyTorch, per thread
-/// count, from one measurement run (`book/data/ch16-speed.tsv`).
+/// count, from one measurement run (`book/data/ch16-speed.tsv`): the best
+/// of each program's runs at that count.
 #[derive(Debug, Clone)]
 pub struct TrainingSpeeds {
     /// `(threads, crate, PyTorch)`.
@@ -191,9 +192,16 @@ pub struct TrainingSpeeds {
 pub fn training_speeds() -> Result<TrainingSpeeds, ReportError> {
     let file = "ch16-speed.tsv";
     let (source, text) = crate::provenance::Provenance::read(file)?;
+    Ok(TrainingSpeeds { rows: best_speeds(file, &text)?, source })
+}
+
+/// `(threads, crate, PyTorch)` from the rows `program threads tokens/s`
+/// of `text`: the best run of each program at each thread count, in the
+/// order of the counts' first runs.
+fn best_speeds(file: &str, text: &str) -> Result<Vec<(usize, f64, f64)>, ReportError> {
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
-    for row in crate::measurements::data_rows(&text, '\t') {
+    for row in crate::measurements::data_rows(text, '\t') {
         let threads: usize = parse(file, row.get(1))?;
         let speed: f64 = parse(file, row.get(2))?;
         match row.first().copied() {
@@ -201,11 +209,24 @@ pub fn training_speeds() -> Result<TrainingSpeeds, ReportError> {
             _ => theirs.push((threads, speed)),
         }
     }
-    let rows = ours
-        .iter()
-        .filter_map(|&(t, s)| Some((t, s, theirs.iter().find(|p| p.0 == t)?.1)))
-        .collect();
-    Ok(TrainingSpeeds { rows, source })
+    let best = |runs: &[(usize, f64)], t: usize| {
+        runs.iter().filter(|r| r.0 == t).map(|r| r.1).reduce(f64::max)
+    };
+    let mut counts: Vec<usize> = ours.iter().map(|r| r.0).collect();
+    counts.dedup();
+    Ok(counts.into_iter().filter_map(|t| Some((t, best(&ours, t)?, best(&theirs, t)?))).collect())
+}
+
+#[cfg(test)]
+mod speed_tests {
+    #[test]
+    fn each_program_counts_its_best_run_at_each_thread_count() {
+        let text = "program\tthreads\ttokens_per_second\n\
+                    crate\t1\t90\npytorch\t1\t150\ncrate\t1\t100\npytorch\t1\t140\n\
+                    crate\t2\t120\npytorch\t2\t200\n";
+        let rows = super::best_speeds("test", text).unwrap();
+        assert_eq!(rows, vec![(1, 100.0, 150.0), (2, 120.0, 200.0)]);
+    }
 }
 
 fn parse<T: std::str::FromStr>(file: &str, field: Option<&&str>) -> Result<T, ReportError> {
