@@ -179,6 +179,14 @@ pub enum AttnError {
         /// What is wrong, and what to do.
         reason: String,
     },
+    /// A dataset's file that is missing, not whole, or not what it should
+    /// hold.
+    Dataset {
+        /// The file, or `"the text"`.
+        source: String,
+        /// What is wrong, and what to do.
+        reason: String,
+    },
     /// A text to encode (a prompt) with a character outside the vocabulary.
     NotInVocabulary {
         /// The text, as the caller passed it.

@@ -84,6 +84,7 @@ pub mod sliding;
 pub mod softmax;
 pub mod tiled;
 pub mod translation;
+pub mod vision;
 
 pub use attention::{scaled_dot_product_attention, Attention};
 pub use check::{MAX_ENTRIES, MAX_PARAMETERS};

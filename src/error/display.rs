@@ -150,6 +150,10 @@ impl fmt::Display for AttnError {
                 ref source,
                 ref reason,
             } => write!(f, "cannot use {source} as a corpus: {reason}"),
+            AttnError::Dataset {
+                ref source,
+                ref reason,
+            } => write!(f, "cannot read the dataset from {source}: {reason}"),
             AttnError::NotInVocabulary {
                 ref text,
                 at,

@@ -19,6 +19,7 @@ mod pretrained;
 mod public_api;
 mod recent;
 mod sizes;
+mod vision;
 
 use attn::model::{ModelConfig, Task, TrainConfig};
 use ndarray::Array2;

