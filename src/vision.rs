@@ -17,6 +17,9 @@ use std::path::Path;
 
 use crate::error::AttnError;
 
+mod vit;
+pub use vit::{PatchPositions, Vit, VitConfig, VitForward};
+
 /// Pixels a side.
 pub const SIDE: usize = 8;
 /// Pixels an image.

@@ -9,7 +9,7 @@ use super::{Decoder, DecoderConfig, LatentSizes, Recipe};
 use crate::error::AttnError;
 use crate::linalg::LinearWeights;
 use crate::nn::latent::LatentWeights;
-use crate::nn::{AttentionWeights, BlockAttention, FfnWeights, NormWeights, PreNormBlock};
+use crate::nn::{AttentionWeights, BlockAttention, NormWeights, PreNormBlock};
 use crate::real::Real;
 
 /// `rows×cols` entries drawn from `N(0, std²)`.
@@ -46,7 +46,7 @@ fn fan_in<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
             let w1 = normal(rng, d, f, by_fan_in(d));
             let w2 = normal(rng, f, d, by_fan_in(f));
             let attention = AttentionWeights::new(w_q, w_k, w_v, w_o);
-            block(d, BlockAttention::Heads(attention), (w1, w2))
+            PreNormBlock::fresh(d, BlockAttention::Heads(attention), (w1, w2))
         })
         .collect();
     let tokens = normal(rng, v, d, 0.02);
@@ -88,25 +88,8 @@ fn gpt2<F: Real>(config: DecoderConfig, rng: &mut StdRng) -> Decoder<F> {
             };
             let w1 = normal(rng, d, f, GPT2_STD);
             let w2 = normal(rng, f, d, residual);
-            block(d, attention, (w1, w2))
+            PreNormBlock::fresh(d, attention, (w1, w2))
         })
         .collect();
     Decoder { config, tokens, positions, blocks, ln_f: NormWeights::identity(d), head: None }
-}
-
-/// A block of width `d` with the attention `attn` and the FFN's matrices,
-/// its LayerNorms the identity and its biases 0.
-fn block<F: Real>(
-    d: usize,
-    attn: BlockAttention<F>,
-    (w1, w2): (Array2<F>, Array2<F>),
-) -> PreNormBlock<F> {
-    let d_ff = w1.ncols();
-    PreNormBlock {
-        ln1: NormWeights::identity(d),
-        attn,
-        cross: None,
-        ln2: NormWeights::identity(d),
-        ffn: FfnWeights { w1, b1: Array1::zeros(d_ff), w2, b2: Array1::zeros(d) },
-    }
 }

@@ -103,6 +103,30 @@ pub(crate) struct BlockCache<F> {
     ffn: FfnSublayerCache<F>,
 }
 
+impl<F: Real> PreNormBlock<F> {
+    /// A block of width `d` with the attention `attn` and the FFN's
+    /// matrices, its LayerNorms the identity and its biases 0.
+    pub(crate) fn fresh(
+        d: usize,
+        attn: BlockAttention<F>,
+        (w1, w2): (Array2<F>, Array2<F>),
+    ) -> PreNormBlock<F> {
+        let d_ff = w1.ncols();
+        PreNormBlock {
+            ln1: NormWeights::identity(d),
+            attn,
+            cross: None,
+            ln2: NormWeights::identity(d),
+            ffn: FfnWeights {
+                w1,
+                b1: ndarray::Array1::zeros(d_ff),
+                w2,
+                b2: ndarray::Array1::zeros(d),
+            },
+        }
+    }
+}
+
 // ANCHOR: block
 impl<F: Real> PreNormBlock<F> {
     /// The block's forward pass over `x` (`B·T × d`), each sequence `b`

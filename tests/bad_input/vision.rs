@@ -1,7 +1,7 @@
 //! The handwritten digits' reader: images and ranges past the end, and
 //! lines that are not an image.
 
-use attn::vision::{Digits, PIXELS};
+use attn::vision::{Digits, PatchPositions, Vit, VitConfig, PIXELS};
 use attn::AttnError;
 
 fn two_digits() -> Digits {
@@ -31,4 +31,42 @@ fn a_line_that_is_not_an_image_is_named() {
     assert!(matches!(&e, AttnError::Dataset { reason, .. } if reason.contains("line 1")), "{e}");
     let e = Digits::read("/no/such/digits.csv").unwrap_err().to_string();
     assert!(e.contains("/no/such/digits.csv") && e.contains("cargo xtask digits"), "{e}");
+}
+
+const SMALL: VitConfig = VitConfig {
+    patch: 4,
+    d_model: 8,
+    heads: 2,
+    layers: 1,
+    d_ff: 16,
+    positions: PatchPositions::Learned,
+};
+
+#[test]
+fn a_vision_transformer_refuses_what_it_cannot_be_or_read() {
+    let named = |c: VitConfig, name: &str| {
+        let e = Vit::<f32>::new(c, 0).unwrap_err().to_string();
+        assert!(e.contains(name), "{name}: {e}");
+    };
+    named(VitConfig { patch: 3, ..SMALL }, "patch");
+    named(VitConfig { patch: 0, ..SMALL }, "patch");
+    named(VitConfig { heads: 3, ..SMALL }, "head");
+    named(VitConfig { d_ff: 0, ..SMALL }, "d_ff");
+    named(VitConfig { layers: usize::MAX, ..SMALL }, "parameters");
+    named(VitConfig { d_model: usize::MAX, heads: 1, ..SMALL }, "parameters");
+    let model = Vit::<f32>::new(SMALL, 0).unwrap();
+    let image = [[0u8; PIXELS]];
+    let e = model.forward(&[]).err().expect("no images is refused").to_string();
+    assert!(e.contains("images"), "{e}");
+    let e = model.loss_and_gradients(&image, &[1, 2]).unwrap_err();
+    assert!(matches!(e, AttnError::Mismatched { name: "labels", .. }), "{e}");
+    assert!(model.loss_and_gradients(&image, &[10]).is_err(), "a label past 9");
+    let fwd = model.forward(&image).unwrap();
+    let e = model.backward(&fwd, &ndarray::Array2::zeros((2, 10))).unwrap_err().to_string();
+    assert!(e.contains("logits"), "{e}");
+    let other = Vit::<f32>::new(SMALL, 1).unwrap();
+    assert!(
+        other.backward(&fwd, &ndarray::Array2::zeros((1, 10))).is_err(),
+        "another model's pass"
+    );
 }

@@ -1,0 +1,376 @@
+//! A Vision Transformer (Dosovitskiy et al., 2021) sized for the 8×8
+//! digits: the image cut into square patches, each patch's pixels a row
+//! that a linear layer embeds, a learned [CLS] vector in front, positions
+//! (learned, learned as row plus column, or none), chapter 10's pre-norm
+//! blocks with no mask (every patch sees every patch), and a classifier on
+//! [CLS]'s final vector.
+//!
+//! | step | shape (`B` images of `P` patches of `p×p` pixels, width `d`) |
+//! | --- | --- |
+//! | patches, pixels scaled to `[0, 1]` | `BP×p²` |
+//! | patch embedding `X W_E + b_E` | `BP×d` |
+//! | [CLS] in front, positions added | `B(P+1)×d` |
+//! | `L` pre-norm blocks, no mask | `B(P+1)×d` |
+//! | [CLS]'s rows, final LayerNorm, classifier | `B×10` |
+
+use ndarray::{Array1, Array2, ArrayRef2, Axis};
+use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+
+use super::{CLASSES, MAX_PIXEL, PIXELS, SIDE};
+use crate::check::{check_nonzero, check_total, MAX_ENTRIES, MAX_PARAMETERS};
+use crate::decoder::EPS;
+use crate::error::AttnError;
+use crate::linalg::{linear, linear_backward, LinearWeights};
+use crate::nn::{
+    check_d_logits, check_finite_parameters, check_same_model, cross_entropy, fingerprint, flat,
+    flat_mut, layer_norm_backward, layer_norm_forward, Activation, AttentionWeights,
+    BlockAttention, BlockCache, Heads, LayerNormCache, NormWeights, Parameters, PreNormBlock,
+};
+use crate::real::Real;
+
+/// How a patch's place enters the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PatchPositions {
+    /// None: the blocks see a set of patches, not a grid.
+    None,
+    /// A learned vector for each of the `P + 1` places, [CLS]'s first.
+    Learned,
+    /// A learned vector for each row of patches plus one for each column.
+    RowColumn,
+}
+
+/// A Vision Transformer's sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VitConfig {
+    /// Pixels a side of a patch: a divisor of 8.
+    pub patch: usize,
+    /// The width of every vector.
+    pub d_model: usize,
+    /// Heads of each block's attention, a divisor of `d_model`.
+    pub heads: usize,
+    /// Blocks.
+    pub layers: usize,
+    /// The FFN's hidden width.
+    pub d_ff: usize,
+    /// How patches' places enter.
+    pub positions: PatchPositions,
+}
+
+impl VitConfig {
+    /// Patches a side of the image.
+    pub fn grid(&self) -> usize {
+        SIDE / self.patch.max(1)
+    }
+
+    /// Patches an image: the tokens the blocks see, besides [CLS].
+    pub fn patches(&self) -> usize {
+        self.grid() * self.grid()
+    }
+
+    /// Checks the sizes: at least 1, the patch dividing 8, the heads `d`,
+    /// and the parameters' count bounded.
+    pub fn check(&self) -> Result<(), AttnError> {
+        let VitConfig { patch, d_model, heads, layers, d_ff, .. } = *self;
+        let sizes = [
+            ("patch", patch),
+            ("d_model", d_model),
+            ("heads", heads),
+            ("layers", layers),
+            ("d_ff", d_ff),
+        ];
+        check_nonzero(&sizes)?;
+        if !SIDE.is_multiple_of(patch) {
+            return Err(AttnError::InvalidArgument {
+                name: "patch",
+                value: patch as f64,
+                requirement: "must divide the image's side, 8: 1, 2, 4 or 8",
+            });
+        }
+        if !d_model.is_multiple_of(heads) {
+            return Err(AttnError::HeadsDoNotDivide { d_model, h: heads });
+        }
+        // Per block: 4d² + 2d·d_ff, and 4d + d_ff + d of LayerNorms and biases.
+        let block =
+            [4usize.saturating_mul(d_model).saturating_add(2usize.saturating_mul(d_ff)), d_model];
+        check_total("the parameters of a block", &block, MAX_PARAMETERS)?;
+        check_total("the parameters", &[layers, block[0] * block[1]], MAX_PARAMETERS)?;
+        Ok(())
+    }
+}
+
+/// A Vision Transformer over the digits, in `f32` unless said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vit<F: Real = f32> {
+    config: VitConfig,
+    /// `W_E` (`p² × d`) and `b_E`.
+    patch: LinearWeights<F>,
+    /// [CLS]'s vector, `1×d`.
+    cls: Array2<F>,
+    /// `(P + 1) × d` learned, `2·grid × d` rows then columns, or `0×d`.
+    positions: Array2<F>,
+    blocks: Vec<PreNormBlock<F>>,
+    ln_f: NormWeights<F>,
+    /// `d × 10`.
+    head: LinearWeights<F>,
+}
+
+/// What the forward pass keeps for the backward pass.
+pub struct VitForward<F> {
+    logits: Array2<F>,
+    fingerprint: u64, // of the model that ran it: backward checks it
+    patches: Array2<F>,
+    blocks: Vec<BlockCache<F>>,
+    ln_f: LayerNormCache<F>,
+    z: Array2<F>,
+}
+
+impl<F: Real> VitForward<F> {
+    /// The logits, `B×10`: row `b` scores image `b`'s ten digits.
+    pub fn logits(&self) -> &Array2<F> {
+        &self.logits
+    }
+}
+
+/// `rows×cols` numbers drawn from a normal distribution of deviation `std`.
+fn normal<F: Real>(rng: &mut StdRng, rows: usize, cols: usize, std: f64) -> Array2<F> {
+    (crate::grad::normal_matrix(rows, cols, rng) * std).mapv(F::of)
+}
+
+impl<F: Real> Vit<F> {
+    /// A fresh model: every matrix drawn with deviation `1/√fan-in`, the
+    /// embeddings with 0.02, biases 0 and LayerNorms the identity.
+    pub fn new(config: VitConfig, seed: u64) -> Result<Self, AttnError> {
+        config.check()?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let (d, f, p2) = (config.d_model, config.d_ff, config.patch * config.patch);
+        let by_fan_in = |rows: usize| 1.0 / (rows as f64).sqrt();
+        let patch =
+            LinearWeights { w: normal(&mut rng, p2, d, by_fan_in(p2)), b: Array1::zeros(d) };
+        let cls = normal(&mut rng, 1, d, 0.02);
+        let places = match config.positions {
+            PatchPositions::None => 0,
+            PatchPositions::Learned => config.patches() + 1,
+            PatchPositions::RowColumn => 2 * config.grid(),
+        };
+        let positions = normal(&mut rng, places, d, 0.02);
+        let blocks = (0..config.layers)
+            .map(|_| {
+                let [w_q, w_k, w_v, w_o] = [0; 4].map(|_| normal(&mut rng, d, d, by_fan_in(d)));
+                let attention = BlockAttention::Heads(AttentionWeights::new(w_q, w_k, w_v, w_o));
+                let ffn =
+                    (normal(&mut rng, d, f, by_fan_in(d)), normal(&mut rng, f, d, by_fan_in(f)));
+                PreNormBlock::fresh(d, attention, ffn)
+            })
+            .collect();
+        let head = LinearWeights {
+            w: normal(&mut rng, d, CLASSES, by_fan_in(d)),
+            b: Array1::zeros(CLASSES),
+        };
+        Ok(Vit { config, patch, cls, positions, blocks, ln_f: NormWeights::identity(d), head })
+    }
+
+    /// The model's sizes.
+    pub fn config(&self) -> VitConfig {
+        self.config
+    }
+
+    /// The patches of `images`, one a row: image `b`'s patch `j` (row
+    /// `j / grid`, column `j mod grid` of the grid) is row `b·P + j`, its
+    /// pixels row by row, scaled to `[0, 1]`.
+    pub(crate) fn patches(&self, images: &[[u8; PIXELS]]) -> Array2<F> {
+        let (p, g) = (self.config.patch, self.config.grid());
+        let mut out = Array2::zeros((images.len() * g * g, p * p));
+        for (b, image) in images.iter().enumerate() {
+            for j in 0..g * g {
+                let (top, left) = ((j / g) * p, (j % g) * p);
+                let mut row = out.row_mut(b * g * g + j);
+                for (k, x) in row.iter_mut().enumerate() {
+                    let pixel = image[(top + k / p) * SIDE + left + k % p];
+                    *x = F::of(f64::from(pixel) / f64::from(MAX_PIXEL));
+                }
+            }
+        }
+        out
+    }
+
+    /// Patch `j`'s position vector (`j` counted from 1; [CLS] is place 0),
+    /// added to `row`, or nothing without positions.
+    fn add_position(&self, place: usize, mut row: ndarray::ArrayViewMut1<F>) {
+        let g = self.config.grid();
+        match self.config.positions {
+            PatchPositions::None => {}
+            PatchPositions::Learned => row += &self.positions.row(place),
+            PatchPositions::RowColumn if place > 0 => {
+                row += &self.positions.row((place - 1) / g);
+                row += &self.positions.row(g + (place - 1) % g);
+            }
+            PatchPositions::RowColumn => {}
+        }
+    }
+
+    /// How every block's heads attend: over the `P + 1` tokens of an image.
+    fn heads(&self) -> Heads {
+        let t = self.config.patches() + 1;
+        Heads::new(t, t, self.config.heads)
+    }
+
+    /// The forward pass over `images`: their logits, and what the backward
+    /// pass needs.
+    pub fn forward(&self, images: &[[u8; PIXELS]]) -> Result<VitForward<F>, AttnError> {
+        let c = self.config;
+        let (b, t) = (images.len(), c.patches() + 1);
+        check_nonzero(&[("images", b)])?;
+        check_finite_parameters(self)?;
+        check_total("the vectors of a block", &[b, t, c.d_ff.max(c.d_model)], MAX_ENTRIES)?;
+        check_total("the attention weights of a block", &[b, c.heads, t, t], MAX_ENTRIES)?;
+        let patches = self.patches(images); // B·P × p²
+        let e = linear("the patch embeddings", &patches, &self.patch.w, Some(&self.patch.b))?;
+        let mut x = Array2::zeros((b * t, c.d_model)); // B·(P+1) × d
+        for i in 0..b {
+            x.row_mut(i * t).assign(&self.cls.row(0));
+            for j in 1..t {
+                x.row_mut(i * t + j).assign(&e.row(i * (t - 1) + j - 1));
+            }
+            for j in 0..t {
+                self.add_position(j, x.row_mut(i * t + j));
+            }
+        }
+        let (eps, everything) = (F::of(EPS), |_: usize| Array2::from_elem((t, t), true));
+        let mut caches = Vec::with_capacity(c.layers);
+        for block in &self.blocks {
+            let (out, cache) =
+                block.forward(&x, self.heads(), everything, Activation::GeluErf, eps)?;
+            x = out;
+            caches.push(cache);
+        }
+        let cls_rows: Vec<usize> = (0..b).map(|i| i * t).collect();
+        let cls = x.select(Axis(0), &cls_rows); // B×d
+        let (z, ln_f) = layer_norm_forward(&cls, &self.ln_f.gamma, &self.ln_f.beta, eps)?;
+        let logits = linear("the logits", &z, &self.head.w, Some(&self.head.b))?;
+        let fingerprint = fingerprint(self, self.config);
+        Ok(VitForward { logits, fingerprint, patches, blocks: caches, ln_f, z })
+    }
+
+    /// The backward pass: every parameter's gradient given `dL/dlogits`,
+    /// as a model of the same shape.
+    pub fn backward(
+        &self,
+        fwd: &VitForward<F>,
+        d_logits: &ArrayRef2<F>,
+    ) -> Result<Vit<F>, AttnError> {
+        let c = self.config;
+        check_same_model(fwd.fingerprint, self, self.config)?;
+        check_d_logits(d_logits, fwd.logits.dim())?;
+        let (b, t) = (fwd.logits.nrows(), c.patches() + 1);
+        let mut g = self.zeros_like();
+        let (dz, head) = linear_backward(&fwd.z, &self.head.w, d_logits)?;
+        let (d_cls, ln_f) = layer_norm_backward(&fwd.ln_f, &self.ln_f.gamma, &dz)?;
+        (g.head, g.ln_f) = (head, ln_f);
+        // Only [CLS]'s rows reach the classifier.
+        let mut dx = Array2::zeros((b * t, c.d_model));
+        for i in 0..b {
+            dx.row_mut(i * t).assign(&d_cls.row(i));
+        }
+        for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
+            (dx, g.blocks[l]) = block.backward(cache, self.heads(), Activation::GeluErf, &dx)?;
+        }
+        let grid = c.grid();
+        let mut d_e = Array2::zeros((b * (t - 1), c.d_model));
+        for i in 0..b {
+            g.cls.row_mut(0).scaled_add(F::one(), &dx.row(i * t));
+            for j in 0..t {
+                let row = dx.row(i * t + j);
+                match c.positions {
+                    PatchPositions::None => {}
+                    PatchPositions::Learned => g.positions.row_mut(j).scaled_add(F::one(), &row),
+                    PatchPositions::RowColumn if j > 0 => {
+                        g.positions.row_mut((j - 1) / grid).scaled_add(F::one(), &row);
+                        g.positions.row_mut(grid + (j - 1) % grid).scaled_add(F::one(), &row);
+                    }
+                    PatchPositions::RowColumn => {}
+                }
+                if j > 0 {
+                    d_e.row_mut(i * (t - 1) + j - 1).assign(&row);
+                }
+            }
+        }
+        let (_, patch) = linear_backward(&fwd.patches, &self.patch.w, &d_e)?;
+        g.patch = patch;
+        Ok(g)
+    }
+
+    /// The mean cross-entropy of `images` against their `labels` (digits),
+    /// and every parameter's gradient.
+    pub fn loss_and_gradients(
+        &self,
+        images: &[[u8; PIXELS]],
+        labels: &[u8],
+    ) -> Result<(f64, Vit<F>), AttnError> {
+        if labels.len() != images.len() {
+            return Err(AttnError::Mismatched {
+                name: "labels",
+                requirement: "must be one per image",
+            });
+        }
+        let fwd = self.forward(images)?;
+        let targets: Vec<Option<usize>> = labels.iter().map(|&l| Some(usize::from(l))).collect();
+        let (loss, d_logits) = cross_entropy(&fwd.logits, &targets)?;
+        Ok((loss.wide(), self.backward(&fwd, &d_logits)?))
+    }
+
+    /// A model of the same shape, every parameter 0.
+    pub fn zeros_like(&self) -> Self {
+        crate::nn::zeroed(self)
+    }
+
+    fn tensors(&self) -> Vec<(String, &[F])> {
+        let mut out = vec![
+            ("patch.w".to_string(), flat(&self.patch.w)),
+            ("patch.b".to_string(), flat(&self.patch.b)),
+            ("cls".to_string(), flat(&self.cls)),
+            ("positions".to_string(), flat(&self.positions)),
+        ];
+        for (l, b) in self.blocks.iter().enumerate() {
+            out.extend(
+                b.tensors(true).into_iter().map(|(name, x)| (format!("blocks.{l}.{name}"), x)),
+            );
+        }
+        out.push(("ln_f.gamma".into(), flat(&self.ln_f.gamma)));
+        out.push(("ln_f.beta".into(), flat(&self.ln_f.beta)));
+        out.push(("head.w".into(), flat(&self.head.w)));
+        out.push(("head.b".into(), flat(&self.head.b)));
+        out
+    }
+}
+
+impl<F: Real> Parameters for Vit<F> {
+    type Real = F;
+
+    fn slices(&self) -> Vec<&[F]> {
+        self.tensors().into_iter().map(|(_, s)| s).collect()
+    }
+
+    fn slices_mut(&mut self) -> Vec<&mut [F]> {
+        let mut out = vec![
+            flat_mut(&mut self.patch.w),
+            flat_mut(&mut self.patch.b),
+            flat_mut(&mut self.cls),
+            flat_mut(&mut self.positions),
+        ];
+        for b in &mut self.blocks {
+            out.extend(b.tensors_mut(true));
+        }
+        out.push(flat_mut(&mut self.ln_f.gamma));
+        out.push(flat_mut(&mut self.ln_f.beta));
+        out.push(flat_mut(&mut self.head.w));
+        out.push(flat_mut(&mut self.head.b));
+        out
+    }
+
+    fn named_slices(&self) -> Vec<(String, &[F])> {
+        self.tensors()
+    }
+}
+
+#[cfg(test)]
+mod tests;

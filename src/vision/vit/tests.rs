@@ -1,0 +1,104 @@
+use super::*;
+
+const SMALL: VitConfig = VitConfig {
+    patch: 4,
+    d_model: 8,
+    heads: 2,
+    layers: 2,
+    d_ff: 16,
+    positions: PatchPositions::Learned,
+};
+
+/// Two images whose pixels follow no pattern a model could shortcut.
+fn images() -> Vec<[u8; PIXELS]> {
+    (0..2u32)
+        .map(|b| std::array::from_fn(|i| ((i as u32 * 7 + b * 5 + i as u32 / 9) % 17) as u8))
+        .collect()
+}
+
+/// `image` with its patches moved: new patch `j` is old patch `order[j]`.
+fn permuted(image: &[u8; PIXELS], order: &[usize], config: VitConfig) -> [u8; PIXELS] {
+    let (p, g) = (config.patch, config.grid());
+    let mut out = [0; PIXELS];
+    for (j, &from) in order.iter().enumerate() {
+        for k in 0..p * p {
+            let at = |patch: usize| ((patch / g) * p + k / p) * SIDE + (patch % g) * p + k % p;
+            out[at(j)] = image[at(from)];
+        }
+    }
+    out
+}
+
+#[test]
+fn every_gradient_matches_finite_differences() {
+    for positions in [PatchPositions::None, PatchPositions::Learned, PatchPositions::RowColumn] {
+        let config = VitConfig { positions, ..SMALL };
+        let model = Vit::<f64>::new(config, 3).unwrap();
+        let (images, labels) = (images(), [3, 8]);
+        let (_, grads) = model.loss_and_gradients(&images, &labels).unwrap();
+        let loss = |m: &Vit<f64>| m.loss_and_gradients(&images, &labels).unwrap().0;
+        let h = 1e-6;
+        for (t, (name, values)) in model.named_slices().into_iter().enumerate() {
+            let ends = [0, values.len() / 2, values.len().saturating_sub(1)];
+            for &i in ends.iter().filter(|_| !values.is_empty()) {
+                let nudged = |by: f64| {
+                    let mut m = model.clone();
+                    m.slices_mut()[t][i] += by;
+                    loss(&m)
+                };
+                let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                let analytic = grads.slices()[t][i];
+                let error =
+                    (numeric - analytic).abs() / numeric.abs().max(analytic.abs()).max(1e-8);
+                assert!(error < 1e-5, "{positions:?} {name}[{i}]: {analytic} against {numeric}");
+            }
+        }
+    }
+}
+
+#[test]
+fn without_positions_moving_the_patches_moves_nothing_and_with_them_it_does() {
+    let config = VitConfig { patch: 2, ..SMALL };
+    let order: Vec<usize> = (0..config.patches()).rev().collect();
+    let images = images();
+    let moved: Vec<_> = images.iter().map(|x| permuted(x, &order, config)).collect();
+    assert_ne!(images, moved);
+    for (positions, moves) in [
+        (PatchPositions::None, false),
+        (PatchPositions::Learned, true),
+        (PatchPositions::RowColumn, true),
+    ] {
+        let model = Vit::<f64>::new(VitConfig { positions, ..config }, 5).unwrap();
+        let (a, b) = (model.forward(&images).unwrap(), model.forward(&moved).unwrap());
+        let largest = (a.logits() - b.logits()).iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+        // Without positions only the order of the sums changes: rounding.
+        assert_eq!(largest > 1e-6, moves, "{positions:?}: {largest}");
+        if !moves {
+            assert!(largest < 1e-12, "{largest}");
+        }
+    }
+}
+
+#[test]
+fn patches_are_the_image_cut_in_squares() {
+    let model = Vit::<f64>::new(VitConfig { patch: 4, ..SMALL }, 1).unwrap();
+    let image: [u8; PIXELS] = std::array::from_fn(|i| (i % 17) as u8);
+    let patches = model.patches(&[image]);
+    assert_eq!(patches.dim(), (4, 16));
+    // Patch 1 is the top right square: rows 0–3, columns 4–7.
+    assert_eq!(patches[[1, 0]], 4.0 / 16.0);
+    assert_eq!(patches[[1, 5]], 13.0 / 16.0); // row 1, column 5: pixel 13
+    assert_eq!(patches[[2, 0]], f64::from((32 % 17) as u8) / 16.0); // row 4, column 0
+}
+
+#[test]
+fn bad_sizes_are_refused_by_name() {
+    let e = |c: VitConfig| Vit::<f32>::new(c, 0).unwrap_err().to_string();
+    assert!(e(VitConfig { patch: 3, ..SMALL }).contains("patch"));
+    assert!(e(VitConfig { heads: 3, ..SMALL }).contains("head"));
+    assert!(e(VitConfig { layers: 0, ..SMALL }).contains("layers"));
+    assert!(e(VitConfig { layers: 1 << 30, d_model: 1 << 12, ..SMALL }).contains("parameters"));
+    let model = Vit::<f32>::new(SMALL, 0).unwrap();
+    assert!(model.forward(&[]).is_err());
+    assert!(model.loss_and_gradients(&images(), &[1]).is_err());
+}
