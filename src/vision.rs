@@ -17,7 +17,9 @@ use std::path::Path;
 
 use crate::error::AttnError;
 
+mod train;
 mod vit;
+pub use train::{accuracy, train_vit, VitTraining, DIGITS_TRAINING};
 pub use vit::{PatchPositions, Vit, VitConfig, VitForward};
 
 /// Pixels a side.

@@ -64,10 +64,7 @@ impl<F: Real> Decoder<F> {
     /// (the embeddings and the weights of products), which AdamW decays,
     /// rather than a LayerNorm's scale or shift or a bias, which it does not.
     pub fn matrices(&self) -> Vec<bool> {
-        let vector = |name: &str| {
-            [".gamma", ".beta", ".b", ".b1", ".b2"].iter().any(|end| name.ends_with(end))
-        };
-        self.named_slices().iter().map(|(name, _)| !vector(name)).collect()
+        crate::nn::matrices_of(self)
     }
 
     /// The same model without the heads `removed`, each `(block, head)`

@@ -52,6 +52,6 @@ pub use optim::{clip_gradient_norm, warmup_cosine, warmup_cosine_to, Adam};
 pub use params::Parameters;
 pub(crate) use params::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, fingerprint, invalid,
-    read_checkpoint, read_header, write_checkpoint, zeroed,
+    matrices_of, read_checkpoint, read_header, write_checkpoint, zeroed,
 };
 pub(crate) use sublayer::ffn_sublayer;

@@ -24,6 +24,15 @@ pub trait Parameters {
     }
 }
 
+/// Which of `model`'s tensors weight decay shrinks: the matrices, not the
+/// vectors (biases, LayerNorms' `γ` and `β`), told apart by their names,
+/// in [`Parameters::slices`]' order.
+pub(crate) fn matrices_of<P: Parameters>(model: &P) -> Vec<bool> {
+    let vector =
+        |name: &str| [".gamma", ".beta", ".b", ".b1", ".b2"].iter().any(|end| name.ends_with(end));
+    model.named_slices().iter().map(|(name, _)| !vector(name)).collect()
+}
+
 /// A hash of a model's configuration and of every parameter's bits: a
 /// forward pass records it, and the backward pass refuses a forward pass of
 /// another model (or of the same model before an update).

@@ -318,6 +318,12 @@ impl<F: Real> Vit<F> {
         Ok((loss.wide(), self.backward(&fwd, &d_logits)?))
     }
 
+    /// Which tensors weight decay shrinks: the matrices, not the vectors
+    /// (biases, LayerNorms' `γ` and `β`), in [`Parameters::slices`]' order.
+    pub fn matrices(&self) -> Vec<bool> {
+        crate::nn::matrices_of(self)
+    }
+
     /// A model of the same shape, every parameter 0.
     pub fn zeros_like(&self) -> Self {
         crate::nn::zeroed(self)

@@ -88,3 +88,17 @@ fn model_helpers_check_what_they_are_given() {
         "example length must be 2k + 1 tokens: k digits, the separator, k answer digits, got 2"
     );
 }
+
+#[test]
+fn the_reverser_s_accuracy_refuses_examples_it_cannot_score() {
+    use attn::model::accuracy;
+    let net = TinyTransformer::new(small(), 0).unwrap(); // k = 2: examples of 5 tokens
+    let e = accuracy(&net, &[]).unwrap_err();
+    assert!(matches!(e, AttnError::Empty { name: "examples", .. }), "{e}");
+    let e = accuracy(&net, &[vec![1, 2, 10, 2]]).unwrap_err();
+    assert!(matches!(e, AttnError::InvalidArgument { name: "example length", .. }), "{e}");
+    let e = accuracy(&net, &[vec![1, 2, 10, 2, 11]]).unwrap_err();
+    assert!(matches!(e, AttnError::InvalidArgument { name: "token", .. }), "{e}");
+    let (exact, digits) = accuracy(&net, &[vec![1, 2, 10, 2, 1]]).unwrap();
+    assert!((0.0..=1.0).contains(&exact) && (0.0..=1.0).contains(&digits));
+}

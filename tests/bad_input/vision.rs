@@ -1,7 +1,10 @@
 //! The handwritten digits' reader: images and ranges past the end, and
 //! lines that are not an image.
 
-use attn::vision::{Digits, PatchPositions, Vit, VitConfig, PIXELS};
+use attn::vision::{
+    accuracy, train_vit, Digits, PatchPositions, Vit, VitConfig, VitTraining, DIGITS_TRAINING,
+    PIXELS,
+};
 use attn::AttnError;
 
 fn two_digits() -> Digits {
@@ -69,4 +72,24 @@ fn a_vision_transformer_refuses_what_it_cannot_be_or_read() {
         other.backward(&fwd, &ndarray::Array2::zeros((1, 10))).is_err(),
         "another model's pass"
     );
+}
+
+#[test]
+fn training_and_scoring_refuse_empty_or_missing_images_and_empty_recipes() {
+    let digits = two_digits();
+    let mut model = Vit::<f32>::new(SMALL, 0).unwrap();
+    let recipe = VitTraining { steps: 2, warmup: 1, batch: 2, ..DIGITS_TRAINING };
+    let e = |r: Result<Vec<f64>, AttnError>| r.unwrap_err().to_string();
+    assert!(e(train_vit(&mut model, &digits, 0..0, &recipe)).contains("training images"));
+    assert!(e(train_vit(&mut model, &digits, 0..3, &recipe)).contains("image"));
+    let no_steps = VitTraining { steps: 0, ..recipe };
+    assert!(e(train_vit(&mut model, &digits, 0..2, &no_steps)).contains("steps"));
+    let long_warmup = VitTraining { warmup: 3, ..recipe };
+    assert!(train_vit(&mut model, &digits, 0..2, &long_warmup).is_err());
+    let huge = VitTraining { steps: usize::MAX, batch: usize::MAX, ..recipe };
+    assert!(e(train_vit(&mut model, &digits, 0..2, &huge)).contains("images"));
+    assert!(accuracy(&model, &digits, 1..1).unwrap_err().to_string().contains("images"));
+    let past = accuracy(&model, &digits, 0..5).unwrap_err();
+    assert!(matches!(past, AttnError::OutOfRange { name: "image", value: 4, .. }), "{past}");
+    assert!(train_vit(&mut model, &digits, 0..2, &recipe).is_ok());
 }
