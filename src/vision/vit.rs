@@ -17,7 +17,7 @@ use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::{CLASSES, MAX_PIXEL, PIXELS, SIDE};
-use crate::check::{check_nonzero, check_total, MAX_ENTRIES, MAX_PARAMETERS};
+use crate::check::{check_indices, check_nonzero, check_total, MAX_ENTRIES, MAX_PARAMETERS};
 use crate::decoder::EPS;
 use crate::error::AttnError;
 use crate::linalg::{linear, linear_backward, LinearWeights};
@@ -128,6 +128,22 @@ impl<F: Real> VitForward<F> {
     /// The logits, `B×10`: row `b` scores image `b`'s ten digits.
     pub fn logits(&self) -> &Array2<F> {
         &self.logits
+    }
+
+    /// What `head` of `block` attends to in `image`: its `(P+1)×(P+1)`
+    /// weights, row and column 0 [CLS], row and column `1 + j` patch `j`.
+    pub fn weights(
+        &self,
+        block: usize,
+        image: usize,
+        head: usize,
+    ) -> Result<&Array2<F>, AttnError> {
+        let images = self.logits.nrows();
+        let heads = self.blocks.first().map_or(0, |b| b.attention.attention.heads.len()) / images;
+        let counts =
+            [("block", block, self.blocks.len()), ("image", image, images), ("head", head, heads)];
+        check_indices(&counts, "must be less than the forward pass's number of them")?;
+        self.blocks[block].attention.attention.heads[image * heads + head].weights()
     }
 }
 

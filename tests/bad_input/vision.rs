@@ -65,6 +65,9 @@ fn a_vision_transformer_refuses_what_it_cannot_be_or_read() {
     assert!(matches!(e, AttnError::Mismatched { name: "labels", .. }), "{e}");
     assert!(model.loss_and_gradients(&image, &[10]).is_err(), "a label past 9");
     let fwd = model.forward(&image).unwrap();
+    let e = fwd.weights(1, 0, 0).unwrap_err().to_string(); // one block only
+    assert!(e.contains("block"), "{e}");
+    assert!(fwd.weights(0, 1, 0).unwrap_err().to_string().contains("image"));
     let e = model.backward(&fwd, &ndarray::Array2::zeros((2, 10))).unwrap_err().to_string();
     assert!(e.contains("logits"), "{e}");
     let other = Vit::<f32>::new(SMALL, 1).unwrap();

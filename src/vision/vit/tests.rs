@@ -102,3 +102,23 @@ fn bad_sizes_are_refused_by_name() {
     assert!(model.forward(&[]).is_err());
     assert!(model.loss_and_gradients(&images(), &[1]).is_err());
 }
+
+#[test]
+fn each_head_s_weights_are_a_distribution_over_cls_and_the_patches() {
+    let model = Vit::<f64>::new(SMALL, 2).unwrap();
+    let fwd = model.forward(&images()).unwrap();
+    let t = SMALL.patches() + 1;
+    for (block, image, head) in [(0, 0, 0), (1, 1, 1)] {
+        let w = fwd.weights(block, image, head).unwrap();
+        assert_eq!(w.dim(), (t, t));
+        assert!(w
+            .rows()
+            .into_iter()
+            .all(|r| (r.sum() - 1.0).abs() < 1e-12 && r.iter().all(|&x| x > 0.0)));
+    }
+    // Image 1's weights differ from image 0's: each image attends on its own.
+    assert_ne!(fwd.weights(0, 0, 0).unwrap(), fwd.weights(0, 1, 0).unwrap());
+    for (block, image, head) in [(2, 0, 0), (0, 2, 0), (0, 0, 2)] {
+        assert!(fwd.weights(block, image, head).is_err(), "{block} {image} {head}");
+    }
+}
