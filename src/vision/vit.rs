@@ -236,6 +236,14 @@ impl<F: Real> Vit<F> {
         let c = self.config;
         let (b, t) = (images.len(), c.patches() + 1);
         check_nonzero(&[("images", b)])?;
+        if let Some(&pixel) = images.iter().flatten().find(|&&x| x > MAX_PIXEL) {
+            return Err(AttnError::OutOfRange {
+                name: "pixel",
+                value: usize::from(pixel),
+                requirement: "must count at most a 4×4 block's cells",
+                limit: usize::from(MAX_PIXEL),
+            });
+        }
         check_finite_parameters(self)?;
         check_total("the vectors of a block", &[b, t, c.d_ff.max(c.d_model)], MAX_ENTRIES)?;
         check_total("the attention weights of a block", &[b, c.heads, t, t], MAX_ENTRIES)?;

@@ -64,6 +64,8 @@ fn a_vision_transformer_refuses_what_it_cannot_be_or_read() {
     let e = model.loss_and_gradients(&image, &[1, 2]).unwrap_err();
     assert!(matches!(e, AttnError::Mismatched { name: "labels", .. }), "{e}");
     assert!(model.loss_and_gradients(&image, &[10]).is_err(), "a label past 9");
+    let e = model.forward(&[[17; PIXELS]]).err().expect("a pixel past 16 is refused");
+    assert!(matches!(e, AttnError::OutOfRange { name: "pixel", value: 17, limit: 16, .. }), "{e}");
     let fwd = model.forward(&image).unwrap();
     let e = fwd.weights(1, 0, 0).unwrap_err().to_string(); // one block only
     assert!(e.contains("block"), "{e}");
