@@ -1,17 +1,17 @@
 //! A Vision Transformer (Dosovitskiy et al., 2021) sized for the 8×8
 //! digits: the image cut into square patches, each patch's pixels a row
-//! that a linear layer embeds, a learned [CLS] vector in front, positions
+//! that a linear layer embeds, a learned `[CLS]` vector in front, positions
 //! (learned, learned as row plus column, or none), chapter 10's pre-norm
 //! blocks with no mask (every patch sees every patch), and a classifier on
-//! [CLS]'s final vector.
+//! `[CLS]`'s final vector.
 //!
 //! | step | shape (`B` images of `P` patches of `p×p` pixels, width `d`) |
 //! | --- | --- |
 //! | patches, pixels scaled to `[0, 1]` | `BP×p²` |
 //! | patch embedding `X W_E + b_E` | `BP×d` |
-//! | [CLS] in front, positions added | `B(P+1)×d` |
+//! | `[CLS]` in front, positions added | `B(P+1)×d` |
 //! | `L` pre-norm blocks, no mask | `B(P+1)×d` |
-//! | [CLS]'s rows, final LayerNorm, classifier | `B×10` |
+//! | `[CLS]`'s rows, final LayerNorm, classifier | `B×10` |
 
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
@@ -33,7 +33,7 @@ use crate::real::Real;
 pub enum PatchPositions {
     /// None: the blocks see a set of patches, not a grid.
     None,
-    /// A learned vector for each of the `P + 1` places, [CLS]'s first.
+    /// A learned vector for each of the `P + 1` places, `[CLS]`'s first.
     Learned,
     /// A learned vector for each row of patches plus one for each column.
     RowColumn,
@@ -62,7 +62,7 @@ impl VitConfig {
         SIDE / self.patch.max(1)
     }
 
-    /// Patches an image: the tokens the blocks see, besides [CLS].
+    /// Patches an image: the tokens the blocks see, besides `[CLS]`.
     pub fn patches(&self) -> usize {
         self.grid() * self.grid()
     }
@@ -104,7 +104,7 @@ pub struct Vit<F: Real = f32> {
     config: VitConfig,
     /// `W_E` (`p² × d`) and `b_E`.
     patch: LinearWeights<F>,
-    /// [CLS]'s vector, `1×d`.
+    /// `[CLS]`'s vector, `1×d`.
     cls: Array2<F>,
     /// `(P + 1) × d` learned, `2·grid × d` rows then columns, or `0×d`.
     positions: Array2<F>,
@@ -131,7 +131,7 @@ impl<F: Real> VitForward<F> {
     }
 
     /// What `head` of `block` attends to in `image`: its `(P+1)×(P+1)`
-    /// weights, row and column 0 [CLS], row and column `1 + j` patch `j`.
+    /// weights, row and column 0 `[CLS]`, row and column `1 + j` patch `j`.
     pub fn weights(
         &self,
         block: usize,
@@ -209,7 +209,7 @@ impl<F: Real> Vit<F> {
         out
     }
 
-    /// Patch `j`'s position vector (`j` counted from 1; [CLS] is place 0),
+    /// Patch `j`'s position vector (`j` counted from 1; `[CLS]` is place 0),
     /// added to `row`, or nothing without positions.
     fn add_position(&self, place: usize, mut row: ndarray::ArrayViewMut1<F>) {
         let g = self.config.grid();
