@@ -286,11 +286,20 @@ mod tests {
         }
     }
 
+    /// Whether this processor runs the AVX-512 kernel; if not, says so.
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_here() -> bool {
+        let here = avx512::available();
+        if !here {
+            eprintln!("this processor has no AVX-512: only gemm's product runs here");
+        }
+        here
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_avx512_product_equals_gemm_s_at_the_training_shapes() {
-        if !avx512::available() {
-            eprintln!("this processor has no AVX-512: only gemm's product runs here");
+        if !avx512_here() {
             return;
         }
         for (i, &(m, k, n)) in TRAINING_SHAPES.iter().enumerate() {
@@ -310,8 +319,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_avx512_product_has_the_same_bits_on_one_two_and_three_threads() {
-        if !avx512::available() {
-            eprintln!("this processor has no AVX-512: only gemm's product runs here");
+        if !avx512_here() {
             return;
         }
         let f32s = |x: Array2<f64>| x.mapv(|v| v as f32);

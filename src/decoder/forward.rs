@@ -5,14 +5,14 @@
 use ndarray::{Array2, ArrayRef2, Axis};
 
 use super::{Decoder, Positions, Recipe};
-use crate::check::{check_indices, check_total, MAX_ENTRIES};
+use crate::check::{check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::linalg::{linear, linear_backward, matmul};
 use crate::masking::{band_mask, causal_mask};
 use crate::nn::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, cross_entropy,
-    embedding_backward, embedding_forward, fingerprint, layer_norm_backward, layer_norm_forward,
-    BlockCache, Heads, LayerNormCache,
+    embedding_backward, embedding_forward, fingerprint, kept_weights, layer_norm_backward,
+    layer_norm_forward, BlockCache, Heads, LayerNormCache,
 };
 use crate::real::Real;
 
@@ -360,14 +360,6 @@ impl<F: Real> DecoderForward<F> {
         sequence: usize,
         head: usize,
     ) -> Result<&Array2<F>, AttnError> {
-        let heads = self.blocks.first().map_or(0, |b| b.attention.attention.heads.len())
-            / self.tokens.len();
-        let counts = [
-            ("block", block, self.blocks.len()),
-            ("sequence", sequence, self.tokens.len()),
-            ("head", head, heads),
-        ];
-        check_indices(&counts, "must be less than the forward pass's number of them")?;
-        self.blocks[block].attention.attention.heads[sequence * heads + head].weights()
+        kept_weights(&self.blocks, ("sequence", self.tokens.len()), [block, sequence, head])
     }
 }

@@ -2,20 +2,16 @@
 //! rounded to the model's float type, so that an `f32` and an `f64` model
 //! of one seed hold the same numbers.
 
-use ndarray::{Array1, Array2};
+use ndarray::Array1;
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::{Decoder, DecoderConfig, LatentSizes, Recipe};
 use crate::error::AttnError;
+use crate::grad::normal_weights as normal;
 use crate::linalg::LinearWeights;
 use crate::nn::latent::LatentWeights;
 use crate::nn::{AttentionWeights, BlockAttention, NormWeights, PreNormBlock};
 use crate::real::Real;
-
-/// `rows×cols` entries drawn from `N(0, std²)`.
-fn normal<F: Real>(rng: &mut StdRng, rows: usize, cols: usize, std: f64) -> Array2<F> {
-    (crate::grad::normal_matrix(rows, cols, rng) * std).mapv(F::of)
-}
 
 impl<F: Real> Decoder<F> {
     /// A freshly initialised model of `config` (checked), by its recipe:

@@ -128,6 +128,17 @@ pub(crate) fn normal_matrix(rows: usize, cols: usize, rng: &mut StdRng) -> Matri
     Matrix::random_using((rows, cols), StandardNormal, rng)
 }
 
+/// Seeded `N(0, std²)` entries, drawn in `f64` and rounded to `F`, so that
+/// an `f32` and an `f64` model of one seed hold the same numbers.
+pub(crate) fn normal_weights<F: crate::real::Real>(
+    rng: &mut StdRng,
+    rows: usize,
+    cols: usize,
+    std: f64,
+) -> ndarray::Array2<F> {
+    (normal_matrix(rows, cols, rng) * std).mapv(F::of)
+}
+
 mod checks;
 pub use checks::*;
 

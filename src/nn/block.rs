@@ -127,6 +127,22 @@ impl<F: Real> PreNormBlock<F> {
     }
 }
 
+/// The weights a forward pass kept for head `head` of block `block` over
+/// sequence `sequence` (named `what`: a sequence, an image) of the
+/// `sequences` it read, from its blocks' caches; an error names an index
+/// past the pass's count.
+pub(crate) fn kept_weights<'a, F: Real>(
+    blocks: &'a [BlockCache<F>],
+    (what, sequences): (&'static str, usize),
+    [block, sequence, head]: [usize; 3],
+) -> Result<&'a Array2<F>, AttnError> {
+    let heads = blocks.first().map_or(0, |b| b.attention.attention.heads.len()) / sequences.max(1);
+    let counts =
+        [("block", block, blocks.len()), (what, sequence, sequences), ("head", head, heads)];
+    crate::check::check_indices(&counts, "must be less than the forward pass's number of them")?;
+    blocks[block].attention.attention.heads[sequence * heads + head].weights()
+}
+
 // ANCHOR: block
 impl<F: Real> PreNormBlock<F> {
     /// The block's forward pass over `x` (`B·T × d`), each sequence `b`

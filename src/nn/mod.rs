@@ -33,7 +33,8 @@ pub(crate) mod sublayer;
 
 pub use attention::{attention_backward, attention_forward, softmax_backward, AttentionCache};
 pub(crate) use block::{
-    flat, flat_mut, remove_heads, BlockAttention, BlockCache, CrossAttention, Memory, PreNormBlock,
+    flat, flat_mut, kept_weights, remove_heads, BlockAttention, BlockCache, CrossAttention, Memory,
+    PreNormBlock,
 };
 pub(crate) use layers::{
     embedding_backward, embedding_forward, ffn_backward, ffn_forward, FfnWeights,

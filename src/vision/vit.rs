@@ -17,13 +17,14 @@ use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
 use super::{CLASSES, MAX_PIXEL, PIXELS, SIDE};
-use crate::check::{check_indices, check_nonzero, check_total, MAX_ENTRIES, MAX_PARAMETERS};
+use crate::check::{check_nonzero, check_total, MAX_ENTRIES, MAX_PARAMETERS};
 use crate::decoder::EPS;
 use crate::error::AttnError;
+use crate::grad::normal_weights as normal;
 use crate::linalg::{linear, linear_backward, LinearWeights};
 use crate::nn::{
     check_d_logits, check_finite_parameters, check_same_model, cross_entropy, fingerprint, flat,
-    flat_mut, layer_norm_backward, layer_norm_forward, Activation, AttentionWeights,
+    flat_mut, kept_weights, layer_norm_backward, layer_norm_forward, Activation, AttentionWeights,
     BlockAttention, BlockCache, Heads, LayerNormCache, NormWeights, Parameters, PreNormBlock,
 };
 use crate::real::Real;
@@ -138,18 +139,8 @@ impl<F: Real> VitForward<F> {
         image: usize,
         head: usize,
     ) -> Result<&Array2<F>, AttnError> {
-        let images = self.logits.nrows();
-        let heads = self.blocks.first().map_or(0, |b| b.attention.attention.heads.len()) / images;
-        let counts =
-            [("block", block, self.blocks.len()), ("image", image, images), ("head", head, heads)];
-        check_indices(&counts, "must be less than the forward pass's number of them")?;
-        self.blocks[block].attention.attention.heads[image * heads + head].weights()
+        kept_weights(&self.blocks, ("image", self.logits.nrows()), [block, image, head])
     }
-}
-
-/// `rows×cols` numbers drawn from a normal distribution of deviation `std`.
-fn normal<F: Real>(rng: &mut StdRng, rows: usize, cols: usize, std: f64) -> Array2<F> {
-    (crate::grad::normal_matrix(rows, cols, rng) * std).mapv(F::of)
 }
 
 impl<F: Real> Vit<F> {
@@ -209,18 +200,15 @@ impl<F: Real> Vit<F> {
         out
     }
 
-    /// Patch `j`'s position vector (`j` counted from 1; `[CLS]` is place 0),
-    /// added to `row`, or nothing without positions.
-    fn add_position(&self, place: usize, mut row: ndarray::ArrayViewMut1<F>) {
+    /// The rows of `positions` that place `place` adds (`[CLS]` is place
+    /// 0, patch `j` place `1 + j`): its own row, its patch's grid row and
+    /// grid column, or none.
+    fn position_rows(&self, place: usize) -> Vec<usize> {
         let g = self.config.grid();
         match self.config.positions {
-            PatchPositions::None => {}
-            PatchPositions::Learned => row += &self.positions.row(place),
-            PatchPositions::RowColumn if place > 0 => {
-                row += &self.positions.row((place - 1) / g);
-                row += &self.positions.row(g + (place - 1) % g);
-            }
-            PatchPositions::RowColumn => {}
+            PatchPositions::Learned => vec![place],
+            PatchPositions::RowColumn if place > 0 => vec![(place - 1) / g, g + (place - 1) % g],
+            PatchPositions::RowColumn | PatchPositions::None => vec![],
         }
     }
 
@@ -256,7 +244,9 @@ impl<F: Real> Vit<F> {
                 x.row_mut(i * t + j).assign(&e.row(i * (t - 1) + j - 1));
             }
             for j in 0..t {
-                self.add_position(j, x.row_mut(i * t + j));
+                for r in self.position_rows(j) {
+                    x.row_mut(i * t + j).scaled_add(F::one(), &self.positions.row(r));
+                }
             }
         }
         let (eps, everything) = (F::of(EPS), |_: usize| Array2::from_elem((t, t), true));
@@ -298,20 +288,13 @@ impl<F: Real> Vit<F> {
         for (l, (block, cache)) in self.blocks.iter().zip(&fwd.blocks).enumerate().rev() {
             (dx, g.blocks[l]) = block.backward(cache, self.heads(), Activation::GeluErf, &dx)?;
         }
-        let grid = c.grid();
         let mut d_e = Array2::zeros((b * (t - 1), c.d_model));
         for i in 0..b {
             g.cls.row_mut(0).scaled_add(F::one(), &dx.row(i * t));
             for j in 0..t {
                 let row = dx.row(i * t + j);
-                match c.positions {
-                    PatchPositions::None => {}
-                    PatchPositions::Learned => g.positions.row_mut(j).scaled_add(F::one(), &row),
-                    PatchPositions::RowColumn if j > 0 => {
-                        g.positions.row_mut((j - 1) / grid).scaled_add(F::one(), &row);
-                        g.positions.row_mut(grid + (j - 1) % grid).scaled_add(F::one(), &row);
-                    }
-                    PatchPositions::RowColumn => {}
+                for r in self.position_rows(j) {
+                    g.positions.row_mut(r).scaled_add(F::one(), &row);
                 }
                 if j > 0 {
                     d_e.row_mut(i * (t - 1) + j - 1).assign(&row);
