@@ -39,9 +39,10 @@ fn scratch_does_not_grow_with_n() {
 /// The backward pass too. The portable kernel: beyond its three gradients
 /// and one number a query (`D_i`), scratch that does not grow with `n`.
 /// The AVX-512 kernel sums `dQ` in one pass instead of two, at the price of
-/// copies that grow with `n` (the inputs packed, a second `dQ`): its
-/// allocations grow linearly, by less than the inputs' and outputs' own
-/// size, `8·n·d + n` numbers. (It runs after the forward test in the same
+/// copies that grow with `n`: `Q` and `dO` packed two ways (4 copies), and
+/// a `dQᵀ` for each band of key tiles that is alive at once, which on one
+/// thread is at most 4 (a band, then the sums of its tree: log₂ 8 + 1).
+/// Its allocations grow linearly, by less than `9·n·d` numbers. (It runs after the forward test in the same
 /// test: the allocator's count is shared by the test threads.)
 fn backward_scratch_does_not_grow_with_n(pool: &rayon::ThreadPool) {
     let d = 64;
@@ -73,12 +74,12 @@ fn backward_scratch_does_not_grow_with_n(pool: &rayon::ThreadPool) {
     assert!(portable[1] == portable[3], "{portable:?}");
     assert!(portable[3] < 4 * 8192 * 8192 / 100, "{portable:?}");
     if !avx512.is_empty() {
-        // Floats per n·d added from one n to the next: fewer than 8, the
-        // inputs' and outputs' size (the n×n weights would add n/d, 128
-        // from 4,096 to 8,192).
+        // Floats per n·d added from one n to the next: fewer than 9, the
+        // 8 copies above and the two numbers a query (the n×n weights
+        // would add n/d, 128 from 4,096 to 8,192).
         let slopes: Vec<f64> = (1..ns.len())
             .map(|i| (avx512[i] - avx512[i - 1]) as f64 / (4 * d * (ns[i] - ns[i - 1])) as f64)
             .collect();
-        assert!(slopes.iter().all(|&s| s < 8.0), "{avx512:?}: {slopes:?}");
+        assert!(slopes.iter().all(|&s| s < 9.0), "{avx512:?}: {slopes:?}");
     }
 }

@@ -34,7 +34,7 @@ use report::provenance::Provenance;
 
 mod common;
 
-use report::numbers::{captured, Bindings};
+use report::numbers::{captured, number_in_source, Bindings};
 
 const PAGE: &str = "making-it-fast.md";
 
@@ -666,10 +666,16 @@ fn the_backward_pass(b: &mut Bindings) {
 fn five_products(b: &mut Bindings, sources: &[&Provenance], d: &FastData, p: &ProfileData) {
     b.section("Five products on AVX-512");
     let slope = captured("tests/fast_memory.rs", r"s < (\d+)\.0\)")[0];
+    let bands = number_in_source("src/fast/avx512_backward.rs", "BANDS", "usize = ");
+    // The allocation test's inputs (Q, K, V, dO) and outputs (dQ, dK, dV).
+    let inputs = captured("tests/fast_memory.rs", r"let \[q, k, v, d_out\] = \[\(\); (\d)\]")[0];
+    let outputs = captured("tests/fast_memory.rs", r"peak - 4 \* \((\d) \* n \* d \+ n\)")[0];
     b.exact("512", bits(LANES_512))
         .exact("512", bits(LANES_512))
         .exact("512", bits(LANES_512))
-        .exact("8", slope);
+        .exact("8", bands)
+        .exact("9", slope)
+        .exact("7", inputs + outputs);
     let mut s = b.from(sources);
     s.quoted(&backward_table(d, &LENGTHS).unwrap());
     let comparisons = vs_pytorch(d, &LENGTHS).unwrap();

@@ -12,12 +12,13 @@
 //!
 //! The portable backward pass needs seven products, because it computes
 //! `dQ` in a second pass to keep every sum in one order. Here `dQ` is
-//! summed in place instead, in two bands of key tiles (the even tiles and
-//! the odd ones), each with its own `dQᵀ`, added in the same order at the
-//! end: the bits do not depend on the number of threads, and two threads
-//! can share the work. The price is memory: `Q` and `dO` are copied once,
-//! packed both ways, and the two bands' `dQᵀ`: six copies of an `n×d`
-//! matrix, less than the inputs' and outputs' own size.
+//! summed in place instead, in fixed bands of key tiles (tile `t` in band
+//! `t % 8`), each with its own `dQᵀ`, added in a fixed tree at the end:
+//! the bits do not depend on the number of threads, and up to eight
+//! threads can share the work. The price is memory: `Q` and `dO` are
+//! copied once, packed both ways, and each band being summed has a `dQᵀ`
+//! (up to four at once on one thread): copies of an `n×d` matrix that
+//! grow with `n`.
 
 use ndarray::{Array2, ArrayRef2, ArrayViewMut2, Axis};
 
@@ -28,8 +29,26 @@ use std::arch::x86_64::{
     _mm512_storeu_ps, _mm512_sub_ps,
 };
 
-/// The bands of key tiles whose `dQ` are summed apart.
-const BANDS: usize = 2;
+/// The bands of key tiles whose `dQ` are summed apart (fewer when there
+/// are fewer key tiles): more than the threads a machine is expected to
+/// have, so that every thread has a band to run.
+const BANDS: usize = 8;
+
+/// A band's key tiles: the first key of each, and its rows of `dK`, `dV`.
+type KeyTiles<'a> = Vec<(usize, ArrayViewMut2<'a, f32>, ArrayViewMut2<'a, f32>)>;
+
+/// The sum of the bands' `dQᵀ`, in a fixed tree: the first half's sum plus
+/// the second half's, down to single bands, whichever threads run them.
+#[target_feature(enable = "avx512f")]
+fn sum_of_bands(x: &Packed, mut bands: Vec<KeyTiles>) -> Aligned {
+    if bands.len() == 1 {
+        return band(x, bands.pop().expect("one band"));
+    }
+    let second = bands.split_off(bands.len() / 2);
+    let (mut first, second) = rayon::join(|| sum_of_bands(x, bands), || sum_of_bands(x, second));
+    first.get_mut().iter_mut().zip(second.get()).for_each(|(a, &b)| *a += b);
+    first
+}
 
 /// What every tile pair reads: the inputs, packed once.
 struct Packed<'a> {
@@ -104,20 +123,20 @@ pub(super) unsafe fn gradients(
         tiles,
     };
     let (mut dk, mut dv) = (Array2::zeros((m, d_k)), Array2::zeros((m, d_v)));
-    // Key tile t goes to band t % 2, with its rows of dK and dV.
-    let mut bands: [Vec<_>; BANDS] = [Vec::new(), Vec::new()];
+    // Key tile t goes to band t % bands, with its rows of dK and dV.
+    let key_tiles = m.div_ceil(tiles.key);
+    let mut bands: Vec<KeyTiles> = (0..BANDS.min(key_tiles).max(1)).map(|_| Vec::new()).collect();
+    let count = bands.len();
     let dk_tiles = dk.axis_chunks_iter_mut(Axis(0), tiles.key);
     for (t, (dk_j, dv_j)) in dk_tiles.zip(dv.axis_chunks_iter_mut(Axis(0), tiles.key)).enumerate() {
-        bands[t % BANDS].push((t * tiles.key, dk_j, dv_j));
+        bands[t % count].push((t * tiles.key, dk_j, dv_j));
     }
-    let [even, odd] = bands;
-    let (dqt_even, dqt_odd) = rayon::join(|| band(&x, even), || band(&x, odd));
-    // dQ = (dQᵀ of the even band + that of the odd band)ᵀ / √d_k.
+    // dQ = (the bands' dQᵀ, summed pairwise)ᵀ / √d_k.
+    let dqt = sum_of_bands(&x, bands);
     let mut dq = Array2::zeros((n, d_k));
-    let bands = dqt_even.get().chunks_exact(n_pad).zip(dqt_odd.get().chunks_exact(n_pad));
-    for (c, (even, odd)) in bands.enumerate() {
-        for (i, (e, o)) in even[..n].iter().zip(&odd[..n]).enumerate() {
-            dq[[i, c]] = (e + o) * scale;
+    for (c, column) in dqt.get().chunks_exact(n_pad).enumerate() {
+        for (i, &sum) in column[..n].iter().enumerate() {
+            dq[[i, c]] = sum * scale;
         }
     }
     (dq, dk, dv)
@@ -126,7 +145,7 @@ pub(super) unsafe fn gradients(
 /// One band's key tiles, in order: writes each tile's `dK_j`, `dV_j`, and
 /// returns the band's `dQᵀ` (`d_k × n` rounded up to 16).
 #[target_feature(enable = "avx512f")]
-fn band(x: &Packed, key_tiles: Vec<(usize, ArrayViewMut2<f32>, ArrayViewMut2<f32>)>) -> Aligned {
+fn band(x: &Packed, key_tiles: KeyTiles) -> Aligned {
     let [n, _, d_k, d_v] = x.dims;
     let [wk, wv] = x.widths;
     let (bq, bk) = (x.tiles.query, x.tiles.key);

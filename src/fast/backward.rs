@@ -26,7 +26,7 @@
 //!
 //! That is the portable kernel ([`super::Kernel::Portable`]). On processors
 //! with AVX-512, [`fast_attention_backward`] runs `avx512_backward`
-//! instead: one pass, five products a pair of tiles, `dQ` summed in two
+//! instead: one pass, five products a pair of tiles, `dQ` summed in eight
 //! fixed bands of key tiles.
 
 use gemm::Parallelism;
