@@ -19,6 +19,7 @@ use crate::error::AttnError;
 
 mod train;
 mod vit;
+mod weights;
 pub use train::{accuracy, train_vit, VitTraining, DIGITS_TRAINING};
 pub use vit::{PatchPositions, Vit, VitConfig, VitForward};
 

@@ -1,23 +1,16 @@
 //! The language model's weights as a safetensors file: each tensor under
-//! its name ([`Parameters::named_slices`]), `f32`, and the sizes in the
-//! file's metadata.
+//! its name ([`crate::nn::Parameters::named_slices`]), `f32`, and the
+//! sizes in the file's metadata.
 
 use std::collections::HashMap;
-
-use safetensors::{tensor::TensorView, Dtype, SafeTensors};
 
 use super::model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
 use crate::decoder::{LatentSizes, Positions, Recipe};
 use crate::error::AttnError;
-use crate::nn::Activation;
-use crate::nn::Parameters;
+use crate::nn::{check_room, invalid, metadata, read_into, size, to_safetensors, Activation};
 
 /// The metadata keys that hold the sizes, in [`LmConfig`]'s order.
 const SIZES: [&str; 6] = ["vocab", "context", "d_model", "heads", "layers", "d_ff"];
-
-fn invalid(reason: String) -> AttnError {
-    AttnError::InvalidWeights { reason }
-}
 
 impl LmConfig {
     fn sizes(&self) -> [usize; 6] {
@@ -54,20 +47,7 @@ impl LanguageModel<f32> {
     /// error naming the tensor if a weight is not finite (the file could
     /// not be read back).
     pub fn to_safetensors(&self, provenance: &str) -> Result<Vec<u8>, AttnError> {
-        crate::nn::check_finite_parameters(self)?;
         let config = self.config();
-        let bytes: Vec<(String, Vec<u8>)> = self
-            .named_slices()
-            .into_iter()
-            .map(|(name, values)| (name, values.iter().flat_map(|x| x.to_le_bytes()).collect()))
-            .collect();
-        let views = bytes
-            .iter()
-            .map(|(name, data)| {
-                let view = TensorView::new(Dtype::F32, config.shape(name), data);
-                view.map(|v| (name.clone(), v)).map_err(|e| invalid(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let mut metadata: HashMap<String, String> =
             SIZES.iter().zip(config.sizes()).map(|(k, v)| (k.to_string(), v.to_string())).collect();
         metadata.insert("model".into(), "attn::lm::LanguageModel".into());
@@ -96,7 +76,7 @@ impl LanguageModel<f32> {
         if !provenance.is_empty() {
             metadata.insert("provenance".into(), provenance.into());
         }
-        safetensors::serialize(views, Some(metadata)).map_err(|e| invalid(e.to_string()))
+        to_safetensors(self, |name| config.shape(name), metadata)
     }
 
     /// A model read from the bytes of a safetensors file that
@@ -105,13 +85,8 @@ impl LanguageModel<f32> {
     /// before the model is built), and every tensor must be present, `f32`,
     /// of its shape and finite, with no other tensor beside them.
     pub fn from_safetensors(bytes: &[u8]) -> Result<Self, AttnError> {
-        let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| invalid(e.to_string()))?;
-        let metadata = header.metadata().clone().unwrap_or_default();
-        let size = |key: &str| -> Result<usize, AttnError> {
-            let value =
-                metadata.get(key).ok_or_else(|| invalid(format!("the metadata has no {key}")))?;
-            value.parse().map_err(|e| invalid(format!("the metadata's {key} is {value:?}: {e}")))
-        };
+        let metadata = metadata(bytes)?;
+        let size = |key: &str| size(&metadata, key);
         let [vocab, context, d_model, heads, layers, d_ff] = SIZES.map(size);
         // Files written before rotary positions existed do not say: learned.
         let positions = match metadata.get("positions").map(String::as_str) {
@@ -161,39 +136,9 @@ impl LanguageModel<f32> {
             recipe,
         };
         config.check()?;
-        let count = config.parameter_count().unwrap_or(usize::MAX);
-        if count.saturating_mul(4) > bytes.len() {
-            return Err(invalid(format!(
-                "the metadata's sizes make {count} parameters, more than the file's {} bytes hold",
-                bytes.len()
-            )));
-        }
-        let file = SafeTensors::deserialize(bytes).map_err(|e| invalid(e.to_string()))?;
+        check_room(config.parameter_count(), bytes)?;
         let mut model = LanguageModel::new(config, 0)?;
-        let names: Vec<String> = model.named_slices().into_iter().map(|(n, _)| n).collect();
-        if let Some(extra) = file.names().into_iter().find(|n| !names.iter().any(|m| m == *n)) {
-            return Err(invalid(format!(
-                "the file holds a tensor {extra:?} the model does not have"
-            )));
-        }
-        for (name, tensor) in names.iter().zip(model.slices_mut()) {
-            let view =
-                file.tensor(name).map_err(|_| invalid(format!("the file has no tensor {name}")))?;
-            let shape = config.shape(name);
-            if view.dtype() != Dtype::F32 || view.shape() != shape {
-                return Err(invalid(format!(
-                    "{name} is {:?} {:?}, expected F32 {shape:?}",
-                    view.dtype(),
-                    view.shape()
-                )));
-            }
-            for (i, (x, b)) in tensor.iter_mut().zip(view.data().chunks_exact(4)).enumerate() {
-                *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                if !x.is_finite() {
-                    return Err(invalid(format!("{name} holds {x} at index {i}")));
-                }
-            }
-        }
+        read_into(bytes, &mut model, |name| config.shape(name))?;
         Ok(model)
     }
 }
@@ -201,6 +146,8 @@ impl LanguageModel<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nn::Parameters;
+    use safetensors::{tensor::TensorView, Dtype};
 
     const SMALL: LmConfig = LmConfig {
         vocab: 6,

@@ -29,6 +29,7 @@ pub(crate) mod loss;
 pub(crate) mod multihead;
 mod optim;
 mod params;
+mod safetensors_file;
 pub(crate) mod sublayer;
 
 pub use attention::{attention_backward, attention_forward, softmax_backward, AttentionCache};
@@ -55,4 +56,5 @@ pub(crate) use params::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, fingerprint, invalid,
     matrices_of, read_checkpoint, read_header, write_checkpoint, zeroed,
 };
+pub(crate) use safetensors_file::{check_room, metadata, read_into, size, to_safetensors};
 pub(crate) use sublayer::ffn_sublayer;

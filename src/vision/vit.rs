@@ -154,12 +154,7 @@ impl<F: Real> Vit<F> {
         let patch =
             LinearWeights { w: normal(&mut rng, p2, d, by_fan_in(p2)), b: Array1::zeros(d) };
         let cls = normal(&mut rng, 1, d, 0.02);
-        let places = match config.positions {
-            PatchPositions::None => 0,
-            PatchPositions::Learned => config.patches() + 1,
-            PatchPositions::RowColumn => 2 * config.grid(),
-        };
-        let positions = normal(&mut rng, places, d, 0.02);
+        let positions = normal(&mut rng, config.position_places(), d, 0.02);
         let blocks = (0..config.layers)
             .map(|_| {
                 let [w_q, w_k, w_v, w_o] = [0; 4].map(|_| normal(&mut rng, d, d, by_fan_in(d)));

@@ -77,6 +77,11 @@ fn a_vision_transformer_refuses_what_it_cannot_be_or_read() {
         other.backward(&fwd, &ndarray::Array2::zeros((1, 10))).is_err(),
         "another model's pass"
     );
+    let e = Vit::from_safetensors(b"not a file").unwrap_err();
+    assert!(matches!(e, AttnError::InvalidWeights { .. }), "{e}");
+    let bytes = model.to_safetensors("").unwrap();
+    let e = Vit::from_safetensors(&bytes[..bytes.len() - 4]).unwrap_err();
+    assert!(matches!(e, AttnError::InvalidWeights { .. }), "{e}");
 }
 
 #[test]
