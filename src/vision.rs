@@ -17,10 +17,12 @@ use std::path::Path;
 
 use crate::error::AttnError;
 
+mod perceptron;
 mod train;
 mod vit;
 mod weights;
-pub use train::{accuracy, train_vit, VitTraining, DIGITS_TRAINING};
+pub use perceptron::{Perceptron, PerceptronForward};
+pub use train::{accuracy, train_classifier, DigitClassifier, VitTraining, DIGITS_TRAINING};
 pub use vit::{PatchPositions, Vit, VitConfig, VitForward};
 
 /// Pixels a side.
@@ -149,6 +151,19 @@ impl Digits {
             requirement: "must be less than the number of images",
             limit: self.len(),
         }
+    }
+}
+
+/// Checks that every pixel of `images` is at most [`MAX_PIXEL`].
+fn check_pixels(images: &[[u8; PIXELS]]) -> Result<(), AttnError> {
+    match images.iter().flatten().find(|&&x| x > MAX_PIXEL) {
+        Some(&pixel) => Err(AttnError::OutOfRange {
+            name: "pixel",
+            value: usize::from(pixel),
+            requirement: "must count at most a 4×4 block's cells",
+            limit: usize::from(MAX_PIXEL),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -4,8 +4,8 @@
 //! a Vision Transformer that learns to read them.
 
 use attn::vision::{
-    accuracy, train_vit, Digits, PatchPositions, Vit, VitConfig, VitTraining, CLASSES, DIGITS_FILE,
-    DIGITS_TRAINING, DIGIT_IMAGES, TEST_IMAGES, TRAINING_IMAGES,
+    accuracy, train_classifier, Digits, PatchPositions, Vit, VitConfig, VitTraining, CLASSES,
+    DIGITS_FILE, DIGITS_TRAINING, DIGIT_IMAGES, TEST_IMAGES, TRAINING_IMAGES,
 };
 
 fn path() -> std::path::PathBuf {
@@ -78,7 +78,7 @@ fn a_trained_vision_transformer_reads_held_out_digits() {
         let recipe = VitTraining { steps: 300, warmup: 20, seed, ..DIGITS_TRAINING };
         let mut model = Vit::<f32>::new(VIT, seed).unwrap();
         let before = accuracy(&model, &digits, test.clone()).unwrap();
-        let losses = train_vit(&mut model, &digits, train.clone(), &recipe).unwrap();
+        let losses = train_classifier(&mut model, &digits, train.clone(), &recipe).unwrap();
         let after = accuracy(&model, &digits, test.clone()).unwrap();
         assert!(after >= 0.7, "seed {seed}: {before} before training, {after} after");
         assert!(losses[losses.len() - 1] < losses[0], "seed {seed}: {losses:?}");
@@ -94,7 +94,7 @@ fn training_a_vision_transformer_is_deterministic() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
             let mut model = Vit::<f32>::new(VIT, 7).unwrap();
-            let losses = train_vit(&mut model, &digits, digits.split().0, &recipe).unwrap();
+            let losses = train_classifier(&mut model, &digits, digits.split().0, &recipe).unwrap();
             (model, losses)
         })
     };

@@ -1,19 +1,100 @@
-//! Training a Vision Transformer on the digits' training split: batches of
-//! images drawn at random (SplitMix64, so that another program can draw
-//! the same), AdamW with a warm-up and cosine schedule, and gradients
-//! clipped, as chapter 16 trains its language model.
+//! Training a classifier of digits (a Vision Transformer, or a baseline
+//! that sees the pixels as one vector) on the digits' training split:
+//! batches of images drawn at random (SplitMix64, so that another program
+//! can draw the same), AdamW with a warm-up and cosine schedule, and
+//! gradients clipped, as chapter 16 trains its language model.
 
 use std::ops::Range;
 
-use super::vit::Vit;
+use ndarray::Array2;
+
+use super::perceptron::{Perceptron, PerceptronForward};
+use super::vit::{Vit, VitForward};
 use super::{Digits, PIXELS};
 use crate::check::{check_nonzero, check_total, MAX_ENTRIES};
 use crate::error::AttnError;
 use crate::lm::SplitMix64;
-use crate::nn::{check_warmup, clip_gradient_norm, warmup_cosine_to, Adam};
+use crate::nn::{
+    check_warmup, clip_gradient_norm, cross_entropy, matrices_of, warmup_cosine_to, Adam,
+    Parameters,
+};
 use crate::real::Real;
 
-/// How to train a Vision Transformer on the digits.
+/// A model that names the digit an image shows: what training and scoring
+/// ask of it, its forward and backward passes; the loss follows.
+pub trait DigitClassifier: Parameters + Sized {
+    /// What the forward pass keeps for the backward pass.
+    type Forward;
+
+    /// The forward pass over `images`.
+    fn forward_pass(&self, images: &[[u8; PIXELS]]) -> Result<Self::Forward, AttnError>;
+
+    /// A forward pass's logits, `B×10`: row `b` scores image `b`'s digits.
+    fn logits_of(forward: &Self::Forward) -> &Array2<Self::Real>;
+
+    /// The backward pass: every parameter's gradient given `dL/dlogits`.
+    fn backward_pass(
+        &self,
+        forward: &Self::Forward,
+        d_logits: &Array2<Self::Real>,
+    ) -> Result<Self, AttnError>;
+
+    /// The logits of `images`.
+    fn logits(&self, images: &[[u8; PIXELS]]) -> Result<Array2<Self::Real>, AttnError> {
+        Ok(Self::logits_of(&self.forward_pass(images)?).clone())
+    }
+
+    /// The mean cross-entropy of `images` against their `labels`, and
+    /// every parameter's gradient, as a model of the same shape.
+    fn loss_and_gradients(
+        &self,
+        images: &[[u8; PIXELS]],
+        labels: &[u8],
+    ) -> Result<(f64, Self), AttnError> {
+        if labels.len() != images.len() {
+            let requirement = "must be one per image";
+            return Err(AttnError::Mismatched { name: "labels", requirement });
+        }
+        let forward = self.forward_pass(images)?;
+        let targets: Vec<Option<usize>> = labels.iter().map(|&l| Some(usize::from(l))).collect();
+        let (loss, d_logits) = cross_entropy(Self::logits_of(&forward), &targets)?;
+        Ok((loss.wide(), self.backward_pass(&forward, &d_logits)?))
+    }
+}
+
+impl<F: Real> DigitClassifier for Vit<F> {
+    type Forward = VitForward<F>;
+
+    fn forward_pass(&self, images: &[[u8; PIXELS]]) -> Result<VitForward<F>, AttnError> {
+        self.forward(images)
+    }
+
+    fn logits_of(forward: &VitForward<F>) -> &Array2<F> {
+        forward.logits()
+    }
+
+    fn backward_pass(&self, fwd: &VitForward<F>, d: &Array2<F>) -> Result<Self, AttnError> {
+        self.backward(fwd, d)
+    }
+}
+
+impl<F: Real> DigitClassifier for Perceptron<F> {
+    type Forward = PerceptronForward<F>;
+
+    fn forward_pass(&self, images: &[[u8; PIXELS]]) -> Result<PerceptronForward<F>, AttnError> {
+        self.forward(images)
+    }
+
+    fn logits_of(forward: &PerceptronForward<F>) -> &Array2<F> {
+        forward.logits()
+    }
+
+    fn backward_pass(&self, fwd: &PerceptronForward<F>, d: &Array2<F>) -> Result<Self, AttnError> {
+        self.backward(fwd, d)
+    }
+}
+
+/// How to train a classifier on the digits.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VitTraining {
     /// Optimiser steps.
@@ -57,8 +138,8 @@ fn batch(digits: &Digits, indices: &[usize]) -> Result<(Vec<[u8; PIXELS]>, Vec<u
 /// Trains `model` on the images of `train` by `recipe`: each step draws
 /// `batch` of them, uniformly, with the recipe's generator. Returns each
 /// step's training loss. Deterministic for a seed.
-pub fn train_vit<F: Real>(
-    model: &mut Vit<F>,
+pub fn train_classifier<M: DigitClassifier>(
+    model: &mut M,
     digits: &Digits,
     train: Range<usize>,
     recipe: &VitTraining,
@@ -72,7 +153,7 @@ pub fn train_vit<F: Real>(
     check_warmup(recipe.warmup, recipe.steps)?;
     digits.image(train.end - 1)?; // the range is inside the set
     let mut adam =
-        Adam::new(model, recipe.lr)?.with_weight_decay(recipe.weight_decay, &model.matrices())?;
+        Adam::new(model, recipe.lr)?.with_weight_decay(recipe.weight_decay, &matrices_of(model))?;
     let (floor, mut rng) = (recipe.min_lr / recipe.lr, SplitMix64::new(recipe.seed));
     let mut losses = Vec::with_capacity(recipe.steps);
     for step in 0..recipe.steps {
@@ -91,8 +172,8 @@ pub fn train_vit<F: Real>(
 
 /// The share of the images of `range` whose most likely digit is their
 /// label, `batch` images at a time.
-pub fn accuracy<F: Real>(
-    model: &Vit<F>,
+pub fn accuracy<M: DigitClassifier>(
+    model: &M,
     digits: &Digits,
     range: Range<usize>,
 ) -> Result<f64, AttnError> {
@@ -101,11 +182,51 @@ pub fn accuracy<F: Real>(
     let mut right = 0;
     for chunk in range.clone().collect::<Vec<_>>().chunks(64) {
         let (images, labels) = batch(digits, chunk)?;
-        let fwd = model.forward(&images)?;
-        for (row, &label) in fwd.logits().rows().into_iter().zip(&labels) {
+        let logits = model.logits(&images)?;
+        for (row, &label) in logits.rows().into_iter().zip(&labels) {
             let best = row.iter().enumerate().fold(0, |b, (i, &x)| if x > row[b] { i } else { b });
             right += usize::from(best == usize::from(label));
         }
     }
     Ok(right as f64 / range.len() as f64)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// Two images whose pixels follow no pattern a model could shortcut.
+    pub(crate) fn images() -> Vec<[u8; PIXELS]> {
+        (0..2u32)
+            .map(|b| std::array::from_fn(|i| ((i as u32 * 7 + b * 5 + i as u32 / 9) % 17) as u8))
+            .collect()
+    }
+
+    /// Checks `model`'s gradients on `images` (labelled 3 and 8) against
+    /// central differences, at the first, middle and last entry of every
+    /// tensor.
+    pub(crate) fn assert_gradients_match<M>(model: &M, images: &[[u8; PIXELS]], what: &str)
+    where
+        M: DigitClassifier<Real = f64> + Clone,
+    {
+        let labels = [3, 8];
+        let (_, grads) = model.loss_and_gradients(images, &labels).unwrap();
+        let loss = |m: &M| m.loss_and_gradients(images, &labels).unwrap().0;
+        let h = 1e-6;
+        for (t, (name, values)) in model.named_slices().into_iter().enumerate() {
+            let ends = [0, values.len() / 2, values.len().saturating_sub(1)];
+            for &i in ends.iter().filter(|_| !values.is_empty()) {
+                let nudged = |by: f64| {
+                    let mut m = model.clone();
+                    m.slices_mut()[t][i] += by;
+                    loss(&m)
+                };
+                let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                let analytic = grads.slices()[t][i];
+                let error =
+                    (numeric - analytic).abs() / numeric.abs().max(analytic.abs()).max(1e-8);
+                assert!(error < 1e-5, "{what} {name}[{i}]: {analytic} against {numeric}");
+            }
+        }
+    }
 }

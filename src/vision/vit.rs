@@ -16,15 +16,15 @@
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{CLASSES, MAX_PIXEL, PIXELS, SIDE};
+use super::{check_pixels, CLASSES, MAX_PIXEL, PIXELS, SIDE};
 use crate::check::{check_nonzero, check_total, MAX_ENTRIES, MAX_PARAMETERS};
 use crate::decoder::EPS;
 use crate::error::AttnError;
 use crate::grad::normal_weights as normal;
 use crate::linalg::{linear, linear_backward, LinearWeights};
 use crate::nn::{
-    check_d_logits, check_finite_parameters, check_same_model, cross_entropy, fingerprint, flat,
-    flat_mut, kept_weights, layer_norm_backward, layer_norm_forward, Activation, AttentionWeights,
+    check_d_logits, check_finite_parameters, check_same_model, fingerprint, flat, flat_mut,
+    kept_weights, layer_norm_backward, layer_norm_forward, Activation, AttentionWeights,
     BlockAttention, BlockCache, Heads, LayerNormCache, NormWeights, Parameters, PreNormBlock,
 };
 use crate::real::Real;
@@ -219,14 +219,7 @@ impl<F: Real> Vit<F> {
         let c = self.config;
         let (b, t) = (images.len(), c.patches() + 1);
         check_nonzero(&[("images", b)])?;
-        if let Some(&pixel) = images.iter().flatten().find(|&&x| x > MAX_PIXEL) {
-            return Err(AttnError::OutOfRange {
-                name: "pixel",
-                value: usize::from(pixel),
-                requirement: "must count at most a 4×4 block's cells",
-                limit: usize::from(MAX_PIXEL),
-            });
-        }
+        check_pixels(images)?;
         check_finite_parameters(self)?;
         check_total("the vectors of a block", &[b, t, c.d_ff.max(c.d_model)], MAX_ENTRIES)?;
         check_total("the attention weights of a block", &[b, c.heads, t, t], MAX_ENTRIES)?;
@@ -299,31 +292,6 @@ impl<F: Real> Vit<F> {
         let (_, patch) = linear_backward(&fwd.patches, &self.patch.w, &d_e)?;
         g.patch = patch;
         Ok(g)
-    }
-
-    /// The mean cross-entropy of `images` against their `labels` (digits),
-    /// and every parameter's gradient.
-    pub fn loss_and_gradients(
-        &self,
-        images: &[[u8; PIXELS]],
-        labels: &[u8],
-    ) -> Result<(f64, Vit<F>), AttnError> {
-        if labels.len() != images.len() {
-            return Err(AttnError::Mismatched {
-                name: "labels",
-                requirement: "must be one per image",
-            });
-        }
-        let fwd = self.forward(images)?;
-        let targets: Vec<Option<usize>> = labels.iter().map(|&l| Some(usize::from(l))).collect();
-        let (loss, d_logits) = cross_entropy(&fwd.logits, &targets)?;
-        Ok((loss.wide(), self.backward(&fwd, &d_logits)?))
-    }
-
-    /// Which tensors weight decay shrinks: the matrices, not the vectors
-    /// (biases, LayerNorms' `γ` and `β`), in [`Parameters::slices`]' order.
-    pub fn matrices(&self) -> Vec<bool> {
-        crate::nn::matrices_of(self)
     }
 
     /// A model of the same shape, every parameter 0.

@@ -2,8 +2,8 @@
 //! lines that are not an image.
 
 use attn::vision::{
-    accuracy, train_vit, Digits, PatchPositions, Vit, VitConfig, VitTraining, DIGITS_TRAINING,
-    PIXELS,
+    accuracy, train_classifier, DigitClassifier, Digits, PatchPositions, Perceptron, Vit,
+    VitConfig, VitTraining, DIGITS_TRAINING, PIXELS,
 };
 use attn::AttnError;
 
@@ -90,16 +90,35 @@ fn training_and_scoring_refuse_empty_or_missing_images_and_empty_recipes() {
     let mut model = Vit::<f32>::new(SMALL, 0).unwrap();
     let recipe = VitTraining { steps: 2, warmup: 1, batch: 2, ..DIGITS_TRAINING };
     let e = |r: Result<Vec<f64>, AttnError>| r.unwrap_err().to_string();
-    assert!(e(train_vit(&mut model, &digits, 0..0, &recipe)).contains("training images"));
-    assert!(e(train_vit(&mut model, &digits, 0..3, &recipe)).contains("image"));
+    assert!(e(train_classifier(&mut model, &digits, 0..0, &recipe)).contains("training images"));
+    assert!(e(train_classifier(&mut model, &digits, 0..3, &recipe)).contains("image"));
     let no_steps = VitTraining { steps: 0, ..recipe };
-    assert!(e(train_vit(&mut model, &digits, 0..2, &no_steps)).contains("steps"));
+    assert!(e(train_classifier(&mut model, &digits, 0..2, &no_steps)).contains("steps"));
     let long_warmup = VitTraining { warmup: 3, ..recipe };
-    assert!(train_vit(&mut model, &digits, 0..2, &long_warmup).is_err());
+    assert!(train_classifier(&mut model, &digits, 0..2, &long_warmup).is_err());
     let huge = VitTraining { steps: usize::MAX, batch: usize::MAX, ..recipe };
-    assert!(e(train_vit(&mut model, &digits, 0..2, &huge)).contains("images"));
+    assert!(e(train_classifier(&mut model, &digits, 0..2, &huge)).contains("images"));
     assert!(accuracy(&model, &digits, 1..1).unwrap_err().to_string().contains("images"));
     let past = accuracy(&model, &digits, 0..5).unwrap_err();
     assert!(matches!(past, AttnError::OutOfRange { name: "image", value: 4, .. }), "{past}");
-    assert!(train_vit(&mut model, &digits, 0..2, &recipe).is_ok());
+    assert!(train_classifier(&mut model, &digits, 0..2, &recipe).is_ok());
+}
+
+#[test]
+fn a_perceptron_refuses_an_empty_layer_a_bad_pixel_and_another_models_pass() {
+    let e = Perceptron::<f32>::new(&[8, 0], 0).unwrap_err().to_string();
+    assert!(e.contains("hidden"), "{e}");
+    let e = Perceptron::<f32>::new(&[usize::MAX], 0).unwrap_err().to_string();
+    assert!(e.contains("parameters"), "{e}");
+    let model = Perceptron::<f32>::new(&[8], 0).unwrap();
+    let e = model.forward(&[[17; PIXELS]]).err().expect("a pixel past 16 is refused");
+    assert!(matches!(e, AttnError::OutOfRange { name: "pixel", value: 17, .. }), "{e}");
+    assert!(model.forward(&[]).err().expect("no images").to_string().contains("images"));
+    let e = model.loss_and_gradients(&[[0; PIXELS]], &[1, 2]).unwrap_err();
+    assert!(matches!(e, AttnError::Mismatched { name: "labels", .. }), "{e}");
+    let fwd = model.forward(&[[1; PIXELS]]).unwrap();
+    let e = model.backward(&fwd, &ndarray::Array2::zeros((1, 9))).unwrap_err().to_string();
+    assert!(e.contains("logits"), "{e}");
+    let other = Perceptron::<f32>::new(&[8], 1).unwrap();
+    assert!(other.backward(&fwd, &ndarray::Array2::zeros((1, 10))).is_err(), "another's pass");
 }

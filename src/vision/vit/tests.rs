@@ -1,4 +1,6 @@
 use super::*;
+use crate::vision::train::tests::{assert_gradients_match, images};
+use crate::vision::DigitClassifier;
 
 const SMALL: VitConfig = VitConfig {
     patch: 4,
@@ -8,13 +10,6 @@ const SMALL: VitConfig = VitConfig {
     d_ff: 16,
     positions: PatchPositions::Learned,
 };
-
-/// Two images whose pixels follow no pattern a model could shortcut.
-fn images() -> Vec<[u8; PIXELS]> {
-    (0..2u32)
-        .map(|b| std::array::from_fn(|i| ((i as u32 * 7 + b * 5 + i as u32 / 9) % 17) as u8))
-        .collect()
-}
 
 /// `image` with its patches moved: new patch `j` is old patch `order[j]`.
 fn permuted(image: &[u8; PIXELS], order: &[usize], config: VitConfig) -> [u8; PIXELS] {
@@ -32,27 +27,8 @@ fn permuted(image: &[u8; PIXELS], order: &[usize], config: VitConfig) -> [u8; PI
 #[test]
 fn every_gradient_matches_finite_differences() {
     for positions in [PatchPositions::None, PatchPositions::Learned, PatchPositions::RowColumn] {
-        let config = VitConfig { positions, ..SMALL };
-        let model = Vit::<f64>::new(config, 3).unwrap();
-        let (images, labels) = (images(), [3, 8]);
-        let (_, grads) = model.loss_and_gradients(&images, &labels).unwrap();
-        let loss = |m: &Vit<f64>| m.loss_and_gradients(&images, &labels).unwrap().0;
-        let h = 1e-6;
-        for (t, (name, values)) in model.named_slices().into_iter().enumerate() {
-            let ends = [0, values.len() / 2, values.len().saturating_sub(1)];
-            for &i in ends.iter().filter(|_| !values.is_empty()) {
-                let nudged = |by: f64| {
-                    let mut m = model.clone();
-                    m.slices_mut()[t][i] += by;
-                    loss(&m)
-                };
-                let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
-                let analytic = grads.slices()[t][i];
-                let error =
-                    (numeric - analytic).abs() / numeric.abs().max(analytic.abs()).max(1e-8);
-                assert!(error < 1e-5, "{positions:?} {name}[{i}]: {analytic} against {numeric}");
-            }
-        }
+        let model = Vit::<f64>::new(VitConfig { positions, ..SMALL }, 3).unwrap();
+        assert_gradients_match(&model, &images(), &format!("{positions:?}"));
     }
 }
 
