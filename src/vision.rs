@@ -17,10 +17,12 @@ use std::path::Path;
 
 use crate::error::AttnError;
 
+mod explain;
 mod perceptron;
 mod train;
 mod vit;
 mod weights;
+pub use explain::{mean_heads, occlusion, position_similarity, rank_correlation, rollout};
 pub use perceptron::{Perceptron, PerceptronForward};
 pub use train::{accuracy, train_classifier, DigitClassifier, VitTraining, DIGITS_TRAINING};
 pub use vit::{PatchPositions, Vit, VitConfig, VitForward};

@@ -207,6 +207,16 @@ impl<F: Real> Vit<F> {
         }
     }
 
+    /// The position vector place `place` receives (the sum of its rows of
+    /// the table), in `f64`.
+    pub(crate) fn position_of(&self, place: usize) -> Vec<f64> {
+        let mut v = vec![0.0; self.config.d_model];
+        for r in self.position_rows(place) {
+            v.iter_mut().zip(self.positions.row(r)).for_each(|(a, &x)| *a += x.wide());
+        }
+        v
+    }
+
     /// How every block's heads attend: over the `P + 1` tokens of an image.
     fn heads(&self) -> Heads {
         let t = self.config.patches() + 1;

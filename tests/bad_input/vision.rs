@@ -122,3 +122,21 @@ fn a_perceptron_refuses_an_empty_layer_a_bad_pixel_and_another_models_pass() {
     let other = Perceptron::<f32>::new(&[8], 1).unwrap();
     assert!(other.backward(&fwd, &ndarray::Array2::zeros((1, 10))).is_err(), "another's pass");
 }
+
+#[test]
+fn what_a_vit_looks_at_refuses_what_is_not_there() {
+    use attn::vision::{mean_heads, occlusion, position_similarity, rank_correlation, rollout};
+    let model = Vit::<f32>::new(SMALL, 0).unwrap();
+    let fwd = model.forward(&[[3; PIXELS]]).unwrap();
+    assert!(mean_heads(&model, &fwd, 1, 0).unwrap_err().to_string().contains("block"));
+    assert!(rollout(&model, &fwd, 1).unwrap_err().to_string().contains("image"));
+    let e = occlusion(&model, &[3; PIXELS], 10).unwrap_err();
+    assert!(matches!(e, AttnError::OutOfRange { name: "class", value: 10, .. }), "{e}");
+    assert!(occlusion(&model, &[17; PIXELS], 1).is_err(), "a pixel past 16");
+    let none = Vit::<f32>::new(VitConfig { positions: PatchPositions::None, ..SMALL }, 0).unwrap();
+    assert!(position_similarity(&none).unwrap_err().to_string().contains("positions"));
+    let e = rank_correlation(&[1.0, 2.0], &[1.0]).unwrap_err();
+    assert!(matches!(e, AttnError::Mismatched { .. }), "{e}");
+    let e = rank_correlation(&[1.0, f64::INFINITY], &[1.0, 2.0]).unwrap_err();
+    assert!(e.to_string().contains("finite"), "{e}");
+}

@@ -105,15 +105,16 @@ fn main() -> ExitCode {
                 train(&[chapter])
             }
             Some(runs @ ("lm" | "control" | "kv")) => corpus().and_then(|()| train(&[runs])),
+            Some("vision") => digits::digits().and_then(|()| train(&["vision"])),
             Some(other) => Err(format!(
                 "no training runs for {other}: ch12, ch13, ch14 (both of its tasks), ch14-lengths, \
-                 ch14-summary, lm, control or kv"
+                 ch14-summary, lm, control, kv or vision"
             )),
         },
         _ => {
             eprintln!(
                 "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [fast | lm | kv] \
-                 | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | digits | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv | vision] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | digits | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }

@@ -38,7 +38,9 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// it (`kv`: three ways of sharing keys and latent attention, three seeds
 /// each, two runs at a time, and the multi-head models converted to
 /// grouped-query ones and trained 100 steps more, then the long texts read
-/// afresh, `ch17-fresh-read.tsv`). Each writes its weights or loss curves to
+/// afresh, `ch17-fresh-read.tsv`), and chapter 18's classifiers of digits
+/// (`vision`: Vision Transformers and perceptrons, three seeds each, about
+/// five minutes, after `cargo xtask digits`). Each writes its weights or loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
 /// the run's header. Then the figures are redrawn from them.
 pub(crate) fn train(chapters: &[&str]) -> Step {
@@ -48,6 +50,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             "lm" => "ch16_lm_train",
             "control" => "ch16_control_train",
             "kv" => "ch17_kv_train",
+            "vision" => "ch18_vision_train",
             "ch13" => "ch13_translation_train",
             "ch14-lengths" => "ch14_lengths_train",
             "ch14-summary" => "ch14_summary_train",
@@ -67,6 +70,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             "lm" => "ch16",
             "control" => "ch16-control",
             "kv" => "ch17",
+            "vision" => "ch18",
             other => other,
         };
         let path = root().join(format!("book/data/{name}-train-log.txt"));
