@@ -5,7 +5,9 @@
 //! parameters as the chapter's ViT, and a linear classifier. Then the
 //! chapter's ViT and the perceptron again on the first 100, 200, 400 and
 //! 800 training images. Writes each model's test accuracy to
-//! `book/data/ch18-accuracy.tsv`, and the chapter's ViT of seed 1 to
+//! `book/data/ch18-accuracy.tsv`, what the chapter's ViTs look at (against
+//! occlusion) to `book/data/ch18-explain.tsv`, and the chapter's ViT of
+//! seed 1 to
 //! `book/data/ch18-vit-weights.safetensors` (run by `cargo xtask train
 //! vision`, not in CI). Needs the digits (`cargo xtask digits`).
 //!
@@ -18,7 +20,8 @@ use attn::vision::{
 };
 use rayon::prelude::*;
 use report::ch18::{
-    perceptron_width, recipe, vit_name, vits, Trained, CHAPTER_VIT, COLUMNS, SEEDS, TRAINING_SIZES,
+    perceptron_width, recipe, vit_name, vits, Explained, Trained, CHAPTER_VIT, COLUMNS,
+    EXPLAIN_COLUMNS, SEEDS, TRAINING_SIZES,
 };
 use report::provenance::header;
 
@@ -31,7 +34,12 @@ enum Model {
 
 /// Trains `model` from `seed` on the first `images` training images and
 /// scores it on the test split.
-fn run(digits: &Digits, model: &Model, seed: u64, images: usize) -> Result<Trained, String> {
+fn run(
+    digits: &Digits,
+    model: &Model,
+    seed: u64,
+    images: usize,
+) -> Result<(Trained, Option<Explained>), String> {
     let (train, test) = digits.split();
     let train = train.start..train.start + images;
     fn scored<M: DigitClassifier>(
@@ -43,6 +51,7 @@ fn run(digits: &Digits, model: &Model, seed: u64, images: usize) -> Result<Train
         train_classifier(&mut m, digits, train, &recipe(seed))?;
         Ok((m.parameter_count(), accuracy(&m, digits, test)?, m))
     }
+    let mut explained = None;
     let (name, parameters, accuracy) = match model {
         Model::Vit(c) => {
             let (count, acc, m) = scored(
@@ -52,7 +61,12 @@ fn run(digits: &Digits, model: &Model, seed: u64, images: usize) -> Result<Train
                 seed,
             )
             .map_err(|e| e.to_string())?;
-            if *c == CHAPTER_VIT && seed == SEEDS[0] && images == digits.split().0.len() {
+            let chapters = *c == CHAPTER_VIT && images == digits.split().0.len();
+            if chapters {
+                let e = Explained::measure(&m, digits, digits.split().1, seed);
+                explained = Some(e.map_err(|e| e.to_string())?);
+            }
+            if chapters && seed == SEEDS[0] {
                 let provenance = header("one run", "the chapter's ViT, seed 1");
                 let bytes = m
                     .to_safetensors(provenance.trim_start_matches("# "))
@@ -71,7 +85,7 @@ fn run(digits: &Digits, model: &Model, seed: u64, images: usize) -> Result<Train
         }
     };
     println!("{name:>20}  seed {seed}  {images:>4} images  {parameters:>6} parameters  accuracy {accuracy:.3}");
-    Ok(Trained { model: name, seed, images, parameters, accuracy })
+    Ok((Trained { model: name, seed, images, parameters, accuracy }, explained))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -87,7 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             jobs.extend(SEEDS.map(|s| (model.clone(), s, images)));
         }
     }
-    let results: Vec<Trained> = jobs
+    let results: Vec<(Trained, Option<Explained>)> = jobs
         .par_iter()
         .map(|(model, seed, images)| run(&digits, model, *seed, *images))
         .collect::<Result<_, _>>()?;
@@ -98,11 +112,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     text.push('\n');
     text.push_str(COLUMNS);
     text.push('\n');
-    for r in &results {
+    for (r, _) in &results {
         text.push_str(&r.line());
         text.push('\n');
     }
     let path = report::root().join("book/data/ch18-accuracy.tsv");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut text = header(
+        "mean over the 500 test images; one run per seed",
+        "the chapter's ViT: Spearman correlations with occlusion; cosine similarity of positions",
+    );
+    text.push('\n');
+    text.push_str(EXPLAIN_COLUMNS);
+    text.push('\n');
+    for e in results.iter().filter_map(|(_, e)| e.as_ref()) {
+        text.push_str(&e.line());
+        text.push('\n');
+    }
+    let path = report::root().join("book/data/ch18-explain.tsv");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }

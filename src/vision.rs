@@ -18,11 +18,13 @@ use std::path::Path;
 use crate::error::AttnError;
 
 mod explain;
+mod patches;
 mod perceptron;
 mod train;
 mod vit;
 mod weights;
 pub use explain::{mean_heads, occlusion, position_similarity, rank_correlation, rollout};
+pub use patches::patches_of;
 pub use perceptron::{Perceptron, PerceptronForward};
 pub use train::{accuracy, train_classifier, DigitClassifier, VitTraining, DIGITS_TRAINING};
 pub use vit::{PatchPositions, Vit, VitConfig, VitForward};

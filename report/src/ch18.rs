@@ -115,3 +115,100 @@ pub fn trained() -> Result<(Vec<Trained>, Provenance), ReportError> {
     }
     Ok((out, source))
 }
+
+/// What one trained ViT's heads look at, over the test split: the mean
+/// over images of Spearman's correlation between occlusion (how far each
+/// patch's blanking lowers the predicted digit's logit) and the last
+/// block's `[CLS]` attention (heads' mean), and between occlusion and
+/// rollout; and the mean cosine similarity of the position vectors of
+/// patches side by side (sharing an edge) and of the others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explained {
+    /// Its seed.
+    pub seed: u64,
+    /// Mean correlation of the last block's `[CLS]` attention with occlusion.
+    pub attention: f64,
+    /// Mean correlation of rollout with occlusion.
+    pub rollout: f64,
+    /// Mean similarity of neighbouring patches' positions.
+    pub neighbours: f64,
+    /// Mean similarity of the other pairs of distinct patches.
+    pub others: f64,
+}
+
+/// The columns of `ch18-explain.tsv`.
+pub const EXPLAIN_COLUMNS: &str = "seed\tattention\trollout\tneighbours\tothers";
+
+impl Explained {
+    /// Measures `model` (of seed `seed`) on the images `test` of `digits`.
+    pub fn measure(
+        model: &attn::vision::Vit<f32>,
+        digits: &attn::vision::Digits,
+        test: std::ops::Range<usize>,
+        seed: u64,
+    ) -> Result<Explained, attn::AttnError> {
+        use attn::vision::{occlusion, position_similarity, rank_correlation, rollout};
+        let c = model.config();
+        let (mut attention, mut rolled) = (0.0, 0.0);
+        for i in test.clone() {
+            let image = *digits.image(i)?;
+            let fwd = model.forward(&[image])?;
+            let logits = fwd.logits().row(0);
+            let class = (0..logits.len()).fold(0, |b, k| if logits[k] > logits[b] { k } else { b });
+            let drop = occlusion(model, &image, class)?;
+            let last = attn::vision::mean_heads(model, &fwd, c.layers - 1, 0)?;
+            let raw: Vec<f64> = last.row(0).iter().skip(1).copied().collect();
+            attention += rank_correlation(&raw, &drop)?;
+            rolled += rank_correlation(&rollout(model, &fwd, 0)?, &drop)?;
+        }
+        let s = position_similarity(model)?;
+        let g = c.grid();
+        let (mut near, mut far) = (Vec::new(), Vec::new());
+        for i in 0..c.patches() {
+            for j in (0..c.patches()).filter(|&j| j != i) {
+                let (dr, dc) = ((i / g).abs_diff(j / g), (i % g).abs_diff(j % g));
+                if dr + dc == 1 {
+                    near.push(s[[i, j]])
+                } else {
+                    far.push(s[[i, j]])
+                }
+            }
+        }
+        let n = test.len() as f64;
+        Ok(Explained {
+            seed,
+            attention: attention / n,
+            rollout: rolled / n,
+            neighbours: crate::measurements::mean(&near),
+            others: crate::measurements::mean(&far),
+        })
+    }
+
+    /// Its line of `ch18-explain.tsv`.
+    pub fn line(&self) -> String {
+        let Explained { seed, attention, rollout, neighbours, others } = self;
+        format!("{seed}\t{attention}\t{rollout}\t{neighbours}\t{others}")
+    }
+}
+
+/// Every seed's line of `ch18-explain.tsv`, and where it comes from.
+pub fn explained() -> Result<(Vec<Explained>, Provenance), ReportError> {
+    let file = "ch18-explain.tsv";
+    let (source, text) = Provenance::read(file)?;
+    let bad = |reason: String| ReportError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: format!("{reason}; `cargo xtask train vision` writes it again"),
+    };
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<f64> = line
+            .split('\t')
+            .map(|x| x.parse().map_err(|e| bad(format!("{x:?}: {e}"))))
+            .collect::<Result<_, _>>()?;
+        let [seed, attention, rollout, neighbours, others] = f[..] else {
+            return Err(bad(format!("{line:?} is not five fields")));
+        };
+        out.push(Explained { seed: seed as u64, attention, rollout, neighbours, others });
+    }
+    Ok((out, source))
+}

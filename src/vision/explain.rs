@@ -7,6 +7,7 @@
 
 use ndarray::Array2;
 
+use super::patches::pixel_of;
 use super::vit::{PatchPositions, Vit, VitForward};
 use super::PIXELS;
 use crate::error::AttnError;
@@ -66,13 +67,10 @@ pub fn occlusion<F: Real>(
             limit: super::CLASSES,
         });
     }
-    let (p, g) = (c.patch, c.grid());
     let mut images = vec![*image];
     for j in 0..c.patches() {
         let mut blank = *image;
-        for k in 0..p * p {
-            blank[((j / g) * p + k / p) * super::SIDE + (j % g) * p + k % p] = 0;
-        }
+        (0..c.patch * c.patch).for_each(|k| blank[pixel_of(j, k, c.patch)] = 0);
         images.push(blank);
     }
     let logits = model.forward(&images)?.logits().column(class).mapv(|z| z.wide());

@@ -16,7 +16,8 @@
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::{check_pixels, CLASSES, MAX_PIXEL, PIXELS, SIDE};
+use super::patches::patches_of;
+use super::{CLASSES, PIXELS, SIDE};
 use crate::check::{check_nonzero, check_total, MAX_ENTRIES, MAX_PARAMETERS};
 use crate::decoder::EPS;
 use crate::error::AttnError;
@@ -176,25 +177,6 @@ impl<F: Real> Vit<F> {
         self.config
     }
 
-    /// The patches of `images`, one a row: image `b`'s patch `j` (row
-    /// `j / grid`, column `j mod grid` of the grid) is row `b·P + j`, its
-    /// pixels row by row, scaled to `[0, 1]`.
-    pub(crate) fn patches(&self, images: &[[u8; PIXELS]]) -> Array2<F> {
-        let (p, g) = (self.config.patch, self.config.grid());
-        let mut out = Array2::zeros((images.len() * g * g, p * p));
-        for (b, image) in images.iter().enumerate() {
-            for j in 0..g * g {
-                let (top, left) = ((j / g) * p, (j % g) * p);
-                let mut row = out.row_mut(b * g * g + j);
-                for (k, x) in row.iter_mut().enumerate() {
-                    let pixel = image[(top + k / p) * SIDE + left + k % p];
-                    *x = F::of(f64::from(pixel) / f64::from(MAX_PIXEL));
-                }
-            }
-        }
-        out
-    }
-
     /// The rows of `positions` that place `place` adds (`[CLS]` is place
     /// 0, patch `j` place `1 + j`): its own row, its patch's grid row and
     /// grid column, or none.
@@ -229,11 +211,10 @@ impl<F: Real> Vit<F> {
         let c = self.config;
         let (b, t) = (images.len(), c.patches() + 1);
         check_nonzero(&[("images", b)])?;
-        check_pixels(images)?;
+        let patches = patches_of(images, c.patch)?; // B·P × p²
         check_finite_parameters(self)?;
         check_total("the vectors of a block", &[b, t, c.d_ff.max(c.d_model)], MAX_ENTRIES)?;
         check_total("the attention weights of a block", &[b, c.heads, t, t], MAX_ENTRIES)?;
-        let patches = self.patches(images); // B·P × p²
         let e = linear("the patch embeddings", &patches, &self.patch.w, Some(&self.patch.b))?;
         let mut x = Array2::zeros((b * t, c.d_model)); // B·(P+1) × d
         for i in 0..b {

@@ -140,3 +140,14 @@ fn what_a_vit_looks_at_refuses_what_is_not_there() {
     let e = rank_correlation(&[1.0, f64::INFINITY], &[1.0, 2.0]).unwrap_err();
     assert!(e.to_string().contains("finite"), "{e}");
 }
+
+#[test]
+fn cutting_patches_refuses_a_size_that_does_not_divide_8_and_rebuilding_a_ragged_set() {
+    let e = attn::vision::patches_of::<f32>(&[[0; PIXELS]], 3).unwrap_err().to_string();
+    assert!(e.contains("patch"), "{e}");
+    assert!(attn::vision::patches_of::<f32>(&[[0; PIXELS]], 0).is_err());
+    assert!(attn::vision::patches_of::<f32>(&[[17; PIXELS]], 2).is_err(), "a pixel past 16");
+    let e =
+        attn::exercises::ch18::images_from_patches(&ndarray::Array2::zeros((3, 4)), 2).unwrap_err();
+    assert!(matches!(e, AttnError::Mismatched { name: "patches", .. }), "{e}");
+}

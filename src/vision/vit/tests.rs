@@ -57,9 +57,8 @@ fn without_positions_moving_the_patches_moves_nothing_and_with_them_it_does() {
 
 #[test]
 fn patches_are_the_image_cut_in_squares() {
-    let model = Vit::<f64>::new(VitConfig { patch: 4, ..SMALL }, 1).unwrap();
     let image: [u8; PIXELS] = std::array::from_fn(|i| (i % 17) as u8);
-    let patches = model.patches(&[image]);
+    let patches = crate::vision::patches_of::<f64>(&[image], 4).unwrap();
     assert_eq!(patches.dim(), (4, 16));
     // Patch 1 is the top right square: rows 0–3, columns 4–7.
     assert_eq!(patches[[1, 0]], 4.0 / 16.0);
