@@ -7,9 +7,9 @@
 //! 800 training images. Writes each model's test accuracy to
 //! `book/data/ch18-accuracy.tsv`, what the chapter's ViTs look at (against
 //! occlusion) to `book/data/ch18-explain.tsv`, and the chapter's ViT of
-//! seed 1 to
-//! `book/data/ch18-vit-weights.safetensors` (run by `cargo xtask train
-//! vision`, not in CI). Needs the digits (`cargo xtask digits`).
+//! seed 1 to `book/data/ch18-vit-weights.safetensors` and the first test
+//! images to `book/data/ch18-digits.tsv`, for the chapter's figures.
+//! Run by `cargo xtask train vision`, not in CI. Needs the digits (`cargo xtask digits`).
 //!
 //! ```text
 //! cargo xtask train vision   # = cargo run --release --example ch18_vision_train
@@ -21,7 +21,7 @@ use attn::vision::{
 use rayon::prelude::*;
 use report::ch18::{
     perceptron_width, recipe, vit_name, vits, Explained, Trained, CHAPTER_VIT, COLUMNS,
-    EXPLAIN_COLUMNS, SEEDS, TRAINING_SIZES,
+    EXPLAIN_COLUMNS, FIGURE_DIGITS, SEEDS, TRAINING_SIZES,
 };
 use report::provenance::header;
 
@@ -130,6 +130,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         text.push('\n');
     }
     let path = report::root().join("book/data/ch18-explain.tsv");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The first test images, for the chapter's figures (which need no data).
+    let mut text = header("exact", "the first test images: label, then 64 pixels row by row");
+    text.push('\n');
+    for i in digits.split().1.take(FIGURE_DIGITS) {
+        let pixels: Vec<String> = digits.image(i)?.iter().map(|p| p.to_string()).collect();
+        text.push_str(&format!("{}\t{}\n", digits.label(i)?, pixels.join(" ")));
+    }
+    let path = report::root().join("book/data/ch18-digits.tsv");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }

@@ -6,6 +6,28 @@ use attn::vision::{PatchPositions, Perceptron, VitConfig, VitTraining, DIGITS_TR
 use crate::error::ReportError;
 use crate::provenance::Provenance;
 
+/// The test images `book/data/ch18-digits.tsv` keeps for the figures.
+pub const FIGURE_DIGITS: usize = 6;
+
+/// The labels and pixels of `ch18-digits.tsv`: the first test images.
+pub fn figure_digits() -> Result<Vec<(u8, [u8; attn::vision::PIXELS])>, ReportError> {
+    let file = "ch18-digits.tsv";
+    let (_, text) = Provenance::read(file)?;
+    let bad = |reason: String| ReportError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: format!("{reason}; `cargo xtask train vision` writes it again"),
+    };
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (label, pixels) = line.split_once('\t').ok_or_else(|| bad(format!("{line:?}")))?;
+        let number = |x: &str| x.parse::<u8>().map_err(|e| bad(format!("{x:?}: {e}")));
+        let values: Vec<u8> = pixels.split(' ').map(number).collect::<Result<_, _>>()?;
+        let image = values.try_into().map_err(|_| bad(format!("{line:?} is not 64 pixels")))?;
+        out.push((number(label)?, image));
+    }
+    Ok(out)
+}
+
 /// The initialisations (and orders of images) every model is trained from.
 pub const SEEDS: [u64; 3] = [1, 2, 3];
 
@@ -211,4 +233,135 @@ pub fn explained() -> Result<(Vec<Explained>, Provenance), ReportError> {
         out.push(Explained { seed: seed as u64, attention, rollout, neighbours, others });
     }
     Ok((out, source))
+}
+
+/// The mean, lowest and highest test accuracy of `model` over its seeds
+/// on `images` training images; `None` if no run has them.
+pub fn summary(trained: &[Trained], model: &str, images: usize) -> Option<(f64, f64, f64)> {
+    let values: Vec<f64> = trained
+        .iter()
+        .filter(|t| t.model == model && t.images == images)
+        .map(|t| t.accuracy)
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    let (lo, hi) = crate::ch17::range(&values);
+    Some((crate::measurements::mean(&values), lo, hi))
+}
+
+/// The models trained on every training image, in the table's order.
+pub fn models_in_order() -> Vec<String> {
+    let mut out: Vec<String> = vits().iter().map(vit_name).collect();
+    out.extend(["perceptron".to_string(), "linear".to_string()]);
+    out
+}
+
+/// A model's name as the chapter's tables write it.
+pub fn described(model: &str) -> String {
+    let parts: Vec<&str> = model.split('-').collect();
+    match parts[..] {
+        ["vit", patch, positions] => {
+            let positions = match positions {
+                "learned" => "learned positions",
+                "row_column" => "row + column",
+                _ => "no positions",
+            };
+            format!("ViT {patch}×{patch} patches, {positions}")
+        }
+        _ => model.to_string(),
+    }
+}
+
+/// The accuracy of every model on the whole training split: mean, lowest
+/// and highest of its seeds, in percent.
+pub fn accuracy_table(trained: &[Trained]) -> String {
+    let all = attn::vision::TRAINING_IMAGES;
+    let mut out = format!(
+        "{:<36} {:>10} {:>6} {:>6} {:>6}\n",
+        "model", "parameters", "mean", "lowest", "highest"
+    );
+    for model in models_in_order() {
+        let Some((mean, lo, hi)) = summary(trained, &model, all) else { continue };
+        let parameters = trained.iter().find(|t| t.model == model).map_or(0, |t| t.parameters);
+        out.push_str(&format!(
+            "{:<36} {:>10} {:>6.1} {:>6.1} {:>7.1}\n",
+            described(&model),
+            parameters,
+            100.0 * mean,
+            100.0 * lo,
+            100.0 * hi
+        ));
+    }
+    out.trim_end().to_string()
+}
+
+/// Accuracy against training images for the chapter's ViT and the
+/// perceptron: mean (lowest–highest) of the seeds, in percent.
+pub fn data_size_table(trained: &[Trained]) -> String {
+    let vit = vit_name(&CHAPTER_VIT);
+    let mut out = format!("{:>6}  {:>18}  {:>18}\n", "images", "ViT 2×2, learned", "perceptron");
+    let cell = |model: &str, n: usize| {
+        summary(trained, model, n).map_or("-".to_string(), |(m, lo, hi)| {
+            format!("{:.1} ({:.1}–{:.1})", 100.0 * m, 100.0 * lo, 100.0 * hi)
+        })
+    };
+    for n in TRAINING_SIZES {
+        out.push_str(&format!("{n:>6}  {:>18}  {:>18}\n", cell(&vit, n), cell("perceptron", n)));
+    }
+    out.trim_end().to_string()
+}
+
+/// What the chapter's ViTs look at, seed by seed, and the mean.
+pub fn explain_table(explained: &[Explained]) -> String {
+    let mut out = format!(
+        "{:>5}  {:>22}  {:>20}  {:>19}  {:>12}\n",
+        "seed", "attention ~ occlusion", "rollout ~ occlusion", "neighbours' cosine", "others'"
+    );
+    let row = |name: String, e: [f64; 4]| {
+        format!("{name:>5}  {:>22.2}  {:>20.2}  {:>19.2}  {:>12.2}\n", e[0], e[1], e[2], e[3])
+    };
+    for e in explained {
+        out.push_str(&row(e.seed.to_string(), [e.attention, e.rollout, e.neighbours, e.others]));
+    }
+    let mean = |f: fn(&Explained) -> f64| {
+        crate::measurements::mean(&explained.iter().map(f).collect::<Vec<_>>())
+    };
+    out.push_str(&row(
+        "mean".into(),
+        [mean(|e| e.attention), mean(|e| e.rollout), mean(|e| e.neighbours), mean(|e| e.others)],
+    ));
+    out.trim_end().to_string()
+}
+
+/// The probability `model` gives each digit for each image of `digits`
+/// (label, pixels), a row an image, its label first.
+pub fn probabilities_table(
+    model: &attn::vision::Vit<f32>,
+    digits: &[(u8, [u8; attn::vision::PIXELS])],
+) -> Result<String, ReportError> {
+    let images: Vec<[u8; attn::vision::PIXELS]> = digits.iter().map(|d| d.1).collect();
+    let fwd = model.forward(&images)?;
+    let classes = attn::vision::CLASSES;
+    let mut out =
+        format!("label  {}\n", (0..classes).map(|k| format!("{k:>5}")).collect::<String>());
+    for (i, (label, _)) in digits.iter().enumerate() {
+        let z = fwd.logits().row(i);
+        let top = z.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+        let e: Vec<f32> = z.iter().map(|&x| (x - top).exp()).collect();
+        let sum: f32 = e.iter().sum();
+        let cells: String = e.iter().map(|x| format!("{:>5.2}", x / sum)).collect();
+        out.push_str(&format!("{label:>5}  {cells}\n"));
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// The chapter's ViT, from `book/data/ch18-vit-weights.safetensors`.
+pub fn chapter_model() -> Result<attn::vision::Vit<f32>, ReportError> {
+    let path = crate::root().join("book/data/ch18-vit-weights.safetensors");
+    let bytes = std::fs::read(&path).map_err(|e| ReportError::MissingDataFile {
+        path: path.display().to_string(),
+        reason: format!("{e}; `cargo xtask train vision` writes it again"),
+    })?;
+    Ok(attn::vision::Vit::from_safetensors(&bytes)?)
 }

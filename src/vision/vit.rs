@@ -205,6 +205,7 @@ impl<F: Real> Vit<F> {
         Heads::new(t, t, self.config.heads)
     }
 
+    // ANCHOR: forward
     /// The forward pass over `images`: their logits, and what the backward
     /// pass needs.
     pub fn forward(&self, images: &[[u8; PIXELS]]) -> Result<VitForward<F>, AttnError> {
@@ -243,6 +244,7 @@ impl<F: Real> Vit<F> {
         let fingerprint = fingerprint(self, self.config);
         Ok(VitForward { logits, fingerprint, patches, blocks: caches, ln_f, z })
     }
+    // ANCHOR_END: forward
 
     /// The backward pass: every parameter's gradient given `dL/dlogits`,
     /// as a model of the same shape.

@@ -1,0 +1,211 @@
+//! Chapter 18 quotes the output of `cargo run --example
+//! ch18_attention_on_images`, which reads the chapter's weights and the
+//! runs of `cargo xtask train vision`; these tests recompute that output
+//! and bind every number the chapter shows, section by section.
+
+use attn::nn::Parameters;
+use attn::vision::{
+    Vit, VitConfig, DIGIT_IMAGES, MAX_PIXEL, PIXELS, SIDE, TEST_IMAGES, TRAINING_IMAGES,
+};
+use report::ch18::{
+    accuracy_table, chapter_model, data_size_table, explain_table, explained, figure_digits,
+    probabilities_table, recipe, summary, trained, vit_name, Trained, CHAPTER_VIT, SEEDS,
+};
+use report::numbers::Bindings;
+
+mod common;
+
+const CHAPTER: &str = "ch18-attention-on-images.md";
+
+#[test]
+fn every_number_is_bound() {
+    let mut b = Bindings::new(CHAPTER);
+    digits_as_tokens(&mut b);
+    pytorch(&mut b);
+    running(&mut b);
+    let (runs, source) = trained().unwrap();
+    earns_its_place(&mut b, &runs, &source);
+    more_images(&mut b, &runs, &source);
+    heads_and_positions(&mut b);
+    exercises(&mut b);
+    b.assert_all_bound();
+}
+
+fn digits_as_tokens(b: &mut Bindings) {
+    let c = CHAPTER_VIT;
+    let large = VitConfig { patch: 4, ..c };
+    b.section("Digits as tokens");
+    b.exact("1,797", DIGIT_IMAGES as f64)
+        .exact("8", SIDE as f64)
+        .exact("16", f64::from(MAX_PIXEL))
+        // A pixel counts the cells of a square block: 16 = 4 × 4.
+        .exact("4", f64::from(MAX_PIXEL).sqrt())
+        .exact("1,297", TRAINING_IMAGES as f64)
+        .exact("500", TEST_IMAGES as f64);
+    // 2 by 2 patches: 16 tokens of 4 numbers; 4 by 4: 4 tokens of 16.
+    assert_eq!((c.patches(), c.patch * c.patch), (16, 4));
+    assert_eq!((large.patches(), large.patch * large.patch), (4, 16));
+}
+
+/// The largest difference between `ours` and `theirs`.
+fn gap(ours: &ndarray::ArrayRef2<f32>, theirs: &ndarray::Array2<f32>) -> f64 {
+    ours.iter().zip(theirs).map(|(a, b)| f64::from((a - b).abs())).fold(0.0, f64::max)
+}
+
+/// The largest difference of `model`'s logits from PyTorch's golden ones.
+fn logit_gap(model: &Vit<f32>) -> f64 {
+    let golden = common::golden::load("vit.txt");
+    let images: Vec<[u8; PIXELS]> =
+        golden["pixels"].rows().into_iter().map(|r| std::array::from_fn(|i| r[i] as u8)).collect();
+    gap(model.forward(&images).unwrap().logits(), &golden["logits"])
+}
+
+/// `model` with the tensor `name` changed by `change`.
+fn edited(model: &Vit<f32>, name: &str, change: impl Fn(&mut f32)) -> Vit<f32> {
+    let mut m = model.clone();
+    let t = m.named_slices().iter().position(|(n, _)| n == name).unwrap();
+    m.slices_mut()[t].iter_mut().for_each(change);
+    m
+}
+
+fn pytorch(b: &mut Bindings) {
+    let model = chapter_model().unwrap();
+    let c = model.config();
+    assert_eq!(c, CHAPTER_VIT);
+    let r = recipe(SEEDS[0]);
+    b.section("The same model in PyTorch");
+    b.exact("4", c.heads as f64)
+        .exact("32", c.d_model as f64)
+        .exact("64", c.d_ff as f64)
+        .exact("1,000", r.steps as f64);
+    assert_eq!(r.batch, c.d_model, "the text's second 32 is the batch");
+    let golden = common::golden::load("vit.txt");
+    let images: Vec<[u8; PIXELS]> =
+        golden["pixels"].rows().into_iter().map(|r| std::array::from_fn(|i| r[i] as u8)).collect();
+    let fwd = model.forward(&images).unwrap();
+    let mut weights: f64 = 0.0;
+    for block in 0..c.layers {
+        for i in 0..images.len() {
+            for head in 0..c.heads {
+                let name = format!("weights_block{block}_image{i}_head{head}");
+                weights = weights.max(gap(fwd.weights(block, i, head).unwrap(), &golden[&name]));
+            }
+        }
+    }
+    // The positions added twice: the table doubled. [CLS] of zeros.
+    let twice = edited(&model, "positions", |x| *x *= 2.0);
+    let no_cls = edited(&model, "cls", |x| *x = 0.0);
+    b.exact("1e-5", 1e-5)
+        .rounded("5.0e-6", logit_gap(&model))
+        .rounded("5.7e-7", weights)
+        .rounded("2.0", logit_gap(&twice))
+        .rounded("1.8", logit_gap(&no_cls));
+}
+
+fn running(b: &mut Bindings) {
+    let model = chapter_model().unwrap();
+    b.section("Running it");
+    b.quoted(&probabilities_table(&model, &figure_digits().unwrap()).unwrap());
+}
+
+fn mean_of(runs: &[Trained], model: &str) -> (f64, f64, f64) {
+    let (m, lo, hi) = summary(runs, model, TRAINING_IMAGES).unwrap();
+    (100.0 * m, 100.0 * lo, 100.0 * hi)
+}
+
+fn earns_its_place(b: &mut Bindings, runs: &[Trained], source: &report::provenance::Provenance) {
+    let name = |patch: usize, positions| vit_name(&VitConfig { patch, positions, ..CHAPTER_VIT });
+    use attn::vision::PatchPositions::{Learned, None as NoPositions, RowColumn};
+    let best = mean_of(runs, &name(4, Learned));
+    let perceptron = mean_of(runs, "perceptron");
+    let linear = mean_of(runs, "linear");
+    let small: Vec<f64> =
+        [Learned, RowColumn, NoPositions].iter().map(|&p| mean_of(runs, &name(2, p)).0).collect();
+    b.section("Does attention earn its place?");
+    b.exact("three", SEEDS.len() as f64)
+        .exact("500", TEST_IMAGES as f64)
+        .exact("two", 2.0) // the perceptron and the linear classifier
+        .exact("64", PIXELS as f64);
+    let mut s = b.from(&[source]);
+    s.quoted(&accuracy_table(runs))
+        .rounded("93.3%", best.0)
+        .rounded("92.8%", best.1)
+        .rounded("92.6%", perceptron.2)
+        .claim("its lowest seed, 92.8%, is above the\nperceptron's highest", best.1 > perceptron.2)
+        .claim(
+            "With 2 by 2 patches every ViT does\nworse than the perceptron",
+            small.iter().all(|&m| m < perceptron.0),
+        )
+        .claim("no better than the linear classifier", small.iter().all(|&m| m <= linear.0))
+        .rounded("86.3%", small[0])
+        .rounded("65.7%", small[2])
+        .rounded("90.5%", mean_of(runs, &name(4, NoPositions)).0);
+    b.exact("16", CHAPTER_VIT.patches() as f64);
+}
+
+fn more_images(b: &mut Bindings, runs: &[Trained], source: &report::provenance::Provenance) {
+    let vit = vit_name(&CHAPTER_VIT);
+    let lead: Vec<f64> = report::ch18::TRAINING_SIZES
+        .iter()
+        .map(|&n| {
+            100.0 * (summary(runs, "perceptron", n).unwrap().0 - summary(runs, &vit, n).unwrap().0)
+        })
+        .collect();
+    b.section("More images");
+    b.exact("three", SEEDS.len() as f64);
+    let mut s = b.from(&[source]);
+    s.quoted(&data_size_table(runs))
+        .claim("The perceptron is ahead at every size", lead.iter().all(|&l| l > 0.0))
+        .claim("furthest ahead with the\nfewest images", lead.iter().skip(1).all(|&l| l < lead[0]))
+        .rounded("21.9", lead[0])
+        .rounded("5.8", lead[lead.len() - 1]);
+}
+
+fn heads_and_positions(b: &mut Bindings) {
+    let (explained, source) = explained().unwrap();
+    let mean = |f: fn(&report::ch18::Explained) -> f64| {
+        explained.iter().map(f).sum::<f64>() / explained.len() as f64
+    };
+    b.section("What the heads look at");
+    b.exact("two", report::ch18::FIGURE_DIGITS.min(2) as f64)
+        .exact("three", SEEDS.len() as f64)
+        .exact("500", TEST_IMAGES as f64);
+    let rollouts: Vec<f64> = explained.iter().map(|e| e.rollout).collect();
+    let mut s = b.from(&[&source]);
+    s.quoted(&explain_table(&explained))
+        .claim(
+            "Neither comes near 1",
+            explained.iter().all(|e| e.attention.abs() < 0.5 && e.rollout.abs() < 0.5),
+        )
+        .claim("uncorrelated with\nocclusion on average", mean(|e| e.attention).abs() < 0.05)
+        .claim(
+            "rollout is correlated negatively in every\nseed",
+            rollouts.iter().all(|&r| r < 0.0),
+        );
+    b.section("What the positions hold");
+    b.exact("4", CHAPTER_VIT.grid() as f64).exact("three", SEEDS.len() as f64);
+    let mut s = b.from(&[&source]);
+    s.rounded("0.00", mean(|e| e.neighbours))
+        .rounded("0.05", explained[0].neighbours)
+        .rounded("0.01", explained[1].neighbours)
+        .rounded("-0.05", explained[2].neighbours)
+        .rounded("-0.03", mean(|e| e.others))
+        .claim(
+            "no more alike than the\nothers",
+            mean(|e| e.neighbours) - mean(|e| e.others) < 0.05,
+        );
+    b.exact("1,297", TRAINING_IMAGES as f64);
+}
+
+fn exercises(b: &mut Bindings) {
+    let c = CHAPTER_VIT;
+    let row_column = VitConfig { positions: attn::vision::PatchPositions::RowColumn, ..c };
+    let count = |c: VitConfig| Vit::<f32>::new(c, 0).unwrap().named_slices()[3].1.len() / c.d_model;
+    b.section("Exercises");
+    b.exact("64", PIXELS as f64)
+        .exact("8", SIDE as f64)
+        .exact("16", c.patches() as f64)
+        .exact("17", count(c) as f64)
+        .exact("4", c.grid() as f64)
+        .exact("8", count(row_column) as f64);
+}
