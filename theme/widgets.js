@@ -37,12 +37,14 @@
             var call = module(result.instance.exports);
             roots.forEach(function (r) {
                 var draw = widgets[r.dataset.widget];
+                var failed = function (e) { r.textContent = "This interactive figure failed: " + e.message; };
                 try {
-                    if (draw) draw(r, call);
-                    r.dataset.ready = "true";
-                } catch (e) {
-                    r.textContent = "This interactive figure failed: " + e.message;
-                }
+                    // A widget that loads more (a model's weights) returns a
+                    // promise: it is ready when that settles.
+                    Promise.resolve(draw ? draw(r, call) : null).then(function () {
+                        r.dataset.ready = "true";
+                    }, failed);
+                } catch (e) { failed(e); }
             });
         }, function (e) {
             roots.forEach(function (r) {
@@ -461,6 +463,132 @@
                     } catch (e) { done(run, e); }
                 })();
             }).catch(function (e) { done(run, e); });
+        });
+    };
+
+    // ---- chapter 18: a digit the reader draws, read by the ViT ----------
+    widgets.digit = function (r, call) {
+        var side = 8, ink = 16;
+        var pixels = new Array(side * side).fill(0);
+        var row = el("div", { "class": "attn-widget-digit" }, r);
+        var pad = el("div", { "class": "attn-digit-pad", role: "group",
+            "aria-label": "An 8 by 8 grid to draw a digit on: drag across it, or press a square to darken it" }, row);
+        var cells = pixels.map(function (_, i) {
+            var b = el("button", { type: "button", "class": "attn-digit-cell", "data-pixel": String(i) }, pad);
+            b.addEventListener("click", function (e) {
+                if (e.detail !== 0) return; // a pointer painted it already
+                pixels[i] = (pixels[i] + ink / 2) % (ink + ink / 2);
+                update();
+            });
+            return b;
+        });
+        var hidden = el("input", { type: "hidden", "data-input": "pixels" }, row);
+        var side_ = el("div", { "class": "attn-digit-readings" }, row);
+        var bars = el("div", { "class": "attn-digit-bars" }, side_);
+        var readouts = [];
+        for (var k = 0; k < 10; k++) {
+            var line = el("div", { "class": "attn-digit-bar" }, bars);
+            el("span", { "class": "attn-digit-label" }, line, String(k));
+            var bar = el("span", { "class": "attn-digit-fill" }, line);
+            readouts.push({ bar: bar, text: el("span", { "data-readout": "p" + k }, line) });
+        }
+        var heads = el("div", { "class": "attn-digit-heads" }, side_);
+        var buttons = el("div", { "class": "attn-widget-buttons" }, r);
+        var clear = el("button", { type: "button" }, buttons, "Clear");
+        var example = el("button", { type: "button" }, buttons, "A test digit");
+        var caption = el("p", { "class": "attn-widget-summary" }, r);
+        var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
+        var shape = null, maps = [], examples = 0;
+
+        function paint(e) {
+            var target = document.elementFromPoint(e.clientX, e.clientY);
+            if (!target || target.parentNode !== pad) return;
+            var i = +target.dataset.pixel;
+            if (pixels[i] !== ink) { pixels[i] = ink; update(); }
+        }
+        var painting = false;
+        pad.addEventListener("pointerdown", function (e) { painting = true; pad.setPointerCapture(e.pointerId); paint(e); });
+        pad.addEventListener("pointermove", function (e) { if (painting) paint(e); });
+        pad.addEventListener("pointerup", function () { painting = false; });
+        pad.addEventListener("pointercancel", function () { painting = false; });
+        clear.addEventListener("click", function () { pixels.fill(0); update(); });
+        example.addEventListener("click", function () {
+            var digit = call("digit_example", examples);
+            examples = (examples + 1) % 6;
+            pixels = digit.slice(1);
+            update();
+        });
+        hidden.addEventListener("input", function () {
+            pixels = hidden.value.split(",").map(Number);
+            show();
+        });
+
+        function update() {
+            hidden.value = pixels.join(",");
+            show();
+        }
+        // The grid as drawn, the ten probabilities, and each head's
+        // attention from [CLS] over the patches, every number the module's.
+        function show() {
+            cells.forEach(function (c, i) {
+                c.style.setProperty("--ink", String(Math.min(pixels[i], ink) / ink));
+                c.setAttribute("aria-label", "row " + (Math.floor(i / side) + 1) + ", column " + (i % side + 1) + ": " + pixels[i] + " of 16");
+            });
+            error.textContent = "";
+            var out;
+            try {
+                call.hand(Uint8Array.from(pixels));
+                out = call("vit_read");
+            } catch (e) {
+                failure(r, error, e);
+                return;
+            }
+            report(r, out);
+            var best = 0;
+            for (var k = 0; k < 10; k++) {
+                readouts[k].bar.style.width = (100 * Math.max(0, Math.min(1, out[k]))) + "%";
+                readouts[k].text.textContent = fixed(out[k], 3);
+                if (out[k] > out[best]) best = k;
+            }
+            var grid = Math.round(Math.sqrt(shape[2])), top = 0;
+            for (var j = 10; j < out.length; j++) top = Math.max(top, out[j]);
+            maps.forEach(function (map, h) {
+                map.forEach(function (cell, j) {
+                    var w = out[10 + h * shape[2] + j];
+                    cell.setAttribute("data-w", fixed(w, 3));
+                    cell.setAttribute("fill-opacity", String(top > 0 ? Math.max(0, w) / top : 0));
+                });
+            });
+            caption.textContent = "The model's most likely digit: " + best + ". Each square: a head of the last block, " +
+                "shaded by the weight [CLS] puts on each of its " + grid + " × " + grid + " patches (darkest: the largest weight of any head).";
+        }
+        return new Promise(function (resolve, reject) {
+            var s = document.createElement("script");
+            s.src = root + "widgets/ch18-weights.js";
+            s.onload = function () {
+                try {
+                    call.hand(base64Bytes(window.ATTN_CH18_WEIGHTS));
+                    shape = call("vit_load").map(Math.round);
+                    var grid = Math.round(Math.sqrt(shape[2]));
+                    for (var h = 0; h < shape[1]; h++) {
+                        var box = el("figure", { "class": "attn-digit-head" }, heads);
+                        var svg = el("svg:svg", { viewBox: "0 0 " + grid + " " + grid, role: "img",
+                            "aria-label": "head " + (h + 1) + "'s attention over the patches" }, box);
+                        var map = [];
+                        for (var j = 0; j < shape[2]; j++) {
+                            map.push(el("svg:rect", { x: j % grid, y: Math.floor(j / grid), width: 1, height: 1, "class": "attn-digit-weight" }, svg));
+                        }
+                        maps.push(map);
+                        el("figcaption", {}, box, "head " + (h + 1));
+                    }
+                    example.click();
+                    resolve();
+                } catch (e) { reject(e); }
+            };
+            s.onerror = function () {
+                reject(new Error("the model's weights (widgets/ch18-weights.js) are not in this copy of the book"));
+            };
+            document.head.appendChild(s);
         });
     };
 })();

@@ -30,7 +30,7 @@ const root = path.resolve(process.argv[2] ?? 'target/book/html');
 const studentRoot = process.argv[3] ? path.resolve(process.argv[3]) : null;
 const golden = process.env.WIDGETS_GOLDEN ? JSON.parse(fs.readFileSync(process.env.WIDGETS_GOLDEN, 'utf8')).cases : null;
 const widgetsBuilt = fs.existsSync(path.join(root, 'widgets/attn-wasm.js'));
-const widgetOf = { query_among_keys: 'query', saturation: 'saturation', masked_weights: 'mask', rope_score: 'rope', lm_write: 'writer' };
+const widgetOf = { query_among_keys: 'query', saturation: 'saturation', masked_weights: 'mask', rope_score: 'rope', lm_write: 'writer', vit_read: 'digit' };
 let widgetCases = 0; // golden cases checked in the page
 const weights = []; // each widget page's weight and time to ready
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -277,6 +277,11 @@ async function visible(root, widget) {
       const offset = number(r.querySelector('[data-readout="offset"]').textContent);
       return [score, offset, attr('circle.attn-query', 'cx')];
     }
+    if (w === 'digit') {
+      const probabilities = [...Array(10).keys()].map((k) => number(r.querySelector(`[data-readout="p${k}"]`).textContent));
+      const weights = [...r.querySelectorAll('rect.attn-digit-weight')].map((c) => Number(c.getAttribute('data-w')));
+      return probabilities.concat(weights);
+    }
     if (w === 'writer') {
       const chars = [...r.querySelectorAll('.attn-char')].map((c) => Number(c.style.getPropertyValue('--w')));
       return [r.querySelector('.attn-widget-text').textContent].concat(chars);
@@ -295,6 +300,7 @@ function expectedVisible(widget, c) {
     return Array.from({ length: n * m }, (_, i) => (o[2 + i] === 1 ? o[2 + n * m + i] : '×'));
   }
   if (widget === 'rope') return [o[0], o[1], 20 + (o[1] + 63) * 300 / 126];
+  if (widget === 'digit') return o;
   if (widget === 'writer') {
     const t = Math.min(c.text.length, 64); // the chosen head (1.1) from the newest character
     return [c.text].concat(o.slice(0, t));

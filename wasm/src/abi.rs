@@ -20,6 +20,7 @@ thread_local! {
     static ERROR: RefCell<String> = const { RefCell::new(String::new()) };
     static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     static WRITER: RefCell<Option<Writer>> = const { RefCell::new(None) };
+    static VIT: RefCell<Option<attn::vision::Vit<f32>>> = const { RefCell::new(None) };
 }
 
 /// Keeps a call's results (0 returned) or its error (1 returned).
@@ -174,6 +175,44 @@ fn with_writer<T>(f: impl FnOnce(&Writer) -> Result<T, AttnError>) -> Result<T, 
             requirement: "must be loaded first (lm_load)",
         }),
     })
+}
+
+/// Chapter 18: reads the Vision Transformer from the bytes handed over (a
+/// safetensors file). Leaves its patch size, heads and patches.
+#[no_mangle]
+pub extern "C" fn vit_load() -> u32 {
+    let loaded = BYTES.with(|bytes| attn::vision::Vit::from_safetensors(&bytes.borrow()));
+    answer(loaded.map(|model| {
+        let c = model.config();
+        VIT.with(|v| *v.borrow_mut() = Some(model));
+        vec![c.patch as f64, c.heads as f64, c.patches() as f64]
+    }))
+}
+
+/// Chapter 18: the 64 pixels handed over (bytes, 0 to 16) read by the
+/// loaded ViT: the ten probabilities, then each head's `[CLS]` attention
+/// over the patches in the last block.
+#[no_mangle]
+pub extern "C" fn vit_read() -> u32 {
+    let pixels = BYTES.with(|bytes| bytes.borrow().clone());
+    answer(VIT.with(|v| match v.borrow().as_ref() {
+        Some(model) => {
+            widgets::read_digit(model, &pixels).map(|r| {
+                r.probabilities.iter().chain(&r.attention).map(|&x| f64::from(x)).collect()
+            })
+        }
+        None => Err(AttnError::InvalidArgument {
+            name: "model",
+            value: 0.0,
+            requirement: "must be loaded first (vit_load)",
+        }),
+    }))
+}
+
+/// Chapter 18: example digit `i`, its label, then its 64 pixels.
+#[no_mangle]
+pub extern "C" fn digit_example(i: u32) -> u32 {
+    answer(widgets::example_digit(i as usize).map(|d| d.into_iter().map(f64::from).collect()))
 }
 
 /// Chapter 16: reads the model from the bytes handed over (a safetensors

@@ -13,6 +13,8 @@ use attn::masking::{
 use attn::position::rope;
 use attn::scaled_dot_product_attention;
 use attn::scaling::{frobenius_norm, softmax_jacobian, standard_normal};
+use attn::softmax::softmax_rows;
+use attn::vision::{Vit, PIXELS};
 use ndarray::{s, Array1, Array2};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
@@ -220,4 +222,60 @@ pub fn rope_curve() -> Result<Vec<f32>, AttnError> {
     (-max..=max)
         .map(|o| rope_score(o.max(0) as usize, (-o).max(0) as usize).map(|r| r.score))
         .collect()
+}
+
+/// What chapter 18's widget shows for a drawn digit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DigitReading {
+    /// The probability of each digit, 0 to 9.
+    pub probabilities: Vec<f32>,
+    /// Each head's weights from `[CLS]` over the patches in the last
+    /// block: `heads × P`, head by head, patch `j` at row `j / g`, column
+    /// `j mod g` of the grid.
+    pub attention: Vec<f32>,
+}
+
+/// Chapter 18: the ViT's reading of `pixels` (64 of them, row by row, each
+/// 0 to 16): its probabilities and its last block's `[CLS]` attention.
+pub fn read_digit(model: &Vit<f32>, pixels: &[u8]) -> Result<DigitReading, AttnError> {
+    let image: [u8; PIXELS] = pixels.try_into().map_err(|_| AttnError::InvalidArgument {
+        name: "pixels",
+        value: pixels.len() as f64,
+        requirement: "must be 64, an 8×8 image row by row",
+    })?;
+    let fwd = model.forward(&[image])?;
+    let probabilities = softmax_rows(fwd.logits())?.row(0).to_vec();
+    let c = model.config();
+    let mut attention = Vec::with_capacity(c.heads * c.patches());
+    for head in 0..c.heads {
+        attention.extend(fwd.weights(c.layers - 1, 0, head)?.row(0).iter().skip(1));
+    }
+    Ok(DigitReading { probabilities, attention })
+}
+
+/// Chapter 18's example digits: the first test images, as
+/// `book/data/ch18-digits.tsv` keeps them (label, then 64 pixels).
+const EXAMPLE_DIGITS: &str = include_str!("../../book/data/ch18-digits.tsv");
+
+/// Chapter 18: example digit `i`: its label, then its 64 pixels.
+pub fn example_digit(i: usize) -> Result<Vec<u8>, AttnError> {
+    let lines: Vec<&str> = EXAMPLE_DIGITS.lines().filter(|l| !l.starts_with('#')).collect();
+    let line = lines.get(i).ok_or(AttnError::OutOfRange {
+        name: "example digit",
+        value: i,
+        requirement: "must be one of the examples",
+        limit: lines.len(),
+    })?;
+    let bad = || AttnError::InvalidArgument {
+        name: "example digit",
+        value: i as f64,
+        requirement: "must be a label and 64 pixels (book/data/ch18-digits.tsv)",
+    };
+    let (label, pixels) = line.split_once('\t').ok_or_else(bad)?;
+    let numbers = std::iter::once(label).chain(pixels.split(' '));
+    let digit: Vec<u8> = numbers.map(|x| x.parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+    if digit.len() != 1 + PIXELS {
+        return Err(bad());
+    }
+    Ok(digit)
 }

@@ -56,6 +56,29 @@ fn cases() -> Vec<Value> {
     all.push(case("keys", json!({}), abi::keys()));
     all.push(case("rope_curve", json!({}), abi::rope_curve()));
     all.extend(writer_cases());
+    all.extend(digit_cases());
+    all
+}
+
+/// Chapter 18: digits drawn on the grid (the first example, a stroke down
+/// the middle, nothing at all) and a pixel past 16 (an error), each with
+/// its probabilities and the last block's [CLS] attention.
+fn digit_cases() -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/data/ch18-vit-weights.safetensors");
+    abi::hand_over(&std::fs::read(path).unwrap());
+    assert_eq!(abi::vit_load(), 0, "{}", abi::last_error());
+    assert_eq!(abi::digit_example(0), 0, "{}", abi::last_error());
+    let example: Vec<u8> = abi::last_output()[1..].iter().map(|&p| p as u8).collect();
+    let stroke: Vec<u8> = (0..64).map(|i| if (3..5).contains(&(i % 8)) { 16 } else { 0 }).collect();
+    let mut past = vec![0u8; 64];
+    past[9] = 17;
+    let mut all = Vec::new();
+    for pixels in [example, stroke, vec![0; 64], past] {
+        abi::hand_over(&pixels);
+        let status = abi::vit_read();
+        let shown: Vec<String> = pixels.iter().map(|p| p.to_string()).collect();
+        all.push(case("vit_read", json!({ "pixels": shown.join(",") }), status));
+    }
     all
 }
 

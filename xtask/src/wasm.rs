@@ -25,6 +25,10 @@ pub(crate) const WIDGETS_SCRIPT: &str = "book/widgets/attn-wasm.js";
 const WEIGHTS: &str = "book/data/ch16-weights.safetensors";
 const WEIGHTS_SCRIPT: &str = "book/widgets/ch16-weights.js";
 
+/// Chapter 18's Vision Transformer, for its widget, the same way.
+const VIT_WEIGHTS: &str = "book/data/ch18-vit-weights.safetensors";
+const VIT_WEIGHTS_SCRIPT: &str = "book/widgets/ch18-weights.js";
+
 /// Debian's cargo and rustc, the standard library's sources and the linker.
 const DEBIAN_CARGO: &str = "/usr/bin/cargo";
 const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
@@ -67,7 +71,7 @@ pub(crate) fn widgets() -> Step {
         if std::env::var_os("CI").is_some() {
             return Err(format!("the widgets need {}: {INSTALL}", missing.join(", ")));
         }
-        for stale in [WIDGETS_SCRIPT, WEIGHTS_SCRIPT].map(|s| root().join(s)) {
+        for stale in [WIDGETS_SCRIPT, WEIGHTS_SCRIPT, VIT_WEIGHTS_SCRIPT].map(|s| root().join(s)) {
             if stale.exists() {
                 std::fs::remove_file(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
             }
@@ -108,7 +112,8 @@ pub(crate) fn widgets() -> Step {
     let wasm = "target/wasm/wasm32-unknown-unknown/release/attn_wasm.wasm";
     let what = "The book's crate compiled to WebAssembly (wasm/)";
     embed(wasm, WIDGETS_SCRIPT, "ATTN_WASM", what)?;
-    embed(WEIGHTS, WEIGHTS_SCRIPT, "ATTN_CH15_WEIGHTS", "Chapter 16's trained model")
+    embed(WEIGHTS, WEIGHTS_SCRIPT, "ATTN_CH15_WEIGHTS", "Chapter 16's trained model")?;
+    embed(VIT_WEIGHTS, VIT_WEIGHTS_SCRIPT, "ATTN_CH18_WEIGHTS", "Chapter 18's Vision Transformer")
 }
 
 /// Writes `script`, which sets `window.NAME` to the base64 of the file
