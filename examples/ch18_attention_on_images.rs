@@ -13,8 +13,8 @@
 use attn::vision::{position_similarity, rollout, Vit, PIXELS};
 use ndarray::Array2;
 use report::ch18::{
-    accuracy_table, chapter_model, data_size_table, explain_table, explained, figure_digits,
-    probabilities_table, summary, trained, vit_name, CHAPTER_VIT, TRAINING_SIZES,
+    accuracy_table, chapter_model, control_table, data_size_table, explain_table, explained,
+    figure_digits, probabilities_table, summary, trained, vit_name, CHAPTER_VIT, TRAINING_SIZES,
 };
 use report::error::ReportError;
 use report::plot;
@@ -38,6 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (explained, _) = explained()?;
     println!("\n== The chapter's ViT over the test images: Spearman's correlation with occlusion, and positions' cosine similarity ==");
     println!("{}", explain_table(&explained));
+    println!("\n== The measure's positive control: untrained ViTs with row + column positions ==");
+    println!("{}", control_table()?);
 
     draw_heads(&model, &fwd, &images[..DRAWN])?;
     draw_positions(&model)?;

@@ -183,7 +183,10 @@ fn heads_and_positions(b: &mut Bindings) {
             rollouts.iter().all(|&r| r < 0.0),
         );
     b.section("What the positions hold");
-    b.exact("4", CHAPTER_VIT.grid() as f64).exact("three", SEEDS.len() as f64);
+    b.exact("4", CHAPTER_VIT.grid() as f64)
+        .quoted(&report::ch18::control_table().unwrap())
+        .claim("neighbours far more alike than the others", control_holds())
+        .exact("three", SEEDS.len() as f64);
     let mut s = b.from(&[&source]);
     s.rounded("0.00", mean(|e| e.neighbours))
         .rounded("0.05", explained[0].neighbours)
@@ -191,7 +194,7 @@ fn heads_and_positions(b: &mut Bindings) {
         .rounded("-0.05", explained[2].neighbours)
         .rounded("-0.03", mean(|e| e.others))
         .claim(
-            "no more alike than the\nothers",
+            "are no more alike than the others",
             mean(|e| e.neighbours) - mean(|e| e.others) < 0.05,
         );
     b.exact("1,297", TRAINING_IMAGES as f64);
@@ -208,4 +211,16 @@ fn exercises(b: &mut Bindings) {
         .exact("17", count(c) as f64)
         .exact("4", c.grid() as f64)
         .exact("8", count(row_column) as f64);
+}
+
+
+/// The positive control: in each untrained row + column ViT, neighbours'
+/// mean similarity exceeds the others' by more than 0.2.
+fn control_holds() -> bool {
+    let config = VitConfig { positions: attn::vision::PatchPositions::RowColumn, ..CHAPTER_VIT };
+    SEEDS.iter().all(|&seed| {
+        let model = Vit::<f32>::new(config, seed).unwrap();
+        let (near, far) = report::ch18::neighbour_similarity(&model).unwrap();
+        near > far + 0.2
+    })
 }

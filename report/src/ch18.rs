@@ -169,7 +169,7 @@ impl Explained {
         test: std::ops::Range<usize>,
         seed: u64,
     ) -> Result<Explained, attn::AttnError> {
-        use attn::vision::{occlusion, position_similarity, rank_correlation, rollout};
+        use attn::vision::{occlusion, rank_correlation, rollout};
         let c = model.config();
         let (mut attention, mut rolled) = (0.0, 0.0);
         for i in test.clone() {
@@ -183,27 +183,9 @@ impl Explained {
             attention += rank_correlation(&raw, &drop)?;
             rolled += rank_correlation(&rollout(model, &fwd, 0)?, &drop)?;
         }
-        let s = position_similarity(model)?;
-        let g = c.grid();
-        let (mut near, mut far) = (Vec::new(), Vec::new());
-        for i in 0..c.patches() {
-            for j in (0..c.patches()).filter(|&j| j != i) {
-                let (dr, dc) = ((i / g).abs_diff(j / g), (i % g).abs_diff(j % g));
-                if dr + dc == 1 {
-                    near.push(s[[i, j]])
-                } else {
-                    far.push(s[[i, j]])
-                }
-            }
-        }
+        let (neighbours, others) = neighbour_similarity(model)?;
         let n = test.len() as f64;
-        Ok(Explained {
-            seed,
-            attention: attention / n,
-            rollout: rolled / n,
-            neighbours: crate::measurements::mean(&near),
-            others: crate::measurements::mean(&far),
-        })
+        Ok(Explained { seed, attention: attention / n, rollout: rolled / n, neighbours, others })
     }
 
     /// Its line of `ch18-explain.tsv`.
@@ -211,6 +193,26 @@ impl Explained {
         let Explained { seed, attention, rollout, neighbours, others } = self;
         format!("{seed}\t{attention}\t{rollout}\t{neighbours}\t{others}")
     }
+}
+
+/// The mean cosine similarity of the position vectors of patches side by
+/// side (sharing an edge), and of the other pairs of distinct patches.
+pub fn neighbour_similarity(model: &attn::vision::Vit<f32>) -> Result<(f64, f64), attn::AttnError> {
+    let c = model.config();
+    let s = attn::vision::position_similarity(model)?;
+    let g = c.grid();
+    let (mut near, mut far) = (Vec::new(), Vec::new());
+    for i in 0..c.patches() {
+        for j in (0..c.patches()).filter(|&j| j != i) {
+            let (dr, dc) = ((i / g).abs_diff(j / g), (i % g).abs_diff(j % g));
+            if dr + dc == 1 {
+                near.push(s[[i, j]])
+            } else {
+                far.push(s[[i, j]])
+            }
+        }
+    }
+    Ok((crate::measurements::mean(&near), crate::measurements::mean(&far)))
 }
 
 /// Every seed's line of `ch18-explain.tsv`, and where it comes from.
@@ -364,4 +366,17 @@ pub fn chapter_model() -> Result<attn::vision::Vit<f32>, ReportError> {
         reason: format!("{e}; `cargo xtask train vision` writes it again"),
     })?;
     Ok(attn::vision::Vit::from_safetensors(&bytes)?)
+}
+
+/// The positive control of the positions' measure: untrained ViTs of the
+/// chapter's sizes with row + column positions (neighbours share a row or
+/// a column vector by construction), one per seed.
+pub fn control_table() -> Result<String, ReportError> {
+    let config = VitConfig { positions: PatchPositions::RowColumn, ..CHAPTER_VIT };
+    let mut out = format!("{:>5}  {:>19}  {:>12}\n", "seed", "neighbours' cosine", "others'");
+    for seed in SEEDS {
+        let (near, far) = neighbour_similarity(&attn::vision::Vit::new(config, seed)?)?;
+        out.push_str(&format!("{seed:>5}  {near:>19.2}  {far:>12.2}\n"));
+    }
+    Ok(out.trim_end().to_string())
 }
