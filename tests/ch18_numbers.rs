@@ -213,7 +213,6 @@ fn exercises(b: &mut Bindings) {
         .exact("8", count(row_column) as f64);
 }
 
-
 /// The positive control: in each untrained row + column ViT, neighbours'
 /// mean similarity exceeds the others' by more than 0.2.
 fn control_holds() -> bool {

@@ -13,10 +13,8 @@ mod common;
 const TOLERANCE: f32 = 1e-5;
 
 /// The chapter's trained model.
-pub fn model() -> Vit<f32> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/data/ch18-vit-weights.safetensors");
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    Vit::from_safetensors(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+fn model() -> Vit<f32> {
+    report::ch18::chapter_model().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn worst(ours: &ndarray::ArrayRef2<f32>, theirs: &ndarray::Array2<f32>) -> f32 {

@@ -9,16 +9,28 @@ use crate::provenance::Provenance;
 /// The test images `book/data/ch18-digits.tsv` keeps for the figures.
 pub const FIGURE_DIGITS: usize = 6;
 
+/// The error for a damaged `book/data/FILE` of this chapter.
+fn damaged(file: &str, reason: String) -> ReportError {
+    ReportError::MissingDataFile {
+        path: format!("book/data/{file}"),
+        reason: format!("{reason}; `cargo xtask train vision` writes it again"),
+    }
+}
+
+/// The lines of `book/data/FILE` after its header (and, with `columns`,
+/// after its line of column names), and where it comes from.
+fn data_lines(file: &str, columns: bool) -> Result<(Vec<String>, Provenance), ReportError> {
+    let (source, text) = Provenance::read(file)?;
+    let lines = text.lines().filter(|l| !l.starts_with('#')).skip(usize::from(columns));
+    Ok((lines.map(str::to_string).collect(), source))
+}
+
 /// The labels and pixels of `ch18-digits.tsv`: the first test images.
 pub fn figure_digits() -> Result<Vec<(u8, [u8; attn::vision::PIXELS])>, ReportError> {
     let file = "ch18-digits.tsv";
-    let (_, text) = Provenance::read(file)?;
-    let bad = |reason: String| ReportError::MissingDataFile {
-        path: format!("book/data/{file}"),
-        reason: format!("{reason}; `cargo xtask train vision` writes it again"),
-    };
+    let bad = |reason: String| damaged(file, reason);
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
+    for line in data_lines(file, false)?.0 {
         let (label, pixels) = line.split_once('\t').ok_or_else(|| bad(format!("{line:?}")))?;
         let number = |x: &str| x.parse::<u8>().map_err(|e| bad(format!("{x:?}: {e}")));
         let values: Vec<u8> = pixels.split(' ').map(number).collect::<Result<_, _>>()?;
@@ -115,13 +127,10 @@ impl Trained {
 /// Every model of `ch18-accuracy.tsv`, and where it comes from.
 pub fn trained() -> Result<(Vec<Trained>, Provenance), ReportError> {
     let file = "ch18-accuracy.tsv";
-    let (source, text) = Provenance::read(file)?;
-    let bad = |reason: String| ReportError::MissingDataFile {
-        path: format!("book/data/{file}"),
-        reason: format!("{reason}; `cargo xtask train vision` writes it again"),
-    };
+    let bad = |reason: String| damaged(file, reason);
+    let (lines, source) = data_lines(file, true)?;
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+    for line in lines {
         let f: Vec<&str> = line.split('\t').collect();
         let [model, seed, images, parameters, accuracy] = f[..] else {
             return Err(bad(format!("{line:?} is not five fields")));
@@ -218,13 +227,10 @@ pub fn neighbour_similarity(model: &attn::vision::Vit<f32>) -> Result<(f64, f64)
 /// Every seed's line of `ch18-explain.tsv`, and where it comes from.
 pub fn explained() -> Result<(Vec<Explained>, Provenance), ReportError> {
     let file = "ch18-explain.tsv";
-    let (source, text) = Provenance::read(file)?;
-    let bad = |reason: String| ReportError::MissingDataFile {
-        path: format!("book/data/{file}"),
-        reason: format!("{reason}; `cargo xtask train vision` writes it again"),
-    };
+    let bad = |reason: String| damaged(file, reason);
+    let (lines, source) = data_lines(file, true)?;
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+    for line in lines {
         let f: Vec<f64> = line
             .split('\t')
             .map(|x| x.parse().map_err(|e| bad(format!("{x:?}: {e}"))))
@@ -361,10 +367,8 @@ pub fn probabilities_table(
 /// The chapter's ViT, from `book/data/ch18-vit-weights.safetensors`.
 pub fn chapter_model() -> Result<attn::vision::Vit<f32>, ReportError> {
     let path = crate::root().join("book/data/ch18-vit-weights.safetensors");
-    let bytes = std::fs::read(&path).map_err(|e| ReportError::MissingDataFile {
-        path: path.display().to_string(),
-        reason: format!("{e}; `cargo xtask train vision` writes it again"),
-    })?;
+    let bytes =
+        std::fs::read(&path).map_err(|e| damaged("ch18-vit-weights.safetensors", e.to_string()))?;
     Ok(attn::vision::Vit::from_safetensors(&bytes)?)
 }
 

@@ -146,8 +146,6 @@ impl LanguageModel<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::Parameters;
-    use safetensors::{tensor::TensorView, Dtype};
 
     const SMALL: LmConfig = LmConfig {
         vocab: 6,
@@ -187,21 +185,8 @@ mod tests {
         edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
     ) -> Vec<u8> {
         let config = model.config();
-        let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = model
-            .named_slices()
-            .into_iter()
-            .map(|(n, v)| {
-                let shape = config.shape(&n);
-                (n, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect())
-            })
-            .collect();
-        edit(&mut tensors);
-        let views: Vec<_> = tensors
-            .iter()
-            .map(|(n, s, d)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), d).unwrap()))
-            .collect();
         let metadata = SIZES.iter().zip(sizes).map(|(k, v)| (k.to_string(), v.to_string()));
-        safetensors::serialize(views, Some(metadata.collect())).unwrap()
+        crate::nn::edited_file(model, |n| config.shape(n), metadata.collect(), edit)
     }
 
     #[test]

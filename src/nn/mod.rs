@@ -56,5 +56,7 @@ pub(crate) use params::{
     check_d_logits, check_finite_parameters, check_logits, check_same_model, fingerprint, invalid,
     matrices_of, read_checkpoint, read_header, write_checkpoint, zeroed,
 };
+#[cfg(test)]
+pub(crate) use safetensors_file::edited_file;
 pub(crate) use safetensors_file::{check_room, metadata, read_into, size, to_safetensors};
 pub(crate) use sublayer::ffn_sublayer;

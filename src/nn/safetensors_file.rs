@@ -94,3 +94,28 @@ pub(crate) fn read_into<P: Parameters<Real = f32>>(
     }
     Ok(())
 }
+
+/// For the models' tests: a safetensors file of `model`'s tensors (each of
+/// the shape `shape` gives) with `edit` applied to the list, and `metadata`.
+#[cfg(test)]
+pub(crate) fn edited_file<P: Parameters<Real = f32>>(
+    model: &P,
+    shape: impl Fn(&str) -> Vec<usize>,
+    metadata: HashMap<String, String>,
+    edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
+) -> Vec<u8> {
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = model
+        .named_slices()
+        .into_iter()
+        .map(|(n, v)| {
+            let shape = shape(&n);
+            (n, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+        })
+        .collect();
+    edit(&mut tensors);
+    let views: Vec<_> = tensors
+        .iter()
+        .map(|(n, s, d)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), d).unwrap()))
+        .collect();
+    safetensors::serialize(views, Some(metadata)).unwrap()
+}

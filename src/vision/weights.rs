@@ -124,7 +124,6 @@ impl Vit<f32> {
 mod tests {
     use super::*;
     use crate::nn::Parameters;
-    use safetensors::{tensor::TensorView, Dtype};
 
     const SMALL: VitConfig = VitConfig {
         patch: 4,
@@ -159,23 +158,10 @@ mod tests {
         edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
     ) -> Vec<u8> {
         let config = model.config();
-        let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = model
-            .named_slices()
-            .into_iter()
-            .map(|(n, v)| {
-                let shape = config.shape(&n);
-                (n, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect())
-            })
-            .collect();
-        edit(&mut tensors);
-        let views: Vec<_> = tensors
-            .iter()
-            .map(|(n, s, d)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), d).unwrap()))
-            .collect();
         let mut metadata: HashMap<String, String> =
             SIZES.iter().zip(sizes).map(|(k, v)| (k.to_string(), v.to_string())).collect();
         metadata.insert("positions".into(), positions.into());
-        safetensors::serialize(views, Some(metadata)).unwrap()
+        crate::nn::edited_file(model, |n| config.shape(n), metadata, edit)
     }
 
     #[test]
