@@ -146,14 +146,7 @@ mod tests {
     use crate::vision::train::tests::images;
     use crate::vision::VitConfig;
 
-    const SMALL: VitConfig = VitConfig {
-        patch: 2,
-        d_model: 8,
-        heads: 2,
-        layers: 2,
-        d_ff: 16,
-        positions: PatchPositions::Learned,
-    };
+    const SMALL: VitConfig = VitConfig { patch: 2, ..crate::vision::train::tests::SMALL };
 
     #[test]
     fn rollout_multiplies_the_blocks_half_attention_half_identity() {

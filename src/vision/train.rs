@@ -195,6 +195,16 @@ pub fn accuracy<M: DigitClassifier>(
 pub(super) mod tests {
     use super::*;
 
+    /// The small ViT the unit tests build.
+    pub(crate) const SMALL: crate::vision::VitConfig = crate::vision::VitConfig {
+        patch: 4,
+        d_model: 8,
+        heads: 2,
+        layers: 2,
+        d_ff: 16,
+        positions: crate::vision::PatchPositions::Learned,
+    };
+
     /// Two images whose pixels follow no pattern a model could shortcut.
     pub(crate) fn images() -> Vec<[u8; PIXELS]> {
         (0..2u32)

@@ -125,14 +125,7 @@ mod tests {
     use super::*;
     use crate::nn::Parameters;
 
-    const SMALL: VitConfig = VitConfig {
-        patch: 4,
-        d_model: 8,
-        heads: 2,
-        layers: 2,
-        d_ff: 16,
-        positions: PatchPositions::Learned,
-    };
+    use crate::vision::train::tests::SMALL;
 
     #[test]
     fn a_model_reads_back_bit_for_bit_and_counts_its_parameters() {

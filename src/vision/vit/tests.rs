@@ -1,15 +1,6 @@
 use super::*;
-use crate::vision::train::tests::{assert_gradients_match, images};
+use crate::vision::train::tests::{assert_gradients_match, images, SMALL};
 use crate::vision::DigitClassifier;
-
-const SMALL: VitConfig = VitConfig {
-    patch: 4,
-    d_model: 8,
-    heads: 2,
-    layers: 2,
-    d_ff: 16,
-    positions: PatchPositions::Learned,
-};
 
 /// `image` with its patches moved: new patch `j` is old patch `order[j]`.
 fn permuted(image: &[u8; PIXELS], order: &[usize], config: VitConfig) -> [u8; PIXELS] {
