@@ -14,7 +14,8 @@ use attn::vision::{position_similarity, rollout, Vit, PIXELS};
 use ndarray::Array2;
 use report::ch18::{
     accuracy_table, chapter_model, control_table, data_size_table, explain_table, explained,
-    figure_digits, probabilities_table, summary, trained, vit_name, CHAPTER_VIT, TRAINING_SIZES,
+    figure_digits, positions_table, probabilities_table, pytorch_gaps, summary, trained, vit_name,
+    CHAPTER_VIT, TRAINING_SIZES,
 };
 use report::error::ReportError;
 use report::plot;
@@ -29,6 +30,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fwd = model.forward(&images)?;
     println!("== The chapter's ViT on the first test digits: probability of each digit ==");
     println!("{}", probabilities_table(&model, &digits)?);
+    let [logits, weights, twice, no_cls] = pytorch_gaps()?;
+    println!("\n== Against PyTorch (tests/golden/vit.txt): largest differences ==");
+    println!("logits {logits:.1e}, attention weights {weights:.1e}");
+    println!("positions added twice: logits {twice:.1}; [CLS] of zeros: logits {no_cls:.1}");
 
     let (runs, _) = trained()?;
     println!("\n== Test accuracy (%), 500 images, three seeds ==");
@@ -36,8 +41,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n== Test accuracy (%) against training images, three seeds ==");
     println!("{}", data_size_table(&runs));
     let (explained, _) = explained()?;
-    println!("\n== The chapter's ViT over the test images: Spearman's correlation with occlusion, and positions' cosine similarity ==");
+    println!(
+        "\n== The chapter's ViTs over the test images: Spearman's correlation with occlusion =="
+    );
     println!("{}", explain_table(&explained));
+    println!(
+        "\n== The chapter's ViTs' positions: mean cosine similarity of neighbours and of others =="
+    );
+    println!("{}", positions_table(&explained));
     println!("\n== The measure's positive control: untrained ViTs with row + column positions ==");
     println!("{}", control_table()?);
 
@@ -143,7 +154,7 @@ fn draw_data_size(runs: &[report::ch18::Trained]) {
     use plot::{line_charts, Chart, Series, BLUE_, ORANGE_};
     let series: Vec<Series> = [
         (vit_name(&CHAPTER_VIT), "ViT, 2×2 patches", BLUE_),
-        ("perceptron".to_string(), "perceptron", ORANGE_),
+        ("perceptron".to_string(), "MLP", ORANGE_),
     ]
     .into_iter()
     .map(|(model, label, colour)| {

@@ -277,6 +277,7 @@ pub fn described(model: &str) -> String {
             };
             format!("ViT {patch}×{patch} patches, {positions}")
         }
+        ["perceptron"] => "MLP, one hidden layer".to_string(),
         _ => model.to_string(),
     }
 }
@@ -308,7 +309,7 @@ pub fn accuracy_table(trained: &[Trained]) -> String {
 /// perceptron: mean (lowest–highest) of the seeds, in percent.
 pub fn data_size_table(trained: &[Trained]) -> String {
     let vit = vit_name(&CHAPTER_VIT);
-    let mut out = format!("{:>6}  {:>18}  {:>18}\n", "images", "ViT 2×2, learned", "perceptron");
+    let mut out = format!("{:>6}  {:>18}  {:>18}\n", "images", "ViT 2×2, learned", "MLP");
     let cell = |model: &str, n: usize| {
         summary(trained, model, n).map_or("-".to_string(), |(m, lo, hi)| {
             format!("{:.1} ({:.1}–{:.1})", 100.0 * m, 100.0 * lo, 100.0 * hi)
@@ -320,25 +321,35 @@ pub fn data_size_table(trained: &[Trained]) -> String {
     out.trim_end().to_string()
 }
 
-/// What the chapter's ViTs look at, seed by seed, and the mean.
+/// What the chapter's ViTs look at, seed by seed, and the mean: the mean
+/// correlations of attention and of rollout with occlusion.
 pub fn explain_table(explained: &[Explained]) -> String {
-    let mut out = format!(
-        "{:>5}  {:>22}  {:>20}  {:>19}  {:>12}\n",
-        "seed", "attention ~ occlusion", "rollout ~ occlusion", "neighbours' cosine", "others'"
-    );
-    let row = |name: String, e: [f64; 4]| {
-        format!("{name:>5}  {:>22.2}  {:>20.2}  {:>19.2}  {:>12.2}\n", e[0], e[1], e[2], e[3])
-    };
+    seed_table(explained, ["attention ~ occlusion", "rollout ~ occlusion"], |e| {
+        [e.attention, e.rollout]
+    })
+}
+
+/// The positions of the chapter's ViTs, seed by seed, and the mean: the
+/// mean cosine similarity of neighbours' position vectors and of others'.
+pub fn positions_table(explained: &[Explained]) -> String {
+    seed_table(explained, ["neighbours' cosine", "others'"], |e| [e.neighbours, e.others])
+}
+
+/// Two columns of `explained` by seed, and their means.
+fn seed_table(
+    explained: &[Explained],
+    names: [&str; 2],
+    columns: fn(&Explained) -> [f64; 2],
+) -> String {
+    let mut out = format!("{:>5}  {:>22}  {:>20}\n", "seed", names[0], names[1]);
+    let row = |name: String, v: [f64; 2]| format!("{name:>5}  {:>22.2}  {:>20.2}\n", v[0], v[1]);
     for e in explained {
-        out.push_str(&row(e.seed.to_string(), [e.attention, e.rollout, e.neighbours, e.others]));
+        out.push_str(&row(e.seed.to_string(), columns(e)));
     }
-    let mean = |f: fn(&Explained) -> f64| {
-        crate::measurements::mean(&explained.iter().map(f).collect::<Vec<_>>())
+    let mean = |k: usize| {
+        crate::measurements::mean(&explained.iter().map(|e| columns(e)[k]).collect::<Vec<_>>())
     };
-    out.push_str(&row(
-        "mean".into(),
-        [mean(|e| e.attention), mean(|e| e.rollout), mean(|e| e.neighbours), mean(|e| e.others)],
-    ));
+    out.push_str(&row("mean".into(), [mean(0), mean(1)]));
     out.trim_end().to_string()
 }
 
@@ -377,10 +388,52 @@ pub fn chapter_model() -> Result<attn::vision::Vit<f32>, ReportError> {
 /// a column vector by construction), one per seed.
 pub fn control_table() -> Result<String, ReportError> {
     let config = VitConfig { positions: PatchPositions::RowColumn, ..CHAPTER_VIT };
-    let mut out = format!("{:>5}  {:>19}  {:>12}\n", "seed", "neighbours' cosine", "others'");
+    let mut out = format!("{:>5}  {:>22}  {:>20}\n", "seed", "neighbours' cosine", "others'");
     for seed in SEEDS {
         let (near, far) = neighbour_similarity(&attn::vision::Vit::new(config, seed)?)?;
-        out.push_str(&format!("{seed:>5}  {near:>19.2}  {far:>12.2}\n"));
+        out.push_str(&format!("{seed:>5}  {near:>22.2}  {far:>20.2}\n"));
     }
     Ok(out.trim_end().to_string())
+}
+
+/// The chapter's ViT against PyTorch's (`tests/golden/vit.txt`, written
+/// by `tools/vit_reference.py`): the largest difference in the logits and
+/// in any head's weights, and in the logits of two broken copies, the
+/// positions added twice (the table doubled) and a `[CLS]` vector of zeros.
+pub fn pytorch_gaps() -> Result<[f64; 4], ReportError> {
+    use attn::nn::Parameters;
+    let golden = crate::golden::load("vit.txt");
+    let images: Vec<[u8; attn::vision::PIXELS]> =
+        golden["pixels"].rows().into_iter().map(|r| std::array::from_fn(|i| r[i] as u8)).collect();
+    let gap = |ours: &ndarray::ArrayRef2<f32>, theirs: &ndarray::Array2<f32>| {
+        ours.iter().zip(theirs).map(|(a, b)| f64::from((a - b).abs())).fold(0.0, f64::max)
+    };
+    let model = chapter_model()?;
+    let logit_gap = |m: &attn::vision::Vit<f32>| -> Result<f64, ReportError> {
+        Ok(gap(m.forward(&images)?.logits(), &golden["logits"]))
+    };
+    let edited = |name: &str, change: fn(&mut f32)| {
+        let mut m = model.clone();
+        if let Some(t) = m.named_slices().iter().position(|(n, _)| n == name) {
+            m.slices_mut()[t].iter_mut().for_each(change);
+        }
+        m
+    };
+    let c = model.config();
+    let fwd = model.forward(&images)?;
+    let mut weights: f64 = 0.0;
+    for block in 0..c.layers {
+        for i in 0..images.len() {
+            for head in 0..c.heads {
+                let name = format!("weights_block{block}_image{i}_head{head}");
+                weights = weights.max(gap(fwd.weights(block, i, head)?, &golden[&name]));
+            }
+        }
+    }
+    Ok([
+        logit_gap(&model)?,
+        weights,
+        logit_gap(&edited("positions", |x| *x *= 2.0))?,
+        logit_gap(&edited("cls", |x| *x = 0.0))?,
+    ])
 }

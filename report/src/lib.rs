@@ -35,6 +35,7 @@ pub mod fast_data;
 pub mod fast_lm;
 pub mod fast_profile;
 pub mod fast_report;
+pub mod golden;
 pub mod measurements;
 pub mod numbers;
 pub mod plot;
