@@ -68,9 +68,7 @@ fn run(
             }
             if chapters && seed == SEEDS[0] {
                 let provenance = header("one run", "the chapter's ViT, seed 1");
-                let bytes = m
-                    .to_safetensors(provenance.trim_start_matches("# "))
-                    .map_err(|e| e.to_string())?;
+                let bytes = m.to_safetensors(&provenance).map_err(|e| e.to_string())?;
                 let path = report::root().join("book/data/ch18-vit-weights.safetensors");
                 std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
             }

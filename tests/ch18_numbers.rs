@@ -11,7 +11,11 @@ use report::ch18::{
     accuracy_table, chapter_model, data_size_table, explain_table, explained, figure_digits,
     probabilities_table, recipe, summary, trained, vit_name, Trained, CHAPTER_VIT, SEEDS,
 };
-use report::numbers::Bindings;
+use report::numbers::{captured, Bindings};
+
+/// Scores of four patches in one order, and in the reverse order.
+const ORDER: [f64; 4] = [0.1, 0.4, 0.2, 0.3];
+const REVERSED: [f64; 4] = [0.4, 0.1, 0.3, 0.2];
 
 mod common;
 
@@ -60,7 +64,10 @@ fn pytorch(b: &mut Bindings) {
         .exact("64", c.d_ff as f64)
         .exact("1,000", r.steps as f64)
         .exact("three", golden_images as f64)
-        .exact("1e-5", 1e-5)
+        .exact(
+            "1e-5",
+            captured("tests/vision_golden.rs", r"const TOLERANCE: f32 = ([0-9.e-]+);")[0],
+        )
         .rounded("5.0e-6", logits)
         .rounded("5.7e-7", weights)
         .rounded("2.0", twice)
@@ -115,7 +122,11 @@ fn earns_its_place(b: &mut Bindings, runs: &[Trained], source: &report::provenan
     b.section("Does attention earn its place?");
     b.exact("three", SEEDS.len() as f64)
         .exact("500", TEST_IMAGES as f64)
-        .exact("two", 2.0) // the perceptron and the linear classifier
+        // The models that are not ViTs: the MLP and the linear classifier.
+        .exact(
+            "two",
+            report::ch18::models_in_order().iter().filter(|m| !m.starts_with("vit")).count() as f64,
+        )
         .exact("64", PIXELS as f64);
     let mut s = b.from(&[source]);
     s.quoted(&accuracy_table(runs))
@@ -176,8 +187,8 @@ fn heads_and_positions(b: &mut Bindings) {
     b.exact("two", report::ch18::FIGURE_DIGITS.min(2) as f64)
         .exact("500", TEST_IMAGES as f64)
         .exact("16", CHAPTER_VIT.patches() as f64)
-        .exact("-1", -1.0) // the correlation's range
-        .exact("1", 1.0);
+        .exact("-1", attn::vision::rank_correlation(&ORDER, &REVERSED).unwrap())
+        .exact("1", attn::vision::rank_correlation(&ORDER, &ORDER).unwrap());
     let rollouts: Vec<f64> = explained.iter().map(|e| e.rollout).collect();
     let mut s = b.from(&[&source]);
     s.quoted(&explain_table(&explained))

@@ -544,11 +544,9 @@
                 return;
             }
             report(r, out);
-            var best = 0;
             for (var k = 0; k < 10; k++) {
                 readouts[k].bar.style.width = (100 * Math.max(0, Math.min(1, out[k]))) + "%";
                 readouts[k].text.textContent = fixed(out[k], 3);
-                if (out[k] > out[best]) best = k;
             }
             var grid = Math.round(Math.sqrt(shape[2])), top = 0;
             for (var j = 10; j < out.length; j++) top = Math.max(top, out[j]);
@@ -559,7 +557,7 @@
                     cell.setAttribute("fill-opacity", String(top > 0 ? Math.max(0, w) / top : 0));
                 });
             });
-            caption.textContent = "The model's most likely digit: " + best + ". Each square: a head of the last block, " +
+            caption.textContent = "Beside each digit, the probability the model gives it. Each square: a head of the last block, " +
                 "shaded by the weight [CLS] puts on each of its " + grid + " × " + grid + " patches (darkest: the largest weight of any head).";
         }
         return new Promise(function (resolve, reject) {
