@@ -70,7 +70,28 @@ fn relative(values: Array2<f32>) -> Array2<f32> {
     values / top
 }
 
-/// Figure 18.1: each head's attention from [CLS] in the last block, and
+/// Heatmap panels of a grid with `labels` for its rows and columns, one a
+/// title, coloured over `range` with the colour bar's caption `value_desc`.
+fn panels<'a>(
+    titles: &'a [String],
+    labels: &'a [&'a str],
+    values: Vec<Array2<f32>>,
+    (value_desc, range): (&'a str, (f32, f32)),
+) -> Vec<(plot::Heatmap<'a>, Array2<f32>)> {
+    let heatmap = |title: &'a String| plot::Heatmap {
+        title,
+        row_labels: labels,
+        col_labels: labels,
+        x_desc: "column",
+        y_desc: "row",
+        value_desc,
+        range,
+        annotate: None,
+    };
+    titles.iter().map(heatmap).zip(values).collect()
+}
+
+/// Figure 18.2: each head's attention from [CLS] in the last block, and
 /// rollout, drawn over the digits.
 fn draw_heads(
     model: &Vit<f32>,
@@ -94,28 +115,12 @@ fn draw_heads(
         titles.push("rollout".into());
         values.push(relative(on_pixels(&rollout(model, fwd, i)?, c.patch)));
     }
-    let panels: Vec<(plot::Heatmap, Array2<f32>)> = titles
-        .iter()
-        .zip(values)
-        .map(|(title, v)| {
-            let h = plot::Heatmap {
-                title,
-                row_labels: &labels,
-                col_labels: &labels,
-                x_desc: "column",
-                y_desc: "row",
-                value_desc: "share of the panel's largest",
-                range: (0.0, 1.0),
-                annotate: None,
-            };
-            (h, v)
-        })
-        .collect();
+    let panels = panels(&titles, &labels, values, ("share of the panel's largest", (0.0, 1.0)));
     plot::heatmap_grid("ch18-heads.svg", "What [CLS] attends to in the last block", 3, &panels);
     Ok(())
 }
 
-/// Figure 18.2: the cosine similarity of each patch's position vector with
+/// Figure 18.3: the cosine similarity of each patch's position vector with
 /// every patch's.
 fn draw_positions(model: &Vit<f32>) -> Result<(), ReportError> {
     let s = position_similarity(model)?;
@@ -123,23 +128,9 @@ fn draw_positions(model: &Vit<f32>) -> Result<(), ReportError> {
     let labels: Vec<String> = (0..g).map(|i| i.to_string()).collect();
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     let titles: Vec<String> = (0..g * g).map(|j| format!("patch ({}, {})", j / g, j % g)).collect();
-    let panels: Vec<(plot::Heatmap, Array2<f32>)> = titles
-        .iter()
-        .enumerate()
-        .map(|(j, title)| {
-            let h = plot::Heatmap {
-                title,
-                row_labels: &labels,
-                col_labels: &labels,
-                x_desc: "column",
-                y_desc: "row",
-                value_desc: "cosine similarity",
-                range: (-1.0, 1.0),
-                annotate: None,
-            };
-            (h, Array2::from_shape_fn((g, g), |(r, k)| s[[j, r * g + k]] as f32))
-        })
-        .collect();
+    let values =
+        (0..g * g).map(|j| Array2::from_shape_fn((g, g), |(r, k)| s[[j, r * g + k]] as f32));
+    let panels = panels(&titles, &labels, values.collect(), ("cosine similarity", (-1.0, 1.0)));
     plot::heatmap_grid(
         "ch18-positions.svg",
         "Learned positions: each patch against every patch",
@@ -149,7 +140,7 @@ fn draw_positions(model: &Vit<f32>) -> Result<(), ReportError> {
     Ok(())
 }
 
-/// Figure 18.3: test accuracy against training images.
+/// Figure 18.1: test accuracy against training images.
 fn draw_data_size(runs: &[report::ch18::Trained]) {
     use plot::{line_charts, Chart, Series, BLUE_, ORANGE_};
     let series: Vec<Series> = [

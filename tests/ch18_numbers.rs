@@ -78,15 +78,9 @@ fn pytorch(b: &mut Bindings) {
 fn running(b: &mut Bindings) {
     let model = chapter_model().unwrap();
     let digits = figure_digits().unwrap();
-    let probabilities: Vec<Vec<f32>> = digits
-        .iter()
-        .map(|(_, image)| {
-            let z = model.forward(&[*image]).unwrap().logits().clone();
-            attn::softmax::softmax_rows(&z).unwrap().row(0).to_vec()
-        })
-        .collect();
-    let sure = probabilities.iter().filter(|p| p.iter().any(|&x| x > 0.98)).count();
-    let third = &probabilities[2];
+    let probabilities = report::ch18::probabilities(&model, &digits).unwrap();
+    let sure = probabilities.rows().into_iter().filter(|p| p.iter().any(|&x| x > 0.98)).count();
+    let third = probabilities.row(2);
     b.section("Running it");
     b.quoted(&probabilities_table(&model, &digits).unwrap())
         .exact("six", digits.len() as f64)
@@ -94,7 +88,8 @@ fn running(b: &mut Bindings) {
         .at_least(
             "0.98",
             probabilities
-                .iter()
+                .rows()
+                .into_iter()
                 .filter_map(|p| p.iter().copied().reduce(f32::max))
                 .filter(|&x| x > 0.9)
                 .fold(1.0_f32, f32::min)

@@ -184,8 +184,7 @@ impl Explained {
         for i in test.clone() {
             let image = *digits.image(i)?;
             let fwd = model.forward(&[image])?;
-            let logits = fwd.logits().row(0);
-            let class = (0..logits.len()).fold(0, |b, k| if logits[k] > logits[b] { k } else { b });
+            let class = attn::lm::greedy(&fwd.logits().row(0).to_vec())?;
             let drop = occlusion(model, &image, class)?;
             let last = attn::vision::mean_heads(model, &fwd, c.layers - 1, 0)?;
             let raw: Vec<f64> = last.row(0).iter().skip(1).copied().collect();
@@ -354,22 +353,25 @@ fn seed_table(
 }
 
 /// The probability `model` gives each digit for each image of `digits`
-/// (label, pixels), a row an image, its label first.
+/// (label, pixels): the softmax of its logits, a row an image.
+pub fn probabilities(
+    model: &attn::vision::Vit<f32>,
+    digits: &[(u8, [u8; attn::vision::PIXELS])],
+) -> Result<ndarray::Array2<f32>, ReportError> {
+    let images: Vec<[u8; attn::vision::PIXELS]> = digits.iter().map(|d| d.1).collect();
+    Ok(attn::softmax::softmax_rows(model.forward(&images)?.logits())?)
+}
+
+/// [`probabilities`] as a table, a row an image, its label first.
 pub fn probabilities_table(
     model: &attn::vision::Vit<f32>,
     digits: &[(u8, [u8; attn::vision::PIXELS])],
 ) -> Result<String, ReportError> {
-    let images: Vec<[u8; attn::vision::PIXELS]> = digits.iter().map(|d| d.1).collect();
-    let fwd = model.forward(&images)?;
     let classes = attn::vision::CLASSES;
     let mut out =
         format!("label  {}\n", (0..classes).map(|k| format!("{k:>5}")).collect::<String>());
-    for (i, (label, _)) in digits.iter().enumerate() {
-        let z = fwd.logits().row(i);
-        let top = z.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-        let e: Vec<f32> = z.iter().map(|&x| (x - top).exp()).collect();
-        let sum: f32 = e.iter().sum();
-        let cells: String = e.iter().map(|x| format!("{:>5.2}", x / sum)).collect();
+    for ((label, _), p) in digits.iter().zip(probabilities(model, digits)?.rows()) {
+        let cells: String = p.iter().map(|x| format!("{x:>5.2}")).collect();
         out.push_str(&format!("{label:>5}  {cells}\n"));
     }
     Ok(out.trim_end().to_string())
@@ -405,7 +407,11 @@ pub fn pytorch_gaps() -> Result<[f64; 4], ReportError> {
     let golden = crate::golden::load("vit.txt");
     let images: Vec<[u8; attn::vision::PIXELS]> =
         golden["pixels"].rows().into_iter().map(|r| std::array::from_fn(|i| r[i] as u8)).collect();
+    // The largest difference; infinite where the shapes differ.
     let gap = |ours: &ndarray::ArrayRef2<f32>, theirs: &ndarray::Array2<f32>| {
+        if ours.dim() != theirs.dim() {
+            return f64::INFINITY;
+        }
         ours.iter().zip(theirs).map(|(a, b)| f64::from((a - b).abs())).fold(0.0, f64::max)
     };
     let model = chapter_model()?;
