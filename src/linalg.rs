@@ -13,6 +13,8 @@ use rayon::prelude::*;
 use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
 use crate::real::Real;
+#[cfg(target_arch = "x86_64")]
+use crate::real::{as_f32, from_f32};
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx512;
@@ -77,15 +79,47 @@ pub(crate) fn product<F: Real>(
 
 /// `a·b` (`m×k` times `k×n`, any strides, e.g. a transposed view): the
 /// product every layer computes, in attention's core, the projections and
-/// the training stack, forward and backward. Through `gemm`, or, built
-/// with the `blas` feature, through ndarray's product, which that feature
-/// hands to the system's OpenBLAS (the appendix compares the two).
+/// the training stack, forward and backward. For `f32` on a processor with
+/// AVX-512, through this crate's kernel ([`matmul_avx512`]) wherever
+/// `gemm` would run its general path: the same sums in the same order, so
+/// the same bits, at twice the numbers per instruction. Otherwise through
+/// `gemm`, or, built with the `blas` feature, through ndarray's product,
+/// which that feature hands to the system's OpenBLAS (the appendix
+/// compares the two).
 pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     assert_eq!(a.ncols(), b.nrows(), "the layers' shapes are checked by their callers");
     if cfg!(feature = "blas") {
         return a.dot(b);
     }
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(a), Some(b)) = (as_f32(a), as_f32(b)) {
+        if avx512::available() && on_gemm_s_general_path(a.nrows(), a.ncols(), b.ncols()) {
+            return from_f32(matmul_avx512(a, b));
+        }
+    }
     matmul_gemm(a, b)
+}
+
+/// Whether `gemm` multiplies `m×k` by `k×n` with its general path, the
+/// micro-kernel that sums each entry as one chain of multiply-adds in the
+/// order of `k`. It takes other paths for a vector (`m` or `n` of 1), for
+/// `k ≤ 2`, and for at most 16 × 16 entries of a row-major `A` by a
+/// column-major `B`.
+fn on_gemm_s_general_path(m: usize, k: usize, n: usize) -> bool {
+    m > 1 && n > 1 && k > 2 && m.saturating_mul(n) > 16 * 16
+}
+
+/// How many steps of `k` `gemm`'s general path sums in one chain (its
+/// `kc`) for `m×k` by `k×n` in `f32` on a processor with FMA, where its
+/// micro-kernel takes 16 rows by 6 columns: up to 512 for products of at
+/// most 64 × 64 entries, otherwise what `gemm_common` derives from this
+/// processor's level-1 cache, at least 512, split evenly over `k`.
+#[cfg(target_arch = "x86_64")]
+fn gemm_s_chain(m: usize, k: usize, n: usize) -> usize {
+    match m <= 64 && n <= 64 {
+        true => k.min(512),
+        false => gemm_common::cache::kernel_params(m, n, k, 16, 6, size_of::<f32>()).kc,
+    }
 }
 
 /// [`matmul`] through the `gemm` crate, on any processor and for `f32` and
@@ -93,45 +127,68 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
 pub(crate) fn matmul_gemm<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     let ((m, k), n) = (a.dim(), b.ncols());
     let mut c = Array2::zeros((m, n));
-    let work = m.saturating_mul(k).saturating_mul(n);
-    // Asked only for a product worth splitting: the first call starts the pool.
-    let threads = || rayon::current_num_threads();
-    if work >= PARALLEL_FROM {
-        product(&mut c.view_mut(), a.view(), b.view(), false, Parallelism::Rayon(0));
-    } else if work >= BANDS_FROM && threads() > 1 && m >= 2 * threads() {
-        let rows = m.div_ceil(threads());
-        let bands: Vec<_> =
-            c.axis_chunks_iter_mut(Axis(0), rows).zip(a.axis_chunks_iter(Axis(0), rows)).collect();
-        bands.into_par_iter().for_each(|(mut c, a)| {
-            product(&mut c, a, b.view(), false, Parallelism::None);
-        });
-    } else {
-        product(&mut c.view_mut(), a.view(), b.view(), false, Parallelism::None);
+    match split(m, k, n) {
+        Split::Gemm => product(&mut c.view_mut(), a.view(), b.view(), false, Parallelism::Rayon(0)),
+        Split::Bands(rows) => {
+            let bands: Vec<_> = c
+                .axis_chunks_iter_mut(Axis(0), rows)
+                .zip(a.axis_chunks_iter(Axis(0), rows))
+                .collect();
+            bands.into_par_iter().for_each(|(mut c, a)| {
+                product(&mut c, a, b.view(), false, Parallelism::None);
+            });
+        }
+        Split::None => product(&mut c.view_mut(), a.view(), b.view(), false, Parallelism::None),
     }
     c
 }
 
+/// How [`matmul_gemm`] shares an `m×k` by `k×n` product among the pool's
+/// threads.
+enum Split {
+    /// One product on one thread.
+    None,
+    /// Bands of this many rows, one product each.
+    Bands(usize),
+    /// `gemm`'s own threads.
+    Gemm,
+}
+
+fn split(m: usize, k: usize, n: usize) -> Split {
+    let work = m.saturating_mul(k).saturating_mul(n);
+    // Asked only for a product worth splitting: the first call starts the pool.
+    let threads = || rayon::current_num_threads();
+    if work >= PARALLEL_FROM {
+        Split::Gemm
+    } else if work >= BANDS_FROM && threads() > 1 && m >= 2 * threads() {
+        Split::Bands(m.div_ceil(threads()))
+    } else {
+        Split::None
+    }
+}
+
 /// [`matmul`] through this crate's own AVX-512 kernel, for `f32` on a
 /// processor that has it ([`avx512::available`]): bands of rows over the
-/// pool's threads where [`matmul_gemm`] would split the product too.
-/// Tested equal to [`matmul_gemm`], and not yet [`matmul`]'s choice: its
-/// sums round differently, so every output the book quotes from an `f32`
-/// product moves in its last digits and must be measured again with it.
+/// pool's threads where [`matmul_gemm`] would split the product, each
+/// entry summed in chains as long as `gemm`'s ([`gemm_s_chain`], from the
+/// rows of a band as `gemm` sees them). The pair is tested bit for bit
+/// equal wherever [`matmul`] chooses this one.
 #[cfg(target_arch = "x86_64")]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn matmul_avx512(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> Array2<f32> {
     let ((m, k), n) = (a.dim(), b.ncols());
     let mut c = Array2::uninit((m, n));
-    let work = m.saturating_mul(k).saturating_mul(n);
-    let threads = match work >= BANDS_FROM {
-        true => rayon::current_num_threads().min(m / avx512::MR).max(1),
-        false => 1,
+    let (threads, band) = match split(m, k, n) {
+        Split::None => (1, m),
+        Split::Bands(rows) => (m.div_ceil(rows), rows),
+        Split::Gemm => (rayon::current_num_threads(), m),
     };
+    let threads = threads.min(m / avx512::MR).max(1);
+    let chain = gemm_s_chain(band, k, n);
     // SAFETY: `MaybeUninit<f32>` has `f32`'s layout, and `product` writes
     // every entry of `c` before it is read (it never reads what it has
     // not written).
     let view = unsafe { c.raw_view_mut().cast::<f32>().deref_into_view_mut() };
-    avx512::product(view, a.view(), b.view(), threads);
+    avx512::product(view, a.view(), b.view(), threads, chain);
     // SAFETY: every entry was written.
     unsafe { c.assume_init() }
 }
@@ -298,21 +355,28 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn the_avx512_product_equals_gemm_s_at_the_training_shapes() {
+    fn the_avx512_product_has_gemm_s_bits_wherever_matmul_chooses_it() {
         if !avx512_here() {
             return;
         }
-        for (i, &(m, k, n)) in TRAINING_SHAPES.iter().enumerate() {
-            let f32s = |x: Array2<f64>| x.mapv(|v| v as f32);
+        let f32s = |x: Array2<f64>| x.mapv(|v| v as f32);
+        let long = [(64, 1000, 64), (100, 1100, 70), (700, 2000, 20), (17, 9, 17), (2, 5, 200)];
+        let pool = |threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        for (i, &(m, k, n)) in TRAINING_SHAPES.iter().chain(&long).enumerate() {
             let (a, b) = (f32s(normal(m, k, 2 * i as u64)), f32s(normal(k, n, 2 * i as u64 + 1)));
-            let a_t = a.t().to_owned(); // A read through a transposed view
-            for a in [a.view(), a_t.t()] {
-                let (got, want) = (matmul_avx512(&a, &b), matmul_gemm(&a, &b));
-                assert_eq!(got.dim(), (m, n));
-                assert_close(&got, &want, a, b.view());
+            let (a_t, b_t) = (a.t().to_owned(), b.t().to_owned()); // read through transposed views
+            for (a, b) in [(a.view(), b.view()), (a_t.t(), b.view()), (a.view(), b_t.t())] {
+                for threads in [1, 2, 3] {
+                    let (got, want) =
+                        pool(threads).install(|| (matmul_avx512(&a, &b), matmul_gemm(&a, &b)));
+                    assert_eq!(got.dim(), (m, n));
+                    match on_gemm_s_general_path(m, k, n) {
+                        true => assert!(got == want, "{m}×{k}×{n} on {threads} threads"),
+                        false => assert_close(&got, &want, a, b),
+                    }
+                    assert!(pool(threads).install(|| matmul(&a, &b)) == want);
+                }
             }
-            let b_t = b.t().to_owned();
-            assert_close(&matmul_avx512(&a, &b_t.t()), &matmul_gemm(&a, &b), a.view(), b.view());
         }
     }
 

@@ -2,7 +2,7 @@
 //! whose vector registers hold 16 `f32`: twice the numbers per instruction
 //! of the 256-bit kernels the `gemm` crate runs on a stable compiler (it
 //! keeps its AVX-512 kernels behind its `nightly` feature). It and
-//! [`super::matmul_gemm`] are a named pair, tested equal at every shape
+//! [`super::matmul_gemm`] are a named pair, tested bit for bit equal at every shape
 //! chapter 16's training step multiplies; [`super::matmul`] chooses this
 //! one for `f32` where the processor has AVX-512.
 //!
@@ -12,17 +12,17 @@
 //! - `B` is packed once into panels of [`NR`] columns (4 registers), each
 //!   panel's `k` rows one after the other, zeros past the last column;
 //! - [`block`] multiplies [`MR`] rows of `A`, read where they are (each
-//!   number broadcast to a register), by one panel over [`KC`] of the `k`
-//!   steps: 6 rows by 64 columns in 24 registers, one number of `A` times
-//!   four registers of `B` at each step. A panel's `KC` rows (32 KiB) stay
-//!   in the level-1 cache while every group of rows passes over them.
-//!   (Packing `A` as well, as BLIS does, cost a quarter of the kernel's
-//!   time at the training stack's narrow shapes, where each number of `A`
-//!   meets only 128 columns.)
+//!   number broadcast to a register), by one panel over one *chain* of the
+//!   `k` steps: 6 rows by 64 columns in 24 registers, one number of `A`
+//!   times four registers of `B` at each step. (Packing `A` as well, as
+//!   BLIS does, cost a quarter of the kernel's time at the training
+//!   stack's narrow shapes, where each number of `A` meets only 128
+//!   columns.)
 //!
-//! Each entry of `C` is the sum of its `KC`-long partial sums in order of
-//! `k`, each partial sum in order of `k`: the same sum whatever the band
-//! or the thread, so the bits do not depend on the number of threads.
+//! Each entry of `C` is the sum of its chains' sums in order of `k`, each
+//! chain one multiply-add after another in order of `k`, from zero. The
+//! caller gives the chain's length: `gemm`'s own, so that the two give the
+//! same bits, whatever the band or the thread.
 
 use std::arch::x86_64::{
     __m512, _mm512_add_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps,
@@ -41,9 +41,6 @@ pub(crate) const MR: usize = 6;
 
 /// Columns of a panel of `B`: 4 registers.
 pub(crate) const NR: usize = 4 * W;
-
-/// Steps of `k` per [`block`]: a panel's `KC × NR` numbers are 32 KiB.
-pub(crate) const KC: usize = 128;
 
 /// Whether this processor runs AVX-512.
 pub(crate) fn available() -> bool {
@@ -97,7 +94,8 @@ fn pack_b(b: ArrayView2<f32>, out: &mut [f32]) {
 /// `c ← a·b`: `a` is `m×k` and `b` is `k×n`, any strides; `c` is `m×n`,
 /// rows contiguous, and its entries are only written. With more than one
 /// of the pool's `threads`, bands of `c`'s rows go to the threads, `B`
-/// packed once for all of them.
+/// packed once for all of them. Each entry is summed in chains of `chain`
+/// steps of `k`.
 ///
 /// # Panics
 /// If the processor lacks AVX-512 ([`available`]) or the shapes differ:
@@ -107,6 +105,7 @@ pub(crate) fn product(
     a: ArrayView2<f32>,
     b: ArrayView2<f32>,
     threads: usize,
+    chain: usize,
 ) {
     assert!(available(), "the caller checks the processor");
     let ((m, k), n) = (a.dim(), b.ncols());
@@ -125,7 +124,7 @@ pub(crate) fn product(
     let packed_b = packed_b.get();
     // SAFETY: AVX-512 is available (asserted above); `packed_b` holds every
     // panel of `B`, and each band is `c`'s rows of `a`.
-    let band = |(c, a)| unsafe { band_product(c, a, packed_b) };
+    let band = |(c, a)| unsafe { band_product(c, a, packed_b, chain.max(1)) };
     let bands = c.axis_chunks_iter_mut(Axis(0), rows).zip(a.axis_chunks_iter(Axis(0), rows));
     if rows < m {
         bands.collect::<Vec<_>>().into_par_iter().for_each(band);
@@ -135,20 +134,20 @@ pub(crate) fn product(
 }
 
 /// One band of `c`'s rows: the same rows of `a` times every packed panel
-/// of `B`, [`KC`] steps of `k` at a time.
+/// of `B`, `chain` steps of `k` at a time.
 ///
 /// # Safety
 /// The processor must run AVX-512; `b` must be all of `B` packed as
 /// [`pack_b`] packs it.
 #[inline(never)]
 #[target_feature(enable = "avx512f")]
-unsafe fn band_product(mut c: ArrayViewMut2<f32>, a: ArrayView2<f32>, b: &[f32]) {
+unsafe fn band_product(mut c: ArrayViewMut2<f32>, a: ArrayView2<f32>, b: &[f32], chain: usize) {
     let ((m, n), k) = (c.dim(), a.ncols());
     assert!(a.nrows() == m && b.len() >= n.div_ceil(NR) * k * NR);
     let ldc = if m > 1 { c.strides()[0] as usize } else { n };
     let (c, [rs, cs]) = (c.as_mut_ptr(), [a.strides()[0], a.strides()[1]]);
-    for p0 in (0..k).step_by(KC) {
-        let steps = KC.min(k - p0);
+    for p0 in (0..k).step_by(chain) {
+        let steps = chain.min(k - p0);
         for j in 0..n.div_ceil(NR) {
             let panel = &b[(j * k + p0) * NR..][..steps * NR];
             let masks = column_masks(n - j * NR);
