@@ -49,7 +49,7 @@ use book::{
 };
 use corpus::corpus;
 use model::{model, model_data};
-use runs::{measure, measure_fast, measure_kv, measure_lm, measure_lm_cache, train};
+use runs::{measure, measure_all, measure_fast, measure_kv, measure_lm, measure_lm_cache, train};
 
 pub(crate) use commands::{artifacts, capture, cargo, describe, executables, run, side_by_side};
 
@@ -80,9 +80,10 @@ fn main() -> ExitCode {
             Some("lm") => corpus().and_then(|()| measure_lm()),
             Some("lm-cache") => measure_lm_cache(),
             Some("kv") => measure_kv(),
+            Some("all") => measure_all(),
             None => measure(),
             Some(other) => {
-                Err(format!("unknown option {other}: fast, lm, lm-cache, kv or nothing"))
+                Err(format!("unknown option {other}: all, fast, lm, lm-cache, kv or nothing"))
             }
         },
         "model" => match std::env::args().nth(2).as_deref() {
@@ -113,7 +114,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [fast | lm | kv] \
+                "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [all | fast | lm | kv] \
                  | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv | vision] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | digits | fuzz [SECONDS]"
             );
             return ExitCode::from(2);

@@ -73,12 +73,18 @@ pub(crate) fn model_data() -> Step {
         "chapter 15 compares the crate's speed with PyTorch's, measured in the same run",
         "torch and transformers (tools/minilm_speed.py's header says how)",
     )?;
-    let run = start_run("model --data")?;
-    run_example("ch15_pretrained_data", &run, &MEASURING)?;
-    self::run(
-        Command::new(python).arg(root().join("tools/minilm_speed.py")).env("ATTN_RUN_HEADER", &run),
-    )?;
+    model_data_in(&python, &start_run("model --data")?)?;
     figures()
+}
+
+/// [`model_data`]'s run, headed `header`, with PyTorch from `python`.
+pub(crate) fn model_data_in(python: &std::ffi::OsStr, header: &str) -> Step {
+    run_example("ch15_pretrained_data", header, &MEASURING)?;
+    self::run(
+        Command::new(python)
+            .arg(root().join("tools/minilm_speed.py"))
+            .env("ATTN_RUN_HEADER", header),
+    )
 }
 
 /// The Python in `TORCH_PYTHON`, which the comparison `why` needs, with

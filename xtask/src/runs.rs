@@ -114,7 +114,35 @@ pub(crate) const MEASURING: [(&str, &str); 3] = [
 /// The measurements of chapters 8 and 9, in one run: the criterion
 /// timings and the memory benchmark, then the CSV and the figures.
 pub(crate) fn measure() -> Step {
-    let header = start_run("measure")?;
+    measure_in(&start_run("measure")?)?;
+    figures()
+}
+
+/// `cargo xtask measure all`: every timing the book reads, in one run on
+/// one machine, with one header: chapters 8 and 9 ([`measure`]), the
+/// appendix ([`measure_fast`]), chapter 15's speeds beside PyTorch's
+/// (`model --data`), chapter 16's ([`measure_lm`]) and chapter 17's
+/// ([`measure_kv`]); then the figures. About 35 minutes on 2 cores; needs
+/// `TORCH_PYTHON`, the corpus and the pretrained model (it fetches both).
+pub(crate) fn measure_all() -> Step {
+    let python = reference_python(
+        "every timing of the book comes from one run, PyTorch's and NumPy's among them",
+        "torch, numpy, safetensors and transformers",
+    )?;
+    crate::corpus::corpus()?;
+    crate::model::model()?;
+    let header = start_run("measure all")?;
+    measure_in(&header)?;
+    measure_fast_in(&python, &header)?;
+    crate::model::model_data_in(&python, &header)?;
+    measure_lm_in(&python, &header)?;
+    measure_kv_in(&header)?;
+    figures()
+}
+
+/// [`measure`]'s run, headed `header`.
+fn measure_in(header: &str) -> Step {
+    let header = header.to_string();
     wipe("target/criterion")?;
     run(cargo()
         .args(["bench", "--locked", "--bench", "attention"])
@@ -124,8 +152,7 @@ pub(crate) fn measure() -> Step {
         .args(["bench", "--locked", "--bench", "memory"])
         .envs(MEASURING)
         .env("ATTN_RUN_HEADER", &header))?;
-    timings_csv(&header, "target/criterion", "ch08-timings.csv", &MEASURING)?;
-    figures()
+    timings_csv(&header, "target/criterion", "ch08-timings.csv", &MEASURING)
 }
 
 /// The functions the `blas` feature changes, as a criterion filter.
@@ -146,7 +173,14 @@ pub(crate) fn measure_fast() -> Step {
         "the appendix compares the crate with NumPy and PyTorch measured in the same run",
         "torch and numpy (tools/torch_attention.py's header says how)",
     )?;
-    let header = start_run("measure fast")?;
+    measure_fast_in(&python, &start_run("measure fast")?)?;
+    figures()
+}
+
+/// [`measure_fast`]'s run, headed `header`, with PyTorch and NumPy from
+/// `python`.
+fn measure_fast_in(python: &std::ffi::OsStr, header: &str) -> Step {
+    let header = header.to_string();
     run_example("making_it_fast_data", &header, &MEASURING)?;
     wipe("target/criterion-fast")?;
     run(cargo()
@@ -182,7 +216,7 @@ pub(crate) fn measure_fast() -> Step {
         ("numpy_attention.py", "appendix-numpy.csv"),
         ("torch_attention.py", "appendix-pytorch.csv"),
     ] {
-        let out = Command::new(&python)
+        let out = Command::new(python)
             .arg(root().join("tools").join(script))
             .envs(MEASURING)
             .envs(one_thread)
@@ -203,8 +237,7 @@ pub(crate) fn measure_fast() -> Step {
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
-    lm_training(&header)?;
-    figures()
+    lm_training(&header)
 }
 
 /// Chapter 16's model and recipe trained for 300 steps with each head's
@@ -353,7 +386,12 @@ pub(crate) fn measure_lm() -> Step {
         "chapter 16 compares the crate's training speed with PyTorch's, measured in the same run",
         "torch, numpy and safetensors (tools/lm_reference.py's header says how)",
     )?;
-    let header = start_run("measure lm")?;
+    measure_lm_in(&python, &start_run("measure lm")?)?;
+    figures()
+}
+
+/// [`measure_lm`]'s run, headed `header`, with PyTorch from `python`.
+fn measure_lm_in(python: &std::ffi::OsStr, header: &str) -> Step {
     let example = "ch16_lm_speed_data";
     run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     let binary = root().join(format!("target/release/examples/{example}"));
@@ -371,7 +409,7 @@ pub(crate) fn measure_lm() -> Step {
                     .env("RAYON_NUM_THREADS", threads),
             )?;
             let torch_line =
-                capture(Command::new(&python).arg(&script).args(["speed", "--threads", threads]))?;
+                capture(Command::new(python).arg(&script).args(["speed", "--threads", threads]))?;
             speed += &crate_line;
             speed += &torch_line;
         }
@@ -383,19 +421,23 @@ pub(crate) fn measure_lm() -> Step {
          program\tthreads\ttokens_per_second\n{speed}"
     );
     write_data("ch16-speed.tsv", &speed_file)?;
-    cache_speeds(&binary, &header)?;
-    let torch_log = capture(Command::new(&python).arg(&script).args(["train", "--threads", "1"]))?;
+    cache_speeds(&binary, header)?;
+    let torch_log = capture(Command::new(python).arg(&script).args(["train", "--threads", "1"]))?;
     write_data(
         "ch16-pytorch-training.tsv",
         &format!("# {header}; statistic: one run; seed 1, one thread\n{torch_log}"),
-    )?;
-    figures()
+    )
 }
 
 /// Chapter 17's measurement: generation speed through the cache by number
 /// of key/value heads (`ch17-speed.tsv`), about a minute.
 pub(crate) fn measure_kv() -> Step {
-    let header = start_run("measure kv")?;
+    measure_kv_in(&start_run("measure kv")?)?;
+    figures()
+}
+
+/// [`measure_kv`]'s run, headed `header`.
+fn measure_kv_in(header: &str) -> Step {
     let example = "ch17_kv_speed_data";
     run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
     let binary = root().join(format!("target/release/examples/{example}"));
@@ -406,8 +448,7 @@ pub(crate) fn measure_kv() -> Step {
             "# {header}; statistic: best of 5, seconds to write 256 characters greedily through \
              the sliding cache, one thread\nattention\tseconds\n{speed}"
         ),
-    )?;
-    figures()
+    )
 }
 
 /// Writes `book/data/name`.
