@@ -5,7 +5,10 @@
 //!   over steps 101 to 300 (the first 100 are not timed), on as many
 //!   threads as `rayon`'s pool has; prints one line `crate THREADS TOKENS/S`;
 //!   `train fused` the same with the attention through the appendix's
-//!   fused kernel (`crate_fused THREADS TOKENS/S`).
+//!   fused kernel (`crate_fused THREADS TOKENS/S`); `train profile` the
+//!   same as `train` with the validation loss on one batch only, for
+//!   `cargo xtask measure lm` to sample under `perf record`: where the
+//!   time goes is then a training step's.
 //! - `cache`: seconds to generate text of growing length with and without
 //!   the KV cache, then of one forward pass over that many characters, of
 //!   one over a single character and of one cached step (each the best of
@@ -21,19 +24,24 @@ use report::ch16::{book_model, corpus_dir};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
-        Some("train") => train(std::env::args().nth(2).as_deref() == Some("fused")),
+        Some("train") => match std::env::args().nth(2).as_deref() {
+            None => train(AttentionPath::Weights, SHAKESPEARE_TRAINING.log_windows),
+            Some("fused") => train(AttentionPath::Fused, SHAKESPEARE_TRAINING.log_windows),
+            Some("profile") => train(AttentionPath::Weights, SHAKESPEARE_TRAINING.batch),
+            Some(other) => Err(format!("train {other}: fused, profile or nothing").into()),
+        },
         Some("cache") => cache(),
         _ => Err("usage: ch16_lm_speed_data train | cache".into()),
     }
 }
 
-fn train(fused: bool) -> Result<(), Box<dyn std::error::Error>> {
+fn train(attention: AttentionPath, log_windows: usize) -> Result<(), Box<dyn std::error::Error>> {
     let corpus = Corpus::shakespeare(corpus_dir())?;
-    let (attention, name) = match fused {
-        true => (AttentionPath::Fused, "crate_fused"),
-        false => (AttentionPath::Weights, "crate"),
+    let name = match attention {
+        AttentionPath::Fused => "crate_fused",
+        AttentionPath::Weights => "crate",
     };
-    let recipe = LmTraining { steps: 300, attention, ..SHAKESPEARE_TRAINING };
+    let recipe = LmTraining { steps: 300, attention, log_windows, ..SHAKESPEARE_TRAINING };
     let mut model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, recipe.seed)?;
     let log = train_lm(&mut model, corpus.train(), corpus.validation(), &recipe, |_, _| {})?;
     // Each entry's rate covers its own 100 steps; the first entry is not timed.

@@ -7,6 +7,11 @@ recipe as the crate's `attn::lm`, for two comparisons.
   tests/golden/lm.txt, which tests/language_model.rs compares with the crate.
 - `speed`: training tokens per second over steps 101 to 300 (the crate's
   statistic), printing one line `pytorch THREADS TOKENS/S`.
+- `profile`: where a training step's time goes: steps 101 to 150 under
+  PyTorch's profiler, each operator's own time summed into the parts of a
+  step (products, fused attention, GELU, LayerNorm, the loss, the rest),
+  printing lines `pytorch THREADS PART MS_PER_STEP`, `total` among them
+  (the profiler's own cost included).
 - `train`: trains the same configuration from its own initialisation on the
   same windows of the same corpus (SplitMix64 offsets, as the crate draws
   them), printing a log line every 100 steps (step, training loss, validation
@@ -185,7 +190,8 @@ def train(args):
     if not args.speed:
         print(f"# torch {torch.__version__}, {args.threads} thread(s)")
         print("step\ttrain_loss\tvalidation_loss\tlr\ttokens_per_second")
-    for step in range(r["steps"]):
+
+    def step_once(step):
         offsets = [rng.next() % places for _ in range(r["batch"])]
         x, y = windows(train_ids, offsets, context)
         lr = schedule(step, r)
@@ -197,6 +203,12 @@ def train(args):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), r["clip"])
         opt.step()
+        return loss, lr
+
+    if args.profile:
+        r["steps"] = 0
+    for step in range(r["steps"]):
+        loss, lr = step_once(step)
         losses.append(loss.item())
         if (step + 1) % r["log_every"] == 0 or step + 1 == r["steps"]:
             seconds = time.perf_counter() - clock
@@ -207,10 +219,42 @@ def train(args):
                 print(f"{step + 1}\t{sum(losses) / len(losses):.5f}\t{validation:.5f}\t{lr:.6e}"
                       f"\t{tokens / seconds:.1f}", flush=True)
             losses, clock = [], time.perf_counter()
+    if args.speed and args.profile:
+        return profile_step(args, step_once)
     if args.speed:
         tokens = sum(t for t, _ in timed[1:])
         seconds = sum(s for _, s in timed[1:])
         print(f"pytorch\t{args.threads}\t{tokens / seconds:.1f}")
+
+
+# The parts of a training step, by the operators whose own time they sum;
+# the first pattern an operator's name contains decides.
+PARTS = [
+    ("products", ["aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"]),
+    ("fused attention", ["scaled_dot_product", "flash_attention"]),
+    ("GELU", ["gelu"]),
+    ("LayerNorm", ["layer_norm"]),
+    ("loss", ["log_softmax", "nll_loss", "cross_entropy"]),
+]
+
+
+def profile_step(args, step_once, warm=100, profiled=50):
+    from torch.profiler import ProfilerActivity, profile
+    for step in range(warm):
+        step_once(step)
+    clock = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for step in range(warm, warm + profiled):
+            step_once(step)[0].item()
+    seconds = (time.perf_counter() - clock) / profiled
+    parts = {name: 0.0 for name, _ in PARTS}
+    parts["the rest"] = 0.0
+    for event in prof.key_averages():
+        part = next((name for name, keys in PARTS if any(k in event.key for k in keys)), "the rest")
+        parts[part] += event.self_cpu_time_total / 1e3 / profiled  # µs in all → ms a step
+    for part, ms in parts.items():
+        print(f"pytorch\t{args.threads}\t{part}\t{ms:.3f}")
+    print(f"pytorch\t{args.threads}\ttotal\t{seconds * 1e3:.3f}")
 
 
 # The golden inputs: two windows of verse (as characters of the corpus's
@@ -250,11 +294,12 @@ def golden(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["golden", "train", "speed"])
+    parser.add_argument("what", choices=["golden", "train", "speed", "profile"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=RECIPE["steps"])
     args = parser.parse_args()
-    if args.what == "speed":
+    args.profile = args.what == "profile"
+    if args.what in ("speed", "profile"):
         args.steps, args.speed = 300, True
         train(args)
     elif args.what == "train":

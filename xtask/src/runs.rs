@@ -422,10 +422,95 @@ fn measure_lm_in(python: &std::ffi::OsStr, header: &str) -> Step {
     );
     write_data("ch16-speed.tsv", &speed_file)?;
     cache_speeds(&binary, header)?;
+    step_profile(&binary, python, header)?;
     let torch_log = capture(Command::new(python).arg(&script).args(["train", "--threads", "1"]))?;
     write_data(
         "ch16-pytorch-training.tsv",
         &format!("# {header}; statistic: one run; seed 1, one thread\n{torch_log}"),
+    )
+}
+
+/// The parts of the crate's training step, by the functions `perf report`
+/// names: the first part whose pattern a function's name contains holds it.
+const CRATE_PARTS: [(&str, &[&str]); 6] = [
+    ("products", &["band_product", "pack_b", "gemm", "linalg::"]),
+    ("GELU's erf", &["erff", "::erf"]),
+    ("exponentials", &["expf", "exp_nonpositive"]),
+    ("allocation and copies", &["memset", "memmove", "memcpy", "malloc", "free", "_int_"]),
+    ("optimizer", &["optim::"]),
+    ("checks", &["fingerprint", "check_"]),
+];
+
+/// Where a training step's time goes, on one thread, into
+/// `ch16-step-profile.tsv`: the crate's step sampled by `perf record`
+/// (the share of samples in each part of [`CRATE_PARTS`], times the
+/// seconds a step took in that run), and PyTorch's by its own profiler
+/// (`tools/lm_reference.py profile`). Without `perf` the file says so and
+/// holds PyTorch's parts only.
+fn step_profile(binary: &Path, python: &std::ffi::OsStr, header: &str) -> Step {
+    let data = root().join("target/perf/ch16-train.data");
+    std::fs::create_dir_all(root().join("target/perf")).map_err(|e| format!("target/perf: {e}"))?;
+    let recorded = capture(
+        Command::new("perf")
+            .args(["record", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(binary)
+            .args(["train", "profile"])
+            .envs(MEASURING),
+    );
+    let mut rows = String::new();
+    let mut perf_note = "perf record: the crate's samples".to_string();
+    match recorded.and_then(|out| {
+        let report = capture(
+            Command::new("perf")
+                .args(["report", "--stdio", "--no-children", "--sort", "symbol", "-i"])
+                .arg(&data),
+        )?;
+        Ok((out, report))
+    }) {
+        Ok((out, report)) => {
+            let rate: f64 = out
+                .lines()
+                .find_map(|l| l.strip_prefix("crate\t1\t"))
+                .and_then(|r| r.trim().parse().ok())
+                .ok_or_else(|| format!("the profiled run printed no rate: {out}"))?;
+            let step_ms = 1e3 * (12 * 64) as f64 / rate;
+            let mut shares = vec![0.0; CRATE_PARTS.len() + 1];
+            for line in report.lines().filter(|l| !l.starts_with('#')) {
+                let Some((percent, symbol)) = line.trim().split_once('%') else { continue };
+                let Ok(percent) = percent.trim().parse::<f64>() else { continue };
+                let part = CRATE_PARTS
+                    .iter()
+                    .position(|(_, keys)| keys.iter().any(|k| symbol.contains(k)))
+                    .unwrap_or(CRATE_PARTS.len());
+                shares[part] += percent / 100.0;
+            }
+            let names = CRATE_PARTS.iter().map(|(name, _)| *name).chain(["the rest"]);
+            for (name, share) in names.zip(&shares) {
+                rows += &format!("crate\t1\t{name}\t{:.3}\n", share * step_ms);
+            }
+            rows += &format!("crate\t1\ttotal\t{step_ms:.3}\n");
+        }
+        Err(e) => {
+            eprintln!("perf could not sample the crate's training ({e}); PyTorch's parts only");
+            perf_note = "perf: not available on this machine, no crate rows".into();
+        }
+    }
+    let torch = capture(Command::new(python).arg(root().join("tools/lm_reference.py")).args([
+        "profile",
+        "--threads",
+        "1",
+    ]))?;
+    rows.extend(torch.lines().filter(|l| l.starts_with("pytorch\t")).map(|l| format!("{l}\n")));
+    write_data(
+        "ch16-step-profile.tsv",
+        &format!(
+            "# {header}; statistic: milliseconds a training step over steps 1 to 300 ({perf_note}, \
+             their share of each part times the step's time in that run) and over steps 101 to \
+             150 (PyTorch's profiler: the operators' own time, its cost included in `total`); \
+             one thread\nprogram\tthreads\tpart\tms_per_step\n{rows}"
+        ),
     )
 }
 
