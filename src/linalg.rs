@@ -100,6 +100,7 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
     matmul_gemm(a, b)
 }
 
+// ANCHOR: chain
 /// Whether `gemm` multiplies `m×k` by `k×n` with its general path, the
 /// micro-kernel that sums each entry as one chain of multiply-adds in the
 /// order of `k`. It takes other paths for a vector (`m` or `n` of 1), for
@@ -121,6 +122,7 @@ fn gemm_s_chain(m: usize, k: usize, n: usize) -> usize {
         false => gemm_common::cache::kernel_params(m, n, k, 16, 6, size_of::<f32>()).kc,
     }
 }
+// ANCHOR_END: chain
 
 /// [`matmul`] through the `gemm` crate, on any processor and for `f32` and
 /// `f64`: the portable half of the pair [`matmul_avx512`] is tested equal to.

@@ -70,7 +70,7 @@ impl fmt::Display for ReportError {
             ReportError::MixedMeasurements { first, second } => write!(
                 f,
                 "{first} and {second} are not one measurement run with one statistic, so their \
-                 figures cannot be compared: measure them again together (`cargo xtask measure fast`)"
+                 figures cannot be compared: measure them again together (`cargo xtask measure all`)"
             ),
         }
     }

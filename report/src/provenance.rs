@@ -101,6 +101,52 @@ pub fn one_run(sources: &[&Provenance]) -> Result<(), ReportError> {
     }
 }
 
+/// The files of `book/data/` that hold timings, or figures measured beside
+/// them, and that `cargo xtask measure all` rewrites in one run.
+pub const TIMING_FILES: [&str; 17] = [
+    "ch08-timings.csv",
+    "ch08-memory.csv",
+    "appendix-machine.csv",
+    "appendix-numpy.csv",
+    "appendix-profile.csv",
+    "appendix-pytorch.csv",
+    "appendix-tiles.csv",
+    "appendix-timings.csv",
+    "appendix-timings-blas.csv",
+    "appendix-lm-training.tsv",
+    "ch15-speed.tsv",
+    "ch15-speed-pytorch.tsv",
+    "ch16-speed.tsv",
+    "ch16-cache-speed.tsv",
+    "ch16-step-profile.tsv",
+    "ch16-pytorch-training.tsv",
+    "ch17-speed.tsv",
+];
+
+/// `Ok` if every header names one run, on one day and one processor,
+/// whatever each file's statistic; an error naming the first file of
+/// another run, otherwise.
+pub fn one_measurement_run(headers: &[&Provenance]) -> Result<(), ReportError> {
+    let Some(first) = headers.first() else {
+        return Ok(());
+    };
+    let same =
+        |p: &&&Provenance| (&p.run, &p.date, &p.cpu) == (&first.run, &first.date, &first.cpu);
+    match headers.iter().find(|p| !same(p)) {
+        None => Ok(()),
+        Some(other) => Err(ReportError::MixedMeasurements {
+            first: format!(
+                "book/data/{} (run {}, {}, {})",
+                first.file, first.run, first.date, first.cpu
+            ),
+            second: format!(
+                "book/data/{} (run {}, {}, {})",
+                other.file, other.run, other.date, other.cpu
+            ),
+        }),
+    }
+}
+
 fn describe(p: &Provenance) -> String {
     format!("book/data/{} (run {}, statistic {})", p.file, p.run, p.statistic)
 }
@@ -166,5 +212,18 @@ mod tests {
         assert!(err.contains("book/data/a.csv") && err.contains("book/data/c.csv"), "{err}");
         assert!(one_run(&[&a, &best]).is_err());
         assert!(one_run(&[]).is_ok());
+    }
+
+    #[test]
+    fn timings_of_one_run_may_differ_in_statistic_but_not_in_run_day_or_processor() {
+        let a = Provenance::parse("a.csv", LINE).unwrap();
+        let best = Provenance::parse("b.csv", &LINE.replace("mean", "best of 7")).unwrap();
+        assert!(one_measurement_run(&[&a, &best]).is_ok());
+        for (from, to) in [("21:40Z", "22:00Z"), ("Some CPU", "Other CPU"), ("23;", "24;")] {
+            let other = Provenance::parse("c.csv", &LINE.replacen(from, to, 1)).unwrap();
+            let err = one_measurement_run(&[&a, &best, &other]).unwrap_err().to_string();
+            assert!(err.contains("book/data/a.csv") && err.contains("book/data/c.csv"), "{err}");
+        }
+        assert!(one_measurement_run(&[]).is_ok());
     }
 }

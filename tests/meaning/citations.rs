@@ -77,11 +77,14 @@ fn entries() -> Vec<Entry> {
 }
 
 /// Names ending right before `end` in `flat`: `Surname`, `A and B`,
-/// `A, B and C`, `A et al.`, each name one or more capitalised words.
+/// `A, B and C`, `A et al.`, each name one or more capitalised words,
+/// with particles before them.
 /// Returns the surnames (first to last) and whether they end "et al.", or
 /// `None` when no name ends there.
 fn names_before(flat: &str, end: usize) -> Option<(Vec<String>, bool, usize)> {
-    let name = Regex::new(r"(\p{Lu}[\p{L}'’-]*(?: \p{Lu}[\p{L}'’-]*)*)( et al\.)?$").unwrap();
+    // A surname may hold particles (van de Geijn).
+    let word = r"(?:(?:van|von|de|der|den|du) )*\p{Lu}[\p{L}'’-]*";
+    let name = Regex::new(&format!(r"({word}(?: {word})*)( et al\.)?$")).unwrap();
     let mut rest = flat[..end].trim_end();
     rest = rest.strip_suffix("'s").or(rest.strip_suffix("’s")).unwrap_or(rest);
     let mut surnames = Vec::new();
