@@ -41,6 +41,7 @@ pub mod numbers;
 pub mod plot;
 pub mod provenance;
 pub mod show;
+pub mod train_step;
 
 use std::path::Path;
 

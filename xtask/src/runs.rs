@@ -145,11 +145,11 @@ fn measure_in(header: &str) -> Step {
     let header = header.to_string();
     wipe("target/criterion")?;
     run(cargo()
-        .args(["bench", "--locked", "--bench", "attention"])
+        .args(["bench", "--locked", "-p", "attn-checks", "--bench", "attention"])
         .envs(MEASURING)
         .env("ATTN_RUN_HEADER", &header))?;
     run(cargo()
-        .args(["bench", "--locked", "--bench", "memory"])
+        .args(["bench", "--locked", "-p", "attn-checks", "--bench", "memory"])
         .envs(MEASURING)
         .env("ATTN_RUN_HEADER", &header))?;
     timings_csv(&header, "target/criterion", "ch08-timings.csv", &MEASURING)
@@ -184,7 +184,7 @@ fn measure_fast_in(python: &std::ffi::OsStr, header: &str) -> Step {
     run_example("making_it_fast_data", &header, &MEASURING)?;
     wipe("target/criterion-fast")?;
     run(cargo()
-        .args(["bench", "--locked", "--bench", "fast"])
+        .args(["bench", "--locked", "-p", "attn-checks", "--bench", "fast"])
         .envs(MEASURING)
         .env("CRITERION_HOME", root().join("target/criterion-fast")))?;
     timings_csv(&header, "target/criterion-fast", "appendix-timings.csv", &MEASURING)?;
@@ -195,7 +195,8 @@ fn measure_fast_in(python: &std::ffi::OsStr, header: &str) -> Step {
     wipe("target/blas/criterion-fast")?;
     let output = capture(
         cargo()
-            .args(["bench", "--locked", "--features", "blas", "--target-dir", "target/blas"])
+            .args(["bench", "--locked", "-p", "attn-checks", "--features", "blas"])
+            .args(["--target-dir", "target/blas"])
             .args(["--bench", "fast", "--", BLAS_CHANGES])
             .envs(MEASURING)
             .envs(one_thread)
