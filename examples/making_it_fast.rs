@@ -9,8 +9,6 @@
 //! ```
 
 use attn::experiments::roofline::roofline;
-use attn::lm::{SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING};
-use report::ch16_report::training_speeds;
 use report::fast_data::{blas_table, exponential_report, layer_line, numpy_table, FastData};
 use report::fast_lm::{lm_training_table, LmTraining};
 use report::fast_profile::{profile_table, tiles_table, ProfileData};
@@ -18,8 +16,6 @@ use report::fast_report::{
     backward_table, fast_table, layer_report, machine_report, product_report, roofline_points,
     roofline_report, speed_report,
 };
-use report::provenance::one_measurement_run;
-use report::train_step::{profile_report, step_flops, step_report, step_table, StepProfile};
 
 use report::plot;
 
@@ -50,14 +46,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lm = LmTraining::read(&fast.sources[0].run)?;
     println!("\n== Training chapter 16's model through the fused kernel ==");
     println!("{}", lm_training_table(&lm));
-    let speeds = training_speeds()?;
-    let profile = StepProfile::read()?;
-    one_measurement_run(&[&fast.sources[0], &speeds.source, &profile.source])?;
-    let flops = step_flops(&SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING.batch);
-    let tokens = (SHAKESPEARE_TRAINING.batch * SHAKESPEARE_MODEL.context) as f64;
-    println!("\n== Chapter 16's training step ==");
-    println!("{}", step_report(&step_table(flops, tokens, &speeds)?, flops, fast.roof()));
-    println!("{}", profile_report(&profile)?);
     println!("\n== The multi-head layer, n = 512, d_model = 512, h = 8 ==");
     println!("{}", layer_report(&fast)?);
     println!("\n== How close, and how sure ==");

@@ -61,30 +61,3 @@ fn safetensors_provenance(path: &std::path::Path) -> String {
     let metadata = header.metadata().clone().unwrap_or_default();
     metadata.get("provenance").cloned().unwrap_or_default()
 }
-
-/// The book's timings come from one run on one machine
-/// (`cargo xtask measure all`): every timing file names the same run, day
-/// and processor, and every page that shows one of their times names that
-/// processor.
-#[test]
-fn every_timing_comes_from_one_run_and_its_pages_name_the_processor() {
-    use report::provenance::{one_measurement_run, TIMING_FILES};
-    let headers: Vec<Provenance> =
-        TIMING_FILES.iter().map(|file| Provenance::read(file).unwrap().0).collect();
-    let headers: Vec<&Provenance> = headers.iter().collect();
-    if let Err(e) = one_measurement_run(&headers) {
-        panic!("{e}");
-    }
-    let processor = report::ch08::processor_name(&headers[0].cpu);
-    for page in [
-        "ch08-cost-of-attention.md",
-        "ch09-efficient-attention.md",
-        "ch15-attention-in-a-trained-model.md",
-        "ch16-a-language-model-that-writes.md",
-        "ch17-sharing-and-forgetting-keys.md",
-        "making-it-fast.md",
-    ] {
-        let text = crate::page(page).split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(text.contains(&processor), "{page} shows times but does not name {processor}");
-    }
-}

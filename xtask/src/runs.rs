@@ -129,6 +129,10 @@ pub(crate) fn measure_all() -> Step {
         "every timing of the book comes from one run, PyTorch's and NumPy's among them",
         "torch, numpy, safetensors and transformers",
     )?;
+    // Every module the run's Python needs, before anything is measured.
+    let modules = "import numpy, safetensors, torch, transformers";
+    capture(Command::new(&python).args(["-c", modules]))
+        .map_err(|e| format!("TORCH_PYTHON cannot `{modules}`: {e}"))?;
     crate::corpus::corpus()?;
     crate::model::model()?;
     let header = start_run("measure all")?;
