@@ -4,7 +4,7 @@
 //! and the backward pass. Chapter 10's layers run the forward passes in
 //! `f32`; chapter 11 checks the backward passes in `f64`.
 
-use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip};
 
 use crate::check::{check_positive, check_shape};
 use crate::error::AttnError;
@@ -169,6 +169,22 @@ impl Activation {
 }
 // ANCHOR_END: activation_derivative
 
+/// Entries from which [`map_each`] shares an array among the pool's
+/// threads: chapter 16's hidden layers (768 × 512) are above it, and a
+/// single row far below.
+const SHARED_FROM: usize = 1 << 16;
+
+/// `f` of every entry of `x`, on the pool's threads when `x` is large.
+/// Each entry is `f` of that entry alone, so the result has the same bits
+/// on any number of threads.
+fn map_each<F: Real>(x: &ArrayRef2<F>, f: impl Fn(F) -> F + Sync + Send) -> Array2<F> {
+    if x.len() >= SHARED_FROM && rayon::current_num_threads() > 1 {
+        Zip::from(x).par_map_collect(|&v| f(v))
+    } else {
+        x.mapv(f)
+    }
+}
+
 // ANCHOR: ffn_forward
 /// The parameters of a feed-forward network `act(XW₁ + b₁)W₂ + b₂`.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +214,7 @@ pub(crate) fn ffn_forward<F: Real>(
     activation: Activation,
 ) -> Result<(Array2<F>, FfnCache<F>), AttnError> {
     let pre = linear("the FFN's hidden layer X W₁ + b₁", x, &p.w1, Some(&p.b1))?; // n×d_ff
-    let hidden = pre.mapv(|h| activation.apply(h));
+    let hidden = map_each(&pre, |h| activation.apply(h));
     let y = linear("the FFN's output", &hidden, &p.w2, Some(&p.b2))?; // n×d
     let x = x.to_owned();
     Ok((y, FfnCache { x, pre, hidden }))
@@ -214,7 +230,7 @@ pub(crate) fn ffn_backward<F: Real>(
     dy: &ArrayRef2<F>,
 ) -> Result<(Array2<F>, FfnWeights<F>), AttnError> {
     let (d_hidden, second) = linear_backward(&cache.hidden, &p.w2, dy)?;
-    let d_pre = d_hidden * &cache.pre.mapv(|h| activation.derivative(h)); // chain rule
+    let d_pre = d_hidden * &map_each(&cache.pre, |h| activation.derivative(h)); // chain rule
     let (dx, first) = linear_backward(&cache.x, &p.w1, &d_pre)?;
     Ok((dx, FfnWeights { w1: first.w, b1: first.b, w2: second.w, b2: second.b }))
 }
@@ -256,3 +272,32 @@ pub(crate) fn embedding_backward<F: Real>(
     }
 }
 // ANCHOR_END: embedding
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_activation_has_the_same_bits_on_one_two_and_three_threads() {
+        // Larger than SHARED_FROM, so that it is shared among the threads.
+        let x =
+            Array2::from_shape_fn((768, 512), |(i, j)| (i as f32 - 384.0) * 0.01 + j as f32 * 1e-4);
+        assert!(x.len() >= SHARED_FROM);
+        let pool = |threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        for activation in [Activation::GeluErf, Activation::Gelu, Activation::Relu] {
+            let one = x.mapv(|h| activation.apply(h));
+            let slope = x.mapv(|h| activation.derivative(h));
+            for threads in [1, 2, 3] {
+                let (got, got_slope) = pool(threads).install(|| {
+                    (
+                        map_each(&x, |h| activation.apply(h)),
+                        map_each(&x, |h| activation.derivative(h)),
+                    )
+                });
+                let bits = |a: &Array2<f32>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&one), "{activation:?} on {threads} threads");
+                assert_eq!(bits(&got_slope), bits(&slope), "{activation:?}' on {threads} threads");
+            }
+        }
+    }
+}
