@@ -106,6 +106,7 @@ pub(crate) fn matmul<F: Real>(a: &ArrayRef2<F>, b: &ArrayRef2<F>) -> Array2<F> {
 /// order of `k`. It takes other paths for a vector (`m` or `n` of 1), for
 /// `k ≤ 2`, and for at most 16 × 16 entries of a row-major `A` by a
 /// column-major `B`.
+#[cfg(target_arch = "x86_64")]
 fn on_gemm_s_general_path(m: usize, k: usize, n: usize) -> bool {
     m > 1 && n > 1 && k > 2 && m.saturating_mul(n) > 16 * 16
 }
