@@ -6,9 +6,10 @@
 //!   threads as `rayon`'s pool has; prints one line `crate THREADS TOKENS/S`;
 //!   `train fused` the same with the attention through the appendix's
 //!   fused kernel (`crate_fused THREADS TOKENS/S`); `train profile` the
-//!   same as `train` with the validation loss on one batch only, for
-//!   `cargo xtask measure lm` to sample under `perf record`: where the
-//!   time goes is then a training step's.
+//!   same as `train` with the validation loss on one batch only, printing
+//!   `crate_ms_per_step THREADS MS`, for `cargo xtask measure lm` to
+//!   sample under `perf record`: where the time goes is then a training
+//!   step's.
 //! - `cache`: seconds to generate text of growing length with and without
 //!   the KV cache, then of one forward pass over that many characters, of
 //!   one over a single character and of one cached step (each the best of
@@ -24,23 +25,39 @@ use report::ch16::{book_model, corpus_dir};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
-        Some("train") => match std::env::args().nth(2).as_deref() {
-            None => train(AttentionPath::Weights, SHAKESPEARE_TRAINING.log_windows),
-            Some("fused") => train(AttentionPath::Fused, SHAKESPEARE_TRAINING.log_windows),
-            Some("profile") => train(AttentionPath::Weights, SHAKESPEARE_TRAINING.batch),
-            Some(other) => Err(format!("train {other}: fused, profile or nothing").into()),
-        },
+        Some("train") => train_line(std::env::args().nth(2).as_deref()),
         Some("cache") => cache(),
-        _ => Err("usage: ch16_lm_speed_data train | cache".into()),
+        _ => Err("usage: ch16_lm_speed_data train [fused | profile] | cache".into()),
     }
 }
 
-fn train(attention: AttentionPath, log_windows: usize) -> Result<(), Box<dyn std::error::Error>> {
-    let corpus = Corpus::shakespeare(corpus_dir())?;
-    let name = match attention {
-        AttentionPath::Fused => "crate_fused",
-        AttentionPath::Weights => "crate",
+/// Trains as `train MODE` asks and prints its one line.
+fn train_line(mode: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
+    let threads = rayon::current_num_threads();
+    let windows = SHAKESPEARE_TRAINING.log_windows;
+    let line = match mode {
+        None => format!("crate\t{threads}\t{:.1}", train(AttentionPath::Weights, windows)?.0),
+        Some("fused") => {
+            format!("crate_fused\t{threads}\t{:.1}", train(AttentionPath::Fused, windows)?.0)
+        }
+        Some("profile") => {
+            let (rate, tokens) = train(AttentionPath::Weights, SHAKESPEARE_TRAINING.batch)?;
+            format!("crate_ms_per_step\t{threads}\t{:.3}", 1e3 * tokens / rate)
+        }
+        Some(other) => return Err(format!("train {other}: fused, profile or nothing").into()),
     };
+    println!("{line}");
+    Ok(())
+}
+
+/// Trains 300 steps of the recipe with `attention`, the validation loss on
+/// `log_windows` windows: the training tokens per second over steps 101
+/// to 300, and the tokens a step.
+fn train(
+    attention: AttentionPath,
+    log_windows: usize,
+) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    let corpus = Corpus::shakespeare(corpus_dir())?;
     let recipe = LmTraining { steps: 300, attention, log_windows, ..SHAKESPEARE_TRAINING };
     let mut model = LanguageModel::<f32>::new(SHAKESPEARE_MODEL, recipe.seed)?;
     let log = train_lm(&mut model, corpus.train(), corpus.validation(), &recipe, |_, _| {})?;
@@ -49,8 +66,7 @@ fn train(attention: AttentionPath, log_windows: usize) -> Result<(), Box<dyn std
     let timed = &log[1..];
     let tokens = timed.len() as f64 * 100.0 * tokens_per_step;
     let seconds: f64 = timed.iter().map(|e| 100.0 * tokens_per_step / e.tokens_per_second).sum();
-    println!("{name}\t{}\t{:.1}", rayon::current_num_threads(), tokens / seconds);
-    Ok(())
+    Ok((tokens / seconds, tokens_per_step))
 }
 
 fn cache() -> Result<(), Box<dyn std::error::Error>> {

@@ -206,7 +206,7 @@ def train(args):
         return loss, lr
 
     if args.profile:
-        r["steps"] = 0
+        return profile_step(args, step_once)
     for step in range(r["steps"]):
         loss, lr = step_once(step)
         losses.append(loss.item())
@@ -219,8 +219,6 @@ def train(args):
                 print(f"{step + 1}\t{sum(losses) / len(losses):.5f}\t{validation:.5f}\t{lr:.6e}"
                       f"\t{tokens / seconds:.1f}", flush=True)
             losses, clock = [], time.perf_counter()
-    if args.speed and args.profile:
-        return profile_step(args, step_once)
     if args.speed:
         tokens = sum(t for t, _ in timed[1:])
         seconds = sum(s for _, s in timed[1:])

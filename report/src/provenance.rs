@@ -134,16 +134,12 @@ pub fn one_measurement_run(headers: &[&Provenance]) -> Result<(), ReportError> {
         |p: &&&Provenance| (&p.run, &p.date, &p.cpu) == (&first.run, &first.date, &first.cpu);
     match headers.iter().find(|p| !same(p)) {
         None => Ok(()),
-        Some(other) => Err(ReportError::MixedMeasurements {
-            first: format!(
-                "book/data/{} (run {}, {}, {})",
-                first.file, first.run, first.date, first.cpu
-            ),
-            second: format!(
-                "book/data/{} (run {}, {}, {})",
-                other.file, other.run, other.date, other.cpu
-            ),
-        }),
+        Some(other) => {
+            let at = |p: &Provenance| {
+                format!("book/data/{} (run {}, {}, {})", p.file, p.run, p.date, p.cpu)
+            };
+            Err(ReportError::MixedMeasurements { first: at(first), second: at(other) })
+        }
     }
 }
 

@@ -146,17 +146,16 @@ pub(crate) fn measure_all() -> Step {
 
 /// [`measure`]'s run, headed `header`.
 fn measure_in(header: &str) -> Step {
-    let header = header.to_string();
     wipe("target/criterion")?;
     run(cargo()
         .args(["bench", "--locked", "-p", "attn-checks", "--bench", "attention"])
         .envs(MEASURING)
-        .env("ATTN_RUN_HEADER", &header))?;
+        .env("ATTN_RUN_HEADER", header))?;
     run(cargo()
         .args(["bench", "--locked", "-p", "attn-checks", "--bench", "memory"])
         .envs(MEASURING)
-        .env("ATTN_RUN_HEADER", &header))?;
-    timings_csv(&header, "target/criterion", "ch08-timings.csv", &MEASURING)
+        .env("ATTN_RUN_HEADER", header))?;
+    timings_csv(header, "target/criterion", "ch08-timings.csv", &MEASURING)
 }
 
 /// The functions the `blas` feature changes, as a criterion filter.
@@ -184,14 +183,13 @@ pub(crate) fn measure_fast() -> Step {
 /// [`measure_fast`]'s run, headed `header`, with PyTorch and NumPy from
 /// `python`.
 fn measure_fast_in(python: &std::ffi::OsStr, header: &str) -> Step {
-    let header = header.to_string();
-    run_example("making_it_fast_data", &header, &MEASURING)?;
+    run_example("making_it_fast_data", header, &MEASURING)?;
     wipe("target/criterion-fast")?;
     run(cargo()
         .args(["bench", "--locked", "-p", "attn-checks", "--bench", "fast"])
         .envs(MEASURING)
         .env("CRITERION_HOME", root().join("target/criterion-fast")))?;
-    timings_csv(&header, "target/criterion-fast", "appendix-timings.csv", &MEASURING)?;
+    timings_csv(header, "target/criterion-fast", "appendix-timings.csv", &MEASURING)?;
     // OPENBLAS_VERBOSE=2 makes OpenBLAS say which kernels it chose for
     // this processor ("Core: …"), which the files' headers record.
     let one_thread =
@@ -225,7 +223,7 @@ fn measure_fast_in(python: &std::ffi::OsStr, header: &str) -> Step {
             .arg(root().join("tools").join(script))
             .envs(MEASURING)
             .envs(one_thread)
-            .env("ATTN_RUN_HEADER", &header)
+            .env("ATTN_RUN_HEADER", header)
             .output()
             .map_err(|e| format!("TORCH_PYTHON: {e}"))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -242,7 +240,7 @@ fn measure_fast_in(python: &std::ffi::OsStr, header: &str) -> Step {
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
-    lm_training(&header)
+    lm_training(header)
 }
 
 /// Chapter 16's model and recipe trained for 300 steps with each head's
@@ -475,12 +473,11 @@ fn step_profile(binary: &Path, python: &std::ffi::OsStr, header: &str) -> Step {
         Ok((out, report))
     }) {
         Ok((out, report)) => {
-            let rate: f64 = out
+            let step_ms: f64 = out
                 .lines()
-                .find_map(|l| l.strip_prefix("crate\t1\t"))
+                .find_map(|l| l.strip_prefix("crate_ms_per_step\t1\t"))
                 .and_then(|r| r.trim().parse().ok())
-                .ok_or_else(|| format!("the profiled run printed no rate: {out}"))?;
-            let step_ms = 1e3 * (12 * 64) as f64 / rate;
+                .ok_or_else(|| format!("the profiled run printed no time a step: {out}"))?;
             let mut shares = vec![0.0; CRATE_PARTS.len() + 1];
             for line in report.lines().filter(|l| !l.starts_with('#')) {
                 let Some((percent, symbol)) = line.trim().split_once('%') else { continue };
