@@ -17,6 +17,7 @@
 //! | [`masking`] | 6. Masking (causal, padding, band and sink masks; the one attention function every layer calls) |
 //! | [`cache`] | 6. The KV cache, and what every cache offers the attention that reads it |
 //! | [`position`] | 7. Positional encoding (sinusoidal, RoPE, ALiBi) |
+//! | [`rope_scaling`] | Longer than trained: RoPE's frequencies past the trained length (interpolation, NTK-aware, YaRN, Llama 3) |
 //! | [`complexity`] | 8. The cost of attention |
 //! | [`tiled`] | 9. Exact attention in linear memory (online softmax) |
 //! | [`approximate`] | 9. Local and linear attention |
@@ -79,6 +80,7 @@ pub mod position;
 pub mod pretrained;
 pub mod projection;
 pub mod real;
+pub mod rope_scaling;
 pub mod scaling;
 pub mod sliding;
 pub mod softmax;

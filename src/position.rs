@@ -35,12 +35,12 @@ pub(crate) fn check_even(name: &'static str, d: usize) -> Result<(), AttnError> 
 /// from 1 radian per position down to almost `1/10000`.
 pub fn frequencies(d: usize) -> Result<Array1<f64>, AttnError> {
     check_size("the frequencies", 1, d / 2)?;
-    Ok(omegas(d))
+    Ok(Array1::from(omegas(d)))
 }
 
 /// [`frequencies`] for a width some array already has.
-fn omegas(d: usize) -> Array1<f64> {
-    Array1::from_shape_fn(d / 2, |f| 10000f64.powf(-2.0 * f as f64 / d as f64))
+pub(crate) fn omegas(d: usize) -> Vec<f64> {
+    (0..d / 2).map(|f| 10000f64.powf(-2.0 * f as f64 / d as f64)).collect()
 }
 
 /// The sinusoidal encoding of positions `0..positions`: a `positions×d_model`
@@ -115,7 +115,7 @@ pub fn rope(x: &ArrayRef2<f32>, first_position: usize) -> Result<Array2<f32>, At
     check_positions(first_position, x.nrows())?;
     check_finite("x", x)?;
     let mut out = x.to_owned();
-    rotate(&mut out, first_position, Rotation::Forward);
+    rotate_by(&mut out, first_position, Rotation::Forward, &omegas(x.ncols()));
     check_overflow("RoPE's rotated rows", &out)?; // a·cos − b·sin of huge a, b
     Ok(out)
 }
@@ -128,13 +128,12 @@ pub(crate) enum Rotation {
     Back,
 }
 
-/// Rotates each pair of columns of each row of `x` in place by
-/// `±pos · ω_f`, with `pos = first_position + r`; any float type.
-pub(crate) fn rotate<F: Real>(x: &mut ArrayRef2<F>, first_position: usize, way: Rotation) {
-    let omega = omegas(x.ncols());
+/// Rotates each pair `f` of columns of each row `r` of `x` in place by
+/// `±pos · ω_f`, with `pos = first + r` and `ω_f = omega[f]`; any float type.
+pub(crate) fn rotate_by<F: Real>(x: &mut ArrayRef2<F>, first: usize, way: Rotation, omega: &[f64]) {
     let sign = if way == Rotation::Forward { 1.0 } else { -1.0 };
     for (r, mut row) in x.rows_mut().into_iter().enumerate() {
-        let pos = (first_position + r) as f64;
+        let pos = (first + r) as f64;
         for (f, omega_f) in omega.iter().enumerate() {
             let (sin, cos) = (sign * pos * omega_f).sin_cos();
             let (sin, cos) = (F::of(sin), F::of(cos));
@@ -145,6 +144,11 @@ pub(crate) fn rotate<F: Real>(x: &mut ArrayRef2<F>, first_position: usize, way: 
     }
 }
 // ANCHOR_END: rope
+
+/// [`rotate_by`] with plain RoPE's frequencies, [`frequencies`].
+pub(crate) fn rotate<F: Real>(x: &mut ArrayRef2<F>, first_position: usize, way: Rotation) {
+    rotate_by(x, first_position, way, &omegas(x.ncols()));
+}
 
 /// Checks that positions `first .. first + n` exist: their last one fits
 /// in a `usize`.

@@ -38,6 +38,7 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
 mod language_model;
+mod rope_scaling;
 
 /// Any `f32` a caller might pass: ordinary values most of the time, and the
 /// troublesome ones often.
