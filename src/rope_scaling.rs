@@ -26,11 +26,13 @@ use ndarray::{Array2, ArrayRef2};
 use crate::check::{check_finite, check_overflow, check_size};
 use crate::error::AttnError;
 use crate::position::{check_even, check_positions, rotate_by, Rotation};
+use crate::real::Real;
 
 /// How RoPE's frequencies change for a context `factor` times the trained
 /// one. Every `factor` must be finite and at least 1; a factor of 1 gives
-/// plain RoPE exactly.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// plain RoPE exactly. Two scalings are equal when their numbers have the
+/// same bits, so that a model's configuration can be compared and hashed.
+#[derive(Debug, Clone, Copy)]
 pub enum RopeScaling {
     /// Plain RoPE.
     None,
@@ -75,6 +77,38 @@ pub enum RopeScaling {
         /// `L/high` is the shortest wavelength changed (4 for Llama 3.1).
         high: f64,
     },
+}
+
+impl RopeScaling {
+    /// Which method, and its numbers (as bits) and trained length.
+    fn key(&self) -> (u8, [u64; 3], usize) {
+        let bits = |a: f64, b: f64, c: f64| [a.to_bits(), b.to_bits(), c.to_bits()];
+        match *self {
+            RopeScaling::None => (0, [0; 3], 0),
+            RopeScaling::Linear { factor } => (1, bits(factor, 0.0, 0.0), 0),
+            RopeScaling::NtkAware { factor } => (2, bits(factor, 0.0, 0.0), 0),
+            RopeScaling::Yarn { factor, trained, beta_fast, beta_slow } => {
+                (3, bits(factor, beta_fast, beta_slow), trained)
+            }
+            RopeScaling::Llama3 { factor, trained, low, high } => {
+                (4, bits(factor, low, high), trained)
+            }
+        }
+    }
+}
+
+impl PartialEq for RopeScaling {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for RopeScaling {}
+
+impl std::hash::Hash for RopeScaling {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
 }
 
 /// RoPE's frequencies and the factor on every rotated query and key, for
@@ -124,6 +158,23 @@ impl RopeFrequencies {
             _ => 1.0,
         };
         Ok(RopeFrequencies { omega, attention_factor })
+    }
+
+    /// The frequencies of a model's heads `d_k` wide: RoPE's base of
+    /// 10,000, as chapter 7's [`crate::position::rope`] has it.
+    pub(crate) fn of_heads(d_k: usize, scaling: RopeScaling) -> Result<Self, AttnError> {
+        RopeFrequencies::new(d_k, 10000.0, scaling)
+    }
+
+    /// Turns each row `r` of `x` by `±(first + r)·ω_f`, pair by pair, as
+    /// `way` says, then multiplies it by the attention factor (in both
+    /// ways: the transpose of `a·R` is `a·Rᵀ`).
+    pub(crate) fn turn<F: Real>(&self, x: &mut ArrayRef2<F>, first: usize, way: Rotation) {
+        rotate_by(x, first, way, &self.omega);
+        if self.attention_factor != 1.0 {
+            let factor = F::of(self.attention_factor);
+            x.mapv_inplace(|v| v * factor);
+        }
     }
 
     /// `ω_f` for each pair `f`, fastest first.
@@ -258,10 +309,7 @@ pub fn rope_scaled(
     check_positions(first_position, x.nrows())?;
     check_finite("x", x)?;
     let mut out = x.to_owned();
-    rotate_by(&mut out, first_position, Rotation::Forward, &rope.omega);
-    if rope.attention_factor != 1.0 {
-        out.mapv_inplace(|v| v * rope.attention_factor as f32);
-    }
+    rope.turn(&mut out, first_position, Rotation::Forward);
     check_overflow("RoPE's rotated rows", &out)?;
     Ok(out)
 }

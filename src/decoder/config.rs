@@ -6,6 +6,7 @@ use crate::check::{check_model_sizes, check_parameters, check_total, MAX_ENTRIES
 use crate::error::AttnError;
 use crate::kv_bytes::KvLayout;
 use crate::nn::Activation;
+use crate::rope_scaling::{RopeFrequencies, RopeScaling};
 
 // ANCHOR: config
 /// The sizes of a decoder-only model, and how it is built.
@@ -49,6 +50,22 @@ pub enum Positions {
     /// Rotary positions: scores depend only on the distance between query
     /// and key.
     Rotary,
+    /// Rotary positions with their frequencies scaled for a context longer
+    /// than the trained one (position interpolation, NTK-aware, YaRN or
+    /// Llama 3's; [`crate::rope_scaling`]).
+    ScaledRotary(RopeScaling),
+}
+
+impl Positions {
+    /// How rotary positions turn queries and keys: `None` for learned
+    /// positions, [`RopeScaling::None`] for plain RoPE.
+    pub fn rope(self) -> Option<RopeScaling> {
+        match self {
+            Positions::Learned => None,
+            Positions::Rotary => Some(RopeScaling::None),
+            Positions::ScaledRotary(scaling) => Some(scaling),
+        }
+    }
 }
 
 /// Which of the book's two recipes a decoder follows.
@@ -98,12 +115,15 @@ impl DecoderConfig {
             });
         }
         let d_k = self.d_model / self.heads;
-        if self.positions == Positions::Rotary && !d_k.is_multiple_of(2) {
-            return Err(AttnError::InvalidArgument {
-                name: "d_k with rotary positions",
-                value: d_k as f64,
-                requirement: "must be even: RoPE turns pairs of coordinates",
-            });
+        if let Some(scaling) = self.positions.rope() {
+            if !d_k.is_multiple_of(2) {
+                return Err(AttnError::InvalidArgument {
+                    name: "d_k with rotary positions",
+                    value: d_k as f64,
+                    requirement: "must be even: RoPE turns pairs of coordinates",
+                });
+            }
+            RopeFrequencies::of_heads(d_k, scaling)?; // its factor and parameters
         }
         if let Some(latent) = self.latent {
             self.check_latent(latent)?;
@@ -123,9 +143,10 @@ impl DecoderConfig {
         };
         if self.positions != Positions::Rotary {
             return refuse(
-                "latent attention with learned positions",
+                "latent attention without plain rotary positions",
                 0,
-                "needs rotary positions: its decoupled rotary key is where positions enter",
+                "needs plain rotary positions: its decoupled rotary key is where positions \
+                 enter (scaled RoPE is not offered for it)",
             );
         }
         if self.kv_heads != self.heads {
@@ -211,7 +232,7 @@ impl DecoderConfig {
     pub(crate) fn learned_positions(&self) -> usize {
         match self.positions {
             Positions::Learned => self.context,
-            Positions::Rotary => 0,
+            Positions::Rotary | Positions::ScaledRotary(_) => 0,
         }
     }
 }

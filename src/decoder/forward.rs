@@ -126,7 +126,7 @@ impl<F: Real> Decoder<F> {
         batch: &[Vec<usize>],
         window: usize,
     ) -> Result<DecoderForward<F>, AttnError> {
-        if self.config.positions != Positions::Rotary || window == 0 {
+        if self.config.positions.rope().is_none() || window == 0 {
             return Err(AttnError::InvalidArgument {
                 name: "window",
                 value: window as f64,
@@ -145,7 +145,7 @@ impl<F: Real> Decoder<F> {
     fn embed(&self, batch: &[Vec<usize>]) -> Array2<F> {
         match self.config.positions {
             Positions::Learned => embedding_forward(batch, &self.tokens, &self.positions),
-            Positions::Rotary => {
+            Positions::Rotary | Positions::ScaledRotary(_) => {
                 let rows: Vec<usize> = batch.iter().flatten().copied().collect();
                 self.tokens.select(Axis(0), &rows)
             }
@@ -168,9 +168,9 @@ impl<F: Real> Decoder<F> {
     /// How every block's heads attend over sequences of `t` tokens.
     fn heads(&self, t: usize, path: AttentionPath) -> Heads {
         let heads = Heads::new(t, t, self.config.heads).with_kv_heads(self.config.kv_heads);
-        let heads = match self.config.positions {
-            Positions::Rotary => heads.rotary(),
-            Positions::Learned => heads,
+        let heads = match self.config.positions.rope() {
+            Some(scaling) => heads.rotary(scaling),
+            None => heads,
         };
         Heads { fused: path == AttentionPath::Fused, ..heads }
     }
@@ -219,7 +219,7 @@ impl<F: Real> Decoder<F> {
             Positions::Learned => {
                 embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions)
             }
-            Positions::Rotary => {
+            Positions::Rotary | Positions::ScaledRotary(_) => {
                 for (row, &token) in dx.rows().into_iter().zip(fwd.tokens.iter().flatten()) {
                     g.tokens.row_mut(token).scaled_add(F::one(), &row);
                 }

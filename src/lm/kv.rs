@@ -7,12 +7,12 @@ use ndarray::{s, Array2, ArrayRef2};
 
 use super::model::{LanguageModel, LmConfig};
 use crate::cache::{KeyValueCache, KvCache};
-use crate::decoder::Positions;
 use crate::error::AttnError;
 use crate::kv_bytes::kv_bytes_per_token;
 use crate::latent::{AbsorbedLatent, LatentAttention, LatentCache};
 use crate::nn::{head_columns, head_slices, AttentionWeights, BlockAttention, Heads};
-use crate::position::{rotate, Rotation};
+use crate::position::Rotation;
+use crate::rope_scaling::{RopeFrequencies, RopeScaling};
 use crate::sliding::SlidingCache;
 
 // ANCHOR: cache
@@ -30,10 +30,11 @@ pub struct LmCache {
 /// One block's cache.
 #[derive(Debug)]
 pub(super) enum BlockKv {
-    /// A cache of keys and values for every key/value head; `turn` says
-    /// whether the step turns queries and keys at their positions in the
-    /// text (rotary positions), or the caches turn them when read.
-    Heads { caches: Vec<Box<dyn KeyValueCache>>, turn: bool },
+    /// A cache of keys and values for every key/value head; `turn` holds
+    /// RoPE's frequencies if the step turns queries and keys at their
+    /// positions in the text (rotary positions), none if the caches turn
+    /// them when read or positions are learned.
+    Heads { caches: Vec<Box<dyn KeyValueCache>>, turn: Option<RopeFrequencies> },
     /// The latents, and the block's attention with its up-projections
     /// absorbed, which reads them (chapter 17).
     Latent(Box<AbsorbedLatent>, LatentCache),
@@ -45,21 +46,21 @@ pub(super) enum BlockKv {
 /// appends its key and value to its own cache and attends over what the
 /// cache holds; the heads' outputs side by side, times `W_O`. With rotary
 /// positions, each head's query and key are turned by the token's
-/// `position` first.
+/// `position` first, with RoPE's frequencies `rope`.
 fn heads_step(
     w: &AttentionWeights<f32>,
     a: &ArrayRef2<f32>,
     caches: &mut [Box<dyn KeyValueCache>],
-    position: Option<usize>,
+    position: Option<(usize, &RopeFrequencies)>,
 ) -> Result<Array2<f32>, AttnError> {
     let (mut q, mut k, v) = (w.queries(a)?, w.keys(a)?, w.values(a)?); // 1×d each
     let d_k = q.ncols() / caches.len();
     let mut o = Array2::zeros((1, q.ncols()));
     for (i, cache) in caches.iter_mut().enumerate() {
         let head = s![.., head_columns(i, d_k)]; // head i's columns
-        if let Some(p) = position {
-            rotate(&mut q.slice_mut(head), p, Rotation::Forward);
-            rotate(&mut k.slice_mut(head), p, Rotation::Forward);
+        if let Some((p, rope)) = position {
+            rope.turn(&mut q.slice_mut(head), p, Rotation::Forward);
+            rope.turn(&mut k.slice_mut(head), p, Rotation::Forward);
         }
         cache.append(&k.slice(head).row(0), &v.slice(head).row(0))?;
         let out = cache.attend(&q.slice(head).row(0))?;
@@ -77,7 +78,7 @@ fn grouped_step(
     w: &AttentionWeights<f32>,
     a: &ArrayRef2<f32>,
     caches: &mut [Box<dyn KeyValueCache>],
-    (h, position): (usize, Option<usize>),
+    (h, position): (usize, Option<(usize, &RopeFrequencies)>),
 ) -> Result<Array2<f32>, AttnError> {
     let (mut q, mut k, v) = (w.queries(a)?, w.keys(a)?, w.values(a)?); // 1×d, 1×h_kv·d_k
     let heads = Heads { h_kv: caches.len(), ..Heads::new(1, 1, h) };
@@ -88,13 +89,13 @@ fn grouped_step(
         let cache = &mut caches[i / per_group];
         if i % per_group == 0 {
             // The group's first head brings its key and value.
-            if let Some(p) = position {
-                rotate(&mut k.slice_mut(rk), p, Rotation::Forward);
+            if let Some((p, rope)) = position {
+                rope.turn(&mut k.slice_mut(rk), p, Rotation::Forward);
             }
             cache.append(&k.slice(rk).row(0), &v.slice(rv).row(0))?;
         }
-        if let Some(p) = position {
-            rotate(&mut q.slice_mut(rq), p, Rotation::Forward);
+        if let Some((p, rope)) = position {
+            rope.turn(&mut q.slice_mut(rq), p, Rotation::Forward);
         }
         o.slice_mut(ro).row_mut(0).assign(&cache.attend(&q.slice(rq).row(0))?);
     }
@@ -113,7 +114,7 @@ impl BlockKv {
     ) -> Result<Array2<f32>, AttnError> {
         match (attention, self) {
             (BlockAttention::Heads(w), BlockKv::Heads { caches, turn }) => {
-                let position = turn.then_some(position);
+                let position = turn.as_ref().map(|rope| (position, rope));
                 if caches.len() == h {
                     heads_step(w, a, caches, position)
                 } else {
@@ -192,9 +193,15 @@ impl LanguageModel<f32> {
         in_cache_positions: bool,
     ) -> Result<LmCache, AttnError> {
         let c = self.config;
-        let (d_k, rotary) = (c.d_model / c.heads, c.positions == Positions::Rotary);
+        let (d_k, rope) = (c.d_model / c.heads, c.positions.rope());
+        if in_cache_positions && rope != Some(RopeScaling::None) {
+            return Err(AttnError::Mismatched {
+                name: "positions within the cache",
+                requirement: "need plain rotary positions (RoPE without scaling)",
+            });
+        }
         let store = || -> Result<Box<dyn KeyValueCache>, AttnError> {
-            if !rotary {
+            if rope.is_none() {
                 return Ok(Box::new(KvCache::with_capacity(d_k, d_k, window)?));
             }
             let ring = SlidingCache::new(d_k, d_k, sinks, window)?;
@@ -208,7 +215,10 @@ impl LanguageModel<f32> {
             blocks.push(match &block.attn {
                 BlockAttention::Heads(_) => BlockKv::Heads {
                     caches: (0..c.kv_heads).map(|_| store()).collect::<Result<_, _>>()?,
-                    turn: rotary && !in_cache_positions,
+                    turn: match (rope, in_cache_positions) {
+                        (Some(scaling), false) => Some(RopeFrequencies::of_heads(d_k, scaling)?),
+                        _ => None,
+                    },
                 },
                 BlockAttention::Latent(w) => {
                     // The latent cache keeps its rotary keys turned at their
@@ -245,7 +255,7 @@ impl LanguageModel<f32> {
     ) -> Result<(), AttnError> {
         let c = self.config;
         self.check_cache(cache)?;
-        if position >= c.context && c.positions == Positions::Learned {
+        if position >= c.context && c.positions.rope().is_none() {
             return Err(AttnError::TooLong {
                 what: "the cached tokens and the new one",
                 len: position + 1,
@@ -299,7 +309,10 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(5);
         let (d, h) = (8, 4);
         let w: AttentionWeights<f32> = [(); 4].map(|_| standard_normal(d, d, &mut rng)).into();
-        for position in [None, Some(3)] {
+        let yarn = RopeScaling::Yarn { factor: 4.0, trained: 2, beta_fast: 2.0, beta_slow: 0.5 };
+        let [plain, scaled] = [RopeScaling::None, yarn].map(|s| RopeFrequencies::of_heads(2, s));
+        let [plain, scaled] = [plain.unwrap(), scaled.unwrap()];
+        for position in [None, Some((3, &plain)), Some((3, &scaled))] {
             let new = || -> Vec<Box<dyn KeyValueCache>> {
                 (0..h).map(|_| Box::new(KvCache::new(2, 2)) as Box<dyn KeyValueCache>).collect()
             };

@@ -8,7 +8,6 @@ use super::generate::MAX_GENERATED;
 use super::kv::LmCache;
 use super::model::LanguageModel;
 use crate::check::check_total;
-use crate::decoder::Positions;
 use crate::error::AttnError;
 
 // ANCHOR: streaming
@@ -35,7 +34,7 @@ impl LanguageModel<f32> {
     /// context.
     pub fn new_cache_forgetting(&self, forgetting: Forgetting) -> Result<LmCache, AttnError> {
         let c = self.config();
-        if c.positions != Positions::Rotary {
+        if c.positions.rope().is_none() {
             return Err(AttnError::InvalidArgument {
                 name: "forgetting cache",
                 value: c.context as f64,

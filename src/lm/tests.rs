@@ -6,6 +6,7 @@ use ndarray::Array2;
 use super::*;
 use crate::grad::gradient_error;
 use crate::nn::Parameters;
+use crate::rope_scaling::RopeScaling;
 
 const SMALL: LmConfig = LmConfig {
     vocab: 7,
@@ -28,12 +29,28 @@ fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Option<usize>>) {
 
 /// The small model's variants: learned or rotary positions, each with
 /// multi-head attention (2 key/value heads) and multi-query attention (1),
-/// and latent attention (a latent of 6, rotary parts of 2).
-fn variants() -> [LmConfig; 5] {
+/// latent attention (a latent of 6, rotary parts of 2), and rotary
+/// positions scaled by each method (trained on the context, 5; YaRN's
+/// factor with multi-query attention as well).
+fn variants() -> Vec<LmConfig> {
     let rotary = LmConfig { positions: Positions::Rotary, ..SMALL };
     let mqa = |c: LmConfig| LmConfig { kv_heads: 1, ..c };
     let latent = LmConfig { latent: Some(LatentSizes { d_c: 6, d_r: 2 }), ..rotary };
-    [SMALL, rotary, mqa(SMALL), mqa(rotary), latent]
+    let scaled = |scaling| LmConfig { positions: Positions::ScaledRotary(scaling), ..SMALL };
+    let yarn =
+        scaled(RopeScaling::Yarn { factor: 4.0, trained: 5, beta_fast: 2.0, beta_slow: 0.5 });
+    vec![
+        SMALL,
+        rotary,
+        mqa(SMALL),
+        mqa(rotary),
+        latent,
+        scaled(RopeScaling::Linear { factor: 2.0 }),
+        scaled(RopeScaling::NtkAware { factor: 3.0 }),
+        yarn,
+        mqa(yarn),
+        scaled(RopeScaling::Llama3 { factor: 4.0, trained: 5, low: 0.5, high: 2.0 }),
+    ]
 }
 
 fn problem_with(config: LmConfig) -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Option<usize>>) {
@@ -179,7 +196,7 @@ fn a_cache_of_another_model_or_a_bad_token_is_refused() {
 /// window.
 #[test]
 fn a_sliding_rotary_cache_is_sliding_window_attention() {
-    for config in variants().into_iter().filter(|c| c.positions == Positions::Rotary) {
+    for config in variants().into_iter().filter(|c| c.positions.rope().is_some()) {
         a_sliding_rotary_cache_is_sliding_window_attention_with(config);
     }
 }
@@ -344,4 +361,16 @@ fn the_fused_path_trains_as_the_path_that_keeps_the_weights() {
     let fused = model.forward_on(&inputs, AttentionPath::Fused).unwrap();
     assert!(fused.weights(0, 0, 0).is_err());
     assert!(model.forward(&inputs).unwrap().weights(0, 0, 0).is_ok());
+}
+
+/// Attention sinks read keys at their places in the cache, turned by
+/// plain RoPE: a model whose RoPE is scaled is refused such a cache, with
+/// the reason, rather than read with the wrong frequencies.
+#[test]
+fn a_scaled_rotary_model_refuses_positions_within_the_cache() {
+    let scaling = RopeScaling::Linear { factor: 2.0 };
+    let model = small_f32_with(LmConfig { positions: Positions::ScaledRotary(scaling), ..SMALL });
+    let sinks = model.new_cache_forgetting(Forgetting::Sinks { sinks: 1, window: 3 });
+    assert!(sinks.unwrap_err().to_string().contains("plain rotary positions"));
+    assert!(model.new_cache_forgetting(Forgetting::Window(3)).is_ok());
 }

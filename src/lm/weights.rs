@@ -8,6 +8,53 @@ use super::model::{LanguageModel, LmConfig, SHAKESPEARE_MODEL};
 use crate::decoder::{LatentSizes, Positions, Recipe};
 use crate::error::AttnError;
 use crate::nn::{check_room, invalid, metadata, read_into, size, to_safetensors, Activation};
+use crate::rope_scaling::RopeScaling;
+
+/// A RoPE scaling as the metadata's words: its method, then its numbers
+/// (`linear 4`, `yarn 8 64 32 1`: factor, trained length, β_fast, β_slow;
+/// `llama3 8 64 1 4`: factor, trained length, low, high).
+fn scaling_words(scaling: RopeScaling) -> String {
+    match scaling {
+        RopeScaling::None => "none".into(),
+        RopeScaling::Linear { factor } => format!("linear {factor}"),
+        RopeScaling::NtkAware { factor } => format!("ntk_aware {factor}"),
+        RopeScaling::Yarn { factor, trained, beta_fast, beta_slow } => {
+            format!("yarn {factor} {trained} {beta_fast} {beta_slow}")
+        }
+        RopeScaling::Llama3 { factor, trained, low, high } => {
+            format!("llama3 {factor} {trained} {low} {high}")
+        }
+    }
+}
+
+/// The scaling that [`scaling_words`] wrote as `words` (its numbers are
+/// checked with the model's configuration).
+fn scaling_from_words(words: &str) -> Result<RopeScaling, AttnError> {
+    let bad = || invalid(format!("the metadata's rope_scaling is {words:?}, not a RoPE scaling"));
+    let parts: Vec<&str> = words.split(' ').collect();
+    let number = |i: usize| parts.get(i).and_then(|w| w.parse::<f64>().ok()).ok_or_else(bad);
+    let length = |i: usize| parts.get(i).and_then(|w| w.parse::<usize>().ok()).ok_or_else(bad);
+    let (method, count) = (parts[0], parts.len());
+    let scaling = match (method, count) {
+        ("none", 1) => RopeScaling::None,
+        ("linear", 2) => RopeScaling::Linear { factor: number(1)? },
+        ("ntk_aware", 2) => RopeScaling::NtkAware { factor: number(1)? },
+        ("yarn", 5) => RopeScaling::Yarn {
+            factor: number(1)?,
+            trained: length(2)?,
+            beta_fast: number(3)?,
+            beta_slow: number(4)?,
+        },
+        ("llama3", 5) => RopeScaling::Llama3 {
+            factor: number(1)?,
+            trained: length(2)?,
+            low: number(3)?,
+            high: number(4)?,
+        },
+        _ => return Err(bad()),
+    };
+    Ok(scaling)
+}
 
 /// The metadata keys that hold the sizes, in [`LmConfig`]'s order.
 const SIZES: [&str; 6] = ["vocab", "context", "d_model", "heads", "layers", "d_ff"];
@@ -54,6 +101,10 @@ impl LanguageModel<f32> {
         let positions = match config.positions {
             Positions::Learned => "learned",
             Positions::Rotary => "rotary",
+            Positions::ScaledRotary(scaling) => {
+                metadata.insert("rope_scaling".into(), scaling_words(scaling));
+                "scaled_rotary"
+            }
         };
         metadata.insert("positions".into(), positions.into());
         metadata.insert("kv_heads".into(), config.kv_heads.to_string());
@@ -92,9 +143,14 @@ impl LanguageModel<f32> {
         let positions = match metadata.get("positions").map(String::as_str) {
             None | Some("learned") => Positions::Learned,
             Some("rotary") => Positions::Rotary,
+            Some("scaled_rotary") => {
+                let words = metadata.get("rope_scaling").map_or("", String::as_str);
+                Positions::ScaledRotary(scaling_from_words(words)?)
+            }
             Some(other) => {
                 return Err(invalid(format!(
-                    "the metadata's positions is {other:?}, not \"learned\" or \"rotary\""
+                    "the metadata's positions is {other:?}, not \"learned\", \"rotary\" or \
+                     \"scaled_rotary\""
                 )))
             }
         };
@@ -162,7 +218,14 @@ mod tests {
 
     #[test]
     fn a_model_reads_back_bit_for_bit() {
-        for positions in [Positions::Learned, Positions::Rotary] {
+        let scaled = [
+            RopeScaling::Linear { factor: 2.5 },
+            RopeScaling::NtkAware { factor: 1.0 / 0.3 },
+            RopeScaling::Yarn { factor: 8.0, trained: 64, beta_fast: 32.0, beta_slow: 1.0 },
+            RopeScaling::Llama3 { factor: 8.0, trained: 8192, low: 1.0, high: 4.0 },
+        ];
+        let scaled = scaled.map(Positions::ScaledRotary);
+        for positions in [Positions::Learned, Positions::Rotary].into_iter().chain(scaled) {
             let model = LanguageModel::<f32>::new(LmConfig { positions, ..SMALL }, 4).unwrap();
             let bytes = model.to_safetensors("# a test").unwrap();
             assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);
@@ -175,6 +238,29 @@ mod tests {
         let model = LanguageModel::<f32>::new(latent, 4).unwrap();
         let bytes = model.to_safetensors("").unwrap();
         assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);
+    }
+
+    #[test]
+    fn a_scaling_the_metadata_garbles_is_refused_naming_it() {
+        let rotary = LmConfig { positions: Positions::Rotary, ..SMALL };
+        let model = LanguageModel::<f32>::new(rotary, 4).unwrap();
+        let read = |words: &str| {
+            let sizes =
+                SIZES.iter().zip(rotary.sizes()).map(|(k, v)| (k.to_string(), v.to_string()));
+            let mut metadata: HashMap<String, String> = sizes.collect();
+            metadata.insert("positions".into(), "scaled_rotary".into());
+            metadata.insert("rope_scaling".into(), words.into());
+            let bytes = crate::nn::edited_file(&model, |n| rotary.shape(n), metadata, |_| {});
+            LanguageModel::<f32>::from_safetensors(&bytes)
+        };
+        for garbled in ["", "yarn 8 sixty-four 32 1", "linear", "linear 2 3", "cubic 2"] {
+            let e = read(garbled).unwrap_err().to_string();
+            assert!(e.contains("rope_scaling") && e.contains(&format!("{garbled:?}")), "{e}");
+        }
+        let e = read("linear 0.5").unwrap_err().to_string();
+        assert!(e.contains("scale factor") && e.contains("0.5"), "{e}");
+        let none = read("none").unwrap().config().positions;
+        assert_eq!(none, Positions::ScaledRotary(RopeScaling::None));
     }
 
     /// Writes `model`'s tensors with `edit` applied to the list, and the

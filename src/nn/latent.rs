@@ -12,6 +12,7 @@ use crate::error::AttnError;
 use crate::linalg::{linear, matmul};
 use crate::position::Rotation;
 use crate::real::Real;
+use crate::rope_scaling::RopeScaling;
 
 /// The weights of a latent attention layer of `h` heads of width `d_h`,
 /// with a latent of width `d_c` and rotary parts of width `d_r`, for
@@ -75,8 +76,8 @@ pub(crate) fn latent_forward<F: Real>(
     let c = linear("the latents X W_DKV", x, &w.w_dkv, None)?; // B·seq_len × d_c: what a cache keeps
     let mut k_r = linear("the rotary keys X W_KR", x, &w.w_kr, None)?; // B·seq_len × d_r: cached too
     let mut q_r = linear("the rotary queries X W_QR", x, &w.w_qr, None)?; // B·seq_len × h·d_r
-    rotate_heads(&mut k_r, seq_len, 1, Rotation::Forward);
-    rotate_heads(&mut q_r, seq_len, heads, Rotation::Forward);
+    rotate_heads(&mut k_r, seq_len, 1, (Rotation::Forward, RopeScaling::None))?;
+    rotate_heads(&mut q_r, seq_len, heads, (Rotation::Forward, RopeScaling::None))?;
     let q_c = linear("the queries X W_Q", x, &w.w_q, None)?; // B·seq_len × h·d_h
     let k_c = linear("the keys C W_UK", &c, &w.w_uk, None)?; // B·seq_len × h·d_h
     let v = linear("the values C W_UV", &c, &w.w_uv, None)?; // B·seq_len × h·d_h
@@ -114,8 +115,8 @@ pub(crate) fn latent_backward<F: Real>(
         dk_r += &dk_r_per_head.slice(s![.., i * d_r..(i + 1) * d_r]);
     }
     // Back through RoPE: a rotation's inverse is its transpose.
-    rotate_heads(&mut dq_r, seq_len, heads, Rotation::Back);
-    rotate_heads(&mut dk_r, seq_len, 1, Rotation::Back);
+    rotate_heads(&mut dq_r, seq_len, heads, (Rotation::Back, RopeScaling::None))?;
+    rotate_heads(&mut dk_r, seq_len, 1, (Rotation::Back, RopeScaling::None))?;
     // The latents feed every head's keys and values.
     let dc = matmul(&dk_c, &w.w_uk.t()) + matmul(&dv, &w.w_uv.t());
     // ANCHOR_END: latent_gradients

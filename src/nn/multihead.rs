@@ -18,8 +18,9 @@ use crate::error::AttnError;
 use crate::fast::{fused_causal, FastForward};
 use crate::linalg::linear;
 use crate::masking::causal_mask;
-use crate::position::{rotate, Rotation};
+use crate::position::Rotation;
 use crate::real::Real;
+use crate::rope_scaling::{RopeFrequencies, RopeScaling};
 
 // ANCHOR: attention_weights
 /// The weights of a multi-head attention layer, the heads' projections side
@@ -137,9 +138,9 @@ pub struct Heads {
     /// attention (chapter 17).
     pub(crate) h_kv: usize,
     /// Whether queries and keys are turned by their positions (RoPE,
-    /// chapter 7) after their projections: row `i` of each sequence is at
-    /// position `i`.
-    pub(crate) rotary: bool,
+    /// chapter 7) after their projections, and with which frequencies: row
+    /// `i` of each sequence is at position `i`.
+    pub(crate) rope: Option<RopeScaling>,
     /// Whether a head whose mask is the causal mask may attend through the
     /// appendix's fused kernel (in `f32`, which has it), keeping its output
     /// and log-sum-exps instead of its weights.
@@ -150,7 +151,7 @@ impl Heads {
     /// Multi-head attention's sizes: every head with its own keys and
     /// values, no rotation, no fused kernel.
     pub fn new(n: usize, m: usize, h: usize) -> Self {
-        Heads { n, m, h, h_kv: h, rotary: false, fused: false }
+        Heads { n, m, h, h_kv: h, rope: None, fused: false }
     }
 
     /// The same heads sharing `h_kv` key/value heads (grouped-query
@@ -160,9 +161,9 @@ impl Heads {
     }
 
     /// The same heads, their queries and keys turned by their positions
-    /// (RoPE, chapter 7).
-    pub fn rotary(self) -> Self {
-        Heads { rotary: true, ..self }
+    /// (RoPE, chapter 7), with frequencies as `scaling` has them.
+    pub fn rotary(self, scaling: RopeScaling) -> Self {
+        Heads { rope: Some(scaling), ..self }
     }
 
     /// Checks these heads against the inputs and weights of a multi-head
@@ -174,7 +175,7 @@ impl Heads {
         [x_q, x_kv]: [&ArrayRef2<F>; 2],
         w: &AttentionWeights<F>,
     ) -> Result<(), AttnError> {
-        let Heads { n, m, h, h_kv, rotary, .. } = *self;
+        let Heads { n, m, h, h_kv, rope, .. } = *self;
         let sizes = n > 0 && m > 0 && h > 0 && h_kv > 0 && h % h_kv == 0;
         let sequences =
             |rows: usize, per: usize| (per > 0 && rows.is_multiple_of(per)).then(|| rows / per);
@@ -186,7 +187,7 @@ impl Heads {
             && w.w_k.ncols() == h_kv * d_k
             && w.w_v.ncols() == h_kv * d_v
             && w.w_o.nrows() == h * d_v
-            && !(rotary && d_k % 2 == 1);
+            && !(rope.is_some() && d_k % 2 == 1);
         if sizes && batch && widths {
             return Ok(());
         }
@@ -239,10 +240,10 @@ pub(crate) fn mha_from_projections<F: Real>(
     heads: Heads,
     keep: impl Fn(usize) -> Option<Array2<bool>> + Sync,
 ) -> Result<(Array2<F>, MhaCache<F>), AttnError> {
-    if heads.rotary {
+    if let Some(rope) = heads.rope {
         // RoPE (chapter 7): each head's queries and keys turned by their positions.
-        rotate_heads(&mut q, heads.n, heads.h, Rotation::Forward);
-        rotate_heads(&mut k, heads.m, heads.h_kv, Rotation::Forward);
+        rotate_heads(&mut q, heads.n, heads.h, (Rotation::Forward, rope))?;
+        rotate_heads(&mut k, heads.m, heads.h_kv, (Rotation::Forward, rope))?;
     }
     let (o, per_head) = attend_heads([&q, &k, &v], heads, keep)?;
     let out = linear("the output Concat(heads) W_O", &o, w_o, b_o)?;
@@ -353,14 +354,22 @@ pub(crate) fn head_slices(b: usize, i: usize, [d_k, d_v]: [usize; 2], heads: Hea
 pub(crate) type Slice2 = SliceInfo<[SliceInfoElem; 2], Ix2, Ix2>;
 
 /// Rotates the rows of every sequence (`t` rows each) of `x`, head by head
-/// (`d/h` columns each), by their positions `0..t` within the sequence.
-pub(crate) fn rotate_heads<F: Real>(x: &mut Array2<F>, t: usize, h: usize, way: Rotation) {
+/// (`d/h` columns each), by their positions `0..t` within the sequence,
+/// with RoPE's frequencies as `scaling` has them.
+pub(crate) fn rotate_heads<F: Real>(
+    x: &mut Array2<F>,
+    t: usize,
+    h: usize,
+    (way, scaling): (Rotation, RopeScaling),
+) -> Result<(), AttnError> {
     let d_k = x.ncols() / h;
+    let rope = RopeFrequencies::of_heads(d_k, scaling)?;
     for b in 0..x.nrows() / t {
         for i in 0..h {
-            rotate(&mut x.slice_mut(s![b * t..(b + 1) * t, i * d_k..(i + 1) * d_k]), 0, way);
+            rope.turn(&mut x.slice_mut(s![b * t..(b + 1) * t, i * d_k..(i + 1) * d_k]), 0, way);
         }
     }
+    Ok(())
 }
 
 mod backward;

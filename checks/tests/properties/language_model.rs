@@ -14,6 +14,7 @@ use attn::lm::{
     LatentSizes, LmConfig, Positions, Sampler, SplitMix64, SHAKESPEARE_MODEL,
 };
 use attn::nn::smoothed_cross_entropy;
+use attn::rope_scaling::RopeScaling;
 use attn::sliding::SlidingCache;
 use attn::translation::{batch, mean_rouge, rouge_l, rouge_n, summary_set, RnnConfig, RnnSeq2Seq};
 
@@ -30,15 +31,23 @@ fn bad_size() -> impl Strategy<Value = usize> {
 }
 
 /// A language model's configuration: a small one that builds, with any
-/// positions, multi-head, grouped or latent attention; and, one time in
-/// three, one of its sizes replaced by one no model can have.
+/// positions (rotary ones scaled by YaRN, or by a factor below 1 that no
+/// model can have), multi-head, grouped or latent attention; and, one time
+/// in three, one of its sizes replaced by one no model can have.
 fn lm_config() -> impl Strategy<Value = LmConfig> {
     let shape = (1usize..9, 1usize..9, 1usize..3, 1usize..4, 1usize..3, 1usize..9);
-    let kind = (any::<bool>(), 0usize..3, 0usize..24, bad_size());
+    let kind = (0usize..4, 0usize..3, 0usize..24, bad_size());
     (shape, kind).prop_map(
-        |((vocab, context, d_head, heads, layers, d_ff), (rotary, attention, bad, size))| {
+        |((vocab, context, d_head, heads, layers, d_ff), (place, attention, bad, size))| {
             let d_model = 2 * d_head * heads;
-            let positions = if rotary { Positions::Rotary } else { Positions::Learned };
+            let yarn =
+                RopeScaling::Yarn { factor: 4.0, trained: 2, beta_fast: 8.0, beta_slow: 1.0 };
+            let positions = match place {
+                0 => Positions::Learned,
+                1 => Positions::Rotary,
+                2 => Positions::ScaledRotary(yarn),
+                _ => Positions::ScaledRotary(RopeScaling::Linear { factor: 0.5 }),
+            };
             let kv_heads = if attention == 1 { 1 } else { heads };
             let latent = (attention == 2).then_some(LatentSizes { d_c: d_model, d_r: 2 });
             let mut c = LmConfig {

@@ -144,10 +144,11 @@ pub(crate) fn mha_backward_to_projections<F: Real>(
         dv.slice_mut(rv).add_assign(&g_v);
     }
     // ANCHOR_END: group_gradients
-    if heads.rotary {
-        // Back through the rotations: a rotation's transpose is its inverse.
-        rotate_heads(&mut dq, heads.n, heads.h, Rotation::Back);
-        rotate_heads(&mut dk, heads.m, heads.h_kv, Rotation::Back);
+    if let Some(rope) = heads.rope {
+        // Back through the rotations: a rotation's transpose is its inverse
+        // (times YaRN's attention factor, if any, in both ways).
+        rotate_heads(&mut dq, heads.n, heads.h, (Rotation::Back, rope))?;
+        rotate_heads(&mut dk, heads.m, heads.h_kv, (Rotation::Back, rope))?;
     }
     Ok(([dq, dk, dv], dw_o))
 }

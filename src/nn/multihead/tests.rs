@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::grad::{gradient_error, normal_matrix, Matrix};
+use crate::rope_scaling::RopeScaling;
 use ndarray::{Array1, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
@@ -65,11 +66,19 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
     }
 }
 
-/// With RoPE: two sequences of 4 tokens, causal, `d = 8`, 2 heads.
+/// With RoPE: two sequences of 4 tokens, causal, `d = 8`, 2 heads; plain
+/// RoPE, and YaRN's, whose attention factor the gradients must carry.
 #[test]
 fn rotary_gradients_match_finite_differences() {
+    let yarn = RopeScaling::Yarn { factor: 8.0, trained: 4, beta_fast: 4.0, beta_slow: 0.5 };
+    for scaling in [RopeScaling::None, yarn] {
+        rotary_gradients_match_finite_differences_with(scaling);
+    }
+}
+
+fn rotary_gradients_match_finite_differences_with(scaling: RopeScaling) {
     let mut rng = StdRng::seed_from_u64(8);
-    let sizes = Heads { rotary: true, ..Heads::new(4, 4, 2) };
+    let sizes = Heads { rope: Some(scaling), ..Heads::new(4, 4, 2) };
     let x = normal_matrix(8, 8, &mut rng);
     let w: AttentionWeights<f64> = [(); 4].map(|_| normal_matrix(8, 8, &mut rng) * 0.5).into();
     let r = normal_matrix(8, 8, &mut rng);
@@ -78,7 +87,7 @@ fn rotary_gradients_match_finite_differences() {
     }
     let causal = |_: usize| Some(crate::masking::causal_mask(4, 4));
     // And the rotation is there: without it the output differs.
-    let plain = Heads { rotary: false, ..sizes };
+    let plain = Heads { rope: None, ..sizes };
     let (a, _) = mha_forward(&x, &x, &w, sizes, causal).unwrap();
     let (b, _) = mha_forward(&x, &x, &w, plain, causal).unwrap();
     assert!((&a - &b).iter().any(|d| d.abs() > 1e-3));
@@ -135,7 +144,8 @@ fn grouped_query_attention_is_multi_head_attention_with_shared_keys_and_values()
         for (rotary, masked) in [(false, false), (false, true), (true, true)] {
             let (grouped, repeated) = grouped_and_repeated(d, heads, g, &mut rng);
             let keep = |_: usize| masked.then(|| crate::masking::causal_mask(t, t));
-            let plain = Heads { rotary, ..Heads::new(t, t, heads) };
+            let plain =
+                Heads { rope: rotary.then_some(RopeScaling::None), ..Heads::new(t, t, heads) };
             let sizes = Heads { h_kv: g, ..plain };
             let (a, cache_a) = mha_forward(&x, &x, &grouped, sizes, keep).unwrap();
             let (b, cache_b) = mha_forward(&x, &x, &repeated, plain, keep).unwrap();
@@ -215,7 +225,7 @@ fn grouped_gradients_match_finite_differences() {
     let r = normal_matrix(2 * t, d, &mut rng);
     for g in [2, 1] {
         let (w, _) = grouped_and_repeated(d, heads, g, &mut rng);
-        let sizes = Heads { h_kv: g, rotary: true, ..Heads::new(t, t, heads) };
+        let sizes = Heads { h_kv: g, rope: Some(RopeScaling::None), ..Heads::new(t, t, heads) };
         let errors = causal_gradient_errors(&x, &w, sizes, &r);
         for (i, error) in errors.into_iter().enumerate() {
             assert!(error < 1e-6, "g = {g}, gradient {i}: relative error {error:e}");
