@@ -2,7 +2,10 @@
 //! chapter 16's recipe and sized to train on a CPU.
 
 use crate::decoder::{Decoder, DecoderConfig, DecoderForward, Positions, Recipe};
+use crate::error::AttnError;
 use crate::nn::Activation;
+use crate::real::Real;
+use crate::rope_scaling::RopeScaling;
 
 /// A decoder-only language model: a [`Decoder`], in `f32` unless said.
 pub type LanguageModel<F = f32> = Decoder<F>;
@@ -32,6 +35,31 @@ pub const SHAKESPEARE_MODEL: LmConfig = DecoderConfig {
     recipe: Recipe::Tied,
 };
 // ANCHOR_END: config
+
+impl<F: Real> LanguageModel<F> {
+    /// The same weights reading `context` tokens at once with rotary
+    /// positions scaled as `scaling` says: a rotary model has no table of
+    /// positions, so only its frequencies and the length it reads change.
+    /// An error for a model with learned positions, or for a scaling or
+    /// context its configuration refuses.
+    pub fn with_scaled_rope(
+        &self,
+        context: usize,
+        scaling: RopeScaling,
+    ) -> Result<Self, AttnError> {
+        if self.config.positions.rope().is_none() {
+            return Err(AttnError::Mismatched {
+                name: "a scaled RoPE for this model",
+                requirement: "needs a model with rotary positions: learned ones have a table of \
+                              `context` rows",
+            });
+        }
+        let config =
+            LmConfig { context, positions: Positions::ScaledRotary(scaling), ..self.config };
+        config.check()?;
+        Ok(LanguageModel { config, ..self.clone() })
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -374,3 +374,23 @@ fn a_scaled_rotary_model_refuses_positions_within_the_cache() {
     assert!(sinks.unwrap_err().to_string().contains("plain rotary positions"));
     assert!(model.new_cache_forgetting(Forgetting::Window(3)).is_ok());
 }
+
+/// A rotary model read with scaled RoPE: with a factor of 1 it is the
+/// model itself, bit for bit, at any context; with another factor its
+/// logits move; a learned model and a factor below 1 are refused.
+#[test]
+fn a_rotary_model_reads_longer_with_its_rope_scaled() {
+    let rotary = small_f32_with(LmConfig { positions: Positions::Rotary, ..SMALL });
+    let text = vec![vec![3, 1, 4, 1, 5]];
+    let plain = rotary.forward(&text).unwrap();
+    let same = rotary.with_scaled_rope(12, RopeScaling::Linear { factor: 1.0 }).unwrap();
+    assert_eq!(same.forward(&text).unwrap().logits(), plain.logits());
+    let longer = vec![(0..12).map(|i| i % 7).collect::<Vec<usize>>()];
+    assert!(same.forward(&longer).is_ok());
+    let scaled = rotary.with_scaled_rope(12, RopeScaling::Linear { factor: 2.0 }).unwrap();
+    assert_ne!(scaled.forward(&text).unwrap().logits(), plain.logits());
+    let e = small_f32().with_scaled_rope(12, RopeScaling::None).unwrap_err().to_string();
+    assert!(e.contains("rotary"), "{e}");
+    let e = rotary.with_scaled_rope(12, RopeScaling::Linear { factor: 0.5 }).unwrap_err();
+    assert!(e.to_string().contains("scale factor"), "{e}");
+}
