@@ -54,14 +54,21 @@ pub enum Positions {
     /// than the trained one (position interpolation, NTK-aware, YaRN or
     /// Llama 3's; [`crate::rope_scaling`]).
     ScaledRotary(RopeScaling),
+    /// No positions at all (NoPE): the causal mask alone tells a query how
+    /// many keys came before it, from which a model can learn where it is
+    /// (Kazemnejad et al., 2023).
+    None,
 }
 
 impl Positions {
     /// How rotary positions turn queries and keys: `None` for learned
-    /// positions, [`RopeScaling::None`] for plain RoPE.
+    /// positions and for none, [`RopeScaling::None`] for plain RoPE.
+    ///
+    /// Every kind but learned positions has no table of positions, so a
+    /// model reads past its context (through a sliding window).
     pub fn rope(self) -> Option<RopeScaling> {
         match self {
-            Positions::Learned => None,
+            Positions::Learned | Positions::None => None,
             Positions::Rotary => Some(RopeScaling::None),
             Positions::ScaledRotary(scaling) => Some(scaling),
         }
@@ -232,7 +239,7 @@ impl DecoderConfig {
     pub(crate) fn learned_positions(&self) -> usize {
         match self.positions {
             Positions::Learned => self.context,
-            Positions::Rotary | Positions::ScaledRotary(_) => 0,
+            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None => 0,
         }
     }
 }

@@ -126,11 +126,11 @@ impl<F: Real> Decoder<F> {
         batch: &[Vec<usize>],
         window: usize,
     ) -> Result<DecoderForward<F>, AttnError> {
-        if self.config.positions.rope().is_none() || window == 0 {
+        if self.config.positions == Positions::Learned || window == 0 {
             return Err(AttnError::InvalidArgument {
                 name: "window",
                 value: window as f64,
-                requirement: "must be at least 1, in a model with rotary positions",
+                requirement: "must be at least 1, in a model with rotary positions or none",
             });
         }
         self.check_batch(batch, usize::MAX)?;
@@ -145,7 +145,7 @@ impl<F: Real> Decoder<F> {
     fn embed(&self, batch: &[Vec<usize>]) -> Array2<F> {
         match self.config.positions {
             Positions::Learned => embedding_forward(batch, &self.tokens, &self.positions),
-            Positions::Rotary | Positions::ScaledRotary(_) => {
+            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None => {
                 let rows: Vec<usize> = batch.iter().flatten().copied().collect();
                 self.tokens.select(Axis(0), &rows)
             }
@@ -219,7 +219,7 @@ impl<F: Real> Decoder<F> {
             Positions::Learned => {
                 embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions)
             }
-            Positions::Rotary | Positions::ScaledRotary(_) => {
+            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None => {
                 for (row, &token) in dx.rows().into_iter().zip(fwd.tokens.iter().flatten()) {
                     g.tokens.row_mut(token).scaled_add(F::one(), &row);
                 }

@@ -130,7 +130,7 @@ impl LanguageModel<f32> {
         let mut cache = self.new_cache();
         let mut tokens = prompt.to_vec();
         for _ in 0..count {
-            let slides = self.config.positions.rope().is_some();
+            let slides = self.config.positions != Positions::Learned;
             let logits = if decoding == Decoding::Cached && (slides || tokens.len() <= context) {
                 let mut logits = None;
                 while cache.read < tokens.len() {

@@ -7,6 +7,7 @@ use ndarray::{s, Array2, ArrayRef2};
 
 use super::model::{LanguageModel, LmConfig};
 use crate::cache::{KeyValueCache, KvCache};
+use crate::decoder::Positions;
 use crate::error::AttnError;
 use crate::kv_bytes::kv_bytes_per_token;
 use crate::latent::{AbsorbedLatent, LatentAttention, LatentCache};
@@ -201,7 +202,7 @@ impl LanguageModel<f32> {
             });
         }
         let store = || -> Result<Box<dyn KeyValueCache>, AttnError> {
-            if rope.is_none() {
+            if c.positions == Positions::Learned {
                 return Ok(Box::new(KvCache::with_capacity(d_k, d_k, window)?));
             }
             let ring = SlidingCache::new(d_k, d_k, sinks, window)?;
@@ -255,7 +256,7 @@ impl LanguageModel<f32> {
     ) -> Result<(), AttnError> {
         let c = self.config;
         self.check_cache(cache)?;
-        if position >= c.context && c.positions.rope().is_none() {
+        if position >= c.context && c.positions == Positions::Learned {
             return Err(AttnError::TooLong {
                 what: "the cached tokens and the new one",
                 len: position + 1,

@@ -8,6 +8,7 @@ use super::generate::MAX_GENERATED;
 use super::kv::LmCache;
 use super::model::LanguageModel;
 use crate::check::check_total;
+use crate::decoder::Positions;
 use crate::error::AttnError;
 
 // ANCHOR: streaming
@@ -34,11 +35,11 @@ impl LanguageModel<f32> {
     /// context.
     pub fn new_cache_forgetting(&self, forgetting: Forgetting) -> Result<LmCache, AttnError> {
         let c = self.config();
-        if c.positions.rope().is_none() {
+        if c.positions == Positions::Learned {
             return Err(AttnError::InvalidArgument {
                 name: "forgetting cache",
                 value: c.context as f64,
-                requirement: "needs rotary positions: learned ones stop at the context",
+                requirement: "needs rotary positions or none: learned ones stop at the context",
             });
         }
         let (sinks, window, in_cache_positions) = match forgetting {

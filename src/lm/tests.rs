@@ -31,7 +31,7 @@ fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Option<usize>>) {
 /// multi-head attention (2 key/value heads) and multi-query attention (1),
 /// latent attention (a latent of 6, rotary parts of 2), and rotary
 /// positions scaled by each method (trained on the context, 5; YaRN's
-/// factor with multi-query attention as well).
+/// factor with multi-query attention as well), and no positions at all.
 fn variants() -> Vec<LmConfig> {
     let rotary = LmConfig { positions: Positions::Rotary, ..SMALL };
     let mqa = |c: LmConfig| LmConfig { kv_heads: 1, ..c };
@@ -50,6 +50,7 @@ fn variants() -> Vec<LmConfig> {
         yarn,
         mqa(yarn),
         scaled(RopeScaling::Llama3 { factor: 4.0, trained: 5, low: 0.5, high: 2.0 }),
+        LmConfig { positions: Positions::None, ..SMALL },
     ]
 }
 
@@ -187,16 +188,17 @@ fn a_cache_of_another_model_or_a_bad_token_is_refused() {
     assert!(model.generate(&[], 3, &sampler, 0, Decoding::Cached).is_err());
 }
 
-/// With rotary positions the cache slides: far past the context (5), each
-/// step's cached logits equal those of sliding-window attention over the
-/// whole text (every position sees the 5 last, in every block), because
-/// rotary scores depend only on the distance between query and key. They
+/// With rotary positions (or none) the cache slides: far past the context
+/// (5), each step's cached logits equal those of sliding-window attention
+/// over the whole text (every position sees the 5 last, in every block),
+/// because rotary scores depend only on the distance between query and key
+/// (and scores without positions on neither). They
 /// are *not* those of reading the last 5 tokens afresh: in a model of
 /// several blocks, a cached key also carries what its token saw before the
 /// window.
 #[test]
 fn a_sliding_rotary_cache_is_sliding_window_attention() {
-    for config in variants().into_iter().filter(|c| c.positions.rope().is_some()) {
+    for config in variants().into_iter().filter(|c| c.positions != Positions::Learned) {
         a_sliding_rotary_cache_is_sliding_window_attention_with(config);
     }
 }

@@ -101,6 +101,7 @@ impl LanguageModel<f32> {
         let positions = match config.positions {
             Positions::Learned => "learned",
             Positions::Rotary => "rotary",
+            Positions::None => "none",
             Positions::ScaledRotary(scaling) => {
                 metadata.insert("rope_scaling".into(), scaling_words(scaling));
                 "scaled_rotary"
@@ -143,14 +144,15 @@ impl LanguageModel<f32> {
         let positions = match metadata.get("positions").map(String::as_str) {
             None | Some("learned") => Positions::Learned,
             Some("rotary") => Positions::Rotary,
+            Some("none") => Positions::None,
             Some("scaled_rotary") => {
                 let words = metadata.get("rope_scaling").map_or("", String::as_str);
                 Positions::ScaledRotary(scaling_from_words(words)?)
             }
             Some(other) => {
                 return Err(invalid(format!(
-                    "the metadata's positions is {other:?}, not \"learned\", \"rotary\" or \
-                     \"scaled_rotary\""
+                    "the metadata's positions is {other:?}, not \"learned\", \"rotary\", \
+                     \"scaled_rotary\" or \"none\""
                 )))
             }
         };
@@ -225,7 +227,8 @@ mod tests {
             RopeScaling::Llama3 { factor: 8.0, trained: 8192, low: 1.0, high: 4.0 },
         ];
         let scaled = scaled.map(Positions::ScaledRotary);
-        for positions in [Positions::Learned, Positions::Rotary].into_iter().chain(scaled) {
+        let unscaled = [Positions::Learned, Positions::Rotary, Positions::None];
+        for positions in unscaled.into_iter().chain(scaled) {
             let model = LanguageModel::<f32>::new(LmConfig { positions, ..SMALL }, 4).unwrap();
             let bytes = model.to_safetensors("# a test").unwrap();
             assert_eq!(LanguageModel::from_safetensors(&bytes).unwrap(), model);

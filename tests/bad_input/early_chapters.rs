@@ -208,6 +208,12 @@ fn multi_head_attention_s_parts_refuse_what_does_not_fit() {
         assert!(mha_forward(&x, &x, &w, bad, no_mask).is_err(), "{bad:?}");
     }
     assert!(mha_forward(&x, &x, &w, Heads::new(2, 3, 2), no_mask).is_err(), "n of another x");
+    use attn::rope_scaling::RopeScaling;
+    let slower = heads.rotary(RopeScaling::Linear { factor: 0.5 });
+    let e = mha_forward(&x, &x, &w, slower, no_mask).unwrap_err().to_string();
+    assert!(e.contains("scale factor"), "{e}");
+    let odd = Heads::new(3, 3, 4).rotary(RopeScaling::None); // d_k = 1
+    assert!(mha_forward(&x, &x, &w, odd, no_mask).is_err(), "an odd d_k with RoPE");
 }
 
 /// The activations and their derivatives, scalar functions: any finite

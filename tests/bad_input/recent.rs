@@ -34,6 +34,22 @@ fn a_text_too_long_to_attend_over_is_an_error_before_any_allocation() {
     assert!(too_large(latent.forward(&x)), "latent forward");
 }
 
+/// A model read with scaled RoPE: a learned model, a factor below 1, a
+/// context of 0 or one whose cache cannot fit are refused with errors
+/// naming them.
+#[test]
+fn a_scaled_rope_the_model_cannot_take_is_refused() {
+    use attn::rope_scaling::RopeScaling;
+    let rotary = model(ROTARY);
+    let e = model(crate::SMALL_LM).with_scaled_rope(8, RopeScaling::None).unwrap_err();
+    assert!(e.to_string().contains("rotary"), "{e}");
+    let e = rotary.with_scaled_rope(8, RopeScaling::NtkAware { factor: f64::NAN }).unwrap_err();
+    assert!(e.to_string().contains("scale factor"), "{e}");
+    let e = rotary.with_scaled_rope(0, RopeScaling::None).unwrap_err();
+    assert!(e.to_string().contains("context"), "{e}");
+    assert!(too_large(rotary.with_scaled_rope(usize::MAX, RopeScaling::None)), "huge context");
+}
+
 /// Class 1: a configuration whose cache would not fit in memory is
 /// refused when the model is built, so that `new_cache` (which allocates
 /// the whole context at once) never meets it.
