@@ -133,6 +133,14 @@ impl SlidingCache {
         sinks.chain(window).collect()
     }
 
+    /// The tokens held, oldest first, and their keys and values in that
+    /// order.
+    pub(crate) fn held_in_order(&self) -> (Vec<usize>, Array2<f32>, Array2<f32>) {
+        let held = self.held();
+        let rows: Vec<usize> = held.iter().map(|&t| self.slot(t)).collect();
+        (held, self.k.select(Axis(0), &rows), self.v.select(Axis(0), &rows))
+    }
+
     /// Attends with `q_t` over every token held, each key's first `d_v`
     /// columns being its value too, the scores divided by `scale`: latent
     /// attention caches one row a token, `[c | k^R]`, whose latent `c` is

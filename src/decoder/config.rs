@@ -58,17 +58,21 @@ pub enum Positions {
     /// many keys came before it, from which a model can learn where it is
     /// (Kazemnejad et al., 2023).
     None,
+    /// ALiBi (chapter 7; Press et al., 2022): each head's scores less
+    /// `slope·(i − j)`, the slopes of [`crate::position::alibi_slopes`],
+    /// nothing added to the tokens and nothing learned.
+    Alibi,
 }
 
 impl Positions {
     /// How rotary positions turn queries and keys: `None` for learned
-    /// positions and for none, [`RopeScaling::None`] for plain RoPE.
+    /// positions, ALiBi and none, [`RopeScaling::None`] for plain RoPE.
     ///
     /// Every kind but learned positions has no table of positions, so a
     /// model reads past its context (through a sliding window).
     pub fn rope(self) -> Option<RopeScaling> {
         match self {
-            Positions::Learned | Positions::None => None,
+            Positions::Learned | Positions::None | Positions::Alibi => None,
             Positions::Rotary => Some(RopeScaling::None),
             Positions::ScaledRotary(scaling) => Some(scaling),
         }
@@ -131,6 +135,13 @@ impl DecoderConfig {
                 });
             }
             RopeFrequencies::of_heads(d_k, scaling)?; // its factor and parameters
+        }
+        if self.positions == Positions::Alibi && self.kv_heads != self.heads {
+            return Err(AttnError::InvalidArgument {
+                name: "kv_heads with ALiBi",
+                value: self.kv_heads as f64,
+                requirement: "must equal heads: each head's cache reads keys with its own slope",
+            });
         }
         if let Some(latent) = self.latent {
             self.check_latent(latent)?;
@@ -239,7 +250,9 @@ impl DecoderConfig {
     pub(crate) fn learned_positions(&self) -> usize {
         match self.positions {
             Positions::Learned => self.context,
-            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None => 0,
+            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None | Positions::Alibi => {
+                0
+            }
         }
     }
 }

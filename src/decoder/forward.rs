@@ -145,7 +145,7 @@ impl<F: Real> Decoder<F> {
     fn embed(&self, batch: &[Vec<usize>]) -> Array2<F> {
         match self.config.positions {
             Positions::Learned => embedding_forward(batch, &self.tokens, &self.positions),
-            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None => {
+            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None | Positions::Alibi => {
                 let rows: Vec<usize> = batch.iter().flatten().copied().collect();
                 self.tokens.select(Axis(0), &rows)
             }
@@ -172,7 +172,8 @@ impl<F: Real> Decoder<F> {
             Some(scaling) => heads.rotary(scaling),
             None => heads,
         };
-        Heads { fused: path == AttentionPath::Fused, ..heads }
+        let alibi = self.config.positions == Positions::Alibi;
+        Heads { fused: path == AttentionPath::Fused, alibi, ..heads }
     }
 
     /// The backward pass: the gradient of the loss with respect to every
@@ -219,7 +220,7 @@ impl<F: Real> Decoder<F> {
             Positions::Learned => {
                 embedding_backward(&dx, &fwd.tokens, &mut g.tokens, &mut g.positions)
             }
-            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None => {
+            Positions::Rotary | Positions::ScaledRotary(_) | Positions::None | Positions::Alibi => {
                 for (row, &token) in dx.rows().into_iter().zip(fwd.tokens.iter().flatten()) {
                     g.tokens.row_mut(token).scaled_add(F::one(), &row);
                 }

@@ -5,6 +5,7 @@
 
 use ndarray::{s, Array2, ArrayRef2};
 
+use super::alibi::AlibiCache;
 use super::model::{LanguageModel, LmConfig};
 use crate::cache::{KeyValueCache, KvCache};
 use crate::decoder::Positions;
@@ -12,7 +13,7 @@ use crate::error::AttnError;
 use crate::kv_bytes::kv_bytes_per_token;
 use crate::latent::{AbsorbedLatent, LatentAttention, LatentCache};
 use crate::nn::{head_columns, head_slices, AttentionWeights, BlockAttention, Heads};
-use crate::position::Rotation;
+use crate::position::{alibi_slopes, Rotation};
 use crate::rope_scaling::{RopeFrequencies, RopeScaling};
 use crate::sliding::SlidingCache;
 
@@ -201,9 +202,17 @@ impl LanguageModel<f32> {
                 requirement: "need plain rotary positions (RoPE without scaling)",
             });
         }
-        let store = || -> Result<Box<dyn KeyValueCache>, AttnError> {
+        let slopes = match c.positions {
+            Positions::Alibi => alibi_slopes(c.heads)?,
+            _ => Vec::new(),
+        };
+        let store = |head: usize| -> Result<Box<dyn KeyValueCache>, AttnError> {
             if c.positions == Positions::Learned {
                 return Ok(Box::new(KvCache::with_capacity(d_k, d_k, window)?));
+            }
+            if c.positions == Positions::Alibi {
+                let ring = SlidingCache::new(d_k, d_k, sinks, window)?;
+                return Ok(Box::new(AlibiCache::new(ring, slopes[head])));
             }
             let ring = SlidingCache::new(d_k, d_k, sinks, window)?;
             Ok(match in_cache_positions {
@@ -215,7 +224,7 @@ impl LanguageModel<f32> {
         for block in &self.blocks {
             blocks.push(match &block.attn {
                 BlockAttention::Heads(_) => BlockKv::Heads {
-                    caches: (0..c.kv_heads).map(|_| store()).collect::<Result<_, _>>()?,
+                    caches: (0..c.kv_heads).map(store).collect::<Result<_, _>>()?,
                     turn: match (rope, in_cache_positions) {
                         (Some(scaling), false) => Some(RopeFrequencies::of_heads(d_k, scaling)?),
                         _ => None,

@@ -7,6 +7,7 @@
 //! adds to it: the corpus, the training recipe, sampling, the KV cache in
 //! every block, and the measurements of chapters 16 and 17.
 
+mod alibi;
 mod corpus;
 mod generate;
 mod induction;

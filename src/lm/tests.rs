@@ -31,7 +31,8 @@ fn problem() -> (LanguageModel<f64>, Vec<Vec<usize>>, Vec<Option<usize>>) {
 /// multi-head attention (2 key/value heads) and multi-query attention (1),
 /// latent attention (a latent of 6, rotary parts of 2), and rotary
 /// positions scaled by each method (trained on the context, 5; YaRN's
-/// factor with multi-query attention as well), and no positions at all.
+/// factor with multi-query attention as well), no positions at all, and
+/// ALiBi.
 fn variants() -> Vec<LmConfig> {
     let rotary = LmConfig { positions: Positions::Rotary, ..SMALL };
     let mqa = |c: LmConfig| LmConfig { kv_heads: 1, ..c };
@@ -51,6 +52,7 @@ fn variants() -> Vec<LmConfig> {
         mqa(yarn),
         scaled(RopeScaling::Llama3 { factor: 4.0, trained: 5, low: 0.5, high: 2.0 }),
         LmConfig { positions: Positions::None, ..SMALL },
+        LmConfig { positions: Positions::Alibi, ..SMALL },
     ]
 }
 
@@ -395,4 +397,21 @@ fn a_rotary_model_reads_longer_with_its_rope_scaled() {
     assert!(e.contains("rotary"), "{e}");
     let e = rotary.with_scaled_rope(12, RopeScaling::Linear { factor: 0.5 }).unwrap_err();
     assert!(e.to_string().contains("scale factor"), "{e}");
+}
+
+/// ALiBi gives each head's cache its own slope, so heads cannot share
+/// keys and values; and its biases move the logits of a model with no
+/// positions (the same weights).
+#[test]
+fn alibi_needs_a_cache_a_head_and_moves_the_logits() {
+    let grouped = LmConfig { positions: Positions::Alibi, kv_heads: 1, ..SMALL };
+    let e = LanguageModel::<f32>::new(grouped, 1).unwrap_err().to_string();
+    assert!(e.contains("kv_heads with ALiBi"), "{e}");
+    let alibi = small_f32_with(LmConfig { positions: Positions::Alibi, ..SMALL });
+    let text = vec![vec![3, 1, 4, 1, 5]];
+    let none =
+        LanguageModel { config: LmConfig { positions: Positions::None, ..SMALL }, ..alibi.clone() };
+    let (a, b) = (alibi.forward(&text).unwrap(), none.forward(&text).unwrap());
+    assert_eq!(a.logits().row(0), b.logits().row(0), "the first token sees itself alone");
+    assert_ne!(a.logits().row(4), b.logits().row(4));
 }

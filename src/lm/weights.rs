@@ -102,6 +102,7 @@ impl LanguageModel<f32> {
             Positions::Learned => "learned",
             Positions::Rotary => "rotary",
             Positions::None => "none",
+            Positions::Alibi => "alibi",
             Positions::ScaledRotary(scaling) => {
                 metadata.insert("rope_scaling".into(), scaling_words(scaling));
                 "scaled_rotary"
@@ -145,6 +146,7 @@ impl LanguageModel<f32> {
             None | Some("learned") => Positions::Learned,
             Some("rotary") => Positions::Rotary,
             Some("none") => Positions::None,
+            Some("alibi") => Positions::Alibi,
             Some("scaled_rotary") => {
                 let words = metadata.get("rope_scaling").map_or("", String::as_str);
                 Positions::ScaledRotary(scaling_from_words(words)?)
@@ -152,7 +154,7 @@ impl LanguageModel<f32> {
             Some(other) => {
                 return Err(invalid(format!(
                     "the metadata's positions is {other:?}, not \"learned\", \"rotary\", \
-                     \"scaled_rotary\" or \"none\""
+                     \"scaled_rotary\", \"none\" or \"alibi\""
                 )))
             }
         };
@@ -227,7 +229,7 @@ mod tests {
             RopeScaling::Llama3 { factor: 8.0, trained: 8192, low: 1.0, high: 4.0 },
         ];
         let scaled = scaled.map(Positions::ScaledRotary);
-        let unscaled = [Positions::Learned, Positions::Rotary, Positions::None];
+        let unscaled = [Positions::Learned, Positions::Rotary, Positions::None, Positions::Alibi];
         for positions in unscaled.into_iter().chain(scaled) {
             let model = LanguageModel::<f32>::new(LmConfig { positions, ..SMALL }, 4).unwrap();
             let bytes = model.to_safetensors("# a test").unwrap();

@@ -55,6 +55,23 @@ pub fn attention_forward<F: Real>(
 }
 // ANCHOR_END: attention_forward
 
+/// [`attention_forward`] with an additive `bias` on the scores (`n×m`,
+/// finite or `−∞` for a dropped key): ALiBi's, in a language model that
+/// uses it. The backward pass is [`attention_backward`]'s: a constant
+/// added to the scores changes no derivative.
+pub(crate) fn attention_forward_biased<F: Real>(
+    q: &ArrayRef2<F>,
+    k: &ArrayRef2<F>,
+    v: &ArrayRef2<F>,
+    bias: &ArrayRef2<F>,
+    sqrt_d_k: F,
+) -> Result<(Array2<F>, AttentionCache<F>), AttnError> {
+    check_qkv_shapes(q, k, v)?;
+    check_positive("√d_k", sqrt_d_k.wide())?;
+    let (p, o) = attend(q, k, v, sqrt_d_k, Scores::Biased(bias))?;
+    Ok((o, AttentionCache { p, sqrt_d_k }))
+}
+
 // ANCHOR: attention_backward
 
 /// Gradients of attention with respect to `Q`, `K` and `V`, given `dO`.

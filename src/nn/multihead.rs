@@ -13,12 +13,12 @@ use ndarray::{s, Array1, Array2, ArrayRef2, Ix2, SliceInfo, SliceInfoElem};
 use rayon::prelude::*;
 use std::ops::Range;
 
-use super::attention::{attention_forward, AttentionCache};
+use super::attention::{attention_forward, attention_forward_biased, AttentionCache};
 use crate::error::AttnError;
 use crate::fast::{fused_causal, FastForward};
 use crate::linalg::linear;
 use crate::masking::causal_mask;
-use crate::position::Rotation;
+use crate::position::{alibi_slopes, Rotation};
 use crate::real::Real;
 use crate::rope_scaling::{RopeFrequencies, RopeScaling};
 
@@ -141,6 +141,9 @@ pub struct Heads {
     /// chapter 7) after their projections, and with which frequencies: row
     /// `i` of each sequence is at position `i`.
     pub(crate) rope: Option<RopeScaling>,
+    /// Whether each head's scores are less `slope·|i − j|` (ALiBi, chapter
+    /// 7), head `i` with the `i`-th of [`alibi_slopes`]`(h)`.
+    pub(crate) alibi: bool,
     /// Whether a head whose mask is the causal mask may attend through the
     /// appendix's fused kernel (in `f32`, which has it), keeping its output
     /// and log-sum-exps instead of its weights.
@@ -151,7 +154,7 @@ impl Heads {
     /// Multi-head attention's sizes: every head with its own keys and
     /// values, no rotation, no fused kernel.
     pub fn new(n: usize, m: usize, h: usize) -> Self {
-        Heads { n, m, h, h_kv: h, rope: None, fused: false }
+        Heads { n, m, h, h_kv: h, rope: None, alibi: false, fused: false }
     }
 
     /// The same heads sharing `h_kv` key/value heads (grouped-query
@@ -164,6 +167,12 @@ impl Heads {
     /// (RoPE, chapter 7), with frequencies as `scaling` has them.
     pub fn rotary(self, scaling: RopeScaling) -> Self {
         Heads { rope: Some(scaling), ..self }
+    }
+
+    /// The same heads, each one's scores less `slope·|i − j|` (ALiBi,
+    /// chapter 7).
+    pub fn alibi(self) -> Self {
+        Heads { alibi: true, ..self }
     }
 
     /// Checks these heads against the inputs and weights of a multi-head
@@ -269,8 +278,14 @@ pub(crate) fn attend_heads<F: Real>(
     // A sequence's heads take the fused kernel if asked and its mask is
     // the causal mask.
     let causal = (heads.fused && heads.n == heads.m).then(|| causal_mask(heads.n, heads.m));
-    let fused: Vec<bool> =
-        masks.iter().map(|m| causal.is_some() && m.as_ref() == causal.as_ref()).collect();
+    let fused: Vec<bool> = masks
+        .iter()
+        .map(|m| !heads.alibi && causal.is_some() && m.as_ref() == causal.as_ref())
+        .collect();
+    let slopes = match heads.alibi {
+        true => alibi_slopes(heads.h)?.into_iter().map(|s| F::of(f64::from(s))).collect(),
+        false => Vec::new(),
+    };
     // Every (sequence, head) attends on its own, so the pool's threads
     // share them out; `collect` keeps their order.
     let pairs: Vec<_> = (0..masks.len()).flat_map(|b| (0..heads.h).map(move |i| (b, i))).collect();
@@ -282,7 +297,13 @@ pub(crate) fn attend_heads<F: Real>(
             if let Some(fused) = fused[b].then(|| fused_causal(&q, &k, &v)).flatten() {
                 return fused.map(|(out, kept)| (out, HeadCache::Fused(kept)));
             }
-            let (out, cache) = attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)?;
+            let (out, cache) = match heads.alibi {
+                true => {
+                    let bias = alibi_scores(masks[b].as_deref(), (heads.n, heads.m), slopes[i]);
+                    attention_forward_biased(&q, &k, &v, &bias, sqrt_d_k)?
+                }
+                false => attention_forward(&q, &k, &v, masks[b].as_deref(), sqrt_d_k)?,
+            };
             Ok((out, HeadCache::Weights(cache)))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -293,6 +314,20 @@ pub(crate) fn attend_heads<F: Real>(
         caches.push(cache);
     }
     Ok((o, caches))
+}
+
+/// ALiBi's bias for one head of `slope` over `n` queries and `m` keys,
+/// query `i` and key `j` at positions `i` and `j`: `−slope·|i − j|` where
+/// `keep` keeps the key (every key without a mask), `−∞` where it drops it.
+fn alibi_scores<F: Real>(
+    keep: Option<&ArrayRef2<bool>>,
+    (n, m): (usize, usize),
+    slope: F,
+) -> Array2<F> {
+    Array2::from_shape_fn((n, m), |(i, j)| match keep.is_none_or(|keep| keep[[i, j]]) {
+        true => -slope * F::of(i.abs_diff(j) as f64),
+        false => F::neg_infinity(),
+    })
 }
 
 /// What multi-head attention over a batch keeps for its backward pass: the

@@ -32,11 +32,11 @@ fn bad_size() -> impl Strategy<Value = usize> {
 
 /// A language model's configuration: a small one that builds, with any
 /// positions (rotary ones scaled by YaRN, or by a factor below 1 that no
-/// model can have; or none), multi-head, grouped or latent attention; and, one time
+/// model can have; ALiBi; or none), multi-head, grouped or latent attention; and, one time
 /// in three, one of its sizes replaced by one no model can have.
 fn lm_config() -> impl Strategy<Value = LmConfig> {
     let shape = (1usize..9, 1usize..9, 1usize..3, 1usize..4, 1usize..3, 1usize..9);
-    let kind = (0usize..5, 0usize..3, 0usize..24, bad_size());
+    let kind = (0usize..6, 0usize..3, 0usize..24, bad_size());
     (shape, kind).prop_map(
         |((vocab, context, d_head, heads, layers, d_ff), (place, attention, bad, size))| {
             let d_model = 2 * d_head * heads;
@@ -47,6 +47,7 @@ fn lm_config() -> impl Strategy<Value = LmConfig> {
                 1 => Positions::Rotary,
                 2 => Positions::ScaledRotary(yarn),
                 3 => Positions::None,
+                4 => Positions::Alibi,
                 _ => Positions::ScaledRotary(RopeScaling::Linear { factor: 0.5 }),
             };
             let kv_heads = if attention == 1 { 1 } else { heads };
