@@ -50,6 +50,23 @@ fn a_scaled_rope_the_model_cannot_take_is_refused() {
     assert!(too_large(rotary.with_scaled_rope(usize::MAX, RopeScaling::None)), "huge context");
 }
 
+/// A passkey text that cannot hold its key, over a vocabulary too small
+/// for the markers, digits and filler, or too long to allocate, is an
+/// error naming what was passed.
+#[test]
+fn a_passkey_that_cannot_be_written_is_refused() {
+    use attn::lm::{passkey, passkey_batch, SplitMix64};
+    let mut rng = SplitMix64::new(1);
+    for (len, distance, vocab) in [(64, 0, 84), (64, 64, 84), (0, 5, 84), (64, 30, 0)] {
+        let e = passkey(&mut rng, len, distance, vocab).unwrap_err().to_string();
+        assert!(e.contains("distance") || e.contains("vocab"), "{e}");
+    }
+    assert!(too_large(passkey(&mut rng, 1 << 40, 30, 84)), "a text past the limit");
+    let huge = LmConfig { context: 1 << 40, ..ROTARY };
+    assert!(too_large(passkey_batch(&huge, &mut rng, 4)), "a batch past the limit");
+    assert!(passkey_batch(&ROTARY, &mut rng, 0).is_err(), "no texts");
+}
+
 /// Class 1: a configuration whose cache would not fit in memory is
 /// refused when the model is built, so that `new_cache` (which allocates
 /// the whole context at once) never meets it.
