@@ -37,6 +37,23 @@ pub const SHAKESPEARE_MODEL: LmConfig = DecoderConfig {
 // ANCHOR_END: config
 
 impl<F: Real> LanguageModel<F> {
+    /// The same weights reading `context` tokens at once: for a model with
+    /// no table of positions (rotary ones, ALiBi or none), whose weights do
+    /// not depend on the context. An error for learned positions, or for a
+    /// context its configuration refuses.
+    pub fn with_context(&self, context: usize) -> Result<Self, AttnError> {
+        if self.config.positions == Positions::Learned {
+            return Err(AttnError::Mismatched {
+                name: "another context for this model",
+                requirement: "needs a model without learned positions: their table has \
+                              `context` rows",
+            });
+        }
+        let config = LmConfig { context, ..self.config };
+        config.check()?;
+        Ok(LanguageModel { config, ..self.clone() })
+    }
+
     /// The same weights reading `context` tokens at once with rotary
     /// positions scaled as `scaling` says: a rotary model has no table of
     /// positions, so only its frequencies and the length it reads change.

@@ -48,6 +48,11 @@ fn a_scaled_rope_the_model_cannot_take_is_refused() {
     let e = rotary.with_scaled_rope(0, RopeScaling::None).unwrap_err();
     assert!(e.to_string().contains("context"), "{e}");
     assert!(too_large(rotary.with_scaled_rope(usize::MAX, RopeScaling::None)), "huge context");
+    let e = model(crate::SMALL_LM).with_context(8).unwrap_err().to_string();
+    assert!(e.contains("learned positions"), "{e}");
+    assert!(rotary.with_context(0).unwrap_err().to_string().contains("context"));
+    assert!(too_large(rotary.with_context(usize::MAX)), "huge context");
+    assert_eq!(rotary.with_context(8).unwrap().config().context, 8);
 }
 
 /// A passkey text that cannot hold its key, over a vocabulary too small
