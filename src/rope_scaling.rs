@@ -255,40 +255,54 @@ fn check_above(
 
 /// Checks a scaling's factor and parameters.
 fn check_scaling(scaling: RopeScaling) -> Result<(), AttnError> {
-    let factor = |factor: f64| match factor.is_finite() && factor >= 1.0 {
+    match scaling {
+        RopeScaling::None => Ok(()),
+        RopeScaling::Linear { factor } | RopeScaling::NtkAware { factor } => check_factor(factor),
+        RopeScaling::Yarn { factor, trained, beta_fast, beta_slow } => check_ramp(
+            factor,
+            trained,
+            [("YaRN's beta_slow", beta_slow), ("YaRN's beta_fast", beta_fast)],
+        ),
+        RopeScaling::Llama3 { factor, trained, low, high } => {
+            let bounds = [
+                ("Llama 3's low frequency factor", low),
+                ("Llama 3's high frequency factor", high),
+            ];
+            check_ramp(factor, trained, bounds)
+        }
+    }
+}
+
+/// Checks that a scale factor is finite and at least 1.
+fn check_factor(factor: f64) -> Result<(), AttnError> {
+    match factor.is_finite() && factor >= 1.0 {
         true => Ok(()),
         false => Err(AttnError::InvalidArgument {
             name: "RoPE's scale factor",
             value: factor,
             requirement: "must be finite and at least 1",
         }),
-    };
-    let trained = |trained: usize| match trained {
-        0 => Err(AttnError::InvalidArgument {
+    }
+}
+
+/// Checks a method with a ramp between two bounds (YaRN's and Llama 3's):
+/// its factor, a trained length of at least 1, the lower bound above 0 and
+/// the upper above the lower.
+fn check_ramp(
+    factor: f64,
+    trained: usize,
+    [(lower_name, lower), (upper_name, upper)]: [(&'static str, f64); 2],
+) -> Result<(), AttnError> {
+    check_factor(factor)?;
+    if trained == 0 {
+        return Err(AttnError::InvalidArgument {
             name: "the trained length",
             value: 0.0,
             requirement: "must be at least 1",
-        }),
-        _ => Ok(()),
-    };
-    match scaling {
-        RopeScaling::None => Ok(()),
-        RopeScaling::Linear { factor: s } | RopeScaling::NtkAware { factor: s } => factor(s),
-        RopeScaling::Yarn { factor: s, trained: l, beta_fast, beta_slow } => {
-            factor(s)?;
-            trained(l)?;
-            check_above("YaRN's beta_slow", beta_slow, 0.0, "must be finite and above 0")?;
-            let requirement = "must be finite and above beta_slow";
-            check_above("YaRN's beta_fast", beta_fast, beta_slow, requirement)
-        }
-        RopeScaling::Llama3 { factor: s, trained: l, low, high } => {
-            factor(s)?;
-            trained(l)?;
-            check_above("Llama 3's low frequency factor", low, 0.0, "must be finite and above 0")?;
-            let requirement = "must be finite and above the low frequency factor";
-            check_above("Llama 3's high frequency factor", high, low, requirement)
-        }
+        });
     }
+    check_above(lower_name, lower, 0.0, "must be finite and above 0")?;
+    check_above(upper_name, upper, lower, "must be finite and above the ramp's lower bound")
 }
 
 /// RoPE with the frequencies `rope`: row `r` of `x` (a query or key at
