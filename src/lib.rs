@@ -17,7 +17,6 @@
 //! | [`masking`] | 6. Masking (causal, padding, band and sink masks; the one attention function every layer calls) |
 //! | [`cache`] | 6. The KV cache, and what every cache offers the attention that reads it |
 //! | [`position`] | 7. Positional encoding (sinusoidal, RoPE, ALiBi) |
-//! | [`rope_scaling`] | Longer than trained: RoPE's frequencies past the trained length (interpolation, NTK-aware, YaRN, Llama 3) |
 //! | [`complexity`] | 8. The cost of attention |
 //! | [`tiled`] | 9. Exact attention in linear memory (online softmax) |
 //! | [`approximate`] | 9. Local and linear attention |
@@ -32,6 +31,7 @@
 //! | [`kv_bytes`] | 16. What a KV cache costs, for every way of sharing or compressing it |
 //! | [`latent`] | 16. Multi-head latent attention |
 //! | [`sliding`] | 16. Forgetting keys: sliding windows and attention sinks |
+//! | [`rope_scaling`] | Longer than trained: RoPE's frequencies past the trained length (interpolation, NTK-aware, YaRN, Llama 3) |
 //! | [`fast`] | Appendix: making it fast (exact attention on several threads, FlashAttention-2's loop order) |
 //! | [`experiments`] | the appendix's timers and roofline measures: measurements, not layers |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
