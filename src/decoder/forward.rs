@@ -117,7 +117,7 @@ impl<F: Real> Decoder<F> {
     }
 
     // ANCHOR: forward_window
-    /// Sliding-window attention, for a model with rotary positions: the
+    /// Sliding-window attention, for a model without learned positions: the
     /// forward pass over sequences of any length in which every position
     /// sees only itself and the `window − 1` before it, in every block.
     /// What the sliding KV cache computes (`step`).
@@ -130,7 +130,7 @@ impl<F: Real> Decoder<F> {
             return Err(AttnError::InvalidArgument {
                 name: "window",
                 value: window as f64,
-                requirement: "must be at least 1, in a model with rotary positions or none",
+                requirement: "must be at least 1, in a model without learned positions",
             });
         }
         self.check_batch(batch, usize::MAX)?;
@@ -140,8 +140,8 @@ impl<F: Real> Decoder<F> {
     }
     // ANCHOR_END: forward_window
 
-    /// Token plus position embeddings, or, with rotary positions, the token
-    /// embeddings alone: row `b·T + i` for token `i` of sequence `b`.
+    /// Token plus position embeddings, or, without learned positions, the
+    /// token embeddings alone: row `b·T + i` for token `i` of sequence `b`.
     fn embed(&self, batch: &[Vec<usize>]) -> Array2<F> {
         match self.config.positions {
             Positions::Learned => embedding_forward(batch, &self.tokens, &self.positions),

@@ -30,8 +30,8 @@ fn finite(logits: Array1<f32>) -> Result<Array1<f32>, AttnError> {
 impl LanguageModel<f32> {
     /// Reads `token` at the next position of `cache`, adds what every block
     /// caches of it, and returns the logits of the token after it: the last
-    /// row of [`Self::forward`] over every token read so far. With rotary
-    /// positions the cache is a sliding window: once it holds `context`
+    /// row of [`Self::forward`] over every token read so far. Without
+    /// learned positions (rotary ones, say) the cache is a sliding window: once it holds `context`
     /// tokens, each step overwrites the oldest, and the result is the row of
     /// [`Self::forward_window`] (every block attending to the last `context`
     /// positions) over the whole text. It is not that of reading the last
@@ -94,7 +94,7 @@ impl LanguageModel<f32> {
 /// How [`LanguageModel::generate`] computes each next token's logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoding {
-    /// Through the KV cache: with rotary positions, a sliding window of the
+    /// Through the KV cache: without learned positions, a sliding window of the
     /// last `context` tokens; with learned positions, while the text fits
     /// the context, and past it as [`Decoding::Recompute`] (learned
     /// positions cannot slide: every cached key was made at a position

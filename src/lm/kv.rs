@@ -34,8 +34,8 @@ pub struct LmCache {
 pub(super) enum BlockKv {
     /// A cache of keys and values for every key/value head; `turn` holds
     /// RoPE's frequencies if the step turns queries and keys at their
-    /// positions in the text (rotary positions), none if the caches turn
-    /// them when read or positions are learned.
+    /// positions in the text (rotary positions), none otherwise (the
+    /// caches turn them when read, or positions are not rotary).
     Heads { caches: Vec<Box<dyn KeyValueCache>>, turn: Option<RopeFrequencies> },
     /// The latents, and the block's attention with its up-projections
     /// absorbed, which reads them (chapter 17).
@@ -133,8 +133,8 @@ impl BlockKv {
 }
 
 impl LmCache {
-    /// How many tokens the model has read through the cache (with rotary
-    /// positions, more than it holds once the window slides).
+    /// How many tokens the model has read through the cache (without
+    /// learned positions, more than it holds once the window slides).
     pub fn read(&self) -> usize {
         self.read
     }
@@ -177,8 +177,9 @@ impl LmCache {
 impl LanguageModel<f32> {
     /// An empty cache for this model, with room for its context, allocated
     /// at once: [`LmCache::bytes_per_token`] times the context. With
-    /// learned positions it is chapter 6's cache in every head; with rotary
-    /// positions a ring buffer of the last `context` tokens, which slides.
+    /// learned positions it is chapter 6's cache in every head; with any
+    /// other (rotary, ALiBi or none) a ring buffer of the last `context`
+    /// tokens, which slides.
     pub fn new_cache(&self) -> LmCache {
         self.cache_keeping(0, self.config.context, false)
             .expect("a context's cache was checked with the model")
@@ -186,7 +187,7 @@ impl LanguageModel<f32> {
 
     /// An empty cache that keeps the first `sinks` tokens and the last
     /// `window` in every key/value head of every block (a ring buffer,
-    /// with rotary positions), read at the text's positions or at the
+    /// without learned positions), read at the text's positions or at the
     /// cache's.
     pub(super) fn cache_keeping(
         &self,
