@@ -111,10 +111,7 @@ impl SlidingCache {
 
     fn attend_in_cache_positions(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
         crate::position::check_even("d_k with rotary positions", self.k.ncols())?;
-        let held = self.held();
-        let rows: Vec<usize> = held.iter().map(|&t| self.slot(t)).collect();
-        let mut k = self.k.select(Axis(0), &rows); // oldest first
-        let v = self.v.select(Axis(0), &rows);
+        let (held, mut k, v) = self.held_in_order(); // oldest first
         rotate(&mut k, 0, Rotation::Forward); // positions 0 .. len − 1
         let mut q = q_t.to_owned().insert_axis(Axis(0));
         rotate(&mut q, held.len().saturating_sub(1), Rotation::Forward);

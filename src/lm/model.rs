@@ -49,9 +49,7 @@ impl<F: Real> LanguageModel<F> {
                               `context` rows",
             });
         }
-        let config = LmConfig { context, ..self.config };
-        config.check()?;
-        Ok(LanguageModel { config, ..self.clone() })
+        self.with_config(LmConfig { context, ..self.config })
     }
 
     /// The same weights reading `context` tokens at once with rotary
@@ -71,8 +69,16 @@ impl<F: Real> LanguageModel<F> {
                               `context` rows",
             });
         }
-        let config =
-            LmConfig { context, positions: Positions::ScaledRotary(scaling), ..self.config };
+        self.with_config(LmConfig {
+            context,
+            positions: Positions::ScaledRotary(scaling),
+            ..self.config
+        })
+    }
+
+    /// The same weights under `config`, which the caller derived from this
+    /// model's by changing nothing the weights' shapes depend on; checked.
+    fn with_config(&self, config: LmConfig) -> Result<Self, AttnError> {
         config.check()?;
         Ok(LanguageModel { config, ..self.clone() })
     }

@@ -64,8 +64,7 @@ pub fn passkey(
             requirement: "must hold the 2 markers, the 10 digits and at least 2 fillers (14)",
         });
     }
-    let (shortest, farthest) = (KEY_DIGITS + 1, len.saturating_sub(KEY_DIGITS + 1));
-    if distance < shortest || distance > farthest {
+    if !distances(len).contains(&distance) {
         return Err(AttnError::InvalidArgument {
             name: "distance of the passkey",
             value: distance as f64,
@@ -90,6 +89,13 @@ pub fn passkey(
     Ok(Passkey { tokens, targets, key_at })
 }
 
+/// The distances a key can have in a text of `len` tokens: from the key
+/// just before the question to the key at the start (empty if the text
+/// cannot hold the key, its marker and the question's).
+fn distances(len: usize) -> std::ops::RangeInclusive<usize> {
+    KEY_DIGITS + 1..=len.saturating_sub(KEY_DIGITS + 1)
+}
+
 /// A training batch for a model of `config`: `count` passkey texts as long
 /// as its context, each key at a distance drawn at random over every
 /// distance the context allows; the targets side by side, as the training
@@ -100,7 +106,7 @@ pub fn passkey_batch(
     count: usize,
 ) -> Result<(Batch, Vec<Option<usize>>), AttnError> {
     check_total("the passkey batch", &[count, config.context], MAX_ENTRIES)?;
-    let (shortest, farthest) = (KEY_DIGITS + 1, config.context.saturating_sub(KEY_DIGITS + 1));
+    let (shortest, farthest) = distances(config.context).into_inner();
     if count == 0 || farthest < shortest {
         return Err(AttnError::InvalidArgument {
             name: "passkey texts per batch",
