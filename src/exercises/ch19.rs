@@ -1,4 +1,4 @@
-//! Chapter 18: attention on images.
+//! Chapter 19: attention on images.
 
 use ndarray::Array2;
 
