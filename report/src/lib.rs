@@ -29,6 +29,7 @@ pub mod ch16;
 pub mod ch16_control;
 pub mod ch16_report;
 pub mod ch17;
+pub mod ch18;
 pub mod ch19;
 pub mod error;
 pub mod fast_data;

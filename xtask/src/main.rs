@@ -105,17 +105,19 @@ fn main() -> ExitCode {
             Some(chapter @ ("ch12" | "ch13" | "ch14-lengths" | "ch14-summary")) => {
                 train(&[chapter])
             }
-            Some(runs @ ("lm" | "control" | "kv")) => corpus().and_then(|()| train(&[runs])),
+            Some(runs @ ("lm" | "control" | "kv" | "long")) => {
+                corpus().and_then(|()| train(&[runs]))
+            }
             Some("vision") => digits::digits().and_then(|()| train(&["vision"])),
             Some(other) => Err(format!(
                 "no training runs for {other}: ch12, ch13, ch14 (both of its tasks), ch14-lengths, \
-                 ch14-summary, lm, control, kv or vision"
+                 ch14-summary, lm, control, kv, long or vision"
             )),
         },
         _ => {
             eprintln!(
                 "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [all | fast | lm | kv] \
-                 | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv | vision] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | digits | fuzz [SECONDS]"
+                 | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv | long | vision] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | digits | fuzz [SECONDS]"
             );
             return ExitCode::from(2);
         }

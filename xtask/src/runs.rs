@@ -38,7 +38,11 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// it (`kv`: three ways of sharing keys and latent attention, three seeds
 /// each, two runs at a time, and the multi-head models converted to
 /// grouped-query ones and trained 100 steps more, then the long texts read
-/// afresh, `ch17-fresh-read.tsv`), and chapter 19's classifiers of digits
+/// afresh, `ch17-fresh-read.tsv`), chapter 18's models read past their
+/// trained length (`long`: rotary, ALiBi, no and learned positions, three
+/// seeds each, the rotary ones continued at 256 positions under four
+/// scalings, and the same kinds trained on a passkey; two runs at a time,
+/// about an hour on 2 cores), and chapter 19's classifiers of digits
 /// (`vision`: Vision Transformers and perceptrons, three seeds each, about
 /// five minutes, after `cargo xtask digits`). Each writes its weights or loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
@@ -50,6 +54,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             "lm" => "ch16_lm_train",
             "control" => "ch16_control_train",
             "kv" => "ch17_kv_train",
+            "long" => "ch18_long_train",
             "vision" => "ch19_vision_train",
             "ch13" => "ch13_translation_train",
             "ch14-lengths" => "ch14_lengths_train",
@@ -70,6 +75,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             "lm" => "ch16",
             "control" => "ch16-control",
             "kv" => "ch17",
+            "long" => "ch18",
             "vision" => "ch19",
             other => other,
         };

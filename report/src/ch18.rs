@@ -1,0 +1,207 @@
+//! Chapter 18, Longer than trained: the ways the chapter's models read
+//! positions, the lengths and recipes of `cargo xtask train long`, and its
+//! data (`book/data/ch18-*.tsv`).
+
+use attn::lm::SHAKESPEARE_TRAINING;
+use attn::lm::{LanguageModel, LmConfig, LmTraining, Positions, SHAKESPEARE_MODEL};
+use attn::rope_scaling::RopeScaling;
+
+use crate::error::ReportError;
+
+pub mod data;
+pub mod measure;
+
+/// The context the models are trained at (chapter 16's).
+pub const TRAINED: usize = SHAKESPEARE_MODEL.context;
+
+/// The longest length read: eight times the trained context.
+pub const LONGEST: usize = 8 * TRAINED;
+
+/// The context the rotary models' training continues at.
+pub const CONTINUED: usize = 4 * TRAINED;
+
+/// The seeds of every kind of model.
+pub const SEEDS: [u64; 3] = [1, 2, 3];
+
+/// Texts of [`LONGEST`] characters from the validation split read by every
+/// model.
+pub const LONG_TEXTS: usize = 16;
+
+/// Positions per bucket of the data files.
+pub const BUCKET: usize = 16;
+
+/// The continuation at [`CONTINUED`] positions: 200 steps of 3 windows (as
+/// many characters a step as chapter 16's 12 windows of 64), warm-up over
+/// 20 steps to a tenth of chapter 16's peak learning rate, decaying to a
+/// hundredth; AdamW as in chapter 16 (the seed is the model's).
+pub const CONTINUATION: LmTraining = LmTraining {
+    steps: 200,
+    batch: 3,
+    lr: 1e-4,
+    warmup: 20,
+    min_lr: 1e-5,
+    log_every: 100,
+    log_windows: 60,
+    ..SHAKESPEARE_TRAINING
+};
+
+/// How a model is trained to know where its tokens are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trained {
+    /// A learned vector per position (chapter 16's model).
+    Learned,
+    /// Rotary positions.
+    Rotary,
+    /// ALiBi.
+    Alibi,
+    /// No positions at all.
+    NoPositions,
+}
+
+/// The kinds of model, in the order of every table.
+pub const TRAINED_KINDS: [Trained; 4] =
+    [Trained::Rotary, Trained::Alibi, Trained::NoPositions, Trained::Learned];
+
+impl Trained {
+    /// The model's configuration: chapter 16's with these positions.
+    pub fn config(self) -> LmConfig {
+        let positions = match self {
+            Trained::Learned => Positions::Learned,
+            Trained::Rotary => Positions::Rotary,
+            Trained::Alibi => Positions::Alibi,
+            Trained::NoPositions => Positions::None,
+        };
+        LmConfig { positions, ..SHAKESPEARE_MODEL }
+    }
+
+    /// Its name in the data files.
+    pub fn label(self) -> &'static str {
+        match self {
+            Trained::Learned => "learned",
+            Trained::Rotary => "rope",
+            Trained::Alibi => "alibi",
+            Trained::NoPositions => "none",
+        }
+    }
+}
+
+/// How a rotary model reads past its trained length: its frequencies as
+/// trained, or scaled by one of four methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scaled {
+    /// RoPE's frequencies as trained.
+    Plain,
+    /// Position interpolation.
+    Interpolated,
+    /// NTK-aware scaling.
+    NtkAware,
+    /// YaRN, with its temperature.
+    Yarn,
+    /// Llama 3's frequency bands.
+    Llama3,
+}
+
+/// The ways of reading a rotary model, in the order of every table.
+pub const SCALINGS: [Scaled; 5] =
+    [Scaled::Plain, Scaled::Interpolated, Scaled::NtkAware, Scaled::Yarn, Scaled::Llama3];
+
+/// YaRN's bounds as its paper and `transformers` set them: pairs turning
+/// more than 32 times in the trained length are kept, fewer than once
+/// interpolated.
+pub const YARN_BETAS: (f64, f64) = (32.0, 1.0);
+
+/// Llama 3.1's bands: wavelengths below a quarter of the trained length
+/// kept, above it interpolated.
+pub const LLAMA3_BANDS: (f64, f64) = (1.0, 4.0);
+
+impl Scaled {
+    /// The scaling that stretches the trained context `factor` times.
+    pub fn scaling(self, factor: f64) -> RopeScaling {
+        match self {
+            Scaled::Plain => RopeScaling::None,
+            Scaled::Interpolated => RopeScaling::Linear { factor },
+            Scaled::NtkAware => RopeScaling::NtkAware { factor },
+            Scaled::Yarn => RopeScaling::Yarn {
+                factor,
+                trained: TRAINED,
+                beta_fast: YARN_BETAS.0,
+                beta_slow: YARN_BETAS.1,
+            },
+            Scaled::Llama3 => RopeScaling::Llama3 {
+                factor,
+                trained: TRAINED,
+                low: LLAMA3_BANDS.0,
+                high: LLAMA3_BANDS.1,
+            },
+        }
+    }
+
+    /// Its name in the data files.
+    pub fn label(self) -> &'static str {
+        match self {
+            Scaled::Plain => "rope",
+            Scaled::Interpolated => "pi",
+            Scaled::NtkAware => "ntk",
+            Scaled::Yarn => "yarn",
+            Scaled::Llama3 => "llama3",
+        }
+    }
+
+    /// Its name in the chapter's tables and figures.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scaled::Plain => "RoPE",
+            Scaled::Interpolated => "interpolation",
+            Scaled::NtkAware => "NTK-aware",
+            Scaled::Yarn => "YaRN",
+            Scaled::Llama3 => "Llama 3",
+        }
+    }
+}
+
+/// `model` (trained at [`TRAINED`]) reading `len` tokens: a rotary model
+/// with its frequencies scaled by `scaled` for `len / TRAINED`, the others
+/// as they are (learned positions only up to [`TRAINED`]).
+pub fn reading(
+    model: &LanguageModel<f32>,
+    scaled: Scaled,
+    len: usize,
+) -> Result<LanguageModel<f32>, ReportError> {
+    let factor = len as f64 / TRAINED as f64;
+    Ok(match model.config().positions {
+        Positions::Learned if len <= TRAINED => model.clone(),
+        Positions::Rotary | Positions::ScaledRotary(_) => {
+            model.with_scaled_rope(len, scaled.scaling(factor))?
+        }
+        _ => model.with_context(len)?,
+    })
+}
+
+/// The labels of the ways every model is read, for `kind`: the rotary
+/// models in every scaling, the others as they are.
+pub fn readings(kind: Trained) -> Vec<(&'static str, Scaled)> {
+    match kind {
+        Trained::Rotary => SCALINGS.iter().map(|&s| (s.label(), s)).collect(),
+        other => vec![(other.label(), Scaled::Plain)],
+    }
+}
+
+/// The passkey models' training: chapter 16's recipe, on passkey texts of
+/// 64 tokens, the key at a distance drawn at random.
+pub const PASSKEY_TRAINING: LmTraining = SHAKESPEARE_TRAINING;
+
+/// The lengths the passkey is asked at.
+pub const PASSKEY_LENGTHS: [usize; 4] = [TRAINED, 2 * TRAINED, 4 * TRAINED, LONGEST];
+
+/// Texts per length and distance.
+pub const PASSKEY_TEXTS: usize = 32;
+
+/// The distances (from the key's first digit to the question) a text of
+/// `len` tokens is asked at: 8, 16 and 32, and the farthest a text of each
+/// passkey length up to `len` can hold but one (56 in 64 tokens, 120 in
+/// 128, …).
+pub fn passkey_distances(len: usize) -> Vec<usize> {
+    let near = [8, 16, 32];
+    let far = PASSKEY_LENGTHS.iter().map(|&l| l - 8).filter(|&d| d + 8 <= len);
+    near.into_iter().filter(|&d| d + 8 <= len).chain(far).collect()
+}
