@@ -120,6 +120,7 @@ pub struct RopeFrequencies {
 }
 
 impl RopeFrequencies {
+    // ANCHOR: scaled_frequencies
     /// The `d/2` frequencies of [`RopeScaling`] `scaling` for pairs of a
     /// head `d` wide (even) with RoPE's `base` (finite, above 1; 10,000 in
     /// the original and in this book's models).
@@ -159,6 +160,7 @@ impl RopeFrequencies {
         };
         Ok(RopeFrequencies { omega, attention_factor })
     }
+    // ANCHOR_END: scaled_frequencies
 
     /// The frequencies of a model's heads `d_k` wide: RoPE's base of
     /// 10,000, as chapter 7's [`crate::position::rope`] has it.
@@ -200,6 +202,7 @@ fn factor_of(scaling: RopeScaling) -> f64 {
     }
 }
 
+// ANCHOR: scaling_pieces
 /// `base^(−2f/d)` for `f = 0 .. d/2`, as plain RoPE computes them
 /// ([`crate::position::frequencies`] for a base of 10,000).
 fn plain(d: usize, base: f64) -> Vec<f64> {
@@ -239,6 +242,7 @@ fn between(keep: f64, scaled: f64, t: f64) -> f64 {
         t => keep + (scaled - keep) * t,
     }
 }
+// ANCHOR_END: scaling_pieces
 
 /// Checks that `value` is finite and above `floor`.
 fn check_above(

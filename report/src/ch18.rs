@@ -10,6 +10,7 @@ use crate::error::ReportError;
 
 pub mod data;
 pub mod measure;
+pub mod tables;
 
 /// The context the models are trained at (chapter 16's).
 pub const TRAINED: usize = SHAKESPEARE_MODEL.context;
@@ -204,4 +205,83 @@ pub fn passkey_distances(len: usize) -> Vec<usize> {
     let near = [8, 16, 32];
     let far = PASSKEY_LENGTHS.iter().map(|&l| l - 8).filter(|&d| d + 8 <= len);
     near.into_iter().filter(|&d| d + 8 <= len).chain(far).collect()
+}
+
+/// The scale factor that stretches the trained context to [`LONGEST`].
+pub const FACTOR: f64 = (LONGEST / TRAINED) as f64;
+
+/// The width of the models' heads: 128 wide, 4 heads.
+pub const D_K: usize = SHAKESPEARE_MODEL.d_model / SHAKESPEARE_MODEL.heads;
+
+/// The pairs of the frequency table: the six fastest of a head [`D_K`]
+/// wide, where the methods differ, and the slowest.
+pub const TABLE_PAIRS: [usize; 7] = [0, 1, 2, 3, 4, 5, D_K / 2 - 1];
+
+/// The frequency table of the chapter's heads for `factor`.
+pub fn frequency_report(factor: f64) -> Result<String, ReportError> {
+    tables::frequency_table(D_K, factor, &TABLE_PAIRS)
+}
+
+/// What RoPE's pairs of a head [`D_K`] wide see in training and past it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Angles {
+    /// Pairs in a head.
+    pub pairs: usize,
+    /// Pairs whose wavelength `2π/ω_f` is longer than the trained context:
+    /// they never turn once in training.
+    pub never_turned: usize,
+    /// The slowest pair's largest angle in training, at position
+    /// `TRAINED − 1` (radians).
+    pub slowest_trained: f64,
+    /// Its angle at position `LONGEST − 1`, as trained.
+    pub slowest_longest: f64,
+    /// Its angle there under position interpolation for [`FACTOR`].
+    pub slowest_interpolated: f64,
+}
+
+/// [`Angles`] for the chapter's heads.
+pub fn angles() -> Result<Angles, ReportError> {
+    use attn::rope_scaling::RopeFrequencies;
+    let plain = RopeFrequencies::new(D_K, 10000.0, RopeScaling::None)?;
+    let pi = RopeFrequencies::new(D_K, 10000.0, Scaled::Interpolated.scaling(FACTOR))?;
+    let wavelength = |w: f64| 2.0 * std::f64::consts::PI / w;
+    let slowest = |f: &RopeFrequencies| f.omega()[f.omega().len() - 1];
+    Ok(Angles {
+        pairs: plain.omega().len(),
+        never_turned: plain.omega().iter().filter(|&&w| wavelength(w) > TRAINED as f64).count(),
+        slowest_trained: (TRAINED - 1) as f64 * slowest(&plain),
+        slowest_longest: (LONGEST - 1) as f64 * slowest(&plain),
+        slowest_interpolated: (LONGEST - 1) as f64 * slowest(&pi),
+    })
+}
+
+/// [`angles`], as the chapter's example prints them.
+pub fn angles_report() -> Result<String, ReportError> {
+    let a = angles()?;
+    Ok(format!(
+        "pairs that never turn once in {TRAINED} positions: {} of {}\n\
+         slowest pair at position {}: {:.4} rad\n\
+         slowest pair at position {}: {:.4} rad as trained, {:.4} rad interpolated\n",
+        a.never_turned,
+        a.pairs,
+        TRAINED - 1,
+        a.slowest_trained,
+        LONGEST - 1,
+        a.slowest_longest,
+        a.slowest_interpolated
+    ))
+}
+
+/// How many of the heads' pairs `scaled` keeps at RoPE's frequency and how
+/// many it divides by the whole [`FACTOR`] (the rest lie between).
+pub fn kept_and_divided(scaled: Scaled) -> Result<(usize, usize), ReportError> {
+    use attn::rope_scaling::RopeFrequencies;
+    let plain = RopeFrequencies::new(D_K, 10000.0, RopeScaling::None)?;
+    let mine = RopeFrequencies::new(D_K, 10000.0, scaled.scaling(FACTOR))?;
+    let shares: Vec<f64> = mine.omega().iter().zip(plain.omega()).map(|(m, p)| m / p).collect();
+    let near = |a: f64, b: f64| (a - b).abs() <= 1e-12;
+    Ok((
+        shares.iter().filter(|&&r| near(r, 1.0)).count(),
+        shares.iter().filter(|&&r| near(r, 1.0 / FACTOR)).count(),
+    ))
 }

@@ -53,7 +53,7 @@ pub fn fresh_losses(
 }
 
 /// `−ln softmax(logits)[target]`, in `f64`.
-fn cross_entropy(logits: &[f32], target: usize) -> f64 {
+pub(crate) fn cross_entropy(logits: &[f32], target: usize) -> f64 {
     let largest = logits.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x)) as f64;
     let sum: f64 = logits.iter().map(|&x| (x as f64 - largest).exp()).sum();
     largest + sum.ln() - logits[target] as f64

@@ -4,8 +4,10 @@
 //! trained model; the chapter's tests run them on small ones.
 
 use attn::error::AttnError;
+use attn::exercises::ch18::row_entropies;
 use attn::lm::{passkey, LanguageModel, SplitMix64, SHAKESPEARE_VOCAB};
 
+use crate::ch17::fresh::cross_entropy;
 use crate::error::ReportError;
 
 /// The loss and attention entropy at each position of some texts, mean
@@ -46,9 +48,8 @@ pub fn by_position(
         }
         for (block, row) in entropy.iter_mut().enumerate() {
             for head in 0..config.heads {
-                let weights = fwd.weights(block, 0, head)?;
-                for (p, e) in row.iter_mut().enumerate() {
-                    let h: f64 = weights.row(p).iter().take(p + 1).map(|&w| plogp(w)).sum();
+                let each = row_entropies(fwd.weights(block, 0, head)?)?;
+                for (e, h) in row.iter_mut().zip(each) {
                     *e += h / config.heads as f64;
                 }
             }
@@ -58,23 +59,6 @@ pub fn by_position(
     loss.iter_mut().for_each(|l| *l /= count);
     entropy.iter_mut().flatten().for_each(|e| *e /= count);
     Ok(ByPosition { loss, entropy })
-}
-
-/// `−w·ln w`, 0 at `w = 0`.
-fn plogp(w: f32) -> f64 {
-    let w = w as f64;
-    if w > 0.0 {
-        -w * w.ln()
-    } else {
-        0.0
-    }
-}
-
-/// `−ln softmax(logits)[target]`, in `f64`.
-pub fn cross_entropy(logits: &[f32], target: usize) -> f64 {
-    let largest = logits.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x)) as f64;
-    let sum: f64 = logits.iter().map(|&x| (x as f64 - largest).exp()).sum();
-    largest + sum.ln() - logits[target] as f64
 }
 
 /// The mean of `values` over buckets of `bucket` positions: `(first

@@ -53,6 +53,10 @@ pub const GREEN_: RGBColor = RGBColor(44, 160, 44);
 pub const PURPLE_: RGBColor = RGBColor(148, 103, 189);
 /// Fifth series colour.
 pub const BROWN_: RGBColor = RGBColor(140, 86, 75);
+/// Sixth series colour.
+pub const RED_: RGBColor = RGBColor(214, 39, 40);
+/// Seventh series colour.
+pub const CYAN_: RGBColor = RGBColor(23, 170, 190);
 
 fn draw_chart(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
