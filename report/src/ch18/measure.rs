@@ -131,3 +131,63 @@ fn argmax(x: &[f32]) -> usize {
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attn::lm::{LmConfig, Positions, SHAKESPEARE_MODEL};
+
+    fn small(positions: Positions) -> LanguageModel<f32> {
+        let config = LmConfig {
+            context: 24,
+            d_model: 16,
+            heads: 2,
+            kv_heads: 2,
+            layers: 2,
+            d_ff: 32,
+            positions,
+            ..SHAKESPEARE_MODEL
+        };
+        LanguageModel::new(config, 3).unwrap()
+    }
+
+    #[test]
+    fn the_loss_by_position_averages_to_the_models_own_loss() {
+        let text: Vec<u8> = (0..400u32).map(|i| ((i * 7 + i / 5) % 84) as u8).collect();
+        let texts = long_texts(&text, 3, 24).unwrap();
+        assert_eq!(texts[0][..], text[..25].iter().map(|&t| t as usize).collect::<Vec<_>>()[..]);
+        assert_eq!(texts[2].len(), 25);
+        for positions in [Positions::Rotary, Positions::Alibi, Positions::None] {
+            let model = small(positions);
+            let measured = by_position(&model, &texts, 24).unwrap();
+            let inputs: Vec<Vec<usize>> = texts.iter().map(|t| t[..24].to_vec()).collect();
+            let targets: Vec<Option<usize>> =
+                texts.iter().flat_map(|t| t[1..].iter().map(|&x| Some(x))).collect();
+            let whole = model.loss(&inputs, &targets).unwrap();
+            let mean = measured.loss.iter().sum::<f64>() / 24.0;
+            assert!((mean - whole).abs() < 1e-5, "{positions:?}: {mean} vs {whole}");
+            // The first query sees one key: entropy 0; later ones at most ln(p + 1).
+            for block in &measured.entropy {
+                assert!(block[0].abs() < 1e-9);
+                let bounded =
+                    block.iter().enumerate().all(|(p, &e)| e <= ((p + 1) as f64).ln() + 1e-6);
+                assert!(bounded && block[23] > 0.0, "{positions:?}: {block:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn buckets_average_and_bad_input_is_refused() {
+        assert_eq!(buckets(&[1.0, 3.0, 5.0, 7.0, 9.0], 2), vec![(0, 2.0), (2, 6.0), (4, 9.0)]);
+        let model = small(Positions::Rotary);
+        let short = vec![vec![1; 10]];
+        assert!(by_position(&model, &short, 24).is_err(), "texts shorter than read");
+        assert!(by_position(&model, &[], 24).is_err(), "no texts");
+        assert!(by_position(&model, &[vec![1; 41]], 40).is_err(), "past the context");
+        assert!(long_texts(&[1, 2, 3], 1, 24).is_err(), "a text too short");
+        assert!(long_texts(&[1; 100], 0, 24).is_err(), "no texts");
+        let found = passkey_accuracy(&model, 24, 8, (4, 1), 2).unwrap();
+        assert!((0.0..=1.0).contains(&found));
+        assert!(passkey_accuracy(&model, 24, 40, (4, 1), 2).is_err(), "a distance past the text");
+    }
+}
