@@ -101,7 +101,7 @@ pub struct LongText {
 }
 
 /// The rows of a data file, each with at least `columns` fields.
-fn rows(file: &str, columns: usize) -> Result<Vec<Vec<String>>, ReportError> {
+pub(crate) fn rows(file: &str, columns: usize) -> Result<Vec<Vec<String>>, ReportError> {
     let text = data_file(file)?;
     data_rows(&text, '\t')
         .map(|row| {

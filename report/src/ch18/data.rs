@@ -4,7 +4,7 @@
 //! (`ch18-passkey.tsv`), with their readers.
 
 use crate::error::ReportError;
-use crate::measurements::{data_file, data_rows, number};
+use crate::measurements::number;
 use crate::provenance::Provenance;
 
 /// The columns of `ch18-models.tsv`.
@@ -72,22 +72,10 @@ pub struct PasskeyFound {
     pub accuracy: f64,
 }
 
-/// The rows of `file` with its header, each with at least `columns` fields.
+/// The rows of `file`, each with at least `columns` fields, and its header.
 fn rows(file: &str, columns: usize) -> Result<(Vec<Vec<String>>, Provenance), ReportError> {
-    let text = data_file(file)?;
-    let provenance = Provenance::parse(file, &text)?;
-    let rows = data_rows(&text, '\t')
-        .map(|row| {
-            if row.len() < columns {
-                return Err(ReportError::MissingDataFile {
-                    path: format!("book/data/{file}"),
-                    reason: format!("a row has {} fields, not {columns}", row.len()),
-                });
-            }
-            Ok(row.iter().map(|f| f.to_string()).collect())
-        })
-        .collect::<Result<_, _>>()?;
-    Ok((rows, provenance))
+    let (provenance, _) = Provenance::read(file)?;
+    Ok((crate::ch17::rows(file, columns)?, provenance))
 }
 
 /// Every model's validation loss, and where it comes from.
