@@ -13,7 +13,7 @@
 //! chapter 16's training and generation speeds beside PyTorch's; `cargo
 //! xtask train`, chapters 12 and 13's training runs (`train lm`: chapter
 //! 15's; `train control`: chapter 16's positive control for induction
-//! heads; `train kv`: chapter 17's); `cargo xtask model`, which fetches chapter 15's pretrained model
+//! heads; `train kv`: chapter 17's; `train long`: chapter 18's); `cargo xtask model`, which fetches chapter 15's pretrained model
 //! into `target/models/` (with `--data`, it also rederives chapter 15's
 //! data and measures its speed against PyTorch's); `cargo xtask corpus`,
 //! which fetches chapter 16's corpus into `target/corpus/`; `cargo xtask
