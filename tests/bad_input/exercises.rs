@@ -395,3 +395,20 @@ fn configurations_and_layers_refuse_what_gives_no_layout() {
     let biased = MultiHeadAttention::new(8, 4, &mut rng).unwrap().with_biases(biases.into());
     assert!(mean_pool_key_value_heads(&biased.unwrap(), 2).is_err(), "with biases");
 }
+
+#[test]
+fn chapter_18s_exercises_refuse_bad_factors_frequencies_and_weights() {
+    use attn::exercises::ch18::{interpolated, row_entropies};
+    for factor in [0.5, f64::NAN, f64::INFINITY] {
+        let e = interpolated(&[1.0], factor).unwrap_err().to_string();
+        assert!(e.contains("scale factor"), "{e}");
+    }
+    let e = interpolated(&[1.0, 0.0], 2.0).unwrap_err().to_string();
+    assert!(e.contains("frequency"), "{e}");
+    let mut w = ndarray::Array2::<f32>::eye(3);
+    w[[1, 1]] = f32::NAN;
+    let e = row_entropies(&w).unwrap_err().to_string();
+    assert!(e.contains("attention weights"), "{e}");
+    let half = ndarray::Array2::<f32>::eye(3) / 2.0;
+    assert!(row_entropies(&half).is_err(), "rows summing to 1/2");
+}
