@@ -5,7 +5,7 @@
 
 use attn::error::AttnError;
 use attn::exercises::ch18::row_entropies;
-use attn::lm::{passkey, LanguageModel, SplitMix64, SHAKESPEARE_VOCAB};
+use attn::lm::{greedy, passkey, LanguageModel, SplitMix64, SHAKESPEARE_VOCAB};
 
 use crate::ch17::fresh::cross_entropy;
 use crate::error::ReportError;
@@ -112,24 +112,13 @@ pub fn passkey_accuracy(
         let fwd = model.forward(&inputs)?;
         for (b, text) in chunk.iter().enumerate() {
             let right = (0..len).all(|p| match text.targets[p] {
-                Some(target) => argmax(&fwd.logits().row(b * len + p).to_vec()) == target,
+                Some(target) => greedy(&fwd.logits().row(b * len + p).to_vec()) == Ok(target),
                 None => true,
             });
             found += usize::from(right);
         }
     }
     Ok(found as f64 / count.max(1) as f64)
-}
-
-/// The index of the largest of `x` (the first of equals).
-fn argmax(x: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &v) in x.iter().enumerate() {
-        if v > x[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 #[cfg(test)]
