@@ -132,6 +132,10 @@ pub mod chapters {
     pub struct Ch16ALanguageModelThatWrites;
     #[doc = include_str!("../book/ch17-sharing-and-forgetting-keys.md")]
     pub struct Ch17SharingAndForgettingKeys;
+    #[doc = include_str!("../book/ch18-longer-than-trained.md")]
+    pub struct Ch18LongerThanTrained;
+    #[doc = include_str!("../book/ch19-attention-on-images.md")]
+    pub struct Ch19AttentionOnImages;
     #[doc = include_str!("../book/notation.md")]
     pub struct Notation;
     #[doc = include_str!("../book/making-it-fast.md")]

@@ -154,6 +154,25 @@ fn some_snippet_uses_the_crate() {
     assert!(uses_crate, "no tested `rust` snippet uses the crate");
 }
 
+/// `cargo test` runs the book's snippets through `src/lib.rs`'s `chapters`
+/// module, one `include_str!` a page; a page left out of it is tested only by
+/// `mdbook test`, so a snippet that fails there would pass `cargo test`.
+#[test]
+fn every_page_with_a_snippet_is_doctested_by_cargo_test() {
+    let lib = fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    let mut missing = Vec::new();
+    for (chapter, text) in chapters() {
+        let runs = fences(&text).iter().any(|f| {
+            let words: Vec<&str> = f.info.split([',', ' ']).filter(|w| !w.is_empty()).collect();
+            words.first() == Some(&"rust") && !words.contains(&"ignore")
+        });
+        if runs && !lib.contains(&format!("include_str!(\"../book/{chapter}\")")) {
+            missing.push(chapter);
+        }
+    }
+    assert!(missing.is_empty(), "pages with `rust` snippets missing from src/lib.rs's chapters: {missing:?}");
+}
+
 /// Image targets in a chapter: `![alt](target)`.
 fn images(text: &str) -> Vec<String> {
     let mut out = Vec::new();
