@@ -170,7 +170,10 @@ fn every_page_with_a_snippet_is_doctested_by_cargo_test() {
             missing.push(chapter);
         }
     }
-    assert!(missing.is_empty(), "pages with `rust` snippets missing from src/lib.rs's chapters: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "pages with `rust` snippets missing from src/lib.rs's chapters: {missing:?}"
+    );
 }
 
 /// Image targets in a chapter: `![alt](target)`.
