@@ -14,8 +14,8 @@
 use clap::{value_parser, Arg, Command};
 use report::ch18::data::{model_losses, passkeys_found, position_buckets, PositionBucket};
 use report::ch18::tables::{
-    curve, entropy, loss, loss_table, passkey_at, passkey_reads, passkey_table, rotary_reads,
-    validation_report, zero_shot_reads, Spread,
+    curve, entropy, entropy_table, loss, loss_table, passkey_at, passkey_reads, passkey_table,
+    rotary_reads, table_reads, validation_report, zero_shot_reads, Spread,
 };
 use report::ch18::{
     angles_report, frequency_report, CONTINUED, FACTOR, LONGEST, PASSKEY_LENGTHS, TRAINED,
@@ -44,7 +44,9 @@ fn main() -> Result<(), ReportError> {
 
     let (buckets, _) = position_buckets()?;
     println!("== Loss by position, trained at {TRAINED} (mean and range of 3 seeds) ==");
-    println!("{}", loss_table(&buckets, "trained", &zero_shot_reads()));
+    println!("{}", loss_table(&buckets, "trained", &table_reads()));
+    println!("== Attention entropy by position, trained at {TRAINED} (nats) ==");
+    println!("{}", entropy_table(&buckets, "trained", &table_reads()));
     println!("== Loss by position, continued at {CONTINUED} ==");
     println!("{}", loss_table(&buckets, "continued", &rotary_reads()));
     let (models, _) = model_losses()?;

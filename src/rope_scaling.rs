@@ -63,6 +63,10 @@ pub enum RopeScaling {
         beta_fast: f64,
         /// Turns in `L` below which a pair is divided by `s` (1 in the paper).
         beta_slow: f64,
+        /// Whether queries and keys are scaled by `0.1·ln s + 1` (true in
+        /// the paper; false leaves the ramp alone, to measure what the
+        /// temperature does).
+        temperature: bool,
     },
     /// Llama 3's scaling (Llama Team, 2024): pairs whose wavelength
     /// `2π/ω_f` is below `L/high` kept, above `L/low` divided by `factor`,
@@ -87,8 +91,8 @@ impl RopeScaling {
             RopeScaling::None => (0, [0; 3], 0),
             RopeScaling::Linear { factor } => (1, bits(factor, 0.0, 0.0), 0),
             RopeScaling::NtkAware { factor } => (2, bits(factor, 0.0, 0.0), 0),
-            RopeScaling::Yarn { factor, trained, beta_fast, beta_slow } => {
-                (3, bits(factor, beta_fast, beta_slow), trained)
+            RopeScaling::Yarn { factor, trained, beta_fast, beta_slow, temperature } => {
+                (if temperature { 3 } else { 5 }, bits(factor, beta_fast, beta_slow), trained)
             }
             RopeScaling::Llama3 { factor, trained, low, high } => {
                 (4, bits(factor, low, high), trained)
@@ -134,7 +138,7 @@ impl RopeFrequencies {
             RopeScaling::None => omega,
             RopeScaling::Linear { factor } => omega.iter().map(|w| w / factor).collect(),
             RopeScaling::NtkAware { factor } => plain(d, ntk_base(d, base, factor)),
-            RopeScaling::Yarn { factor, trained, beta_fast, beta_slow } => {
+            RopeScaling::Yarn { factor, trained, beta_fast, beta_slow, .. } => {
                 let [low, high] = yarn_range(d, base, trained, [beta_fast, beta_slow]);
                 let ramp = |f: usize| ((f as f64 - low) / (high - low)).clamp(0.0, 1.0);
                 let each = omega.iter().enumerate();
@@ -155,7 +159,7 @@ impl RopeFrequencies {
             });
         }
         let attention_factor = match scaling {
-            RopeScaling::Yarn { factor, .. } if factor > 1.0 => 0.1 * factor.ln() + 1.0,
+            RopeScaling::Yarn { factor, temperature: true, .. } => 0.1 * factor.ln() + 1.0,
             _ => 1.0,
         };
         Ok(RopeFrequencies { omega, attention_factor })
@@ -262,7 +266,7 @@ fn check_scaling(scaling: RopeScaling) -> Result<(), AttnError> {
     match scaling {
         RopeScaling::None => Ok(()),
         RopeScaling::Linear { factor } | RopeScaling::NtkAware { factor } => check_factor(factor),
-        RopeScaling::Yarn { factor, trained, beta_fast, beta_slow } => check_ramp(
+        RopeScaling::Yarn { factor, trained, beta_fast, beta_slow, .. } => check_ramp(
             factor,
             trained,
             [("YaRN's beta_slow", beta_slow), ("YaRN's beta_fast", beta_fast)],

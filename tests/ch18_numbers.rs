@@ -76,6 +76,7 @@ fn stretching(b: &mut Bindings) {
             trained: TRAINED,
             beta_fast: YARN_BETAS.0,
             beta_slow: YARN_BETAS.1,
+            temperature: true,
         },
     )
     .unwrap();

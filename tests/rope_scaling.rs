@@ -13,8 +13,13 @@ use common::golden::load;
 
 /// The script's cases: name, head width, base and the crate's scaling.
 fn cases() -> Vec<(&'static str, usize, f64, RopeScaling)> {
-    let yarn =
-        |factor, trained| RopeScaling::Yarn { factor, trained, beta_fast: 32.0, beta_slow: 1.0 };
+    let yarn = |factor, trained| RopeScaling::Yarn {
+        factor,
+        trained,
+        beta_fast: 32.0,
+        beta_slow: 1.0,
+        temperature: true,
+    };
     let llama3 = |factor, trained| RopeScaling::Llama3 { factor, trained, low: 1.0, high: 4.0 };
     vec![
         ("linear_d64_s4", 64, 10000.0, RopeScaling::Linear { factor: 4.0 }),

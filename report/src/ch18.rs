@@ -87,7 +87,8 @@ impl Trained {
 }
 
 /// How a rotary model reads past its trained length: its frequencies as
-/// trained, or scaled by one of four methods.
+/// trained, scaled by one of four methods, or YaRN's without its
+/// temperature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scaled {
     /// RoPE's frequencies as trained.
@@ -98,13 +99,29 @@ pub enum Scaled {
     NtkAware,
     /// YaRN, with its temperature.
     Yarn,
+    /// YaRN's frequencies without its temperature: what the temperature
+    /// does, by difference.
+    YarnCold,
     /// Llama 3's frequency bands.
     Llama3,
 }
 
-/// The ways of reading a rotary model, in the order of every table.
+/// RoPE as trained and its four scalings: each rotary model is continued
+/// under each, and the figures draw them in this order.
 pub const SCALINGS: [Scaled; 5] =
     [Scaled::Plain, Scaled::Interpolated, Scaled::NtkAware, Scaled::Yarn, Scaled::Llama3];
+
+/// Every way a rotary model is read as trained, in the order of the
+/// tables: the scalings, with YaRN's frequencies without its temperature
+/// after YaRN.
+pub const ROTARY_READS: [Scaled; 6] = [
+    Scaled::Plain,
+    Scaled::Interpolated,
+    Scaled::NtkAware,
+    Scaled::Yarn,
+    Scaled::YarnCold,
+    Scaled::Llama3,
+];
 
 /// YaRN's bounds as its paper and `transformers` set them: pairs turning
 /// more than 32 times in the trained length are kept, fewer than once
@@ -122,11 +139,12 @@ impl Scaled {
             Scaled::Plain => RopeScaling::None,
             Scaled::Interpolated => RopeScaling::Linear { factor },
             Scaled::NtkAware => RopeScaling::NtkAware { factor },
-            Scaled::Yarn => RopeScaling::Yarn {
+            Scaled::Yarn | Scaled::YarnCold => RopeScaling::Yarn {
                 factor,
                 trained: TRAINED,
                 beta_fast: YARN_BETAS.0,
                 beta_slow: YARN_BETAS.1,
+                temperature: self == Scaled::Yarn,
             },
             Scaled::Llama3 => RopeScaling::Llama3 {
                 factor,
@@ -144,6 +162,7 @@ impl Scaled {
             Scaled::Interpolated => "pi",
             Scaled::NtkAware => "ntk",
             Scaled::Yarn => "yarn",
+            Scaled::YarnCold => "yarn_cold",
             Scaled::Llama3 => "llama3",
         }
     }
@@ -155,6 +174,7 @@ impl Scaled {
             Scaled::Interpolated => "interpolation",
             Scaled::NtkAware => "NTK-aware",
             Scaled::Yarn => "YaRN",
+            Scaled::YarnCold => "YaRN, no temperature",
             Scaled::Llama3 => "Llama 3",
         }
     }
@@ -179,10 +199,10 @@ pub fn reading(
 }
 
 /// The labels of the ways every model is read, for `kind`: the rotary
-/// models in every scaling, the others as they are.
+/// models in each of [`ROTARY_READS`], the others as they are.
 pub fn readings(kind: Trained) -> Vec<(&'static str, Scaled)> {
     match kind {
-        Trained::Rotary => SCALINGS.iter().map(|&s| (s.label(), s)).collect(),
+        Trained::Rotary => ROTARY_READS.iter().map(|&s| (s.label(), s)).collect(),
         other => vec![(other.label(), Scaled::Plain)],
     }
 }

@@ -320,7 +320,13 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(5);
         let (d, h) = (8, 4);
         let w: AttentionWeights<f32> = [(); 4].map(|_| standard_normal(d, d, &mut rng)).into();
-        let yarn = RopeScaling::Yarn { factor: 4.0, trained: 2, beta_fast: 2.0, beta_slow: 0.5 };
+        let yarn = RopeScaling::Yarn {
+            factor: 4.0,
+            trained: 2,
+            beta_fast: 2.0,
+            beta_slow: 0.5,
+            temperature: true,
+        };
         let [plain, scaled] = [RopeScaling::None, yarn].map(|s| RopeFrequencies::of_heads(2, s));
         let [plain, scaled] = [plain.unwrap(), scaled.unwrap()];
         for position in [None, Some((3, &plain)), Some((3, &scaled))] {

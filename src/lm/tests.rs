@@ -38,8 +38,13 @@ fn variants() -> Vec<LmConfig> {
     let mqa = |c: LmConfig| LmConfig { kv_heads: 1, ..c };
     let latent = LmConfig { latent: Some(LatentSizes { d_c: 6, d_r: 2 }), ..rotary };
     let scaled = |scaling| LmConfig { positions: Positions::ScaledRotary(scaling), ..SMALL };
-    let yarn =
-        scaled(RopeScaling::Yarn { factor: 4.0, trained: 5, beta_fast: 2.0, beta_slow: 0.5 });
+    let yarn = scaled(RopeScaling::Yarn {
+        factor: 4.0,
+        trained: 5,
+        beta_fast: 2.0,
+        beta_slow: 0.5,
+        temperature: true,
+    });
     vec![
         SMALL,
         rotary,

@@ -11,15 +11,17 @@ use crate::nn::{check_room, invalid, metadata, read_into, size, to_safetensors, 
 use crate::rope_scaling::RopeScaling;
 
 /// A RoPE scaling as the metadata's words: its method, then its numbers
-/// (`linear 4`, `yarn 8 64 32 1`: factor, trained length, β_fast, β_slow;
+/// (`linear 4`, `yarn 8 64 32 1`: factor, trained length, β_fast, β_slow,
+/// then `no_temperature` if it has none;
 /// `llama3 8 64 1 4`: factor, trained length, low, high).
 fn scaling_words(scaling: RopeScaling) -> String {
     match scaling {
         RopeScaling::None => "none".into(),
         RopeScaling::Linear { factor } => format!("linear {factor}"),
         RopeScaling::NtkAware { factor } => format!("ntk_aware {factor}"),
-        RopeScaling::Yarn { factor, trained, beta_fast, beta_slow } => {
-            format!("yarn {factor} {trained} {beta_fast} {beta_slow}")
+        RopeScaling::Yarn { factor, trained, beta_fast, beta_slow, temperature } => {
+            let without = if temperature { "" } else { " no_temperature" };
+            format!("yarn {factor} {trained} {beta_fast} {beta_slow}{without}")
         }
         RopeScaling::Llama3 { factor, trained, low, high } => {
             format!("llama3 {factor} {trained} {low} {high}")
@@ -39,11 +41,16 @@ fn scaling_from_words(words: &str) -> Result<RopeScaling, AttnError> {
         ("none", 1) => RopeScaling::None,
         ("linear", 2) => RopeScaling::Linear { factor: number(1)? },
         ("ntk_aware", 2) => RopeScaling::NtkAware { factor: number(1)? },
-        ("yarn", 5) => RopeScaling::Yarn {
+        ("yarn", 5 | 6) => RopeScaling::Yarn {
             factor: number(1)?,
             trained: length(2)?,
             beta_fast: number(3)?,
             beta_slow: number(4)?,
+            temperature: match parts.get(5) {
+                None => true,
+                Some(&"no_temperature") => false,
+                Some(_) => return Err(bad()),
+            },
         },
         ("llama3", 5) => RopeScaling::Llama3 {
             factor: number(1)?,
@@ -225,7 +232,20 @@ mod tests {
         let scaled = [
             RopeScaling::Linear { factor: 2.5 },
             RopeScaling::NtkAware { factor: 1.0 / 0.3 },
-            RopeScaling::Yarn { factor: 8.0, trained: 64, beta_fast: 32.0, beta_slow: 1.0 },
+            RopeScaling::Yarn {
+                factor: 8.0,
+                trained: 64,
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                temperature: true,
+            },
+            RopeScaling::Yarn {
+                factor: 8.0,
+                trained: 64,
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                temperature: false,
+            },
             RopeScaling::Llama3 { factor: 8.0, trained: 8192, low: 1.0, high: 4.0 },
         ];
         let scaled = scaled.map(Positions::ScaledRotary);

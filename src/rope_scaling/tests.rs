@@ -9,7 +9,13 @@ fn every_scaling(s: f64) -> [RopeScaling; 5] {
         RopeScaling::None,
         RopeScaling::Linear { factor: s },
         RopeScaling::NtkAware { factor: s },
-        RopeScaling::Yarn { factor: s, trained: 64, beta_fast: 32.0, beta_slow: 1.0 },
+        RopeScaling::Yarn {
+            factor: s,
+            trained: 64,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            temperature: true,
+        },
         RopeScaling::Llama3 { factor: s, trained: 64, low: 1.0, high: 4.0 },
     ]
 }
@@ -22,6 +28,25 @@ fn a_factor_of_one_is_plain_rope_bit_for_bit() {
         assert_eq!(rope_1.omega(), frequencies(16).unwrap().as_slice().unwrap(), "{scaling:?}");
         assert_eq!(rope_1.attention_factor(), 1.0);
         assert_eq!(rope_scaled(&x, 3, &rope_1).unwrap(), rope(&x, 3).unwrap(), "{scaling:?}");
+    }
+}
+
+#[test]
+fn yarn_without_its_temperature_keeps_its_frequencies_and_scales_nothing() {
+    for s in [1.0, 2.0, 8.0] {
+        let [with, without] = [true, false].map(|temperature| {
+            let scaling = RopeScaling::Yarn {
+                factor: s,
+                trained: 64,
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                temperature,
+            };
+            RopeFrequencies::new(32, 10000.0, scaling).unwrap()
+        });
+        assert_eq!(with.omega(), without.omega());
+        assert_eq!(without.attention_factor(), 1.0);
+        assert_eq!(with.attention_factor(), 0.1 * f64::ln(s) + 1.0);
     }
 }
 
@@ -55,7 +80,13 @@ fn each_method_slows_the_pairs_it_says_it_slows() {
 #[test]
 fn yarns_factor_scales_every_rotated_row() {
     let x = Array2::from_shape_fn((4, 8), |(i, j)| (i as f32 - j as f32) * 0.25);
-    let scaling = RopeScaling::Yarn { factor: 8.0, trained: 16, beta_fast: 32.0, beta_slow: 1.0 };
+    let scaling = RopeScaling::Yarn {
+        factor: 8.0,
+        trained: 16,
+        beta_fast: 32.0,
+        beta_slow: 1.0,
+        temperature: true,
+    };
     let yarn = RopeFrequencies::new(8, 10000.0, scaling).unwrap();
     let y = rope_scaled(&x, 0, &yarn).unwrap();
     let norm = |m: &Array2<f32>, r: usize| m.row(r).dot(&m.row(r)).sqrt();
@@ -76,13 +107,25 @@ fn bad_parameters_are_typed_errors_naming_them() {
         (
             4,
             10000.0,
-            RopeScaling::Yarn { factor: 2.0, trained: 0, beta_fast: 32.0, beta_slow: 1.0 },
+            RopeScaling::Yarn {
+                factor: 2.0,
+                trained: 0,
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                temperature: true,
+            },
             "trained",
         ),
         (
             4,
             10000.0,
-            RopeScaling::Yarn { factor: 2.0, trained: 8, beta_fast: 1.0, beta_slow: 1.0 },
+            RopeScaling::Yarn {
+                factor: 2.0,
+                trained: 8,
+                beta_fast: 1.0,
+                beta_slow: 1.0,
+                temperature: true,
+            },
             "beta_fast",
         ),
         (

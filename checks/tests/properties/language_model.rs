@@ -40,8 +40,13 @@ fn lm_config() -> impl Strategy<Value = LmConfig> {
     (shape, kind).prop_map(
         |((vocab, context, d_head, heads, layers, d_ff), (place, attention, bad, size))| {
             let d_model = 2 * d_head * heads;
-            let yarn =
-                RopeScaling::Yarn { factor: 4.0, trained: 2, beta_fast: 8.0, beta_slow: 1.0 };
+            let yarn = RopeScaling::Yarn {
+                factor: 4.0,
+                trained: 2,
+                beta_fast: 8.0,
+                beta_slow: 1.0,
+                temperature: true,
+            };
             let positions = match place {
                 0 => Positions::Learned,
                 1 => Positions::Rotary,

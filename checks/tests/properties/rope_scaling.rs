@@ -25,14 +25,13 @@ fn parameter() -> impl Strategy<Value = f64> {
 /// sometimes 0 or huge.
 fn scaling() -> impl Strategy<Value = RopeScaling> {
     let trained = prop_oneof![4 => 1usize..4096, 1 => Just(0usize), 1 => Just(usize::MAX)];
-    (0usize..5, parameter(), trained, parameter(), parameter()).prop_map(|(which, s, l, a, b)| {
-        match which {
-            0 => RopeScaling::None,
-            1 => RopeScaling::Linear { factor: s },
-            2 => RopeScaling::NtkAware { factor: s },
-            3 => RopeScaling::Yarn { factor: s, trained: l, beta_fast: a, beta_slow: b },
-            _ => RopeScaling::Llama3 { factor: s, trained: l, low: b, high: a },
-        }
+    let sizes = (0usize..5, parameter(), trained, parameter(), parameter(), any::<bool>());
+    sizes.prop_map(|(which, s, l, a, b, temperature)| match which {
+        0 => RopeScaling::None,
+        1 => RopeScaling::Linear { factor: s },
+        2 => RopeScaling::NtkAware { factor: s },
+        3 => RopeScaling::Yarn { factor: s, trained: l, beta_fast: a, beta_slow: b, temperature },
+        _ => RopeScaling::Llama3 { factor: s, trained: l, low: b, high: a },
     })
 }
 
@@ -42,8 +41,8 @@ fn with_factor(scaling: RopeScaling, s: f64) -> RopeScaling {
         RopeScaling::None => RopeScaling::None,
         RopeScaling::Linear { .. } => RopeScaling::Linear { factor: s },
         RopeScaling::NtkAware { .. } => RopeScaling::NtkAware { factor: s },
-        RopeScaling::Yarn { trained, beta_fast, beta_slow, .. } => {
-            RopeScaling::Yarn { factor: s, trained, beta_fast, beta_slow }
+        RopeScaling::Yarn { trained, beta_fast, beta_slow, temperature, .. } => {
+            RopeScaling::Yarn { factor: s, trained, beta_fast, beta_slow, temperature }
         }
         RopeScaling::Llama3 { trained, low, high, .. } => {
             RopeScaling::Llama3 { factor: s, trained, low, high }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use attn::rope_scaling::RopeFrequencies;
 
 use super::data::{PasskeyFound, PositionBucket};
-use super::{Scaled, LONGEST, SCALINGS, TRAINED};
+use super::{Scaled, LONGEST, ROTARY_READS, SCALINGS, TRAINED};
 use crate::ch17::{mean, range};
 use crate::error::ReportError;
 
@@ -116,6 +116,24 @@ fn cell(spread: Option<Spread>, digits: usize) -> String {
 /// The table of the loss over [`SPANS`] for each way of reading in
 /// `reads` (`(label, name)`), at `stage`: mean and range over the seeds.
 pub fn loss_table(rows: &[PositionBucket], stage: &str, reads: &[(&str, &str)]) -> String {
+    span_table(rows, stage, reads, loss, 3)
+}
+
+/// The table of the attention entropy (mean over blocks and heads) over
+/// [`SPANS`], as [`loss_table`] has the loss.
+pub fn entropy_table(rows: &[PositionBucket], stage: &str, reads: &[(&str, &str)]) -> String {
+    span_table(rows, stage, reads, entropy, 2)
+}
+
+/// `value` over [`SPANS`] for each way of reading in `reads`, at `stage`,
+/// to `digits` decimals.
+fn span_table(
+    rows: &[PositionBucket],
+    stage: &str,
+    reads: &[(&str, &str)],
+    value: fn(&PositionBucket) -> f64,
+    digits: usize,
+) -> String {
     let mut out = String::from("| positions read as | ");
     for (from, to) in SPANS {
         let _ = write!(out, "{from}–{} | ", to - 1);
@@ -124,7 +142,7 @@ pub fn loss_table(rows: &[PositionBucket], stage: &str, reads: &[(&str, &str)]) 
     for (label, name) in reads {
         let _ = write!(out, "| {name} | ");
         for s in SPANS {
-            let _ = write!(out, "{} | ", cell(span(rows, (stage, label), s, loss), 3));
+            let _ = write!(out, "{} | ", cell(span(rows, (stage, label), s, value), digits));
         }
         out = out.trim_end().to_string() + "\n";
     }
@@ -136,7 +154,18 @@ pub fn loss_table(rows: &[PositionBucket], stage: &str, reads: &[(&str, &str)]) 
 /// ALiBi, no positions and learned positions.
 pub fn zero_shot_reads() -> Vec<(&'static str, &'static str)> {
     let rotary = SCALINGS.iter().map(|s| (s.label(), s.name()));
-    rotary.chain([("alibi", "ALiBi"), ("none", "no positions"), ("learned", "learned")]).collect()
+    rotary.chain(OTHERS).collect()
+}
+
+/// The models without rotary positions, `(label, name)`.
+const OTHERS: [(&str, &str); 3] =
+    [("alibi", "ALiBi"), ("none", "no positions"), ("learned", "learned")];
+
+/// The ways of reading in the chapter's tables of the models as trained:
+/// [`zero_shot_reads`], with YaRN without its temperature after YaRN.
+pub fn table_reads() -> Vec<(&'static str, &'static str)> {
+    let rotary = ROTARY_READS.iter().map(|s| (s.label(), s.name()));
+    rotary.chain(OTHERS).collect()
 }
 
 /// The rotary scalings, `(label, name)`.
@@ -174,7 +203,7 @@ pub fn passkey_at(
 /// The passkey models, `(trained, read, name)`, in the order of the
 /// chapter's table.
 pub fn passkey_reads() -> Vec<(&'static str, &'static str, &'static str)> {
-    let rotary = SCALINGS.iter().map(|s| ("rope", s.label(), s.name()));
+    let rotary = ROTARY_READS.iter().map(|s| ("rope", s.label(), s.name()));
     let others = [("alibi", "alibi", "ALiBi"), ("none", "none", "no positions")];
     rotary.chain(others).chain([("learned", "learned", "learned")]).collect()
 }

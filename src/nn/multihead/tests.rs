@@ -70,7 +70,13 @@ fn multi_head_gradients_with_biases_and_masks_match_finite_differences() {
 /// RoPE, and YaRN's, whose attention factor the gradients must carry.
 #[test]
 fn rotary_gradients_match_finite_differences() {
-    let yarn = RopeScaling::Yarn { factor: 8.0, trained: 4, beta_fast: 4.0, beta_slow: 0.5 };
+    let yarn = RopeScaling::Yarn {
+        factor: 8.0,
+        trained: 4,
+        beta_fast: 4.0,
+        beta_slow: 0.5,
+        temperature: true,
+    };
     for scaling in [RopeScaling::None, yarn] {
         rotary_gradients_match_finite_differences_with(scaling);
     }
