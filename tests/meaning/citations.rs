@@ -82,8 +82,9 @@ fn entries() -> Vec<Entry> {
 /// Returns the surnames (first to last) and whether they end "et al.", or
 /// `None` when no name ends there.
 fn names_before(flat: &str, end: usize) -> Option<(Vec<String>, bool, usize)> {
-    // A surname may hold particles (van de Geijn).
-    let word = r"(?:(?:van|von|de|der|den|du) )*\p{Lu}[\p{L}'’-]*";
+    // A surname may hold particles (van de Geijn); an author may be a
+    // forum handle, lower-case with digits (bloc97).
+    let word = r"(?:(?:(?:van|von|de|der|den|du) )*\p{Lu}[\p{L}'’-]*|\p{Ll}[\p{Ll}_]*\d+)";
     let name = Regex::new(&format!(r"({word}(?: {word})*)( et al\.)?$")).unwrap();
     let mut rest = flat[..end].trim_end();
     rest = rest.strip_suffix("'s").or(rest.strip_suffix("’s")).unwrap_or(rest);
@@ -275,4 +276,6 @@ fn a_citation_is_found_in_its_usual_forms() {
     let (names, et_al, _) = names_before(flat, flat.len()).unwrap();
     assert_eq!((names, et_al), (vec!["Clark".to_string()], true));
     assert!(names_before("seed", 4).is_none());
+    let flat = "scaling (bloc97";
+    assert_eq!(names_before(flat, flat.len()).unwrap().0, ["bloc97"]);
 }
