@@ -14,14 +14,16 @@
 use clap::{value_parser, Arg, Command};
 use report::ch18::data::{model_losses, passkeys_found, position_buckets, PositionBucket};
 use report::ch18::tables::{
-    curve, entropy, entropy_table, loss, loss_table, passkey_at, passkey_reads, passkey_table,
-    rotary_reads, table_reads, validation_report, zero_shot_reads, Spread,
+    curve, entropy, entropy_table, loss, loss_table, passkey_at, passkey_distance_table,
+    passkey_reads, passkey_table, rotary_reads, table_reads, validation_report, zero_shot_reads,
+    Spread,
 };
 use report::ch18::{
-    angles_report, frequency_report, CONTINUED, FACTOR, LONGEST, PASSKEY_LENGTHS, TRAINED,
+    angles_report, even_entropy, frequency_report, Scaled, BUCKET, CONTINUED, FACTOR, LONGEST,
+    PASSKEY_LENGTHS, TRAINED,
 };
 use report::error::ReportError;
-use report::plot::{self, line_charts, Chart, Series};
+use report::plot::{self, line_charts_legend_beside, Chart, Series};
 
 fn main() -> Result<(), ReportError> {
     let matches = Command::new("ch18_longer_than_trained")
@@ -57,6 +59,8 @@ fn main() -> Result<(), ReportError> {
     let (found, _) = passkeys_found()?;
     println!("\n== Passkeys found, % (mean over distances; mean and range of 3 seeds) ==");
     println!("{}", passkey_table(&found, &PASSKEY_LENGTHS));
+    println!("== Passkeys found in texts of {LONGEST}, % by distance (mean of 3 seeds) ==");
+    println!("{}", passkey_distance_table(&found, LONGEST));
 
     draw_losses(&buckets);
     draw_entropy(&buckets);
@@ -101,7 +105,7 @@ fn lines(
 
 /// The middle of the bucket starting at `first`.
 fn middle(first: usize) -> f64 {
-    first as f64 + report::ch18::BUCKET as f64 / 2.0
+    first as f64 + BUCKET as f64 / 2.0
 }
 
 /// Figure 18.1: the loss by position, as trained and after the
@@ -115,9 +119,9 @@ fn draw_losses(buckets: &[PositionBucket]) {
         log10_y: false,
         y_range: (1.2, 4.0),
     };
-    let bottom = Chart { title: "Continued at 256 for 200 steps", ..top };
+    let bottom = Chart { title: "Continued at 256 for 200 steps", y_range: (1.4, 2.8), ..top };
     let continued = lines(buckets, "continued", &rotary_reads(), loss);
-    line_charts(
+    line_charts_legend_beside(
         "ch18-loss-by-position.svg",
         &[(top, lines(buckets, "trained", &zero_shot_reads(), loss)), (bottom, continued)],
     );
@@ -128,10 +132,17 @@ fn draw_losses(buckets: &[PositionBucket]) {
 fn draw_entropy(buckets: &[PositionBucket]) {
     let reads = zero_shot_reads();
     let mut series = lines(buckets, "trained", &reads[..reads.len() - 1], entropy);
+    let cold = [(Scaled::YarnCold.label(), Scaled::YarnCold.name())];
+    let cold = lines(buckets, "trained", &cold, entropy)
+        .into_iter()
+        .map(|s| Series { colour: COLOURS[reads.len() - 1], ..s });
+    series.extend(cold);
     series.push(Series {
-        label: "even over all keys, ln(p+1)".into(),
-        points: (0..LONGEST / 16).map(|b| (middle(16 * b), (middle(16 * b) + 1.0).ln())).collect(),
-        colour: plot::GREY_,
+        label: "even over all keys".into(),
+        points: (0..LONGEST / BUCKET)
+            .map(|b| (middle(BUCKET * b), even_entropy(BUCKET * b, BUCKET * (b + 1))))
+            .collect(),
+        colour: plotters::style::RGBColor(0, 0, 0),
         dashed: true,
         spread: Vec::new(),
     });
@@ -141,15 +152,16 @@ fn draw_entropy(buckets: &[PositionBucket]) {
         y_desc: "entropy (nats), mean over blocks and heads",
         log2_x: false,
         log10_y: false,
-        y_range: (0.0, 4.0),
+        y_range: (0.0, 6.5),
     };
-    line_charts("ch18-entropy.svg", &[(chart, series)]);
+    line_charts_legend_beside("ch18-entropy.svg", &[(chart, series)]);
 }
 
 /// Figure 18.3: passkeys found against the text's length.
 fn draw_passkey(found: &[report::ch18::data::PasskeyFound]) {
     let series = passkey_reads()
         .into_iter()
+        .filter(|&(_, read, _)| read != Scaled::YarnCold.label())
         .zip(COLOURS)
         .map(|((trained, read, name), colour)| {
             let at: Vec<(f64, Spread)> = PASSKEY_LENGTHS
@@ -173,5 +185,5 @@ fn draw_passkey(found: &[report::ch18::data::PasskeyFound]) {
         log10_y: false,
         y_range: (0.0, 100.0),
     };
-    line_charts("ch18-passkey.svg", &[(chart, series)]);
+    line_charts_legend_beside("ch18-passkey.svg", &[(chart, series)]);
 }

@@ -227,6 +227,17 @@ pub fn passkey_distances(len: usize) -> Vec<usize> {
     near.into_iter().filter(|&d| d + 8 <= len).chain(far).collect()
 }
 
+/// The entropy of attention weights spread evenly over every key a causal
+/// query sees, `ln(p + 1)` at position `p`, averaged over positions
+/// `from..to` as the buckets average the measured entropy (0 if empty).
+pub fn even_entropy(from: usize, to: usize) -> f64 {
+    let each: Vec<f64> = (from..to).map(|p| ((p + 1) as f64).ln()).collect();
+    if each.is_empty() {
+        return 0.0;
+    }
+    each.iter().sum::<f64>() / each.len() as f64
+}
+
 /// The scale factor that stretches the trained context to [`LONGEST`].
 pub const FACTOR: f64 = (LONGEST / TRAINED) as f64;
 
@@ -280,8 +291,8 @@ pub fn angles_report() -> Result<String, ReportError> {
     let a = angles()?;
     Ok(format!(
         "pairs that never turn once in {TRAINED} positions: {} of {}\n\
-         slowest pair at position {}: {:.4} rad\n\
-         slowest pair at position {}: {:.4} rad as trained, {:.4} rad interpolated\n",
+         slowest pair, query and key {} apart: {:.4} rad\n\
+         slowest pair, query and key {} apart: {:.4} rad as trained, {:.4} rad interpolated\n",
         a.never_turned,
         a.pairs,
         TRAINED - 1,
@@ -304,4 +315,27 @@ pub fn kept_and_divided(scaled: Scaled) -> Result<(usize, usize), ReportError> {
         shares.iter().filter(|&&r| near(r, 1.0)).count(),
         shares.iter().filter(|&&r| near(r, 1.0 / FACTOR)).count(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn even_entropy_is_the_mean_of_ln_p_plus_1() {
+        assert_eq!(even_entropy(0, 1), 0.0, "the first query sees itself alone");
+        let two = (2f64.ln() + 3f64.ln()) / 2.0;
+        assert!((even_entropy(1, 3) - two).abs() < 1e-15);
+        assert_eq!(even_entropy(5, 5), 0.0);
+    }
+
+    #[test]
+    fn yarn_cold_is_yarn_without_its_temperature() {
+        let [hot, cold] = [Scaled::Yarn, Scaled::YarnCold].map(|s| s.scaling(FACTOR));
+        let RopeScaling::Yarn { temperature: false, .. } = cold else { panic!("{cold:?}") };
+        let RopeScaling::Yarn { temperature: true, .. } = hot else { panic!("{hot:?}") };
+        let readings = readings(Trained::Rotary);
+        assert!(readings.iter().any(|r| r.1 == Scaled::YarnCold));
+        assert!(!SCALINGS.contains(&Scaled::YarnCold), "the continuation keeps the temperature");
+    }
 }

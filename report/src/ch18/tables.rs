@@ -62,7 +62,18 @@ pub fn span(
     (from, to): (usize, usize),
     value: impl Fn(&PositionBucket) -> f64,
 ) -> Option<Spread> {
-    let per_seed: Vec<f64> = seeds(rows_of(rows, stage, read))
+    Spread::of(&per_seed(rows, (stage, read), (from, to), value))
+}
+
+/// `value` of each seed's buckets of `stage`/`read` inside `span`, averaged
+/// over the span's buckets: one number a seed, in the seeds' order.
+pub fn per_seed(
+    rows: &[PositionBucket],
+    (stage, read): (&str, &str),
+    (from, to): (usize, usize),
+    value: impl Fn(&PositionBucket) -> f64,
+) -> Vec<f64> {
+    seeds(rows_of(rows, stage, read))
         .into_iter()
         .filter_map(|seed| {
             let inside: Vec<f64> = rows_of(rows, stage, read)
@@ -71,8 +82,7 @@ pub fn span(
                 .collect();
             (!inside.is_empty()).then(|| mean(&inside))
         })
-        .collect();
-    Spread::of(&per_seed)
+        .collect()
 }
 
 /// Each bucket's `value` of `stage`/`read`, spread over the seeds:
@@ -182,6 +192,17 @@ pub fn passkey_at(
     length: usize,
     distance: Option<usize>,
 ) -> Option<Spread> {
+    Spread::of(&passkey_per_seed(found, (trained, read), length, distance))
+}
+
+/// The share of passkeys found, as [`passkey_at`] has it, of each seed in
+/// order.
+pub fn passkey_per_seed(
+    found: &[PasskeyFound],
+    (trained, read): (&str, &str),
+    length: usize,
+    distance: Option<usize>,
+) -> Vec<f64> {
     let mut per_seed = Vec::new();
     let mut seeds: Vec<u64> = found.iter().map(|f| f.seed).collect();
     seeds.sort_unstable();
@@ -197,7 +218,7 @@ pub fn passkey_at(
             per_seed.push(mean(&mine));
         }
     }
-    Spread::of(&per_seed)
+    per_seed
 }
 
 /// The passkey models, `(trained, read, name)`, in the order of the
@@ -226,6 +247,34 @@ pub fn passkey_table(found: &[PasskeyFound], lengths: &[usize]) -> String {
                 high: 100.0 * s.high,
             });
             let _ = write!(out, "{} | ", cell(percent, 0));
+        }
+        out = out.trim_end().to_string() + "\n";
+    }
+    out
+}
+
+/// The passkey table by distance for texts of `length`: for each model
+/// read past its trained length, the share of keys found at each distance
+/// asked (mean over the seeds), in per cent.
+pub fn passkey_distance_table(found: &[PasskeyFound], length: usize) -> String {
+    let distances = super::passkey_distances(length);
+    let mut out = String::from("| read as | ");
+    for d in &distances {
+        let _ = write!(out, "{d} | ");
+    }
+    out = out.trim_end().to_string() + "\n|---|" + &"---|".repeat(distances.len()) + "\n";
+    for (trained, read, name) in passkey_reads() {
+        let at = |d: usize| passkey_at(found, (trained, read), length, Some(d));
+        if at(distances[0]).is_none() {
+            continue; // learned positions read no text this long
+        }
+        let _ = write!(out, "| {name} | ");
+        for &d in &distances {
+            let _ = write!(
+                out,
+                "{} | ",
+                at(d).map_or("–".into(), |s| format!("{:.0}", 100.0 * s.mean))
+            );
         }
         out = out.trim_end().to_string() + "\n";
     }

@@ -62,6 +62,7 @@ fn draw_chart(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     c: &Chart,
     series: &[Series],
+    legend_inside: bool,
 ) {
     let tx = |x: f64| if c.log2_x { x.log2() } else { x };
     let ty = |y: f64| if c.log10_y { y.log10() } else { y };
@@ -165,6 +166,9 @@ fn draw_chart(
                 .expect("draw markers");
         }
     }
+    if !legend_inside {
+        return;
+    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -237,7 +241,44 @@ pub fn line_charts(name: &str, panels: &[(Chart, Vec<Series>)]) -> PathBuf {
     render(name, (620, height), |root| {
         let areas = root.split_evenly((panels.len(), 1));
         for (area, (chart, series)) in areas.iter().zip(panels) {
-            draw_chart(area, chart, series);
+            draw_chart(area, chart, series, true);
         }
     })
+}
+
+/// [`line_charts`] with each panel's legend beside it rather than over
+/// its upper left corner: for charts whose lines fill every corner.
+pub fn line_charts_legend_beside(name: &str, panels: &[(Chart, Vec<Series>)]) -> PathBuf {
+    let height = 460 * panels.len() as u32;
+    render(name, (760, height), |root| {
+        let areas = root.split_evenly((panels.len(), 1));
+        for (area, (chart, series)) in areas.iter().zip(panels) {
+            let (plot, side) = area.split_horizontally(560);
+            draw_chart(&plot, chart, series, false);
+            draw_legend(&side, series);
+        }
+    })
+}
+
+/// A legend in its own area: each series' sample (the dashes, or the line
+/// with its marker, as [`draw_chart`] draws them) and its label.
+fn draw_legend(side: &DrawingArea<SVGBackend, plotters::coord::Shift>, series: &[Series]) {
+    let mut solid = 0;
+    for (i, s) in series.iter().enumerate() {
+        let (x, y) = (6, 64 + 26 * i as i32);
+        let line = |from: i32, to: i32| {
+            PathElement::new(vec![(x + from, y), (x + to, y)], s.colour.stroke_width(2))
+        };
+        if s.dashed {
+            side.draw(&line(0, 8)).expect("draw legend");
+            side.draw(&line(14, 22)).expect("draw legend");
+        } else {
+            let shape = Marker::ALL[solid % Marker::ALL.len()];
+            solid += 1;
+            side.draw(&line(0, 22)).expect("draw legend");
+            side.draw(&shape.at((x + 11, y), s.colour)).expect("draw legend");
+        }
+        let label = Text::new(s.label.as_str(), (x + 30, y - 9), (FAMILY, 16).into_font());
+        side.draw(&label).expect("draw legend");
+    }
 }
