@@ -498,10 +498,11 @@ fn passkeys(b: &mut Bindings) {
         "YaRN keeps the most of the rotary readings",
         Evidence::Runs { values: &yarn, lowest: "21", highest: "46" },
     );
-    b.exact("128", 2.0 * TRAINED as f64).exact("8", 8.0).exact("512", LONGEST as f64);
+    let near = passkey_distances(long)[0] as f64;
+    b.exact("128", 2.0 * TRAINED as f64).exact("8", near).exact("512", LONGEST as f64);
     b.exact("512", LONGEST as f64)
         .exact("504", far as f64)
-        .exact("8", 8.0)
+        .exact("8", near)
         .exact("504", far as f64);
     b.exact("64", TRAINED as f64).exact("64", TRAINED as f64);
 }
