@@ -207,11 +207,11 @@ impl Spans<'_> {
 }
 
 fn lowest(v: &[f64]) -> f64 {
-    v.iter().cloned().fold(f64::INFINITY, f64::min)
+    report::ch17::range(v).0
 }
 
 fn highest(v: &[f64]) -> f64 {
-    v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+    report::ch17::range(v).1
 }
 
 const FIRST: (usize, usize) = report::ch18::tables::SPANS[0];
@@ -387,7 +387,7 @@ fn temperature(b: &mut Bindings, d: &Spans, source: &report::provenance::Provena
             && hot_keys.iter().zip(&cold_keys).all(|(h, c)| h > c),
     );
     b.exact("three", hot.len() as f64).exact("512", LONGEST as f64);
-    let mean = |v: &[f64]| 100.0 * v.iter().sum::<f64>() / v.len() as f64;
+    let mean = |v: &[f64]| 100.0 * report::ch17::mean(v);
     let mut p = b.from(&[&passkeys]);
     p.rounded("34%", mean(&hot_keys)).rounded("10%", mean(&cold_keys));
     let mut p = b.from(&[source]);
@@ -412,7 +412,7 @@ fn passkeys(b: &mut Bindings) {
         let each = passkey_per_seed(&found, (trained, read), len, distance);
         each.iter().map(|a| 100.0 * a).collect()
     };
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    use report::ch17::mean;
     let at = |trained: &str, read: &str, len: usize| mean(&percent(trained, read, len, None));
     // The method: distances 8, 16, 32 and 8 short of each length.
     assert_eq!(attn::lm::KEY_DIGITS, 4, "a key of four digits");

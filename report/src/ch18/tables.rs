@@ -225,8 +225,7 @@ pub fn passkey_per_seed(
 /// chapter's table.
 pub fn passkey_reads() -> Vec<(&'static str, &'static str, &'static str)> {
     let rotary = ROTARY_READS.iter().map(|s| ("rope", s.label(), s.name()));
-    let others = [("alibi", "alibi", "ALiBi"), ("none", "none", "no positions")];
-    rotary.chain(others).chain([("learned", "learned", "learned")]).collect()
+    rotary.chain(OTHERS.map(|(label, name)| (label, label, name))).collect()
 }
 
 /// The passkey table: for each model, the share of keys found at each
