@@ -6,6 +6,7 @@
 
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip};
 use rayon::prelude::*;
+use std::f64::consts::FRAC_1_SQRT_2;
 
 use crate::check::{check_positive, check_shape};
 use crate::error::AttnError;
@@ -140,7 +141,7 @@ pub fn gelu<F: Real>(x: F) -> F {
 /// GELU, exact: `x·Φ(x) = 0.5·x·(1 + erf(x/√2))`, with `Φ` the standard
 /// normal distribution function.
 pub fn gelu_erf<F: Real>(x: F) -> F {
-    F::of(0.5) * x * (F::one() + (x * F::of(std::f64::consts::FRAC_1_SQRT_2)).erf())
+    F::of(0.5) * x * (F::one() + (x * F::of(FRAC_1_SQRT_2)).erf())
 }
 // ANCHOR_END: activation
 
@@ -161,12 +162,17 @@ impl Activation {
                     if sech2 == F::zero() { F::zero() } else { half * x * sech2 * c * slope };
                 half * (F::one() + t) + tail
             }
-            Activation::GeluErf => {
-                let density = (-half * x * x).exp() / F::of((2.0 * std::f64::consts::PI).sqrt());
-                half * (F::one() + (x * F::of(std::f64::consts::FRAC_1_SQRT_2)).erf()) + x * density
-            }
+            Activation::GeluErf => gelu_erf_slope(x, (x * F::of(FRAC_1_SQRT_2)).erf()),
         }
     }
+}
+
+/// The exact GELU's slope at `x` given `erf = erf(x/√2)`: `Φ(x) + x·φ(x)`,
+/// with `φ` the standard normal density.
+fn gelu_erf_slope<F: Real>(x: F, erf: F) -> F {
+    let half = F::of(0.5);
+    let density = (-half * x * x).exp() / F::of((2.0 * std::f64::consts::PI).sqrt());
+    half * (F::one() + erf) + x * density
 }
 // ANCHOR_END: activation_derivative
 
@@ -192,21 +198,26 @@ impl Activation {
     /// ([`Real::erf_each`]), eight to an instruction where the processor can.
     pub fn apply_each<F: Real>(self, x: &ArrayRef2<F>) -> Array2<F> {
         match self {
-            Activation::GeluErf => with_erf_each(x, |x, erf| F::of(0.5) * x * (F::one() + erf)),
+            Activation::GeluErf => {
+                let mut y = Array2::zeros(x.dim());
+                with_erf_each(x, &mut y, |x, erf, y| *y = F::of(0.5) * x * (F::one() + erf));
+                y
+            }
             _ => map_each(x, |h| self.apply(h)),
         }
     }
 
-    /// [`Activation::derivative`] of every entry of `x`, with the same bits,
-    /// as [`Activation::apply_each`] computes it.
-    pub fn derivative_each<F: Real>(self, x: &ArrayRef2<F>) -> Array2<F> {
+    /// The chain rule through the activation: `d ⊙ act′(x)`, with the bits
+    /// of `d * &x.mapv(|h| self.derivative(h))`, in place and on the
+    /// pool's threads when `x` is large.
+    pub fn chain_each<F: Real>(self, x: &ArrayRef2<F>, d: Array2<F>) -> Array2<F> {
         match self {
-            Activation::GeluErf => with_erf_each(x, |x, erf| {
-                let half = F::of(0.5);
-                let density = (-half * x * x).exp() / F::of((2.0 * std::f64::consts::PI).sqrt());
-                half * (F::one() + erf) + x * density
-            }),
-            _ => map_each(x, |h| self.derivative(h)),
+            Activation::GeluErf => {
+                let mut d = d.as_standard_layout().into_owned();
+                with_erf_each(x, &mut d, |x, erf, d| *d = *d * gelu_erf_slope(x, erf));
+                d
+            }
+            _ => d * &map_each(x, |h| self.derivative(h)),
         }
     }
 }
@@ -215,30 +226,38 @@ impl Activation {
 /// functions of a whole block are one call.
 const ERF_BLOCK: usize = 256;
 
-/// `f(x, erf(x/√2))` of every entry `x` of `x`, on the pool's threads when
-/// `x` is large, as [`map_each`]; the error functions of [`ERF_BLOCK`]
-/// entries at a time through [`Real::erf_each`].
-fn with_erf_each<F: Real>(x: &ArrayRef2<F>, f: impl Fn(F, F) -> F + Sync + Send) -> Array2<F> {
+/// `f(x, erf(x/√2), y)` for every entry `x` of `x` and the entry `y` of `y`
+/// at its place, on the pool's threads when `x` is large, as
+/// [`map_each`]; the error functions of [`ERF_BLOCK`] entries at a time
+/// through [`Real::erf_each`].
+///
+/// # Panics
+/// If `y` is not in standard layout or has another shape (its callers
+/// make it so).
+fn with_erf_each<F: Real>(
+    x: &ArrayRef2<F>,
+    y: &mut Array2<F>,
+    f: impl Fn(F, F, &mut F) + Sync + Send,
+) {
+    assert_eq!(x.dim(), y.dim(), "the callers pass equal shapes");
     let x = x.as_standard_layout();
-    let mut out = Array2::zeros(x.dim());
-    let (xs, outs) = (x.as_slice().expect("standard layout"), out.as_slice_mut().expect("new"));
-    let block = |(xs, out): (&[F], &mut [F])| {
+    let (xs, ys) = (x.as_slice().expect("standard layout"), y.as_slice_mut().expect("standard"));
+    let block = |(xs, ys): (&[F], &mut [F])| {
         let (mut scaled, mut erf) = ([F::zero(); ERF_BLOCK], [F::zero(); ERF_BLOCK]);
         let n = xs.len();
         for (s, &x) in scaled.iter_mut().zip(xs) {
-            *s = x * F::of(std::f64::consts::FRAC_1_SQRT_2);
+            *s = x * F::of(FRAC_1_SQRT_2);
         }
         F::erf_each(&scaled[..n], &mut erf[..n]);
-        for ((out, &x), &erf) in out.iter_mut().zip(xs).zip(&erf) {
-            *out = f(x, erf);
+        for ((y, &x), &erf) in ys.iter_mut().zip(xs).zip(&erf) {
+            f(x, erf, y);
         }
     };
     if xs.len() >= SHARED_FROM && rayon::current_num_threads() > 1 {
-        xs.par_chunks(ERF_BLOCK).zip(outs.par_chunks_mut(ERF_BLOCK)).for_each(block);
+        xs.par_chunks(ERF_BLOCK).zip(ys.par_chunks_mut(ERF_BLOCK)).for_each(block);
     } else {
-        xs.chunks(ERF_BLOCK).zip(outs.chunks_mut(ERF_BLOCK)).for_each(block);
+        xs.chunks(ERF_BLOCK).zip(ys.chunks_mut(ERF_BLOCK)).for_each(block);
     }
-    out
 }
 
 // ANCHOR: ffn_forward
@@ -286,7 +305,7 @@ pub(crate) fn ffn_backward<F: Real>(
     dy: &ArrayRef2<F>,
 ) -> Result<(Array2<F>, FfnWeights<F>), AttnError> {
     let (d_hidden, second) = linear_backward(&cache.hidden, &p.w2, dy)?;
-    let d_pre = d_hidden * &activation.derivative_each(&cache.pre); // chain rule
+    let d_pre = activation.chain_each(&cache.pre, d_hidden); // d_hidden ⊙ act′(pre)
     let (dx, first) = linear_backward(&cache.x, &p.w1, &d_pre)?;
     Ok((dx, FfnWeights { w1: first.w, b1: first.b, w2: second.w, b2: second.b }))
 }
@@ -341,22 +360,23 @@ mod tests {
             Array2::from_shape_fn((768, 512), |(i, j)| (i as f32 - 384.0) * 0.02 + j as f32 * 1e-5);
         assert!(x.len() >= SHARED_FROM);
         let x_t = x.t().to_owned(); // read through a transposed view
+        let d = x.mapv(|v| 1.0 - v * 0.3); // the gradient the chain rule multiplies
         let pool = |threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         let bits = |a: &Array2<f32>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         for activation in [Activation::GeluErf, Activation::Gelu, Activation::Relu] {
             let one = x.mapv(|h| activation.apply(h));
-            let slope = x.mapv(|h| activation.derivative(h));
+            let slope = &d * &x.mapv(|h| activation.derivative(h));
             for threads in [1, 2, 3] {
                 let (got, got_slope) = pool(threads)
-                    .install(|| (activation.apply_each(&x), activation.derivative_each(&x)));
+                    .install(|| (activation.apply_each(&x), activation.chain_each(&x, d.clone())));
                 assert_eq!(bits(&got), bits(&one), "{activation:?} on {threads} threads");
                 assert_eq!(bits(&got_slope), bits(&slope), "{activation:?}' on {threads} threads");
             }
             let got = activation.apply_each(&x_t.t());
             assert_eq!(bits(&got), bits(&one), "{activation:?} of a transposed view");
         }
-        let wide = x.mapv(f64::from);
-        let got = Activation::GeluErf.derivative_each(&wide);
-        assert!(got == wide.mapv(|h| Activation::GeluErf.derivative(h)), "in f64");
+        let (wide, d) = (x.mapv(f64::from), d.mapv(f64::from));
+        let got = Activation::GeluErf.chain_each(&wide, d.clone());
+        assert!(got == d * wide.mapv(|h| Activation::GeluErf.derivative(h)), "in f64");
     }
 }
