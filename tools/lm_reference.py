@@ -7,6 +7,9 @@ recipe as the crate's `attn::lm`, for two comparisons.
   tests/golden/lm.txt, which tests/language_model.rs compares with the crate.
 - `speed`: training tokens per second over steps 101 to 300 (the crate's
   statistic), printing one line `pytorch THREADS TOKENS/S`.
+- `config`: one line naming what PyTorch's speed depends on (its version,
+  CPU capability and BLAS), which `cargo xtask measure lm` writes into the
+  speed file's header.
 - `profile`: where a training step's time goes: steps 101 to 150 under
   PyTorch's profiler, each operator's own time summed into the parts of a
   step (products, fused attention, GELU, LayerNorm, the loss, the rest),
@@ -42,6 +45,9 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measuring import torch_config  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CORPUS = os.environ.get("ATTN_CORPUS_DIR", os.path.join(ROOT, "target", "corpus", "shakespeare"))
@@ -292,12 +298,14 @@ def golden(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["golden", "train", "speed", "profile"])
+    parser.add_argument("what", choices=["golden", "train", "speed", "profile", "config"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=RECIPE["steps"])
     args = parser.parse_args()
     args.profile = args.what == "profile"
-    if args.what in ("speed", "profile"):
+    if args.what == "config":
+        print(torch_config(torch))
+    elif args.what in ("speed", "profile"):
         args.steps, args.speed = 300, True
         train(args)
     elif args.what == "train":

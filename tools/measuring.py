@@ -5,6 +5,7 @@ as `python tools/NAME.py`)."""
 import datetime
 import os
 import platform
+import re
 import time
 
 WARM_UP_S = 0.5
@@ -44,3 +45,13 @@ def mean_ns(f, *args):
         f(*args)
         times.append(time.perf_counter_ns() - t)
     return sum(times) / len(times)
+
+
+def torch_config(torch):
+    """What a PyTorch timing depends on, for a header: its version, the
+    vector instructions its CPU kernels chose (its CPU capability) and the
+    BLAS its products run through (BLAS_INFO in its build settings)."""
+    found = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+    blas = found.group(1) if found else "not reported"
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"torch {torch.__version__}, cpu capability {capability}, BLAS {blas}"

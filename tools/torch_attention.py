@@ -24,12 +24,11 @@ least 10), whose mean is written:
   PyTorch was built with), the product the crate's benchmark also times.
 """
 
-import re
 
 import torch
 import torch.nn.functional as F
 
-from measuring import allocator_settings, mean_ns, run_header
+from measuring import allocator_settings, mean_ns, run_header, torch_config
 
 D = 64
 LENGTHS = [1024, 2048, 4096]
@@ -38,8 +37,7 @@ LENGTHS = [1024, 2048, 4096]
 def main():
     print(
         f"# {run_header()}; statistic: mean; mean of 2 s of calls after 0.5 s of warm-up; "
-        f"torch {torch.__version__}, cpu capability {torch.backends.cpu.get_cpu_capability()}, "
-        f"BLAS {blas_name()}"
+        f"{torch_config(torch)}"
         f"{allocator_settings()}"
     )
     print("function,threads,n,mean_ns")
@@ -65,12 +63,6 @@ def main():
             a, b = (torch.randn(512, 512, generator=gen) for _ in range(2))
             mean = mean_ns(lambda: torch.mm(a, b))
             print(f"product,{threads},512,{mean:.0f}")
-
-
-def blas_name():
-    """The BLAS PyTorch was built with, from its build settings (BLAS_INFO)."""
-    found = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
-    return found.group(1) if found else "not reported"
 
 
 def backward_mean_ns(gen, n, causal):

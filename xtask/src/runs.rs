@@ -423,11 +423,14 @@ fn measure_lm_in(python: &std::ffi::OsStr, header: &str) -> Step {
             speed += &torch_line;
         }
     }
+    // What PyTorch's speed depends on: its version, CPU capability and BLAS.
+    let torch = capture(Command::new(python).arg(&script).arg("config"))?;
     let speed_file = format!(
         "# {header}; statistic: training tokens per second over steps 101 to 300, the best of \
-         {SPEED_RUNS} runs of each program, the two in turn; \
+         {SPEED_RUNS} runs of each program, the two in turn; {}; \
          env: MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 for the crate\n\
-         program\tthreads\ttokens_per_second\n{speed}"
+         program\tthreads\ttokens_per_second\n{speed}",
+        torch.trim()
     );
     write_data("ch16-speed.tsv", &speed_file)?;
     cache_speeds(&binary, header)?;
