@@ -22,12 +22,12 @@ pub trait Real: NdFloat {
     fn exp_nonpositive(self) -> Self;
     /// The error function, for the exact GELU.
     fn erf(self) -> Self;
-    /// `out[i] = x[i].erf()` for slices of equal length, with the bits of
+    /// Replaces each number of `x` by its error function, with the bits of
     /// [`Real::erf`]: for `f32`, eight at a time where the processor has
     /// AVX2 ([`erf`]).
-    fn erf_each(x: &[Self], out: &mut [Self]) {
-        for (x, out) in x.iter().zip(out) {
-            *out = x.erf();
+    fn erf_in_place(x: &mut [Self]) {
+        for x in x {
+            *x = x.erf();
         }
     }
 }
@@ -46,8 +46,8 @@ impl Real for f32 {
     fn erf(self) -> f32 {
         libm::erff(self)
     }
-    fn erf_each(x: &[f32], out: &mut [f32]) {
-        erf::erf_each(x, out)
+    fn erf_in_place(x: &mut [f32]) {
+        erf::erf_in_place(x)
     }
 }
 

@@ -195,8 +195,8 @@ fn map_each<F: Real>(x: &ArrayRef2<F>, f: impl Fn(F) -> F + Sync + Send) -> Arra
 impl Activation {
     /// [`Activation::apply`] of every entry of `x`, with the same bits; the
     /// exact GELU takes the error function of many entries at once
-    /// ([`Real::erf_each`]), eight to an instruction where the processor can.
-    pub fn apply_each<F: Real>(self, x: &ArrayRef2<F>) -> Array2<F> {
+    /// ([`Real::erf_in_place`]), eight to an instruction where the processor can.
+    pub(crate) fn apply_each<F: Real>(self, x: &ArrayRef2<F>) -> Array2<F> {
         match self {
             Activation::GeluErf => {
                 let mut y = Array2::zeros(x.dim());
@@ -210,11 +210,11 @@ impl Activation {
     /// The chain rule through the activation: `d ⊙ act′(x)`, with the bits
     /// of `d * &x.mapv(|h| self.derivative(h))`, in place and on the
     /// pool's threads when `x` is large.
-    pub fn chain_each<F: Real>(self, x: &ArrayRef2<F>, d: Array2<F>) -> Array2<F> {
+    pub(crate) fn chain_each<F: Real>(self, x: &ArrayRef2<F>, d: Array2<F>) -> Array2<F> {
         match self {
             Activation::GeluErf => {
                 let mut d = d.as_standard_layout().into_owned();
-                with_erf_each(x, &mut d, |x, erf, d| *d = *d * gelu_erf_slope(x, erf));
+                with_erf_each(x, &mut d, |x, erf, d| *d *= gelu_erf_slope(x, erf));
                 d
             }
             _ => d * &map_each(x, |h| self.derivative(h)),
@@ -229,7 +229,7 @@ const ERF_BLOCK: usize = 256;
 /// `f(x, erf(x/√2), y)` for every entry `x` of `x` and the entry `y` of `y`
 /// at its place, on the pool's threads when `x` is large, as
 /// [`map_each`]; the error functions of [`ERF_BLOCK`] entries at a time
-/// through [`Real::erf_each`].
+/// through [`Real::erf_in_place`].
 ///
 /// # Panics
 /// If `y` is not in standard layout or has another shape (its callers
@@ -243,13 +243,13 @@ fn with_erf_each<F: Real>(
     let x = x.as_standard_layout();
     let (xs, ys) = (x.as_slice().expect("standard layout"), y.as_slice_mut().expect("standard"));
     let block = |(xs, ys): (&[F], &mut [F])| {
-        let (mut scaled, mut erf) = ([F::zero(); ERF_BLOCK], [F::zero(); ERF_BLOCK]);
-        let n = xs.len();
-        for (s, &x) in scaled.iter_mut().zip(xs) {
-            *s = x * F::of(FRAC_1_SQRT_2);
+        let mut erf = [F::zero(); ERF_BLOCK];
+        let erf = &mut erf[..xs.len()];
+        for (e, &x) in erf.iter_mut().zip(xs) {
+            *e = x * F::of(FRAC_1_SQRT_2);
         }
-        F::erf_each(&scaled[..n], &mut erf[..n]);
-        for ((y, &x), &erf) in ys.iter_mut().zip(xs).zip(&erf) {
+        F::erf_in_place(erf); // erf(x/√2)
+        for ((y, &x), &erf) in ys.iter_mut().zip(xs).zip(&*erf) {
             f(x, erf, y);
         }
     };

@@ -16,25 +16,21 @@
 //!
 //! [`Real::erf`]: super::Real::erf
 
-/// `out[i] = erf(x[i])`, bit for bit `libm::erff`, eight at a time where
-/// the processor has AVX2.
-///
-/// # Panics
-/// If `x` and `out` differ in length (its callers pass equal slices).
-pub(crate) fn erf_each(x: &[f32], out: &mut [f32]) {
-    assert_eq!(x.len(), out.len(), "the callers pass slices of equal length");
+/// Replaces each number of `x` by its error function, bit for bit
+/// `libm::erff`, eight at a time where the processor has AVX2.
+pub(crate) fn erf_in_place(x: &mut [f32]) {
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         done = x.len() / 8 * 8;
-        for (x, out) in x[..done].chunks_exact(8).zip(out[..done].chunks_exact_mut(8)) {
-            // SAFETY: the processor runs AVX2 (checked above); both chunks
-            // hold 8 numbers.
-            unsafe { avx2::erf8(x, out) };
+        for chunk in x[..done].chunks_exact_mut(8) {
+            // SAFETY: the processor runs AVX2 (checked above); the chunk
+            // holds 8 numbers.
+            unsafe { avx2::erf8(chunk) };
         }
     }
-    for (x, out) in x[done..].iter().zip(&mut out[done..]) {
-        *out = libm::erff(*x);
+    for x in &mut x[done..] {
+        *x = libm::erff(*x);
     }
 }
 
@@ -183,13 +179,13 @@ mod avx2 {
         pick(tiny, _mm256_add_ps(_mm256_set1_ps(1.0), x), y)
     }
 
-    /// `out[i] = libm::erff(x[i])` for 8 numbers.
+    /// Replaces 8 numbers `x` by `libm::erff` of each.
     ///
     /// # Safety
-    /// The processor must run AVX2; `x` and `out` must hold 8 numbers.
+    /// The processor must run AVX2; `x` must hold 8 numbers.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn erf8(x: &[f32], out: &mut [f32]) {
-        assert!(x.len() == 8 && out.len() == 8);
+    pub(super) unsafe fn erf8(x: &mut [f32]) {
+        assert!(x.len() == 8);
         let v = _mm256_loadu_ps(x.as_ptr());
         let bits = _mm256_castps_si256(v);
         let ix = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fff_ffff));
@@ -199,8 +195,8 @@ mod avx2 {
         ))) != 0
         {
             // An infinity or a NaN: erff's own special case.
-            for (x, out) in x.iter().zip(out) {
-                *out = libm::erff(*x);
+            for x in x {
+                *x = libm::erff(*x);
             }
             return;
         }
@@ -260,7 +256,7 @@ mod avx2 {
             y = pick(below_0_84, small, y);
         }
         let y = _mm256_or_ps(y, _mm256_castsi256_ps(sign));
-        _mm256_storeu_ps(out.as_mut_ptr(), y);
+        _mm256_storeu_ps(x.as_mut_ptr(), y);
     }
 }
 
@@ -270,8 +266,8 @@ mod tests {
 
     /// Every lane's bits equal `libm::erff`'s (a NaN for a NaN).
     fn assert_erff_bits(xs: &[f32]) {
-        let mut got = vec![0.0; xs.len()];
-        erf_each(xs, &mut got);
+        let mut got = xs.to_vec();
+        erf_in_place(&mut got);
         for (&x, &g) in xs.iter().zip(&got) {
             let want = libm::erff(x);
             let same = g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan());
