@@ -24,7 +24,7 @@ pub trait Real: NdFloat {
     fn erf(self) -> Self;
     /// Replaces each number of `x` by its error function, with the bits of
     /// [`Real::erf`]: for `f32`, eight at a time where the processor has
-    /// AVX2 ([`erf`]).
+    /// AVX2, with `libm::erff`'s formulas in every lane of a register.
     fn erf_in_place(x: &mut [Self]) {
         for x in x {
             *x = x.erf();
