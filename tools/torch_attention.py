@@ -24,7 +24,6 @@ least 10), whose mean is written:
   PyTorch was built with), the product the crate's benchmark also times.
 """
 
-
 import torch
 import torch.nn.functional as F
 
