@@ -181,11 +181,16 @@ fn gelu_erf_slope<F: Real>(x: F, erf: F) -> F {
 /// single row far below.
 const SHARED_FROM: usize = 1 << 16;
 
+/// Whether an array of `len` entries is shared among the pool's threads.
+fn shared(len: usize) -> bool {
+    len >= SHARED_FROM && rayon::current_num_threads() > 1
+}
+
 /// `f` of every entry of `x`, on the pool's threads when `x` is large.
 /// Each entry is `f` of that entry alone, so the result has the same bits
 /// on any number of threads.
 fn map_each<F: Real>(x: &ArrayRef2<F>, f: impl Fn(F) -> F + Sync + Send) -> Array2<F> {
-    if x.len() >= SHARED_FROM && rayon::current_num_threads() > 1 {
+    if shared(x.len()) {
         Zip::from(x).par_map_collect(|&v| f(v))
     } else {
         x.mapv(f)
@@ -213,7 +218,11 @@ impl Activation {
     pub(crate) fn chain_each<F: Real>(self, x: &ArrayRef2<F>, d: Array2<F>) -> Array2<F> {
         match self {
             Activation::GeluErf => {
-                let mut d = d.as_standard_layout().into_owned();
+                // Copied only if its rows are not laid out one after another.
+                let mut d = match d.is_standard_layout() {
+                    true => d,
+                    false => d.as_standard_layout().into_owned(),
+                };
                 with_erf_each(x, &mut d, |x, erf, d| *d *= gelu_erf_slope(x, erf));
                 d
             }
@@ -253,7 +262,7 @@ fn with_erf_each<F: Real>(
             f(x, erf, y);
         }
     };
-    if xs.len() >= SHARED_FROM && rayon::current_num_threads() > 1 {
+    if shared(xs.len()) {
         xs.par_chunks(ERF_BLOCK).zip(ys.par_chunks_mut(ERF_BLOCK)).for_each(block);
     } else {
         xs.chunks(ERF_BLOCK).zip(ys.chunks_mut(ERF_BLOCK)).for_each(block);
@@ -374,6 +383,9 @@ mod tests {
             }
             let got = activation.apply_each(&x_t.t());
             assert_eq!(bits(&got), bits(&one), "{activation:?} of a transposed view");
+            let d_columns = d.t().to_owned().reversed_axes(); // d, stored by columns
+            let got = activation.chain_each(&x, d_columns);
+            assert_eq!(bits(&got), bits(&slope), "{activation:?}' of a gradient by columns");
         }
         let (wide, d) = (x.mapv(f64::from), d.mapv(f64::from));
         let got = Activation::GeluErf.chain_each(&wide, d.clone());
