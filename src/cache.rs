@@ -115,6 +115,20 @@ pub trait KeyValueCache: std::fmt::Debug + Send + Sync {
 }
 // ANCHOR_END: store
 
+/// A boxed cache is a cache: a model keeps one box a head, whatever the
+/// kind of cache in it.
+impl<C: KeyValueCache + ?Sized> KeyValueCache for Box<C> {
+    fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
+        (**self).append(k_t, v_t)
+    }
+    fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
+        (**self).attend(q_t)
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+}
+
 impl KeyValueCache for KvCache {
     fn append(&mut self, k_t: &ArrayRef1<f32>, v_t: &ArrayRef1<f32>) -> Result<(), AttnError> {
         KvCache::append(self, k_t, v_t)

@@ -233,6 +233,15 @@ pub enum AttnError {
         /// What it must satisfy.
         requirement: &'static str,
     },
+    /// A paged KV cache's pool with no free block left for a token that
+    /// needs one: the token was not read. Finish or pause a sequence to
+    /// free its blocks, or make a larger pool.
+    PoolFull {
+        /// The blocks the pool holds, all in use.
+        blocks: usize,
+        /// The tokens a block holds.
+        block_size: usize,
+    },
 }
 
 mod display;

@@ -43,6 +43,37 @@ pub struct LatentCache {
     d_c: usize,
 }
 
+/// What latent attention's decoding step needs of the cache it reads:
+/// [`LatentCache`] keeps the last tokens in a ring buffer, and a paged
+/// cache ([`crate::lm::PagedKv`]) keeps them in the blocks of a pool.
+pub trait LatentRows {
+    /// The widths it was made for: the latent's `d_c`, and a row's
+    /// `d_c + d_r`.
+    fn widths(&self) -> (usize, usize);
+    /// How many tokens it has been given: the position of the next.
+    fn seen(&self) -> usize;
+    /// Keeps the newest token's row `[c_t | k^R_t]`.
+    fn append(&mut self, row: &ArrayRef1<f32>) -> Result<(), AttnError>;
+    /// Attends with `q` over the rows held, as keys, their first `d_c`
+    /// columns as values, the scores divided by `scale`.
+    fn attend(&self, q: &ArrayRef1<f32>, scale: f32) -> Result<Array1<f32>, AttnError>;
+}
+
+impl LatentRows for LatentCache {
+    fn widths(&self) -> (usize, usize) {
+        (self.d_c, self.keys.width())
+    }
+    fn seen(&self) -> usize {
+        self.keys.seen()
+    }
+    fn append(&mut self, row: &ArrayRef1<f32>) -> Result<(), AttnError> {
+        self.keys.append(row, &Array1::zeros(0)) // no separate values
+    }
+    fn attend(&self, q: &ArrayRef1<f32>, scale: f32) -> Result<Array1<f32>, AttnError> {
+        self.keys.attend_keys_as_values(q, self.d_c, scale)
+    }
+}
+
 impl LatentCache {
     /// How many tokens it holds.
     pub fn len(&self) -> usize {
@@ -212,23 +243,23 @@ impl AbsorbedLatent {
     pub fn step(
         &self,
         x_t: &ArrayRef1<f32>,
-        cache: &mut LatentCache,
+        cache: &mut impl LatentRows,
     ) -> Result<Array1<f32>, AttnError> {
         let x = x_t.to_owned().insert_axis(Axis(0)); // 1×d_model
         check_model_width("token", &x, self.w_dkv.nrows())?;
         check_finite("token", &x)?;
         self.check_cache(cache)?;
-        let (t, d_r) = (cache.keys.seen(), self.w_kr.ncols()); // t: the token's position
+        let (t, d_r) = (cache.seen(), self.w_kr.ncols()); // t: the token's position
         let mut k_r = matmul(&x, &self.w_kr);
         rotate(&mut k_r, t, Rotation::Forward);
         let row = concatenate![Axis(1), matmul(&x, &self.w_dkv), k_r]; // [c_t | k^R_t]
-        cache.keys.append(&row.row(0), &Array1::zeros(0))?;
+        cache.append(&row.row(0))?;
         let mut out = Array2::zeros((1, self.w_dkv.nrows()));
         for (i, [query, output]) in self.heads.iter().enumerate() {
             let mut q_r = matmul(&x, &self.w_qr.slice(s![.., i * d_r..(i + 1) * d_r]));
             rotate(&mut q_r, t, Rotation::Forward);
             let q = concatenate![Axis(1), matmul(&x, query), q_r]; // 1×(d_c + d_r)
-            let latent_mean = cache.keys.attend_keys_as_values(&q.row(0), cache.d_c, self.scale)?; // d_c
+            let latent_mean = cache.attend(&q.row(0), self.scale)?; // d_c
             out += &matmul(&latent_mean.insert_axis(Axis(0)), output);
         }
         Ok(out.remove_axis(Axis(0)))
@@ -236,9 +267,9 @@ impl AbsorbedLatent {
     // ANCHOR_END: absorbed_step
 
     /// Checks that `cache` was made for a layer of these widths.
-    fn check_cache(&self, cache: &LatentCache) -> Result<(), AttnError> {
+    fn check_cache(&self, cache: &impl LatentRows) -> Result<(), AttnError> {
         let d_c = self.w_dkv.ncols();
-        if (cache.d_c, cache.keys.width()) == (d_c, d_c + self.w_kr.ncols()) {
+        if cache.widths() == (d_c, d_c + self.w_kr.ncols()) {
             return Ok(());
         }
         Err(AttnError::Mismatched {

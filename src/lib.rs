@@ -75,6 +75,7 @@ pub mod model;
 pub mod multihead;
 pub mod nn;
 pub mod origins;
+pub mod paging;
 pub mod position;
 #[cfg(feature = "pretrained")]
 pub mod pretrained;

@@ -148,12 +148,7 @@ impl SlidingCache {
         d_v: usize,
         scale: f32,
     ) -> Result<Array1<f32>, AttnError> {
-        let n = self.len();
-        let k = self.k.slice(s![..n, ..]);
-        let v = self.k.slice(s![..n, ..d_v.min(self.k.ncols())]);
-        let q_t = q_t.to_owned().insert_axis(Axis(0));
-        let (_, o) = crate::masking::attend(&q_t, &k, &v, scale, crate::masking::Scores::Plain)?;
-        Ok(o.row(0).to_owned())
+        attend_rows_as_values(q_t, self.k.slice(s![..self.len(), ..]), d_v, scale)
     }
 
     /// How many tokens it holds: at most `sinks + window`.
@@ -181,6 +176,21 @@ impl SlidingCache {
     pub fn bytes(&self) -> usize {
         (self.k.len() + self.v.len()) * std::mem::size_of::<f32>()
     }
+}
+
+/// Attends with `q_t` over `rows` as keys, their first `d_v` columns as
+/// values, the scores divided by `scale`: what latent attention reads of
+/// its cache, a ring buffer or a pool's blocks.
+pub(crate) fn attend_rows_as_values(
+    q_t: &ArrayRef1<f32>,
+    rows: ndarray::ArrayView2<f32>,
+    d_v: usize,
+    scale: f32,
+) -> Result<Array1<f32>, AttnError> {
+    let v = rows.slice(s![.., ..d_v.min(rows.ncols())]);
+    let q_t = q_t.to_owned().insert_axis(Axis(0));
+    let (_, o) = crate::masking::attend(&q_t, &rows, &v, scale, crate::masking::Scores::Plain)?;
+    Ok(o.row(0).to_owned())
 }
 
 #[cfg(test)]

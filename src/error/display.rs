@@ -75,6 +75,11 @@ impl fmt::Display for AttnError {
                 limit,
             } => write!(f, "{name} {requirement} ({limit}), got {value}"),
             AttnError::Mismatched { name, requirement } => write!(f, "{name} {requirement}"),
+            AttnError::PoolFull { blocks, block_size } => write!(
+                f,
+                "the KV cache's pool is full: all {blocks} blocks of {block_size} tokens are in \
+                 use; finish or pause a sequence to free its blocks, or make a larger pool"
+            ),
             AttnError::NotSelfAttention { queries, keys } => write!(
                 f,
                 "causal attention needs one key per query, but there are {queries} queries and {keys} keys"

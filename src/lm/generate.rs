@@ -5,7 +5,7 @@
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
 
-use super::kv::LmCache;
+use super::kv::{BlockCaches, LmCache};
 use super::model::LanguageModel;
 use super::sample::{check_logits, Sampler};
 use crate::check::check_total;
@@ -21,7 +21,7 @@ pub const MAX_GENERATED: usize = 1 << 20;
 
 /// The logits, if finite (sampling's check): an `Ok` holds no NaN and no
 /// infinity.
-fn finite(logits: Array1<f32>) -> Result<Array1<f32>, AttnError> {
+pub(super) fn finite(logits: Array1<f32>) -> Result<Array1<f32>, AttnError> {
     check_logits(logits.as_slice().expect("a fresh row is contiguous"))?;
     Ok(logits)
 }
@@ -38,30 +38,35 @@ impl LanguageModel<f32> {
     /// `context` tokens afresh.
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
         self.check_step(token, cache.read, cache)?;
-        let logits = self.read_token(token, cache).and_then(finite);
+        let logits = self.read_token(token, cache.read, cache).and_then(finite);
+        cache.read += usize::from(logits.is_ok());
         // A parameter that is not finite surfaces inside a block (as a key
         // that is not finite, say): the error names the parameter instead.
         logits.or_else(|error| self.blame_parameters(error))
     }
 
-    /// [`Self::step`]'s work, once its arguments are checked.
-    fn read_token(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
-        let position = cache.read;
+    /// [`Self::step`]'s work, once its arguments are checked: `token` read
+    /// at `position`, each block attending through its cache.
+    pub(super) fn read_token(
+        &self,
+        token: usize,
+        position: usize,
+        cache: &mut impl BlockCaches,
+    ) -> Result<Array1<f32>, AttnError> {
         let eps = EPS as f32;
         let mut x = self.tokens.row(token).to_owned().insert_axis(Axis(0)); // 1×d
         if self.config.positions == Positions::Learned {
             x += &self.positions.row(position);
         }
-        for (block, kv) in self.blocks.iter().zip(&mut cache.blocks) {
+        for (l, block) in self.blocks.iter().enumerate() {
             // x ← x + Attention(LayerNorm(x)), over the block's cache.
             let (a, _) = layer_norm_forward(&x, &block.ln1.gamma, &block.ln1.beta, eps)?;
-            x += &kv.attend(&block.attn, &a, (self.config.heads, position))?;
+            x += &cache.attend(l, &block.attn, &a, (self.config.heads, position))?;
             // x ← x + FFN(LayerNorm(x)).
             let activation = self.config.activation;
             let (f, _) = ffn_sublayer(&x, (&block.ln2, &block.ffn), activation, eps)?;
             x += &f;
         }
-        cache.read += 1;
         Ok(self.read_out(&x)?.remove_axis(Axis(0)))
     }
     // ANCHOR_END: step
@@ -70,7 +75,7 @@ impl LanguageModel<f32> {
     /// error naming that parameter, which the caller can find. The
     /// parameters are read only on failure: reading them costs about as
     /// much as a step.
-    fn blame_parameters<T>(&self, error: AttnError) -> Result<T, AttnError> {
+    pub(super) fn blame_parameters<T>(&self, error: AttnError) -> Result<T, AttnError> {
         check_finite_parameters(self)?;
         Err(error)
     }

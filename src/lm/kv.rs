@@ -52,7 +52,7 @@ pub(super) enum BlockKv {
 fn heads_step(
     w: &AttentionWeights<f32>,
     a: &ArrayRef2<f32>,
-    caches: &mut [Box<dyn KeyValueCache>],
+    caches: &mut [impl KeyValueCache],
     position: Option<(usize, &RopeFrequencies)>,
 ) -> Result<Array2<f32>, AttnError> {
     let (mut q, mut k, v) = (w.queries(a)?, w.keys(a)?, w.values(a)?); // 1×d each
@@ -79,7 +79,7 @@ fn heads_step(
 fn grouped_step(
     w: &AttentionWeights<f32>,
     a: &ArrayRef2<f32>,
-    caches: &mut [Box<dyn KeyValueCache>],
+    caches: &mut [impl KeyValueCache],
     (h, position): (usize, Option<(usize, &RopeFrequencies)>),
 ) -> Result<Array2<f32>, AttnError> {
     let (mut q, mut k, v) = (w.queries(a)?, w.keys(a)?, w.values(a)?); // 1×d, 1×h_kv·d_k
@@ -105,6 +105,46 @@ fn grouped_step(
 }
 // ANCHOR_END: grouped_step
 
+/// [`heads_step`] with a cache a head, [`grouped_step`] with fewer.
+pub(super) fn attend_heads(
+    w: &AttentionWeights<f32>,
+    a: &ArrayRef2<f32>,
+    caches: &mut [impl KeyValueCache],
+    (h, position): (usize, Option<(usize, &RopeFrequencies)>),
+) -> Result<Array2<f32>, AttnError> {
+    if caches.len() == h {
+        heads_step(w, a, caches, position)
+    } else {
+        grouped_step(w, a, caches, (h, position))
+    }
+}
+
+/// What a step of the model needs of its caches: each block's attention
+/// for the newest token (`a`, `1×d`) at `position`, over what the block
+/// caches. [`LmCache`] is one; so is a sequence of a paged cache.
+pub(super) trait BlockCaches {
+    /// Block `layer`'s attention, with `h` query heads.
+    fn attend(
+        &mut self,
+        layer: usize,
+        attention: &BlockAttention<f32>,
+        a: &ArrayRef2<f32>,
+        h_position: (usize, usize),
+    ) -> Result<Array2<f32>, AttnError>;
+}
+
+impl BlockCaches for LmCache {
+    fn attend(
+        &mut self,
+        layer: usize,
+        attention: &BlockAttention<f32>,
+        a: &ArrayRef2<f32>,
+        h_position: (usize, usize),
+    ) -> Result<Array2<f32>, AttnError> {
+        self.blocks[layer].attend(attention, a, h_position)
+    }
+}
+
 impl BlockKv {
     /// The block's attention for the newest token (`a`, `1×d`) at
     /// `position`, through this cache.
@@ -116,12 +156,7 @@ impl BlockKv {
     ) -> Result<Array2<f32>, AttnError> {
         match (attention, self) {
             (BlockAttention::Heads(w), BlockKv::Heads { caches, turn }) => {
-                let position = turn.as_ref().map(|rope| (position, rope));
-                if caches.len() == h {
-                    heads_step(w, a, caches, position)
-                } else {
-                    grouped_step(w, a, caches, (h, position))
-                }
+                attend_heads(w, a, caches, (h, turn.as_ref().map(|rope| (position, rope))))
             }
             // Latent attention decodes over its latents, absorbed.
             (BlockAttention::Latent(_), BlockKv::Latent(absorbed, latents)) => {
@@ -298,7 +333,7 @@ impl LanguageModel<f32> {
 }
 
 /// The error of a cache made for another model.
-fn mismatched_cache() -> AttnError {
+pub(super) fn mismatched_cache() -> AttnError {
     AttnError::Mismatched {
         name: "cache",
         requirement: "must be made by this model's new_cache or new_cache_forgetting (a \

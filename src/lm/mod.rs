@@ -13,6 +13,7 @@ mod generate;
 mod induction;
 mod kv;
 mod model;
+mod paged;
 mod passkey;
 mod sample;
 mod streaming;
@@ -30,6 +31,7 @@ pub use induction::{
 };
 pub use kv::LmCache;
 pub use model::{LanguageModel, LmConfig, LmForward, SHAKESPEARE_MODEL};
+pub use paged::{PagedKv, Sequence};
 pub use passkey::{passkey, passkey_batch, Passkey, ASK, DIGITS, FIRST_DIGIT, KEY, KEY_DIGITS};
 pub use sample::{greedy, Sampler};
 pub use streaming::Forgetting;
