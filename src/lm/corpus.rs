@@ -201,28 +201,54 @@ impl Corpus {
 }
 
 // ANCHOR: bigram
+/// A character bigram model: `p(b | a) = (count(ab) + 1) / (count(a·) + V)`
+/// counted over a corpus's training split (add-one smoothing, so that no
+/// pair unseen there has probability 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bigram {
+    p: Vec<f64>, // V×V, row a: p(· | a)
+    v: usize,
+}
+
 impl Corpus {
-    /// The baseline a language model must beat: a character bigram model,
-    /// `p(b | a) = (count(ab) + 1) / (count(a·) + V)` counted over the
-    /// training split (add-one smoothing, so that no pair unseen there has
-    /// probability 0), and its mean cross-entropy, in nats per character,
-    /// on every pair of consecutive characters of the validation split.
-    pub fn bigram_loss(&self) -> f64 {
+    /// The bigram model of the training split.
+    pub fn bigram(&self) -> Bigram {
         let v = self.vocab.len();
         let mut counts = vec![1.0_f64; v * v]; // the + 1
         for pair in self.train().windows(2) {
             counts[usize::from(pair[0]) * v + usize::from(pair[1])] += 1.0;
         }
-        let rows: Vec<f64> = counts.chunks(v).map(|row| row.iter().sum()).collect();
+        for row in counts.chunks_mut(v) {
+            let total: f64 = row.iter().sum();
+            row.iter_mut().for_each(|c| *c /= total);
+        }
+        Bigram { p: counts, v }
+    }
+
+    /// The baseline a language model must beat: the bigram model's mean
+    /// cross-entropy, in nats per character, on every pair of consecutive
+    /// characters of the validation split.
+    pub fn bigram_loss(&self) -> f64 {
+        let bigram = self.bigram();
         let pairs = self.validation().windows(2);
-        let total: f64 = pairs
-            .clone()
-            .map(|p| {
-                let (a, b) = (usize::from(p[0]), usize::from(p[1]));
-                -(counts[a * v + b] / rows[a]).ln()
-            })
-            .sum();
-        total / pairs.len() as f64
+        let loss = |p: &[u8]| -bigram.p[usize::from(p[0]) * bigram.v + usize::from(p[1])].ln();
+        pairs.clone().map(loss).sum::<f64>() / pairs.len() as f64
+    }
+}
+// ANCHOR_END: bigram
+
+impl Bigram {
+    /// The distribution of the character after `a`: `p(· | a)`.
+    pub fn next(&self, a: usize) -> Result<&[f64], AttnError> {
+        if a >= self.v {
+            return Err(AttnError::OutOfRange {
+                name: "token",
+                value: a,
+                requirement: "must be less than the vocabulary's size",
+                limit: self.v,
+            });
+        }
+        Ok(&self.p[a * self.v..(a + 1) * self.v])
     }
 }
 // ANCHOR_END: bigram

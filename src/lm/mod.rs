@@ -16,13 +16,14 @@ mod model;
 mod paged;
 mod passkey;
 mod sample;
+mod speculative;
 mod streaming;
 mod train;
 mod weights;
 
 pub use crate::decoder::{AttentionPath, LatentSizes, Positions, Recipe};
 pub use corpus::{
-    Corpus, Vocabulary, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_FILES,
+    Bigram, Corpus, Vocabulary, SHAKESPEARE_ALPHABET, SHAKESPEARE_CHARS, SHAKESPEARE_FILES,
     SHAKESPEARE_VOCAB,
 };
 pub use generate::Decoding;
@@ -34,6 +35,9 @@ pub use model::{LanguageModel, LmConfig, LmForward, SHAKESPEARE_MODEL};
 pub use paged::{PagedKv, Sequence};
 pub use passkey::{passkey, passkey_batch, Passkey, ASK, DIGITS, FIRST_DIGIT, KEY, KEY_DIGITS};
 pub use sample::{greedy, Sampler};
+pub use speculative::{
+    acceptance, residual, verify, Draft, ModelDraft, Speculation, Verdict, MAX_DRAFT,
+};
 pub use streaming::Forgetting;
 pub use train::{
     even_offsets, mean_loss, random_offsets, train_lm, train_on_batches, windows, Batch,

@@ -105,23 +105,28 @@ impl Sampler {
     // ANCHOR_END: distribution
 
     // ANCHOR: sample
-    /// One token drawn from [`Sampler::distribution`] with `rng`: the first
-    /// token whose cumulative probability exceeds a uniform draw `u ∈ [0, 1)`.
+    /// One token drawn from [`Sampler::distribution`] with `rng`.
     pub fn sample(&self, logits: &[f32], rng: &mut StdRng) -> Result<usize, AttnError> {
         let p = self.distribution(logits)?;
-        let u: f64 = rng.random();
-        let mut cumulative = 0.0;
-        let last_kept = p.iter().rposition(|&p| p > 0.0).unwrap_or(0);
-        for (j, &p) in p.iter().enumerate() {
-            cumulative += p;
-            if u < cumulative {
-                return Ok(j);
-            }
-        }
-        Ok(last_kept) // rounding left the sum a hair below u
+        Ok(draw(&p, rng.random()))
     }
-    // ANCHOR_END: sample
 }
+
+/// The token a uniform draw `u ∈ [0, 1)` picks from the distribution `p`:
+/// the first whose cumulative probability exceeds `u` (the last token of
+/// positive probability if rounding left the sum a hair below `u`; token 0
+/// if none has any).
+pub(crate) fn draw(p: &[f64], u: f64) -> usize {
+    let mut cumulative = 0.0;
+    for (j, &p) in p.iter().enumerate() {
+        cumulative += p;
+        if u < cumulative {
+            return j;
+        }
+    }
+    p.iter().rposition(|&p| p > 0.0).unwrap_or(0)
+}
+// ANCHOR_END: sample
 
 /// Logits must be at least one, and finite.
 pub(super) fn check_logits(logits: &[f32]) -> Result<(), AttnError> {
