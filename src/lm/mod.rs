@@ -16,6 +16,7 @@ mod model;
 mod paged;
 mod passkey;
 mod sample;
+mod serving;
 mod speculative;
 mod streaming;
 mod train;
@@ -35,6 +36,7 @@ pub use model::{LanguageModel, LmConfig, LmForward, SHAKESPEARE_MODEL};
 pub use paged::{PagedKv, Sequence};
 pub use passkey::{passkey, passkey_batch, Passkey, ASK, DIGITS, FIRST_DIGIT, KEY, KEY_DIGITS};
 pub use sample::{greedy, Sampler};
+pub use serving::{Batching, Policy, Request, Served, Server, StepReport};
 pub use speculative::{
     acceptance, residual, verify, Draft, ModelDraft, Speculation, Verdict, MAX_DRAFT,
 };

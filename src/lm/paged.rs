@@ -251,6 +251,14 @@ impl LanguageModel<f32> {
     }
     // ANCHOR_END: step_paged
 
+    /// Checks that `kv` was made for this model.
+    pub(super) fn check_paged_cache(&self, kv: &PagedKv) -> Result<(), AttnError> {
+        match kv.made_for == self.config {
+            true => Ok(()),
+            false => Err(mismatched_cache()),
+        }
+    }
+
     /// Checks that `kv` was made for this model, that `sequence` is one of
     /// its pool's, and that `token` can be read next.
     fn check_paged(
@@ -259,9 +267,7 @@ impl LanguageModel<f32> {
         sequence: &Sequence,
         kv: &PagedKv,
     ) -> Result<(), AttnError> {
-        if kv.made_for != self.config {
-            return Err(mismatched_cache());
-        }
+        self.check_paged_cache(kv)?;
         kv.check_sequence(sequence)?;
         if sequence.len() >= self.config.context {
             return Err(AttnError::TooLong {
