@@ -89,7 +89,7 @@ impl LanguageModel<f32> {
     }
 
     /// The final LayerNorm and the output head.
-    fn read_out(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
+    pub(super) fn read_out(&self, x: &ArrayRef2<f32>) -> Result<Array2<f32>, AttnError> {
         let (z, _) = layer_norm_forward(x, &self.ln_f.gamma, &self.ln_f.beta, EPS as f32)?;
         self.logits(&z)
     }

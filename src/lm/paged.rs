@@ -240,7 +240,7 @@ impl LanguageModel<f32> {
         match self.read_token(token, position, &mut step).and_then(finite) {
             Ok(logits) => {
                 sequence.tokens.push(token);
-                kv.remember(sequence)?;
+                kv.remember(sequence, position)?;
                 Ok(logits)
             }
             Err(error) => {
@@ -379,10 +379,12 @@ impl PagedKv {
         }
     }
 
-    /// With shared prefixes, keeps the block `sequence` has just filled.
-    fn remember(&mut self, sequence: &Sequence) -> Result<(), AttnError> {
+    /// With shared prefixes, keeps the blocks `sequence` has filled since
+    /// it held `before` tokens.
+    fn remember(&mut self, sequence: &Sequence, before: usize) -> Result<(), AttnError> {
+        let b = self.pool.block_size();
         match &mut self.prefixes {
-            Some(p) if sequence.len().is_multiple_of(self.pool.block_size()) => {
+            Some(p) if sequence.len() / b > before / b => {
                 p.insert(&sequence.table, &sequence.tokens, &mut self.pool)
             }
             _ => Ok(()),
@@ -399,6 +401,8 @@ impl PagedKv {
         sequence.table.check_pool(&self.pool)
     }
 }
+
+mod rows;
 
 #[cfg(test)]
 mod tests;

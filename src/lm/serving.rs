@@ -199,31 +199,36 @@ impl<'a> Server<'a> {
     }
 
     // ANCHOR: step
-    /// One step: admit what fits, read a token of every request that is
-    /// writing and chunks of the prompts being read, draw the next token
-    /// of every request that has read its whole text, retire those done.
+    /// One step: admit what fits; read, in one pass, a token of every
+    /// request that is writing and chunks of the prompts being read; draw
+    /// the next token of every request that has read its whole text;
+    /// retire those done.
     pub fn step(&mut self) -> Result<StepReport, AttnError> {
         let mut report = StepReport { admitted: self.admit()?, ..StepReport::default() };
+        let (mut reads, mut last) = (Vec::new(), Vec::new());
         let mut spare = self.policy.token_budget - self.running.len(); // past a token each
-        for r in &mut self.running {
+        for (j, r) in self.running.iter().enumerate() {
             // A token of the text; more of the prompt, oldest request first.
-            let unread = r.text.len() - r.sequence.len();
+            let (read, unread) = (r.sequence.len(), r.text.len() - r.sequence.len());
             let chunk = 1 + spare.min(unread - 1);
             spare -= chunk - 1;
-            let mut logits = None;
-            for _ in 0..chunk {
-                let token = r.text[r.sequence.len()];
-                logits = Some(self.model.step_paged(token, &mut r.sequence, &mut self.kv)?);
-            }
-            report.tokens += chunk;
-            if r.sequence.len() == r.text.len() && r.text.len() < r.request.len() {
-                let logits = logits.expect("the chunk read at least the last token");
-                let next =
-                    r.request.sampler.sample(logits.as_slice().expect("a row"), &mut r.rng)?;
-                r.text.push(next);
+            reads.extend(r.text[read..read + chunk].iter().map(|&token| (j, token)));
+            last.push(reads.len() - 1); // the row whose logits come next
+        }
+        if !reads.is_empty() {
+            let mut sequences: Vec<&mut Sequence> =
+                self.running.iter_mut().map(|r| &mut r.sequence).collect();
+            let logits = self.model.read_paged(&reads, &mut sequences, &mut self.kv)?;
+            for (r, &row) in self.running.iter_mut().zip(&last) {
+                if r.sequence.len() == r.text.len() && r.text.len() < r.request.len() {
+                    let logits = logits.row(row);
+                    let next =
+                        r.request.sampler.sample(logits.as_slice().expect("a row"), &mut r.rng)?;
+                    r.text.push(next);
+                }
             }
         }
-        report.running = self.running.len();
+        (report.running, report.tokens) = (self.running.len(), reads.len());
         report.finished = self.retire()?;
         self.steps += 1;
         Ok(report)

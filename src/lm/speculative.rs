@@ -158,11 +158,9 @@ fn read_to_end(
     }
     let common = sequence.tokens().iter().zip(text).take_while(|(a, b)| a == b).count();
     kv.truncate(sequence, common.min(from))?;
-    let mut logits = Vec::new();
-    for &token in &text[sequence.len()..] {
-        logits.push(model.step_paged(token, sequence, kv)?.to_vec());
-    }
-    Ok(logits)
+    let reads: Vec<(usize, usize)> = text[sequence.len()..].iter().map(|&t| (0, t)).collect();
+    let logits = model.read_paged(&reads, &mut [sequence], kv)?; // in one pass
+    Ok(logits.rows().into_iter().map(|row| row.to_vec()).collect())
 }
 
 /// What a run of speculative decoding did.

@@ -277,3 +277,56 @@ fn bad_arguments_are_refused_by_name() {
     assert!(matches!(err, AttnError::TooLong { len: 41, max: 40, .. }), "{err}");
     assert_eq!(sequence.len(), 40);
 }
+
+/// A pass over many rows (a token of several sequences, and runs of
+/// tokens of one) gives each row the logits of reading it alone, bit for
+/// bit, and leaves the cache as reading them one by one does.
+#[test]
+fn a_pass_over_many_rows_gives_each_the_logits_of_reading_it_alone() {
+    let mut rng = StdRng::seed_from_u64(53);
+    for (name, model) in models() {
+        let block_size = rng.random_range(1..=5);
+        let mut together = model.new_paged_cache(40, block_size).unwrap();
+        let mut alone = model.new_paged_cache(40, block_size).unwrap();
+        let mut a: Vec<Sequence> = (0..3).map(|_| together.start(&[]).unwrap()).collect();
+        let mut b: Vec<Sequence> = (0..3).map(|_| alone.start(&[]).unwrap()).collect();
+        for _ in 0..6 {
+            let reads: Vec<(usize, usize)> = (0..rng.random_range(1..8))
+                .map(|_| (rng.random_range(0..3), rng.random_range(0..11)))
+                .collect();
+            let mut refs: Vec<&mut Sequence> = a.iter_mut().collect();
+            let logits = model.read_paged(&reads, &mut refs, &mut together).unwrap();
+            for (row, &(s, token)) in logits.rows().into_iter().zip(&reads) {
+                let one = model.step_paged(token, &mut b[s], &mut alone).unwrap();
+                assert_eq!(bits(&row.to_owned()), bits(&one), "{name}");
+            }
+        }
+        for (a, b) in a.iter().zip(&b) {
+            assert_eq!(
+                (a.tokens(), a.table().blocks()),
+                (b.tokens(), b.table().blocks()),
+                "{name}"
+            );
+        }
+    }
+}
+
+/// A pass that cannot be read whole reads nothing.
+#[test]
+fn a_pass_that_fails_reads_nothing() {
+    let (_, model) = models().remove(1);
+    let mut kv = model.new_paged_cache(3, 2).unwrap();
+    let (mut a, mut b) = (kv.start(&[]).unwrap(), kv.start(&[]).unwrap());
+    model.read_paged(&[(0, 1), (1, 2), (0, 3)], &mut [&mut a, &mut b], &mut kv).unwrap();
+    let reads = [(0, 4), (1, 5), (1, 6), (0, 7)]; // needs a fourth block
+    let err = model.read_paged(&reads, &mut [&mut a, &mut b], &mut kv).unwrap_err();
+    assert!(matches!(err, AttnError::PoolFull { .. }), "{err}");
+    assert_eq!((a.tokens(), b.tokens(), kv.pool().free_blocks()), (&[1, 3][..], &[2][..], 1));
+    let e = |reads: &[(usize, usize)], kv: &mut PagedKv, a: &mut Sequence| {
+        model.read_paged(reads, &mut [a], kv).unwrap_err().to_string()
+    };
+    assert!(e(&[], &mut kv, &mut a).contains("reads"));
+    assert!(e(&[(1, 0)], &mut kv, &mut a).contains("sequence"));
+    assert!(e(&[(0, 11)], &mut kv, &mut a).contains("token"));
+    assert!(e(&[(0, 1); 39], &mut kv, &mut a).contains("does not slide"));
+}
