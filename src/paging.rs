@@ -82,6 +82,7 @@ impl BlockPool {
             }
         }
         check_total("the pool's blocks", &[blocks], MAX_BLOCKS)?;
+        check_total("the pool's rows", &[blocks, block_size], usize::MAX)?; // slots in range
         let free = (0..blocks).rev().collect(); // block 0 is given first
         let id = POOLS.fetch_add(1, Ordering::Relaxed);
         Ok(BlockPool { block_size, references: vec![0; blocks], free, id })

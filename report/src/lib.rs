@@ -41,6 +41,7 @@ pub mod measurements;
 pub mod numbers;
 pub mod plot;
 pub mod provenance;
+pub mod serving;
 pub mod show;
 pub mod train_step;
 

@@ -6,6 +6,8 @@
 //! tokens and attends over them with the contiguous cache's own function:
 //! the logits are the contiguous cache's, bit for bit.
 
+use std::sync::OnceLock;
+
 use ndarray::{s, Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 
 use super::generate::finite;
@@ -17,7 +19,7 @@ use crate::decoder::Positions;
 use crate::error::AttnError;
 use crate::latent::{AbsorbedLatent, LatentAttention, LatentRows};
 use crate::nn::BlockAttention;
-use crate::paging::{BlockPool, BlockTable, PrefixCache};
+use crate::paging::{BlockPool, BlockTable, CopyOnWrite, PrefixCache};
 use crate::rope_scaling::RopeFrequencies;
 use crate::scaled_dot_product_attention;
 use crate::sliding::attend_rows_as_values;
@@ -77,13 +79,15 @@ impl Sequence {
 // ANCHOR: paged_head
 /// One key/value head's store, seen through one sequence's table for one
 /// step: the sequence's `held` tokens, oldest first, are rows
-/// `table.slot(0..held)` of `k` and `v`.
+/// `table.slot(0..held)` of `k` and `v`. The query heads of a group share
+/// what the first of them gathers.
 #[derive(Debug)]
 struct PagedHead<'a> {
     k: &'a mut Array2<f32>,
     v: &'a mut Array2<f32>,
     table: &'a BlockTable,
     held: usize,
+    gathered: OnceLock<(Array2<f32>, Array2<f32>)>,
 }
 
 impl KeyValueCache for PagedHead<'_> {
@@ -92,17 +96,21 @@ impl KeyValueCache for PagedHead<'_> {
         let row = self.table.slot(self.held)?; // the row the table gave the token
         self.k.row_mut(row).assign(k_t);
         self.v.row_mut(row).assign(v_t);
-        self.held += 1;
+        (self.held, self.gathered) = (self.held + 1, OnceLock::new());
         Ok(())
     }
 
     /// Gathers the keys and values in the order of the tokens, then
     /// attends as the contiguous cache does.
     fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
-        let rows = slots(self.table, self.held)?;
-        let (k, v) = (self.k.select(Axis(0), &rows), self.v.select(Axis(0), &rows));
+        if self.gathered.get().is_none() {
+            let rows = slots(self.table, self.held)?;
+            let _ =
+                self.gathered.set((self.k.select(Axis(0), &rows), self.v.select(Axis(0), &rows)));
+        }
+        let (k, v) = self.gathered.get().expect("gathered above");
         let q_t = q_t.to_owned().insert_axis(Axis(0)); // 1×d_k
-        Ok(scaled_dot_product_attention(&q_t, &k, &v)?.output.row(0).to_owned())
+        Ok(scaled_dot_product_attention(&q_t, k, v)?.output.row(0).to_owned())
     }
 
     fn len(&self) -> usize {
@@ -163,7 +171,8 @@ impl BlockCaches for PagedStep<'_> {
         let table = self.table;
         match (attention, &mut self.layers[layer]) {
             (BlockAttention::Heads(w), PagedLayer::Heads { k, v, turn }) => {
-                let head = |(k, v)| PagedHead { k, v, table, held: position };
+                let head =
+                    |(k, v)| PagedHead { k, v, table, held: position, gathered: OnceLock::new() };
                 let mut heads: Vec<PagedHead> = k.iter_mut().zip(v.iter_mut()).map(head).collect();
                 attend_heads(w, a, &mut heads, (h, turn.as_ref().map(|rope| (position, rope))))
             }
@@ -353,22 +362,50 @@ impl PagedKv {
                 claimed => break claimed?,
             }
         };
-        let Some(copy) = copy else { return Ok(()) };
+        if let Some(copy) = copy {
+            self.copy_rows(copy);
+        }
+        Ok(())
+    }
+    // ANCHOR_END: claim
+
+    /// Copies the first `rows` rows of block `from` to block `to`, in every
+    /// store.
+    fn copy_rows(&mut self, CopyOnWrite { from, to, rows }: CopyOnWrite) {
         let b = self.pool.block_size();
-        let (from, to) = (copy.from * b, copy.to * b);
+        let (from, to) = (from * b, to * b);
         for layer in &mut self.layers {
             let stores = match layer {
                 PagedLayer::Heads { k, v, .. } => k.iter_mut().chain(v).collect(),
                 PagedLayer::Latent { rows, .. } => vec![rows],
             };
             for store in stores {
-                let shared = store.slice(s![from..from + copy.rows, ..]).to_owned();
-                store.slice_mut(s![to..to + copy.rows, ..]).assign(&shared);
+                let shared = store.slice(s![from..from + rows, ..]).to_owned();
+                store.slice_mut(s![to..to + rows, ..]).assign(&shared);
             }
         }
-        Ok(())
     }
-    // ANCHOR_END: claim
+
+    /// A second sequence with the same tokens in blocks of its own, their
+    /// keys and values copied: nothing shared, as a fork becomes once both
+    /// have written into every block. A full pool is an error, and
+    /// allocates nothing.
+    pub fn copy(&mut self, sequence: &Sequence) -> Result<Sequence, AttnError> {
+        self.check_sequence(sequence)?;
+        let b = self.pool.block_size();
+        let mut table = BlockTable::new(&self.pool);
+        for _ in 0..sequence.len() {
+            if let Err(error) = table.push(&mut self.pool) {
+                table.release(&mut self.pool)?;
+                return Err(error);
+            }
+        }
+        for (i, (&from, &to)) in sequence.table.blocks().iter().zip(table.blocks()).enumerate() {
+            let rows = b.min(sequence.len() - i * b);
+            self.copy_rows(CopyOnWrite { from, to, rows });
+        }
+        Ok(Sequence { table, tokens: sequence.tokens.clone() })
+    }
 
     /// Gives a block of the prefix cache back to the pool; `false` if
     /// there is none to give.

@@ -15,6 +15,7 @@ fn a_pool_hands_out_its_blocks_then_refuses_by_type() {
     assert!(err.contains("block in use"), "{err}");
     assert!(pool.share(7).is_err());
     assert!(BlockPool::new(MAX_BLOCKS + 1, 1).is_err());
+    assert!(BlockPool::new(4, usize::MAX / 2).unwrap_err().to_string().contains("rows"));
 }
 
 /// `slot` is the row a token's key is written to: walking the blocks of

@@ -330,3 +330,22 @@ fn a_pass_that_fails_reads_nothing() {
     assert!(e(&[(0, 11)], &mut kv, &mut a).contains("token"));
     assert!(e(&[(0, 1); 39], &mut kv, &mut a).contains("does not slide"));
 }
+
+/// A copy holds the same keys and values in blocks of its own: both go on
+/// as the original would, and a full pool allocates nothing.
+#[test]
+fn a_copy_goes_on_as_the_original_in_blocks_of_its_own() {
+    for (name, model) in models() {
+        let mut kv = model.new_paged_cache(5, 3).unwrap();
+        let mut a = kv.start(&[]).unwrap();
+        model.read_paged(&[(0, 1), (0, 2), (0, 3), (0, 4)], &mut [&mut a], &mut kv).unwrap();
+        let mut b = kv.copy(&a).unwrap();
+        assert!(a.table().blocks().iter().all(|x| !b.table().blocks().contains(x)), "{name}");
+        let one = model.step_paged(5, &mut a, &mut kv).unwrap();
+        let other = model.step_paged(5, &mut b, &mut kv).unwrap();
+        assert_eq!(bits(&one), bits(&other), "{name}");
+        let free = kv.pool().free_blocks();
+        assert!(matches!(kv.copy(&a), Err(AttnError::PoolFull { .. })), "{name}");
+        assert_eq!(kv.pool().free_blocks(), free, "{name}");
+    }
+}

@@ -1,0 +1,295 @@
+//! Serving attention: the measurements of the paged cache, continuous
+//! batching and speculative decoding (run by `examples/serving_data.rs`).
+//! Speed does not depend on the weights' values, so the decode and
+//! batching measurements use freshly initialised models of chapter 17's
+//! variants; speculative decoding's acceptance does, so it uses the
+//! book's trained model and trained drafts.
+
+use std::time::Instant;
+
+use attn::lm::{
+    Batching, Corpus, Decoding, LanguageModel, LmCache, LmConfig, LmTraining, ModelDraft, PagedKv,
+    Policy, Request, Sampler, Sequence, Server, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
+};
+
+use crate::ch17::{variant, Attention};
+use crate::error::ReportError;
+
+/// The tokens a block holds in every measurement.
+pub const BLOCK_SIZE: usize = 16;
+
+/// The longest context measured: chapter 17's rotary variants read it as
+/// they are (rotary positions have no table to outgrow).
+pub const LONGEST: usize = 2048;
+
+/// The batches and contexts of the decode measurement.
+pub const BATCHES: [usize; 4] = [1, 4, 16, 64];
+/// See [`BATCHES`].
+pub const CONTEXTS: [usize; 4] = [64, 256, 1024, 2048];
+
+/// One decode step of `batch` sequences, each holding `context − 1`
+/// tokens and reading one more: the best time of `repeats`, and the bytes
+/// of keys and values (or latents) the step reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeStep {
+    /// The variant's attention.
+    pub attention: Attention,
+    /// Sequences read together.
+    pub batch: usize,
+    /// Tokens each attends over.
+    pub context: usize,
+    /// The best time of a step, in seconds.
+    pub seconds: f64,
+    /// Bytes of cache the step reads: `batch · context · bytes per token`.
+    pub cache_bytes: usize,
+}
+
+/// A model of `attention` reading [`LONGEST`] tokens, freshly initialised.
+pub fn decode_model(attention: Attention) -> Result<LanguageModel<f32>, ReportError> {
+    let model = LanguageModel::<f32>::new(variant(attention), 1)?;
+    Ok(model.with_context(LONGEST)?)
+}
+
+/// `count` sequences of `len` tokens each in `kv`, their keys and values
+/// in blocks of their own: one read in chunks, the others copies of it.
+pub fn fill(
+    model: &LanguageModel<f32>,
+    kv: &mut PagedKv,
+    (count, len): (usize, usize),
+) -> Result<Vec<Sequence>, ReportError> {
+    let mut first = kv.start(&[])?;
+    let vocab = model.config().vocab;
+    let tokens: Vec<usize> = (0..len).map(|t| (t * 7 + 3) % vocab).collect();
+    for chunk in tokens.chunks(256) {
+        let reads: Vec<(usize, usize)> = chunk.iter().map(|&t| (0, t)).collect();
+        model.read_paged(&reads, &mut [&mut first], kv)?;
+    }
+    let mut sequences = Vec::with_capacity(count);
+    for _ in 1..count {
+        sequences.push(kv.copy(&first)?);
+    }
+    sequences.push(first);
+    Ok(sequences)
+}
+
+/// The decode step of `attention` at every batch and context of
+/// [`BATCHES`] and [`CONTEXTS`], best of `repeats`.
+pub fn decode_steps(attention: Attention, repeats: usize) -> Result<Vec<DecodeStep>, ReportError> {
+    let model = decode_model(attention)?;
+    let per_token = LmCache::bytes_per_token(&model);
+    let mut rows = Vec::new();
+    for context in CONTEXTS {
+        for batch in BATCHES {
+            let blocks = batch * context.div_ceil(BLOCK_SIZE);
+            let mut kv = model.new_paged_cache(blocks, BLOCK_SIZE)?;
+            let mut sequences = fill(&model, &mut kv, (batch, context - 1))?;
+            let reads: Vec<(usize, usize)> = (0..batch).map(|i| (i, i % 84)).collect();
+            let mut best = f64::INFINITY;
+            for _ in 0..repeats {
+                let mut refs: Vec<&mut Sequence> = sequences.iter_mut().collect();
+                let start = Instant::now();
+                model.read_paged(&reads, &mut refs, &mut kv)?;
+                best = best.min(start.elapsed().as_secs_f64());
+                for sequence in &mut sequences {
+                    kv.truncate(sequence, context - 1)?;
+                }
+            }
+            let cache_bytes = batch * context * per_token;
+            rows.push(DecodeStep { attention, batch, context, seconds: best, cache_bytes });
+        }
+    }
+    Ok(rows)
+}
+
+/// The decode step of `attention` through the contiguous cache of
+/// chapters 16 and 17, one sequence, at every context of [`CONTEXTS`]: the
+/// best of `repeats` consecutive steps once `context − 1` tokens are held.
+pub fn contiguous_steps(
+    attention: Attention,
+    repeats: usize,
+) -> Result<Vec<(usize, f64)>, ReportError> {
+    let model = decode_model(attention)?;
+    let vocab = model.config().vocab;
+    let mut rows = Vec::new();
+    for context in CONTEXTS {
+        let mut cache = model.new_cache();
+        for t in 0..context - 1 {
+            model.step((t * 7 + 3) % vocab, &mut cache)?;
+        }
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats {
+            let start = Instant::now();
+            model.step(1, &mut cache)?;
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        rows.push((context, best));
+    }
+    Ok(rows)
+}
+
+/// The workload of the batching measurement: `count` requests of varied
+/// lengths (prompts of 8 to 128 tokens, 8 to 256 to write), greedy.
+pub fn workload(count: usize) -> Result<Vec<Request>, ReportError> {
+    let mut rng = attn::lm::SplitMix64::new(51);
+    let mut uniform = |lo: usize, hi: usize| lo + (rng.next_u64() % (hi - lo + 1) as u64) as usize;
+    let greedy = Sampler::new(0.0)?;
+    let requests = (0..count)
+        .map(|i| {
+            let prompt = (0..uniform(8, 128)).map(|t| (t * 5 + i) % 84).collect();
+            Request { prompt, count: uniform(8, 256), sampler: greedy, seed: i as u64 }
+        })
+        .collect();
+    Ok(requests)
+}
+
+/// How a batching policy served the workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    /// Continuous or static.
+    pub batching: Batching,
+    /// Steps taken.
+    pub steps: usize,
+    /// Wall time of the whole workload, in seconds.
+    pub seconds: f64,
+    /// Tokens written.
+    pub written: usize,
+    /// Seconds from the start to each request's last token.
+    pub latencies: Vec<f64>,
+    /// The most blocks in use at once.
+    pub peak_blocks: usize,
+}
+
+/// The slots and token budget of the batching measurement.
+pub const SLOTS: usize = 16;
+/// See [`SLOTS`].
+pub const TOKEN_BUDGET: usize = 256;
+/// The context of the batching measurement's model.
+pub const SERVED_CONTEXT: usize = 512;
+
+/// Serves `requests` (all arriving at once) with `batching` on chapter
+/// 17's multi-head variant reading [`SERVED_CONTEXT`] tokens, through a
+/// pool as large as the slots' whole contexts.
+pub fn serve(requests: &[Request], batching: Batching) -> Result<Served, ReportError> {
+    let model = LanguageModel::<f32>::new(variant(Attention::KvHeads(4)), 1)?
+        .with_context(SERVED_CONTEXT)?;
+    let kv = model.new_paged_cache(SLOTS * SERVED_CONTEXT / BLOCK_SIZE, BLOCK_SIZE)?;
+    let policy = Policy { batching, slots: SLOTS, token_budget: TOKEN_BUDGET };
+    let mut server = Server::new(&model, kv, policy)?;
+    for request in requests {
+        server.submit(request.clone())?;
+    }
+    let (start, mut finished, mut peak_blocks, mut steps) = (Instant::now(), Vec::new(), 0, 0);
+    while !server.is_idle() {
+        let report = server.step()?;
+        let elapsed = start.elapsed().as_secs_f64();
+        finished.extend(report.finished.iter().map(|&id| (id, elapsed)));
+        let pool = server.cache().pool();
+        peak_blocks = peak_blocks.max(pool.blocks() - pool.free_blocks());
+        steps += 1;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    finished.sort_by_key(|&(id, _)| id);
+    let latencies = finished.into_iter().map(|(_, s)| s).collect();
+    let written = requests.iter().map(|r| r.count).sum();
+    Ok(Served { batching, steps, seconds, written, latencies, peak_blocks })
+}
+
+/// The `q`-quantile of `values` (nearest rank).
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The one-layer draft's configuration and recipe: the book's model with
+/// one block, trained for 1,000 steps.
+pub const DRAFT_MODEL: LmConfig = LmConfig { layers: 1, ..SHAKESPEARE_MODEL };
+/// See [`DRAFT_MODEL`].
+pub const DRAFT_TRAINING: LmTraining =
+    LmTraining { steps: 1000, log_every: 1000, ..SHAKESPEARE_TRAINING };
+
+/// The one-layer draft, trained on the corpus with `seed`.
+pub fn train_draft(corpus: &Corpus, seed: u64) -> Result<LanguageModel<f32>, ReportError> {
+    let mut model = LanguageModel::<f32>::new(DRAFT_MODEL, seed)?;
+    let recipe = LmTraining { seed, ..DRAFT_TRAINING };
+    attn::lm::train_lm(&mut model, corpus.train(), corpus.validation(), &recipe, |_, _| {})?;
+    Ok(model)
+}
+
+/// Speculative decoding of one draft and `k` over `prompts`: tokens kept
+/// of those proposed, and the seconds of writing with and without it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Speculated {
+    /// The draft's name.
+    pub draft: String,
+    /// Draft tokens a round.
+    pub k: usize,
+    /// Whether the sampler is greedy.
+    pub greedy: bool,
+    /// Draft tokens proposed, in all.
+    pub proposed: usize,
+    /// Draft tokens kept.
+    pub kept: usize,
+    /// Rounds.
+    pub rounds: usize,
+    /// Seconds, speculative.
+    pub seconds: f64,
+    /// Seconds, the target alone through its cache.
+    pub alone: f64,
+}
+
+/// The prompts of the speculative measurement: `count` windows of
+/// `len` characters of the validation split, evenly spaced.
+pub fn prompts(corpus: &Corpus, count: usize, len: usize) -> Vec<Vec<usize>> {
+    let text = corpus.validation();
+    let step = (text.len() - len) / count;
+    (0..count)
+        .map(|i| text[i * step..i * step + len].iter().map(|&c| usize::from(c)).collect())
+        .collect()
+}
+
+/// Writes `count` tokens after each prompt with `draft` proposing `k` at
+/// a time, and alone; greedy texts are checked equal.
+pub fn speculate(
+    target: &LanguageModel<f32>,
+    (name, draft): (&str, &mut impl attn::lm::Draft),
+    (prompts, count): (&[Vec<usize>], usize),
+    (sampler, k): (&Sampler, usize),
+) -> Result<Speculated, ReportError> {
+    let greedy = *sampler == Sampler::new(0.0)?;
+    let mut row = Speculated {
+        draft: name.to_string(),
+        k,
+        greedy,
+        proposed: 0,
+        kept: 0,
+        rounds: 0,
+        seconds: 0.0,
+        alone: 0.0,
+    };
+    for (i, prompt) in prompts.iter().enumerate() {
+        let start = Instant::now();
+        let (text, stats) =
+            target.generate_speculative((prompt, count), (sampler, i as u64), draft, k)?;
+        row.seconds += start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let alone = target.generate(prompt, count, sampler, i as u64, Decoding::Cached)?;
+        row.alone += start.elapsed().as_secs_f64();
+        if greedy && text != alone {
+            return Err(attn::AttnError::Mismatched {
+                name: "greedy speculative decoding's text",
+                requirement: "must be the target's own",
+            }
+            .into());
+        }
+        (row.proposed, row.kept, row.rounds) =
+            (row.proposed + stats.proposed, row.kept + stats.kept, row.rounds + stats.rounds);
+    }
+    Ok(row)
+}
+
+/// A draft model reading through its own cache.
+pub fn model_draft(model: &LanguageModel<f32>) -> Result<ModelDraft<'_>, ReportError> {
+    Ok(ModelDraft::new(model)?)
+}
