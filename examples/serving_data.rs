@@ -9,8 +9,8 @@ use attn::experiments::roofline::triad_bandwidth;
 use attn::lm::{Batching, Corpus, Sampler};
 use report::ch17::ATTENTIONS;
 use report::serving::{
-    contiguous_steps, decode_steps, model_draft, prompts, quantile, serve, speculate, train_draft,
-    workload,
+    arrivals, contiguous_steps, decode_steps, model_draft, prompts, quantile, serve, speculate,
+    train_draft, workload,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -41,15 +41,18 @@ fn decode() -> Result<(), Box<dyn std::error::Error>> {
 
 fn batching() -> Result<(), Box<dyn std::error::Error>> {
     let requests = workload(48)?;
-    println!("batching\tsteps\tseconds\twritten\tp50\tp95\tpeak_blocks");
-    for round in 0..2 {
-        for batching in [Batching::Continuous, Batching::Static] {
-            let s = serve(&requests, batching)?;
-            let (p50, p95) = (quantile(&s.latencies, 0.5), quantile(&s.latencies, 0.95));
-            println!(
-                "{batching:?}\t{}\t{:.4}\t{}\t{p50:.4}\t{p95:.4}\t{}\t# round {round}",
-                s.steps, s.seconds, s.written, s.peak_blocks
-            );
+    println!("arrivals\tbatching\tsteps\tseconds\twritten\tp50\tp95\tpeak_blocks");
+    for (name, gap) in [("at once", 0.0), ("every 0.1 s", 0.1)] {
+        let arrived = arrivals(requests.len(), gap);
+        for round in 0..2 {
+            for batching in [Batching::Continuous, Batching::Static] {
+                let s = serve(&requests, &arrived, batching)?;
+                let (p50, p95) = (quantile(&s.latencies, 0.5), quantile(&s.latencies, 0.95));
+                println!(
+                    "{name}\t{batching:?}\t{}\t{:.4}\t{}\t{p50:.4}\t{p95:.4}\t{}\t# round {round}",
+                    s.steps, s.seconds, s.written, s.peak_blocks
+                );
+            }
         }
     }
     Ok(())

@@ -153,7 +153,7 @@ pub struct Served {
     pub seconds: f64,
     /// Tokens written.
     pub written: usize,
-    /// Seconds from the start to each request's last token.
+    /// Seconds from each request's arrival to its last token.
     pub latencies: Vec<f64>,
     /// The most blocks in use at once.
     pub peak_blocks: usize,
@@ -166,32 +166,61 @@ pub const TOKEN_BUDGET: usize = 256;
 /// The context of the batching measurement's model.
 pub const SERVED_CONTEXT: usize = 512;
 
-/// Serves `requests` (all arriving at once) with `batching` on chapter
-/// 17's multi-head variant reading [`SERVED_CONTEXT`] tokens, through a
-/// pool as large as the slots' whole contexts.
-pub fn serve(requests: &[Request], batching: Batching) -> Result<Served, ReportError> {
+/// Arrival times for `count` requests, in seconds from the start: gaps
+/// drawn from an exponential distribution of mean `gap` (a Poisson
+/// process), the first at 0.
+pub fn arrivals(count: usize, gap: f64) -> Vec<f64> {
+    let mut rng = attn::lm::SplitMix64::new(52);
+    let mut t = 0.0;
+    (0..count)
+        .map(|i| {
+            if i > 0 {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+                t += -(1.0 - u).ln() * gap;
+            }
+            t
+        })
+        .collect()
+}
+
+/// Serves `requests`, the `i`-th arriving at `arrived[i]` seconds, with
+/// `batching` on chapter 17's multi-head variant reading
+/// [`SERVED_CONTEXT`] tokens, through a pool as large as the slots' whole
+/// contexts. Time is the sum of the steps' measured durations; when
+/// nothing runs, it jumps to the next arrival. Latencies are from each
+/// request's arrival to its last token.
+pub fn serve(
+    requests: &[Request],
+    arrived: &[f64],
+    batching: Batching,
+) -> Result<Served, ReportError> {
     let model = LanguageModel::<f32>::new(variant(Attention::KvHeads(4)), 1)?
         .with_context(SERVED_CONTEXT)?;
     let kv = model.new_paged_cache(SLOTS * SERVED_CONTEXT / BLOCK_SIZE, BLOCK_SIZE)?;
     let policy = Policy { batching, slots: SLOTS, token_budget: TOKEN_BUDGET };
     let mut server = Server::new(&model, kv, policy)?;
-    for request in requests {
-        server.submit(request.clone())?;
-    }
-    let (start, mut finished, mut peak_blocks, mut steps) = (Instant::now(), Vec::new(), 0, 0);
-    while !server.is_idle() {
+    let (mut clock, mut next, mut latencies) = (0.0, 0, vec![0.0; requests.len()]);
+    let (mut peak_blocks, mut steps) = (0, 0);
+    while next < requests.len() || !server.is_idle() {
+        if server.is_idle() {
+            clock = f64::max(clock, arrived[next]); // nothing to do until then
+        }
+        while next < requests.len() && arrived[next] <= clock {
+            server.submit(requests[next].clone())?; // ids in the order of arrival
+            next += 1;
+        }
+        let start = Instant::now();
         let report = server.step()?;
-        let elapsed = start.elapsed().as_secs_f64();
-        finished.extend(report.finished.iter().map(|&id| (id, elapsed)));
+        clock += start.elapsed().as_secs_f64();
+        for id in report.finished {
+            latencies[id] = clock - arrived[id];
+        }
         let pool = server.cache().pool();
         peak_blocks = peak_blocks.max(pool.blocks() - pool.free_blocks());
         steps += 1;
     }
-    let seconds = start.elapsed().as_secs_f64();
-    finished.sort_by_key(|&(id, _)| id);
-    let latencies = finished.into_iter().map(|(_, s)| s).collect();
     let written = requests.iter().map(|r| r.count).sum();
-    Ok(Served { batching, steps, seconds, written, latencies, peak_blocks })
+    Ok(Served { batching, steps, seconds: clock, written, latencies, peak_blocks })
 }
 
 /// The `q`-quantile of `values` (nearest rank).
@@ -292,4 +321,41 @@ pub fn speculate(
 /// A draft model reading through its own cache.
 pub fn model_draft(model: &LanguageModel<f32>) -> Result<ModelDraft<'_>, ReportError> {
     Ok(ModelDraft::new(model)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quantile_is_the_nearest_rank() {
+        let values = [5.0, 1.0, 4.0, 2.0, 3.0];
+        assert_eq!([0.5, 0.95, 0.2, 0.0].map(|q| quantile(&values, q)), [3.0, 5.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn arrivals_start_at_zero_and_rise_by_the_mean_gap() {
+        assert_eq!(arrivals(4, 0.0), [0.0; 4]);
+        let a = arrivals(2001, 0.1);
+        assert!(a[0] == 0.0 && a.windows(2).all(|w| w[1] >= w[0]));
+        let mean = a[2000] / 2000.0;
+        assert!((mean - 0.1).abs() < 0.01, "{mean}");
+    }
+
+    #[test]
+    fn a_fill_gives_every_sequence_blocks_of_its_own() {
+        let model = LanguageModel::<f32>::new(
+            LmConfig { positions: attn::lm::Positions::Rotary, context: 40, ..DRAFT_MODEL },
+            1,
+        )
+        .unwrap();
+        let mut kv = model.new_paged_cache(12, 4).unwrap();
+        let sequences = fill(&model, &mut kv, (3, 13)).unwrap();
+        let mut blocks: Vec<usize> =
+            sequences.iter().flat_map(|s| s.table().blocks().to_vec()).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        assert_eq!((blocks.len(), sequences[0].len()), (12, 13));
+        assert!(sequences.iter().all(|s| s.tokens() == sequences[2].tokens()));
+    }
 }

@@ -47,6 +47,7 @@ pub struct PrefixCache {
     entries: HashMap<usize, Entry>, // block → what it holds
     clock: u64,
     hits: usize,
+    pool: Option<u64>, // the pool it keeps blocks of, from its first use
 }
 
 impl PrefixCache {
@@ -81,6 +82,7 @@ impl PrefixCache {
         prompt: &[usize],
         pool: &mut BlockPool,
     ) -> Result<BlockTable, AttnError> {
+        self.check_pool(pool)?;
         self.clock += 1;
         let before_last = &prompt[..prompt.len().saturating_sub(1)];
         let (mut parent, mut blocks) = (PREFIX_ROOT, Vec::new());
@@ -109,6 +111,8 @@ impl PrefixCache {
         tokens: &[usize],
         pool: &mut BlockPool,
     ) -> Result<(), AttnError> {
+        self.check_pool(pool)?;
+        table.check_pool(pool)?;
         if tokens.len() != table.len() {
             return Err(AttnError::OutOfRange {
                 name: "tokens",
@@ -135,6 +139,7 @@ impl PrefixCache {
     /// Gives back to the pool the least recently used block that only the
     /// cache holds; `false` if there is none.
     pub fn evict(&mut self, pool: &mut BlockPool) -> Result<bool, AttnError> {
+        self.check_pool(pool)?;
         let unused = self.entries.iter().filter(|(&block, _)| pool.references(block) == 1);
         let Some(block) = unused.min_by_key(|(&block, e)| (e.used, block)).map(|(&b, _)| b) else {
             return Ok(false);
@@ -143,5 +148,17 @@ impl PrefixCache {
         self.by_key.remove(&entry.key);
         pool.release(block)?;
         Ok(true)
+    }
+
+    /// Binds the cache to `pool` at its first use; any other pool is
+    /// refused, since the cache's blocks are that pool's.
+    fn check_pool(&mut self, pool: &BlockPool) -> Result<(), AttnError> {
+        match *self.pool.get_or_insert(pool.id) == pool.id {
+            true => Ok(()),
+            false => Err(AttnError::Mismatched {
+                name: "prefix cache",
+                requirement: "must be used with the pool whose blocks it keeps",
+            }),
+        }
     }
 }

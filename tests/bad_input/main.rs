@@ -18,6 +18,7 @@ mod nan_and_overflow;
 mod pretrained;
 mod public_api;
 mod recent;
+mod serving;
 mod sizes;
 mod vision;
 
