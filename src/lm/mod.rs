@@ -47,4 +47,6 @@ pub use train::{
 };
 
 #[cfg(test)]
+mod test_models;
+#[cfg(test)]
 mod tests;

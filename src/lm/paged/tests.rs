@@ -3,23 +3,15 @@ use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::*;
 use crate::decoder::LatentSizes;
-use crate::lm::{LmCache, SHAKESPEARE_MODEL};
+use crate::lm::test_models::small;
+use crate::lm::LmCache;
 use crate::rope_scaling::RopeScaling;
 
 /// A small model of every kind of attention and position a paged cache
 /// serves: multi-head, grouped, multi-query and latent attention; learned,
 /// rotary, scaled rotary and no positions.
 fn models() -> Vec<(&'static str, LanguageModel<f32>)> {
-    let base = LmConfig {
-        vocab: 11,
-        context: 40,
-        d_model: 16,
-        heads: 4,
-        kv_heads: 4,
-        layers: 2,
-        d_ff: 32,
-        ..SHAKESPEARE_MODEL
-    };
+    let base = small(11, 40);
     let rotary = LmConfig { positions: Positions::Rotary, ..base };
     let configs = [
         ("multi-head, learned positions", base),

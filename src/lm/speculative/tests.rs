@@ -1,7 +1,8 @@
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::*;
-use crate::lm::{Corpus, Decoding, LmConfig, Positions, SHAKESPEARE_MODEL};
+use crate::lm::test_models::small;
+use crate::lm::{Corpus, Decoding, LmConfig, Positions};
 
 /// The right end of the interval `[0, b)` of the `u` in `[0, 1)` for which
 /// `holds(u)`, which holds up to a point and not after it: found by
@@ -109,16 +110,7 @@ fn model(config: LmConfig, seed: u64) -> LanguageModel<f32> {
 }
 
 fn config(vocab: usize) -> LmConfig {
-    LmConfig {
-        vocab,
-        context: 48,
-        d_model: 16,
-        heads: 4,
-        kv_heads: 4,
-        layers: 2,
-        d_ff: 32,
-        ..SHAKESPEARE_MODEL
-    }
+    small(vocab, 48)
 }
 
 /// With greedy decoding, speculative decoding writes the target's own
