@@ -104,9 +104,9 @@ impl KeyValueCache for PagedHead<'_> {
     /// attends as the contiguous cache does.
     fn attend(&self, q_t: &ArrayRef1<f32>) -> Result<Array1<f32>, AttnError> {
         if self.gathered.get().is_none() {
-            let rows = slots(self.table, self.held)?;
-            let _ =
-                self.gathered.set((self.k.select(Axis(0), &rows), self.v.select(Axis(0), &rows)));
+            let (k, v) =
+                (gather(self.k, self.table, self.held)?, gather(self.v, self.table, self.held)?);
+            let _ = self.gathered.set((k, v));
         }
         let (k, v) = self.gathered.get().expect("gathered above");
         let q_t = q_t.to_owned().insert_axis(Axis(0)); // 1×d_k
@@ -118,9 +118,16 @@ impl KeyValueCache for PagedHead<'_> {
     }
 }
 
-/// The rows of the pool that hold tokens `0..held` of a table.
-fn slots(table: &BlockTable, held: usize) -> Result<Vec<usize>, AttnError> {
-    (0..held).map(|t| table.slot(t)).collect()
+/// The rows of `store` that hold tokens `0..held` of `table`, in the
+/// order of the tokens, copied a block at a time.
+fn gather(store: &Array2<f32>, table: &BlockTable, held: usize) -> Result<Array2<f32>, AttnError> {
+    let b = table.block_size();
+    let mut rows = Array2::zeros((held, store.ncols()));
+    for (i, mut chunk) in rows.axis_chunks_iter_mut(Axis(0), b).enumerate() {
+        let (first, n) = (table.slot(i * b)?, chunk.nrows()); // the block's first row in the pool
+        chunk.assign(&store.slice(s![first..first + n, ..]));
+    }
+    Ok(rows)
 }
 // ANCHOR_END: paged_head
 
@@ -148,7 +155,7 @@ impl LatentRows for PagedLatent<'_> {
         Ok(())
     }
     fn attend(&self, q: &ArrayRef1<f32>, scale: f32) -> Result<Array1<f32>, AttnError> {
-        let gathered = self.rows.select(Axis(0), &slots(self.table, self.held)?);
+        let gathered = gather(self.rows, self.table, self.held)?;
         attend_rows_as_values(q, gathered.view(), self.d_c, scale)
     }
 }
