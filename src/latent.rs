@@ -260,6 +260,11 @@ impl AbsorbedLatent {
             rotate(&mut q_r, t, Rotation::Forward);
             let q = concatenate![Axis(1), matmul(&x, query), q_r]; // 1×(d_c + d_r)
             let latent_mean = cache.attend(&q.row(0), self.scale)?; // d_c
+            check_model_width(
+                "latent mean",
+                &latent_mean.view().insert_axis(Axis(0)),
+                output.nrows(),
+            )?;
             out += &matmul(&latent_mean.insert_axis(Axis(0)), output);
         }
         Ok(out.remove_axis(Axis(0)))

@@ -108,6 +108,12 @@ impl BlockPool {
         self.references.get(block).copied().unwrap_or(0)
     }
 
+    /// Checks that every one of `blocks` is in use, before a change to
+    /// all of them that must not stop halfway.
+    fn check_all_in_use(&self, blocks: &[usize]) -> Result<(), AttnError> {
+        blocks.iter().try_for_each(|&block| self.check_in_use(block))
+    }
+
     fn check_in_use(&self, block: usize) -> Result<(), AttnError> {
         if self.references(block) == 0 {
             return Err(AttnError::OutOfRange {
@@ -220,7 +226,9 @@ impl BlockTable {
     pub fn truncate(&mut self, len: usize, pool: &mut BlockPool) -> Result<(), AttnError> {
         self.check_pool(pool)?;
         let len = len.min(self.len);
-        for block in self.blocks.drain(len.div_ceil(self.block_size)..) {
+        let kept = len.div_ceil(self.block_size);
+        pool.check_all_in_use(&self.blocks[kept..])?; // all or nothing
+        for block in self.blocks.drain(kept..) {
             pool.release(block)?;
         }
         self.len = len;
@@ -237,6 +245,7 @@ impl BlockTable {
     /// copies it.
     pub fn fork(&self, pool: &mut BlockPool) -> Result<BlockTable, AttnError> {
         self.check_pool(pool)?;
+        pool.check_all_in_use(&self.blocks)?; // all or nothing
         for &block in &self.blocks {
             pool.share(block)?;
         }
@@ -246,6 +255,7 @@ impl BlockTable {
     /// A table of `blocks` (each now held once more), full: the blocks of
     /// a shared prefix.
     pub(crate) fn sharing(blocks: &[usize], pool: &mut BlockPool) -> Result<Self, AttnError> {
+        pool.check_all_in_use(blocks)?; // all or nothing
         for &block in blocks {
             pool.share(block)?;
         }

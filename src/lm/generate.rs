@@ -39,7 +39,9 @@ impl LanguageModel<f32> {
     pub fn step(&self, token: usize, cache: &mut LmCache) -> Result<Array1<f32>, AttnError> {
         self.check_step(token, cache.read, cache)?;
         let logits = self.read_token(token, cache.read, cache).and_then(finite);
-        cache.read += usize::from(logits.is_ok());
+        if logits.is_ok() {
+            cache.read += 1;
+        }
         // A parameter that is not finite surfaces inside a block (as a key
         // that is not finite, say): the error names the parameter instead.
         logits.or_else(|error| self.blame_parameters(error))

@@ -336,8 +336,9 @@ impl LanguageModel<f32> {
 pub(super) fn mismatched_cache() -> AttnError {
     AttnError::Mismatched {
         name: "cache",
-        requirement: "must be made by this model's new_cache or new_cache_forgetting (a \
-                      model of another configuration holds keys of other widths)",
+        requirement: "must be made by this model's new_cache, new_cache_forgetting or \
+                      new_paged_cache (a model of another configuration holds keys of other \
+                      widths)",
     }
 }
 

@@ -24,7 +24,7 @@ use crate::rope_scaling::RopeFrequencies;
 use crate::scaled_dot_product_attention;
 use crate::sliding::attend_rows_as_values;
 
-/// The paged KV cache of a model: a pool of blocks, and for every block of
+/// The paged KV cache of a model: a pool of blocks, and for every layer of
 /// the model the stores its tokens' keys and values are written to, one
 /// row a token, in the pool's rows (`blocks · B` rows each).
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub struct PagedKv {
     made_for: LmConfig,
 }
 
-/// One block's stores.
+/// One layer's stores.
 #[derive(Debug)]
 enum PagedLayer {
     /// The keys and the values of every key/value head, and RoPE's
@@ -138,6 +138,7 @@ struct PagedLatent<'a> {
     d_c: usize,
     table: &'a BlockTable,
     held: usize,
+    gathered: OnceLock<Array2<f32>>, // shared by the heads
 }
 
 impl LatentRows for PagedLatent<'_> {
@@ -151,11 +152,14 @@ impl LatentRows for PagedLatent<'_> {
         check_new_token(row, &Array1::zeros(0), (self.rows.ncols(), 0))?;
         let slot = self.table.slot(self.held)?;
         self.rows.row_mut(slot).assign(row);
-        self.held += 1;
+        (self.held, self.gathered) = (self.held + 1, OnceLock::new());
         Ok(())
     }
     fn attend(&self, q: &ArrayRef1<f32>, scale: f32) -> Result<Array1<f32>, AttnError> {
-        let gathered = gather(self.rows, self.table, self.held)?;
+        if self.gathered.get().is_none() {
+            let _ = self.gathered.set(gather(self.rows, self.table, self.held)?);
+        }
+        let gathered = self.gathered.get().expect("gathered above");
         attend_rows_as_values(q, gathered.view(), self.d_c, scale)
     }
 }
@@ -184,7 +188,8 @@ impl BlockCaches for PagedStep<'_> {
                 attend_heads(w, a, &mut heads, (h, turn.as_ref().map(|rope| (position, rope))))
             }
             (BlockAttention::Latent(_), PagedLayer::Latent { absorbed, rows, d_c }) => {
-                let mut latents = PagedLatent { rows, d_c: *d_c, table, held: position };
+                let gathered = OnceLock::new();
+                let mut latents = PagedLatent { rows, d_c: *d_c, table, held: position, gathered };
                 Ok(absorbed.step(&a.row(0), &mut latents)?.insert_axis(Axis(0)))
             }
             _ => Err(mismatched_cache()),
@@ -206,11 +211,7 @@ impl LanguageModel<f32> {
             });
         }
         let pool = BlockPool::new(blocks, block_size)?;
-        let rows = blocks.checked_mul(block_size).ok_or_else(|| AttnError::TooLarge {
-            what: "the paged KV cache",
-            sizes: vec![blocks, block_size],
-            limit: MAX_ENTRIES,
-        })?;
+        let rows = blocks * block_size; // the pool checked it fits
         let d_k = c.d_model / c.heads;
         let widest = c.latent.map_or(2 * c.kv_heads * d_k, |l| l.d_c + l.d_r);
         check_total("the paged KV cache", &[c.layers, rows, widest], MAX_ENTRIES)?;
@@ -269,10 +270,10 @@ impl LanguageModel<f32> {
 
     /// Checks that `kv` was made for this model.
     pub(super) fn check_paged_cache(&self, kv: &PagedKv) -> Result<(), AttnError> {
-        match kv.made_for == self.config {
-            true => Ok(()),
-            false => Err(mismatched_cache()),
+        if kv.made_for != self.config {
+            return Err(mismatched_cache());
         }
+        Ok(())
     }
 
     /// Checks that `kv` was made for this model, that `sequence` is one of
@@ -318,6 +319,11 @@ impl PagedKv {
         self.prefixes.get_or_insert_with(PrefixCache::new);
     }
 
+    /// Whether the prefix cache keeps `block` (and so holds it once).
+    pub(super) fn keeps(&self, block: usize) -> bool {
+        self.prefixes.as_ref().is_some_and(|p| p.keeps(block))
+    }
+
     /// The prefix cache, if prefixes are shared.
     pub fn prefixes(&self) -> Option<&PrefixCache> {
         self.prefixes.as_ref()
@@ -344,7 +350,8 @@ impl PagedKv {
     }
 
     /// Ends `sequence`, returning its blocks to the pool (those the prefix
-    /// cache or another sequence holds stay in use).
+    /// cache or another sequence holds stay in use). A sequence dropped
+    /// without `finish` keeps its blocks for the life of the pool.
     pub fn finish(&mut self, mut sequence: Sequence) -> Result<(), AttnError> {
         self.check_sequence(&sequence)?;
         sequence.table.release(&mut self.pool)
@@ -402,9 +409,9 @@ impl PagedKv {
     }
 
     /// A second sequence with the same tokens in blocks of its own, their
-    /// keys and values copied: nothing shared, as a fork becomes once both
-    /// have written into every block. A full pool is an error, and
-    /// allocates nothing.
+    /// keys and values copied: nothing shared (a fork shares every block
+    /// and copies only the one it writes into). A full pool is an error,
+    /// and allocates nothing.
     pub fn copy(&mut self, sequence: &Sequence) -> Result<Sequence, AttnError> {
         self.check_sequence(sequence)?;
         let b = self.pool.block_size();

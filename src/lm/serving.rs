@@ -26,7 +26,8 @@ use super::paged::{PagedKv, Sequence};
 use super::sample::Sampler;
 use crate::error::AttnError;
 
-/// A request: write `count` tokens after `prompt` (at least one token),
+/// A request: write `count` tokens (none, to read the prompt only) after
+/// `prompt` (which [`Server::submit`] requires to hold a token),
 /// drawn as `sampler` says with a random source seeded by `seed`, as
 /// [`LanguageModel::generate`] would.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,12 +43,13 @@ pub struct Request {
 }
 
 impl Request {
-    /// The tokens its text will hold, written ones included.
+    /// The tokens its text will hold, written ones included (at most
+    /// `usize::MAX`).
     pub fn len(&self) -> usize {
-        self.prompt.len() + self.count
+        self.prompt.len().saturating_add(self.count)
     }
 
-    /// Never: a request holds at least its prompt's first token.
+    /// Whether its text will hold no token (a request the server refuses).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -143,6 +145,15 @@ impl<'a> Server<'a> {
             });
         }
         model.check_paged_cache(&kv)?;
+        let pool = kv.pool();
+        let held = |b: usize| pool.references(b) > usize::from(kv.keeps(b)); // by a sequence
+        if (0..pool.blocks()).any(held) {
+            return Err(AttnError::Mismatched {
+                name: "paged cache of a server",
+                requirement: "must hold no sequence's blocks: the server reserves the whole pool \
+                              for the requests it admits (finish every sequence first)",
+            });
+        }
         let (waiting, running, served) = (VecDeque::new(), Vec::new(), Vec::new());
         Ok(Server { model, kv, policy, waiting, running, served, steps: 0, submitted: 0 })
     }
@@ -222,9 +233,14 @@ impl<'a> Server<'a> {
             for (r, &row) in self.running.iter_mut().zip(&last) {
                 if r.sequence.len() == r.text.len() && r.text.len() < r.request.len() {
                     let logits = logits.row(row);
-                    let next =
-                        r.request.sampler.sample(logits.as_slice().expect("a row"), &mut r.rng)?;
-                    r.text.push(next);
+                    match r.request.sampler.sample(logits.as_slice().expect("a row"), &mut r.rng) {
+                        Ok(next) => r.text.push(next),
+                        Err(error) => {
+                            // Unread again, so that the next step reads it.
+                            self.kv.truncate(&mut r.sequence, r.text.len() - 1)?;
+                            return Err(error);
+                        }
+                    }
                 }
             }
         }

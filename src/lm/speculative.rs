@@ -20,9 +20,11 @@ pub const MAX_DRAFT: usize = 64;
 
 // ANCHOR: accept
 /// The probability of keeping a draft token `x` drawn from the draft's
-/// distribution `q` when the target's is `p`: `min(1, p(x) / q(x))`.
+/// distribution `q` (so `q(x) > 0`) when the target's is `p`:
+/// `min(1, p(x) / q(x))`.
 pub fn acceptance(p: &[f64], q: &[f64], x: usize) -> Result<f64, AttnError> {
-    check_pair(p, q, x)?;
+    check_pair(p, q)?;
+    check_draft_token(q, x)?;
     Ok(if p[x] >= q[x] { 1.0 } else { p[x] / q[x] })
 }
 
@@ -30,13 +32,13 @@ pub fn acceptance(p: &[f64], q: &[f64], x: usize) -> Result<f64, AttnError> {
 /// probability that the draft under-proposes, `max(0, p − q)`,
 /// renormalised (`p` itself if `p = q`, when nothing is ever rejected).
 pub fn residual(p: &[f64], q: &[f64]) -> Result<Vec<f64>, AttnError> {
-    check_pair(p, q, 0)?;
+    check_pair(p, q)?;
     let r: Vec<f64> = p.iter().zip(q).map(|(p, q)| (p - q).max(0.0)).collect();
     let total: f64 = r.iter().sum();
-    Ok(match total > 0.0 {
-        true => r.iter().map(|r| r / total).collect(),
-        false => p.to_vec(),
-    })
+    if total == 0.0 {
+        return Ok(p.to_vec());
+    }
+    Ok(r.iter().map(|r| r / total).collect())
 }
 
 /// What the target does with a draft token `x`: keeps it if the uniform
@@ -48,6 +50,7 @@ pub fn verify(
     x: usize,
     [u_keep, u_draw]: [f64; 2],
 ) -> Result<Verdict, AttnError> {
+    check_uniforms([u_keep, u_draw])?;
     if u_keep < acceptance(p, q, x)? {
         return Ok(Verdict::Kept(x));
     }
@@ -73,8 +76,8 @@ impl Verdict {
     }
 }
 
-/// Two distributions over one vocabulary, and a token of it.
-fn check_pair(p: &[f64], q: &[f64], x: usize) -> Result<(), AttnError> {
+/// Two distributions over one vocabulary.
+fn check_pair(p: &[f64], q: &[f64]) -> Result<(), AttnError> {
     if p.len() != q.len() || p.is_empty() {
         return Err(AttnError::ShapesDiffer {
             what: "the target's and the draft's distributions",
@@ -92,15 +95,33 @@ fn check_pair(p: &[f64], q: &[f64], x: usize) -> Result<(), AttnError> {
             });
         }
     }
-    if x >= p.len() {
+    Ok(())
+}
+
+/// A draft token the draft could have drawn from `q`: in the vocabulary,
+/// with `q(x) > 0`.
+fn check_draft_token(q: &[f64], x: usize) -> Result<(), AttnError> {
+    if q.get(x).is_none_or(|&q_x| q_x == 0.0) {
         return Err(AttnError::OutOfRange {
             name: "draft token",
             value: x,
-            requirement: "must be less than the vocabulary's size",
-            limit: p.len(),
+            requirement: "must be one the draft could draw (q(x) > 0), of a vocabulary of size",
+            limit: q.len(),
         });
     }
     Ok(())
+}
+
+/// Uniform draws must lie in `[0, 1)`.
+fn check_uniforms(draws: [f64; 2]) -> Result<(), AttnError> {
+    match draws.into_iter().find(|u| !(0.0..1.0).contains(u)) {
+        Some(u) => Err(AttnError::InvalidArgument {
+            name: "uniform draw",
+            value: u,
+            requirement: "must be in [0, 1)",
+        }),
+        None => Ok(()),
+    }
 }
 
 /// What proposes the tokens: the distribution of the token after `text`.
@@ -193,21 +214,21 @@ impl LanguageModel<f32> {
         let (mut target, mut text) = (kv.start(&[])?, prompt.to_vec());
         let end = prompt.len() + count;
         while text.len() < end {
-            let k = k.min(end - text.len() - 1); // the round writes at most k + 1
-            let (mut proposed, mut q) = (text.clone(), Vec::new());
-            for _ in 0..k {
+            let drafts = k.min(end - text.len() - 1); // the round writes at most drafts + 1
+            let (start, mut proposed, mut q) = (text.len(), text.clone(), Vec::new());
+            for _ in 0..drafts {
                 q.push(draft.next(&proposed, sampler)?);
                 proposed.push(draw(q.last().expect("just pushed"), rng.random()));
             }
             // The target reads the last token of the text and the k drafts.
             let read = read_to_end(self, (&proposed, text.len() - 1), &mut target, &mut kv)?;
-            let p: Vec<Vec<f64>> = read[read.len() - k - 1..] // at least k + 1 read
+            let p: Vec<Vec<f64>> = read[read.len() - drafts - 1..] // at least drafts + 1 read
                 .iter()
                 .map(|logits| sampler.distribution(logits))
                 .collect::<Result<_, _>>()?;
             let mut replaced = false;
             for (i, q) in q.iter().enumerate() {
-                let verdict = verify(&p[i], q, proposed[text.len()], [rng.random(), rng.random()])?;
+                let verdict = verify(&p[i], q, proposed[start + i], [rng.random(), rng.random()])?;
                 text.push(verdict.token());
                 if let Verdict::Replaced(_) = verdict {
                     replaced = true;
@@ -216,9 +237,10 @@ impl LanguageModel<f32> {
                 stats.kept += 1;
             }
             if !replaced {
-                text.push(draw(&p[k], rng.random())); // all kept: one more, the target's own
+                text.push(draw(&p[drafts], rng.random())); // all kept: one more, the target's own
             }
-            (stats.rounds, stats.proposed) = (stats.rounds + 1, stats.proposed + k);
+            stats.rounds += 1;
+            stats.proposed += drafts;
         }
         kv.finish(target)?;
         Ok((text, stats))

@@ -88,14 +88,13 @@ impl PrefixCache {
         let (mut parent, mut blocks) = (PREFIX_ROOT, Vec::new());
         for tokens in before_last.chunks_exact(pool.block_size()) {
             let key = chain(parent, tokens);
-            let Some(entry) = self.by_key.get(&key).and_then(|b| self.entries.get_mut(b)) else {
-                break;
-            };
+            let Some(&block) = self.by_key.get(&key) else { break };
+            let entry = self.entries.get_mut(&block).expect("every key's block is kept");
             if entry.parent != parent || entry.tokens != tokens {
                 break; // two prefixes with one key: not this one
             }
             entry.used = self.clock;
-            blocks.push(self.by_key[&key]);
+            blocks.push(block);
             parent = key;
         }
         self.hits += blocks.len();
@@ -125,15 +124,27 @@ impl PrefixCache {
         let mut parent = PREFIX_ROOT;
         for (tokens, &block) in tokens.chunks_exact(table.block_size()).zip(table.blocks()) {
             let key = chain(parent, tokens);
-            if !self.by_key.contains_key(&key) && !self.entries.contains_key(&block) {
-                pool.share(block)?;
-                self.by_key.insert(key, block);
-                let entry = Entry { key, parent, tokens: tokens.to_vec(), used: self.clock };
-                self.entries.insert(block, entry);
+            match (self.by_key.get(&key).map(|b| &self.entries[b]), self.entries.get(&block)) {
+                (Some(held), _) if held.parent == parent && held.tokens == tokens => {} // kept
+                (None, None) => {
+                    pool.share(block)?;
+                    self.by_key.insert(key, block);
+                    let entry = Entry { key, parent, tokens: tokens.to_vec(), used: self.clock };
+                    self.entries.insert(block, entry);
+                }
+                // Another prefix holds the key (a collision), or the block is
+                // kept under another key: what follows is not kept either,
+                // since its key would chain to another prefix's.
+                _ => break,
             }
             parent = key;
         }
         Ok(())
+    }
+
+    /// Whether it keeps `block` (and so holds it once).
+    pub(crate) fn keeps(&self, block: usize) -> bool {
+        self.entries.contains_key(&block)
     }
 
     /// Gives back to the pool the least recently used block that only the
@@ -153,12 +164,12 @@ impl PrefixCache {
     /// Binds the cache to `pool` at its first use; any other pool is
     /// refused, since the cache's blocks are that pool's.
     fn check_pool(&mut self, pool: &BlockPool) -> Result<(), AttnError> {
-        match *self.pool.get_or_insert(pool.id) == pool.id {
-            true => Ok(()),
-            false => Err(AttnError::Mismatched {
+        if *self.pool.get_or_insert(pool.id) != pool.id {
+            return Err(AttnError::Mismatched {
                 name: "prefix cache",
                 requirement: "must be used with the pool whose blocks it keeps",
-            }),
+            });
         }
+        Ok(())
     }
 }

@@ -100,3 +100,41 @@ fn speculative_decoding_refuses_what_is_not_a_distribution() {
     let r = model.generate_speculative((&[], 2), (&greedy, 0), &mut draft, 2);
     assert!(r.unwrap_err().to_string().contains("prompt"));
 }
+
+/// A table whose blocks were released behind its back refuses to truncate
+/// or fork, all or nothing: it stays whole, and no count changes.
+#[test]
+fn a_table_refuses_changes_it_could_not_finish() {
+    let mut pool = BlockPool::new(2, 2).unwrap();
+    let mut table = BlockTable::new(&pool);
+    for _ in 0..3 {
+        table.push(&mut pool).unwrap();
+    }
+    pool.release(1).unwrap(); // not the table's to give
+    let before = (pool.references(0), pool.free_blocks());
+    assert!(table.truncate(0, &mut pool).unwrap_err().to_string().contains("block in use"));
+    assert!(table.fork(&mut pool).unwrap_err().to_string().contains("block in use"));
+    assert_eq!((pool.references(0), pool.free_blocks()), before);
+    assert_eq!((table.len(), table.slot(2).unwrap()), (3, 2));
+}
+
+#[test]
+fn a_server_refuses_a_cache_whose_blocks_sequences_hold() {
+    let model = model();
+    let mut kv = model.new_paged_cache(2, 2).unwrap();
+    let mut sequence = kv.start(&[]).unwrap();
+    model.step_paged(1, &mut sequence, &mut kv).unwrap();
+    let policy = Policy { batching: Batching::Continuous, slots: 1, token_budget: 1 };
+    let err = Server::new(&model, kv, policy).unwrap_err().to_string();
+    assert!(err.contains("finish every sequence"), "{err}");
+}
+
+#[test]
+fn a_draft_token_the_draft_could_not_draw_and_draws_outside_0_1_are_refused() {
+    let (p, q) = ([1.0, 0.0], [1.0, 0.0]);
+    assert!(acceptance(&p, &q, 1).unwrap_err().to_string().contains("q(x) > 0"));
+    for u in [[1.0, 0.5], [0.5, f64::NAN], [-0.1, 0.5]] {
+        let err = verify(&p, &q, 0, u).unwrap_err().to_string();
+        assert!(err.contains("uniform draw"), "{err}");
+    }
+}

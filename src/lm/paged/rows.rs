@@ -10,6 +10,7 @@
 use ndarray::{s, Array2};
 
 use super::{PagedKv, PagedStep, Sequence};
+use crate::check::{check_total, MAX_ENTRIES};
 use crate::decoder::{Positions, EPS};
 use crate::error::AttnError;
 use crate::lm::kv::BlockCaches;
@@ -110,6 +111,8 @@ impl LanguageModel<f32> {
         if reads.is_empty() {
             return Err(AttnError::Empty { name: "reads", shape: (0, 2) });
         }
+        let widest = self.config.d_model.max(self.config.vocab); // a row of x, of logits
+        check_total("the rows read", &[reads.len(), widest], MAX_ENTRIES)?;
         self.check_paged_cache(kv)?;
         let mut counts = vec![0_usize; sequences.len()];
         for &(s, token) in reads {

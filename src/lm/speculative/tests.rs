@@ -26,6 +26,9 @@ fn boundary(holds: impl Fn(f64) -> bool) -> f64 {
     }
 }
 
+/// The largest draw below 1: it keeps only a token whose acceptance is 1.
+const BELOW_1: f64 = 1.0 - f64::EPSILON / 2.0;
+
 /// The exact distribution of the token [`verify`] writes, with the draft
 /// token drawn from `q` and both uniform draws uniform: for each draft
 /// token, the draws that keep it are an interval, and so are the draws
@@ -41,7 +44,7 @@ fn written(p: &[f64], q: &[f64]) -> Vec<f64> {
         }
         let mut below = 0.0; // the draws that pick a token before y
         for (y, out) in out.iter_mut().enumerate() {
-            let upto = boundary(|u| verify(p, q, x, [1.0, u]).unwrap().token() <= y);
+            let upto = boundary(|u| verify(p, q, x, [BELOW_1, u]).unwrap().token() <= y);
             *out += q_x * (1.0 - keep) * (upto - below);
             below = upto;
         }
