@@ -45,8 +45,10 @@ pub struct LatentCache {
 
 /// What latent attention's decoding step needs of the cache it reads:
 /// [`LatentCache`] keeps the last tokens in a ring buffer, and a paged
-/// cache ([`crate::lm::PagedKv`]) keeps them in the blocks of a pool.
-pub trait LatentRows {
+/// cache ([`crate::lm::PagedKv`]) keeps them in the blocks of a pool. The
+/// crate's own caches are the only ones (the trait is sealed), so that a
+/// step can trust the widths they give back.
+pub trait LatentRows: sealed::Sealed {
     /// The widths it was made for: the latent's `d_c`, and a row's
     /// `d_c + d_r`.
     fn widths(&self) -> (usize, usize);
@@ -58,6 +60,14 @@ pub trait LatentRows {
     /// columns as values, the scores divided by `scale`.
     fn attend(&self, q: &ArrayRef1<f32>, scale: f32) -> Result<Array1<f32>, AttnError>;
 }
+
+/// Keeps [`LatentRows`] to the crate's own caches.
+pub(crate) mod sealed {
+    /// Implemented by the crate's latent caches only.
+    pub trait Sealed {}
+}
+
+impl sealed::Sealed for LatentCache {}
 
 impl LatentRows for LatentCache {
     fn widths(&self) -> (usize, usize) {
@@ -260,11 +270,6 @@ impl AbsorbedLatent {
             rotate(&mut q_r, t, Rotation::Forward);
             let q = concatenate![Axis(1), matmul(&x, query), q_r]; // 1×(d_c + d_r)
             let latent_mean = cache.attend(&q.row(0), self.scale)?; // d_c
-            check_model_width(
-                "latent mean",
-                &latent_mean.view().insert_axis(Axis(0)),
-                output.nrows(),
-            )?;
             out += &matmul(&latent_mean.insert_axis(Axis(0)), output);
         }
         Ok(out.remove_axis(Axis(0)))

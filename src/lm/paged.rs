@@ -141,6 +141,8 @@ struct PagedLatent<'a> {
     gathered: OnceLock<Array2<f32>>, // shared by the heads
 }
 
+impl crate::latent::sealed::Sealed for PagedLatent<'_> {}
+
 impl LatentRows for PagedLatent<'_> {
     fn widths(&self) -> (usize, usize) {
         (self.d_c, self.rows.ncols())
