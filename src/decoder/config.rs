@@ -105,6 +105,24 @@ pub struct LatentSizes {
 }
 
 impl DecoderConfig {
+    /// Checks that every one of `tokens` is in the vocabulary; the error
+    /// names them `name`.
+    pub(crate) fn check_token_ids(
+        &self,
+        name: &'static str,
+        tokens: &[usize],
+    ) -> Result<(), AttnError> {
+        match tokens.iter().find(|&&t| t >= self.vocab) {
+            Some(&token) => Err(AttnError::OutOfRange {
+                name,
+                value: token,
+                requirement: "must be less than the vocabulary's size",
+                limit: self.vocab,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Checks that every size is at least 1, that the heads split `d_model`
     /// evenly, and that the parameters and a block's cache fit in memory.
     pub fn check(&self) -> Result<(), AttnError> {

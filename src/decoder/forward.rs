@@ -334,15 +334,7 @@ impl<F: Real> Decoder<F> {
         name: &'static str,
         tokens: &[usize],
     ) -> Result<(), AttnError> {
-        match tokens.iter().find(|&&t| t >= self.config.vocab) {
-            Some(&token) => Err(AttnError::OutOfRange {
-                name,
-                value: token,
-                requirement: "must be less than the vocabulary's size",
-                limit: self.config.vocab,
-            }),
-            None => Ok(()),
-        }
+        self.config.check_token_ids(name, tokens)
     }
 }
 

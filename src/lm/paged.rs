@@ -335,14 +335,7 @@ impl PagedKv {
     /// prefixes, already holding the cached blocks `prompt` begins with
     /// (its [`Sequence::tokens`] say how many of the prompt are read).
     pub fn start(&mut self, prompt: &[usize]) -> Result<Sequence, AttnError> {
-        if let Some(&token) = prompt.iter().find(|&&t| t >= self.made_for.vocab) {
-            return Err(AttnError::OutOfRange {
-                name: "prompt's token",
-                value: token,
-                requirement: "must be less than the vocabulary's size",
-                limit: self.made_for.vocab,
-            });
-        }
+        self.made_for.check_token_ids("prompt's token", prompt)?;
         let table = match &mut self.prefixes {
             Some(prefixes) => prefixes.lookup(prompt, &mut self.pool)?,
             None => BlockTable::new(&self.pool),
