@@ -1,4 +1,4 @@
-//! Chapter 19's Vision Transformer against PyTorch: the committed weights
+//! Chapter 20's Vision Transformer against PyTorch: the committed weights
 //! (`cargo xtask train vision` writes them) loaded into a ViT built from
 //! `torch.nn`'s own layers (`tools/vit_reference.py golden`), on the first
 //! test images of the digits. The golden file holds the images' pixels, so
@@ -17,13 +17,13 @@ fn the_vision_transformer_equals_pytorchs() {
     // The largest differences in the logits and in every head's weights
     // of every block, for every golden image (infinite for a shape that
     // differs from the golden one).
-    let [logits, weights, _, _] = report::ch19::pytorch_gaps().unwrap_or_else(|e| panic!("{e}"));
+    let [logits, weights, _, _] = report::ch20::pytorch_gaps().unwrap_or_else(|e| panic!("{e}"));
     let tolerance = f64::from(TOLERANCE);
     assert!(logits <= tolerance, "logits: largest difference {logits:e}");
     assert!(weights <= tolerance, "attention weights: largest difference {weights:e}");
     // The golden file holds every head of every block for every image.
     let golden = common::golden::load("vit.txt");
-    let c = report::ch19::chapter_model().unwrap().config();
+    let c = report::ch20::chapter_model().unwrap().config();
     let heads = golden.keys().filter(|k| k.starts_with("weights_")).count();
     assert_eq!(heads, c.layers * golden["pixels"].nrows() * c.heads);
     println!("largest differences: logits {logits:e}, attention weights {weights:e}");

@@ -466,7 +466,7 @@
         });
     };
 
-    // ---- chapter 19: a digit the reader draws, read by the ViT ----------
+    // ---- chapter 20: a digit the reader draws, read by the ViT ----------
     widgets.digit = function (r, call) {
         var side = 8, ink = 16;
         var pixels = new Array(side * side).fill(0);
@@ -562,7 +562,7 @@
         }
         return new Promise(function (resolve, reject) {
             var s = document.createElement("script");
-            s.src = root + "widgets/ch19-weights.js";
+            s.src = root + "widgets/ch20-weights.js";
             s.onload = function () {
                 try {
                     call.hand(base64Bytes(window.ATTN_CH18_WEIGHTS));
@@ -584,7 +584,7 @@
                 } catch (e) { reject(e); }
             };
             s.onerror = function () {
-                reject(new Error("the model's weights (widgets/ch19-weights.js) are not in this copy of the book"));
+                reject(new Error("the model's weights (widgets/ch20-weights.js) are not in this copy of the book"));
             };
             document.head.appendChild(s);
         });

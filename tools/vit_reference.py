@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Chapter 19's Vision Transformer in PyTorch, built from torch.nn's own
+"""Chapter 20's Vision Transformer in PyTorch, built from torch.nn's own
 layers (nn.MultiheadAttention, nn.LayerNorm, nn.Linear), to check the
 crate's `attn::vision::Vit` against an implementation it shares no code
 with.
 
-`golden` loads the crate's trained weights (book/data/ch19-vit-weights.safetensors),
+`golden` loads the crate's trained weights (book/data/ch20-vit-weights.safetensors),
 runs the first test images of the digits (target/digits/digits.csv, the
 last 500 images of the file) and writes their pixels, logits and every
 head's attention weights to tests/golden/vit.txt, which tests/vision_golden.rs
@@ -33,7 +33,7 @@ import sys
 import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-WEIGHTS = os.path.join(ROOT, "book", "data", "ch19-vit-weights.safetensors")
+WEIGHTS = os.path.join(ROOT, "book", "data", "ch20-vit-weights.safetensors")
 DIGITS = os.path.join(ROOT, "target", "digits", "digits.csv")
 GOLDEN = os.path.join(ROOT, "tests", "golden", "vit.txt")
 TEST_IMAGES = 500
@@ -154,7 +154,7 @@ def golden(_args):
             for h in range(c["heads"]):
                 tensors.append((f"weights_block{l}_image{i}_head{h}", w[i, h]))
     with open(GOLDEN, "w") as f:
-        f.write(f"# chapter 19's Vision Transformer (book/data/ch19-vit-weights.safetensors, "
+        f.write(f"# chapter 20's Vision Transformer (book/data/ch20-vit-weights.safetensors, "
                 f"{json.dumps(c)}) in PyTorch {torch.__version__}, float32, on the digits' "
                 f"images {first} to {first + GOLDEN_IMAGES - 1}; written by "
                 f"tools/vit_reference.py golden\n")

@@ -30,7 +30,7 @@ pub mod ch16_control;
 pub mod ch16_report;
 pub mod ch17;
 pub mod ch18;
-pub mod ch19;
+pub mod ch20;
 pub mod error;
 pub mod fast_data;
 pub mod fast_lm;

@@ -148,6 +148,6 @@ fn cutting_patches_refuses_a_size_that_does_not_divide_8_and_rebuilding_a_ragged
     assert!(attn::vision::patches_of::<f32>(&[[0; PIXELS]], 0).is_err());
     assert!(attn::vision::patches_of::<f32>(&[[17; PIXELS]], 2).is_err(), "a pixel past 16");
     let e =
-        attn::exercises::ch19::images_from_patches(&ndarray::Array2::zeros((3, 4)), 2).unwrap_err();
+        attn::exercises::ch20::images_from_patches(&ndarray::Array2::zeros((3, 4)), 2).unwrap_err();
     assert!(matches!(e, AttnError::Mismatched { name: "patches", .. }), "{e}");
 }

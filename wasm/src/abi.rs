@@ -177,7 +177,7 @@ fn with_writer<T>(f: impl FnOnce(&Writer) -> Result<T, AttnError>) -> Result<T, 
     })
 }
 
-/// Chapter 19: reads the Vision Transformer from the bytes handed over (a
+/// Chapter 20: reads the Vision Transformer from the bytes handed over (a
 /// safetensors file). Leaves its patch size, heads and patches.
 #[no_mangle]
 pub extern "C" fn vit_load() -> u32 {
@@ -189,7 +189,7 @@ pub extern "C" fn vit_load() -> u32 {
     }))
 }
 
-/// Chapter 19: the 64 pixels handed over (bytes, 0 to 16) read by the
+/// Chapter 20: the 64 pixels handed over (bytes, 0 to 16) read by the
 /// loaded ViT: the ten probabilities, then each head's `[CLS]` attention
 /// over the patches in the last block.
 #[no_mangle]
@@ -209,7 +209,7 @@ pub extern "C" fn vit_read() -> u32 {
     }))
 }
 
-/// Chapter 19: example digit `i`, its label, then its 64 pixels.
+/// Chapter 20: example digit `i`, its label, then its 64 pixels.
 #[no_mangle]
 pub extern "C" fn digit_example(i: u32) -> u32 {
     answer(widgets::example_digit(i as usize).map(|d| d.into_iter().map(f64::from).collect()))

@@ -224,7 +224,7 @@ pub fn rope_curve() -> Result<Vec<f32>, AttnError> {
         .collect()
 }
 
-/// What chapter 19's widget shows for a drawn digit.
+/// What chapter 20's widget shows for a drawn digit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DigitReading {
     /// The probability of each digit, 0 to 9.
@@ -235,7 +235,7 @@ pub struct DigitReading {
     pub attention: Vec<f32>,
 }
 
-/// Chapter 19: the ViT's reading of `pixels` (64 of them, row by row, each
+/// Chapter 20: the ViT's reading of `pixels` (64 of them, row by row, each
 /// 0 to 16): its probabilities and its last block's `[CLS]` attention.
 pub fn read_digit(model: &Vit<f32>, pixels: &[u8]) -> Result<DigitReading, AttnError> {
     let image: [u8; PIXELS] = pixels.try_into().map_err(|_| AttnError::InvalidArgument {
@@ -253,11 +253,11 @@ pub fn read_digit(model: &Vit<f32>, pixels: &[u8]) -> Result<DigitReading, AttnE
     Ok(DigitReading { probabilities, attention })
 }
 
-/// Chapter 19's example digits: the first test images, as
-/// `book/data/ch19-digits.tsv` keeps them (label, then 64 pixels).
-const EXAMPLE_DIGITS: &str = include_str!("../../book/data/ch19-digits.tsv");
+/// Chapter 20's example digits: the first test images, as
+/// `book/data/ch20-digits.tsv` keeps them (label, then 64 pixels).
+const EXAMPLE_DIGITS: &str = include_str!("../../book/data/ch20-digits.tsv");
 
-/// Chapter 19: example digit `i`: its label, then its 64 pixels.
+/// Chapter 20: example digit `i`: its label, then its 64 pixels.
 pub fn example_digit(i: usize) -> Result<Vec<u8>, AttnError> {
     let lines: Vec<&str> = EXAMPLE_DIGITS.lines().filter(|l| !l.starts_with('#')).collect();
     let line = lines.get(i).ok_or(AttnError::OutOfRange {
@@ -269,7 +269,7 @@ pub fn example_digit(i: usize) -> Result<Vec<u8>, AttnError> {
     let bad = || AttnError::InvalidArgument {
         name: "example digit",
         value: i as f64,
-        requirement: "must be a label and 64 pixels (book/data/ch19-digits.tsv)",
+        requirement: "must be a label and 64 pixels (book/data/ch20-digits.tsv)",
     };
     let (label, pixels) = line.split_once('\t').ok_or_else(bad)?;
     let numbers = std::iter::once(label).chain(pixels.split(' '));

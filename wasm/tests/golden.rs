@@ -60,11 +60,11 @@ fn cases() -> Vec<Value> {
     all
 }
 
-/// Chapter 19: digits drawn on the grid (the first example, a stroke down
+/// Chapter 20: digits drawn on the grid (the first example, a stroke down
 /// the middle, nothing at all) and a pixel past 16 (an error), each with
 /// its probabilities and the last block's [CLS] attention.
 fn digit_cases() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/data/ch19-vit-weights.safetensors");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/data/ch20-vit-weights.safetensors");
     abi::hand_over(&std::fs::read(path).unwrap());
     assert_eq!(abi::vit_load(), 0, "{}", abi::last_error());
     assert_eq!(abi::digit_example(0), 0, "{}", abi::last_error());

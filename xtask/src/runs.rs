@@ -42,7 +42,7 @@ pub(crate) fn run_example(example: &str, run: &str, env: &[(&str, &str)]) -> Ste
 /// trained length (`long`: rotary, ALiBi, no and learned positions, three
 /// seeds each, the rotary ones continued at 256 positions under four
 /// scalings, and the same kinds trained on a passkey; two runs at a time,
-/// about an hour on 2 cores), and chapter 19's classifiers of digits
+/// about an hour on 2 cores), and chapter 20's classifiers of digits
 /// (`vision`: Vision Transformers and perceptrons, three seeds each, about
 /// five minutes, after `cargo xtask digits`). Each writes its weights or loss curves to
 /// `book/data/`; what it printed goes to `CHAPTER-train-log.txt`, all with
@@ -55,7 +55,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             "control" => "ch16_control_train",
             "kv" => "ch17_kv_train",
             "long" => "ch18_long_train",
-            "vision" => "ch19_vision_train",
+            "vision" => "ch20_vision_train",
             "ch13" => "ch13_translation_train",
             "ch14-lengths" => "ch14_lengths_train",
             "ch14-summary" => "ch14_summary_train",
@@ -76,7 +76,7 @@ pub(crate) fn train(chapters: &[&str]) -> Step {
             "control" => "ch16-control",
             "kv" => "ch17",
             "long" => "ch18",
-            "vision" => "ch19",
+            "vision" => "ch20",
             other => other,
         };
         let path = root().join(format!("book/data/{name}-train-log.txt"));

@@ -25,9 +25,9 @@ pub(crate) const WIDGETS_SCRIPT: &str = "book/widgets/attn-wasm.js";
 const WEIGHTS: &str = "book/data/ch16-weights.safetensors";
 const WEIGHTS_SCRIPT: &str = "book/widgets/ch16-weights.js";
 
-/// Chapter 19's Vision Transformer, for its widget, the same way.
-const VIT_WEIGHTS: &str = "book/data/ch19-vit-weights.safetensors";
-const VIT_WEIGHTS_SCRIPT: &str = "book/widgets/ch19-weights.js";
+/// Chapter 20's Vision Transformer, for its widget, the same way.
+const VIT_WEIGHTS: &str = "book/data/ch20-vit-weights.safetensors";
+const VIT_WEIGHTS_SCRIPT: &str = "book/widgets/ch20-weights.js";
 
 /// Debian's cargo and rustc, the standard library's sources and the linker.
 const DEBIAN_CARGO: &str = "/usr/bin/cargo";
@@ -113,7 +113,7 @@ pub(crate) fn widgets() -> Step {
     let what = "The book's crate compiled to WebAssembly (wasm/)";
     embed(wasm, WIDGETS_SCRIPT, "ATTN_WASM", what)?;
     embed(WEIGHTS, WEIGHTS_SCRIPT, "ATTN_CH15_WEIGHTS", "Chapter 16's trained model")?;
-    embed(VIT_WEIGHTS, VIT_WEIGHTS_SCRIPT, "ATTN_CH18_WEIGHTS", "Chapter 19's Vision Transformer")
+    embed(VIT_WEIGHTS, VIT_WEIGHTS_SCRIPT, "ATTN_CH18_WEIGHTS", "Chapter 20's Vision Transformer")
 }
 
 /// Writes `script`, which sets `window.NAME` to the base64 of the file

@@ -1,18 +1,18 @@
-//! Chapter 19, Attention on images: the chapter's Vision Transformer
-//! (its weights in `book/data/ch19-vit-weights.safetensors`) on the first
+//! Chapter 20, Attention on images: the chapter's Vision Transformer
+//! (its weights in `book/data/ch20-vit-weights.safetensors`) on the first
 //! test digits, what its heads look at, and the results of `cargo xtask
-//! train vision` (`book/data/ch19-*.tsv`): every model's accuracy over
+//! train vision` (`book/data/ch20-*.tsv`): every model's accuracy over
 //! three seeds, accuracy against the number of training images, and
 //! attention against occlusion. Draws the chapter's figures. Needs neither
 //! the digits nor Python.
 //!
 //! ```text
-//! cargo run --example ch19_attention_on_images
+//! cargo run --example ch20_attention_on_images
 //! ```
 
 use attn::vision::{position_similarity, rollout, Vit, PIXELS};
 use ndarray::Array2;
-use report::ch19::{
+use report::ch20::{
     accuracy_table, chapter_model, control_table, data_size_table, explain_table, explained,
     figure_digits, positions_table, probabilities_table, pytorch_gaps, summary, trained, vit_name,
     CHAPTER_VIT, TRAINING_SIZES,
@@ -91,7 +91,7 @@ fn panels<'a>(
     titles.iter().map(heatmap).zip(values).collect()
 }
 
-/// Figure 19.2: each head's attention from [CLS] in the last block, and
+/// Figure 20.2: each head's attention from [CLS] in the last block, and
 /// rollout, drawn over the digits.
 fn draw_heads(
     model: &Vit<f32>,
@@ -116,11 +116,11 @@ fn draw_heads(
         values.push(relative(on_pixels(&rollout(model, fwd, i)?, c.patch)));
     }
     let panels = panels(&titles, &labels, values, ("share of the panel's largest", (0.0, 1.0)));
-    plot::heatmap_grid("ch19-heads.svg", "What [CLS] attends to in the last block", 3, &panels);
+    plot::heatmap_grid("ch20-heads.svg", "What [CLS] attends to in the last block", 3, &panels);
     Ok(())
 }
 
-/// Figure 19.3: the cosine similarity of each patch's position vector with
+/// Figure 20.3: the cosine similarity of each patch's position vector with
 /// every patch's.
 fn draw_positions(model: &Vit<f32>) -> Result<(), ReportError> {
     let s = position_similarity(model)?;
@@ -132,7 +132,7 @@ fn draw_positions(model: &Vit<f32>) -> Result<(), ReportError> {
         (0..g * g).map(|j| Array2::from_shape_fn((g, g), |(r, k)| s[[j, r * g + k]] as f32));
     let panels = panels(&titles, &labels, values.collect(), ("cosine similarity", (-1.0, 1.0)));
     plot::heatmap_grid(
-        "ch19-positions.svg",
+        "ch20-positions.svg",
         "Learned positions: each patch against every patch",
         4,
         &panels,
@@ -140,8 +140,8 @@ fn draw_positions(model: &Vit<f32>) -> Result<(), ReportError> {
     Ok(())
 }
 
-/// Figure 19.1: test accuracy against training images.
-fn draw_data_size(runs: &[report::ch19::Trained]) {
+/// Figure 20.1: test accuracy against training images.
+fn draw_data_size(runs: &[report::ch20::Trained]) {
     use plot::{line_charts, Chart, Series, BLUE_, ORANGE_};
     let series: Vec<Series> = [
         (vit_name(&CHAPTER_VIT), "ViT, 2×2 patches", BLUE_),
@@ -168,5 +168,5 @@ fn draw_data_size(runs: &[report::ch19::Trained]) {
         log10_y: false,
         y_range: (50.0, 100.0),
     };
-    line_charts("ch19-data-size.svg", &[(chart, series)]);
+    line_charts("ch20-data-size.svg", &[(chart, series)]);
 }

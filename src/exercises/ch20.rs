@@ -1,4 +1,4 @@
-//! Chapter 19: attention on images.
+//! Chapter 20: attention on images.
 
 use ndarray::Array2;
 

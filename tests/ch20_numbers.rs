@@ -1,5 +1,5 @@
-//! Chapter 19 quotes the output of `cargo run --example
-//! ch19_attention_on_images`, which reads the chapter's weights and the
+//! Chapter 20 quotes the output of `cargo run --example
+//! ch20_attention_on_images`, which reads the chapter's weights and the
 //! runs of `cargo xtask train vision`; these tests recompute that output
 //! and bind every number the chapter shows, section by section.
 
@@ -7,7 +7,7 @@ use attn::nn::Parameters;
 use attn::vision::{
     Vit, VitConfig, DIGIT_IMAGES, MAX_PIXEL, PIXELS, SIDE, TEST_IMAGES, TRAINING_IMAGES,
 };
-use report::ch19::{
+use report::ch20::{
     accuracy_table, chapter_model, data_size_table, explain_table, explained, figure_digits,
     probabilities_table, recipe, summary, trained, vit_name, Trained, CHAPTER_VIT, SEEDS,
 };
@@ -19,7 +19,7 @@ const REVERSED: [f64; 4] = [0.4, 0.1, 0.3, 0.2];
 
 mod common;
 
-const CHAPTER: &str = "ch19-attention-on-images.md";
+const CHAPTER: &str = "ch20-attention-on-images.md";
 
 #[test]
 fn every_number_is_bound() {
@@ -56,7 +56,7 @@ fn pytorch(b: &mut Bindings) {
     let c = model.config();
     assert_eq!(c, CHAPTER_VIT);
     let r = recipe(SEEDS[0]);
-    let [logits, weights, twice, no_cls] = report::ch19::pytorch_gaps().unwrap();
+    let [logits, weights, twice, no_cls] = report::ch20::pytorch_gaps().unwrap();
     let golden_images = report::golden::load("vit.txt")["pixels"].nrows();
     b.section("The same model in PyTorch");
     b.exact("4", c.heads as f64)
@@ -78,7 +78,7 @@ fn pytorch(b: &mut Bindings) {
 fn running(b: &mut Bindings) {
     let model = chapter_model().unwrap();
     let digits = figure_digits().unwrap();
-    let probabilities = report::ch19::probabilities(&model, &digits).unwrap();
+    let probabilities = report::ch20::probabilities(&model, &digits).unwrap();
     let sure = probabilities.rows().into_iter().filter(|p| p.iter().any(|&x| x > 0.98)).count();
     let third = probabilities.row(2);
     b.section("Running it");
@@ -120,7 +120,7 @@ fn earns_its_place(b: &mut Bindings, runs: &[Trained], source: &report::provenan
         // The models that are not ViTs: the MLP and the linear classifier.
         .exact(
             "two",
-            report::ch19::models_in_order().iter().filter(|m| !m.starts_with("vit")).count() as f64,
+            report::ch20::models_in_order().iter().filter(|m| !m.starts_with("vit")).count() as f64,
         )
         .exact("64", PIXELS as f64);
     let mut s = b.from(&[source]);
@@ -144,7 +144,7 @@ fn earns_its_place(b: &mut Bindings, runs: &[Trained], source: &report::provenan
 
 fn more_images(b: &mut Bindings, runs: &[Trained], source: &report::provenance::Provenance) {
     let vit = vit_name(&CHAPTER_VIT);
-    let lead: Vec<f64> = report::ch19::TRAINING_SIZES
+    let lead: Vec<f64> = report::ch20::TRAINING_SIZES
         .iter()
         .map(|&n| {
             100.0 * (summary(runs, "perceptron", n).unwrap().0 - summary(runs, &vit, n).unwrap().0)
@@ -167,7 +167,7 @@ fn more_images(b: &mut Bindings, runs: &[Trained], source: &report::provenance::
     let passes = |n: usize| (r.steps * r.batch) as f64 / n as f64;
     b.exact("1,000", r.steps as f64)
         .exact("32", r.batch as f64)
-        .rounded("320", passes(report::ch19::TRAINING_SIZES[0]))
+        .rounded("320", passes(report::ch20::TRAINING_SIZES[0]))
         .rounded("25", passes(TRAINING_IMAGES))
         // "the ViT of 4 by 4 patches": the other patch size.
         .exact("4", VitConfig { patch: 4, ..CHAPTER_VIT }.patch as f64);
@@ -175,11 +175,11 @@ fn more_images(b: &mut Bindings, runs: &[Trained], source: &report::provenance::
 
 fn heads_and_positions(b: &mut Bindings) {
     let (explained, source) = explained().unwrap();
-    let mean = |f: fn(&report::ch19::Explained) -> f64| {
+    let mean = |f: fn(&report::ch20::Explained) -> f64| {
         explained.iter().map(f).sum::<f64>() / explained.len() as f64
     };
     b.section("What the heads look at");
-    b.exact("two", report::ch19::FIGURE_DIGITS.min(2) as f64)
+    b.exact("two", report::ch20::FIGURE_DIGITS.min(2) as f64)
         .exact("500", TEST_IMAGES as f64)
         .exact("16", CHAPTER_VIT.patches() as f64)
         .exact("-1", attn::vision::rank_correlation(&ORDER, &REVERSED).unwrap())
@@ -198,11 +198,11 @@ fn heads_and_positions(b: &mut Bindings) {
         );
     b.section("What the positions hold");
     b.exact("4", CHAPTER_VIT.grid() as f64)
-        .quoted(&report::ch19::control_table().unwrap())
+        .quoted(&report::ch20::control_table().unwrap())
         .claim("neighbours far more alike than the others", control_holds())
         .exact("three", SEEDS.len() as f64);
     let mut s = b.from(&[&source]);
-    s.quoted(&report::ch19::positions_table(&explained)).claim(
+    s.quoted(&report::ch20::positions_table(&explained)).claim(
         "are no more alike than the others",
         mean(|e| e.neighbours) - mean(|e| e.others) < 0.05,
     );
@@ -228,7 +228,7 @@ fn control_holds() -> bool {
     let config = VitConfig { positions: attn::vision::PatchPositions::RowColumn, ..CHAPTER_VIT };
     SEEDS.iter().all(|&seed| {
         let model = Vit::<f32>::new(config, seed).unwrap();
-        let (near, far) = report::ch19::neighbour_similarity(&model).unwrap();
+        let (near, far) = report::ch20::neighbour_similarity(&model).unwrap();
         near > far + 0.2
     })
 }

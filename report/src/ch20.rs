@@ -1,4 +1,4 @@
-//! Chapter 19, attention on images: the models the chapter compares, and
+//! Chapter 20, attention on images: the models the chapter compares, and
 //! the readers of what `cargo xtask train vision` writes to `book/data/`.
 
 use attn::vision::{PatchPositions, Perceptron, VitConfig, VitTraining, DIGITS_TRAINING};
@@ -6,7 +6,7 @@ use attn::vision::{PatchPositions, Perceptron, VitConfig, VitTraining, DIGITS_TR
 use crate::error::ReportError;
 use crate::provenance::Provenance;
 
-/// The test images `book/data/ch19-digits.tsv` keeps for the figures.
+/// The test images `book/data/ch20-digits.tsv` keeps for the figures.
 pub const FIGURE_DIGITS: usize = 6;
 
 /// The error for a damaged `book/data/FILE` of this chapter.
@@ -25,9 +25,9 @@ fn data_lines(file: &str, columns: bool) -> Result<(Vec<String>, Provenance), Re
     Ok((lines.map(str::to_string).collect(), source))
 }
 
-/// The labels and pixels of `ch19-digits.tsv`: the first test images.
+/// The labels and pixels of `ch20-digits.tsv`: the first test images.
 pub fn figure_digits() -> Result<Vec<(u8, [u8; attn::vision::PIXELS])>, ReportError> {
-    let file = "ch19-digits.tsv";
+    let file = "ch20-digits.tsv";
     let bad = |reason: String| damaged(file, reason);
     let mut out = Vec::new();
     for line in data_lines(file, false)?.0 {
@@ -113,20 +113,20 @@ pub struct Trained {
     pub accuracy: f64,
 }
 
-/// The columns of `ch19-accuracy.tsv`.
+/// The columns of `ch20-accuracy.tsv`.
 pub const COLUMNS: &str = "model\tseed\timages\tparameters\taccuracy";
 
 impl Trained {
-    /// Its line of `ch19-accuracy.tsv`.
+    /// Its line of `ch20-accuracy.tsv`.
     pub fn line(&self) -> String {
         let Trained { model, seed, images, parameters, accuracy } = self;
         format!("{model}\t{seed}\t{images}\t{parameters}\t{accuracy}")
     }
 }
 
-/// Every model of `ch19-accuracy.tsv`, and where it comes from.
+/// Every model of `ch20-accuracy.tsv`, and where it comes from.
 pub fn trained() -> Result<(Vec<Trained>, Provenance), ReportError> {
-    let file = "ch19-accuracy.tsv";
+    let file = "ch20-accuracy.tsv";
     let bad = |reason: String| damaged(file, reason);
     let (lines, source) = data_lines(file, true)?;
     let mut out = Vec::new();
@@ -167,7 +167,7 @@ pub struct Explained {
     pub others: f64,
 }
 
-/// The columns of `ch19-explain.tsv`.
+/// The columns of `ch20-explain.tsv`.
 pub const EXPLAIN_COLUMNS: &str = "seed\tattention\trollout\tneighbours\tothers";
 
 impl Explained {
@@ -196,7 +196,7 @@ impl Explained {
         Ok(Explained { seed, attention: attention / n, rollout: rolled / n, neighbours, others })
     }
 
-    /// Its line of `ch19-explain.tsv`.
+    /// Its line of `ch20-explain.tsv`.
     pub fn line(&self) -> String {
         let Explained { seed, attention, rollout, neighbours, others } = self;
         format!("{seed}\t{attention}\t{rollout}\t{neighbours}\t{others}")
@@ -223,9 +223,9 @@ pub fn neighbour_similarity(model: &attn::vision::Vit<f32>) -> Result<(f64, f64)
     Ok((crate::measurements::mean(&near), crate::measurements::mean(&far)))
 }
 
-/// Every seed's line of `ch19-explain.tsv`, and where it comes from.
+/// Every seed's line of `ch20-explain.tsv`, and where it comes from.
 pub fn explained() -> Result<(Vec<Explained>, Provenance), ReportError> {
-    let file = "ch19-explain.tsv";
+    let file = "ch20-explain.tsv";
     let bad = |reason: String| damaged(file, reason);
     let (lines, source) = data_lines(file, true)?;
     let mut out = Vec::new();
@@ -377,11 +377,11 @@ pub fn probabilities_table(
     Ok(out.trim_end().to_string())
 }
 
-/// The chapter's ViT, from `book/data/ch19-vit-weights.safetensors`.
+/// The chapter's ViT, from `book/data/ch20-vit-weights.safetensors`.
 pub fn chapter_model() -> Result<attn::vision::Vit<f32>, ReportError> {
-    let path = crate::root().join("book/data/ch19-vit-weights.safetensors");
+    let path = crate::root().join("book/data/ch20-vit-weights.safetensors");
     let bytes =
-        std::fs::read(&path).map_err(|e| damaged("ch19-vit-weights.safetensors", e.to_string()))?;
+        std::fs::read(&path).map_err(|e| damaged("ch20-vit-weights.safetensors", e.to_string()))?;
     Ok(attn::vision::Vit::from_safetensors(&bytes)?)
 }
 

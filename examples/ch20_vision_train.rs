@@ -1,25 +1,25 @@
-//! Attention on images: trains every model chapter 19 compares on the
+//! Attention on images: trains every model chapter 20 compares on the
 //! digits, seeds 1, 2 and 3, by one recipe (1,000 steps of 32 images,
 //! AdamW): Vision Transformers of 2×2 and 4×4 patches with learned, row
 //! plus column, and no positions; a perceptron with about as many
 //! parameters as the chapter's ViT, and a linear classifier. Then the
 //! chapter's ViT and the perceptron again on the first 100, 200, 400 and
 //! 800 training images. Writes each model's test accuracy to
-//! `book/data/ch19-accuracy.tsv`, what the chapter's ViTs look at (against
-//! occlusion) to `book/data/ch19-explain.tsv`, and the chapter's ViT of
-//! seed 1 to `book/data/ch19-vit-weights.safetensors` and the first test
-//! images to `book/data/ch19-digits.tsv`, for the chapter's figures.
+//! `book/data/ch20-accuracy.tsv`, what the chapter's ViTs look at (against
+//! occlusion) to `book/data/ch20-explain.tsv`, and the chapter's ViT of
+//! seed 1 to `book/data/ch20-vit-weights.safetensors` and the first test
+//! images to `book/data/ch20-digits.tsv`, for the chapter's figures.
 //! Run by `cargo xtask train vision`, not in CI. Needs the digits (`cargo xtask digits`).
 //!
 //! ```text
-//! cargo xtask train vision   # = cargo run --release --example ch19_vision_train
+//! cargo xtask train vision   # = cargo run --release --example ch20_vision_train
 //! ```
 
 use attn::vision::{
     accuracy, train_classifier, DigitClassifier, Digits, Perceptron, Vit, VitConfig, DIGITS_FILE,
 };
 use rayon::prelude::*;
-use report::ch19::{
+use report::ch20::{
     perceptron_width, recipe, vit_name, vits, Explained, Trained, CHAPTER_VIT, COLUMNS,
     EXPLAIN_COLUMNS, FIGURE_DIGITS, SEEDS, TRAINING_SIZES,
 };
@@ -69,7 +69,7 @@ fn run(
             if chapters && seed == SEEDS[0] {
                 let provenance = header("one run", "the chapter's ViT, seed 1");
                 let bytes = m.to_safetensors(&provenance).map_err(|e| e.to_string())?;
-                let path = report::root().join("book/data/ch19-vit-weights.safetensors");
+                let path = report::root().join("book/data/ch20-vit-weights.safetensors");
                 std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
             }
             (vit_name(c), count, acc)
@@ -114,7 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         text.push_str(&r.line());
         text.push('\n');
     }
-    let path = report::root().join("book/data/ch19-accuracy.tsv");
+    let path = report::root().join("book/data/ch20-accuracy.tsv");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut text = header(
         "mean over the 500 test images; one run per seed",
@@ -127,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         text.push_str(&e.line());
         text.push('\n');
     }
-    let path = report::root().join("book/data/ch19-explain.tsv");
+    let path = report::root().join("book/data/ch20-explain.tsv");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     // The first test images, for the chapter's figures (which need no data).
     let mut text = header("exact", "the first test images: label, then 64 pixels row by row");
@@ -136,7 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let pixels: Vec<String> = digits.image(i)?.iter().map(|p| p.to_string()).collect();
         text.push_str(&format!("{}\t{}\n", digits.label(i)?, pixels.join(" ")));
     }
-    let path = report::root().join("book/data/ch19-digits.tsv");
+    let path = report::root().join("book/data/ch20-digits.tsv");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }
