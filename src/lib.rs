@@ -135,6 +135,8 @@ pub mod chapters {
     pub struct Ch17SharingAndForgettingKeys;
     #[doc = include_str!("../book/ch18-longer-than-trained.md")]
     pub struct Ch18LongerThanTrained;
+    #[doc = include_str!("../book/ch19-serving-attention.md")]
+    pub struct Ch19ServingAttention;
     #[doc = include_str!("../book/ch20-attention-on-images.md")]
     pub struct Ch20AttentionOnImages;
     #[doc = include_str!("../book/notation.md")]

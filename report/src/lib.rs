@@ -30,6 +30,7 @@ pub mod ch16_control;
 pub mod ch16_report;
 pub mod ch17;
 pub mod ch18;
+pub mod ch19;
 pub mod ch20;
 pub mod error;
 pub mod fast_data;
@@ -41,7 +42,6 @@ pub mod measurements;
 pub mod numbers;
 pub mod plot;
 pub mod provenance;
-pub mod serving;
 pub mod show;
 pub mod train_step;
 

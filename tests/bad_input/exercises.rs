@@ -412,3 +412,17 @@ fn chapter_18s_exercises_refuse_bad_factors_frequencies_and_weights() {
     let half = ndarray::Array2::<f32>::eye(3) / 2.0;
     assert!(row_entropies(&half).is_err(), "rows summing to 1/2");
 }
+
+#[test]
+fn chapter_19s_exercises_refuse_tables_and_distributions_that_do_not_fit() {
+    use attn::exercises::ch19::{emitted, token_in_row};
+    let e = token_in_row(&[3], 0, 0, 0).unwrap_err().to_string();
+    assert!(e.contains("block size"), "{e}");
+    let e = token_in_row(&[3, 1], 4, 9, 0).unwrap_err().to_string();
+    assert!(e.contains("tokens of the table"), "{e}");
+    assert_eq!(token_in_row(&[3, 1], 4, 6, usize::MAX).unwrap(), None, "a row past the pool");
+    for (p, q) in [(vec![0.5, 0.5], vec![1.0]), (vec![0.5, 0.6], vec![0.5, 0.5])] {
+        assert!(emitted(&p, &q).is_err(), "p = {p:?}, q = {q:?}");
+    }
+    assert!(emitted(&[f64::NAN, 1.0], &[0.5, 0.5]).is_err(), "NaN");
+}

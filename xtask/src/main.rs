@@ -11,6 +11,8 @@
 //! and without OpenBLAS, NumPy and PyTorch, and chapter 16's model trained
 //! with and without the fast kernel); `cargo xtask measure lm`,
 //! chapter 16's training and generation speeds beside PyTorch's; `cargo
+//! xtask measure serving`, chapter 19's paged cache, batching and
+//! speculative decoding; `cargo
 //! xtask train`, chapters 12 and 13's training runs (`train lm`: chapter
 //! 15's; `train control`: chapter 16's positive control for induction
 //! heads; `train kv`: chapter 17's; `train long`: chapter 18's); `cargo xtask model`, which fetches chapter 15's pretrained model
@@ -49,7 +51,10 @@ use book::{
 };
 use corpus::corpus;
 use model::{model, model_data};
-use runs::{measure, measure_all, measure_fast, measure_kv, measure_lm, measure_lm_cache, train};
+use runs::{
+    measure, measure_all, measure_fast, measure_kv, measure_lm, measure_lm_cache, measure_serving,
+    train,
+};
 
 pub(crate) use commands::{artifacts, capture, cargo, describe, executables, run, side_by_side};
 
@@ -80,6 +85,7 @@ fn main() -> ExitCode {
             Some("lm") => corpus().and_then(|()| measure_lm()),
             Some("lm-cache") => measure_lm_cache(),
             Some("kv") => measure_kv(),
+            Some("serving") => measure_serving(),
             Some("all") => measure_all(),
             None => measure(),
             Some(other) => {
@@ -116,7 +122,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [all | fast | lm | kv] \
+                "usage: cargo xtask serve [--student] | build [--student] | test | figures | measure [all | fast | lm | kv | serving] \
                  | train [ch12 | ch13 | ch14 | ch14-lengths | ch14-summary | lm | control | kv | long | vision] | exercise [list | start chNN-K | check [chNN-K] | verify] | model [--data] | corpus | digits | fuzz [SECONDS]"
             );
             return ExitCode::from(2);

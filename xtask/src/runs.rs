@@ -127,8 +127,9 @@ pub(crate) fn measure() -> Step {
 /// `cargo xtask measure all`: every timing the book reads, in one run on
 /// one machine, with one header: chapters 8 and 9 ([`measure`]), the
 /// appendix ([`measure_fast`]), chapter 15's speeds beside PyTorch's
-/// (`model --data`), chapter 16's ([`measure_lm`]) and chapter 17's
-/// ([`measure_kv`]); then the figures. About 35 minutes on 2 cores; needs
+/// (`model --data`), chapter 16's ([`measure_lm`]), chapter 17's
+/// ([`measure_kv`]) and chapter 19's ([`measure_serving`]); then the
+/// figures. About 40 minutes on 2 cores; needs
 /// `TORCH_PYTHON`, the corpus and the pretrained model (it fetches both).
 pub(crate) fn measure_all() -> Step {
     let python = reference_python(
@@ -147,6 +148,7 @@ pub(crate) fn measure_all() -> Step {
     crate::model::model_data_in(&python, &header)?;
     measure_lm_in(&python, &header)?;
     measure_kv_in(&header)?;
+    measure_serving_in(&header)?;
     figures()
 }
 
@@ -545,6 +547,24 @@ fn measure_kv_in(header: &str) -> Step {
              the sliding cache, one thread\nattention\tseconds\n{speed}"
         ),
     )
+}
+
+/// `cargo xtask measure serving`: chapter 19's run (about six minutes,
+/// after `cargo xtask corpus`): the paged cache's decode step, continuous
+/// against static batching and speculative decoding
+/// (`examples/ch19_serving_data.rs`), one thread.
+pub(crate) fn measure_serving() -> Step {
+    crate::corpus::corpus()?;
+    measure_serving_in(&start_run("measure serving")?)?;
+    figures()
+}
+
+/// [`measure_serving`]'s run, headed `header`.
+fn measure_serving_in(header: &str) -> Step {
+    let example = "ch19_serving_data";
+    run(cargo().args(["build", "--release", "--locked", "--example", example]))?;
+    let binary = root().join(format!("target/release/examples/{example}"));
+    run(Command::new(&binary).arg("all").envs(MEASURING).env("ATTN_RUN_HEADER", header))
 }
 
 /// Writes `book/data/name`.

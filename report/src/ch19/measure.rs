@@ -1,5 +1,6 @@
-//! Serving attention: the measurements of the paged cache, continuous
-//! batching and speculative decoding (run by `examples/serving_data.rs`).
+//! The measurements of chapter 19 (run by `examples/ch19_serving_data.rs`):
+//! the paged cache's decode step, continuous batching and speculative
+//! decoding.
 //! Speed does not depend on the weights' values, so the decode and
 //! batching measurements use freshly initialised models of chapter 17's
 //! variants; speculative decoding's acceptance does, so it uses the
@@ -107,8 +108,9 @@ pub fn decode_steps(attention: Attention, repeats: usize) -> Result<Vec<DecodeSt
 pub fn contiguous_steps(
     attention: Attention,
     repeats: usize,
-) -> Result<Vec<(usize, f64)>, ReportError> {
+) -> Result<Vec<DecodeStep>, ReportError> {
     let model = decode_model(attention)?;
+    let per_token = LmCache::bytes_per_token(&model);
     let vocab = model.config().vocab;
     let mut rows = Vec::new();
     for context in CONTEXTS {
@@ -122,10 +124,14 @@ pub fn contiguous_steps(
             model.step(1, &mut cache)?;
             best = best.min(start.elapsed().as_secs_f64());
         }
-        rows.push((context, best));
+        let cache_bytes = context * per_token;
+        rows.push(DecodeStep { attention, batch: 1, context, seconds: best, cache_bytes });
     }
     Ok(rows)
 }
+
+/// The requests of the batching measurement's workload.
+pub const REQUESTS: usize = 48;
 
 /// The workload of the batching measurement: `count` requests of varied
 /// lengths (prompts of 8 to 128 tokens, 8 to 256 to write), greedy.
@@ -245,6 +251,17 @@ pub fn train_draft(corpus: &Corpus, seed: u64) -> Result<LanguageModel<f32>, Rep
     attn::lm::train_lm(&mut model, corpus.train(), corpus.validation(), &recipe, |_, _| {})?;
     Ok(model)
 }
+
+/// The seeds of the one-layer drafts.
+pub const DRAFT_SEEDS: [u64; 3] = [1, 2, 3];
+/// The draft tokens a round proposes, in turn.
+pub const KS: [usize; 4] = [1, 2, 4, 8];
+/// The prompts of the speculative measurement, and their length.
+pub const PROMPTS: usize = 8;
+/// See [`PROMPTS`].
+pub const PROMPT_LEN: usize = 16;
+/// The tokens written after each prompt.
+pub const WRITTEN: usize = 48;
 
 /// Speculative decoding of one draft and `k` over `prompts`: tokens kept
 /// of those proposed, and the seconds of writing with and without it.
