@@ -1,5 +1,5 @@
-//! Chapter 19's measurements, run by `cargo xtask measure serving` (about
-//! six minutes on one core): this core's triad bandwidth and the time of
+//! Chapter 19's measurements, run by `cargo xtask measure serving` (a few
+//! minutes on one core): this core's triad bandwidth and the time of
 //! one decode step by attention, batch and context
 //! (`book/data/ch19-decode.tsv`); continuous against static batching on
 //! one workload (`ch19-batching.tsv`); speculative decoding's acceptance
@@ -40,7 +40,7 @@ fn decode() -> Result<(), Box<dyn std::error::Error>> {
     let mut text = header(
         "best of 5",
         "seconds of one decode step through the paged cache (blocks of 16), one thread; \
-         the triad's bytes a second, best of 5",
+         the triad's gigabytes a second, best of 5",
     );
     text += &format!("\n# triad_gbytes_per_s\t{:.6e}\n", triad_bandwidth(1 << 25, 5)?);
     text += "attention\tcache\tbatch\tcontext\tseconds\tcache_bytes\n";

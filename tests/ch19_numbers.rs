@@ -43,7 +43,6 @@ fn pages(b: &mut Bindings) {
     let tests = "src/lm/paged/tests.rs";
     let test = "paged_logits_are_the_contiguous_caches_bit_for_bit";
     b.exact("7", number_in_source(tests, test, "random_range(1..="));
-
 }
 
 fn prefixes(b: &mut Bindings) {

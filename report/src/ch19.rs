@@ -44,7 +44,7 @@ fn parse<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError
     field.parse().map_err(|_| bad(file, format!("{field:?} is not a number of its column")))
 }
 
-/// The decode steps, this core's triad bandwidth in bytes a second, and
+/// The decode steps, this core's triad bandwidth in gigabytes a second, and
 /// where they come from.
 pub fn decode_steps() -> Result<(Vec<Decode>, f64, Provenance), ReportError> {
     let file = "ch19-decode.tsv";
@@ -52,7 +52,7 @@ pub fn decode_steps() -> Result<(Vec<Decode>, f64, Provenance), ReportError> {
     let triad = text
         .lines()
         .find_map(|l| l.strip_prefix("# triad_gbytes_per_s\t"))
-        .ok_or_else(|| bad(file, "it has no `# triad_bytes_per_s` line".into()))?;
+        .ok_or_else(|| bad(file, "it has no `# triad_gbytes_per_s` line".into()))?;
     let steps = rows(file, 6)?
         .iter()
         .map(|f| {

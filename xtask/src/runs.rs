@@ -549,8 +549,8 @@ fn measure_kv_in(header: &str) -> Step {
     )
 }
 
-/// `cargo xtask measure serving`: chapter 19's run (about six minutes,
-/// after `cargo xtask corpus`): the paged cache's decode step, continuous
+/// `cargo xtask measure serving`: chapter 19's run (a few minutes, after
+/// `cargo xtask corpus`): the paged cache's decode step, continuous
 /// against static batching and speculative decoding
 /// (`examples/ch19_serving_data.rs`), one thread.
 pub(crate) fn measure_serving() -> Step {
