@@ -15,11 +15,11 @@
 use clap::{value_parser, Arg, Command};
 use report::ch17::ATTENTIONS;
 use report::ch19::checks::{
-    paged_against_contiguous, prefix_hits, served_against_alone, sharing_prompts, worked_example,
-    CHECK_BLOCK, CHECK_TOKENS, SERVED_REQUESTS, SERVED_SLOTS, SHARED_PREFIX, SHARING_PROMPTS,
-    WORKED,
+    paged_against_contiguous, prefix_hits, served_against_alone, server_trace, sharing_prompts,
+    worked_example, CHECK_BLOCK, CHECK_TOKENS, SERVED_BUDGET, SERVED_REQUESTS, SERVED_SLOTS,
+    SHARED_PREFIX, SHARING_PROMPTS, TRACED, WORKED,
 };
-use report::ch19::measure::{KS, SLOTS};
+use report::ch19::measure::{BLOCK_SIZE, KS, SLOTS};
 use report::ch19::{
     batching, batching_table, decode_steps, decode_table, runs_of, speculative, speculative_table,
     spread, step, Decode, Speculative,
@@ -51,9 +51,12 @@ fn main() -> Result<(), ReportError> {
     println!("\n== {SHARING_PROMPTS} prompts sharing their first {SHARED_PREFIX} tokens, blocks of {b} ==");
     println!("blocks found in the prefix cache, prompt by prompt: {hits:?}");
     println!("largest difference of the last logits from reading alone: {worst:.1e}");
-    let (steps, equal) = served_against_alone(SERVED_REQUESTS)?;
-    println!("\n== A server of {SERVED_REQUESTS} requests, {SERVED_SLOTS} slots ==");
-    println!("{steps} steps; every text the one its request gets alone: {equal}");
+    let (reports, equal) = served_against_alone(SERVED_REQUESTS)?;
+    println!(
+        "\n== A server of {SERVED_REQUESTS} requests, {SERVED_SLOTS} slots, {SERVED_BUDGET} tokens a step =="
+    );
+    println!("{}", server_trace(&reports, TRACED));
+    println!("{} steps; every text the one its request gets alone: {equal}", reports.len());
     let (p, q) = WORKED;
     let (keep, residual) = worked_example()?;
     println!("\n== Speculative sampling on three tokens ==");
@@ -61,8 +64,8 @@ fn main() -> Result<(), ReportError> {
     println!("kept if proposed: {:?}", keep.iter().map(|k| round(*k)).collect::<Vec<_>>());
     println!("residual:         {:?}", residual.iter().map(|r| round(*r)).collect::<Vec<_>>());
 
-    let (steps, triad, _) = decode_steps()?;
-    println!("\n== A decode step, ms (best of 5; paged, blocks of 16) ==");
+    let (steps, triad, source) = decode_steps()?;
+    println!("\n== A decode step, ms ({}; paged, blocks of {BLOCK_SIZE}) ==", source.statistic);
     println!("{}", decode_table(&steps)?);
     let fastest = steps.iter().filter(|d| d.paged).map(Decode::rate).fold(0.0, f64::max);
     println!(
@@ -129,7 +132,7 @@ fn draw_decode(steps: &[Decode], triad: f64) {
     });
     let chart = Chart {
         title: "A decode step of 64 sequences, 64 to 2,048 tokens each",
-        x_desc: "MB of keys and values read (log scale)",
+        x_desc: "MB of KV cache read (log scale)",
         y_desc: "ms per step (log scale)",
         log2_x: true,
         log10_y: true,

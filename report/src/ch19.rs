@@ -97,7 +97,7 @@ fn column(attention: Attention) -> String {
 /// Milliseconds per decode step, by batch and context (rows) and variant
 /// (columns), with the multi-head cache's megabytes read.
 pub fn decode_table(steps: &[Decode]) -> Result<String, ReportError> {
-    let mut out = format!("batch  context  MB read (4 kv heads)");
+    let mut out = String::from("batch  context  MB of cache (4 kv heads)");
     for a in ATTENTIONS {
         out += &format!("  {:>10}", column(a));
     }
@@ -106,7 +106,7 @@ pub fn decode_table(steps: &[Decode]) -> Result<String, ReportError> {
         for batch in BATCHES {
             let missing = || bad("ch19-decode.tsv", format!("no step at {batch} × {context}"));
             let mha = step(steps, ATTENTIONS[0], (batch, context)).ok_or_else(missing)?;
-            out += &format!("{batch:>5}  {context:>7}  {:>20.1}", mha.cache_bytes as f64 / 1e6);
+            out += &format!("{batch:>5}  {context:>7}  {:>24.1}", mha.cache_bytes as f64 / 1e6);
             for a in ATTENTIONS {
                 let d = step(steps, a, (batch, context)).ok_or_else(missing)?;
                 out += &format!("  {:>10.2}", d.seconds * 1e3);

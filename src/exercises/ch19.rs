@@ -66,7 +66,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(19);
         for _ in 0..50 {
             let (b, len) = (rng.random_range(1..6), rng.random_range(0..30));
-            let mut pool = BlockPool::new(40, b).unwrap();
+            let mut pool = BlockPool::new(64, b).unwrap();
             let mut other = BlockTable::new(&pool);
             let mut table = BlockTable::new(&pool);
             for _ in 0..len {
@@ -74,7 +74,7 @@ mod tests {
                 table.push(&mut pool).unwrap();
             }
             let mut found = 0;
-            for row in 0..40 * b {
+            for row in 0..64 * b {
                 if let Some(t) = token_in_row(table.blocks(), b, len, row).unwrap() {
                     assert_eq!(table.slot(t).unwrap(), row, "B = {b}, len = {len}");
                     found += 1;

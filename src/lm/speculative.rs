@@ -18,6 +18,10 @@ use crate::error::AttnError;
 /// The most draft tokens a round proposes.
 pub const MAX_DRAFT: usize = 64;
 
+/// The tokens a block holds in the paged caches of the target and of a
+/// model draft.
+const BLOCK: usize = 16;
+
 // ANCHOR: accept
 /// The probability of keeping a draft token `x` drawn from the draft's
 /// distribution `q` (so `q(x) > 0`) when the target's is `p`:
@@ -151,7 +155,8 @@ pub struct ModelDraft<'a> {
 impl<'a> ModelDraft<'a> {
     /// `model` as a draft, with a cache of its whole context.
     pub fn new(model: &'a LanguageModel<f32>) -> Result<Self, AttnError> {
-        let mut kv = model.new_paged_cache(model.config().context, 1)?;
+        let context = model.config().context;
+        let mut kv = model.new_paged_cache(context.div_ceil(BLOCK), BLOCK)?;
         let sequence = kv.start(&[])?;
         Ok(ModelDraft { model, kv, sequence })
     }
@@ -210,7 +215,7 @@ impl LanguageModel<f32> {
     ) -> Result<(Vec<usize>, Speculation), AttnError> {
         self.check_speculation(prompt, count, k)?;
         let (mut rng, mut stats) = (StdRng::seed_from_u64(seed), Speculation::default());
-        let mut kv = self.new_paged_cache(self.config().context, 1)?;
+        let mut kv = self.new_paged_cache(self.config().context.div_ceil(BLOCK), BLOCK)?;
         let (mut target, mut text) = (kv.start(&[])?, prompt.to_vec());
         let end = prompt.len() + count;
         while text.len() < end {

@@ -6,6 +6,7 @@
 
 use attn::lm::{
     acceptance, residual, Batching, Decoding, LanguageModel, Policy, Request, Sampler, Server,
+    StepReport,
 };
 
 use crate::ch17::{variant, Attention};
@@ -19,10 +20,15 @@ pub const CHECK_TOKENS: usize = 40;
 pub const SHARED_PREFIX: usize = 14;
 /// See [`SHARED_PREFIX`].
 pub const SHARING_PROMPTS: usize = 4;
-/// The requests of the small server, and its slots.
+/// The first steps of the small server that the example prints (besides
+/// those that admit or retire a request).
+pub const TRACED: usize = 3;
+/// The requests of the small server, its slots and its token budget.
 pub const SERVED_REQUESTS: usize = 6;
 /// See [`SERVED_REQUESTS`].
 pub const SERVED_SLOTS: usize = 3;
+/// See [`SERVED_REQUESTS`].
+pub const SERVED_BUDGET: usize = 8;
 
 /// A model of `attention`, freshly initialised with seed 1.
 fn model(attention: Attention) -> Result<LanguageModel<f32>, ReportError> {
@@ -89,12 +95,15 @@ pub fn prefix_hits(
 }
 
 /// A server of `requests` requests of varied lengths (greedy and sampled,
-/// continuous batching, [`SERVED_SLOTS`] slots): its steps, and whether every text is
-/// the one [`LanguageModel::generate`] writes for its request alone.
-pub fn served_against_alone(requests: usize) -> Result<(usize, bool), ReportError> {
+/// continuous batching, [`SERVED_SLOTS`] slots, a budget of
+/// [`SERVED_BUDGET`] tokens a step): what each step did, and whether
+/// every text is the one [`LanguageModel::generate`] writes for its
+/// request alone.
+pub fn served_against_alone(requests: usize) -> Result<(Vec<StepReport>, bool), ReportError> {
     let model = model(Attention::KvHeads(2))?;
     let kv = model.new_paged_cache(64, CHECK_BLOCK)?;
-    let policy = Policy { batching: Batching::Continuous, slots: SERVED_SLOTS, token_budget: 8 };
+    let policy =
+        Policy { batching: Batching::Continuous, slots: SERVED_SLOTS, token_budget: SERVED_BUDGET };
     let mut server = Server::new(&model, kv, policy)?;
     let mut submitted = Vec::new();
     for i in 0..requests {
@@ -104,14 +113,35 @@ pub fn served_against_alone(requests: usize) -> Result<(usize, bool), ReportErro
         server.submit(request.clone())?;
         submitted.push(request);
     }
-    let steps = server.run()?.len();
+    let reports = server.run()?;
     let mut equal = true;
     for served in server.served() {
         let r = &submitted[served.id];
         let alone = model.generate(&r.prompt, r.count, &r.sampler, r.seed, Decoding::Cached)?;
         equal &= served.text == alone;
     }
-    Ok((steps, equal && server.served().len() == requests))
+    Ok((reports, equal && server.served().len() == requests))
+}
+
+/// What a server's steps did, a line a step: who was admitted, how many
+/// ran, how many tokens they read, who finished; the first `first` steps
+/// and those that admitted or retired a request.
+pub fn server_trace(reports: &[StepReport], first: usize) -> String {
+    let mut out = String::from("step  admitted   running  tokens read  finished\n");
+    let changed = |(i, r): &(usize, &StepReport)| {
+        *i < first || !r.admitted.is_empty() || !r.finished.is_empty()
+    };
+    for (i, r) in reports.iter().enumerate().filter(changed) {
+        out += &format!(
+            "{:>4}  {:<9}  {:>7}  {:>11}  {:?}\n",
+            i + 1,
+            format!("{:?}", r.admitted),
+            r.running,
+            r.tokens,
+            r.finished
+        );
+    }
+    out.trim_end().to_string()
 }
 
 /// The worked example's target and draft over three tokens.
@@ -150,4 +180,23 @@ pub fn quiz_block() -> Result<(usize, usize), ReportError> {
 pub fn quiz_kept() -> Result<f64, ReportError> {
     let (p, q) = QUIZ_PROPOSED;
     Ok(acceptance(&[p, 1.0 - p], &[q, 1.0 - q], 0)?)
+}
+
+/// The worked example of a block table: a block size, and a token of the
+/// first of two sequences that add a token each in turn.
+pub const WORKED_TABLE: (usize, usize) = (2, 3);
+
+/// The worked example's first table, holding its token and a few more:
+/// its blocks, and the slot of the token.
+pub fn worked_table() -> Result<(Vec<usize>, usize), ReportError> {
+    let (block_size, token) = WORKED_TABLE;
+    let mut pool = attn::paging::BlockPool::new(6, block_size)?;
+    let mut first = attn::paging::BlockTable::new(&pool);
+    let mut second = attn::paging::BlockTable::new(&pool);
+    for _ in 0..=token + 1 {
+        first.push(&mut pool)?;
+        second.push(&mut pool)?;
+    }
+    let slot = first.slot(token)?;
+    Ok((first.blocks().to_vec(), slot))
 }

@@ -73,30 +73,44 @@ pub fn fill(
     Ok(sequences)
 }
 
-/// The decode step of `attention` at every batch and context of
-/// [`BATCHES`] and [`CONTEXTS`], best of `repeats`.
-pub fn decode_steps(attention: Attention, repeats: usize) -> Result<Vec<DecodeStep>, ReportError> {
-    let model = decode_model(attention)?;
-    let per_token = LmCache::bytes_per_token(&model);
+/// The decode step of every variant of `attentions` at every batch and
+/// context of [`BATCHES`] and [`CONTEXTS`], best of `repeats`. At each
+/// batch and context the variants take turns, a step each, so that a
+/// machine that speeds up or slows down during the run does so for all
+/// of them alike.
+pub fn decode_steps(
+    attentions: &[Attention],
+    repeats: usize,
+) -> Result<Vec<DecodeStep>, ReportError> {
+    let models =
+        attentions.iter().map(|&a| decode_model(a)).collect::<Result<Vec<_>, ReportError>>()?;
     let mut rows = Vec::new();
     for context in CONTEXTS {
         for batch in BATCHES {
             let blocks = batch * context.div_ceil(BLOCK_SIZE);
-            let mut kv = model.new_paged_cache(blocks, BLOCK_SIZE)?;
-            let mut sequences = fill(&model, &mut kv, (batch, context - 1))?;
+            let mut caches = Vec::new();
+            for model in &models {
+                let mut kv = model.new_paged_cache(blocks, BLOCK_SIZE)?;
+                let sequences = fill(model, &mut kv, (batch, context - 1))?;
+                caches.push((kv, sequences));
+            }
             let reads: Vec<(usize, usize)> = (0..batch).map(|i| (i, i % 84)).collect();
-            let mut best = f64::INFINITY;
+            let mut best = vec![f64::INFINITY; models.len()];
             for _ in 0..repeats {
-                let mut refs: Vec<&mut Sequence> = sequences.iter_mut().collect();
-                let start = Instant::now();
-                model.read_paged(&reads, &mut refs, &mut kv)?;
-                best = best.min(start.elapsed().as_secs_f64());
-                for sequence in &mut sequences {
-                    kv.truncate(sequence, context - 1)?;
+                for (v, (model, (kv, sequences))) in models.iter().zip(&mut caches).enumerate() {
+                    let mut refs: Vec<&mut Sequence> = sequences.iter_mut().collect();
+                    let start = Instant::now();
+                    model.read_paged(&reads, &mut refs, kv)?;
+                    best[v] = best[v].min(start.elapsed().as_secs_f64());
+                    for sequence in sequences.iter_mut() {
+                        kv.truncate(sequence, context - 1)?;
+                    }
                 }
             }
-            let cache_bytes = batch * context * per_token;
-            rows.push(DecodeStep { attention, batch, context, seconds: best, cache_bytes });
+            for ((&attention, model), seconds) in attentions.iter().zip(&models).zip(best) {
+                let cache_bytes = batch * context * LmCache::bytes_per_token(model);
+                rows.push(DecodeStep { attention, batch, context, seconds, cache_bytes });
+            }
         }
     }
     Ok(rows)
