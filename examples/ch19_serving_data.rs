@@ -109,23 +109,31 @@ fn speculative() -> Result<(), Box<dyn std::error::Error>> {
         for k in KS {
             let mut rows = vec![speculate(
                 &target,
-                ("bigram", &mut corpus.bigram()),
+                ("bigram", 0, &mut corpus.bigram()),
                 (&prompts, WRITTEN),
                 (&sampler, k),
             )?];
-            for small in &drafts {
+            for (small, seed) in drafts.iter().zip(DRAFT_SEEDS) {
                 let mut draft = model_draft(small)?;
                 rows.push(speculate(
                     &target,
-                    ("one layer", &mut draft),
+                    ("one layer", seed, &mut draft),
                     (&prompts, WRITTEN),
                     (&sampler, k),
                 )?);
             }
-            for (r, seed) in rows.iter().zip([0].into_iter().chain(DRAFT_SEEDS)) {
+            for r in rows {
                 text += &format!(
-                    "{}\t{seed}\t{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\n",
-                    r.draft, r.k, r.greedy, r.proposed, r.kept, r.rounds, r.seconds, r.alone
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\n",
+                    r.draft,
+                    r.seed,
+                    r.k,
+                    r.greedy,
+                    r.proposed,
+                    r.kept,
+                    r.rounds,
+                    r.seconds,
+                    r.alone
                 );
             }
         }

@@ -13,6 +13,7 @@ use attn::lm::{
     Policy, Request, Sampler, Sequence, Server, SHAKESPEARE_MODEL, SHAKESPEARE_TRAINING,
 };
 
+use super::{Decode, Speculative};
 use crate::ch17::{variant, Attention};
 use crate::error::ReportError;
 
@@ -27,23 +28,6 @@ pub const LONGEST: usize = 2048;
 pub const BATCHES: [usize; 4] = [1, 4, 16, 64];
 /// See [`BATCHES`].
 pub const CONTEXTS: [usize; 4] = [64, 256, 1024, 2048];
-
-/// One decode step of `batch` sequences, each holding `context − 1`
-/// tokens and reading one more: the best time of `repeats`, and the bytes
-/// of keys and values (or latents) the step reads.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DecodeStep {
-    /// The variant's attention.
-    pub attention: Attention,
-    /// Sequences read together.
-    pub batch: usize,
-    /// Tokens each attends over.
-    pub context: usize,
-    /// The best time of a step, in seconds.
-    pub seconds: f64,
-    /// Bytes of cache the step reads: `batch · context · bytes per token`.
-    pub cache_bytes: usize,
-}
 
 /// A model of `attention` reading [`LONGEST`] tokens, freshly initialised.
 pub fn decode_model(attention: Attention) -> Result<LanguageModel<f32>, ReportError> {
@@ -78,10 +62,7 @@ pub fn fill(
 /// batch and context the variants take turns, a step each, so that a
 /// machine that speeds up or slows down during the run does so for all
 /// of them alike.
-pub fn decode_steps(
-    attentions: &[Attention],
-    repeats: usize,
-) -> Result<Vec<DecodeStep>, ReportError> {
+pub fn decode_steps(attentions: &[Attention], repeats: usize) -> Result<Vec<Decode>, ReportError> {
     let models =
         attentions.iter().map(|&a| decode_model(a)).collect::<Result<Vec<_>, ReportError>>()?;
     let mut rows = Vec::new();
@@ -109,7 +90,7 @@ pub fn decode_steps(
             }
             for ((&attention, model), seconds) in attentions.iter().zip(&models).zip(best) {
                 let cache_bytes = batch * context * LmCache::bytes_per_token(model);
-                rows.push(DecodeStep { attention, batch, context, seconds, cache_bytes });
+                rows.push(Decode { attention, paged: true, batch, context, seconds, cache_bytes });
             }
         }
     }
@@ -119,10 +100,7 @@ pub fn decode_steps(
 /// The decode step of `attention` through the contiguous cache of
 /// chapters 16 and 17, one sequence, at every context of [`CONTEXTS`]: the
 /// best of `repeats` consecutive steps once `context − 1` tokens are held.
-pub fn contiguous_steps(
-    attention: Attention,
-    repeats: usize,
-) -> Result<Vec<DecodeStep>, ReportError> {
+pub fn contiguous_steps(attention: Attention, repeats: usize) -> Result<Vec<Decode>, ReportError> {
     let model = decode_model(attention)?;
     let per_token = LmCache::bytes_per_token(&model);
     let vocab = model.config().vocab;
@@ -139,7 +117,8 @@ pub fn contiguous_steps(
             best = best.min(start.elapsed().as_secs_f64());
         }
         let cache_bytes = context * per_token;
-        rows.push(DecodeStep { attention, batch: 1, context, seconds: best, cache_bytes });
+        let (paged, batch, seconds) = (false, 1, best);
+        rows.push(Decode { attention, paged, batch, context, seconds, cache_bytes });
     }
     Ok(rows)
 }
@@ -277,28 +256,6 @@ pub const PROMPT_LEN: usize = 16;
 /// The tokens written after each prompt.
 pub const WRITTEN: usize = 48;
 
-/// Speculative decoding of one draft and `k` over `prompts`: tokens kept
-/// of those proposed, and the seconds of writing with and without it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Speculated {
-    /// The draft's name.
-    pub draft: String,
-    /// Draft tokens a round.
-    pub k: usize,
-    /// Whether the sampler is greedy.
-    pub greedy: bool,
-    /// Draft tokens proposed, in all.
-    pub proposed: usize,
-    /// Draft tokens kept.
-    pub kept: usize,
-    /// Rounds.
-    pub rounds: usize,
-    /// Seconds, speculative.
-    pub seconds: f64,
-    /// Seconds, the target alone through its cache.
-    pub alone: f64,
-}
-
 /// The prompts of the speculative measurement: `count` windows of
 /// `len` characters of the validation split, evenly spaced.
 pub fn prompts(corpus: &Corpus, count: usize, len: usize) -> Vec<Vec<usize>> {
@@ -310,16 +267,18 @@ pub fn prompts(corpus: &Corpus, count: usize, len: usize) -> Vec<Vec<usize>> {
 }
 
 /// Writes `count` tokens after each prompt with `draft` proposing `k` at
-/// a time, and alone; greedy texts are checked equal.
+/// a time, and alone; greedy texts are checked equal. `seed` names the
+/// draft's training run (0 for none).
 pub fn speculate(
     target: &LanguageModel<f32>,
-    (name, draft): (&str, &mut impl attn::lm::Draft),
+    (name, seed, draft): (&str, u64, &mut impl attn::lm::Draft),
     (prompts, count): (&[Vec<usize>], usize),
     (sampler, k): (&Sampler, usize),
-) -> Result<Speculated, ReportError> {
+) -> Result<Speculative, ReportError> {
     let greedy = *sampler == Sampler::new(0.0)?;
-    let mut row = Speculated {
+    let mut row = Speculative {
         draft: name.to_string(),
+        seed,
         k,
         greedy,
         proposed: 0,
