@@ -242,6 +242,13 @@ pub enum AttnError {
         /// The tokens a block holds.
         block_size: usize,
     },
+    /// The GPU (the `gpu` feature) could not be found, set up or run.
+    Gpu {
+        /// What was being done, e.g. `"finding an adapter"`.
+        stage: &'static str,
+        /// What went wrong, and what to do.
+        reason: String,
+    },
 }
 
 mod display;

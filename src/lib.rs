@@ -65,6 +65,8 @@ pub mod error;
 pub mod exercises;
 pub mod experiments;
 pub mod fast;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod grad;
 pub mod kv_bytes;
 pub mod latent;

@@ -75,6 +75,7 @@ impl fmt::Display for AttnError {
                 limit,
             } => write!(f, "{name} {requirement} ({limit}), got {value}"),
             AttnError::Mismatched { name, requirement } => write!(f, "{name} {requirement}"),
+            AttnError::Gpu { stage, ref reason } => write!(f, "the GPU failed {stage}: {reason}"),
             AttnError::PoolFull { blocks, block_size } => write!(
                 f,
                 "the KV cache's pool is full: all {blocks} blocks of {block_size} tokens are in \

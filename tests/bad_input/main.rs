@@ -8,6 +8,8 @@ mod attention;
 mod coverage;
 mod early_chapters;
 mod exercises;
+#[cfg(feature = "gpu")]
+mod gpu;
 mod later_chapters;
 mod layers;
 mod lm;

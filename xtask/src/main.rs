@@ -250,6 +250,7 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
         })?;
         run(cargo().args(["test", "--locked", "--doc"]).args(BOOK_PACKAGES))
     })?;
+    step("gpu", &gpu)?;
     step("one build", &one_build)?;
     // Every code exercise's stub compiles and fails the book's tests; the
     // solutions that need nothing private pass them outside the crate.
@@ -263,6 +264,30 @@ fn test_steps(times: &mut Vec<(&'static str, f64)>) -> Step {
     step("mdbook build", &|| mdbook_build(false))?;
     step("student edition", &|| mdbook_build(true))?;
     step("browser check", &browser_check)
+}
+
+/// The GPU kernels (the `gpu` feature), linted and tested against the CPU
+/// on the adapter `wgpu` finds: under CI a missing adapter fails
+/// (`ATTN_GPU_REQUIRED=1`), elsewhere the tests say why they skip.
+fn gpu() -> Step {
+    let required = if std::env::var_os("CI").is_some() { "1" } else { "0" };
+    let runtime = std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into());
+    let crate_ = ["-p", "attn", "--features", "gpu"];
+    let targets = ["--test", "gpu", "--test", "bad_input"];
+    run(cargo()
+        .args(["clippy", "--locked", "--lib"])
+        .args(crate_)
+        .args(targets)
+        .args(["--", "-D", "warnings"]))?;
+    for (target, filter) in [("gpu", ""), ("bad_input", "gpu::")] {
+        run(cargo()
+            .args(["test", "--locked"])
+            .args(crate_)
+            .args(["--test", target, "--", filter])
+            .env("ATTN_GPU_REQUIRED", required)
+            .env("XDG_RUNTIME_DIR", &runtime))?;
+    }
+    Ok(())
 }
 
 /// Builds every test target of the workspace (as `cargo test --lib --bins

@@ -1,0 +1,19 @@
+// What both kernels are given: the sizes, Q, K and V to read, the output
+// to write (binding 5 is each kernel's own). Rows are vec4s, padded with
+// zeros; the host prepends this file to each kernel's.
+
+struct Sizes {
+    n: u32,      // queries
+    m: u32,      // keys and values
+    d4: u32,     // vec4s a row
+    causal: u32, // 1: query i sees keys 0..=i
+    scale: f32,  // 1/√d_k
+}
+
+@group(0) @binding(0) var<uniform> sizes: Sizes;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> o: array<vec4<f32>>;
+
+const LOWEST: f32 = -3.0e38; // a masked score: exp(LOWEST − anything) is 0

@@ -1,0 +1,99 @@
+// FlashAttention-2's forward pass (Dao, 2023) in WGSL: softmax(Q Kᵀ · scale) V
+// without ever writing the n×m scores to memory.
+//
+// A workgroup of BR threads takes BR queries, one a thread; each thread
+// keeps its query and its output row in registers. The workgroup walks
+// the keys in tiles of BC: all its threads copy a tile of keys and values
+// into workgroup memory together (the GPU's fast, shared memory), then each
+// thread scores its query against the tile and folds the tile into its
+// output with the online softmax of chapter 9: the running maximum m, the
+// running sum l, and the output rescaled by exp(m_old − m_new) whenever the
+// maximum grows. Rows are vec4s of at most D4 = 16 (d ≤ 64), padded with
+// zeros, so that a dot product is 16 four-wide products.
+
+// (common.wgsl comes first: Sizes, and bindings 0 to 4.)
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
+
+const BR: u32 = 64u;     // queries a workgroup, one a thread
+const BC: u32 = 32u;     // keys a tile
+const D4: u32 = 16u;     // the most vec4s a row holds
+
+// ANCHOR: tiles
+var<workgroup> k_tile: array<vec4<f32>, 512>; // BC × D4: 8 KiB
+var<workgroup> v_tile: array<vec4<f32>, 512>; // the WebGPU default allows 16 KiB in all
+
+/// Copies keys and values j0..j0 + BC into the tiles, every thread a share.
+fn load_tile(j0: u32, t: u32) {
+    for (var e = t; e < BC * D4; e += BR) {
+        let j = j0 + e / D4;
+        let c = e % D4;
+        let inside = j < sizes.m && c < sizes.d4;
+        let at = select(0u, j * sizes.d4 + c, inside);
+        k_tile[e] = select(vec4<f32>(0.0), k[at], inside);
+        v_tile[e] = select(vec4<f32>(0.0), v[at], inside);
+    }
+}
+// ANCHOR_END: tiles
+
+// ANCHOR: flash
+@compute @workgroup_size(64)
+fn forward(@builtin(workgroup_id) wg: vec3<u32>,
+           @builtin(local_invocation_index) t: u32) {
+    let i = wg.x * BR + t; // this thread's query (past n: it only helps load)
+    var q_i: array<vec4<f32>, 16>;
+    var o_i: array<vec4<f32>, 16>;
+    for (var c = 0u; c < D4; c++) {
+        let inside = i < sizes.n && c < sizes.d4;
+        q_i[c] = select(vec4<f32>(0.0), q[select(0u, i * sizes.d4 + c, inside)], inside) * sizes.scale;
+        o_i[c] = vec4<f32>(0.0);
+    }
+    var m_i = LOWEST; // the largest score so far
+    var l_i = 0.0;    // Σ exp(s − m_i) so far
+    // Causal: no query of this workgroup sees a key past its last query.
+    var end = sizes.m;
+    if sizes.causal == 1u {
+        end = min(sizes.m, (wg.x + 1u) * BR);
+    }
+    for (var j0 = 0u; j0 < end; j0 += BC) {
+        workgroupBarrier(); // the last tile is read by everyone
+        load_tile(j0, t);
+        workgroupBarrier(); // this tile is written by everyone
+        var s: array<f32, 32>; // the tile's scores
+        var m_tile = m_i;
+        for (var jj = 0u; jj < BC; jj++) {
+            let j = j0 + jj;
+            var score = LOWEST;
+            if j < sizes.m && (sizes.causal == 0u || j <= i) {
+                score = 0.0;
+                for (var c = 0u; c < D4; c++) {
+                    score += dot(q_i[c], k_tile[jj * D4 + c]);
+                }
+            }
+            s[jj] = score;
+            m_tile = max(m_tile, score);
+        }
+        let alpha = exp(m_i - m_tile); // rescales what came before
+        l_i *= alpha;
+        for (var c = 0u; c < D4; c++) {
+            o_i[c] *= alpha;
+        }
+        for (var jj = 0u; jj < BC; jj++) {
+            if s[jj] > LOWEST {
+                let p = exp(s[jj] - m_tile);
+                l_i += p;
+                for (var c = 0u; c < D4; c++) {
+                    o_i[c] += p * v_tile[jj * D4 + c];
+                }
+            }
+        }
+        m_i = m_tile;
+    }
+    if i < sizes.n {
+        let inv = select(0.0, 1.0 / l_i, l_i > 0.0); // no key seen: a zero row
+        for (var c = 0u; c < sizes.d4; c++) {
+            o[i * sizes.d4 + c] = o_i[c] * inv;
+        }
+        lse[i] = select(LOWEST, m_i + log(l_i), l_i > 0.0);
+    }
+}
+// ANCHOR_END: flash

@@ -1,0 +1,109 @@
+//! Attention on a GPU, through `wgpu` (the crate's `gpu` feature): the
+//! kernels are WGSL files included by the crate, `plain.wgsl` (chapter 2's
+//! three passes, the scores written to GPU memory) and `flash.wgsl`
+//! (FlashAttention-2's forward pass, the scores kept in registers and
+//! workgroup memory). [`Gpu`] finds an adapter, builds the pipelines once,
+//! and runs either on `f32` matrices, reading the result back.
+//!
+//! The same WGSL runs on a real GPU, on a software one (Mesa's lavapipe,
+//! which CI uses), and in a browser through WebGPU.
+
+use ndarray::{Array1, Array2, ArrayRef2};
+
+use crate::attention::check_qkv;
+use crate::error::AttnError;
+
+mod device;
+
+pub use device::Gpu;
+
+/// The widest row the kernels take: 16 vec4s.
+pub const MAX_D: usize = 64;
+
+/// The most queries or keys the kernels take (the plain kernels dispatch
+/// a workgroup a row, and WebGPU allows 65,535 a dimension).
+pub const MAX_ROWS: usize = 65_535;
+
+/// Which keys each query sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mask {
+    /// Every key.
+    None,
+    /// Keys `0..=i` for query `i`, as [`crate::masking::causal_mask`].
+    Causal,
+}
+
+/// What the flash kernel returns: the output and each query's
+/// log-sum-exp of its scores, `ln Σ_j exp(s_ij)` (what its backward pass
+/// keeps instead of the weights).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlashOutput {
+    /// `n × d_v`.
+    pub output: Array2<f32>,
+    /// `n`.
+    pub lse: Array1<f32>,
+}
+
+/// The sizes the kernels read, as WGSL's `Sizes`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    n: u32,
+    m: u32,
+    d4: u32,
+    causal: u32,
+    scale: f32,
+    _pad: [u32; 3], // a uniform's size is a multiple of 16 bytes
+}
+
+impl Sizes {
+    fn bytes(&self) -> Vec<u8> {
+        let words = [self.n, self.m, self.d4, self.causal, self.scale.to_bits(), 0, 0, 0];
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+}
+
+/// Checks Q, K, V for the kernels: chapter 2's shapes, `d_k = d_v` of at
+/// most [`MAX_D`], at most [`MAX_ROWS`] rows, finite entries
+/// ([`check_qkv`]).
+fn check(q: &ArrayRef2<f32>, k: &ArrayRef2<f32>, v: &ArrayRef2<f32>) -> Result<(), AttnError> {
+    check_qkv(q, k, v)?;
+    if v.ncols() != k.ncols() || k.ncols() > MAX_D {
+        return Err(AttnError::InvalidArgument {
+            name: "value width d_v (the GPU kernels need d_v = d_k ≤ 64)",
+            value: v.ncols() as f64,
+            requirement: "must equal the key width d_k, at most 64",
+        });
+    }
+    for (name, rows) in [("queries", q.nrows()), ("keys", k.nrows())] {
+        if rows > MAX_ROWS {
+            return Err(AttnError::OutOfRange {
+                name,
+                value: rows,
+                requirement: "the GPU kernels take at most this many rows",
+                limit: MAX_ROWS,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The rows of `x` as vec4s, padded with zeros to `d4` of them: the
+/// buffer's bytes.
+fn padded(x: &ArrayRef2<f32>, d4: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.nrows() * d4 * 16);
+    for row in x.rows() {
+        for c in 0..4 * d4 {
+            let value = if c < row.len() { row[c] } else { 0.0 };
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// The first `cols` columns of `rows` rows of vec4s read back.
+fn unpadded(bytes: &[u8], rows: usize, d4: usize, cols: usize) -> Array2<f32> {
+    let floats: Vec<f32> =
+        bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    Array2::from_shape_fn((rows, cols), |(i, c)| floats[i * 4 * d4 + c])
+}
