@@ -10,6 +10,13 @@
 // running sum l, and the output rescaled by exp(m_old − m_new) whenever the
 // maximum grows. Rows are vec4s of at most D4 = 16 (d ≤ 64), padded with
 // zeros, so that a dot product is 16 four-wide products.
+//
+// The loops over a row's vec4s run to the constant D4, not to the row's
+// own d4: a loop of constant length is unrolled by the shader compiler.
+// Mesa's lavapipe silently stops a shader after 65,535 loop iterations an
+// invocation; with loops to d4 left in, this kernel loses keys from
+// n ≈ 2,000 on and returns wrong numbers without an error, which the
+// tests (n = 2,300) catch.
 
 // (common.wgsl comes first: Sizes, and bindings 0 to 4.)
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
