@@ -130,6 +130,9 @@ impl Gpu {
     ) -> Result<ndarray::Array2<f32>, AttnError> {
         check(q, k, v)?;
         let (n, m) = (q.nrows(), k.nrows());
+        // The scores are one buffer of n·m floats: no larger than the device binds.
+        let limit = self.device.limits().max_storage_buffer_binding_size as usize / 4;
+        crate::check::check_total("the GPU's scores QKᵀ (n × m floats)", &[n, m], limit)?;
         self.guarded(|| {
             let run = Run::new(self, (q, k, v), mask);
             let p = run.storage((n * m * 4) as u64);
@@ -249,8 +252,8 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// Runs `pipeline` over `groups` workgroups with the call's buffers and
-    /// `extra` (binding 5), and waits for it.
+    /// Submits `pipeline` over `groups` workgroups with the call's buffers
+    /// and `extra` (binding 5); the device runs the submissions in order.
     fn dispatch(&self, pipeline: &wgpu::ComputePipeline, extra: &wgpu::Buffer, groups: [u32; 3]) {
         let device = &self.gpu.device;
         let buffers = [&self.sizes, &self.q, &self.k, &self.v, &self.o, extra];
