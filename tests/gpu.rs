@@ -5,11 +5,10 @@
 //! adapter a failure.
 #![cfg(feature = "gpu")]
 
-use attn::attention::scaled_dot_product_attention;
 use attn::gpu::{Gpu, Mask};
 use attn::masking::{causal_mask, masked_attention};
-use ndarray::{Array1, Array2};
-use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+use ndarray::Array2;
+use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
 /// The adapter, or `None` (with the reason printed) where none is required.
 fn gpu() -> Option<Gpu> {
@@ -30,25 +29,22 @@ fn random(rows: usize, cols: usize, rng: &mut StdRng) -> Array2<f32> {
     attn::scaling::standard_normal(rows, cols, rng)
 }
 
-/// The CPU's attention and each row's log-sum-exp (in f64).
-fn reference(
-    q: &Array2<f32>,
-    k: &Array2<f32>,
-    v: &Array2<f32>,
-    mask: Mask,
-) -> (Array2<f32>, Array1<f32>) {
-    let (n, m, d) = (q.nrows(), k.nrows(), q.ncols());
-    let output = match mask {
-        Mask::None => scaled_dot_product_attention(q, k, v).unwrap().output,
-        Mask::Causal => masked_attention(q, k, v, &causal_mask(n, m)).unwrap().output,
-    };
-    let lse = Array1::from_shape_fn(n, |i| {
-        let seen = if mask == Mask::Causal { (i + 1).min(m) } else { m };
-        let scores: Vec<f64> =
-            (0..seen).map(|j| q.row(i).dot(&k.row(j)) as f64 / (d as f64).sqrt()).collect();
-        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (top + scores.iter().map(|s| (s - top).exp()).sum::<f64>().ln()) as f32
-    });
+/// The CPU's attention under `keep`, and each row's log-sum-exp (in f64)
+/// over the keys it keeps (`None` for a row that keeps none).
+fn reference([q, k, v]: [&Array2<f32>; 3], keep: &Array2<bool>) -> (Array2<f32>, Vec<Option<f32>>) {
+    let d = q.ncols();
+    let output = masked_attention(q, k, v, keep).unwrap().output;
+    let lse = (0..q.nrows())
+        .map(|i| {
+            let scores: Vec<f64> = (0..k.nrows())
+                .filter(|&j| keep[[i, j]])
+                .map(|j| q.row(i).dot(&k.row(j)) as f64 / (d as f64).sqrt())
+                .collect();
+            let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = scores.iter().map(|s| (s - top).exp()).sum();
+            (!scores.is_empty()).then(|| (top + sum.ln()) as f32)
+        })
+        .collect();
     (output, lse)
 }
 
@@ -69,39 +65,56 @@ fn assert_close(got: &Array2<f32>, want: &Array2<f32>, tolerance: f32, what: &st
 const SHAPES: [(usize, usize, usize); 6] =
     [(1, 1, 1), (5, 7, 3), (64, 64, 64), (65, 33, 17), (130, 130, 64), (2_300, 2_300, 64)];
 
-/// Runs `kernel` on every shape of [`SHAPES`], with and without the
-/// causal mask (where there are keys for every query), on inputs drawn
-/// with `seed`, and holds it to the CPU.
-fn on_every_shape(seed: u64, kernel: impl Fn(&Gpu, [&Array2<f32>; 3], Mask, &str)) {
+/// The masks each shape is run with, and the keep-matrix each stands
+/// for: none, causal (where there are keys for every query), and a random
+/// one whose first row keeps no key.
+fn masks(n: usize, m: usize, rng: &mut StdRng) -> Vec<(&'static str, Array2<bool>)> {
+    let mut random = Array2::from_shape_fn((n, m), |_| rng.random::<f32>() < 0.7);
+    random.row_mut(0).fill(false);
+    let mut out = vec![("none", Array2::from_elem((n, m), true)), ("random", random)];
+    if m >= n {
+        out.push(("causal", causal_mask(n, m)));
+    }
+    out
+}
+
+/// Runs `kernel` on every shape of [`SHAPES`] under every mask of
+/// [`masks`], on inputs drawn with `seed`, and holds it to the CPU.
+fn on_every_shape(seed: u64, kernel: impl Fn(&Gpu, [&Array2<f32>; 3], &Array2<bool>, Mask, &str)) {
     let Some(gpu) = gpu() else { return };
     let mut rng = StdRng::seed_from_u64(seed);
     for (n, m, d) in SHAPES {
-        for mask in [Mask::None, Mask::Causal] {
-            if mask == Mask::Causal && m < n {
-                continue;
-            }
-            let (q, k, v) =
-                (random(n, d, &mut rng), random(m, d, &mut rng), random(m, d, &mut rng));
-            kernel(&gpu, [&q, &k, &v], mask, &format!("n = {n}, m = {m}, d = {d}, {mask:?}"));
+        let (q, k, v) = (random(n, d, &mut rng), random(m, d, &mut rng), random(m, d, &mut rng));
+        for (name, keep) in masks(n, m, &mut rng) {
+            let mask = match name {
+                "none" => Mask::None,
+                "causal" => Mask::Causal,
+                _ => Mask::Keep(&keep),
+            };
+            let what = format!("n = {n}, m = {m}, d = {d}, mask {name}");
+            kernel(&gpu, [&q, &k, &v], &keep, mask, &what);
         }
     }
 }
 
 #[test]
 fn the_flash_kernel_equals_the_cpus_attention_everywhere() {
-    on_every_shape(52, |gpu, [q, k, v], mask, what| {
+    on_every_shape(52, |gpu, [q, k, v], keep, mask, what| {
         let got = gpu.flash_attention(q, k, v, mask).unwrap();
-        let (want, lse) = reference(q, k, v, mask);
+        let (want, lse) = reference([q, k, v], keep);
         assert_close(&got.output, &want, 1e-5, &format!("flash, {what}"));
-        let column = |x: Array1<f32>| x.insert_axis(ndarray::Axis(1));
-        assert_close(&column(got.lse), &column(lse), 1e-5, &format!("flash, {what}, lse"));
+        for (i, (got, want)) in got.lse.iter().zip(lse).enumerate() {
+            if let Some(want) = want {
+                assert!((got - want).abs() <= 1e-5 * (1.0 + want.abs()), "{what}: lse {i}");
+            }
+        }
     });
 }
 
 #[test]
 fn the_plain_kernels_equal_the_cpus_attention_everywhere() {
-    on_every_shape(2, |gpu, [q, k, v], mask, what| {
+    on_every_shape(2, |gpu, [q, k, v], keep, mask, what| {
         let got = gpu.attention(q, k, v, mask).unwrap();
-        assert_close(&got, &reference(q, k, v, mask).0, 1e-5, &format!("plain, {what}"));
+        assert_close(&got, &reference([q, k, v], keep).0, 1e-5, &format!("plain, {what}"));
     });
 }

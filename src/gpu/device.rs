@@ -108,7 +108,10 @@ impl Gpu {
         v: &ArrayRef2<f32>,
         mask: Mask,
     ) -> Result<FlashOutput, AttnError> {
-        check(q, k, v)?;
+        check(q, k, v, mask)?;
+        if let Mask::Keep(_) = mask {
+            self.check_fits("the GPU's mask (n × m words)", q.nrows(), k.nrows())?;
+        }
         self.guarded(|| {
             let run = Run::new(self, (q, k, v), mask);
             let lse = run.storage((q.nrows() * 4) as u64);
@@ -128,11 +131,9 @@ impl Gpu {
         v: &ArrayRef2<f32>,
         mask: Mask,
     ) -> Result<ndarray::Array2<f32>, AttnError> {
-        check(q, k, v)?;
+        check(q, k, v, mask)?;
         let (n, m) = (q.nrows(), k.nrows());
-        // The scores are one buffer of n·m floats: no larger than the device binds.
-        let limit = self.device.limits().max_storage_buffer_binding_size as usize / 4;
-        crate::check::check_total("the GPU's scores QKᵀ (n × m floats)", &[n, m], limit)?;
+        self.check_fits("the GPU's scores QKᵀ (n × m floats)", n, m)?;
         self.guarded(|| {
             let run = Run::new(self, (q, k, v), mask);
             let p = run.storage((n * m * 4) as u64);
@@ -142,6 +143,13 @@ impl Gpu {
             run.dispatch(&self.weighted, &p, [threads.div_ceil(64) as u32, 1, 1]);
             run.output()
         })
+    }
+
+    /// Checks that a buffer of `n · m` four-byte entries is no larger than
+    /// the device binds, before anything is allocated.
+    fn check_fits(&self, what: &'static str, n: usize, m: usize) -> Result<(), AttnError> {
+        let limit = self.device.limits().max_storage_buffer_binding_size as usize / 4;
+        crate::check::check_total(what, &[n, m], limit).map(|_| ())
     }
 
     /// Runs `work` with the device's errors (invalid use, memory run out)
@@ -160,12 +168,13 @@ impl Gpu {
 }
 
 /// The buffers every kernel is given, as WGSL binds them: the sizes
-/// (uniform), Q, K, V (read), the output and one more buffer (written).
+/// (uniform), Q, K, V (read), the output and one more buffer (written),
+/// and the mask (read).
 fn layout(device: &wgpu::Device) -> wgpu::PipelineLayout {
     let entry = |binding: u32| {
         let ty = match binding {
             0 => wgpu::BufferBindingType::Uniform,
-            1..=3 => wgpu::BufferBindingType::Storage { read_only: true },
+            1..=3 | 6 => wgpu::BufferBindingType::Storage { read_only: true },
             _ => wgpu::BufferBindingType::Storage { read_only: false },
         };
         wgpu::BindGroupLayoutEntry {
@@ -175,7 +184,7 @@ fn layout(device: &wgpu::Device) -> wgpu::PipelineLayout {
             count: None,
         }
     };
-    let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..6).map(entry).collect();
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..7).map(entry).collect();
     let bind = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: None,
         entries: &entries,
@@ -195,6 +204,7 @@ struct Run<'a> {
     k: wgpu::Buffer,
     v: wgpu::Buffer,
     o: wgpu::Buffer,
+    keep: wgpu::Buffer,
     n: usize,
     d: usize,
     d4: usize,
@@ -212,7 +222,7 @@ impl<'a> Run<'a> {
             n: n as u32,
             m: m as u32,
             d4: d4 as u32,
-            causal: u32::from(mask == Mask::Causal),
+            mask: mask.kind(),
             scale: 1.0 / (d as f32).sqrt(),
             _pad: [0; 3],
         };
@@ -224,7 +234,12 @@ impl<'a> Run<'a> {
             })
         };
         let storage = wgpu::BufferUsages::STORAGE;
+        let keep: Vec<u8> = match mask {
+            Mask::Keep(keep) => keep.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(),
+            _ => vec![0; 4], // unread, but every binding needs a buffer
+        };
         Run {
+            keep: upload("keep", &keep, storage),
             gpu,
             sizes: upload("sizes", &sizes.bytes(), wgpu::BufferUsages::UNIFORM),
             q: upload("Q", &padded(q, d4), storage),
@@ -256,7 +271,7 @@ impl<'a> Run<'a> {
     /// and `extra` (binding 5); the device runs the submissions in order.
     fn dispatch(&self, pipeline: &wgpu::ComputePipeline, extra: &wgpu::Buffer, groups: [u32; 3]) {
         let device = &self.gpu.device;
-        let buffers = [&self.sizes, &self.q, &self.k, &self.v, &self.o, extra];
+        let buffers = [&self.sizes, &self.q, &self.k, &self.v, &self.o, extra, &self.keep];
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()

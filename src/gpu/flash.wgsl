@@ -58,7 +58,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
     var l_i = 0.0;    // Σ exp(s − m_i) so far
     // Causal: no query of this workgroup sees a key past its last query.
     var end = sizes.m;
-    if sizes.causal == 1u {
+    if sizes.mask == 1u {
         end = min(sizes.m, (wg.x + 1u) * BR);
     }
     for (var j0 = 0u; j0 < end; j0 += BC) {
@@ -70,7 +70,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
         for (var jj = 0u; jj < BC; jj++) {
             let j = j0 + jj;
             var score = LOWEST;
-            if j < sizes.m && (sizes.causal == 0u || j <= i) {
+            if i < sizes.n && sees(i, j) {
                 score = 0.0;
                 for (var c = 0u; c < D4; c++) {
                     score += dot(q_i[c], k_tile[jj * D4 + c]);

@@ -25,12 +25,27 @@ pub const MAX_D: usize = 64;
 pub const MAX_ROWS: usize = 65_535;
 
 /// Which keys each query sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mask {
+#[derive(Debug, Clone, Copy)]
+pub enum Mask<'a> {
     /// Every key.
     None,
     /// Keys `0..=i` for query `i`, as [`crate::masking::causal_mask`].
     Causal,
+    /// Key `j` for query `i` where `keep[[i, j]]`, an `n×m` mask as
+    /// [`crate::masking::masked_attention`] takes: a query that keeps no
+    /// key gets a zero row.
+    Keep(&'a ArrayRef2<bool>),
+}
+
+impl Mask<'_> {
+    /// The kernels' number for it: 0, 1 or 2.
+    fn kind(&self) -> u32 {
+        match self {
+            Mask::None => 0,
+            Mask::Causal => 1,
+            Mask::Keep(_) => 2,
+        }
+    }
 }
 
 /// What the flash kernel returns: the output and each query's
@@ -51,23 +66,36 @@ struct Sizes {
     n: u32,
     m: u32,
     d4: u32,
-    causal: u32,
+    mask: u32,
     scale: f32,
     _pad: [u32; 3], // a uniform's size is a multiple of 16 bytes
 }
 
 impl Sizes {
     fn bytes(&self) -> Vec<u8> {
-        let words = [self.n, self.m, self.d4, self.causal, self.scale.to_bits(), 0, 0, 0];
+        let words = [self.n, self.m, self.d4, self.mask, self.scale.to_bits(), 0, 0, 0];
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 }
 
-/// Checks Q, K, V for the kernels: chapter 2's shapes, `d_k = d_v` of at
-/// most [`MAX_D`], at most [`MAX_ROWS`] rows, finite entries
-/// ([`check_qkv`]).
-fn check(q: &ArrayRef2<f32>, k: &ArrayRef2<f32>, v: &ArrayRef2<f32>) -> Result<(), AttnError> {
+/// Checks Q, K, V and the mask for the kernels: chapter 2's shapes,
+/// `d_k = d_v` of at most [`MAX_D`], at most [`MAX_ROWS`] rows, finite
+/// entries ([`check_qkv`]), an `n×m` mask.
+fn check(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    mask: Mask,
+) -> Result<(), AttnError> {
     check_qkv(q, k, v)?;
+    if let Mask::Keep(keep) = mask {
+        if keep.dim() != (q.nrows(), k.nrows()) {
+            return Err(AttnError::MaskShapeMismatch {
+                scores: (q.nrows(), k.nrows()),
+                mask: keep.dim(),
+            });
+        }
+    }
     if v.ncols() != k.ncols() || k.ncols() > MAX_D {
         return Err(AttnError::InvalidArgument {
             name: "value width d_v (the GPU kernels need d_v = d_k ≤ 64)",

@@ -20,7 +20,7 @@ fn scores(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     var s = LOWEST;
-    if sizes.causal == 0u || j <= i {
+    if sees(i, j) {
         s = 0.0;
         for (var c = 0u; c < sizes.d4; c++) {
             s += dot(q[i * sizes.d4 + c], k[j * sizes.d4 + c]);

@@ -24,6 +24,9 @@ fn the_gpu_kernels_refuse_wide_rows_mismatched_values_and_nan() {
     nan[[1, 1]] = f32::NAN;
     let e = gpu.flash_attention(&nan, &q, &q, Mask::Causal).unwrap_err().to_string();
     assert!(e.contains("queries"), "NaN: {e}");
+    let keep = Array2::from_elem((3, 2), true);
+    let e = gpu.flash_attention(&q, &q, &q, Mask::Keep(&keep)).unwrap_err().to_string();
+    assert!(e.contains("mask"), "a 3×2 mask for 2×2 scores: {e}");
     let long = Array2::<f32>::zeros((65_535, 1));
     let e = gpu.attention(&long, &long, &long, Mask::None).unwrap_err().to_string();
     assert!(e.contains("scores"), "65,535² scores in one buffer: {e}");
