@@ -5,6 +5,7 @@
 
 use crate::ch17::{rows, Attention, ATTENTIONS};
 use crate::error::ReportError;
+use crate::measurements::{bad, number};
 use crate::provenance::Provenance;
 
 pub mod checks;
@@ -36,14 +37,6 @@ impl Decode {
     }
 }
 
-fn bad(file: &str, reason: String) -> ReportError {
-    ReportError::MissingDataFile { path: format!("book/data/{file}"), reason }
-}
-
-fn parse<T: std::str::FromStr>(file: &str, field: &str) -> Result<T, ReportError> {
-    field.parse().map_err(|_| bad(file, format!("{field:?} is not a number of its column")))
-}
-
 /// The decode steps, this core's triad bandwidth in gigabytes a second, and
 /// where they come from.
 pub fn decode_steps() -> Result<(Vec<Decode>, f64, Provenance), ReportError> {
@@ -52,21 +45,21 @@ pub fn decode_steps() -> Result<(Vec<Decode>, f64, Provenance), ReportError> {
     let triad = text
         .lines()
         .find_map(|l| l.strip_prefix("# triad_gbytes_per_s\t"))
-        .ok_or_else(|| bad(file, "it has no `# triad_gbytes_per_s` line".into()))?;
+        .ok_or_else(|| bad(file, "it has no `# triad_gbytes_per_s` line"))?;
     let steps = rows(file, 6)?
         .iter()
         .map(|f| {
             Ok(Decode {
-                attention: parse(file, &f[0])?,
+                attention: number(file, &f[0])?,
                 paged: f[1] == "paged",
-                batch: parse(file, &f[2])?,
-                context: parse(file, &f[3])?,
-                seconds: parse(file, &f[4])?,
-                cache_bytes: parse(file, &f[5])?,
+                batch: number(file, &f[2])?,
+                context: number(file, &f[3])?,
+                seconds: number(file, &f[4])?,
+                cache_bytes: number(file, &f[5])?,
             })
         })
         .collect::<Result<Vec<_>, ReportError>>()?;
-    Ok((steps, parse(file, triad)?, source))
+    Ok((steps, number(file, triad)?, source))
 }
 
 /// The paged step of `attention` at `batch` and `context`.
@@ -149,14 +142,14 @@ pub fn batching() -> Result<(Vec<Batched>, Provenance), ReportError> {
         .map(|f| {
             Ok(Batched {
                 arrivals: f[0].clone(),
-                round: parse(file, &f[1])?,
+                round: number(file, &f[1])?,
                 continuous: f[2] == "Continuous",
-                steps: parse(file, &f[3])?,
-                seconds: parse(file, &f[4])?,
-                written: parse(file, &f[5])?,
-                p50: parse(file, &f[6])?,
-                p95: parse(file, &f[7])?,
-                peak_blocks: parse(file, &f[8])?,
+                steps: number(file, &f[3])?,
+                seconds: number(file, &f[4])?,
+                written: number(file, &f[5])?,
+                p50: number(file, &f[6])?,
+                p95: number(file, &f[7])?,
+                peak_blocks: number(file, &f[8])?,
             })
         })
         .collect::<Result<Vec<_>, ReportError>>()?;
@@ -236,14 +229,14 @@ pub fn speculative() -> Result<(Vec<Speculative>, Provenance), ReportError> {
         .map(|f| {
             let run = Speculative {
                 draft: f[0].clone(),
-                seed: parse(file, &f[1])?,
-                k: parse(file, &f[2])?,
-                greedy: parse(file, &f[3])?,
-                proposed: parse(file, &f[4])?,
-                kept: parse(file, &f[5])?,
-                rounds: parse(file, &f[6])?,
-                seconds: parse(file, &f[7])?,
-                alone: parse(file, &f[8])?,
+                seed: number(file, &f[1])?,
+                k: number(file, &f[2])?,
+                greedy: number(file, &f[3])?,
+                proposed: number(file, &f[4])?,
+                kept: number(file, &f[5])?,
+                rounds: number(file, &f[6])?,
+                seconds: number(file, &f[7])?,
+                alone: number(file, &f[8])?,
             };
             if run.kept + run.rounds != PROMPTS * WRITTEN || run.kept > run.proposed {
                 return Err(bad(file, format!("a run's tokens do not add up: {f:?}")));
