@@ -196,7 +196,7 @@ fn batched(b: &mut Bindings) {
     let last = *arrivals(REQUESTS, 0.1).last().unwrap();
     let spaced = runs.iter().filter(|r| r.arrivals != "at once");
     let finished = spaced.map(|r| r.seconds).fold(0.0, f64::max);
-    b.from(&[&source]).at_least("0.02", finished - last);
+    b.from(&[&source]).at_most("0.03", finished - last);
     b.rounded("5.73", last);
     let preallocated = SLOTS * SERVED_CONTEXT / BLOCK_SIZE;
     b.exact("16", SLOTS as f64).exact("512", SERVED_CONTEXT as f64);
