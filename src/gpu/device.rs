@@ -331,7 +331,7 @@ impl<'a> Run<'a> {
 
     /// The output, `n × d`; an error if an entry is not finite.
     fn output(&self) -> Result<ndarray::Array2<f32>, AttnError> {
-        let o = unpadded(&self.read(&self.o)?, self.n, self.d4, self.d);
+        let o = unpadded(&self.read_floats(&self.o)?, self.n, self.d4, self.d);
         if let Some(((i, j), &value)) = o.indexed_iter().find(|(_, x)| !x.is_finite()) {
             return Err(AttnError::Overflow { what: "the GPU's output", position: (i, j), value });
         }

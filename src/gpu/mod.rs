@@ -129,9 +129,7 @@ fn padded(x: &ArrayRef2<f32>, d4: usize) -> Vec<u8> {
     out
 }
 
-/// The first `cols` columns of `rows` rows of vec4s read back.
-fn unpadded(bytes: &[u8], rows: usize, d4: usize, cols: usize) -> Array2<f32> {
-    let floats: Vec<f32> =
-        bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+/// The first `cols` columns of `rows` rows of `d4` vec4s read back.
+fn unpadded(floats: &[f32], rows: usize, d4: usize, cols: usize) -> Array2<f32> {
     Array2::from_shape_fn((rows, cols), |(i, c)| floats[i * 4 * d4 + c])
 }
