@@ -55,7 +55,7 @@ impl Mask<'_> {
 pub struct FlashOutput {
     /// `n × d_v`.
     pub output: Array2<f32>,
-    /// `n`.
+    /// `n`; −3e38, the kernels' −∞, for a query that sees no key.
     pub lse: Array1<f32>,
 }
 
