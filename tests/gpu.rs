@@ -7,6 +7,7 @@
 
 use attn::gpu::{Gpu, Mask};
 use attn::masking::{causal_mask, masked_attention};
+use attn::nn::{attention_backward, attention_forward};
 use ndarray::Array2;
 use ndarray_rand::rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -56,14 +57,24 @@ fn assert_close(got: &Array2<f32>, want: &Array2<f32>, tolerance: f32, what: &st
     }
 }
 
-/// Shapes with ragged tiles (n, m not multiples of 64 or 32; d not of 4),
-/// and n past where a kernel whose loops ran 32 times a key would be cut
-/// short by lavapipe's 65,535 iterations an invocation: the flash kernel
+/// Shapes with ragged tiles (n, m not multiples of 64 or 32; d not of 4);
+/// n past where a kernel whose loops ran 32 times a key would be cut
+/// short by lavapipe's 65,535 iterations an invocation (the flash kernel
 /// with its inner loops bounded by the row's d4 instead of the constant
-/// D4 (which the compiler unrolls) passes every smaller shape here and
-/// fails at 2,300, silently wrong.
-const SHAPES: [(usize, usize, usize); 6] =
-    [(1, 1, 1), (5, 7, 3), (64, 64, 64), (65, 33, 17), (130, 130, 64), (2_300, 2_300, 64)];
+/// D4, which the compiler unrolls, passes every smaller shape here and
+/// fails at 2,300, silently wrong); keys past where the forward kernel
+/// walking every key in one dispatch was cut short (by 0.02 at m =
+/// 33,000); and queries past one dispatch's span of 8,192.
+const SHAPES: [(usize, usize, usize); 8] = [
+    (1, 1, 1),
+    (5, 7, 3),
+    (64, 64, 64),
+    (65, 33, 17),
+    (130, 130, 64),
+    (2_300, 2_300, 64),
+    (64, 33_000, 4),
+    (8_300, 64, 4),
+];
 
 /// The masks each shape is run with, and the keep-matrix each stands
 /// for: none, causal (where there are keys for every query), and a random
@@ -117,4 +128,68 @@ fn the_plain_kernels_equal_the_cpus_attention_everywhere() {
         let got = gpu.attention(q, k, v, mask).unwrap();
         assert_close(&got, &reference([q, k, v], keep).0, 1e-5, &format!("plain, {what}"));
     });
+}
+
+/// The CPU's gradients `(dQ, dK, dV)` under `keep`, in f64, as f32.
+fn reference_gradients(
+    [q, k, v]: [&Array2<f32>; 3],
+    keep: &Array2<bool>,
+    d_out: &Array2<f32>,
+) -> [Array2<f32>; 3] {
+    let wide = |x: &Array2<f32>| x.mapv(f64::from);
+    let (q, k, v, d_out) = (wide(q), wide(k), wide(v), wide(d_out));
+    let sqrt_d = (q.ncols() as f64).sqrt();
+    let (_, cache) = attention_forward(&q, &k, &v, Some(keep), sqrt_d).unwrap();
+    let grads = attention_backward(&q, &k, &v, &cache, &d_out).unwrap();
+    grads.map(|g| g.mapv(|x| x as f32))
+}
+
+#[test]
+fn the_flash_backward_kernels_equal_the_cpus_backward_everywhere() {
+    on_every_shape(11, |gpu, [q, k, v], keep, mask, what| {
+        let mut rng = StdRng::seed_from_u64(q.len() as u64);
+        let d_out = random(q.nrows(), q.ncols(), &mut rng);
+        let forward = gpu.flash_attention(q, k, v, mask).unwrap();
+        let (dq, dk, dv) = gpu.flash_attention_backward([q, k, v], &forward, &d_out, mask).unwrap();
+        let [want_dq, want_dk, want_dv] = reference_gradients([q, k, v], keep, &d_out);
+        for (got, want, name) in [(dq, want_dq, "dQ"), (dk, want_dk, "dK"), (dv, want_dv, "dV")] {
+            assert_close(&got, &want, 1e-4, &format!("{name}, {what}"));
+        }
+    });
+}
+
+/// A dispatch may walk any number of keys, not only whole tiles: the
+/// keys of a tile past the span are left to the next. And on lavapipe,
+/// walking all 33,000 keys of the long shape in one dispatch is cut short
+/// (the control that shows that shape is long enough to catch it).
+#[test]
+fn any_span_gives_the_same_attention_and_one_dispatch_is_cut_short_on_lavapipe() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = StdRng::seed_from_u64(21);
+    let (q, k, v) = (random(70, 5, &mut rng), random(130, 5, &mut rng), random(130, 5, &mut rng));
+    for (name, keep) in masks(70, 130, &mut rng) {
+        let mask = match name {
+            "none" => Mask::None,
+            "causal" => Mask::Causal,
+            _ => Mask::Keep(&keep),
+        };
+        let (want, _) = reference([&q, &k, &v], &keep);
+        for span in [1, 31, 33, 64, 129, 1_000] {
+            let got = gpu.flash_attention_in_spans([&q, &k, &v], mask, span).unwrap();
+            assert_close(&got.output, &want, 1e-5, &format!("span {span}, mask {name}"));
+        }
+    }
+    if gpu.adapter().contains("llvmpipe") {
+        let (q, k, v) =
+            (random(64, 4, &mut rng), random(33_000, 4, &mut rng), random(33_000, 4, &mut rng));
+        let keep = Array2::from_elem((64, 33_000), true);
+        let (want, _) = reference([&q, &k, &v], &keep);
+        let one = gpu.flash_attention_in_spans([&q, &k, &v], Mask::None, 33_000).unwrap();
+        let worst = (&one.output - &want).iter().fold(0.0_f32, |w, x| w.max(x.abs()));
+        assert!(
+            worst > 1e-3,
+            "one dispatch over 33,000 keys was right ({worst}) on {}",
+            gpu.adapter()
+        );
+    }
 }

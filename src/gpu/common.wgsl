@@ -1,6 +1,7 @@
-// What both kernels are given: the sizes, Q, K and V to read, the output
-// to write, a mask to read (binding 5 is each kernel's own). Rows are vec4s, padded with
-// zeros; the host prepends this file to each kernel's.
+// What every kernel is given: the sizes, Q, K and V to read, the output
+// to write, a mask to read (binding 5 and those past 6 are each kernel's
+// own). Rows are vec4s, padded with zeros; the host prepends this file to
+// each kernel's.
 
 struct Sizes {
     n: u32,      // queries
@@ -8,6 +9,8 @@ struct Sizes {
     d4: u32,     // vec4s a row
     mask: u32,   // 0: every key; 1: causal, keys 0..=i; 2: as `keep` says
     scale: f32,  // 1/√d_k
+    begin: u32,  // the keys this dispatch walks, begin..end (the flash
+    end: u32,    // kernels; the dK, dV pass walks queries)
 }
 
 @group(0) @binding(0) var<uniform> sizes: Sizes;

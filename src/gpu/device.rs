@@ -1,29 +1,41 @@
 //! The host side: an adapter and its device, the kernels compiled once,
-//! and a run of each: buffers up, a dispatch, the result back.
+//! and a call of each: buffers up, its dispatches, the result back.
 
-use ndarray::{Array1, ArrayRef2};
+use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use wgpu::util::DeviceExt;
 
-use super::{check, padded, unpadded, FlashOutput, Mask, Sizes};
+use super::run::{spans, Run, SPAN};
+use super::{check, check_backward, FlashOutput, Mask};
 use crate::error::AttnError;
+use crate::fast::Gradients;
 
-/// The queries a workgroup of the flash kernel takes (`BR` in the WGSL).
+/// The queries (or keys) a workgroup of the flash kernels takes (`BR` in
+/// the WGSL).
 const BR: usize = 64;
 
 /// A GPU (or a software one) with the attention kernels built for it.
 #[derive(Debug)]
 pub struct Gpu {
-    device: wgpu::Device,
-    queue: wgpu::Queue,
+    pub(super) device: wgpu::Device,
+    pub(super) queue: wgpu::Queue,
     adapter: String,
-    flash: wgpu::ComputePipeline,
+    kernels: Kernels,
+}
+
+/// The compiled kernels, by their WGSL names.
+#[derive(Debug)]
+struct Kernels {
+    forward: wgpu::ComputePipeline,
+    rows: wgpu::ComputePipeline,
+    queries: wgpu::ComputePipeline,
+    keys: wgpu::ComputePipeline,
     scores: wgpu::ComputePipeline,
-    softmax: wgpu::ComputePipeline,
-    weighted: wgpu::ComputePipeline,
+    softmax_rows: wgpu::ComputePipeline,
+    weighted_values: wgpu::ComputePipeline,
 }
 
 /// An error of the GPU's set-up or of a run.
-fn gpu_error(stage: &'static str, reason: impl ToString) -> AttnError {
+pub(super) fn gpu_error(stage: &'static str, reason: impl ToString) -> AttnError {
     AttnError::Gpu { stage, reason: reason.to_string() }
 }
 
@@ -62,36 +74,8 @@ impl Gpu {
             })
             .await
             .map_err(|e| gpu_error("opening the device", e))?;
-        let module = |label, source: &str| {
-            device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(label),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            })
-        };
-        let flash =
-            module("flash.wgsl", concat!(include_str!("common.wgsl"), include_str!("flash.wgsl")));
-        let plain =
-            module("plain.wgsl", concat!(include_str!("common.wgsl"), include_str!("plain.wgsl")));
-        let layout = layout(&device);
-        let pipeline = |module: &wgpu::ShaderModule, entry: &str| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(&layout),
-                module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
-        Ok(Gpu {
-            flash: pipeline(&flash, "forward"),
-            scores: pipeline(&plain, "scores"),
-            softmax: pipeline(&plain, "softmax_rows"),
-            weighted: pipeline(&plain, "weighted_values"),
-            device,
-            queue,
-            adapter: name,
-        })
+        let kernels = Kernels::new(&device);
+        Ok(Gpu { device, queue, adapter: name, kernels })
     }
 
     /// The adapter's name, backend and driver, as `wgpu` reports them.
@@ -108,17 +92,87 @@ impl Gpu {
         v: &ArrayRef2<f32>,
         mask: Mask,
     ) -> Result<FlashOutput, AttnError> {
+        self.flash_attention_in_spans([q, k, v], mask, SPAN)
+    }
+
+    /// [`Gpu::flash_attention`], each dispatch walking at most `span` keys
+    /// (at least 1); [`Gpu::flash_attention`] walks [`SPAN`].
+    pub fn flash_attention_in_spans(
+        &self,
+        [q, k, v]: [&ArrayRef2<f32>; 3],
+        mask: Mask,
+        span: usize,
+    ) -> Result<FlashOutput, AttnError> {
         check(q, k, v, mask)?;
-        if let Mask::Keep(_) = mask {
-            self.check_fits("the GPU's mask (n × m words)", q.nrows(), k.nrows())?;
+        self.check_mask(mask, q.nrows(), k.nrows())?;
+        if span == 0 {
+            return Err(AttnError::InvalidArgument {
+                name: "keys a dispatch walks (span)",
+                value: 0.0,
+                requirement: "must be at least 1",
+            });
         }
         self.guarded(|| {
             let run = Run::new(self, (q, k, v), mask);
             let lse = run.storage((q.nrows() * 4) as u64);
-            run.dispatch(&self.flash, &lse, [q.nrows().div_ceil(BR) as u32, 1, 1]);
+            let buffers =
+                [(1, &run.q), (2, &run.k), (3, &run.v), (4, &run.o), (5, &lse), (6, &run.keep)];
+            let groups = [q.nrows().div_ceil(BR) as u32, 1, 1];
+            for span in spans(k.nrows(), span) {
+                run.dispatch(&self.kernels.forward, &buffers, span, groups);
+            }
             let output = run.output()?;
             let lse = Array1::from(run.read_floats(&lse)?);
             Ok(FlashOutput { output, lse })
+        })
+    }
+
+    /// The gradients `(dQ, dK, dV)` of [`Gpu::flash_attention`]'s output,
+    /// given `dO`, by FlashAttention-2's backward kernels, from what the
+    /// forward pass returned. `mask` must be the forward pass's.
+    pub fn flash_attention_backward(
+        &self,
+        [q, k, v]: [&ArrayRef2<f32>; 3],
+        forward: &FlashOutput,
+        d_out: &ArrayRef2<f32>,
+        mask: Mask,
+    ) -> Result<Gradients, AttnError> {
+        check(q, k, v, mask)?;
+        check_backward(q, forward, d_out)?;
+        self.check_mask(mask, q.nrows(), k.nrows())?;
+        let (n, m) = (q.nrows(), k.nrows());
+        self.guarded(|| {
+            let mut run = Run::new(self, (q, k, v), mask);
+            run.o = self.upload("O", &super::padded(&forward.output, run.d4));
+            let lse = self.upload("lse", &bytes(forward.lse.iter()));
+            let d_o = self.upload("dO", &super::padded(d_out, run.d4));
+            let d_rows = run.storage((n * 4) as u64);
+            let dq = run.storage((n * run.d4 * 16) as u64);
+            let dkv = run.storage((2 * m * run.d4 * 16) as u64);
+            let rows = [(4, &run.o), (7, &d_o), (8, &d_rows)];
+            run.dispatch(&self.kernels.rows, &rows, 0..m, [n.div_ceil(64) as u32, 1, 1]);
+            let shared = [
+                (1, &run.q),
+                (2, &run.k),
+                (3, &run.v),
+                (5, &lse),
+                (6, &run.keep),
+                (7, &d_o),
+                (8, &d_rows),
+            ];
+            let with = |extra| shared.iter().copied().chain([extra]).collect::<Vec<_>>();
+            for span in spans(m, SPAN) {
+                let groups = [n.div_ceil(BR) as u32, 1, 1];
+                run.dispatch(&self.kernels.queries, &with((9, &dq)), span, groups);
+            }
+            for span in spans(n, SPAN) {
+                let groups = [m.div_ceil(BR) as u32, 1, 1];
+                run.dispatch(&self.kernels.keys, &with((10, &dkv)), span, groups);
+            }
+            let dq = run.matrix(&dq, n, "the GPU's dQ")?;
+            let dkv = run.matrix(&dkv, 2 * m, "the GPU's dK and dV")?;
+            let (dk, dv) = dkv.view().split_at(Axis(0), m);
+            Ok((dq, dk.to_owned(), dv.to_owned()))
         })
     }
 
@@ -130,19 +184,49 @@ impl Gpu {
         k: &ArrayRef2<f32>,
         v: &ArrayRef2<f32>,
         mask: Mask,
-    ) -> Result<ndarray::Array2<f32>, AttnError> {
+    ) -> Result<Array2<f32>, AttnError> {
         check(q, k, v, mask)?;
         let (n, m) = (q.nrows(), k.nrows());
         self.check_fits("the GPU's scores QKᵀ (n × m floats)", n, m)?;
         self.guarded(|| {
             let run = Run::new(self, (q, k, v), mask);
             let p = run.storage((n * m * 4) as u64);
-            run.dispatch(&self.scores, &p, [m.div_ceil(8) as u32, n.div_ceil(8) as u32, 1]);
-            run.dispatch(&self.softmax, &p, [n as u32, 1, 1]);
+            let kernels = &self.kernels;
+            let scores = [(1, &run.q), (2, &run.k), (5, &p), (6, &run.keep)];
+            run.dispatch(
+                &kernels.scores,
+                &scores,
+                0..m,
+                [m.div_ceil(8) as u32, n.div_ceil(8) as u32, 1],
+            );
+            run.dispatch(&kernels.softmax_rows, &[(5, &p)], 0..m, [n as u32, 1, 1]);
             let threads = n * run.d4;
-            run.dispatch(&self.weighted, &p, [threads.div_ceil(64) as u32, 1, 1]);
+            let weighted = [(3, &run.v), (4, &run.o), (5, &p)];
+            run.dispatch(
+                &kernels.weighted_values,
+                &weighted,
+                0..m,
+                [threads.div_ceil(64) as u32, 1, 1],
+            );
             run.output()
         })
+    }
+
+    /// A buffer holding `contents`, for the kernels to read.
+    pub(super) fn upload(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents,
+            usage: wgpu::BufferUsages::STORAGE,
+        })
+    }
+
+    /// Checks that a `Mask::Keep` fits one buffer (`n · m` words).
+    fn check_mask(&self, mask: Mask, n: usize, m: usize) -> Result<(), AttnError> {
+        match mask {
+            Mask::Keep(_) => self.check_fits("the GPU's mask (n × m words)", n, m),
+            _ => Ok(()),
+        }
     }
 
     /// Checks that a buffer of `n · m` four-byte entries is no larger than
@@ -167,174 +251,49 @@ impl Gpu {
     }
 }
 
-/// The buffers every kernel is given, as WGSL binds them: the sizes
-/// (uniform), Q, K, V (read), the output and one more buffer (written),
-/// and the mask (read).
-fn layout(device: &wgpu::Device) -> wgpu::PipelineLayout {
-    let entry = |binding: u32| {
-        let ty = match binding {
-            0 => wgpu::BufferBindingType::Uniform,
-            1..=3 | 6 => wgpu::BufferBindingType::Storage { read_only: true },
-            _ => wgpu::BufferBindingType::Storage { read_only: false },
-        };
-        wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
-            count: None,
-        }
-    };
-    let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..7).map(entry).collect();
-    let bind = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: None,
-        entries: &entries,
-    });
-    device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: None,
-        bind_group_layouts: &[Some(&bind)],
-        ..Default::default()
-    })
+/// The little-endian bytes of `floats`.
+fn bytes<'a>(floats: impl Iterator<Item = &'a f32>) -> Vec<u8> {
+    floats.flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// One call's buffers: the sizes, Q, K, V and the output.
-struct Run<'a> {
-    gpu: &'a Gpu,
-    sizes: wgpu::Buffer,
-    q: wgpu::Buffer,
-    k: wgpu::Buffer,
-    v: wgpu::Buffer,
-    o: wgpu::Buffer,
-    keep: wgpu::Buffer,
-    n: usize,
-    d: usize,
-    d4: usize,
-}
-
-impl<'a> Run<'a> {
-    fn new(
-        gpu: &'a Gpu,
-        (q, k, v): (&ArrayRef2<f32>, &ArrayRef2<f32>, &ArrayRef2<f32>),
-        mask: Mask,
-    ) -> Self {
-        let (n, m, d) = (q.nrows(), k.nrows(), q.ncols());
-        let d4 = d.div_ceil(4);
-        let sizes = Sizes {
-            n: n as u32,
-            m: m as u32,
-            d4: d4 as u32,
-            mask: mask.kind(),
-            scale: 1.0 / (d as f32).sqrt(),
-            _pad: [0; 3],
-        };
-        let upload = |label, contents: &[u8], usage| {
-            gpu.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+impl Kernels {
+    /// Compiles the WGSL, each kernel file after `common.wgsl`; each
+    /// pipeline's bindings are those its kernel uses.
+    fn new(device: &wgpu::Device) -> Kernels {
+        let module = |label, source: &str| {
+            device.create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(label),
-                contents,
-                usage,
+                source: wgpu::ShaderSource::Wgsl(source.into()),
             })
         };
-        let storage = wgpu::BufferUsages::STORAGE;
-        let keep: Vec<u8> = match mask {
-            Mask::Keep(keep) => keep.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(),
-            _ => vec![0; 4], // unread, but every binding needs a buffer
-        };
-        Run {
-            keep: upload("keep", &keep, storage),
-            gpu,
-            sizes: upload("sizes", &sizes.bytes(), wgpu::BufferUsages::UNIFORM),
-            q: upload("Q", &padded(q, d4), storage),
-            k: upload("K", &padded(k, d4), storage),
-            v: upload("V", &padded(v, d4), storage),
-            o: gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("O"),
-                size: (n * d4 * 16) as u64,
-                usage: storage | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-            n,
-            d,
-            d4,
-        }
-    }
-
-    /// A storage buffer of `size` bytes that can be read back.
-    fn storage(&self, size: u64) -> wgpu::Buffer {
-        self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        })
-    }
-
-    /// Submits `pipeline` over `groups` workgroups with the call's buffers
-    /// and `extra` (binding 5); the device runs the submissions in order.
-    fn dispatch(&self, pipeline: &wgpu::ComputePipeline, extra: &wgpu::Buffer, groups: [u32; 3]) {
-        let device = &self.gpu.device;
-        let buffers = [&self.sizes, &self.q, &self.k, &self.v, &self.o, extra, &self.keep];
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
+        let flash = module(
+            "flash.wgsl",
+            concat!(
+                include_str!("common.wgsl"),
+                include_str!("flash.wgsl"),
+                include_str!("backward.wgsl")
+            ),
+        );
+        let plain =
+            module("plain.wgsl", concat!(include_str!("common.wgsl"), include_str!("plain.wgsl")));
+        let pipeline = |module: &wgpu::ShaderModule, entry: &str| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: None,
+                module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
             })
-            .collect();
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut encoder = device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+        };
+        Kernels {
+            forward: pipeline(&flash, "forward"),
+            rows: pipeline(&flash, "rows"),
+            queries: pipeline(&flash, "queries"),
+            keys: pipeline(&flash, "keys"),
+            scores: pipeline(&plain, "scores"),
+            softmax_rows: pipeline(&plain, "softmax_rows"),
+            weighted_values: pipeline(&plain, "weighted_values"),
         }
-        self.gpu.queue.submit([encoder.finish()]);
-    }
-
-    /// The bytes of `buffer`, copied to one the CPU can map.
-    fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, AttnError> {
-        let device = &self.gpu.device;
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("read back"),
-            size: buffer.size(),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = device.create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
-        self.gpu.queue.submit([encoder.finish()]);
-        let slice = staging.slice(..);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |result| {
-            let _ = sender.send(result);
-        });
-        device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| gpu_error("waiting for the GPU", e))?;
-        receiver
-            .recv()
-            .map_err(|e| gpu_error("reading back", e))?
-            .map_err(|e| gpu_error("reading back", e))?;
-        let bytes = slice.get_mapped_range().map_err(|e| gpu_error("reading back", e))?.to_vec();
-        staging.unmap();
-        Ok(bytes)
-    }
-
-    fn read_floats(&self, buffer: &wgpu::Buffer) -> Result<Vec<f32>, AttnError> {
-        let bytes = self.read(buffer)?;
-        Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
-    }
-
-    /// The output, `n × d`; an error if an entry is not finite.
-    fn output(&self) -> Result<ndarray::Array2<f32>, AttnError> {
-        let o = unpadded(&self.read_floats(&self.o)?, self.n, self.d4, self.d);
-        if let Some(((i, j), &value)) = o.indexed_iter().find(|(_, x)| !x.is_finite()) {
-            return Err(AttnError::Overflow { what: "the GPU's output", position: (i, j), value });
-        }
-        Ok(o)
     }
 }

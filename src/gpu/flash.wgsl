@@ -16,7 +16,10 @@
 // Mesa's lavapipe silently stops a shader after 65,535 loop iterations an
 // invocation; with loops to d4 left in, this kernel loses keys from
 // n ≈ 2,000 on and returns wrong numbers without an error, which the
-// tests (n = 2,300) catch.
+// tests (n = 2,300) catch. Even so, a thread's loops run about twice per
+// key, so a dispatch walks only the keys begin..end, at most 8,192 of them
+// (the host's SPAN), and the next carries on from the output and
+// log-sum-exp it wrote: the online softmax again, between dispatches.
 
 // (common.wgsl comes first: Sizes, and bindings 0 to 4.)
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
@@ -47,21 +50,27 @@ fn load_tile(j0: u32, t: u32) {
 fn forward(@builtin(workgroup_id) wg: vec3<u32>,
            @builtin(local_invocation_index) t: u32) {
     let i = wg.x * BR + t; // this thread's query (past n: it only helps load)
+    let carry = sizes.begin > 0u; // carry on from the keys before begin
     var q_i: array<vec4<f32>, 16>;
     var o_i: array<vec4<f32>, 16>;
     for (var c = 0u; c < D4; c++) {
         let inside = i < sizes.n && c < sizes.d4;
-        q_i[c] = select(vec4<f32>(0.0), q[select(0u, i * sizes.d4 + c, inside)], inside) * sizes.scale;
-        o_i[c] = vec4<f32>(0.0);
+        let at = select(0u, i * sizes.d4 + c, inside);
+        q_i[c] = select(vec4<f32>(0.0), q[at], inside) * sizes.scale;
+        o_i[c] = select(vec4<f32>(0.0), o[at], inside && carry);
     }
     var m_i = LOWEST; // the largest score so far
     var l_i = 0.0;    // Σ exp(s − m_i) so far
-    // Causal: no query of this workgroup sees a key past its last query.
-    var end = sizes.m;
-    if sizes.mask == 1u {
-        end = min(sizes.m, (wg.x + 1u) * BR);
+    if carry && i < sizes.n {
+        m_i = lse[i]; // the output so far is normalised: l = 1 at m = lse
+        l_i = select(0.0, 1.0, m_i > LOWEST);
     }
-    for (var j0 = 0u; j0 < end; j0 += BC) {
+    // Causal: no query of this workgroup sees a key past its last query.
+    var end = sizes.end;
+    if sizes.mask == 1u {
+        end = min(end, (wg.x + 1u) * BR);
+    }
+    for (var j0 = sizes.begin; j0 < end; j0 += BC) {
         workgroupBarrier(); // the last tile is read by everyone
         load_tile(j0, t);
         workgroupBarrier(); // this tile is written by everyone
@@ -70,7 +79,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
         for (var jj = 0u; jj < BC; jj++) {
             let j = j0 + jj;
             var score = LOWEST;
-            if i < sizes.n && sees(i, j) {
+            if i < sizes.n && j < end && sees(i, j) {
                 score = 0.0;
                 for (var c = 0u; c < D4; c++) {
                     score += dot(q_i[c], k_tile[jj * D4 + c]);

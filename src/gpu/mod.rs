@@ -2,8 +2,9 @@
 //! kernels are WGSL files included by the crate, `plain.wgsl` (chapter 2's
 //! three passes, the scores written to GPU memory) and `flash.wgsl`
 //! (FlashAttention-2's forward pass, the scores kept in registers and
-//! workgroup memory). [`Gpu`] finds an adapter, builds the pipelines once,
-//! and runs either on `f32` matrices, reading the result back.
+//! workgroup memory), with its backward pass in `backward.wgsl`. [`Gpu`]
+//! finds an adapter, builds the pipelines once, and runs them on `f32`
+//! matrices, reading the result back.
 //!
 //! The same WGSL runs on a real GPU, on a software one (Mesa's lavapipe,
 //! which CI uses), and in a browser through WebGPU.
@@ -11,11 +12,14 @@
 use ndarray::{Array1, Array2, ArrayRef2};
 
 use crate::attention::check_qkv;
+use crate::check::{check_finite, check_shape};
 use crate::error::AttnError;
 
 mod device;
+mod run;
 
 pub use device::Gpu;
+pub use run::SPAN;
 
 /// The widest row the kernels take: 16 vec4s.
 pub const MAX_D: usize = 64;
@@ -60,7 +64,6 @@ pub struct FlashOutput {
 }
 
 /// The sizes the kernels read, as WGSL's `Sizes`.
-#[repr(C)]
 #[derive(Debug, Clone, Copy)]
 struct Sizes {
     n: u32,
@@ -68,12 +71,16 @@ struct Sizes {
     d4: u32,
     mask: u32,
     scale: f32,
-    _pad: [u32; 3], // a uniform's size is a multiple of 16 bytes
+    /// The keys (or queries) a dispatch walks, `begin..end`.
+    span: (u32, u32),
 }
 
 impl Sizes {
+    /// The uniform's bytes: eight words, as a uniform's size is a multiple
+    /// of 16 bytes.
     fn bytes(&self) -> Vec<u8> {
-        let words = [self.n, self.m, self.d4, self.mask, self.scale.to_bits(), 0, 0, 0];
+        let words =
+            [self.n, self.m, self.d4, self.mask, self.scale.to_bits(), self.span.0, self.span.1, 0];
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 }
@@ -112,6 +119,30 @@ fn check(
                 limit: MAX_ROWS,
             });
         }
+    }
+    Ok(())
+}
+
+/// Checks what the backward pass is given besides Q, K and V: the
+/// forward pass's output (`n × d_v`, finite) and log-sum-exp (`n`, not
+/// NaN), and `dO` (`n × d_v`, finite).
+fn check_backward(
+    q: &ArrayRef2<f32>,
+    forward: &FlashOutput,
+    d_out: &ArrayRef2<f32>,
+) -> Result<(), AttnError> {
+    let n = q.nrows();
+    check_shape("the forward pass's output and Q (n × d)", forward.output.dim(), q.dim())?;
+    check_shape("the forward pass's log-sum-exp (n)", (forward.lse.len(), 1), (n, 1))?;
+    check_shape("dO and the output (n × d_v)", d_out.dim(), q.dim())?;
+    check_finite("the forward pass's output", &forward.output)?;
+    check_finite("dO", d_out)?;
+    if let Some(&bad) = forward.lse.iter().find(|x| !x.is_finite()) {
+        return Err(AttnError::InvalidArgument {
+            name: "the forward pass's log-sum-exp",
+            value: bad as f64,
+            requirement: "must hold only finite numbers (−3e38 for a query that sees no key)",
+        });
     }
     Ok(())
 }

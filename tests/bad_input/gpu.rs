@@ -33,4 +33,40 @@ fn the_gpu_kernels_refuse_wide_rows_mismatched_values_and_nan() {
     let huge = Array2::<f32>::from_elem((2, 4), 1e30);
     let e = gpu.attention(&huge, &huge, &q, Mask::None).unwrap_err().to_string();
     assert!(e.contains("GPU"), "scores past f32: {e}");
+    let e = gpu.flash_attention_in_spans([&q, &q, &q], Mask::None, 0).unwrap_err().to_string();
+    assert!(e.contains("span"), "a span of 0 keys: {e}");
+}
+
+#[test]
+fn the_gpu_backward_refuses_what_the_forward_did_not_return() {
+    let gpu = match Gpu::new() {
+        Ok(gpu) => gpu,
+        Err(e) if std::env::var("ATTN_GPU_REQUIRED").as_deref() != Ok("1") => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("ATTN_GPU_REQUIRED=1, but {e}"),
+    };
+    let q = Array2::<f32>::from_shape_fn((3, 4), |(i, j)| (i + j) as f32 / 7.0);
+    let forward = gpu.flash_attention(&q, &q, &q, Mask::Causal).unwrap();
+    let backward = |forward: &attn::gpu::FlashOutput, d_out: &Array2<f32>| {
+        gpu.flash_attention_backward([&q, &q, &q], forward, d_out, Mask::Causal)
+            .unwrap_err()
+            .to_string()
+    };
+    let mut short = forward.clone();
+    short.lse = short.lse.slice(ndarray::s![..2]).to_owned();
+    let e = backward(&short, &q);
+    assert!(e.contains("log-sum-exp"), "two of three lse: {e}");
+    let mut nan = forward.clone();
+    nan.lse[1] = f32::NAN;
+    assert!(backward(&nan, &q).contains("log-sum-exp"), "a NaN lse");
+    let e = backward(&forward, &Array2::zeros((3, 5)));
+    assert!(e.contains("dO"), "dO 3×5 for a 3×4 output: {e}");
+    let mut d_out = q.clone();
+    d_out[[2, 0]] = f32::INFINITY;
+    assert!(backward(&forward, &d_out).contains("dO"), "an infinite dO");
+    let mut wide = forward.clone();
+    wide.output = Array2::zeros((3, 5));
+    assert!(backward(&wide, &q).contains("output"), "an output of another shape");
 }
