@@ -33,6 +33,7 @@
 //! | [`sliding`] | 16. Forgetting keys: sliding windows and attention sinks |
 //! | [`rope_scaling`] | Longer than trained: RoPE's frequencies past the trained length (interpolation, NTK-aware, YaRN, Llama 3) |
 //! | [`fast`] | Appendix: making it fast (exact attention on several threads, FlashAttention-2's loop order) |
+//! | `gpu` (with `--features gpu`) | 21. Attention on a GPU: attention and FlashAttention-2's passes in WGSL, through `wgpu` |
 //! | [`experiments`] | the appendix's timers and roofline measures: measurements, not layers |
 //! | [`exercises`] | solutions to the end-of-chapter exercises |
 //!

@@ -57,24 +57,63 @@ fn assert_close(got: &Array2<f32>, want: &Array2<f32>, tolerance: f32, what: &st
     }
 }
 
-/// Shapes with ragged tiles (n, m not multiples of 64 or 32; d not of 4);
-/// n past where a kernel whose loops ran 32 times a key would be cut
-/// short by lavapipe's 65,535 iterations an invocation (the flash kernel
-/// with its inner loops bounded by the row's d4 instead of the constant
-/// D4, which the compiler unrolls, passes every smaller shape here and
-/// fails at 2,300, silently wrong); keys past where the forward kernel
-/// walking every key in one dispatch was cut short (by 0.02 at m =
-/// 33,000); and queries past one dispatch's span of 8,192.
+/// Lavapipe stops an invocation after this many iterations of its loops,
+/// counted over all of them, and returns what it has: no error.
+const LOOP_LIMIT: usize = 65_535;
+
+/// A length at which the flash kernel with its inner loops bounded by the
+/// row's d4 still agrees with the CPU.
+const WITHIN_THE_LIMIT: usize = 130;
+
+/// Keys past where the flash kernel with its inner loops bounded by the
+/// row's d4, instead of the constant D4 that the compiler unrolls, is cut
+/// short: it passes every smaller shape here and fails at this one,
+/// silently wrong.
+const PAST_UNROLLING: usize = 2_300;
+
+/// Keys past where the forward kernel walking every key in one dispatch
+/// is cut short (by 0.02 at this length).
+const LONG_KEYS: usize = 33_000;
+
+/// Queries past one dispatch's span of 8,192 in the dK, dV pass.
+const LONG_QUERIES: usize = 8_300;
+
+/// Shapes with ragged tiles (n, m not multiples of 64 or 32; d not of 4),
+/// and shapes past each of the limits above.
 const SHAPES: [(usize, usize, usize); 8] = [
     (1, 1, 1),
     (5, 7, 3),
     (64, 64, 64),
     (65, 33, 17),
-    (130, 130, 64),
-    (2_300, 2_300, 64),
-    (64, 33_000, 4),
-    (8_300, 64, 4),
+    (WITHIN_THE_LIMIT, WITHIN_THE_LIMIT, 64),
+    (PAST_UNROLLING, PAST_UNROLLING, 64),
+    (64, LONG_KEYS, 4),
+    (LONG_QUERIES, 64, 4),
 ];
+
+/// The loop iterations of a thread of the forward kernel over `m` keys,
+/// as lavapipe counts them: per tile of BC keys, the tile loop itself,
+/// the loads (BC·D4 vec4s shared by BR threads) and the two loops over
+/// the tile's keys; with `unrolled` false, also the loops over a row's D4
+/// vec4s, which the compiler would otherwise unroll.
+fn forward_iterations(m: usize, unrolled: bool) -> usize {
+    let (br, bc, d4) = (64, 32, 16);
+    let per_key = if unrolled { 2 } else { 2 * d4 };
+    let per_tile = 1 + bc * d4 / br + bc * per_key + if unrolled { 0 } else { d4 };
+    m.div_ceil(bc) * per_tile
+}
+
+/// The long shapes are long enough: past the limit for a kernel that
+/// does not unroll, or that walks every key in one dispatch, and within
+/// it for the kernel as it is.
+#[test]
+fn the_long_shapes_are_past_the_loop_limit() {
+    assert!(forward_iterations(WITHIN_THE_LIMIT, false) < LOOP_LIMIT);
+    assert!(forward_iterations(PAST_UNROLLING, false) > LOOP_LIMIT);
+    assert!(forward_iterations(LONG_KEYS, true) > LOOP_LIMIT);
+    assert!(forward_iterations(attn::gpu::SPAN, true) < LOOP_LIMIT / 2);
+    const { assert!(LONG_QUERIES > attn::gpu::SPAN) };
+}
 
 /// The masks each shape is run with, and the keep-matrix each stands
 /// for: none, causal (where there are keys for every query), and a random
@@ -160,7 +199,7 @@ fn the_flash_backward_kernels_equal_the_cpus_backward_everywhere() {
 
 /// A dispatch may walk any number of keys, not only whole tiles: the
 /// keys of a tile past the span are left to the next. And on lavapipe,
-/// walking all 33,000 keys of the long shape in one dispatch is cut short
+/// walking all LONG_KEYS keys of the long shape in one dispatch is cut short
 /// (the control that shows that shape is long enough to catch it).
 #[test]
 fn any_span_gives_the_same_attention_and_one_dispatch_is_cut_short_on_lavapipe() {

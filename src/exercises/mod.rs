@@ -24,4 +24,5 @@ pub mod ch17;
 pub mod ch18;
 pub mod ch19;
 pub mod ch20;
+pub mod ch21;
 pub mod fast;

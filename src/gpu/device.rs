@@ -95,6 +95,7 @@ impl Gpu {
         self.flash_attention_in_spans([q, k, v], mask, SPAN)
     }
 
+    // ANCHOR: host
     /// [`Gpu::flash_attention`], each dispatch walking at most `span` keys
     /// (at least 1); [`Gpu::flash_attention`] walks [`SPAN`].
     pub fn flash_attention_in_spans(
@@ -126,6 +127,7 @@ impl Gpu {
             Ok(FlashOutput { output, lse })
         })
     }
+    // ANCHOR_END: host
 
     /// The gradients `(dQ, dK, dV)` of [`Gpu::flash_attention`]'s output,
     /// given `dO`, by FlashAttention-2's backward kernels, from what the

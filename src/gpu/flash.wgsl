@@ -45,7 +45,7 @@ fn load_tile(j0: u32, t: u32) {
 }
 // ANCHOR_END: tiles
 
-// ANCHOR: flash
+// ANCHOR: flash_setup
 @compute @workgroup_size(64)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>,
            @builtin(local_invocation_index) t: u32) {
@@ -65,6 +65,8 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
         m_i = lse[i]; // the output so far is normalised: l = 1 at m = lse
         l_i = select(0.0, 1.0, m_i > LOWEST);
     }
+// ANCHOR_END: flash_setup
+// ANCHOR: flash_loop
     // Causal: no query of this workgroup sees a key past its last query.
     var end = sizes.end;
     if sizes.mask == 1u {
@@ -112,4 +114,4 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
         lse[i] = select(LOWEST, m_i + log(l_i), l_i > 0.0);
     }
 }
-// ANCHOR_END: flash
+// ANCHOR_END: flash_loop

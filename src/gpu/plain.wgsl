@@ -10,7 +10,7 @@
 
 const WIDTH: u32 = 64u; // threads a row in the softmax
 
-// ANCHOR: plain
+// ANCHOR: scores
 /// One thread a score: s_ij = q_i · k_j · scale, or LOWEST where masked.
 @compute @workgroup_size(8, 8)
 fn scores(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -29,7 +29,9 @@ fn scores(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     p[i * sizes.m + j] = s;
 }
+// ANCHOR_END: scores
 
+// ANCHOR: softmax
 var<workgroup> partial: array<f32, 64>;
 
 /// The sum (or, with `take_max`, the maximum) of the WIDTH threads'
@@ -73,6 +75,7 @@ fn softmax_rows(@builtin(workgroup_id) wg: vec3<u32>,
         p[row + j] *= inv;
     }
 }
+// ANCHOR_END: softmax
 
 /// One thread a vec4 of the output: o_i = Σ_j p_ij v_j.
 @compute @workgroup_size(64)
@@ -88,4 +91,3 @@ fn weighted_values(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     o[i * sizes.d4 + c] = out;
 }
-// ANCHOR_END: plain

@@ -426,3 +426,16 @@ fn chapter_19s_exercises_refuse_tables_and_distributions_that_do_not_fit() {
     }
     assert!(emitted(&[f64::NAN, 1.0], &[0.5, 0.5]).is_err(), "NaN");
 }
+
+#[test]
+fn chapter_21s_exercise_refuses_a_workgroup_past_the_queries_and_empty_tiles() {
+    use attn::exercises::ch21::{key_tiles, tiles_loaded};
+    let e = key_tiles(3, (4, 4), 12, 5).unwrap_err().to_string();
+    assert!(e.contains("workgroup"), "{e}");
+    for (br, bc, m) in [(0, 4, 5), (4, 0, 5), (4, 4, 0)] {
+        assert!(key_tiles(0, (br, bc), 12, m).is_err(), "{br} {bc} {m}");
+        assert!(tiles_loaded((br, bc), 12, m).is_err(), "{br} {bc} {m}");
+    }
+    assert!(key_tiles(0, (4, 4), 0, 5).is_err(), "no queries");
+    assert!(tiles_loaded((4, 4), 0, 5).is_err(), "no queries");
+}

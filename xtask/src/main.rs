@@ -273,7 +273,7 @@ fn gpu() -> Step {
     let required = if std::env::var_os("CI").is_some() { "1" } else { "0" };
     let runtime = std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into());
     let crate_ = ["-p", "attn", "--features", "gpu"];
-    let targets = ["--test", "gpu", "--test", "bad_input"];
+    let targets = ["--test", "gpu", "--test", "bad_input", "--example", "ch21_gpu"];
     run(cargo()
         .args(["clippy", "--locked", "--lib"])
         .args(crate_)
