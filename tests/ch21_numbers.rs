@@ -37,7 +37,9 @@ fn every_number_is_bound() {
 
     b.section("Threads, workgroups and memory");
     b.exact("64", br);
-    b.exact("64", max_d).exact("16", d4).exact("16", kib(2.0 * bc * d4));
+    let vec4_bytes = 4 * std::mem::size_of::<f32>();
+    b.exact("16", vec4_bytes as f64).exact("64", max_d).exact("16", d4);
+    b.exact("16", kib(2.0 * bc * d4)).exact("64", br);
 
     b.section("Chapter 2, in three passes");
     let width = wgsl("src/gpu/plain.wgsl", "WIDTH");
@@ -58,7 +60,7 @@ fn every_number_is_bound() {
     b.exact("65,535", limit);
     b.exact("130", constant(TESTS, "WITHIN_THE_LIMIT"));
     b.exact("2,300", constant(TESTS, "PAST_UNROLLING"));
-    b.exact("16", d4);
+    b.exact("16", d4).exact("16", d4);
     // Per key: the two loops over the tile's keys; per tile, the tile loop
     // and the shared loads.
     let per_key = 2.0 + (1.0 + bc * d4 / br) / bc;
@@ -88,7 +90,7 @@ fn every_number_is_bound() {
     let n = constant(TESTS, "PAST_UNROLLING") as usize;
     let (causal, all) = tiles_loaded((br as usize, bc as usize), n, n).unwrap();
     b.exact("2,300", n as f64).rounded("0.51", causal as f64 / all as f64);
-    b.exact("128", 2.0 * d4 * 4.0).exact("256", 4.0 * d4 * 4.0);
+    b.exact("128", 2.0 * d4 * 4.0).exact("32", bc).exact("256", 4.0 * d4 * 4.0);
     b.exact("128", 2.0 * max_d);
 
     b.section("Quiz");

@@ -589,4 +589,135 @@
             document.head.appendChild(s);
         });
     };
+    // ---- chapter 21: the flash kernel on the reader's GPU -------------
+    // The page runs the crate's own WGSL (from the module) through WebGPU
+    // and compares each number with what the crate computes for the same
+    // inputs, in WebAssembly. data-out holds the GPU's output and
+    // log-sum-exp; data-ran, the controls of the run that wrote it.
+    widgets.gpu = function (r, call) {
+        var adapterLine = el("p", { "class": "attn-widget-summary", "data-readout": "adapter" }, r);
+        if (!navigator.gpu) {
+            adapterLine.textContent = "This browser has no WebGPU, so the kernel cannot run here. " +
+                "Chrome and Edge have it; Firefox and Safari have it in recent versions.";
+            return null;
+        }
+        var controls = el("div", { "class": "attn-widget-controls" }, r);
+        var log2n = slider(controls, "log2-n", "n, queries and keys", 6, 11, 1, 8,
+            function (e) { return String(Math.pow(2, e)); });
+        var dRow = el("div", { "class": "attn-widget-control" }, controls);
+        el("label", { "for": "gpu-d" }, dRow, "width d");
+        var dSel = el("select", { id: "gpu-d", "data-input": "d" }, dRow);
+        [4, 16, 64].forEach(function (d) { el("option", { value: d }, dSel, String(d)); });
+        dSel.value = 64;
+        var maskRow = el("div", { "class": "attn-widget-control" }, controls);
+        el("label", { "for": "gpu-causal" }, maskRow, "mask");
+        var causal = el("select", { id: "gpu-causal", "data-input": "causal" }, maskRow);
+        el("option", { value: 0 }, causal, "none");
+        el("option", { value: 1 }, causal, "causal");
+        var table = el("table", { "class": "attn-widget-readout" }, r);
+        var rows = [["o-diff", "largest difference of the output from the crate's"],
+            ["lse-diff", "largest difference of the log-sum-exp"],
+            ["gpu-ms", "the GPU, ms (with the copy back)"],
+            ["wasm-ms", "the crate in WebAssembly, ms"]];
+        var cells = {};
+        rows.forEach(function (row) {
+            var tr = el("tr", {}, table);
+            el("th", { scope: "row" }, tr, row[1]);
+            cells[row[0]] = el("td", { "data-readout": row[0] }, tr);
+        });
+        var error = el("p", { "class": "attn-widget-error", role: "alert" }, r);
+        var device = null, pipeline = null, running = Promise.resolve();
+
+        function storage(data, usage) {
+            var buffer = device.createBuffer({ size: Math.max(16, data.byteLength), usage: usage | GPUBufferUsage.COPY_DST });
+            device.queue.writeBuffer(buffer, 0, data);
+            return buffer;
+        }
+        function run() {
+            var e = +log2n.value, d = +dSel.value, masked = +causal.value;
+            var n = Math.pow(2, e), d4 = Math.ceil(d / 4);
+            var inputs = call("gpu_inputs", e, d);
+            var started = performance.now();
+            var want = call("gpu_reference", e, d, masked);
+            var wasmMs = performance.now() - started;
+            function padded(offset) { // rows of d4 vec4s, zeros after d
+                var a = new Float32Array(n * d4 * 4);
+                for (var i = 0; i < n; i++) {
+                    for (var c = 0; c < d; c++) a[i * d4 * 4 + c] = inputs[offset + i * d + c];
+                }
+                return a;
+            }
+            var sizes = new ArrayBuffer(32); // Sizes, as common.wgsl has it
+            var words = new Uint32Array(sizes);
+            words.set([n, n, d4, masked, 0, 0, n, 0]);
+            new Float32Array(sizes)[4] = 1 / Math.sqrt(d);
+            var S = GPUBufferUsage.STORAGE, C = GPUBufferUsage.COPY_SRC, R = GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
+            var buffers = [storage(sizes, GPUBufferUsage.UNIFORM), storage(padded(0), S),
+                storage(padded(n * d), S), storage(padded(2 * n * d), S),
+                device.createBuffer({ size: n * d4 * 16, usage: S | C }),
+                device.createBuffer({ size: n * 4, usage: S | C }),
+                storage(new Uint32Array(4), S)];
+            var bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+                entries: buffers.map(function (b, i) { return { binding: i, resource: { buffer: b } }; }) });
+            var readO = device.createBuffer({ size: n * d4 * 16, usage: R });
+            var readLse = device.createBuffer({ size: n * 4, usage: R });
+            started = performance.now();
+            var encoder = device.createCommandEncoder();
+            var pass = encoder.beginComputePass();
+            pass.setPipeline(pipeline);
+            pass.setBindGroup(0, bind);
+            pass.dispatchWorkgroups(Math.ceil(n / 64));
+            pass.end();
+            encoder.copyBufferToBuffer(buffers[4], 0, readO, 0, n * d4 * 16);
+            encoder.copyBufferToBuffer(buffers[5], 0, readLse, 0, n * 4);
+            device.queue.submit([encoder.finish()]);
+            return Promise.all([readO.mapAsync(GPUMapMode.READ), readLse.mapAsync(GPUMapMode.READ)]).then(function () {
+                var gpuMs = performance.now() - started;
+                var o = new Float32Array(readO.getMappedRange()), lse = new Float32Array(readLse.getMappedRange());
+                var got = [], worstO = 0, worstLse = 0;
+                for (var i = 0; i < n; i++) {
+                    for (var c = 0; c < d; c++) {
+                        got.push(o[i * d4 * 4 + c]);
+                        worstO = Math.max(worstO, Math.abs(o[i * d4 * 4 + c] - want[i * d + c]));
+                    }
+                }
+                for (i = 0; i < n; i++) {
+                    got.push(lse[i]);
+                    worstLse = Math.max(worstLse, Math.abs(lse[i] - want[n * d + i]));
+                }
+                buffers.concat([readO, readLse]).forEach(function (b) { b.destroy(); });
+                report(r, got);
+                cells["o-diff"].textContent = small(worstO);
+                cells["lse-diff"].textContent = small(worstLse);
+                cells["gpu-ms"].textContent = gpuMs.toFixed(1);
+                cells["wasm-ms"].textContent = wasmMs.toFixed(1);
+                error.textContent = "";
+                r.dataset.ran = JSON.stringify({ "log2-n": e, d: d, causal: masked });
+            });
+        }
+        function small(v) { return v < 1e-3 ? v.toExponential(1) : v.toFixed(3); }
+        function update() {
+            running = running.then(run).catch(function (e) { failure(r, error, e); });
+            return running;
+        }
+        [log2n, dSel, causal].forEach(function (input) { input.addEventListener("change", update); });
+        return navigator.gpu.requestAdapter().then(function (adapter) {
+            if (!adapter) {
+                adapterLine.textContent = "This browser has WebGPU but found no adapter to run the kernel on.";
+                return null;
+            }
+            var info = adapter.info || {};
+            adapterLine.textContent = "Adapter: " + ([info.vendor, info.architecture, info.description]
+                .filter(Boolean).join(", ") || "unnamed") + ".";
+            return adapter.requestDevice().then(function (dev) {
+                device = dev;
+                call("gpu_kernel");
+                var module = device.createShaderModule({ code: call.text() });
+                return device.createComputePipelineAsync({ layout: "auto", compute: { module: module, entryPoint: "forward" } });
+            }).then(function (p) {
+                pipeline = p;
+                return update();
+            });
+        });
+    };
 })();

@@ -58,7 +58,10 @@ fn queries(@builtin(workgroup_id) wg: vec3<u32>,
         let at = select(0u, i * sizes.d4 + c, inside);
         q_i[c] = select(vec4<f32>(0.0), q[at], inside) * sizes.scale;
         do_i[c] = select(vec4<f32>(0.0), d_o[at], inside);
-        dq_i[c] = select(vec4<f32>(0.0), dq[at], inside && sizes.begin > 0u);
+        dq_i[c] = vec4<f32>(0.0);
+        if inside && sizes.begin > 0u {
+            dq_i[c] = dq[at]; // carried from the keys before begin
+        }
     }
     let lse_i = lse[select(0u, i, inside_n)];
     let d_i = d_rows[select(0u, i, inside_n)];
@@ -135,8 +138,12 @@ fn keys(@builtin(workgroup_id) wg: vec3<u32>,
         let at = select(0u, j * sizes.d4 + c, inside);
         k_j[c] = select(vec4<f32>(0.0), k[at], inside);
         v_j[c] = select(vec4<f32>(0.0), v[at], inside);
-        dk_j[c] = select(vec4<f32>(0.0), dkv[at], inside && carry);
-        dv_j[c] = select(vec4<f32>(0.0), dkv[sizes.m * sizes.d4 + at], inside && carry);
+        dk_j[c] = vec4<f32>(0.0);
+        dv_j[c] = vec4<f32>(0.0);
+        if inside && carry {
+            dk_j[c] = dkv[at];
+            dv_j[c] = dkv[sizes.m * sizes.d4 + at];
+        }
     }
     // Causal: no query before this workgroup's first key sees any of them.
     var start = sizes.begin;

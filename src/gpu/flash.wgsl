@@ -56,14 +56,17 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
     for (var c = 0u; c < D4; c++) {
         let inside = i < sizes.n && c < sizes.d4;
         let at = select(0u, i * sizes.d4 + c, inside);
-        q_i[c] = select(vec4<f32>(0.0), q[at], inside) * sizes.scale;
-        o_i[c] = select(vec4<f32>(0.0), o[at], inside && carry);
+        q_i[c] = select(vec4<f32>(0.0), q[at], inside) * sizes.scale; // scaled once
+        o_i[c] = vec4<f32>(0.0);
+        if inside && carry {
+            o_i[c] = o[at];
+        }
     }
-    var m_i = LOWEST; // the largest score so far
-    var l_i = 0.0;    // Σ exp(s − m_i) so far
+    var s_max = LOWEST; // the largest score so far
+    var l_i = 0.0;      // Σ exp(s − s_max) so far
     if carry && i < sizes.n {
-        m_i = lse[i]; // the output so far is normalised: l = 1 at m = lse
-        l_i = select(0.0, 1.0, m_i > LOWEST);
+        s_max = lse[i]; // the output so far is normalised: l = 1 at s_max = lse
+        l_i = select(0.0, 1.0, s_max > LOWEST);
     }
 // ANCHOR_END: flash_setup
 // ANCHOR: flash_loop
@@ -77,7 +80,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
         load_tile(j0, t);
         workgroupBarrier(); // this tile is written by everyone
         var s: array<f32, 32>; // the tile's scores
-        var m_tile = m_i;
+        var s_max_new = s_max;
         for (var jj = 0u; jj < BC; jj++) {
             let j = j0 + jj;
             var score = LOWEST;
@@ -88,30 +91,30 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>,
                 }
             }
             s[jj] = score;
-            m_tile = max(m_tile, score);
+            s_max_new = max(s_max_new, score);
         }
-        let alpha = exp(m_i - m_tile); // rescales what came before
+        let alpha = exp(s_max - s_max_new); // rescales what came before
         l_i *= alpha;
         for (var c = 0u; c < D4; c++) {
             o_i[c] *= alpha;
         }
         for (var jj = 0u; jj < BC; jj++) {
             if s[jj] > LOWEST {
-                let p = exp(s[jj] - m_tile);
+                let p = exp(s[jj] - s_max_new);
                 l_i += p;
                 for (var c = 0u; c < D4; c++) {
                     o_i[c] += p * v_tile[jj * D4 + c];
                 }
             }
         }
-        m_i = m_tile;
+        s_max = s_max_new;
     }
     if i < sizes.n {
         let inv = select(0.0, 1.0 / l_i, l_i > 0.0); // no key seen: a zero row
         for (var c = 0u; c < sizes.d4; c++) {
             o[i * sizes.d4 + c] = o_i[c] * inv;
         }
-        lse[i] = select(LOWEST, m_i + log(l_i), l_i > 0.0);
+        lse[i] = select(LOWEST, s_max + log(l_i), l_i > 0.0);
     }
 }
 // ANCHOR_END: flash_loop

@@ -143,6 +143,32 @@ pub extern "C" fn rope_curve() -> u32 {
     answer(widgets::rope_curve().map(|c| c.into_iter().map(f64::from).collect()))
 }
 
+/// Chapter 21: the flash kernel's WGSL, as text.
+#[no_mangle]
+pub extern "C" fn gpu_kernel() -> u32 {
+    TEXT.with(|text| *text.borrow_mut() = crate::gpu::KERNEL.to_string());
+    answer(Ok(Vec::new()))
+}
+
+/// Chapter 21: `Q`, `K` and `V`, `n × d` each, row by row.
+#[no_mangle]
+pub extern "C" fn gpu_inputs(log2_n: u32, d: u32) -> u32 {
+    answer(
+        crate::gpu::inputs(log2_n, d as usize)
+            .map(|x| x.iter().flat_map(|m| m.iter().map(|&v| f64::from(v))).collect()),
+    )
+}
+
+/// Chapter 21: the crate's output, `n × d` row by row, then each query's
+/// log-sum-exp.
+#[no_mangle]
+pub extern "C" fn gpu_reference(log2_n: u32, d: u32, causal: u32) -> u32 {
+    answer(
+        crate::gpu::reference(log2_n, d as usize, causal != 0)
+            .map(|(output, lse)| output.iter().chain(&lse).map(|&v| f64::from(v)).collect()),
+    )
+}
+
 /// The last call's results, for a native caller (the golden test) that
 /// cannot read the module's memory as the page does.
 pub fn last_output() -> Vec<f64> {

@@ -10,5 +10,6 @@
 //! see `xtask/src/wasm.rs`.
 
 pub mod abi;
+pub mod gpu;
 pub mod widgets;
 pub mod writer;

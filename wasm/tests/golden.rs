@@ -57,6 +57,12 @@ fn cases() -> Vec<Value> {
     all.push(case("rope_curve", json!({}), abi::rope_curve()));
     all.extend(writer_cases());
     all.extend(digit_cases());
+    // Chapter 21: n = 64 and 128, d = 4 and 16, causal and not.
+    for (log2_n, d, causal) in [(6, 4, 0), (7, 16, 1)] {
+        let status = abi::gpu_reference(log2_n, d, causal);
+        let controls = json!({ "log2-n": log2_n, "d": d, "causal": causal });
+        all.push(case("gpu_reference", controls, status));
+    }
     all
 }
 

@@ -231,7 +231,7 @@ pub(crate) fn figures_unchanged() -> Step {
 /// The figure examples: every `examples/*.rs` except those ending in
 /// `_train` or `_data`, which write `book/data/` (slowly, or from the
 /// pretrained model) rather than figures, and are run by `cargo xtask train`
-/// and `cargo xtask model --data`.
+/// and `cargo xtask model --data`, and those that need a feature.
 pub(crate) fn examples() -> Result<Vec<String>, String> {
     let dir = root().join("examples");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -242,9 +242,29 @@ pub(crate) fn examples() -> Result<Vec<String>, String> {
             is_rs.then(|| path.file_stem()?.to_str().map(String::from))?
         })
         .collect();
-    names.retain(|name| !name.ends_with("_train") && !name.ends_with("_data"));
+    let featured = needs_features()?;
+    names.retain(|name| {
+        !name.ends_with("_train") && !name.ends_with("_data") && !featured.contains(name)
+    });
     names.sort();
     Ok(names)
+}
+
+/// The examples that `Cargo.toml` builds only with a feature (chapter
+/// 21's needs `gpu`): its `[[example]]` tables with `required-features`.
+fn needs_features() -> Result<Vec<String>, String> {
+    let path = root().join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text
+        .split("[[example]]")
+        .skip(1)
+        .filter_map(|table| {
+            let table = table.split("\n[").next()?; // up to the next table
+            table.contains("required-features").then_some(())?;
+            let name = table.lines().find_map(|l| l.trim().strip_prefix("name = "))?;
+            Some(name.trim_matches('"').to_string())
+        })
+        .collect())
 }
 
 /// Installs each pinned book tool that `cargo install --list` does not show:
