@@ -234,3 +234,28 @@ fn any_span_gives_the_same_attention_and_one_dispatch_is_cut_short_on_lavapipe()
         );
     }
 }
+
+/// Where the device writes timestamps (lavapipe does), each call keeps the
+/// time of its kernels: positive, and none when a call has more
+/// dispatches than the query set holds.
+#[test]
+fn the_kernels_time_is_kept_where_the_device_writes_timestamps() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = StdRng::seed_from_u64(4);
+    let x = random(300, 16, &mut rng);
+    gpu.flash_attention(&x, &x, &x, Mask::Causal).unwrap();
+    let Some(flash) = gpu.last_kernel_seconds() else {
+        eprintln!("{} writes no timestamps", gpu.adapter());
+        return;
+    };
+    assert!(flash > 0.0 && flash < 10.0, "{flash} s");
+    let forward = gpu.flash_attention(&x, &x, &x, Mask::None).unwrap();
+    gpu.flash_attention_backward([&x, &x, &x], &forward, &x, Mask::None).unwrap();
+    assert!(gpu.last_kernel_seconds().is_some_and(|s| s > 0.0));
+    gpu.attention(&x, &x, &x, Mask::None).unwrap();
+    let plain = gpu.last_kernel_seconds();
+    assert!(plain.is_some_and(|s| s > 0.0), "{plain:?}");
+    gpu.flash_attention_in_spans([&x, &x, &x], Mask::None, 1).unwrap(); // 300 dispatches
+    assert_eq!(gpu.last_kernel_seconds(), None, "more dispatches than timestamps");
+    assert!(gpu.is_software() == gpu.adapter().contains("llvmpipe"), "{}", gpu.adapter());
+}

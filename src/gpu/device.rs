@@ -19,7 +19,12 @@ pub struct Gpu {
     pub(super) device: wgpu::Device,
     pub(super) queue: wgpu::Queue,
     adapter: String,
+    software: bool,
     kernels: Kernels,
+    /// Whether the device writes timestamps, and the GPU's own time of the
+    /// last call's kernels, in seconds.
+    pub(super) timestamps: bool,
+    pub(super) seconds: std::sync::Mutex<Option<f64>>,
 }
 
 /// The compiled kernels, by their WGSL names.
@@ -66,21 +71,44 @@ impl Gpu {
             })?;
         let info = adapter.get_info();
         let name = format!("{} ({:?}, {})", info.name, info.backend, info.driver);
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("attention"),
+                required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
                 required_limits: adapter.limits(),
                 ..Default::default()
             })
             .await
             .map_err(|e| gpu_error("opening the device", e))?;
         let kernels = Kernels::new(&device);
-        Ok(Gpu { device, queue, adapter: name, kernels })
+        Ok(Gpu {
+            device,
+            queue,
+            adapter: name,
+            software: info.device_type == wgpu::DeviceType::Cpu,
+            kernels,
+            timestamps,
+            seconds: std::sync::Mutex::new(None),
+        })
     }
 
     /// The adapter's name, backend and driver, as `wgpu` reports them.
     pub fn adapter(&self) -> &str {
         &self.adapter
+    }
+
+    /// Whether the adapter is a GPU simulated on the processor (lavapipe,
+    /// SwiftShader), whose times say nothing about a GPU's.
+    pub fn is_software(&self) -> bool {
+        self.software
+    }
+
+    /// The time the last call's kernels took on the device, in seconds, by
+    /// its timestamps (the copies to and from it left out); `None` where
+    /// the device writes no timestamps.
+    pub fn last_kernel_seconds(&self) -> Option<f64> {
+        *self.seconds.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `softmax(QKᵀ/√d_k) V` by FlashAttention-2's forward kernel, with
@@ -124,6 +152,7 @@ impl Gpu {
             }
             let output = run.output()?;
             let lse = Array1::from(run.read_floats(&lse)?);
+            run.record_seconds()?;
             Ok(FlashOutput { output, lse })
         })
     }
@@ -174,6 +203,7 @@ impl Gpu {
             let dq = run.matrix(&dq, n, "the GPU's dQ")?;
             let dkv = run.matrix(&dkv, 2 * m, "the GPU's dK and dV")?;
             let (dk, dv) = dkv.view().split_at(Axis(0), m);
+            run.record_seconds()?;
             Ok((dq, dk.to_owned(), dv.to_owned()))
         })
     }
@@ -210,7 +240,9 @@ impl Gpu {
                 0..m,
                 [threads.div_ceil(64) as u32, 1, 1],
             );
-            run.output()
+            let output = run.output()?;
+            run.record_seconds()?;
+            Ok(output)
         })
     }
 

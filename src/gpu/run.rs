@@ -34,7 +34,15 @@ pub(super) struct Run<'a> {
     pub(super) d4: usize,
     n: usize,
     d: usize,
+    /// Where the dispatches write their start and end times, if the device
+    /// writes timestamps, and how many they have written.
+    stamps: Option<wgpu::QuerySet>,
+    written: std::cell::Cell<u32>,
+    dispatched: std::cell::Cell<u32>,
 }
+
+/// The most dispatches a call times: the backward pass's at the most rows.
+const MOST_DISPATCHES: u32 = 2 + 2 * (super::MAX_ROWS.div_ceil(SPAN) as u32);
 
 impl<'a> Run<'a> {
     pub(super) fn new(
@@ -56,7 +64,18 @@ impl<'a> Run<'a> {
             Mask::Keep(keep) => keep.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(),
             _ => vec![0; 4], // unread, but every binding needs a buffer
         };
+        let stamps = gpu.timestamps.then(|| {
+            gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("kernel times"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * MOST_DISPATCHES,
+            })
+        });
+        *gpu.seconds.lock().unwrap_or_else(|e| e.into_inner()) = None;
         Run {
+            stamps,
+            written: std::cell::Cell::new(0),
+            dispatched: std::cell::Cell::new(0),
             keep: gpu.upload("keep", &keep),
             q: gpu.upload("Q", &padded(q, d4)),
             k: gpu.upload("K", &padded(k, d4)),
@@ -111,9 +130,21 @@ impl<'a> Run<'a> {
             layout: &kernel.get_bind_group_layout(0),
             entries: &entries,
         });
+        let at = self.written.get();
+        self.dispatched.set(self.dispatched.get().saturating_add(1));
+        let timestamp_writes =
+            self.stamps.as_ref().filter(|_| at < 2 * MOST_DISPATCHES).map(|set| {
+                self.written.set(at + 2);
+                wgpu::ComputePassTimestampWrites {
+                    query_set: set,
+                    beginning_of_pass_write_index: Some(at),
+                    end_of_pass_write_index: Some(at + 1),
+                }
+            });
         let mut encoder = device.create_command_encoder(&Default::default());
         {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
             pass.set_pipeline(kernel);
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
@@ -121,8 +152,42 @@ impl<'a> Run<'a> {
         self.gpu.queue.submit([encoder.finish()]);
     }
 
+    /// Keeps the device's time of the call's kernels in the [`Gpu`]: the
+    /// sum of each dispatch's end less its start, by the device's clock;
+    /// none if some dispatch went untimed (more than the query set holds).
+    pub(super) fn record_seconds(&self) -> Result<(), AttnError> {
+        let (Some(set), written) = (&self.stamps, self.written.get()) else { return Ok(()) };
+        if written == 0 || written != 2 * self.dispatched.get() {
+            return Ok(());
+        }
+        let resolved = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamps"),
+            size: u64::from(written) * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        encoder.resolve_query_set(set, 0..written, &resolved, 0);
+        self.gpu.queue.submit([encoder.finish()]);
+        let ticks: Vec<u64> = self
+            .read_bytes(&resolved)?
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            .collect();
+        let total: u64 = ticks.chunks_exact(2).map(|p| p[1].saturating_sub(p[0])).sum();
+        let seconds = total as f64 * f64::from(self.gpu.queue.get_timestamp_period()) * 1e-9;
+        *self.gpu.seconds.lock().unwrap_or_else(|e| e.into_inner()) = Some(seconds);
+        Ok(())
+    }
+
     /// The floats of `buffer`, copied to one the CPU can map.
     pub(super) fn read_floats(&self, buffer: &wgpu::Buffer) -> Result<Vec<f32>, AttnError> {
+        let bytes = self.read_bytes(buffer)?;
+        Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+
+    /// The bytes of `buffer`, copied to one the CPU can map.
+    fn read_bytes(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, AttnError> {
         let device = &self.gpu.device;
         let staging = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
@@ -147,7 +212,7 @@ impl<'a> Run<'a> {
             .map_err(|e| gpu_error("reading back", e))?;
         let bytes = slice.get_mapped_range().map_err(|e| gpu_error("reading back", e))?.to_vec();
         staging.unmap();
-        Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        Ok(bytes)
     }
 
     /// `rows` rows of `buffer` (`n` unless said), `n × d`; an error naming

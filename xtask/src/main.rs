@@ -86,11 +86,12 @@ fn main() -> ExitCode {
             Some("lm-cache") => measure_lm_cache(),
             Some("kv") => measure_kv(),
             Some("serving") => measure_serving(),
+            Some("gpu") => runs::measure_gpu(),
             Some("all") => measure_all(),
             None => measure(),
-            Some(other) => {
-                Err(format!("unknown option {other}: all, fast, lm, lm-cache, kv or nothing"))
-            }
+            Some(other) => Err(format!(
+                "unknown option {other}: all, fast, lm, lm-cache, kv, serving, gpu or nothing"
+            )),
         },
         "model" => match std::env::args().nth(2).as_deref() {
             None => model(),
@@ -273,7 +274,16 @@ fn gpu() -> Step {
     let required = if std::env::var_os("CI").is_some() { "1" } else { "0" };
     let runtime = std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into());
     let crate_ = ["-p", "attn", "--features", "gpu"];
-    let targets = ["--test", "gpu", "--test", "bad_input", "--example", "ch21_gpu"];
+    let targets = [
+        "--test",
+        "gpu",
+        "--test",
+        "bad_input",
+        "--example",
+        "ch21_gpu",
+        "--example",
+        "ch21_gpu_data",
+    ];
     run(cargo()
         .args(["clippy", "--locked", "--lib"])
         .args(crate_)

@@ -572,3 +572,25 @@ fn write_data(name: &str, text: &str) -> Step {
     let path = root().join("book/data").join(name);
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
+
+/// `cargo xtask measure gpu`: chapter 21's kernels timed on the adapter
+/// `wgpu` finds (`examples/ch21_gpu_data.rs`); a GPU's times go to
+/// `book/data/ch21-gpu.tsv`, a software device's to `target/` only. Not
+/// part of `measure all`, which runs on machines without a GPU.
+pub(crate) fn measure_gpu() -> Step {
+    let example = "ch21_gpu_data";
+    run(cargo().args([
+        "build",
+        "--release",
+        "--locked",
+        "--features",
+        "gpu",
+        "--example",
+        example,
+    ]))?;
+    let binary = root().join(format!("target/release/examples/{example}"));
+    let runtime = std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into());
+    run(Command::new(&binary)
+        .env("ATTN_RUN_HEADER", start_run("measure gpu")?)
+        .env("XDG_RUNTIME_DIR", runtime))
+}
