@@ -56,8 +56,8 @@ mod tests {
     fn the_tiles_are_those_holding_a_key_some_query_sees() {
         let mut rng = StdRng::seed_from_u64(21);
         for _ in 0..300 {
-            let (br, bc) = (rng.random_range(1..9), rng.random_range(1..9));
-            let (n, m) = (rng.random_range(1..40), rng.random_range(1..40));
+            let (br, bc): (usize, usize) = (rng.random_range(1..9), rng.random_range(1..9));
+            let (n, m): (usize, usize) = (rng.random_range(1..40), rng.random_range(1..40));
             for workgroup in 0..n.div_ceil(br) {
                 let queries = workgroup * br..((workgroup + 1) * br).min(n);
                 let needed = |tile: usize| {

@@ -4,16 +4,21 @@
 use attn::gpu::{Gpu, Mask};
 use ndarray::Array2;
 
-#[test]
-fn the_gpu_kernels_refuse_wide_rows_mismatched_values_and_nan() {
-    let gpu = match Gpu::new() {
-        Ok(gpu) => gpu,
+/// The adapter, or `None` (with the reason printed) where none is required.
+fn gpu() -> Option<Gpu> {
+    match Gpu::new() {
+        Ok(gpu) => Some(gpu),
         Err(e) if std::env::var("ATTN_GPU_REQUIRED").as_deref() != Ok("1") => {
             eprintln!("skipped: {e}");
-            return;
+            None
         }
         Err(e) => panic!("ATTN_GPU_REQUIRED=1, but {e}"),
-    };
+    }
+}
+
+#[test]
+fn the_gpu_kernels_refuse_wide_rows_mismatched_values_and_nan() {
+    let Some(gpu) = gpu() else { return };
     let (q, wide) = (Array2::<f32>::zeros((2, 4)), Array2::<f32>::zeros((2, 65)));
     let e = gpu.flash_attention(&wide, &wide, &wide, Mask::None).unwrap_err().to_string();
     assert!(e.contains("d_v"), "{e}");
@@ -39,14 +44,7 @@ fn the_gpu_kernels_refuse_wide_rows_mismatched_values_and_nan() {
 
 #[test]
 fn the_gpu_backward_refuses_what_the_forward_did_not_return() {
-    let gpu = match Gpu::new() {
-        Ok(gpu) => gpu,
-        Err(e) if std::env::var("ATTN_GPU_REQUIRED").as_deref() != Ok("1") => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-        Err(e) => panic!("ATTN_GPU_REQUIRED=1, but {e}"),
-    };
+    let Some(gpu) = gpu() else { return };
     let q = Array2::<f32>::from_shape_fn((3, 4), |(i, j)| (i + j) as f32 / 7.0);
     let forward = gpu.flash_attention(&q, &q, &q, Mask::Causal).unwrap();
     let backward = |forward: &attn::gpu::FlashOutput, d_out: &Array2<f32>| {
