@@ -27,7 +27,6 @@ pub fn key_tiles(
     let keys = (last_query + 1).min(m); // it sees keys 0..keys
     Ok(0..keys.div_ceil(bc))
 }
-// ANCHOR_END: key_tiles
 
 /// The tiles of keys the whole grid of workgroups loads, causal and not:
 /// what the skip saves.
@@ -44,6 +43,7 @@ pub fn tiles_loaded(
     }
     Ok((causal, groups * m.div_ceil(bc)))
 }
+// ANCHOR_END: key_tiles
 
 #[cfg(test)]
 mod tests {
