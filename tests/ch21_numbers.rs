@@ -43,12 +43,15 @@ fn every_number_is_bound() {
 
     b.section("Chapter 2, in three passes");
     let width = wgsl("src/gpu/plain.wgsl", "WIDTH");
+    let side = number_in_source("src/gpu/device.rs", "attention", "m.div_ceil(");
+    b.exact("8", side).exact("8", side);
     b.exact("64", width);
-    b.exact("65,535", constant("src/gpu/mod.rs", "MAX_ROWS"));
+    let max_rows = constant("src/gpu/mod.rs", "MAX_ROWS");
+    b.exact("65,535", max_rows).rounded("17", max_rows * max_rows * 4.0 / 1e9);
 
     b.section("Tiles become workgroups");
     b.exact("64", br).exact("32", bc).exact("8", kib(bc * d4)).exact("32", bc);
-    b.exact("64", br).exact("64", br);
+    b.exact("64", br).exact("32", bc).exact("16", d4).exact("64", br).exact("64", br);
 
     b.section("The backward pass, without atomics");
     b.exact("16", wgsl(BACKWARD, "BQ"));

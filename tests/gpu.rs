@@ -57,8 +57,9 @@ fn assert_close(got: &Array2<f32>, want: &Array2<f32>, tolerance: f32, what: &st
     }
 }
 
-/// Lavapipe stops an invocation after this many iterations of its loops,
-/// counted over all of them, and returns what it has: no error.
+/// Past this many iterations of its loops, all counted together for each
+/// batch of invocations it runs at once, lavapipe leaves every loop after
+/// its first pass and runs on: no error, wrong numbers.
 const LOOP_LIMIT: usize = 65_535;
 
 /// A length at which the flash kernel with its inner loops bounded by the

@@ -3,6 +3,7 @@
 // own). Rows are vec4s, padded with zeros; the host prepends this file to
 // each kernel's.
 
+// ANCHOR: common
 struct Sizes {
     n: u32,      // queries
     m: u32,      // keys and values
@@ -33,3 +34,4 @@ fn sees(i: u32, j: u32) -> bool {
         default: { return true; }
     }
 }
+// ANCHOR_END: common

@@ -9,14 +9,15 @@
 // output with the online softmax of chapter 9: the running maximum m, the
 // running sum l, and the output rescaled by exp(m_old − m_new) whenever the
 // maximum grows. Rows are vec4s of at most D4 = 16 (d ≤ 64), padded with
-// zeros, so that a dot product is 16 four-wide products.
+// zeros, so that a dot product is 16 four-wide `dot`s.
 //
 // The loops over a row's vec4s run to the constant D4, not to the row's
 // own d4: a loop of constant length is unrolled by the shader compiler.
-// Mesa's lavapipe silently stops a shader after 65,535 loop iterations an
-// invocation; with loops to d4 left in, this kernel loses keys from
-// n ≈ 2,000 on and returns wrong numbers without an error, which the
-// tests (n = 2,300) catch. Even so, a thread's loops run about twice per
+// Mesa's lavapipe silently cuts a shader's loops short after 65,535
+// iterations, counted for each batch of invocations it runs together;
+// with loops to d4 left in, this kernel loses keys from n ≈ 2,000 on and
+// returns wrong numbers without an error, which the tests (n = 2,300)
+// catch. Even so, a thread's loops run about twice per
 // key, so a dispatch walks only the keys begin..end, at most 8,192 of them
 // (the host's SPAN), and the next carries on from the output and
 // log-sum-exp it wrote: the online softmax again, between dispatches.
