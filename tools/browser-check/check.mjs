@@ -210,6 +210,24 @@ async function widgetProblems(page, name) {
   weights.push(`${name}: ${(bytes / 1e6).toFixed(2)} MB, widgets ready in ${ready} ms`);
   await dark.close();
 
+  // Without WebGPU, chapter 21's widget says so and shows no numbers.
+  if (names.includes('gpu')) {
+    const plain = await page.context().newPage();
+    await plain.addInitScript(() => { delete Navigator.prototype.gpu; });
+    await plain.goto(`${base}/${name}`, { waitUntil: 'load' });
+    const root = plain.locator('.attn-widget[data-widget="gpu"]');
+    try {
+      await root.and(plain.locator('[data-ready]')).waitFor({ timeout: 10000 });
+      const said = await root.textContent();
+      if (!said.includes('no WebGPU') || (await root.getAttribute('data-out'))) {
+        out.push(`widget gpu without WebGPU: shows "${said.slice(0, 80)}"`);
+      }
+    } catch {
+      out.push('widget gpu without WebGPU: never ready');
+    }
+    await plain.close();
+  }
+
   // Without the module, no numbers: the page cannot compute them itself.
   const blocked = await page.context().newPage();
   await blocked.route('**/widgets/attn-wasm.js', (route) => route.abort());
