@@ -106,7 +106,8 @@ impl Gpu {
 
     /// The time the last call's kernels took on the device, in seconds, by
     /// its timestamps (the copies to and from it left out); `None` where
-    /// the device writes no timestamps.
+    /// the device writes no timestamps, or where the call dispatched more
+    /// kernels than it can time (a span of a few keys).
     pub fn last_kernel_seconds(&self) -> Option<f64> {
         *self.seconds.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -153,14 +154,15 @@ impl Gpu {
             let output = run.output()?;
             let lse = Array1::from(run.read_floats(&lse)?);
             run.record_seconds()?;
-            Ok(FlashOutput { output, lse })
+            Ok(FlashOutput { output, lse, mask: mask.fingerprint() })
         })
     }
     // ANCHOR_END: host
 
     /// The gradients `(dQ, dK, dV)` of [`Gpu::flash_attention`]'s output,
     /// given `dO`, by FlashAttention-2's backward kernels, from what the
-    /// forward pass returned. `mask` must be the forward pass's.
+    /// forward pass returned. `mask` must be the forward pass's (another
+    /// is an error).
     pub fn flash_attention_backward(
         &self,
         [q, k, v]: [&ArrayRef2<f32>; 3],
@@ -169,7 +171,7 @@ impl Gpu {
         mask: Mask,
     ) -> Result<Gradients, AttnError> {
         check(q, k, v, mask)?;
-        check_backward(q, forward, d_out)?;
+        check_backward(q, forward, d_out, mask)?;
         self.check_mask(mask, q.nrows(), k.nrows())?;
         let (n, m) = (q.nrows(), k.nrows());
         self.guarded(|| {

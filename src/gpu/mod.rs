@@ -50,6 +50,16 @@ impl Mask<'_> {
             Mask::Keep(_) => 2,
         }
     }
+
+    /// A number that tells masks apart: the kind, and for a `Keep` mask
+    /// an FNV-1a hash of its shape and entries, so that the backward pass
+    /// can refuse a mask other than its forward pass's.
+    fn fingerprint(&self) -> u64 {
+        let Mask::Keep(keep) = self else { return u64::from(self.kind()) };
+        let (n, m) = keep.dim();
+        let words = [n as u64, m as u64].into_iter().chain(keep.iter().map(|&x| u64::from(x)));
+        words.fold(0xcbf2_9ce4_8422_2325, |h, w| (h ^ w).wrapping_mul(0x0100_0000_01b3))
+    }
 }
 
 /// What the flash kernel returns: the output and each query's
@@ -61,6 +71,9 @@ pub struct FlashOutput {
     pub output: Array2<f32>,
     /// `n`; −3e38, the kernels' −∞, for a query that sees no key.
     pub lse: Array1<f32>,
+    /// The mask it was computed under, which its backward pass must be
+    /// given again ([`Mask::fingerprint`]).
+    mask: u64,
 }
 
 /// The sizes the kernels read, as WGSL's `Sizes`.
@@ -124,13 +137,21 @@ fn check(
 }
 
 /// Checks what the backward pass is given besides Q, K and V: the
-/// forward pass's output (`n × d_v`, finite) and log-sum-exp (`n`, not
-/// NaN), and `dO` (`n × d_v`, finite).
+/// forward pass's mask, output (`n × d_v`, finite) and log-sum-exp (`n`,
+/// not NaN), and `dO` (`n × d_v`, finite).
 fn check_backward(
     q: &ArrayRef2<f32>,
     forward: &FlashOutput,
     d_out: &ArrayRef2<f32>,
+    mask: Mask,
 ) -> Result<(), AttnError> {
+    if mask.fingerprint() != forward.mask {
+        return Err(AttnError::InvalidArgument {
+            name: "the backward pass's mask (Mask::None 0, Causal 1, Keep 2)",
+            value: f64::from(mask.kind()),
+            requirement: "must be the mask the forward pass was computed under",
+        });
+    }
     let n = q.nrows();
     check_shape("the forward pass's output and Q (n × d)", forward.output.dim(), q.dim())?;
     check_shape("the forward pass's log-sum-exp (n)", (forward.lse.len(), 1), (n, 1))?;

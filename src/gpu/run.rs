@@ -12,9 +12,9 @@ use crate::error::AttnError;
 /// The most keys (or, in the dK, dV pass, queries) one dispatch of a flash
 /// kernel walks: the next dispatch carries on from the sums it wrote. A
 /// thread's loops then run a bounded number of times whatever n and m are,
-/// which a software device needs (lavapipe stops an invocation after
-/// 65,535 loop iterations, silently), and a real GPU's watchdog, which
-/// ends a dispatch that runs for seconds, is never near.
+/// which a software device needs (lavapipe cuts loops short, silently,
+/// after 65,535 iterations), and a real GPU's watchdog, which ends a
+/// dispatch that runs for seconds, is never near.
 pub const SPAN: usize = 8_192;
 
 /// `0..len` in spans of at most `span` (at least 1).

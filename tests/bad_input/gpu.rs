@@ -64,6 +64,20 @@ fn the_gpu_backward_refuses_what_the_forward_did_not_return() {
     let mut d_out = q.clone();
     d_out[[2, 0]] = f32::INFINITY;
     assert!(backward(&forward, &d_out).contains("dO"), "an infinite dO");
+    let e = gpu
+        .flash_attention_backward([&q, &q, &q], &forward, &q, Mask::None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mask"), "no mask for a causal forward pass: {e}");
+    let (one, other) =
+        (Array2::from_elem((3, 3), true), Array2::from_shape_fn((3, 3), |(_, j)| j == 0));
+    let kept = gpu.flash_attention(&q, &q, &q, Mask::Keep(&one)).unwrap();
+    let e = gpu
+        .flash_attention_backward([&q, &q, &q], &kept, &q, Mask::Keep(&other))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mask"), "another keep mask: {e}");
+    assert!(gpu.flash_attention_backward([&q, &q, &q], &kept, &q, Mask::Keep(&one)).is_ok());
     let mut wide = forward.clone();
     wide.output = Array2::zeros((3, 5));
     assert!(backward(&wide, &q).contains("output"), "an output of another shape");
