@@ -23,15 +23,17 @@
 //! | [`block`] | 10. The Transformer block (LayerNorm, FFN, residuals, encoder and decoder) |
 //! | [`nn`] | 10–12. The training stack: each layer's forward and backward pass once, generic over `f32`/`f64`; the loss, Adam, checkpoints |
 //! | [`grad`] | 11. Gradients: the backward passes checked by finite differences |
-//! | [`decoder`] | 12 and 15. The decoder-only Transformer, one struct for both chapters' models |
+//! | [`decoder`] | 12 and 16. The decoder-only Transformer, one struct for both chapters' models |
 //! | [`model`] | 12. A tiny Transformer trained to reverse digits |
 //! | [`translation`] | 13. A toy translation task (number words to digits) and corpus BLEU, for an encoder–decoder that learns it |
-//! | [`pretrained`] | 14. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
-//! | [`lm`] | 15. A language model that writes (Shakespeare, one character a token) |
-//! | [`kv_bytes`] | 16. What a KV cache costs, for every way of sharing or compressing it |
-//! | [`latent`] | 16. Multi-head latent attention |
-//! | [`sliding`] | 16. Forgetting keys: sliding windows and attention sinks |
-//! | [`rope_scaling`] | Longer than trained: RoPE's frequencies past the trained length (interpolation, NTK-aware, YaRN, Llama 3) |
+//! | [`pretrained`] | 15. A pretrained encoder (all-MiniLM-L6-v2) loaded into the crate's layers |
+//! | [`lm`] | 16. A language model that writes (Shakespeare, one character a token) |
+//! | [`kv_bytes`] | 17. What a KV cache costs, for every way of sharing or compressing it |
+//! | [`latent`] | 17. Multi-head latent attention |
+//! | [`sliding`] | 17. Forgetting keys: sliding windows and attention sinks |
+//! | [`rope_scaling`] | 18. Longer than trained: RoPE's frequencies past the trained length (interpolation, NTK-aware, YaRN, Llama 3) |
+//! | [`paging`] | 19. Serving attention: a KV cache in blocks, shared prefixes |
+//! | [`vision`] | 20. Attention on images: the digits a Vision Transformer reads |
 //! | [`fast`] | Appendix: making it fast (exact attention on several threads, FlashAttention-2's loop order) |
 //! | `gpu` (with `--features gpu`) | 21. Attention on a GPU: attention and FlashAttention-2's passes in WGSL, through `wgpu` |
 //! | [`experiments`] | the appendix's timers and roofline measures: measurements, not layers |
